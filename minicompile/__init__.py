@@ -1,0 +1,69 @@
+"""minicompile: a readable re-implementation of torch.compile, one stage per subpackage.
+
+    import minicompile as mc
+    cfn = mc.compile(fn, backend="inductor")     # or @mc.compile / @mc.compile(dynamic=True)
+    mc.explain(fn)(*args)                          # graphs, graph breaks, guards, readable program
+    mc.reset(); mc.mark_dynamic(x, 0); mc.metrics
+
+Stages (data flows one way): dynamo/ (bytecode -> FX graph + guards) -> aot_autograd/ and
+decompositions/ (forward + backward ATen graphs) -> inductor/ (loop IR, fusion, Triton and C++
+kernels) -> cudagraphs/.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ._logging import set_logs
+from .backends import list_backends, lookup_backend, register_backend
+from .metrics import metrics
+
+__all__ = ["compile", "explain", "reset", "mark_dynamic", "metrics", "set_logs",
+           "list_backends", "register_backend"]
+
+
+def compile(
+    model: Callable | None = None,
+    *,
+    backend: str | Callable = "inductor",
+    mode: str | None = None,
+    fullgraph: bool = False,
+    dynamic: bool | None = None,
+) -> Any:
+    """Compile a function or nn.Module (mirrors ``torch.compile``); usable as a decorator.
+
+    backend: "eager", "aot_eager", "inductor", "cudagraphs", "torch-inductor", or any callable
+    ``(gm, example_inputs) -> callable``. ``mode="reduce-overhead"`` adds CUDA graphs to inductor.
+    ``fullgraph=True`` makes a graph break an error. ``dynamic``: None (automatic dynamic: static
+    first, symbolic after a size changes), True (symbolic from the start) or False (never).
+    """
+    if model is None:  # @mc.compile(...) with arguments
+        return lambda m: compile(m, backend=backend, mode=mode, fullgraph=fullgraph, dynamic=dynamic)
+    if mode not in (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"):
+        raise ValueError(f"unknown mode {mode!r}")
+    if mode == "reduce-overhead" and backend == "inductor":
+        backend = "inductor-cudagraphs"
+    from .dynamo.eval_frame import optimize
+
+    return optimize(model, backend=lookup_backend(backend), fullgraph=fullgraph, dynamic=dynamic)
+
+
+def explain(fn: Callable) -> Callable[..., Any]:
+    """``mc.explain(fn)(*args)`` -> ExplainOutput: graphs, breaks with reasons, guards, program."""
+    from .dynamo.explain import explain as _explain
+
+    return _explain(fn)
+
+
+def reset() -> None:
+    """Drop every cache entry and compiled artifact (mirrors ``torch._dynamo.reset``)."""
+    from .dynamo.eval_frame import reset as _reset
+
+    _reset()
+
+
+def mark_dynamic(tensor: Any, dim: int | list[int]) -> None:
+    """Make ``tensor.shape[dim]`` symbolic on the first compile (mirrors torch._dynamo.mark_dynamic)."""
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    existing = getattr(tensor, "_minicompile_dynamic_dims", set())
+    tensor._minicompile_dynamic_dims = existing | set(dims)

@@ -1,0 +1,38 @@
+"""Counters a learner can read after running compiled code (mirrors torch/_dynamo/utils.counters
+and torch/_inductor/metrics.py).
+
+    import minicompile as mc
+    mc.metrics.reset(); cfn(x)
+    mc.metrics.frames_compiled, mc.metrics.graph_breaks, mc.metrics.num_bytes_accessed
+"""
+
+from dataclasses import dataclass, fields
+
+
+@dataclass
+class Metrics:
+    frames_compiled: int = 0  # frames (or resume functions) turned into compiled entries
+    recompiles: int = 0  # compiles of a code object that already had an entry
+    graph_breaks: int = 0  # partial graphs ended by an unsupported instruction
+    graphs_compiled: int = 0  # FX graphs handed to a backend
+    kernels_generated: int = 0  # kernels emitted by inductor's code generators
+    num_bytes_accessed: int = 0  # bytes read + written by the last compiled graph's kernels
+    guard_failures: int = 0  # cache entries rejected by their guards
+    eager_fallbacks: int = 0  # frames run eagerly because nothing could be compiled
+
+    def reset(self) -> None:
+        for f in fields(self):
+            setattr(self, f.name, f.default)
+
+    def increment(self, name: str, n: int = 1) -> None:
+        setattr(self, name, getattr(self, name) + n)
+
+    def as_dict(self) -> dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def __repr__(self) -> str:
+        body = ", ".join(f"{k}={v}" for k, v in self.as_dict().items())
+        return f"Metrics({body})"
+
+
+metrics = Metrics()
