@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The two commands of the course (see README.md):
+#   bash course.sh lab    install everything, then open the notebooks in JupyterLab
+#   bash course.sh test   install everything, then run the whole test suite (what CI runs)
+# Installs into ./.venv (override with MINICOMPILE_VENV). Safe to run again: set-up is skipped
+# when nothing changed.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")"
+
+VENV="${MINICOMPILE_VENV:-.venv}"
+PY="$VENV/bin/python"
+# CPU machines take the CPU build of torch: asking for this exact version first means the
+# range in pyproject.toml is already satisfied and pip never fetches the CUDA build.
+TORCH_SPEC="${MINICOMPILE_TORCH:-torch==2.13.0}"
+
+say() { printf '\033[1m[course]\033[0m %s\n' "$*"; }
+
+install_dot() {
+  command -v dot >/dev/null && return
+  say "installing Graphviz (the dot program draws every graph in the course)"
+  local sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
+  if command -v apt-get >/dev/null; then
+    $sudo apt-get update -qq && $sudo apt-get install -y -qq graphviz >/dev/null
+  elif command -v brew >/dev/null; then
+    brew install graphviz
+  else
+    say "please install Graphviz (https://graphviz.org/download/) and run again"; exit 1
+  fi
+}
+
+install_python_packages() {
+  [ -x "$PY" ] || { say "creating $VENV"; python3 -m venv "$VENV"; }
+  local stamp="$VENV/.minicompile-installed"
+  if [ -f "$stamp" ] && [ "$stamp" -nt pyproject.toml ]; then return; fi
+  say "installing torch ($TORCH_SPEC) and the course's packages into $VENV"
+  "$PY" -m pip install -q --upgrade pip
+  "$PY" -c "import torch" 2>/dev/null || "$PY" -m pip install -q "$TORCH_SPEC"
+  "$PY" -m pip install -q -e ".[course,test]"
+  "$PY" -m ipykernel install --sys-prefix --name python3 >/dev/null
+  touch "$stamp"
+}
+
+run_tests() {
+  # Triton kernels run on CPU tensors through Triton's interpreter when there is no GPU.
+  "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" \
+    || export TRITON_INTERPRET=1
+  say "exercises/ must be exactly what solutions/ generates"
+  "$PY" -m minicompile.grading.generate --check
+  say "unit tests, graded exercises (solutions score full marks, stubs zero) and notebooks"
+  "$PY" -m pytest tests notebooks --nbval-lax -q -p no:cacheprovider "$@"
+}
+
+case "${1:-}" in
+  lab)
+    install_dot; install_python_packages
+    say "opening the course: notebooks/00_tour.ipynb is the place to start"
+    exec "$VENV/bin/jupyter" lab notebooks/ ;;
+  test)
+    shift; install_dot; install_python_packages; run_tests "$@" ;;
+  *)
+    echo "usage: bash course.sh lab | test [pytest args]"; exit 2 ;;
+esac
