@@ -1,0 +1,90 @@
+"""Conv-batchnorm folding for inference (mirrors torch/_inductor/fx_passes/efficient_conv_bn_eval.py
+and the conv-bn folding of torch/_inductor/fx_passes/binary_folding.py, run under freezing).
+
+In eval mode batchnorm is an affine map per output channel with frozen statistics::
+
+    bn(y) = (y - mean) * gamma / sqrt(var + eps) + beta = y * scale + shift
+
+and a convolution is linear in its weight, so ``bn(conv(x, W, b)) = conv(x, W * scale, b * scale
++ shift)`` with ``scale = gamma / sqrt(var + eps)`` broadcast over W's output-channel dimension
+and ``shift = beta - mean * scale``. The seeds' CBR block (conv + bn + relu) becomes conv + relu:
+one pass over the activation fewer, and the relu is then a pointwise epilogue of the conv.
+
+Folding needs the weights and statistics to be constants (``get_attr`` tensors: Inductor's
+"freezing"); graphs where they are inputs are left alone. The new weight and bias are built here
+as graph nodes on those constants, so :func:`~.constant_folding.fold_constants` computes them once.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import torch
+import torch.fx
+
+aten = torch.ops.aten
+
+# Eval-mode batchnorm ops, and where (weight, bias, mean, var, eps) sit in their arguments.
+BATCHNORM_EVAL = {
+    aten._native_batch_norm_legit_no_training.default: dict(w=1, b=2, mean=3, var=4, eps=6),
+    aten.native_batch_norm.default: dict(w=1, b=2, mean=3, var=4, eps=7, training=5),
+}
+
+
+def _is_eval_batchnorm(node: torch.fx.Node) -> bool:
+    spec = BATCHNORM_EVAL.get(node.target) if node.op == "call_function" else None
+    return spec is not None and ("training" not in spec or node.args[spec["training"]] is False)
+
+
+def _foldable_conv(node: torch.fx.Node) -> bool:
+    """A non-transposed convolution whose weight (and bias) are constants and whose only user is
+    the batchnorm (another user would still need the unfolded output)."""
+    if node.op != "call_function" or node.target != aten.convolution.default:
+        return False
+    weight, bias, transposed = node.args[1], node.args[2], node.args[6]
+    return (len(node.users) == 1 and not transposed and weight.op == "get_attr"
+            and (bias is None or bias.op == "get_attr"))
+
+
+def fold_conv_bn(gm: torch.fx.GraphModule) -> int:
+    """Fold every eval batchnorm that follows a constant-weight conv; return how many."""
+    folded = 0
+    g = gm.graph
+    for bn in list(g.nodes):
+        if not _is_eval_batchnorm(bn) or not _foldable_conv(bn.args[0]):
+            continue
+        spec = BATCHNORM_EVAL[bn.target]
+        gamma, beta, mean, var = (bn.args[spec[k]] for k in ("w", "b", "mean", "var"))
+        if any(not isinstance(n, torch.fx.Node) or n.op != "get_attr" for n in (gamma, beta, mean, var)):
+            continue
+        # Only output 0 (the normalised tensor) may be used: eval stats outputs are empty.
+        getitems = list(bn.users)
+        if not all(u.target is operator.getitem for u in getitems):
+            continue
+        if any(u.args[1] != 0 and u.users for u in getitems):
+            continue
+        conv = bn.args[0]
+        eps = bn.args[spec["eps"]]
+        # Build the folded weights right before the batchnorm (its statistics are defined by
+        # then) and a new conv on them there; the old conv and batchnorm then die.
+        with g.inserting_before(bn):
+            call = lambda op, *a: g.call_function(op, a)  # noqa: E731 - local shorthand
+            scale = call(aten.div.Tensor, gamma, call(aten.sqrt.default, call(aten.add.Tensor, var, eps)))
+            weight = conv.args[1]
+            view_shape = [-1] + [1] * (len(conv.args[3]) + 1)  # (C_out, 1, 1, 1) for conv2d
+            new_weight = call(aten.mul.Tensor, weight, call(aten.view.default, scale, view_shape))
+            bias = conv.args[2] if conv.args[2] is not None else call(aten.zeros_like.default, mean)
+            new_bias = call(aten.add.Tensor, call(aten.mul.Tensor, call(aten.sub.Tensor, bias, mean), scale), beta)
+            new_conv = g.call_function(aten.convolution.default,
+                                       (conv.args[0], new_weight, new_bias, *conv.args[3:]))
+        new_conv.meta.update(conv.meta)
+        for u in getitems:
+            if u.args[1] == 0:
+                u.replace_all_uses_with(new_conv)
+        folded += 1
+    if folded:
+        from .dce import eliminate_dead_code
+
+        eliminate_dead_code(gm)
+        gm.recompile()
+    return folded

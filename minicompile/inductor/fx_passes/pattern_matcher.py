@@ -1,0 +1,186 @@
+"""A small pattern matcher for ATen FX graphs (mirrors torch/_inductor/pattern_matcher.py, and
+tinygrad's ``UPat``/``PatternMatcher``, which keep rewrites as a readable table).
+
+A pattern is a tree of :class:`Op` calls whose leaves are :class:`Var` (binds anything: a node or
+a Python value) or literals (``0``, ``1``, ``2``: match a scalar argument equal to them)::
+
+    sin, pow_ = Op(aten.sin.default), Op(aten.pow.Tensor_Scalar)
+    pattern = pow_(sin(X), 2)          # matches  pow(sin(x), 2)  and binds x
+
+A replacement is ``lambda g, **bindings: node``; ``g(aten.mul.Tensor, x, y)`` emits a new node.
+:func:`rewrite` applies a table of ``(pattern, replacement)`` rows until nothing matches, and
+accepts a rewrite only when the new value has the old one's shape and dtype (so ``x * 1 -> x``
+can never silently turn an int tensor times ``1.0`` into an int, or drop a broadcast).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+import torch.fx
+
+from .dce import eliminate_dead_code
+
+
+@dataclass(frozen=True)
+class Var:
+    """Binds whatever sits at this position; a second use of the same name must be equal."""
+
+    name: str
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Op:
+    """A call to one of ``targets``; ``commutative`` ops also try their two arguments swapped."""
+
+    targets: tuple
+    args: tuple = ()
+    commutative: bool = False
+
+    def __init__(self, *targets, args: tuple = (), commutative: bool = False):
+        object.__setattr__(self, "targets", targets)
+        object.__setattr__(self, "args", args)
+        object.__setattr__(self, "commutative", commutative)
+
+    def __call__(self, *args) -> "Op":
+        return Op(*self.targets, args=args, commutative=self.commutative)
+
+    def __repr__(self) -> str:
+        name = str(self.targets[0]).removeprefix("aten.").split(".")[0]
+        return f"{name}({', '.join(map(repr, self.args))})"
+
+
+Replacement = Callable[..., "torch.fx.Node | None"]
+
+
+def match(pattern: Any, value: Any, bindings: dict[str, Any]) -> bool:
+    """Match ``pattern`` against ``value`` (a node or a Python value), extending ``bindings``."""
+    if isinstance(pattern, Var):
+        if pattern.name in bindings:
+            return bindings[pattern.name] is value or _same_value(bindings[pattern.name], value)
+        bindings[pattern.name] = value
+        return True
+    if isinstance(pattern, Op):
+        if not (isinstance(value, torch.fx.Node) and value.op == "call_function"
+                and value.target in pattern.targets):
+            return False
+        if not _rest_is_default(value, len(pattern.args)):
+            return False
+        orders = [pattern.args]
+        if pattern.commutative and len(pattern.args) == 2:
+            orders.append(pattern.args[::-1])
+        for args in orders:
+            trial = dict(bindings)
+            if all(match(p, v, trial) for p, v in zip(args, value.args)):
+                bindings.update(trial)
+                return True
+        return False
+    # A literal: a Python scalar argument equal to it (a bool is not a number here).
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and value == pattern)
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    return not isinstance(a, torch.fx.Node) and not isinstance(b, torch.fx.Node) and a == b
+
+
+def _rest_is_default(node: torch.fx.Node, n_matched: int) -> bool:
+    """Arguments the pattern does not name must hold their defaults (``add(x, y, alpha=2)`` is
+    not ``add(x, y)``)."""
+    if len(node.args) < n_matched:
+        return False
+    schema = getattr(node.target, "_schema", None)
+    if schema is None:
+        return len(node.args) == n_matched and not node.kwargs
+    params = schema.arguments
+    extra = list(zip(params[n_matched:], node.args[n_matched:]))
+    extra += [(p, node.kwargs[p.name]) for p in params if p.name in node.kwargs]
+    return all(p.has_default_value() and p.default_value == v for p, v in extra)
+
+
+class Emitter:
+    """``g(target, *args)`` inserts a node before the one being rewritten and infers its meta."""
+
+    def __init__(self, graph: torch.fx.Graph, anchor: torch.fx.Node):
+        self.graph, self.anchor, self.created = graph, anchor, []
+
+    def __call__(self, target: Callable, *args: Any, **kwargs: Any) -> torch.fx.Node:
+        with self.graph.inserting_before(self.anchor):
+            node = self.graph.call_function(target, args, kwargs)
+        self.created.append(node)
+        try:  # the new node's value (shape, dtype) from its inputs' values, without real data
+            node.meta["val"] = _propagate(target, args, kwargs)
+        except Exception:  # no value to propagate: the shape check below refuses the rewrite
+            pass
+        return node
+
+    def undo(self) -> None:
+        for node in reversed(self.created):
+            if not node.users:
+                self.graph.erase_node(node)
+
+
+def _propagate(target: Callable, args: tuple, kwargs: dict) -> Any:
+    """Run ``target`` on the inputs' ``meta["val"]``: on meta tensors when shapes are concrete
+    (make_fx's values may come from different fake modes), else under their fake mode."""
+    vals = torch.fx.node.map_arg((args, kwargs), lambda n: n.meta["val"])
+    leaves = [v for v in torch.utils._pytree.tree_leaves(vals) if isinstance(v, torch.Tensor)]
+    if all(isinstance(s, int) for t in leaves for s in t.shape):
+        to_meta = lambda v: (torch.empty_strided(v.shape, v.stride(), dtype=v.dtype, device="meta")  # noqa: E731
+                             if isinstance(v, torch.Tensor) else v)
+        margs, mkwargs = torch.utils._pytree.tree_map(to_meta, vals)
+        out = target(*margs, **mkwargs)
+        device = leaves[0].device if leaves else torch.device("cpu")
+        return torch.empty_strided(out.shape, out.stride(), dtype=out.dtype, device=device)
+    with torch._guards.detect_fake_mode(vals) or contextlib.nullcontext():
+        return target(*vals[0], **vals[1])
+
+
+def _same_meta(old: torch.fx.Node, new: Any) -> bool:
+    if not isinstance(new, torch.fx.Node):
+        return False
+    a, b = old.meta.get("val"), new.meta.get("val")
+    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
+        return False
+    return a.shape == b.shape and a.dtype == b.dtype and a.device == b.device
+
+
+def _aliases_an_input(old: torch.fx.Node, new: torch.fx.Node) -> bool:
+    """Returning a graph input (or constant) where a fresh tensor was returned would let a caller
+    who writes into the output write into the input: keep such outputs computed."""
+    return new.op in ("placeholder", "get_attr") and any(u.op == "output" for u in old.users)
+
+
+def rewrite(gm: torch.fx.GraphModule, rules: list[tuple[Op, Replacement]],
+            max_rounds: int = 10) -> list[tuple[str, str]]:
+    """Apply ``rules`` until none matches; return ``(node name, rule)`` for each rewrite done."""
+    done: list[tuple[str, str]] = []
+    for _ in range(max_rounds):
+        changed = False
+        for node in list(gm.graph.nodes):
+            if node.op != "call_function" or not node.users:
+                continue  # a node an earlier rewrite left unused is about to be removed
+            for pattern, replace in rules:
+                bindings: dict[str, Any] = {}
+                if not match(pattern, node, bindings):
+                    continue
+                g = Emitter(gm.graph, node)
+                new = replace(g, **bindings)
+                if new is None or not _same_meta(node, new) or _aliases_an_input(node, new):
+                    g.undo()
+                    continue
+                node.replace_all_uses_with(new)
+                done.append((node.name, repr(pattern)))
+                changed = True
+                break
+        if not changed:
+            break
+        eliminate_dead_code(gm)
+    gm.recompile()
+    return done

@@ -1,0 +1,310 @@
+"""Graph passes (minicompile/inductor/fx_passes): each keeps eager's results and really changes
+the graph. Graphs are ATen graphs from make_fx with torch's core decompositions."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch._decomp import core_aten_decompositions
+from torch.fx.experimental.proxy_tensor import make_fx
+
+from minicompile.inductor import fx_passes
+from minicompile.inductor.fx_passes import (
+    eliminate_common_subexpressions,
+    eliminate_dead_code,
+    fold_constants,
+    fold_conv_bn,
+    run_graph_passes,
+    simplify_algebra,
+)
+
+aten = torch.ops.aten
+
+
+def aten_graph(fn, *args):
+    return make_fx(fn, decomposition_table=core_aten_decompositions())(*args)
+
+
+def targets(gm) -> list:
+    return [n.target for n in gm.graph.nodes if n.op == "call_function"]
+
+
+def count(gm, target) -> int:
+    return targets(gm).count(target)
+
+
+def check_pass(fn, args, run_pass, expect_change=True):
+    """Run ``run_pass`` on fn's ATen graph; results must equal eager; return the graph."""
+    gm = aten_graph(fn, *args)
+    before = str(gm.graph)
+    run_pass(gm)
+    gm.graph.lint()
+    torch.testing.assert_close(gm(*args), fn(*args), equal_nan=True)
+    assert (str(gm.graph) != before) == expect_change, gm.graph
+    return gm
+
+
+# --- dead-code elimination ---------------------------------------------------------------------
+
+def test_dce_removes_unused_chain():
+    def fn(x):
+        unused = torch.exp(x).sum()  # noqa: F841 - the dead chain under test
+        return x + 1
+
+    gm = check_pass(fn, [torch.randn(5, 3)], eliminate_dead_code)
+    assert count(gm, aten.exp.default) == 0 and count(gm, aten.sum.default) == 0
+
+
+def test_dce_keeps_inplace_writes():
+    def fn(x):
+        y = x.clone()
+        y.add_(1)  # result unused, but the write is the point
+        return y
+
+    gm = aten_graph(fn, torch.randn(4))
+    # make_fx functionalises nothing here: the in-place add stays and must survive DCE.
+    n_inplace = count(gm, aten.add_.Tensor)
+    eliminate_dead_code(gm)
+    assert count(gm, aten.add_.Tensor) == n_inplace
+    x = torch.randn(4)
+    torch.testing.assert_close(gm(x), fn(x))
+
+
+# --- common-subexpression elimination ------------------------------------------------------------
+
+def test_cse_merges_duplicates():
+    def fn(x):
+        return torch.sin(x) * torch.sin(x) + torch.sin(x)
+
+    gm = check_pass(fn, [torch.randn(7, 5).t()], eliminate_common_subexpressions)  # non-contiguous
+    assert count(gm, aten.sin.default) == 1
+
+
+def test_cse_keeps_random_draws_apart():
+    def fn(x):
+        return torch.rand_like(x) + torch.rand_like(x)
+
+    gm = aten_graph(fn, torch.randn(3))
+    n_random = sum("rand" in str(t) for t in targets(gm))
+    assert eliminate_common_subexpressions(gm) == 0
+    assert sum("rand" in str(t) for t in targets(gm)) == n_random
+
+
+def test_cse_distinguishes_int_and_float_scalars():
+    def fn(x):
+        return torch.div(x, 2, rounding_mode="floor") + torch.div(x, 2.0, rounding_mode="floor")
+
+    x = torch.arange(-5, 5)
+    gm = aten_graph(fn, x)
+    eliminate_common_subexpressions(gm)
+    torch.testing.assert_close(gm(x), fn(x))
+
+
+# --- constant folding ------------------------------------------------------------------------------
+
+class ScaledLinear(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(6, 4))
+        self.register_buffer("scale", torch.rand(6) + 0.5)
+
+    def forward(self, x):  # (B, 4) -> (B, 6); w * scale depends on constants only
+        return x @ (self.w * self.scale[:, None]).t().exp()
+
+
+def test_constant_folding_precomputes_weight_chain():
+    m = ScaledLinear()
+    gm = check_pass(m, [torch.randn(3, 4)], fold_constants)
+    assert count(gm, aten.exp.default) == 0 and count(gm, aten.mul.Tensor) == 0
+    assert any(n.op == "get_attr" and "folded" in n.target for n in gm.graph.nodes)
+
+
+def test_constant_folding_leaves_factories_and_inputs_alone():
+    def fn(x):
+        return x + torch.ones(3) * 2
+
+    gm = aten_graph(fn, torch.randn(3))
+    before = targets(gm)
+    assert fold_constants(gm) == 0
+    assert targets(gm) == before
+
+
+# --- algebraic simplification ----------------------------------------------------------------------
+
+# (function, op that must disappear) - one row per rule family of algebraic.RULES.
+ALGEBRA_CASES = [
+    (lambda x: torch.sin(x) ** 2 + torch.cos(x) ** 2, aten.sin.default),  # -> 1
+    (lambda x: torch.sin(x) * torch.sin(x) + torch.cos(x) * torch.cos(x), aten.cos.default),
+    (lambda x: x * 1 + 2, aten.mul.Tensor),
+    (lambda x: 1 * x + 2, aten.mul.Tensor),
+    (lambda x: x / 1 + 2, aten.div.Tensor),
+    (lambda x: (x + 0) * 3, aten.add.Tensor),
+    (lambda x: (x - 0) * 3, aten.sub.Tensor),
+    (lambda x: x ** 1 * 3, aten.pow.Tensor_Scalar),
+    (lambda x: x ** 2, aten.pow.Tensor_Scalar),  # -> x * x
+    (lambda x: x * -1, aten.mul.Tensor),  # -> neg
+    (lambda x: -(-x) * 3, aten.neg.default),
+    (lambda x: x + (-x.exp()), aten.neg.default),  # -> sub
+    (lambda x: x - (-x.exp()), aten.neg.default),  # -> add
+    (lambda x: torch.relu(torch.relu(x)) * 2, aten.relu.default),  # two relus -> one
+    (lambda x: torch.abs(torch.abs(x)) * 2, aten.abs.default),
+    (lambda x: torch.abs(-x) * 2, aten.neg.default),
+    (lambda x: torch.where(x > 0, x, x) * 2, aten.where.self),
+    (lambda x: x.view(x.shape) * 2, aten.view.default),
+    (lambda x: x.view(-1).view(x.shape[1], x.shape[0]) * 2, aten.view.default),  # two views -> one
+]
+
+
+@pytest.mark.parametrize("fn, gone", ALGEBRA_CASES, ids=[f"rule{i}" for i in range(len(ALGEBRA_CASES))])
+def test_algebraic_rule(fn, gone):
+    x = torch.randn(5, 3)
+    gm = aten_graph(fn, x)
+    n_before = count(gm, gone)
+    assert n_before >= 1, gm.graph  # the pattern really is in the graph
+    assert simplify_algebra(gm), "no rule fired"
+    assert count(gm, gone) < n_before, gm.graph
+    for inp in (x, torch.randn(5, 3) * 100):
+        torch.testing.assert_close(gm(inp), fn(inp), equal_nan=True)
+
+
+def test_sin_cos_identity_keeps_nan_for_infinite_inputs():
+    fn = lambda x: torch.sin(x) ** 2 + torch.cos(x) ** 2  # noqa: E731
+    x = torch.tensor([0.0, 1.5, float("inf"), float("-inf"), float("nan"), 1e30])
+    gm = check_pass(fn, [x], simplify_algebra)
+    assert count(gm, aten.sin.default) == count(gm, aten.cos.default) == 0
+
+
+def test_rewrite_refused_when_dtype_would_change():
+    def fn(x):
+        return x * 1.0  # int tensor * float scalar is a float tensor: not "x"
+
+    x = torch.arange(6)
+    gm = aten_graph(fn, x)
+    assert simplify_algebra(gm) == []
+    assert gm(x).dtype == torch.float32
+
+
+def test_rewrite_refused_when_shape_would_change():
+    def fn(x, c):
+        return torch.where(c, x, x)  # c broadcasts x up to (4, 3)
+
+    args = [torch.randn(3), torch.rand(4, 3) > 0.5]
+    gm = aten_graph(fn, *args)
+    assert simplify_algebra(gm) == []
+    torch.testing.assert_close(gm(*args), fn(*args))
+
+
+def test_rewrite_refused_when_output_would_alias_input():
+    def fn(x):
+        return x * 1  # returning x itself would let a caller write into its own input
+
+    x = torch.randn(3)
+    gm = aten_graph(fn, x)
+    assert simplify_algebra(gm) == []
+    assert gm(x).data_ptr() != x.data_ptr()
+
+
+def test_pattern_honours_non_default_arguments():
+    from minicompile.inductor.fx_passes import Op, Var, pattern_matcher
+
+    g = torch.fx.Graph()
+    x = g.placeholder("x")
+    plain = g.call_function(aten.add.Tensor, (x, 0))
+    scaled = g.call_function(aten.sub.Tensor, (x, x), {"alpha": 2})  # x - 2x, not x - x
+    add, sub = Op(aten.add.Tensor, commutative=True), Op(aten.sub.Tensor)
+    X = Var("x")
+    assert pattern_matcher.match(add(X, 0), plain, {})
+    assert pattern_matcher.match(sub(X, X), g.call_function(aten.sub.Tensor, (x, x)), {})
+    assert not pattern_matcher.match(sub(X, X), scaled, {})
+    assert not pattern_matcher.match(sub(X, X), g.call_function(aten.sub.Tensor, (x, plain)), {})
+
+
+# --- conv-batchnorm folding ------------------------------------------------------------------------
+
+def _cbr(conv: torch.nn.Module, channels: int, bn_cls=torch.nn.BatchNorm2d) -> torch.nn.Module:
+    bn = bn_cls(channels)
+    with torch.no_grad():  # non-trivial statistics, or folding would be a no-op
+        bn.running_mean.uniform_(-1, 1)
+        bn.running_var.uniform_(0.5, 2.0)
+        bn.weight.uniform_(0.5, 1.5)
+        bn.bias.uniform_(-0.5, 0.5)
+    return torch.nn.Sequential(conv, bn, torch.nn.ReLU()).eval()
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_conv_bn_relu_folds_to_conv_relu(bias):
+    model = _cbr(torch.nn.Conv2d(3, 5, 3, padding=1, bias=bias), 5)
+    x = torch.randn(2, 3, 9, 7)
+    gm = aten_graph(model, x)
+    assert fold_conv_bn(gm) == 1
+    fold_constants(gm)
+    assert not any("batch_norm" in str(t) for t in targets(gm))
+    assert targets(gm) == [aten.convolution.default, aten.relu.default]
+    torch.testing.assert_close(gm(x), model(x))
+    x_nc = torch.randn(2, 3, 7, 9).transpose(2, 3)  # non-contiguous input
+    torch.testing.assert_close(gm(x_nc), model(x_nc))
+
+
+def test_conv1d_bn_folds():
+    model = _cbr(torch.nn.Conv1d(4, 6, 3), 6, torch.nn.BatchNorm1d)
+    x = torch.randn(3, 4, 11)
+    gm = check_pass(model, [x], fold_conv_bn)
+    assert not any("batch_norm" in str(t) for t in targets(gm))
+
+
+def test_conv_bn_not_folded_in_training():
+    model = _cbr(torch.nn.Conv2d(3, 4, 3), 4).train()
+    gm = aten_graph(model, torch.randn(2, 3, 6, 6))
+    assert fold_conv_bn(gm) == 0
+
+
+def test_conv_bn_not_folded_when_conv_output_is_reused():
+    class Branchy(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.cbr = _cbr(torch.nn.Conv2d(3, 4, 3), 4)
+
+        def forward(self, x):
+            y = self.cbr[0](x)
+            return self.cbr[2](self.cbr[1](y)) + y  # y is needed unnormalised too
+
+    model = Branchy().eval()
+    x = torch.randn(1, 3, 6, 6)
+    gm = aten_graph(model, x)
+    assert fold_conv_bn(gm) == 0
+    torch.testing.assert_close(gm(x), model(x))
+
+
+# --- the whole pipeline ---------------------------------------------------------------------------
+
+def test_run_graph_passes_on_seed_examples():
+    def fn(x):
+        return torch.sin(x) ** 2 + torch.cos(x) ** 2 + x * 1 + (x + 0) - (-(-x))
+
+    x = torch.randn(33, 17)
+    gm = aten_graph(fn, x)
+    report = run_graph_passes(gm)
+    assert len(report.rewrites) >= 5 and "rewrites" in str(report)
+    assert count(gm, aten.sin.default) == count(gm, aten.cos.default) == 0
+    assert count(gm, aten.neg.default) == 0
+    torch.testing.assert_close(gm(x), fn(x))
+
+
+def test_run_graph_passes_on_cbr():
+    model = _cbr(torch.nn.Conv2d(3, 8, 3), 8)
+    x = torch.randn(2, 3, 10, 10)
+    gm = aten_graph(model, x)
+    report = run_graph_passes(gm)
+    assert report.conv_bn_folded == 1 and report.constants_folded == 2
+    assert targets(gm) == [aten.convolution.default, aten.relu.default]
+    torch.testing.assert_close(gm(x), model(x))
+
+
+def test_rules_table_has_algebra_comments():
+    import inspect
+
+    src = inspect.getsource(fx_passes.algebraic)
+    rows = [line for line in src.splitlines() if line.strip().startswith("(") and "lambda" in line
+            or line.strip().startswith("(add(pow_")]
+    assert rows and all("->" in line.split("#")[-1] for line in rows if "#" in line)
+    assert len(fx_passes.RULES) >= 15
