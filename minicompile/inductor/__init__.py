@@ -1,0 +1,51 @@
+"""inductor: ATen FX graph -> loop-level IR -> scheduled kernels (mini torch/_inductor).
+
+Files, each mirroring its torch/_inductor counterpart:
+
+    sizevars.py     SymPy index arithmetic: FloorDiv, ModularIndexing, simplify_index (uses the
+                    loop ranges), simplify_loops (merge contiguous dims, drop size-1 dims)
+    virtualized.py  ``ops`` (forwards to the installed handler), ``set_ops_handler``, ``V.graph``
+    ir/             the loop IR (see ir/__init__.py)
+    lowering.py     ATen op -> IR: the ``lowerings`` table, fallbacks for everything else
+    graph.py        GraphLowering: walks the ATen graph, lowers each node, collects buffers
+    executor.py     the reference executor: runs IR nodes on torch tensors over index grids
+    compile_fx.py   compile_fx_inner(aten_gm, example_inputs) -> callable
+    backend.py      the "inductor" backend: AOT autograd + compile_fx_inner
+
+IR API (stable; the scheduler builds on it)
+-------------------------------------------
+``Layout(device, dtype, size, stride=contiguous, offset=0)``; ``layout.make_indexer()(index)``
+is the flat SymPy offset of a multi-dim index.
+
+``Pointwise(device, dtype, inner_fn, ranges)``: ``inner_fn(index) -> value`` built from
+``ops.*`` calls. ``Reduction(device, dtype, inner_fn, ranges, reduction_ranges, reduction_type,
+src_dtype, output_index)``: ``inner_fn(index, rindex)``; reduction types in ``REDUCTION_INIT``
+(sum, prod, max, min, any, argmax, argmin, welford_reduce).
+
+Buffers (all have ``name``, ``layout``, ``get_size()``, ``get_dtype()``, ``make_loader()``,
+``get_read_writes()``):
+
+- ``InputBuffer``: a graph input.
+- ``ComputedBuffer(name, layout, data)``: ``data`` is a Pointwise/Reduction. ``is_reduction()``,
+  ``get_ranges() -> (sizes, reduction_sizes)``, ``index_vars() -> ([i0..], [r0..])``,
+  ``var_ranges()``, ``store_output(index, rindex)`` runs the body once under the current ``ops``
+  handler, ``str(buf)`` prints the loop nest.
+- ``ExternKernel(name, layout, kernel, args, kwargs)``: an ATen call (mm, conv, sdpa);
+  ``FallbackKernel`` (+ ``reason``) for unlowered ops; ``MultiOutput(name, layout, parent,
+  indices)`` for tuple outputs. ``inputs()`` lists the IR nodes it reads.
+
+``get_read_writes() -> ReadWrites(reads, writes, var_ranges)``: ``MemoryDep(name, index,
+var_ranges)`` for loop nests (``num_elements()`` = distinct elements touched), ``StarDep(name,
+numel)`` for whole-buffer accesses of extern kernels.
+
+Views (never copies): ``View(data, size, reindex)``; ``ReinterpretView(buffer, layout)``;
+``as_strided_layout(node)`` turns an affine chain of views into a ReinterpretView.
+
+Fusion as substitution: ``inline_producers(consumer, [pointwise producers])`` returns a copy of
+the consumer whose loads of the producers are replaced by their bodies.
+
+Running: ``executor.run_nodes(nodes, buffers, sizes)`` runs any list of nodes (in order) against
+a dict ``buffer name -> flat storage tensor``; a fused kernel is just such a list.
+``GraphLowering(gm).run(*example_inputs)`` gives ``graph.buffers`` (every node in program
+order), ``graph.graph_inputs``, ``graph.graph_outputs``.
+"""

@@ -1,0 +1,29 @@
+"""The loop-level IR (mini version of torch/_inductor/ir.py), split by idea:
+
+- ``layout``      ``Layout``: size, stride, offset as SymPy; ``make_indexer`` gives flat indices
+- ``nodes``       ``Pointwise``/``Reduction`` (how to compute an element) and ``Buffer``,
+                  ``InputBuffer``, ``ComputedBuffer`` (named storage; prints as a loop nest)
+- ``views``       ``View`` (index remapping), ``ReinterpretView`` (strided view of a buffer)
+- ``extern``      ``ExternKernel``/``FallbackKernel``/``MultiOutput``: ATen library calls
+- ``read_writes`` ``MemoryDep``/``StarDep``/``ReadWrites``: what a node reads and writes
+- ``inline``      ``inline_producers``: substitute a producer's body into its consumer
+- ``printer``     ``PrintHandler``, ``format_loop_nest``
+"""
+
+from .extern import ExternKernel, FallbackKernel, MultiOutput, layout_of
+from .inline import InlineLoads, inline_producers, unflatten_index
+from .layout import Layout, contiguous_strides, dtype_name
+from .nodes import (REDUCTION_INIT, Buffer, ComputedBuffer, InputBuffer, IRNode, Loops, Pointwise,
+                    Reduction)
+from .printer import PrintHandler, format_body, format_loop_nest
+from .read_writes import MemoryDep, ReadWrites, RecordReadWrites, StarDep, extract_read_writes
+from .views import ReinterpretView, View, as_strided_layout, broadcast_index
+
+__all__ = [
+    "Layout", "contiguous_strides", "dtype_name", "IRNode", "Loops", "Pointwise", "Reduction",
+    "REDUCTION_INIT", "Buffer", "InputBuffer", "ComputedBuffer", "View", "ReinterpretView",
+    "as_strided_layout", "broadcast_index", "ExternKernel", "FallbackKernel", "MultiOutput",
+    "layout_of", "MemoryDep", "StarDep", "ReadWrites", "RecordReadWrites", "extract_read_writes",
+    "inline_producers", "unflatten_index", "InlineLoads", "PrintHandler", "format_body",
+    "format_loop_nest",
+]

@@ -1,0 +1,95 @@
+"""Kernels that call a library instead of a loop nest (mirrors ``ExternKernel``,
+``FallbackKernel``, ``MultiOutput`` in torch/_inductor/ir.py).
+
+Matmul, convolution and attention are faster in cuBLAS/oneDNN than in anything a pointwise code
+generator writes, so they stay ATen calls: ``ExternKernel`` holds the ATen op, its arguments
+(IR nodes where tensors go, constants elsewhere) and the layout of its output. A
+``FallbackKernel`` is the same for an op that has no lowering: it still runs (through ATen), and
+the reason it was not lowered is logged. Ops with several outputs write ``MultiOutput`` buffers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.utils._pytree as pytree
+
+from .layout import Layout
+from .nodes import Buffer, IRNode
+from .read_writes import ReadWrites, StarDep
+
+
+def _arg_str(a: Any) -> str:
+    if isinstance(a, IRNode):
+        return getattr(a, "name", None) or str(a)
+    if isinstance(a, (list, tuple)):
+        return "[" + ", ".join(map(_arg_str, a)) + "]"
+    return repr(a)
+
+
+@dataclass(eq=False)
+class ExternKernel(Buffer):
+    """``name = kernel(*args, **kwargs)`` where tensor arguments are IR nodes (``Buffer`` or
+    ``ReinterpretView``: things with a real strided layout)."""
+
+    kernel: Any = None  # an ATen OpOverload
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+
+    def inputs(self) -> list[IRNode]:
+        leaves = pytree.tree_leaves((self.args, self.kwargs))
+        return [a for a in leaves if isinstance(a, IRNode)]
+
+    def get_read_writes(self) -> ReadWrites:
+        reads = [StarDep(a.get_name(), a.get_numel()) for a in self.inputs()]
+        writes = [StarDep(self.name, self.layout.numel())] if self.layout is not None else []
+        return ReadWrites(reads, writes, {})
+
+    def call_str(self) -> str:
+        args = [_arg_str(a) for a in self.args]
+        args += [f"{k}={_arg_str(v)}" for k, v in self.kwargs.items()]
+        return f"{self.kernel}({', '.join(args)})"
+
+    def __str__(self) -> str:
+        out = f"{self.name}: {self.layout}" if self.layout is not None else self.name
+        text = f"{out} = {type(self).__name__} {self.call_str()}"
+        for a in self.inputs():
+            if not isinstance(a, Buffer):
+                text += f"\n  # {a}"
+        return text
+
+
+@dataclass(eq=False)
+class FallbackKernel(ExternKernel):
+    """An op with no lowering, run through ATen; ``reason`` says why."""
+
+    reason: str = ""
+
+    def __str__(self) -> str:
+        return super().__str__() + f"\n  # fallback: {self.reason}"
+
+
+@dataclass(eq=False)
+class MultiOutput(Buffer):
+    """Output ``indices`` (a path into the returned tuple) of a multi-output extern kernel."""
+
+    parent: ExternKernel = None  # type: ignore[assignment]
+    indices: tuple[int, ...] = ()
+
+    def get_read_writes(self) -> ReadWrites:
+        return ReadWrites([StarDep(self.parent.name, self.layout.numel())],
+                          [StarDep(self.name, self.layout.numel())], {})
+
+    def __str__(self) -> str:
+        path = "".join(f"[{i}]" for i in self.indices)
+        return f"{self.name}: {self.layout} = {self.parent.name}{path}"
+
+
+def layout_of(val: torch.Tensor) -> Layout:
+    """The layout of a (fake) tensor, sizes and strides converted to SymPy."""
+    from ..graph import sym_to_sympy
+
+    return Layout(val.device, val.dtype, [sym_to_sympy(s) for s in val.shape],
+                  [sym_to_sympy(s) for s in val.stride()], sym_to_sympy(val.storage_offset()))

@@ -1,0 +1,211 @@
+"""The loop-level IR's nodes (mirrors torch/_inductor/ir.py: ``Loops``, ``Pointwise``,
+``Reduction``, ``Buffer``, ``InputBuffer``, ``ComputedBuffer``).
+
+Two kinds of things:
+
+- **Loops** (``Pointwise``, ``Reduction``) describe *how to compute* one element: ``ranges`` (the
+  loop sizes) and ``inner_fn(index)`` (a closure over ``ops.*`` calls) that computes the value at
+  ``index``. A ``Reduction`` adds ``reduction_ranges`` and combines ``inner_fn(index, rindex)``
+  over them with ``reduction_type``.
+- **Buffers** are named storage with a ``Layout``. A ``ComputedBuffer`` is a buffer whose
+  contents a ``Loops`` computes: it is what the scheduler schedules and codegen turns into a loop
+  nest. ``str(buf)`` prints that loop nest.
+
+Reading a buffer is ``ops.load(name, layout_indexer(index))``; reading an unrealized ``Pointwise``
+is calling its ``inner_fn`` directly, i.e. *inlining* it: fusion is substitution of a producer's
+body into its consumer's index space.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import sympy
+import torch
+
+from ..sizevars import Expr, index_var
+from ..virtualized import ops
+from .layout import Layout, dtype_name
+
+Index = Sequence[Expr]
+
+
+class IRNode:
+    """Anything that can be read elementwise: a buffer, an unrealized loop body, or a view."""
+
+    def get_size(self) -> list[Expr]:
+        raise NotImplementedError
+
+    def get_dtype(self) -> torch.dtype:
+        raise NotImplementedError
+
+    def get_device(self) -> torch.device:
+        raise NotImplementedError
+
+    def make_loader(self) -> Callable[[Index], Any]:
+        """``index -> value``: emits the ``ops`` calls that produce the element at ``index``."""
+        raise NotImplementedError
+
+    def get_numel(self) -> Expr:
+        return sympy.Mul(*self.get_size())
+
+
+# ------------------------------------------------------------------------------------------
+# Loops: how to compute one element
+# ------------------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class Loops(IRNode):
+    device: torch.device
+    dtype: torch.dtype
+    inner_fn: Callable[..., Any]
+    ranges: list[Expr]
+
+    def get_size(self) -> list[Expr]:
+        return list(self.ranges)
+
+    def get_dtype(self) -> torch.dtype:
+        return self.dtype
+
+    def get_device(self) -> torch.device:
+        return self.device
+
+    def get_reduction_size(self) -> list[Expr]:
+        return []
+
+    def index_vars(self) -> tuple[list[sympy.Symbol], list[sympy.Symbol]]:
+        """Fresh loop variables ``i0..`` for ``ranges`` and ``r0..`` for the reduction ranges."""
+        return ([index_var("i", k) for k in range(len(self.ranges))],
+                [index_var("r", k) for k in range(len(self.get_reduction_size()))])
+
+
+@dataclass(eq=False)
+class Pointwise(Loops):
+    """``out[index] = inner_fn(index)`` for every index in ``ranges``."""
+
+    def make_loader(self) -> Callable[[Index], Any]:
+        return self.inner_fn  # reading an unrealized pointwise node inlines its body
+
+    def store_output(self, name: str, indexer: Callable[[Index], Expr], index: Index,
+                     rindex: Index = ()) -> Any:
+        return ops.store(name, indexer(index), self.inner_fn(index))
+
+
+# What each reduction starts from (printing, executor and codegen share this table).
+REDUCTION_INIT = {
+    "sum": 0, "prod": 1, "max": float("-inf"), "min": float("inf"), "any": False,
+    "argmax": float("-inf"), "argmin": float("inf"), "welford_reduce": (0.0, 0.0, 0),
+}
+
+
+@dataclass(eq=False)
+class Reduction(Loops):
+    """``out[index] = reduce(inner_fn(index, rindex) for rindex in reduction_ranges)``.
+
+    ``reduction_type`` is one of ``REDUCTION_INIT``; ``argmax``/``argmin`` return the flat
+    position in ``reduction_ranges``. ``welford_reduce`` computes (mean, m2, weight) in one pass
+    (Welford's online algorithm); ``output_index`` picks which of those this buffer holds.
+    """
+
+    reduction_ranges: list[Expr] = field(default_factory=list)
+    reduction_type: str = "sum"
+    src_dtype: torch.dtype = torch.float32
+    output_index: int | None = None
+
+    def get_reduction_size(self) -> list[Expr]:
+        return list(self.reduction_ranges)
+
+    def make_loader(self) -> Callable[[Index], Any]:
+        raise TypeError("a Reduction must be realized into a ComputedBuffer before it is read")
+
+    def store_output(self, name: str, indexer: Callable[[Index], Expr], index: Index,
+                     rindex: Index = ()) -> Any:
+        value = ops.reduction(self.dtype, self.src_dtype, self.reduction_type,
+                              self.inner_fn(index, rindex))
+        if self.output_index is not None:  # one output of a multi-output (Welford) reduction
+            value = value[self.output_index]
+        return ops.store(name, indexer(index), value)
+
+
+# ------------------------------------------------------------------------------------------
+# Buffers: named storage
+# ------------------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class Buffer(IRNode):
+    name: str
+    layout: Layout
+
+    def get_name(self) -> str:
+        return self.name
+
+    def get_size(self) -> list[Expr]:
+        return list(self.layout.size)
+
+    def get_stride(self) -> list[Expr]:
+        return list(self.layout.stride)
+
+    def get_dtype(self) -> torch.dtype:
+        return self.layout.dtype
+
+    def get_device(self) -> torch.device:
+        return self.layout.device
+
+    def make_loader(self) -> Callable[[Index], Any]:
+        indexer = self.layout.make_indexer()
+        return lambda index: ops.load(self.name, indexer(index))
+
+    def get_read_writes(self):
+        """Reads and writes as (buffer name, SymPy index) pairs; see ``read_writes``."""
+        from .read_writes import ReadWrites
+
+        return ReadWrites()
+
+    def __str__(self) -> str:
+        return f"{self.name}: {type(self).__name__} {self.layout}"
+
+
+class InputBuffer(Buffer):
+    """A graph input: its storage comes from the caller."""
+
+
+@dataclass(eq=False)
+class ComputedBuffer(Buffer):
+    """A buffer filled by a loop nest: ``data`` (a ``Pointwise`` or ``Reduction``)."""
+
+    data: Loops = None  # type: ignore[assignment]
+
+    def is_reduction(self) -> bool:
+        return isinstance(self.data, Reduction)
+
+    def get_ranges(self) -> tuple[list[Expr], list[Expr]]:
+        """(pointwise loop sizes, reduction loop sizes)."""
+        return self.data.get_size(), self.data.get_reduction_size()
+
+    def index_vars(self) -> tuple[list[sympy.Symbol], list[sympy.Symbol]]:
+        return self.data.index_vars()
+
+    def var_ranges(self) -> dict[sympy.Symbol, Expr]:
+        (iv, rv), (sizes, rsizes) = self.index_vars(), self.get_ranges()
+        return dict(zip(iv + rv, sizes + rsizes))
+
+    def store_output(self, index: Index, rindex: Index = ()) -> Any:
+        """Run the body once at symbolic ``index``/``rindex`` under the installed ``ops``."""
+        return self.data.store_output(self.name, self.layout.make_indexer(), index, rindex)
+
+    def get_read_writes(self):
+        from .read_writes import extract_read_writes
+
+        return extract_read_writes(self)
+
+    def __str__(self) -> str:
+        from .printer import format_loop_nest
+
+        return format_loop_nest(self)
+
+    def describe(self) -> str:
+        kind = (f"Reduction({self.data.reduction_type})" if self.is_reduction() else "Pointwise")
+        return f"{self.name}: {dtype_name(self.get_dtype())}{self.get_size()} = {kind}"

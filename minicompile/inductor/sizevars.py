@@ -1,0 +1,223 @@
+"""Index arithmetic on SymPy (mini version of torch/_inductor/sizevars.py and the index functions
+of torch/utils/_sympy/functions.py).
+
+Every size, stride and memory index in the loop IR is a SymPy expression over
+
+- loop variables ``i0, i1, ...`` (pointwise dims) and ``r0, r1, ...`` (reduction dims), each with
+  a known range ``0 <= i < size``;
+- size symbols (``s0``, ``s1``, ... from symbolic tracing), positive integers.
+
+Views introduce integer division and modulo (``FloorDiv``, ``ModularIndexing``); the rules here
+simplify them away again whenever the loop ranges prove it safe. ``simplify_loops`` merges
+contiguous dims and drops size-1 dims, so a contiguous 3-d add prints as a single loop.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable, Sequence
+
+import sympy
+
+Expr = sympy.Expr
+
+
+def index_var(prefix: str, n: int) -> sympy.Symbol:
+    """A loop variable: ``i3`` (pointwise) or ``r0`` (reduction); always a non-negative int."""
+    return sympy.Symbol(f"{prefix}{n}", integer=True, nonnegative=True)
+
+
+def size_var(name: str) -> sympy.Symbol:
+    """A symbolic size (``s0``): a positive integer."""
+    return sympy.Symbol(name, integer=True, positive=True)
+
+
+def sympify(x) -> Expr:
+    return x if isinstance(x, sympy.Basic) else sympy.Integer(x)
+
+
+def _is_multiple(term: Expr, divisor: Expr) -> bool:
+    q = sympy.cancel(term / divisor)
+    return bool(q.is_integer)
+
+
+def _paren(printer, e: Expr) -> str:
+    text = printer.doprint(e)
+    return text if e.is_Atom or isinstance(e, sympy.Function) else f"({text})"
+
+
+class FloorDiv(sympy.Function):
+    """``base // divisor`` on non-negative integers (prints like Python)."""
+
+    nargs = (2,)
+    is_integer = True
+    is_nonnegative = True
+
+    @classmethod
+    def eval(cls, base, divisor):
+        if divisor == 1:  # x // 1 -> x
+            return base
+        if base == 0:  # 0 // d -> 0
+            return sympy.Integer(0)
+        if base.is_Integer and divisor.is_Integer:
+            return sympy.Integer(int(base) // int(divisor))
+        if isinstance(base, FloorDiv):  # (x // a) // b -> x // (a*b)
+            return FloorDiv(base.args[0], base.args[1] * divisor)
+        terms = sympy.Add.make_args(base)
+        whole = [t for t in terms if _is_multiple(t, divisor)]
+        if whole:  # (a*d + b) // d -> a + b // d
+            rest = sympy.Add(*[t for t in terms if t not in whole])
+            return sympy.Add(*[sympy.cancel(t / divisor) for t in whole]) + FloorDiv(rest, divisor)
+        return None
+
+    def _sympystr(self, printer) -> str:
+        base, divisor = (_paren(printer, a) for a in self.args)
+        return f"({base} // {divisor})"  # parenthesised: Python's // binds like *
+
+
+class ModularIndexing(sympy.Function):
+    """``(base // divisor) % modulus``: the coordinate a flat index has in one dim of a view."""
+
+    nargs = (3,)
+    is_integer = True
+    is_nonnegative = True
+
+    @classmethod
+    def eval(cls, base, divisor, modulus):
+        if modulus == 1 or base == 0:  # anything % 1 -> 0
+            return sympy.Integer(0)
+        if base.is_Integer and divisor.is_Integer and modulus.is_Integer:
+            return sympy.Integer((int(base) // int(divisor)) % int(modulus))
+        terms = sympy.Add.make_args(base)
+        period = divisor * modulus
+        dropped = [t for t in terms if _is_multiple(t, period)]
+        if dropped:  # (a*d*m + b) // d % m -> b // d % m
+            return ModularIndexing(sympy.Add(*[t for t in terms if t not in dropped]), divisor,
+                                   modulus)
+        return None
+
+    def _sympystr(self, printer) -> str:
+        base, divisor, modulus = (_paren(printer, a) for a in self.args)
+        if divisor == "1":
+            return f"({base} % {modulus})"
+        return f"({base} // {divisor} % {modulus})"
+
+
+# --------------------------------------------------------------------------------------------
+# Range-aware simplification: the loop ranges bound every variable, which decides // and %.
+# --------------------------------------------------------------------------------------------
+
+
+def upper_bound(expr: Expr, var_ranges: dict[sympy.Symbol, Expr]) -> Expr | None:
+    """Largest value of ``expr`` over the loop ranges, if ``expr`` is monotone increasing in each
+    loop variable (a sum of terms with non-negative coefficients); else None."""
+    expr = sympy.expand(expr)
+    subs = {}
+    for v, size in var_ranges.items():
+        if v in expr.free_symbols:
+            coeff = expr.diff(v)
+            if not (coeff.is_nonnegative or isinstance(coeff, FloorDiv | ModularIndexing)):
+                return None
+            subs[v] = size - 1
+    if any(isinstance(a, FloorDiv | ModularIndexing) for a in sympy.preorder_traversal(expr)):
+        return None
+    return sympy.expand(expr.subs(subs))
+
+
+def statically_less(a: Expr, b: Expr) -> bool:
+    """True when ``a < b`` holds for every positive value of the size symbols."""
+    diff = sympy.expand(b - a)
+    return bool(diff.is_positive) or bool((diff - 1).is_nonnegative)
+
+
+def _simplify_floordiv(base, divisor, var_ranges):
+    hi = upper_bound(base, var_ranges)
+    if hi is not None and statically_less(hi, divisor):  # 0 <= base < d -> base // d = 0
+        return sympy.Integer(0)
+    return FloorDiv(base, divisor)
+
+
+def _simplify_modular(base, divisor, modulus, var_ranges):
+    hi = upper_bound(base, var_ranges)
+    if hi is not None and statically_less(hi, divisor * modulus):  # base < d*m: no wrap-around
+        return _simplify_floordiv(base, divisor, var_ranges)
+    return ModularIndexing(base, divisor, modulus)
+
+
+def simplify_index(expr: Expr, var_ranges: dict[sympy.Symbol, Expr] | None = None) -> Expr:
+    """Expand, then remove every ``//`` and ``%`` that the loop ranges make redundant.
+
+    >>> i0, i1 = index_var("i", 0), index_var("i", 1)
+    >>> simplify_index(FloorDiv(4*i0 + i1, 4), {i0: 3, i1: 4})
+    i0
+    """
+    expr = sympy.expand(sympify(expr))
+    if not var_ranges:
+        return expr
+    var_ranges = {k: sympify(v) for k, v in var_ranges.items()}
+    for _ in range(4):  # rewriting inner terms can unlock outer ones; a few passes suffice
+        new = expr.replace(
+            lambda e: isinstance(e, ModularIndexing),
+            lambda e: _simplify_modular(*[sympy.expand(a) for a in e.args], var_ranges))
+        new = new.replace(
+            lambda e: isinstance(e, FloorDiv),
+            lambda e: _simplify_floordiv(*[sympy.expand(a) for a in e.args], var_ranges))
+        new = sympy.expand(new)
+        if new == expr:
+            break
+        expr = new
+    return expr
+
+
+# --------------------------------------------------------------------------------------------
+# Loop simplification: drop size-1 dims, merge dims that every access walks contiguously.
+# --------------------------------------------------------------------------------------------
+
+
+def simplify_loops(
+    index_vars: Sequence[sympy.Symbol],
+    sizes: Sequence[Expr],
+    index_exprs: Iterable[Expr],
+) -> tuple[list[Expr], Callable[[Sequence[Expr]], list[Expr]]]:
+    """Fewest loops that visit the same memory in the same order (Inductor's ``_simplify_loops``).
+
+    Dims ``k`` and ``k+1`` merge when, in every index expression, the coefficient of ``i_k`` is
+    ``size_{k+1}`` times the coefficient of ``i_{k+1}`` (so ``i_k, i_{k+1}`` only ever appear as
+    ``size_{k+1}*i_k + i_{k+1}``). Returns the new sizes and ``reindex(new_vars) -> old_vars``.
+    """
+    sizes = [sympify(s) for s in sizes]
+    exprs = [sympy.expand(e) for e in index_exprs]
+    # groups[j] = the old dims merged into new dim j, outermost first
+    groups: list[list[int]] = [[k] for k in range(len(sizes)) if sizes[k] != 1]
+
+    def linear_coeff(e, v):
+        c = e.coeff(v)
+        rest = sympy.expand(e - c * v)
+        ok = v not in rest.free_symbols and v not in c.free_symbols
+        return c, ok
+
+    j = len(groups) - 2
+    while j >= 0:
+        outer, inner = groups[j][-1], groups[j + 1][-1]
+        inner_size = sympy.Mul(*[sizes[k] for k in groups[j + 1]])
+        mergeable = True
+        for e in exprs:
+            co, ok_o = linear_coeff(e, index_vars[outer])
+            ci, ok_i = linear_coeff(e, index_vars[inner])
+            if not (ok_o and ok_i) or sympy.expand(co - ci * inner_size) != 0:
+                mergeable = False
+                break
+        if mergeable:
+            groups[j] = groups[j] + groups.pop(j + 1)
+        j -= 1
+    new_sizes = [sympy.Mul(*[sizes[k] for k in g]) for g in groups]
+
+    def reindex(new_index: Sequence[Expr]) -> list[Expr]:
+        old: list[Expr] = [sympy.Integer(0)] * len(sizes)
+        for g, v in zip(groups, new_index):
+            divisor = sympy.Integer(1)
+            for k in reversed(g):  # innermost old dim varies fastest
+                old[k] = ModularIndexing(v, divisor, sizes[k]) if k != g[0] else FloorDiv(v, divisor)
+                divisor = divisor * sizes[k]
+        return old
+
+    return new_sizes, reindex
