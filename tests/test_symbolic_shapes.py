@@ -1,0 +1,169 @@
+"""Tests for minicompile/dynamo/symbolic_shapes.py and sym_node.py (the ShapeEnv on SymPy).
+
+The soundness property checked here: trace an op once with symbolic sizes; for any *other*
+sizes that satisfy the recorded guards, the symbolic output shape evaluated at those sizes equals
+the shape eager PyTorch produces.
+"""
+
+import sympy
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch._subclasses import FakeTensorMode
+
+from minicompile.dynamo.sym_node import SymNode
+from minicompile.dynamo.symbolic_shapes import (
+    ShapeEnv,
+    expr_of,
+    fake_from_sizes,
+    hint_of,
+    is_symbolic,
+    symbolic_dispatch,
+)
+
+
+def test_create_symbol_hints_and_names():
+    env = ShapeEnv()
+    s0 = env.create_symbol(8, "L['a'].size()[0]")
+    s1 = env.create_symbol(5, "L['a'].size()[1]")
+    assert (str(s0), str(s1)) == ("s0", "s1")
+    assert env.var_to_val == {s0: 8, s1: 5}
+
+
+def test_zero_one_specialization():
+    env = ShapeEnv()
+    assert env.create_symbol(0, "x") == 0 and env.create_symbol(1, "y") == 1
+    assert env.var_to_val == {}
+    assert env.create_symint(1, "z") == 1 and type(env.create_symint(1, "z")) is int
+
+
+def test_duck_sizing_shares_a_symbol_and_guards_equality():
+    env = ShapeEnv()
+    a = env.create_symbol(8, "L['a'].size()[0]")
+    b = env.create_symbol(8, "L['b'].size()[0]")
+    c = env.create_symbol(3, "L['b'].size()[1]")
+    assert a is b and c is not a
+    assert "L['b'].size()[0] == L['a'].size()[0]" in env.render_guards()
+    no_duck = ShapeEnv(duck_shape=False)
+    assert no_duck.create_symbol(8, "p") != no_duck.create_symbol(8, "q")
+
+
+def test_seed_example_guard_rendering():
+    env = ShapeEnv()
+    s0 = env.create_symint(8, "L['a'].size()[0]")
+    assert is_symbolic(s0) and hint_of(s0) == 8
+    taken = bool(s0 * 2 < 16)  # the branch Python takes for the example
+    assert taken is False
+    assert env.render_guards() == ["2*L['a'].size()[0] >= 16"]
+
+
+def test_static_eval_uses_the_size_range():
+    env = ShapeEnv()
+    s0, s1 = env.create_symbol(4, "a"), env.create_symbol(6, "b")
+    assert env.static_eval(sympy.Ne(s0, 1)) is True
+    assert env.static_eval(s0 * s1 >= 2) is True
+    assert env.static_eval(sympy.Eq(s0, 0)) is False
+    assert env.static_eval(s0 > 4) is None
+    n_before = len(env.guards)
+    assert env.evaluate_expr(sympy.Ne(s0, 1)) is True
+    assert len(env.guards) == n_before  # statically known: no guard
+
+
+def test_equality_guard_specializes_symbol():
+    env = ShapeEnv()
+    s0 = env.create_symint(8, "L['x'].size()[0]")
+    assert int(s0) == 8  # a Python int was needed
+    assert env.replacements == {expr_of(s0): 8}
+    assert env.render_guards() == ["L['x'].size()[0] == 8"]
+    assert env.static_eval(expr_of(s0) * 2) == 16
+
+
+def test_symint_arithmetic_keeps_hints():
+    env = ShapeEnv()
+    s0 = env.create_symint(10, "n")
+    for f, expect in [(lambda s: s + 3, 13), (lambda s: s * s, 100), (lambda s: s // 3, 3),
+                      (lambda s: s % 4, 2), (lambda s: -s + 1, -9), (lambda s: 7 - s, -3)]:
+        r = f(s0)
+        assert isinstance(r, torch.SymInt) and hint_of(r) == expect
+        assert env.size_hint(expr_of(r)) == expect
+    assert isinstance(s0 / 4, torch.SymFloat) and hint_of(s0 / 4) == 2.5
+    assert isinstance(s0 < 3, torch.SymBool)
+
+
+def test_python_rendering_of_operators():
+    env = ShapeEnv()
+    s0 = env.create_symbol(9, "L['x'].size()[0]")
+    for expr, code in [(sympy.floor(s0 / 2), "(L['x'].size()[0] // 2)"),
+                       (sympy.Mod(s0, 3), "(L['x'].size()[0] % 3)"),
+                       (sympy.Eq(s0, 9), "L['x'].size()[0] == 9"),
+                       (sympy.Max(s0, 4), "max(4, L['x'].size()[0])")]:
+        assert env.render(expr) == code
+        assert eval(code, {}, {"L": {"x": torch.empty(9)}}) == env.size_hint(expr)
+
+
+# ---- shape propagation through fake tensors with our SymInts ------------------------------------
+OPS = {
+    "add_broadcast": lambda a, b: a + b[0],
+    "mul_scalar": lambda a, b: a * 3,
+    "sum0": lambda a, b: a.sum(0),
+    "mean_keep": lambda a, b: a.mean(-1, keepdim=True),
+    "matmul": lambda a, b: a @ b.T,
+    "view_flat": lambda a, b: a.view(-1),
+    "reshape_t": lambda a, b: a.t().reshape(-1),
+    "cat": lambda a, b: torch.cat([a, b], 0),
+    "stack": lambda a, b: torch.stack([a, a]),
+    "index0": lambda a, b: a[0],
+    "slice": lambda a, b: a[1:, ::2],
+    "unsqueeze": lambda a, b: a.unsqueeze(1).expand(-1, 3, -1),
+    "softmax": lambda a, b: a.softmax(-1),
+    "permute_contig": lambda a, b: a.permute(1, 0).contiguous(),
+    "linear": lambda a, b: torch.nn.functional.linear(a, b),
+}
+
+
+def _trace(op, a, b, dynamic=True):
+    env = ShapeEnv()
+    mode = FakeTensorMode()
+    fakes = []
+    for name, t in (("a", a), ("b", b)):
+        dims = set(range(t.dim())) if dynamic else set()
+        sizes, strides = env.create_symbolic_sizes_strides(t, f"L['{name}']", dims)
+        fakes.append(fake_from_sizes(mode, t, sizes, strides))
+    with mode, symbolic_dispatch():
+        out = op(*fakes)
+    return env, fakes, out
+
+
+def _holds(env, inputs):
+    return all(eval(code, {}, {"L": inputs}) for code in env.render_guards())
+
+
+@settings(max_examples=6, deadline=None)
+@given(m=st.integers(2, 9), n=st.integers(2, 9), m2=st.integers(1, 12), n2=st.integers(1, 12))
+def test_symbolic_shape_formulas_match_eager(m, n, m2, n2):
+    for name, op in OPS.items():
+        a, b = torch.randn(m, n), torch.randn(m, n)
+        env, (fa, fb), out = _trace(op, a, b)
+        assert tuple(hint_of(s) for s in out.shape) == tuple(op(a, b).shape), name
+        assert _holds(env, {"a": a, "b": b}), name  # the example satisfies its own guards
+        a2, b2 = torch.randn(m2, n2), torch.randn(m2, n2)
+        if _holds(env, {"a": a2, "b": b2}):  # guards say the graph is reusable ...
+            sub = {sym: sympy.Integer(v) for sym, v in zip(
+                [expr_of(s) for s in (*fa.shape, *fb.shape)], (*a2.shape, *b2.shape))}
+            predicted = tuple(int(sympy.sympify(expr_of(s)).xreplace(sub)) for s in out.shape)
+            assert predicted == tuple(op(a2, b2).shape), name  # ... and it is right
+
+
+def test_noncontiguous_strides_are_symbolic_where_dense():
+    env = ShapeEnv()
+    t = torch.randn(6, 4).t()  # (4, 6) with strides (1, 4)
+    sizes, strides = env.create_symbolic_sizes_strides(t, "L['t']", {0, 1})
+    assert [str(expr_of(s)) for s in strides] == ["1", "s0"]
+    assert [hint_of(s) for s in strides] == [1, 4]
+
+
+def test_symnode_is_the_node_behind_symint():
+    env = ShapeEnv()
+    s = env.create_symint(5, "n")
+    assert isinstance(s.node, SymNode) and s.node.shape_env is env
+    assert str(s * 2 + 1) == "2*s0 + 1"
