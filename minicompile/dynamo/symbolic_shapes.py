@@ -133,13 +133,18 @@ class ShapeEnv:
             self.var_to_sources[sym].append(source_name)
             trace_artifact("dynamic", f"duck sizing: {source_name} reuses {sym} = {hint}")
             return sym
+        sym = self.new_symbol(hint, source_name)
+        if duck:
+            self.val_to_var.setdefault(hint, sym)
+        return sym
+
+    def new_symbol(self, hint: int, source_name: str) -> sympy.Symbol:
+        """A fresh symbol ``s<N>`` for ``source_name`` with example value ``hint`` (>= 2)."""
         sym = sympy.Symbol(f"s{len(self.var_to_val)}", positive=True, integer=True)
-        self.var_to_val[sym] = hint
+        self.var_to_val[sym] = int(hint)
         self.var_to_sources[sym] = [source_name]
         self._shifted[sym] = sympy.Symbol(f"{sym.name}_minus_{SYMBOL_MIN}", integer=True,
                                           nonnegative=True) + SYMBOL_MIN
-        if duck:
-            self.val_to_var.setdefault(hint, sym)
         trace_artifact("dynamic", f"create_symbol {sym} = {hint} for {source_name} "
                                   f"[{SYMBOL_MIN}, oo]  {self.location}")
         return sym

@@ -1,0 +1,50 @@
+"""Exercises for notebook 02: guards, recompilation and dynamic shapes.
+
+Grade with ``python -m minicompile.grade -k 02``. Each function plugs into minicompile's real
+guard and shape machinery; the checks run it on random tensors against the reference behaviour.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from minicompile.dynamo.symbolic_shapes import ShapeEnv
+
+
+def tensor_match_guard(name: str, t: torch.Tensor, dynamic_dims: set[int] = frozenset()) -> str:
+    """Exercise 2.1: the TENSOR_MATCH guard for local ``name`` holding example tensor ``t``.
+
+    Return one Python expression over ``L`` (the frame's locals, a dict) that is True exactly
+    when ``L[name]`` is a torch.Tensor with ``t``'s dtype, device, requires_grad and number of
+    dims, the same size in every dim that is not in ``dynamic_dims``, and (only when
+    ``dynamic_dims`` is empty) the same strides. Example::
+
+        tensor_match_guard("x", torch.randn(4, 3))
+        # "isinstance(L['x'], torch.Tensor) and L['x'].dtype == torch.float32 and ..."
+    """
+    raise NotImplementedError('Exercise 2.1: build the TENSOR_MATCH guard expression for L[name] (roughly 10 lines)')
+
+
+def create_symbol(env: ShapeEnv, hint: int, source_name: str):
+    """Exercise 2.2: duck sizing and 0/1 specialization (ShapeEnv.create_symbol).
+
+    - a size of 0 or 1 is never symbolic: return ``hint`` itself (an int);
+    - duck sizing: if a symbol was already created for this same ``hint``
+      (``env.val_to_var[hint]``), reuse it, and append ``source_name`` to
+      ``env.var_to_sources[symbol]`` (the ShapeEnv later guards that those sizes stay equal);
+    - otherwise make a fresh one with ``env.new_symbol(hint, source_name)`` and remember it in
+      ``env.val_to_var``.
+    """
+    raise NotImplementedError('Exercise 2.2: 0/1 specialization, then reuse or create a symbol for hint (roughly 9 lines)')
+
+
+def evaluate_and_guard(relation, var_to_val: dict):
+    """Exercise 2.3: turn a symbolic comparison into a guard (ShapeEnv.evaluate_expr).
+
+    ``relation`` is a SymPy comparison such as ``2*s0 < 16``; ``var_to_val`` maps each symbol to
+    its hint (``{s0: 8}``). Return ``(value, guard)``: the bool the comparison has for the hints,
+    and the relation that must hold for that answer to stay right: ``relation`` itself when it is
+    True, its negation when it is False (``2*s0 >= 16``). SymPy helps: ``expr.xreplace(mapping)``
+    substitutes values, and a relation's ``.negated`` is its negation.
+    """
+    raise NotImplementedError('Exercise 2.3: evaluate with the hints, return the relation that keeps the answer (roughly 2 lines)')

@@ -1,0 +1,103 @@
+"""Checks for exercises/ex02_guards.py (notebook 02: guards and dynamic shapes)."""
+
+from __future__ import annotations
+
+import random
+
+import sympy
+import torch
+
+from minicompile.dynamo.symbolic_shapes import ShapeEnv
+from minicompile.grading import exercise
+
+
+def _reference_match(t: torch.Tensor, x, dynamic_dims: set[int]) -> bool:
+    if not isinstance(x, torch.Tensor):
+        return False
+    if (x.dtype, x.device, x.requires_grad, x.dim()) != (t.dtype, t.device, t.requires_grad, t.dim()):
+        return False
+    if any(x.shape[d] != n for d, n in enumerate(t.shape) if d not in dynamic_dims):
+        return False
+    return bool(dynamic_dims) or x.stride() == t.stride()
+
+
+def _variants(t: torch.Tensor) -> list:
+    shape = list(t.shape)
+    grown = [n + 1 for n in shape]
+    return [t.clone(), t.detach().clone().requires_grad_(not t.requires_grad), t.double(),
+            torch.randn(grown), torch.randn(shape + [2]), torch.randn(shape[:-1]), 1.0, [t],
+            torch.randn(shape[::-1]).transpose(0, -1),  # same shape, other strides
+            torch.randn([shape[0] + 3] + shape[1:])]
+
+
+@exercise("2.1", points=10, hint="join 'L[name].dtype == torch.float32'-style checks with 'and'; "
+                                 "skip dynamic dims and, if any dim is dynamic, the strides")
+def check_tensor_match_guard(sol):
+    """Generate a TENSOR_MATCH guard"""
+    rng = random.Random(0)
+    for _ in range(12):
+        shape = [rng.randint(2, 6) for _ in range(rng.randint(1, 3))]
+        t = torch.randn(*shape).requires_grad_(rng.random() < 0.5)
+        dynamic = {d for d in range(len(shape)) if rng.random() < 0.4}
+        code = sol.tensor_match_guard("x", t, dynamic)
+        assert isinstance(code, str), "return the guard as a Python expression string"
+        for x in _variants(t):
+            got = eval(code, {"torch": torch}, {"L": {"x": x}})
+            want = _reference_match(t, x, dynamic)
+            desc = (f"x of {tuple(x.shape)} {x.dtype} requires_grad={x.requires_grad}"
+                    if isinstance(x, torch.Tensor) else repr(type(x)))
+            assert bool(got) == want, (f"guard for {tuple(shape)} (dynamic dims {dynamic}) says "
+                                       f"{bool(got)} for {desc}; expected {want}")
+
+
+class _LearnerShapeEnv(ShapeEnv):
+    def __init__(self, create_symbol):
+        super().__init__()
+        self._learner_create_symbol = create_symbol
+
+    def create_symbol(self, hint: int, source_name: str, duck: bool = True):
+        if not duck:
+            return super().create_symbol(hint, source_name, duck)
+        return sympy.sympify(self._learner_create_symbol(self, int(hint), source_name))
+
+
+@exercise("2.2", points=10, hint="0 and 1 stay ints; look the hint up in env.val_to_var before "
+                                 "calling env.new_symbol")
+def check_duck_sizing(sol):
+    """Duck sizing and 0/1 specialization"""
+    rng = random.Random(1)
+    for _ in range(10):
+        tensors = [torch.randn(*[rng.choice([0, 1, 2, 3, 5]) for _ in range(rng.randint(1, 3))])
+                   for _ in range(rng.randint(1, 4))]
+        ref, mine = ShapeEnv(), _LearnerShapeEnv(sol.create_symbol)
+        for env in (ref, mine):
+            env.sizes = [env.create_symbolic_sizes_strides(t, f"L['t{i}']", set(range(t.dim())))[0]
+                         for i, t in enumerate(tensors)]
+        shapes = [tuple(t.shape) for t in tensors]
+        assert [[str(s) for s in sz] for sz in mine.sizes] == [[str(s) for s in sz] for sz in ref.sizes], \
+            f"symbolic sizes for {shapes}: {mine.sizes} but expected {ref.sizes}"
+        assert mine.render_guards() == ref.render_guards(), \
+            f"guards for {shapes}: {mine.render_guards()} but expected {ref.render_guards()}"
+
+
+@exercise("2.3", points=10, hint="value = bool(relation.xreplace(var_to_val)); the guard is the "
+                                 "relation or relation.negated")
+def check_evaluate_and_guard(sol):
+    """Turn a symbolic comparison into a guard"""
+    rng = random.Random(2)
+    s0, s1 = sympy.symbols("s0 s1", positive=True, integer=True)
+    makers = [sympy.Lt, sympy.Le, sympy.Gt, sympy.Ge, sympy.Eq, sympy.Ne]
+    for _ in range(30):
+        lhs = rng.randint(1, 3) * s0 + rng.randint(0, 2) * s1 - rng.randint(0, 4)
+        relation = rng.choice(makers)(lhs, rng.randint(4, 20), evaluate=False)
+        hints = {s0: rng.randint(2, 9), s1: rng.randint(2, 9)}
+        value, guard = sol.evaluate_and_guard(relation, hints)
+        assert value == bool(relation.xreplace(hints)), f"{relation} at {hints} is not {value}"
+        for a in range(2, 10):
+            for b in range(2, 10):
+                point = {s0: a, s1: b}
+                holds = bool(guard.xreplace(point))
+                same = bool(relation.xreplace(point)) == value
+                assert holds == same, (f"guard {guard} for {relation} (hints {hints}) is {holds} "
+                                       f"at s0={a}, s1={b}, but the branch would be "
+                                       f"{'the same' if same else 'different'} there")
