@@ -1,0 +1,174 @@
+"""AOT autograd's entry points (mini version of torch/_functorch/aot_autograd.py).
+
+``aot_module_simplified(gm, example_inputs, fw_compiler, bw_compiler, decompositions,
+partition_fn)`` is what a backend calls:
+
+1. lift the module's parameters and buffers into inputs (graphs are pure functions of inputs);
+2. make fake inputs (reusing the front end's fake tensors, symbolic sizes included);
+3. trace the joint graph (or the forward alone when nothing needs a gradient) to ATen,
+   applying the decompositions, and functionalize it;
+4. partition the joint graph into forward and backward graphs;
+5. hand each to its compiler and wrap the results in a runtime wrapper
+   (``torch.autograd.Function`` for training).
+
+Whether to build the training or the inference version depends on grad mode and on which inputs
+require grad; both are made lazily, at the first call that needs them, and cached.
+Anything the tracer cannot handle falls back to running ``gm`` eagerly, with the reason logged.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+import torch
+import torch.fx as fx
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.utils._pytree import tree_flatten, tree_unflatten
+
+from .._logging import trace_artifact
+from ..metrics import metrics
+from .joint import GraphSignature, trace_graph
+from .partitioners import PARTITIONERS, Partition, default_partition
+from .runtime_wrappers import make_inference_wrapper, make_training_wrapper
+
+log = logging.getLogger(__name__)
+Compiler = Callable[[fx.GraphModule, list], Callable]
+
+
+def _identity_compiler(gm: fx.GraphModule, example_inputs: list) -> Callable:
+    return gm.forward
+
+
+def _fake_inputs(gm: fx.GraphModule, example_inputs: list,
+                 params: list[torch.Tensor]) -> tuple[list, FakeTensorMode]:
+    """Fake versions of params + inputs: Dynamo's own fakes (with symbolic sizes) if the
+    placeholders carry them, else fresh static ones."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    dynamo_fakes = [n.meta.get("example_value") for n in placeholders]
+    fake_mode = torch._guards.detect_fake_mode([v for v in dynamo_fakes if v is not None])
+    if fake_mode is None or len(dynamo_fakes) != len(example_inputs):
+        fake_mode, dynamo_fakes = FakeTensorMode(allow_non_fake_inputs=True), [None] * len(
+            example_inputs)
+    fakes = [fake_mode.from_tensor(p, static_shapes=True) for p in params]
+    for ex, fake in zip(example_inputs, dynamo_fakes):
+        if fake is None and isinstance(ex, torch.Tensor):
+            fake = fake_mode.from_tensor(ex, static_shapes=True)
+        fakes.append(ex if fake is None else fake)
+    return fakes, fake_mode
+
+
+def _graph_text(gm: fx.GraphModule) -> str:
+    text = gm.print_readable(print_output=False, include_stride=False, include_device=False)
+    return "\n".join(line for line in text.splitlines() if "No stacktrace found" not in line)
+
+
+def aot_module_simplified(
+    gm: fx.GraphModule,
+    example_inputs: list,
+    fw_compiler: Compiler = _identity_compiler,
+    bw_compiler: Compiler | None = None,
+    decompositions: dict | None = None,
+    partition_fn: Callable[[fx.GraphModule, int], Partition] | str = default_partition,
+    inference_compiler: Compiler | None = None,
+) -> Callable:
+    """Compile ``gm`` ahead of time through ATen; returns a callable taking ``example_inputs``'
+    structure (a flat list of tensors and ints) and returning what ``gm`` returns."""
+    bw_compiler = bw_compiler or fw_compiler
+    inference_compiler = inference_compiler or fw_compiler
+    if isinstance(partition_fn, str):
+        partition_fn = PARTITIONERS[partition_fn]
+    named = dict(gm.named_parameters(remove_duplicate=False))
+    named.update(gm.named_buffers(remove_duplicate=False))
+    names, params = list(named), list(named.values())
+    fakes, fake_mode = _fake_inputs(gm, example_inputs, params)
+    out_spec = []
+
+    def flat_fn(*args):
+        """gm as a pure function of (params and buffers..., inputs...) -> flat outputs."""
+        state = dict(zip(names, args[:len(names)]))
+        out = torch.func.functional_call(gm, state, tuple(args[len(names):]), strict=False)
+        flat, spec = tree_flatten(out)
+        out_spec[:] = [spec]
+        return flat
+
+    compiled: dict[tuple, Callable] = {}
+
+    def compile_variant(requires_grad: tuple[bool, ...]) -> Callable:
+        joint = any(requires_grad)
+        graph, sig = trace_graph(flat_fn, fakes, list(requires_grad), fake_mode,
+                                 decompositions, joint=joint)
+        if sig.decomposed:
+            trace_artifact("decompositions", lambda: "\n".join(
+                f"{op}: {n}" for op, n in sorted(sig.decomposed.items())), "ops decomposed")
+        spec = out_spec[0]
+        if not joint:
+            trace_artifact("aot_graphs", lambda: _graph_text(graph), "inference graph")
+            run = make_inference_wrapper(inference_compiler(graph, fakes), sig)
+            return lambda *args: tree_unflatten(run(*args), spec)
+        trace_artifact("aot_graphs", lambda: _graph_text(graph), "joint graph")
+        part = partition_fn(graph, sig.num_fwd_outputs)
+        trace_artifact("aot_graphs", lambda: _graph_text(part.fw_module),
+                       f"forward graph ({part.saved_bytes} bytes saved for backward)")
+        trace_artifact("aot_graphs", lambda: _graph_text(part.bw_module), "backward graph")
+        fw = fw_compiler(part.fw_module, fakes)
+        bw = bw_compiler(part.bw_module, _placeholder_vals(part.bw_module))
+        run = make_training_wrapper(fw, bw, sig, part.num_saved_tensors)
+        return lambda *args: tree_unflatten(run(*args), spec)
+
+    def variant_key(args) -> tuple[bool, ...]:
+        grad = torch.is_grad_enabled()
+        return tuple(grad and isinstance(a, torch.Tensor) and a.requires_grad for a in args)
+
+    def fallback(reason: str) -> Callable:
+        log.warning("aot_autograd falls back to eager: %s", reason)
+        trace_artifact("aot_graphs", f"falling back to eager: {reason}", "fallback")
+        metrics.increment("eager_fallbacks")
+        return lambda *args: gm(*args[len(names):])
+
+    def get_variant(args: list) -> Callable:
+        key = variant_key(args)
+        if key not in compiled:
+            try:
+                compiled[key] = compile_variant(key)
+            except Exception as e:  # anything we cannot trace runs eagerly, never wrongly
+                compiled[key] = fallback(f"{type(e).__name__}: {e}")
+        return compiled[key]
+
+    def compiled_fn(*args):
+        args = params + list(args)
+        return get_variant(args)(*args)
+
+    get_variant(params + list(example_inputs))  # compile now for the example inputs
+    compiled_fn.variants = compiled  # {requires-grad pattern: runtime wrapper}, for inspection
+    return compiled_fn
+
+
+def _placeholder_vals(gm: fx.GraphModule) -> list:
+    return [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
+
+
+def aot_function(fn: Callable, fw_compiler: Compiler = _identity_compiler, **kwargs: Any
+                 ) -> Callable:
+    """``aot_function(fn)(*tensors)``: AOT-compile a plain function of tensors (traced on its
+    first call's inputs)."""
+    cache: dict = {}
+
+    def wrapper(*args):
+        if "fn" not in cache:
+            cache["fn"] = aot_module_simplified(_as_module(fn, len(args)), list(args),
+                                                fw_compiler, **kwargs)
+        return cache["fn"](*args)
+
+    return wrapper
+
+
+def _as_module(fn: Callable, nargs: int) -> fx.GraphModule:
+    """Wrap ``fn`` as a GraphModule with one call_function node (no torch-level tracing)."""
+    graph = fx.Graph()
+    args = [graph.placeholder(f"arg{i}") for i in range(nargs)]
+    graph.output(graph.call_function(fn, tuple(args)))
+    return fx.GraphModule(torch.nn.Module(), graph)
+
+
+__all__ = ["aot_module_simplified", "aot_function", "GraphSignature"]

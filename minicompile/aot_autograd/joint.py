@@ -1,0 +1,131 @@
+"""Trace the joint forward + backward graph, or the forward alone (mini version of
+torch/_functorch/_aot_autograd/traced_function_transforms.py and dispatch_and_compile_graph.py).
+
+The joint graph is one ATen graph ``(primals, tangents) -> (outputs, grads)``:
+
+    def joint(primals, tangents):
+        outs = fn(*primals)                                  # the forward, recorded op by op
+        grads = torch.autograd.grad(outs, primals, tangents)  # the backward, recorded too
+        return outs, grads
+
+Both halves run under the same DispatchTracer, so the autograd engine's backward formulas are
+recorded as ATen ops exactly like the forward. A partitioner (partitioners.py) later cuts it in
+two. Tangents (the incoming gradients) are placeholders made once the outputs are known.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+import torch.fx as fx
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+from .functionalize import functionalize
+from .tracer import DispatchTracer, Unsupported, storage_key
+
+
+@dataclass
+class GraphSignature:
+    """What the runtime wrapper needs to know about a traced graph (mirrors
+    ViewAndMutationMeta in torch/_functorch/_aot_autograd/schemas.py)."""
+
+    num_user_outputs: int
+    mutated_inputs: list[int] = field(default_factory=list)  # inputs copied back, in order
+    output_requires_grad: list[bool] = field(default_factory=list)  # user + mutation outputs
+    input_requires_grad: list[bool] = field(default_factory=list)
+    decomposed: dict[str, int] = field(default_factory=dict)  # op name -> times decomposed
+
+    @property
+    def num_fwd_outputs(self) -> int:
+        return self.num_user_outputs + len(self.mutated_inputs)
+
+
+def _prepare_inputs(fake_args: list, requires_grad: list[bool]) -> list:
+    """Fresh leaves on the fake mode: tensors detached, with the requested requires_grad."""
+    out = []
+    for a, rg in zip(fake_args, requires_grad):
+        if isinstance(a, torch.Tensor):
+            a = a.detach().requires_grad_(rg and a.is_floating_point())
+        out.append(a)
+    return out
+
+
+def trace_graph(fn: Callable, fake_args: list, requires_grad: list[bool],
+                fake_mode: FakeTensorMode, decompositions: dict | None = None,
+                joint: bool = True) -> tuple[fx.GraphModule, GraphSignature]:
+    """Trace ``fn(*args) -> list of outputs`` to a functional ATen graph.
+
+    joint=True: the joint graph ``(primals..., tangents...) -> (outs..., mutated inputs'
+    values..., grad per primal)``. joint=False: the inference graph ``primals -> outs``."""
+    tracer = DispatchTracer(decompositions)
+    old_allow = fake_mode.allow_non_fake_inputs
+    fake_mode.allow_non_fake_inputs = True  # constants captured by the function stay real
+    try:
+        with fake_mode:
+            primals = _prepare_inputs(fake_args, requires_grad)
+            for i, p in enumerate(primals):
+                tracer.placeholder(f"primals_{i + 1}", p)
+            with tracer:
+                outs = list(fn(*primals))
+            sig = GraphSignature(len(outs), input_requires_grad=[
+                isinstance(p, torch.Tensor) and p.requires_grad for p in primals])
+            _check_outputs(outs, primals)
+            sig.output_requires_grad = [isinstance(o, torch.Tensor) and o.requires_grad
+                                        for o in outs]
+            grads = _trace_backward(tracer, primals, outs, sig) if joint else []
+            tracer.output(outs + grads)
+    finally:
+        fake_mode.allow_non_fake_inputs = old_allow
+    gm = tracer.module()
+    mutations = functionalize(gm)  # {placeholder name: its final value}
+    _add_mutation_outputs(gm, sig, mutations)
+    gm.graph.eliminate_dead_code()
+    gm.recompile()
+    sig.decomposed = {str(op): n for op, n in tracer.decomposed.items()}
+    return gm, sig
+
+
+def _add_mutation_outputs(gm: fx.GraphModule, sig: GraphSignature,
+                          mutations: dict[str, fx.Node]) -> None:
+    """outputs := user outputs + new values of mutated inputs + grads."""
+    names = [n.name for n in gm.graph.nodes if n.op == "placeholder"
+             and n.name.startswith("primals_")]
+    sig.mutated_inputs = [i for i, name in enumerate(names) if name in mutations]
+    values = [mutations[names[i]] for i in sig.mutated_inputs]
+    if any(v.meta["val"].requires_grad for v in values):
+        raise Unsupported("an input that requires grad is mutated in place")
+    out = gm.graph.output_node()
+    flat = list(out.args[0])
+    k = sig.num_user_outputs
+    out.args = (flat[:k] + values + flat[k:],)
+    sig.output_requires_grad += [False] * len(values)
+
+
+def _trace_backward(tracer: DispatchTracer, primals: list, outs: list,
+                    sig: GraphSignature) -> list:
+    diff_outs = [o for o, rg in zip(outs, sig.output_requires_grad) if rg]
+    # tangents: contiguous, like the runtime wrapper makes the incoming gradients
+    with tracer.paused():
+        tangents = [torch.empty(o.shape, dtype=o.dtype, device=o.device) for o in diff_outs]
+    first_op = next((n for n in tracer.graph.nodes if n.op != "placeholder"), None)
+    with tracer.graph.inserting_before(first_op):
+        for i, t in enumerate(tangents):
+            tracer.placeholder(f"tangents_{i + 1}", t)
+    wrt = [p for p, rg in zip(primals, sig.input_requires_grad) if rg]
+    with tracer:
+        found = torch.autograd.grad(diff_outs, wrt, tangents, allow_unused=True) if (
+            diff_outs and wrt) else [None] * len(wrt)
+    it = iter(found)
+    return [next(it) if rg else None for rg in sig.input_requires_grad]
+
+
+def _check_outputs(outs: list, primals: list) -> None:
+    """An output that is (a view of) an input would need alias regeneration: not handled."""
+    inputs = {storage_key(p) for p in primals if isinstance(p, torch.Tensor)}
+    for o in outs:
+        if isinstance(o, torch.Tensor) and storage_key(o) in inputs:
+            raise Unsupported("an output aliases an input (returning an input or its view)")
+        if not isinstance(o, (torch.Tensor, torch.SymInt, int, float, bool, type(None))):
+            raise Unsupported(f"graph output of type {type(o).__name__}")

@@ -1,0 +1,235 @@
+"""Split a joint graph into a forward and a backward graph (mini version of
+torch/_functorch/partitioners.py).
+
+Everything the backward reads from the forward must be *saved* (kept alive between the two
+passes): the choice of what to save is the whole game. Two policies:
+
+- ``default_partition``: the forward computes exactly what its outputs need; every forward
+  value the backward reads is saved.
+- ``min_cut_rematerialization_partition``: choose the cheapest set of tensors to save, letting
+  the backward *recompute* cheap pointwise ops from them. "Cheapest" is a minimum s-t cut in a
+  graph weighted by tensor bytes (networkx), where ops we never recompute (matmuls, reductions,
+  random ops) are pinned to the forward.
+
+Both return a :class:`Partition`: the forward graph ``primals -> (outputs, saved...)``, the
+backward graph ``(saved..., tangents) -> grads``, and what was saved, with its size in bytes.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass
+
+import networkx as nx
+import torch
+import torch.fx as fx
+
+aten = torch.ops.aten
+
+
+@dataclass
+class Partition:
+    fw_module: fx.GraphModule  # primals -> (*outputs, *saved tensors, *saved sizes)
+    bw_module: fx.GraphModule  # (*saved tensors, *saved sizes, *tangents) -> grads
+    saved: list[str]  # names of the saved joint-graph nodes, tensors first
+    num_saved_tensors: int
+    saved_bytes: int  # bytes of tensors kept alive from forward to backward
+
+    def __iter__(self):  # fw, bw = partition (the shape of the real partitioners' result)
+        return iter((self.fw_module, self.bw_module))
+
+    def __repr__(self) -> str:
+        return (f"Partition(saved={self.saved}, saved_bytes={self.saved_bytes}, "
+                f"fw_ops={_num_ops(self.fw_module)}, bw_ops={_num_ops(self.bw_module)})")
+
+
+def _num_ops(gm: fx.GraphModule) -> int:
+    return sum(n.op == "call_function" for n in gm.graph.nodes)
+
+
+# --- small graph queries ---------------------------------------------------------------------
+def primals_and_tangents(graph: fx.Graph) -> tuple[list[fx.Node], list[fx.Node]]:
+    ph = [n for n in graph.nodes if n.op == "placeholder"]
+    return ([n for n in ph if not n.name.startswith("tangents")],
+            [n for n in ph if n.name.startswith("tangents")])
+
+
+def split_outputs(graph: fx.Graph, num_fwd_outputs: int) -> tuple[list, list]:
+    outs = list(graph.output_node().args[0])
+    return outs[:num_fwd_outputs], outs[num_fwd_outputs:]
+
+
+def ancestors(nodes, stop: set[fx.Node] = frozenset()) -> set[fx.Node]:
+    """``nodes`` and everything they read, transitively (not walking past ``stop``)."""
+    seen, todo = set(), [n for n in nodes if isinstance(n, fx.Node)]
+    while todo:
+        n = todo.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        if n not in stop:
+            todo.extend(n.all_input_nodes)
+    return seen
+
+
+def descendants(nodes) -> set[fx.Node]:
+    seen, todo = set(), list(nodes)
+    while todo:
+        n = todo.pop()
+        if n not in seen and n.op != "output":
+            seen.add(n)
+            todo.extend(n.users)
+    return seen
+
+
+def is_sym(node: fx.Node) -> bool:
+    return isinstance(node.meta.get("val"), (torch.SymInt, int)) and node.op != "placeholder"
+
+
+def tensor_bytes(node: fx.Node) -> int:
+    """Size of a node's value; a symbolic size counts with its example (hint) value."""
+    val = node.meta.get("val")
+    if isinstance(val, torch.Tensor):
+        numel = val.numel()
+        if isinstance(numel, torch.SymInt):
+            numel = numel.node.hint if numel.node.has_hint() else 4096
+        return int(numel) * val.element_size()
+    if isinstance(val, (torch.SymInt, int)):
+        return 8
+    return math.inf  # a tuple (multi-output op): save its getitems instead
+
+
+# --- extracting a sub-graph ------------------------------------------------------------------
+def extract_graph(joint: fx.GraphModule, inputs: list[fx.Node], outputs: list) -> fx.GraphModule:
+    """The graph computing ``outputs`` from ``inputs``: every node between them is copied
+    (and so recomputed if the other graph also has it)."""
+    needed = ancestors(outputs, stop=set(inputs))
+    new, env = fx.Graph(), {}
+    for n in inputs:
+        env[n] = new.placeholder(n.name)
+        env[n].meta = dict(n.meta)
+    for n in joint.graph.nodes:
+        if n in env or n not in needed or n.op == "output":
+            continue
+        if n.op == "placeholder":
+            raise ValueError(f"{n.name} is needed but is not an input of this graph: "
+                             "the saved set does not cover what the backward reads")
+        env[n] = new.node_copy(n, lambda x: env[x])
+    new.output([env[o] if isinstance(o, fx.Node) else o for o in outputs])
+    gm = fx.GraphModule(joint, new)
+    gm.graph.eliminate_dead_code()
+    gm.recompile()
+    return gm
+
+
+def partition_with_saved(joint: fx.GraphModule, saved: list[fx.Node],
+                         num_fwd_outputs: int) -> Partition:
+    """Build both graphs once the saved set is chosen."""
+    primals, tangents = primals_and_tangents(joint.graph)
+    fw_outs, grads = split_outputs(joint.graph, num_fwd_outputs)
+    saved = list(dict.fromkeys(saved))  # dedupe, keep order
+    tensors = [n for n in saved if not is_sym(n)]
+    syms = [n for n in saved if is_sym(n)]
+    saved = tensors + syms
+    fw = extract_graph(joint, primals, fw_outs + saved)
+    bw = extract_graph(joint, saved + tangents, grads)
+    return Partition(fw, bw, [n.name for n in saved], len(tensors),
+                     sum(tensor_bytes(n) for n in tensors))
+
+
+# --- the default policy ----------------------------------------------------------------------
+def default_saved_values(joint: fx.Graph, num_fwd_outputs: int) -> list[fx.Node]:
+    """Forward = what the forward outputs need (plus size computations); save every forward
+    value that a backward node reads."""
+    primals, tangents = primals_and_tangents(joint)
+    fw_outs, _ = split_outputs(joint, num_fwd_outputs)
+    bw_only = descendants(tangents)
+    forward = ancestors(fw_outs) | set(primals)
+    forward |= {n for n in joint.nodes if is_sym(n) and n not in bw_only}
+    saved = []
+    for n in joint.nodes:
+        if n in forward and any(u not in forward and u.op != "output" for u in n.users):
+            # a multi-output op cannot be saved as a whole: save the pieces the backward reads
+            if isinstance(n.meta.get("val"), (tuple, list)):
+                saved += [u for u in n.users if u.target is operator.getitem]
+            else:
+                saved.append(n)
+    return saved
+
+
+def default_partition(joint: fx.GraphModule, num_fwd_outputs: int) -> Partition:
+    return partition_with_saved(joint, default_saved_values(joint.graph, num_fwd_outputs),
+                                num_fwd_outputs)
+
+
+# --- min-cut rematerialization ---------------------------------------------------------------
+# Recomputing these in the backward costs little compute and saves their output's memory.
+RECOMPUTABLE_EXTRA = {aten.full.default, aten.zeros.default, aten.ones.default,
+                      aten.sym_size.int, operator.getitem, operator.add, operator.mul,
+                      operator.floordiv, aten.clone.default, aten._to_copy.default,
+                      aten.expand.default, aten.where.self}
+
+
+def is_recomputable(node: fx.Node) -> bool:
+    """Cheap pointwise ops and views: yes. Matmul, reductions, random ops: never."""
+    t = node.target
+    if node.op != "call_function":
+        return node.op == "get_attr"
+    if t in RECOMPUTABLE_EXTRA:
+        return True
+    if not isinstance(t, torch._ops.OpOverload) or torch.Tag.nondeterministic_seeded in t.tags:
+        return False
+    return torch.Tag.pointwise in t.tags or t.is_view
+
+
+def min_cut_saved_values(joint: fx.Graph, num_fwd_outputs: int) -> list[fx.Node]:
+    """The cheapest set of values to save, by a minimum source-sink cut.
+
+    Each node n becomes an edge n_in -> n_out whose capacity is the bytes of n's output
+    (cutting it = saving n); data edges n_out -> user_in are uncuttable. The source feeds
+    the primals and every forward op that must not be recomputed; every node that reads a
+    tangent drains to the sink (it can only run in the backward). A cut separates what the
+    forward computes from what the backward computes; the cut edges are the saved values.
+    """
+    primals, tangents = primals_and_tangents(joint)
+    fw_outs, grads = split_outputs(joint, num_fwd_outputs)
+    must_be_backward = descendants(tangents)
+    forward = ancestors(fw_outs)
+    relevant = ancestors(fw_outs + grads)
+    g = nx.DiGraph()
+    for n in relevant:
+        if n.op == "output":
+            continue
+        if n in must_be_backward:
+            g.add_edge(n.name + "_in", "sink")  # no capacity attribute = infinite
+        elif n in primals or (n in forward and not is_recomputable(n)):
+            g.add_edge("source", n.name + "_in")
+        capacity = tensor_bytes(n)
+        if capacity == math.inf:
+            g.add_edge(n.name + "_in", n.name + "_out")
+        else:
+            g.add_edge(n.name + "_in", n.name + "_out", capacity=capacity)
+        for u in n.users:
+            if u in relevant and u.op != "output":
+                g.add_edge(n.name + "_out", u.name + "_in")
+    if "source" not in g or "sink" not in g:  # nothing flows from forward to backward
+        return []
+    _, (source_side, _) = nx.minimum_cut(g, "source", "sink")
+    by_name = {n.name: n for n in joint.nodes}
+    saved = [by_name[name[:-3]] for name in source_side
+             if name.endswith("_in") and name[:-3] + "_out" not in source_side]
+    order = {n: i for i, n in enumerate(joint.nodes)}
+    return sorted(saved, key=order.__getitem__)
+
+
+def min_cut_rematerialization_partition(joint: fx.GraphModule,
+                                        num_fwd_outputs: int) -> Partition:
+    return partition_with_saved(joint, min_cut_saved_values(joint.graph, num_fwd_outputs),
+                                num_fwd_outputs)
+
+
+PARTITIONERS = {
+    "default": default_partition,
+    "min_cut": min_cut_rematerialization_partition,
+}

@@ -1,0 +1,70 @@
+"""Run compiled forward/backward graphs as if they were the original code (mini version of
+torch/_functorch/_aot_autograd/runtime_wrappers.py).
+
+Training: a ``torch.autograd.Function`` whose ``forward`` runs the forward graph and stashes
+the saved values on ``ctx``, and whose ``backward`` runs the backward graph on them and the
+incoming gradients. Autograd sees one opaque node for the whole graph.
+
+Inference: call the forward graph, nothing saved.
+
+Both: a functionalized graph returns the new values of the inputs it mutated; the wrapper
+copies them back (``input.copy_(new)``) so callers see the mutation, as in eager.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+
+from .joint import GraphSignature
+
+
+def _copy_back_mutations(args: list, new_values: list, sig: GraphSignature) -> None:
+    with torch.no_grad():
+        for i, new in zip(sig.mutated_inputs, new_values):
+            args[i].copy_(new)
+
+
+def make_inference_wrapper(fw: Callable, sig: GraphSignature) -> Callable:
+    n = sig.num_user_outputs
+
+    def runtime_wrapper(*args):
+        outs = fw(*args)
+        _copy_back_mutations(args, outs[n:sig.num_fwd_outputs], sig)
+        return list(outs[:n])
+
+    return runtime_wrapper
+
+
+def make_training_wrapper(fw: Callable, bw: Callable, sig: GraphSignature,
+                          num_saved_tensors: int) -> Callable:
+    num_fwd = sig.num_fwd_outputs
+    differentiable = sig.output_requires_grad
+
+    class CompiledFunction(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, *args):
+            outs = fw(*args)  # autograd is off in here: no graph is recorded
+            saved = outs[num_fwd:]
+            ctx.save_for_backward(*saved[:num_saved_tensors])
+            ctx.saved_sizes = saved[num_saved_tensors:]  # SymInt values: plain ints now
+            user = outs[:num_fwd]
+            ctx.mark_non_differentiable(*[o for o, d in zip(user, differentiable)
+                                          if isinstance(o, torch.Tensor) and not d])
+            return tuple(user)
+
+        @staticmethod
+        def backward(ctx, *grad_outs):
+            # the backward graph was traced with contiguous tangents, one per differentiable output
+            tangents = [g.contiguous() for g, d in zip(grad_outs, differentiable) if d]
+            grads = bw(*ctx.saved_tensors, *ctx.saved_sizes, *tangents)
+            return tuple(grads)
+
+    def runtime_wrapper(*args):
+        outs = CompiledFunction.apply(*args)
+        _copy_back_mutations(args, outs[sig.num_user_outputs:], sig)
+        return list(outs[:sig.num_user_outputs])
+
+    runtime_wrapper.CompiledFunction = CompiledFunction
+    return runtime_wrapper

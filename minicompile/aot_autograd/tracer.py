@@ -1,0 +1,184 @@
+"""Trace any Python function to a graph of ATen ops (mini version of
+torch/fx/experimental/proxy_tensor.py, the engine behind ``make_fx``).
+
+The idea: run the function on fake tensors under a ``TorchDispatchMode``. Every ATen op call,
+from the forward *and* from the autograd engine running the backward, passes through the mode's
+``__torch_dispatch__``, which
+
+1. applies a decomposition if the op has a row in the table (re-entering the mode, so the ops the
+   decomposition calls are recorded instead),
+2. runs the op (on fake tensors: shapes and dtypes only, no compute),
+3. appends a node ``call_function[target=aten.op.overload]`` to an ``fx.Graph`` and remembers
+   which node produced each output tensor (``self.env``).
+
+An in-place op returns its (mutated) input: binding that same tensor to the new node *rebinds*
+it, so later readers see the node of its latest version (functionalize.py relies on this).
+
+Symbolic sizes (SymInt from dynamic shapes) are turned into nodes too: each symbol comes from a
+SymInt input or from ``aten.sym_size.int(tensor_input, dim)``; compound expressions (``s0*3``)
+become ``operator`` nodes, walking the SymPy expression.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import operator
+from collections import Counter
+from typing import Any, Callable
+
+import sympy
+import torch
+import torch.fx as fx
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_map
+
+aten = torch.ops.aten
+
+
+class Unsupported(RuntimeError):
+    """Something AOT tracing does not handle; the backend falls back to eager with this reason."""
+
+
+def storage_key(t: torch.Tensor) -> int:
+    """Identity of a tensor's storage: two tensors alias iff their keys are equal."""
+    return t.untyped_storage()._cdata
+
+
+# SymPy node type -> the Python operator computing it on ints at run time
+_SYMPY_OPS: list[tuple[type, Callable]] = [
+    (sympy.Add, operator.add),
+    (sympy.Mul, operator.mul),
+]
+
+
+class DispatchTracer(TorchDispatchMode):
+    """Records every ATen op into ``self.graph`` (ProxyTorchDispatchMode's role)."""
+
+    def __init__(self, decompositions: dict | None = None):
+        super().__init__()
+        self.graph = fx.Graph()
+        self.decompositions = decompositions or {}
+        self.env: dict[int, tuple[torch.Tensor, fx.Node]] = {}  # id(tensor) -> (tensor, node)
+        self.sym_env: dict[sympy.Expr, fx.Node] = {}  # symbol -> node that computes it
+        self.sym_sources: dict[sympy.Symbol, tuple[fx.Node, int]] = {}  # symbol -> (input, dim)
+        self.constants: dict[str, torch.Tensor] = {}  # get_attr name -> real tensor
+        self.decomposed: Counter = Counter()  # op -> how many times it was decomposed
+        self.recording = True
+
+    # --- inputs -------------------------------------------------------------------------------
+    def placeholder(self, name: str, value: Any) -> fx.Node:
+        node = self.graph.placeholder(name)
+        node.meta["val"] = value
+        if isinstance(value, torch.Tensor):
+            self.bind(value, node)
+            for dim, size in enumerate(value.shape):  # where each size symbol can be read from
+                if isinstance(size, torch.SymInt) and isinstance(size.node.expr, sympy.Symbol):
+                    self.sym_sources.setdefault(size.node.expr, (node, dim))
+        elif isinstance(value, torch.SymInt) and isinstance(value.node.expr, sympy.Symbol):
+            self.sym_env[value.node.expr] = node
+        return node
+
+    def bind(self, t: torch.Tensor, node: fx.Node) -> None:
+        self.env[id(t)] = (t, node)  # keep t alive so its id is never reused while tracing
+        node.meta.setdefault("val", t)
+        node.meta["storage"] = storage_key(t)
+
+    def node_of(self, t: torch.Tensor) -> fx.Node:
+        if id(t) in self.env:
+            return self.env[id(t)][1]
+        if isinstance(t, torch._subclasses.FakeTensor):
+            raise Unsupported("a fake tensor created outside the traced function was used")
+        # a real tensor captured from outside (a constant): stored on the module, read by get_attr
+        name = f"_tensor_constant{len(self.constants)}"
+        self.constants[name] = t
+        with self.graph.inserting_before(self._first_op()):
+            node = self.graph.get_attr(name)
+        node.meta["val"] = t
+        self.env[id(t)] = (t, node)
+        node.meta["storage"] = storage_key(t)
+        return node
+
+    def _first_op(self) -> fx.Node | None:
+        return next((n for n in self.graph.nodes if n.op != "placeholder"), None)
+
+    # --- symbolic sizes ---------------------------------------------------------------------------
+    def sym_to_node(self, s: torch.SymInt) -> fx.Node | int:
+        return self._expr_to_node(s.node.expr)
+
+    def _expr_to_node(self, expr: sympy.Expr) -> fx.Node | int:
+        if expr.is_Integer:
+            return int(expr)
+        if expr in self.sym_env:
+            return self.sym_env[expr]
+        if isinstance(expr, sympy.Symbol):
+            if expr not in self.sym_sources:
+                raise Unsupported(f"no input provides the size symbol {expr}")
+            tensor_node, dim = self.sym_sources[expr]
+            node = self.graph.call_function(aten.sym_size.int, (tensor_node, dim))
+        else:
+            fn = next((f for cls, f in _SYMPY_OPS if isinstance(expr, cls)), None)
+            if fn is None and type(expr).__name__ == "FloorDiv":  # torch.utils._sympy.functions
+                fn = operator.floordiv
+            if fn is None:
+                raise Unsupported(f"symbolic size expression {expr} ({type(expr).__name__})")
+            args = [self._expr_to_node(a) for a in expr.args]
+            node = args[0]
+            for a in args[1:]:  # left fold: s0 * s1 * 3 -> (s0 * s1) * 3
+                node = self.graph.call_function(fn, (node, a))
+        self.sym_env[expr] = node
+        return node
+
+    def to_arg(self, x: Any) -> Any:
+        if isinstance(x, torch.Tensor):
+            return self.node_of(x)
+        if isinstance(x, torch.SymInt):
+            return self.sym_to_node(x)
+        if isinstance(x, (torch.SymFloat, torch.SymBool)):
+            raise Unsupported(f"symbolic {type(x).__name__} arguments")
+        return x
+
+    # --- the interception ---------------------------------------------------------------------
+    @contextlib.contextmanager
+    def paused(self):
+        """Run ops (e.g. make tangents) without recording them."""
+        self.recording, old = False, self.recording
+        try:
+            yield
+        finally:
+            self.recording = old
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if not self.recording:
+            return func(*args, **kwargs)
+        if func in self.decompositions:
+            with self:  # the decomposition's own ATen calls come back here and are recorded
+                out = self.decompositions[func](*args, **kwargs)
+            if out is not NotImplemented:
+                self.decomposed[func] += 1
+                return out
+        if func is aten._local_scalar_dense.default:
+            raise Unsupported("data-dependent control flow or .item() in the graph")
+        out = func(*args, **kwargs)
+        node = self.graph.create_node("call_function", func, tree_map(self.to_arg, args),
+                                      tree_map(self.to_arg, kwargs),
+                                      name=func.overloadpacket.__name__)  # "mul", "mul_1", ...
+        node.meta["val"] = out
+        if isinstance(out, torch.Tensor):
+            self.bind(out, node)
+        elif isinstance(out, (tuple, list)):  # multi-output op: one getitem node per tensor
+            for i, o in enumerate(out):
+                if isinstance(o, torch.Tensor):
+                    self.bind(o, self.graph.call_function(operator.getitem, (node, i)))
+        return out
+
+    def output(self, values: list) -> fx.Node:
+        flat = [self.to_arg(v) if isinstance(v, (torch.Tensor, torch.SymInt)) else v
+                for v in values]
+        return self.graph.output(flat)
+
+    def module(self) -> fx.GraphModule:
+        root = torch.nn.Module()
+        for name, t in self.constants.items():
+            root.register_buffer(name, t)
+        return fx.GraphModule(root, self.graph)

@@ -1,0 +1,18 @@
+"""Decompositions: compound ATen ops rewritten into core ATen ops, one readable row per op
+(mirrors torch/_decomp/decompositions.py).
+
+    from minicompile.decompositions import decomposition_table, register_decomposition
+    activations.py   gelu, silu, hardswish, ... and their backwards
+    softmax.py       softmax, log_softmax, logsumexp and backwards
+    norms.py         layer_norm (forward + backward), rms_norm, batch_norm inference
+    reductions.py    mean, var, var_mean, std, sum
+    linear.py        addmm, linear, t, addcmul, ...
+    losses.py        mse_loss, nll_loss, cross_entropy and backwards; dropout
+"""
+
+from . import activations, linear, losses, norms, reductions, softmax  # noqa: F401 (register rows)
+from .registry import (core_aten_ops_used, decomposition_table, get_decompositions,
+                       is_core_aten, ops_used, register_decomposition)
+
+__all__ = ["decomposition_table", "register_decomposition", "get_decompositions",
+           "core_aten_ops_used", "ops_used", "is_core_aten"]

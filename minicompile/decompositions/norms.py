@@ -1,0 +1,112 @@
+"""Normalization layers as core ATen (mirrors torch/_decomp rows): layer_norm forward and
+backward, rms_norm, batch_norm in inference mode and its backward."""
+
+from __future__ import annotations
+
+import torch
+
+from .registry import register_decomposition
+from .util import downcast, numel_of, upcast
+
+aten = torch.ops.aten
+
+
+def _normalized_dims(x, normalized_shape) -> list[int]:
+    return list(range(x.dim() - len(normalized_shape), x.dim()))
+
+
+@register_decomposition(aten.native_layer_norm.default)
+def native_layer_norm(x, normalized_shape, weight, bias, eps):
+    """y = (x - mean) * rstd * w + b,  rstd = 1 / sqrt(var + eps); also returns mean, rstd."""
+    dims = _normalized_dims(x, normalized_shape)
+    xf = upcast(x)
+    n = numel_of(x, dims)
+    mean = aten.div.Tensor(aten.sum.dim_IntList(xf, dims, True), n)  # (B, 1)
+    centered = aten.sub.Tensor(xf, mean)
+    var = aten.div.Tensor(aten.sum.dim_IntList(aten.mul.Tensor(centered, centered), dims, True), n)
+    rstd = aten.rsqrt.default(aten.add.Tensor(var, eps))  # (B, 1)
+    out = aten.mul.Tensor(centered, rstd)
+    if weight is not None:
+        out = aten.mul.Tensor(out, weight)
+    if bias is not None:
+        out = aten.add.Tensor(out, bias)
+    return downcast(out, x.dtype), downcast(mean, x.dtype), downcast(rstd, x.dtype)
+
+
+@register_decomposition(aten.native_layer_norm_backward.default)
+def native_layer_norm_backward(grad, x, normalized_shape, mean, rstd, weight, bias, output_mask):
+    """With xhat = (x - mean) rstd and g = grad * w, over the N normalized elements:
+    dx = rstd / N * (N g - sum(g) - xhat sum(g xhat));  dw = sum(grad xhat);  db = sum(grad)."""
+    dims = _normalized_dims(x, normalized_shape)
+    batch_dims = list(range(x.dim() - len(normalized_shape)))
+    n = numel_of(x, dims)
+    xhat = aten.mul.Tensor(aten.sub.Tensor(x, mean), rstd)
+    g = aten.mul.Tensor(grad, weight) if weight is not None else grad
+    dx = dw = db = None
+    if output_mask[0]:
+        a = aten.mul.Tensor(g, n)
+        b = aten.sum.dim_IntList(g, dims, True)
+        c = aten.mul.Tensor(xhat, aten.sum.dim_IntList(aten.mul.Tensor(g, xhat), dims, True))
+        dx = aten.mul.Tensor(aten.div.Tensor(rstd, n), aten.sub.Tensor(aten.sub.Tensor(a, b), c))
+    if output_mask[1] and weight is not None:
+        dw = aten.sum.dim_IntList(aten.mul.Tensor(grad, xhat), batch_dims, False)
+    if output_mask[2] and bias is not None:
+        db = aten.sum.dim_IntList(grad, batch_dims, False)
+    return dx, dw, db
+
+
+@register_decomposition(aten._fused_rms_norm.default)
+def fused_rms_norm(x, normalized_shape, weight, eps):
+    """y = x * rsqrt(mean(x^2) + eps) * w; also returns the rsqrt."""
+    dims = _normalized_dims(x, normalized_shape)
+    xf = upcast(x)
+    eps = torch.finfo(xf.dtype).eps if eps is None else eps
+    ms = aten.div.Tensor(aten.sum.dim_IntList(aten.mul.Tensor(xf, xf), dims, True),
+                         numel_of(x, dims))
+    rstd = aten.rsqrt.default(aten.add.Tensor(ms, eps))
+    out = aten.mul.Tensor(xf, rstd)
+    if weight is not None:
+        out = aten.mul.Tensor(out, weight)
+    return downcast(out, x.dtype), rstd
+
+
+@register_decomposition(aten.rms_norm.default)
+def rms_norm(x, normalized_shape, weight=None, eps=None):
+    return fused_rms_norm(x, normalized_shape, weight, eps)[0]
+
+
+def _channel_shape(x) -> list[int]:  # (C,) -> broadcastable (1, C, 1, 1)
+    return [1, x.shape[1]] + [1] * (x.dim() - 2)
+
+
+@register_decomposition(aten._native_batch_norm_legit_no_training.default)
+def batch_norm_inference(x, weight, bias, running_mean, running_var, momentum, eps):
+    """y = (x - running_mean) * rsqrt(running_var + eps) * w + b, per channel (dim 1)."""
+    shape = _channel_shape(x)
+    rstd = aten.rsqrt.default(aten.add.Tensor(running_var, eps))
+    out = aten.mul.Tensor(aten.sub.Tensor(x, aten.view.default(running_mean, shape)),
+                          aten.view.default(rstd, shape))
+    if weight is not None:
+        out = aten.mul.Tensor(out, aten.view.default(weight, shape))
+    if bias is not None:
+        out = aten.add.Tensor(out, aten.view.default(bias, shape))
+    empty = aten.full.default([0], 0, dtype=x.dtype, device=x.device)  # eval: no statistics
+    return out, empty, empty
+
+
+@register_decomposition(aten.native_batch_norm_backward.default)
+def native_batch_norm_backward(grad, x, weight, running_mean, running_var, save_mean,
+                               save_invstd, train, eps, output_mask):
+    """Eval mode (statistics are constants): dx = grad * w * rstd; dw = sum(grad xhat);
+    db = sum(grad). Training mode is left to ATen (NotImplemented)."""
+    if train:
+        return NotImplemented
+    shape = _channel_shape(x)
+    reduce = [0] + list(range(2, x.dim()))
+    rstd = aten.view.default(aten.rsqrt.default(aten.add.Tensor(running_var, eps)), shape)
+    xhat = aten.mul.Tensor(aten.sub.Tensor(x, aten.view.default(running_mean, shape)), rstd)
+    scale = rstd if weight is None else aten.mul.Tensor(rstd, aten.view.default(weight, shape))
+    dx = aten.mul.Tensor(grad, scale) if output_mask[0] else None
+    dw = aten.sum.dim_IntList(aten.mul.Tensor(grad, xhat), reduce) if output_mask[1] else None
+    db = aten.sum.dim_IntList(grad, reduce) if output_mask[2] else None
+    return dx, dw, db

@@ -1,0 +1,52 @@
+"""Softmax, log-softmax and logsumexp, with their backwards (mirrors torch/_decomp rows).
+All three subtract the row maximum first so that ``exp`` never overflows."""
+
+from __future__ import annotations
+
+import torch
+
+from .registry import register_decomposition
+from .util import downcast, upcast
+
+aten = torch.ops.aten
+
+
+@register_decomposition(aten._softmax.default)
+def softmax(x, dim, half_to_float):  # exp(x - max) / sum(exp(x - max))
+    xf = upcast(x)
+    e = aten.exp.default(aten.sub.Tensor(xf, aten.amax.default(xf, [dim], True)))
+    out = aten.div.Tensor(e, aten.sum.dim_IntList(e, [dim], True))
+    return out if half_to_float else downcast(out, x.dtype)
+
+
+@register_decomposition(aten._log_softmax.default)
+def log_softmax(x, dim, half_to_float):  # (x - max) - log(sum(exp(x - max)))
+    xf = upcast(x)
+    shifted = aten.sub.Tensor(xf, aten.amax.default(xf, [dim], True))
+    lse = aten.log.default(aten.sum.dim_IntList(aten.exp.default(shifted), [dim], True))
+    out = aten.sub.Tensor(shifted, lse)
+    return out if half_to_float else downcast(out, x.dtype)
+
+
+@register_decomposition(aten.logsumexp.default)
+def logsumexp(x, dim, keepdim=False):  # max + log(sum(exp(x - max)))
+    m = aten.amax.default(x, dim, True)
+    m = aten.where.self(aten.eq.Scalar(aten.abs.default(m), float("inf")),
+                        aten.full_like.default(m, 0), m)  # all -inf rows: avoid inf - inf
+    out = aten.add.Tensor(aten.log.default(aten.sum.dim_IntList(
+        aten.exp.default(aten.sub.Tensor(x, m)), dim, True)), m)
+    return out if keepdim else aten.squeeze.dims(out, dim)
+
+
+@register_decomposition(aten._softmax_backward_data.default)
+def softmax_backward(grad, y, dim, input_dtype):  # dx = y * (g - sum(g * y))
+    gy = aten.mul.Tensor(grad, y)
+    out = aten.sub.Tensor(gy, aten.mul.Tensor(y, aten.sum.dim_IntList(gy, [dim], True)))
+    return downcast(out, input_dtype)
+
+
+@register_decomposition(aten._log_softmax_backward_data.default)
+def log_softmax_backward(grad, y, dim, input_dtype):  # dx = g - exp(y) * sum(g)
+    out = aten.sub.Tensor(grad, aten.mul.Tensor(aten.exp.default(y),
+                                                aten.sum.dim_IntList(grad, [dim], True)))
+    return downcast(out, input_dtype)
