@@ -1,0 +1,326 @@
+"""Mini version of torch/_inductor/scheduler.py: decides which loop nests share a kernel.
+
+Every IR buffer becomes a scheduler node that knows what it reads and writes
+(``MemoryDep(buffer, SymPy index)``, from ``ir/read_writes.py``). Fusion then merges nodes into
+``FusedSchedulerNode`` s, one per kernel, greedily, best pair first (Inductor's
+``fuse_nodes_once``):
+
+- **vertical**: a consumer joins its producer's kernel, so the intermediate buffer never goes
+  to memory (``y = x*2; z = y+3`` -> one kernel ``z = (x*2)+3``);
+- **reduction prologue/epilogue**: pointwise work before or after a reduction joins it (softmax
+  is one kernel: max, exp, sum and divide row by row);
+- **horizontal**: independent nodes over the same loops that read the same buffer share a kernel
+  and load that buffer once (``x.sin(), x.cos()``).
+
+What may fuse is decided by :mod:`.fusion` (each refusal has a reason, logged to the ``fusion``
+artifact). What a kernel costs is :meth:`Scheduler.kernel_bytes`: a buffer is stored only when a
+node outside its kernel (or the caller) reads it. ``mc.metrics.num_bytes_accessed`` is the sum over
+kernels of the bytes they read and write.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import sympy
+import torch
+
+from .._logging import trace_artifact
+from ..metrics import metrics
+from .dependencies import footprint
+from .ir import Buffer, ComputedBuffer, ExternKernel, MultiOutput, ReadWrites
+
+
+class BaseSchedulerNode:
+    """One IR buffer to compute (or, for :class:`FusedSchedulerNode`, several)."""
+
+    node: Buffer | None = None
+    read_writes: ReadWrites
+
+    def get_name(self) -> str:
+        return self.node.get_name()
+
+    def get_nodes(self) -> list["BaseSchedulerNode"]:
+        return [self]
+
+    def get_names(self) -> set[str]:
+        return {n.get_name() for n in self.get_nodes()}
+
+    def read_names(self) -> set[str]:
+        return {d.name for n in self.get_nodes() for d in n.read_writes.reads}
+
+    def is_reduction(self) -> bool:
+        return False
+
+    def is_extern(self) -> bool:
+        return False
+
+    def order(self) -> int:
+        """Position of the first member in program order (ties in the final order)."""
+        return min(n.index for n in self.get_nodes())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(n.get_name() for n in self.get_nodes())})"
+
+
+class SchedulerNode(BaseSchedulerNode):
+    """A ``ComputedBuffer``: a loop nest over ``sizes`` (and ``reduction_sizes``)."""
+
+    def __init__(self, node: ComputedBuffer, index: int):
+        self.node, self.index = node, index
+        self.read_writes = node.get_read_writes()
+        self.sizes, self.reduction_sizes = node.get_ranges()
+
+    def is_reduction(self) -> bool:
+        return self.node.is_reduction()
+
+    @property
+    def numel(self) -> sympy.Expr:
+        return sympy.Mul(*self.sizes)
+
+    @property
+    def rnumel(self) -> sympy.Expr:
+        return sympy.Mul(*self.reduction_sizes)
+
+
+class ExternKernelSchedulerNode(BaseSchedulerNode):
+    """A library call (mm, conv, fallback op): never fused, reads and writes whole buffers."""
+
+    def __init__(self, node: ExternKernel, index: int):
+        self.node, self.index = node, index
+        self.read_writes = node.get_read_writes()
+
+    def is_extern(self) -> bool:
+        return True
+
+
+class NopKernelSchedulerNode(ExternKernelSchedulerNode):
+    """A ``MultiOutput``: names one output of a tuple-returning extern kernel, moves no data."""
+
+
+class FusedSchedulerNode(BaseSchedulerNode):
+    """Several scheduler nodes sharing one kernel, members in program order."""
+
+    def __init__(self, snodes: Iterable[BaseSchedulerNode]):
+        self.snodes = sorted({n for s in snodes for n in s.get_nodes()}, key=lambda n: n.index)
+        self.read_writes = ReadWrites(
+            [d for n in self.snodes for d in n.read_writes.reads],
+            [d for n in self.snodes for d in n.read_writes.writes])
+
+    def get_name(self) -> str:
+        return "_".join(n.get_name() for n in self.snodes)
+
+    def get_nodes(self) -> list[BaseSchedulerNode]:
+        return list(self.snodes)
+
+    def is_reduction(self) -> bool:
+        return any(n.is_reduction() for n in self.snodes)
+
+
+def create_scheduler_node(node: Buffer, index: int) -> BaseSchedulerNode:
+    kinds = ((MultiOutput, NopKernelSchedulerNode), (ExternKernel, ExternKernelSchedulerNode),
+             (ComputedBuffer, SchedulerNode))
+    for cls, make in kinds:
+        if isinstance(node, cls):
+            return make(node, index)
+    raise TypeError(f"cannot schedule {type(node).__name__} {node.get_name()}")
+
+
+@dataclass
+class FusionDecision:
+    """One pair the scheduler considered: ``fused`` or refused with ``reason``."""
+
+    first: str
+    second: str
+    kind: str  # "vertical" (second reads what first writes) or "horizontal"
+    fused: bool
+    reason: str
+
+    def __str__(self) -> str:
+        verdict = "fused" if self.fused else f"refused: {self.reason}"
+        return f"{self.kind:10} {self.first} + {self.second}: {verdict}"
+
+
+class Scheduler:
+    """Turn IR buffers (program order) into kernels: ``Scheduler(nodes, inputs, outputs)``.
+
+    ``nodes``: the graph's ComputedBuffers/ExternKernels in program order; ``inputs``: every other
+    buffer a node may read (graph inputs, constants), by name; ``output_names``: buffers the
+    caller receives. ``fuse=False`` keeps one kernel per node (the unfused baseline).
+    """
+
+    def __init__(self, nodes: Sequence[Buffer], inputs: dict[str, Buffer] | None = None,
+                 output_names: Iterable[str] = (), fuse: bool = True,
+                 record_metrics: bool = True):
+        self.buffers: dict[str, Buffer] = dict(inputs or {})
+        self.buffers.update({n.get_name(): n for n in nodes})
+        self.input_names = set(inputs or {})
+        self.output_names = set(output_names)
+        self.nodes = [create_scheduler_node(n, i) for i, n in enumerate(nodes)]
+        self.decisions: list[FusionDecision] = []
+        self.kernels: list[BaseSchedulerNode] = list(self.nodes)
+        trace_artifact("ir_pre_fusion", lambda: "\n\n".join(str(n.node) for n in self.nodes),
+                       title="scheduler input")
+        if fuse:
+            self.fuse_nodes()
+        self.kernels = self.topological_order(self.kernels)
+        self.num_bytes_accessed = sum(self.kernel_bytes(k)[0] + self.kernel_bytes(k)[1]
+                                      for k in self.kernels)
+        trace_artifact("fusion", lambda: "\n".join(map(str, self.decisions)) or "(no candidates)",
+                       title="fusion decisions")
+        trace_artifact("ir_post_fusion", self.describe, title="kernels after fusion")
+        if record_metrics:
+            metrics.num_bytes_accessed = int(self.num_bytes_accessed)
+            metrics.increment("kernels_generated", 0)  # code generation counts kernels later
+
+    # --- who reads what ----------------------------------------------------------------------
+
+    def writer(self, name: str, kernels: list[BaseSchedulerNode]) -> BaseSchedulerNode | None:
+        return next((k for k in kernels if name in k.get_names()), None)
+
+    def kernel_deps(self, kernel: BaseSchedulerNode, kernels: list) -> set[BaseSchedulerNode]:
+        """The other kernels that write a buffer ``kernel`` reads."""
+        deps = {self.writer(name, kernels) for name in kernel.read_names()}
+        return {d for d in deps if d is not None and d is not kernel}
+
+    def is_stored(self, name: str, kernel: BaseSchedulerNode) -> bool:
+        """Must ``kernel`` write ``name`` to memory? Yes when the caller or another kernel reads it."""
+        if name in self.output_names:
+            return True
+        return any(name in k.read_names() for k in self.kernels if k is not kernel)
+
+    # --- fusion -------------------------------------------------------------------------------
+
+    def fuse_nodes(self, max_rounds: int = 10) -> None:
+        from .fusion import can_fuse, fusion_score
+
+        seen: set[tuple[str, str]] = set()
+        for _ in range(max_rounds):
+            candidates = self.candidate_pairs()
+            candidates.sort(key=lambda pair: fusion_score(self, *pair), reverse=True)
+            fused_any = False
+            for a, b in candidates:
+                if a not in self.kernels or b not in self.kernels:
+                    continue  # one of them was fused earlier in this round
+                ok, reason = can_fuse(self, a, b)
+                if ok and self.would_create_cycle(a, b):
+                    ok, reason = False, "a kernel between them needs the first and feeds the second"
+                kind = "vertical" if a.get_names() & b.read_names() else "horizontal"
+                key = (a.get_name(), b.get_name())
+                if ok or key not in seen:
+                    self.decisions.append(FusionDecision(*key, kind, ok, reason))
+                    seen.add(key)
+                if ok:
+                    fused = FusedSchedulerNode([a, b])
+                    self.kernels = [k for k in self.kernels if k is not a and k is not b] + [fused]
+                    fused_any = True
+            if not fused_any:
+                break
+
+    def candidate_pairs(self) -> list[tuple[BaseSchedulerNode, BaseSchedulerNode]]:
+        """Pairs of kernels touching a common buffer, earlier kernel first."""
+        by_buffer: dict[str, list[BaseSchedulerNode]] = {}
+        for k in self.kernels:
+            for name in k.read_names() | k.get_names():
+                by_buffer.setdefault(name, []).append(k)
+        pairs = set()
+        for users in by_buffer.values():
+            for a, b in itertools.combinations(users, 2):
+                pairs.add((a, b) if a.order() < b.order() else (b, a))
+        return sorted(pairs, key=lambda p: (p[0].order(), p[1].order()))
+
+    def would_create_cycle(self, a: BaseSchedulerNode, b: BaseSchedulerNode) -> bool:
+        """Fusing is impossible when a third kernel sits on a path between the two."""
+        reach = self._reachable()
+        others = [k for k in self.kernels if k is not a and k is not b]
+        return any((k in reach[a] and b in reach[k]) or (k in reach[b] and a in reach[k])
+                   for k in others)
+
+    def _reachable(self) -> dict[BaseSchedulerNode, set[BaseSchedulerNode]]:
+        """``reach[k]``: every kernel that (transitively) reads what ``k`` writes."""
+        users = {k: set() for k in self.kernels}
+        for k in self.kernels:
+            for d in self.kernel_deps(k, self.kernels):
+                users[d].add(k)
+        reach: dict[BaseSchedulerNode, set[BaseSchedulerNode]] = {}
+
+        def visit(k):
+            if k not in reach:
+                reach[k] = set()
+                for u in users[k]:
+                    reach[k] |= {u} | visit(u)
+            return reach[k]
+
+        for k in self.kernels:
+            visit(k)
+        return reach
+
+    def topological_order(self, kernels: list[BaseSchedulerNode]) -> list[BaseSchedulerNode]:
+        """Kernels after the kernels they read from; program order breaks ties."""
+        done: list[BaseSchedulerNode] = []
+        pending = sorted(kernels, key=lambda k: k.order())
+        while pending:
+            ready = next(k for k in pending
+                         if all(d in done for d in self.kernel_deps(k, kernels)))
+            done.append(ready)
+            pending.remove(ready)
+        return done
+
+    # --- memory traffic -----------------------------------------------------------------------
+
+    def itemsize(self, name: str) -> int:
+        return self.buffers[name].get_dtype().itemsize
+
+    def numel(self, name: str) -> sympy.Expr:
+        buf = self.buffers[name]
+        return buf.layout.numel() if getattr(buf, "layout", None) is not None else buf.get_numel()
+
+    def kernel_bytes(self, kernel: BaseSchedulerNode) -> tuple[sympy.Expr, sympy.Expr]:
+        """(bytes read, bytes written) by ``kernel``: each outside buffer read once, each stored
+        buffer written once; buffers produced and consumed inside the kernel cost nothing."""
+        written_here = kernel.get_names()
+        reads: dict[str, list] = {}
+        for n in kernel.get_nodes():
+            if isinstance(n, NopKernelSchedulerNode):
+                continue  # names an output of its parent: no data moves
+            for d in n.read_writes.reads:
+                if d.name not in written_here:
+                    reads.setdefault(d.name, []).append(d)
+        read_bytes = sum((footprint(deps, self.numel(name)) * self.itemsize(name)
+                          for name, deps in reads.items()), sympy.Integer(0))
+        write_bytes = sympy.Integer(0)
+        for n in kernel.get_nodes():
+            for d in n.read_writes.writes:
+                if self.is_stored(d.name, kernel):
+                    write_bytes += footprint([d], self.numel(d.name)) * self.itemsize(d.name)
+        return read_bytes, write_bytes
+
+    def stored_buffers(self, kernel: BaseSchedulerNode) -> list[str]:
+        return [n.get_name() for n in kernel.get_nodes() if self.is_stored(n.get_name(), kernel)]
+
+    # --- printing and running -----------------------------------------------------------------
+
+    def describe(self) -> str:
+        """The ``ir_post_fusion`` artifact: kernels in order, each with its loop nests."""
+        out = []
+        for i, k in enumerate(self.kernels):
+            r, w = self.kernel_bytes(k)
+            kind = "extern" if k.is_extern() else ("reduction" if k.is_reduction() else "pointwise")
+            stored = set(self.stored_buffers(k))
+            kept = [n.get_name() for n in k.get_nodes() if n.get_name() not in stored]
+            head = f"kernel {i} ({kind}): {', '.join(n.get_name() for n in k.get_nodes())}"
+            head += f"  # read {r} B, write {w} B"
+            if kept:
+                head += f"; never stored: {', '.join(kept)}"
+            out.append(head + "\n" + "\n".join("  " + str(n.node).replace("\n", "\n  ")
+                                              for n in k.get_nodes()))
+        return "\n\n".join(out)
+
+    def run(self, storage: dict[str, torch.Tensor], sizes: dict | None = None) -> None:
+        """Run every kernel in order with the reference executor (``storage``: name -> tensor)."""
+        from .executor import run_nodes
+
+        for k in self.kernels:
+            run_nodes([n.node for n in k.get_nodes()], storage, sizes or {})
