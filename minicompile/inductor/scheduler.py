@@ -175,6 +175,17 @@ class Scheduler:
             metrics.num_bytes_accessed = int(self.num_bytes_accessed)
             metrics.increment("kernels_generated", 0)  # code generation counts kernels later
 
+    @classmethod
+    def from_graph(cls, graph, **kwargs) -> "Scheduler":
+        """Schedule a lowered ``GraphLowering``: its buffers, inputs and outputs."""
+        inputs = {k: v for k, v in graph.graph_inputs.items() if isinstance(v, Buffer)}
+        outputs = [o.get_name() for o in graph.graph_outputs if hasattr(o, "get_name")]
+        return cls(graph.buffers, inputs, outputs, **kwargs)
+
+    def ordered_nodes(self) -> list[Buffer]:
+        """Every IR node, kernel after kernel: the order to execute them in."""
+        return [n.node for k in self.kernels for n in k.get_nodes()]
+
     # --- who reads what ----------------------------------------------------------------------
 
     def writer(self, name: str, kernels: list[BaseSchedulerNode]) -> BaseSchedulerNode | None:

@@ -143,6 +143,45 @@ def _simplify_modular(base, divisor, modulus, var_ranges):
     return ModularIndexing(base, divisor, modulus)
 
 
+def _digit(term: Expr):
+    """``c * FloorDiv(a, d)`` -> (c, a, d, None); ``c * ModularIndexing(a, d, m)`` -> (c, a, d, m)."""
+    digits = [f for f in sympy.Mul.make_args(term) if isinstance(f, FloorDiv | ModularIndexing)]
+    if len(digits) != 1:
+        return None
+    f = digits[0]
+    coeff = sympy.cancel(term / f)
+    return (coeff, *f.args) if isinstance(f, ModularIndexing) else (coeff, *f.args, None)
+
+
+def merge_digits(expr: Expr) -> Expr:
+    """Join the "digits" a reshape splits an index into, back into one:
+
+        m*c*(a // (d*m)) + c*((a // d) % m)  ->  c*(a // d)
+        m*c*((a // (d*m)) % n) + c*((a // d) % m)  ->  c*((a // d) % (m*n))
+
+    so ``6*(i0 // 6) + (i0 % 6)`` (a flattened then unflattened index) becomes ``i0``."""
+    changed = True
+    while changed:
+        changed = False
+        terms = list(sympy.Add.make_args(expr))
+        parsed = [_digit(t) for t in terms]
+        for x, px in enumerate(parsed):
+            for y, py in enumerate(parsed):
+                if x == y or px is None or py is None or py[3] is None:
+                    continue
+                (c2, a2, d2, m2), (c1, a1, d1, m1) = px, py
+                if a1 != a2 or sympy.expand(d2 - d1 * m1) != 0 or sympy.expand(c2 - c1 * m1) != 0:
+                    continue
+                merged = FloorDiv(a1, d1) if m2 is None else ModularIndexing(a1, d1, m1 * m2)
+                rest = [t for k, t in enumerate(terms) if k not in (x, y)]
+                expr = sympy.Add(*rest) + c1 * merged
+                changed = True
+                break
+            if changed:
+                break
+    return expr
+
+
 def simplify_index(expr: Expr, var_ranges: dict[sympy.Symbol, Expr] | None = None) -> Expr:
     """Expand, then remove every ``//`` and ``%`` that the loop ranges make redundant.
 
@@ -150,10 +189,11 @@ def simplify_index(expr: Expr, var_ranges: dict[sympy.Symbol, Expr] | None = Non
     >>> simplify_index(FloorDiv(4*i0 + i1, 4), {i0: 3, i1: 4})
     i0
     """
-    expr = sympy.expand(sympify(expr))
+    expr = merge_digits(sympy.expand(sympify(expr)))
     if not var_ranges:
         return expr
     var_ranges = {k: sympify(v) for k, v in var_ranges.items()}
+    expr = expr.subs({v: 0 for v, size in var_ranges.items() if size == 1})  # range(1): v = 0
     for _ in range(4):  # rewriting inner terms can unlock outer ones; a few passes suffice
         new = expr.replace(
             lambda e: isinstance(e, ModularIndexing),
@@ -161,7 +201,7 @@ def simplify_index(expr: Expr, var_ranges: dict[sympy.Symbol, Expr] | None = Non
         new = new.replace(
             lambda e: isinstance(e, FloorDiv),
             lambda e: _simplify_floordiv(*[sympy.expand(a) for a in e.args], var_ranges))
-        new = sympy.expand(new)
+        new = merge_digits(sympy.expand(new))
         if new == expr:
             break
         expr = new

@@ -81,15 +81,20 @@ def get_ops_handler() -> Any:
 
 
 class _OpsProxy:
-    """``ops.add(a, b)`` -> ``current_handler.add(a, b)``."""
+    """``ops.add(a, b)`` -> ``current_handler.add(a, b)``; the handler is looked up at call
+    time, so ``ops.exp`` can be passed around as a function before any handler is installed."""
 
     def __getattr__(self, name: str) -> Any:
-        stack = _handler_stack()
-        if not stack:
-            raise RuntimeError(
-                f"ops.{name} called with no ops handler installed; "
-                "run the loop body under set_ops_handler(...)")
-        return getattr(stack[-1], name)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            stack = _handler_stack()
+            if not stack:
+                raise RuntimeError(
+                    f"ops.{name} called with no ops handler installed; "
+                    "run the loop body under set_ops_handler(...)")
+            return getattr(stack[-1], name)(*args, **kwargs)
+
+        call.__name__ = name
+        return call
 
 
 ops = _OpsProxy()

@@ -54,11 +54,7 @@ class ExternKernel(Buffer):
 
     def __str__(self) -> str:
         out = f"{self.name}: {self.layout}" if self.layout is not None else self.name
-        text = f"{out} = {type(self).__name__} {self.call_str()}"
-        for a in self.inputs():
-            if not isinstance(a, Buffer):
-                text += f"\n  # {a}"
-        return text
+        return f"{out} = {type(self).__name__} {self.call_str()}"
 
 
 @dataclass(eq=False)

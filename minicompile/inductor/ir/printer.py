@@ -56,9 +56,12 @@ class PrintHandler:
         self.lines.append((self._depth, f"store({name}, {self._index(index)}, {value})"))
 
     def constant(self, value, dtype) -> str:
-        return repr(value)
+        return repr(float(value) if dtype is not None and dtype.is_floating_point else value)
 
     def index_expr(self, expr, dtype) -> str:
+        expr = simplify_index(expr, self.var_ranges)
+        if expr.is_number:
+            return self.constant(expr, dtype)
         return self._emit(f"index_expr({self._index(expr)}, {dtype_name(dtype)})")
 
     def to_dtype(self, x: str, dtype) -> str:
@@ -113,9 +116,10 @@ def format_loop_nest(node) -> str:
     (index, rindex), (sizes, rsizes) = node.index_vars(), node.get_ranges()
     out = [node.describe()]
     pad = "  "
-    for depth, (v, size) in enumerate(zip(index, sizes)):
+    loops = [(v, size) for v, size in zip(index, sizes) if size != 1]  # range(1) loops: v = 0
+    for depth, (v, size) in enumerate(loops):
         out.append(f"{pad * (depth + 1)}for {v} in range({size}):")
-    depth = len(index) + 1
+    depth = len(loops) + 1
     if rindex:
         out.append(f"{pad * depth}acc = {_init(node)}")
         for k, (v, size) in enumerate(zip(rindex, rsizes)):

@@ -1,0 +1,317 @@
+"""The reference executor: run loop IR directly on torch tensors, vectorised over index grids.
+
+No counterpart in torch/_inductor (Inductor only ever runs generated code); this is the oracle
+that lets the IR be tested against eager before any code generator exists.
+
+A node's body is run *once*, under ``TorchHandler``, with every loop variable bound to an
+integer tensor shaped to broadcast over the whole iteration space (the ``torch.meshgrid`` of
+its ranges, without materialising it). ``ops.load(buf, 10*i0 + i1)`` then evaluates the SymPy
+index on those tensors and gathers every element at once; ``ops.add`` is ``torch.add``;
+``ops.reduction`` reduces the trailing (reduction) dims of the grid.
+
+Storage: ``buffers`` maps a buffer name to a flat 1-d tensor (its storage); a layout turns it
+into a strided tensor with ``torch.as_strided``. ``run_nodes(nodes, buffers, sizes)`` runs any
+list of nodes in order (an unfused graph, or one fused kernel); ``GraphExecutor(graph)`` is a
+callable running a whole lowered graph.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from typing import Any, Iterable, Mapping
+
+import sympy
+import torch
+import torch.utils._pytree as pytree
+
+from .ir import (Buffer, ComputedBuffer, ExternKernel, IRNode, Layout, MultiOutput,
+                 ReinterpretView)
+from .sizevars import FloorDiv, ModularIndexing
+from .virtualized import BINARY_OPS, UNARY_OPS, set_ops_handler
+
+
+def _max(a, b):
+    return torch.maximum(torch.as_tensor(a), torch.as_tensor(b)) if isinstance(
+        a, torch.Tensor) or isinstance(b, torch.Tensor) else max(a, b)
+
+
+def _min(a, b):
+    return torch.minimum(torch.as_tensor(a), torch.as_tensor(b)) if isinstance(
+        a, torch.Tensor) or isinstance(b, torch.Tensor) else min(a, b)
+
+
+# SymPy node type -> how to compute it on ints or int tensors
+INDEX_FUNCS = [
+    (sympy.Add, lambda *a: functools.reduce(operator.add, a)),
+    (sympy.Mul, lambda *a: functools.reduce(operator.mul, a)),
+    (sympy.Pow, lambda a, b: a ** b),
+    (FloorDiv, lambda a, b: a // b),
+    (ModularIndexing, lambda a, b, m: (a // b) % m),
+    (sympy.Mod, lambda a, b: a % b),
+    (sympy.Max, lambda *a: functools.reduce(_max, a)),
+    (sympy.Min, lambda *a: functools.reduce(_min, a)),
+]
+
+
+def eval_index(expr: Any, env: Mapping[sympy.Symbol, Any]) -> Any:
+    """Evaluate a SymPy index expression with symbols bound to ints or int tensors."""
+    if not isinstance(expr, sympy.Basic):
+        return expr
+    if expr.is_Integer:
+        return int(expr)
+    if expr.is_Number:
+        return float(expr)
+    if expr.is_Symbol:
+        return env[expr]
+    for kind, fn in INDEX_FUNCS:
+        if isinstance(expr, kind):
+            return fn(*[eval_index(a, env) for a in expr.args])
+    raise NotImplementedError(f"cannot evaluate {type(expr).__name__} in index {expr}")
+
+
+def evaluate_size(expr: Any, sizes: Mapping[sympy.Symbol, int]) -> int:
+    return int(eval_index(sympy.sympify(expr), sizes))
+
+
+# reduction type -> reduce the last dim of a tensor
+REDUCE = {
+    "sum": lambda v, dtype: v.sum(-1, dtype=dtype),
+    "prod": lambda v, dtype: v.prod(-1, dtype=dtype),
+    "max": lambda v, dtype: v.amax(-1),
+    "min": lambda v, dtype: v.amin(-1),
+    "any": lambda v, dtype: v.bool().any(-1),
+    "argmax": lambda v, dtype: v.argmax(-1),
+    "argmin": lambda v, dtype: v.argmin(-1),
+    "welford_reduce": lambda v, dtype: (
+        v.mean(-1), ((v - v.mean(-1, keepdim=True)) ** 2).sum(-1),
+        torch.full(v.shape[:-1], v.shape[-1], dtype=v.dtype)),
+}
+
+# ops name -> torch function, where the names differ
+TORCH_OPS = {
+    "truediv": torch.div, "floordiv": lambda a, b: torch.div(a, b, rounding_mode="floor"),
+    "truncdiv": lambda a, b: torch.div(a, b, rounding_mode="trunc"), "mod": torch.remainder,
+    "relu": torch.relu, "bitwise_left_shift": torch.bitwise_left_shift,
+}
+
+
+class TorchHandler:
+    """``ops`` handler computing on whole-grid torch tensors."""
+
+    def __init__(self, buffers: dict[str, torch.Tensor], env: dict, shape: list[int],
+                 rshape: list[int] = ()):
+        self.buffers = buffers
+        self.env = env  # loop variables -> index tensors, size symbols -> ints
+        self.shape = list(shape)  # the pointwise loop sizes
+        self.full_shape = list(shape) + list(rshape)  # pointwise + reduction loop sizes
+        self.store_shape = list(shape) + [1] * len(rshape)  # reduction dims reduced to 1
+        self.masks: list[torch.Tensor] = []
+        self._indirect = 0
+
+    def _index(self, index) -> torch.Tensor:
+        return torch.as_tensor(eval_index(index, self.env), dtype=torch.int64)
+
+    def load(self, name: str, index) -> torch.Tensor:
+        idx = self._index(index)
+        if self.masks:  # masked-off lanes may point anywhere: read element 0 instead
+            idx = torch.where(self.masks[-1], idx, 0)
+        return self.buffers[name][idx]
+
+    def store(self, name: str, index, value) -> None:
+        out = self.buffers[name]
+        idx = self._index(index).expand(self.store_shape).reshape(-1)
+        value = torch.as_tensor(value).to(out.dtype).expand(self.store_shape).reshape(-1)
+        out[idx] = value
+
+    def constant(self, value, dtype) -> torch.Tensor:
+        return torch.tensor(value, dtype=dtype)
+
+    def index_expr(self, expr, dtype) -> torch.Tensor:
+        return torch.as_tensor(eval_index(expr, self.env)).to(dtype)
+
+    def to_dtype(self, x, dtype) -> torch.Tensor:
+        return torch.as_tensor(x).to(dtype)
+
+    def where(self, cond, a, b) -> torch.Tensor:
+        return torch.where(cond, a, b)
+
+    def masked(self, mask, body, other) -> torch.Tensor:
+        mask = mask if not self.masks else (mask & self.masks[-1])
+        self.masks.append(mask)
+        try:
+            value = body()
+        finally:
+            self.masks.pop()
+        return torch.where(mask, value, torch.tensor(other, dtype=value.dtype))
+
+    def indirect_indexing(self, value, size) -> sympy.Symbol:
+        value = value.to(torch.int64)
+        size = eval_index(size, self.env)
+        symbol = sympy.Symbol(f"indirect{self._indirect}", integer=True)
+        self._indirect += 1
+        self.env[symbol] = torch.where(value < 0, value + size, value)  # x[-1] is x[size-1]
+        return symbol
+
+    def reduction(self, dtype, src_dtype, reduction_type: str, value):
+        # flatten the reduction dims into one trailing dim and reduce it
+        value = torch.as_tensor(value).expand(self.full_shape).reshape(self.shape + [-1])
+        result = REDUCE[reduction_type](value, dtype)
+        if isinstance(result, tuple):  # welford: (mean, m2, weight)
+            return tuple(r.reshape(self.store_shape) for r in result)
+        return result.reshape(self.store_shape)
+
+
+def _make_op(name: str):
+    fn = TORCH_OPS.get(name) or getattr(torch, name)
+    return lambda self, *args: fn(*[torch.as_tensor(a) for a in args])
+
+
+for _name in UNARY_OPS + BINARY_OPS:
+    setattr(TorchHandler, _name, _make_op(_name))
+
+
+# --------------------------------------------------------------------------------------------
+# Running nodes
+# --------------------------------------------------------------------------------------------
+
+
+def strided(storage: torch.Tensor, layout: Layout, sizes: Mapping) -> torch.Tensor:
+    """The tensor ``layout`` describes on a flat ``storage``."""
+    return torch.as_strided(storage, [evaluate_size(s, sizes) for s in layout.size],
+                            [evaluate_size(s, sizes) for s in layout.stride],
+                            evaluate_size(layout.offset, sizes))
+
+
+def allocate(layout: Layout, sizes: Mapping) -> torch.Tensor:
+    return torch.zeros(evaluate_size(layout.storage_size(), sizes), dtype=layout.dtype,
+                       device=layout.device)
+
+
+def index_grid(sizes_: list[int]) -> list[torch.Tensor]:
+    """One int64 tensor per dim, shaped to broadcast over the grid (a lazy meshgrid)."""
+    n = len(sizes_)
+    return [torch.arange(s).view([-1 if d == k else 1 for d in range(n)])
+            for k, s in enumerate(sizes_)]
+
+
+def run_computed(node: ComputedBuffer, buffers: dict, sizes: Mapping) -> None:
+    ranges, rranges = node.get_ranges()
+    shape = [evaluate_size(s, sizes) for s in ranges]
+    rshape = [evaluate_size(s, sizes) for s in rranges]
+    index, rindex = node.index_vars()
+    grid = index_grid(shape + rshape)
+    env = dict(sizes)
+    env.update(zip(index + rindex, grid))
+    if node.name not in buffers:
+        buffers[node.name] = allocate(node.layout, sizes)
+    with set_ops_handler(TorchHandler(buffers, env, shape, rshape)):
+        node.store_output(index, rindex)
+
+
+def run_extern(node: ExternKernel, buffers: dict, sizes: Mapping) -> None:
+    def to_value(a):
+        if isinstance(a, ReinterpretView):
+            return strided(buffers[a.data.name], a.layout, sizes)
+        if isinstance(a, Buffer):
+            return strided(buffers[a.name], a.layout, sizes)
+        if isinstance(a, sympy.Basic):
+            return evaluate_size(a, sizes)
+        return a
+
+    args, kwargs = pytree.tree_map(to_value, (node.args, node.kwargs),
+                                   is_leaf=lambda a: isinstance(a, IRNode))
+    result = node.kernel(*args, **kwargs)
+    if node.layout is None:  # several outputs: MultiOutput nodes copy them out
+        buffers[node.name] = result
+        return
+    _store_tensor(node, result, buffers, sizes)
+
+
+def run_multi_output(node: MultiOutput, buffers: dict, sizes: Mapping) -> None:
+    value = buffers[node.parent.name]
+    for i in node.indices:
+        value = value[i]
+    _store_tensor(node, value, buffers, sizes)
+
+
+def _store_tensor(node: Buffer, value: torch.Tensor, buffers: dict, sizes: Mapping) -> None:
+    if node.name not in buffers:
+        buffers[node.name] = allocate(node.layout, sizes)
+    strided(buffers[node.name], node.layout, sizes).copy_(value)
+
+
+RUNNERS = [(ComputedBuffer, run_computed), (ExternKernel, run_extern),
+           (MultiOutput, run_multi_output)]
+
+
+def run_node(node: Buffer, buffers: dict, sizes: Mapping) -> None:
+    for kind, runner in RUNNERS:
+        if isinstance(node, kind):
+            return runner(node, buffers, sizes)
+    raise TypeError(f"the executor cannot run {type(node).__name__}")
+
+
+def run_nodes(nodes: Iterable[Buffer], buffers: dict[str, torch.Tensor],
+              sizes: Mapping[sympy.Symbol, int]) -> dict[str, torch.Tensor]:
+    """Run ``nodes`` in order; each reads and writes ``buffers`` (name -> flat storage)."""
+    for node in nodes:
+        run_node(node, buffers, sizes)
+    return buffers
+
+
+# --------------------------------------------------------------------------------------------
+# A whole graph
+# --------------------------------------------------------------------------------------------
+
+
+def bind_sizes(graph, args: list) -> dict[sympy.Symbol, int]:
+    """Values of the size symbols, read off the actual inputs."""
+    sizes = {}
+    for symbol, (pos, kind, dim) in graph.symbol_sources.items():
+        x = args[pos]
+        sizes[symbol] = int(x) if kind == "value" else int(getattr(x, kind)(dim))
+    return sizes
+
+
+def input_storage(x: torch.Tensor, layout: Layout, sizes: Mapping) -> torch.Tensor:
+    """``x``'s own flat storage if its strides match the layout the IR was built for; else a
+    copy laid out as expected (never a wrong read)."""
+    want = ([evaluate_size(s, sizes) for s in layout.size],
+            [evaluate_size(s, sizes) for s in layout.stride], evaluate_size(layout.offset, sizes))
+    if (list(x.shape), list(x.stride()), x.storage_offset()) == want and x.dtype == layout.dtype:
+        n = x.untyped_storage().nbytes() // x.element_size()
+        return torch.as_strided(x, (n,), (1,), 0)
+    storage = allocate(layout, sizes)
+    strided(storage, layout, sizes).copy_(x)
+    return storage
+
+
+class GraphExecutor:
+    """``GraphExecutor(graph)(*inputs)``: run a lowered graph's nodes (or ``nodes``, e.g. the
+    scheduler's order) and return its outputs in the graph's output structure."""
+
+    def __init__(self, graph, nodes: list | None = None):
+        self.graph = graph
+        self.nodes = list(graph.buffers) if nodes is None else nodes
+
+    def __call__(self, *args: Any) -> Any:
+        graph = self.graph
+        sizes = bind_sizes(graph, list(args))
+        buffers: dict[str, Any] = {}
+        for x, (name, buf) in zip(args, graph.graph_inputs.items()):
+            if isinstance(buf, Buffer):
+                buffers[name] = input_storage(x, buf.layout, sizes)
+        run_nodes(self.nodes, buffers, sizes)
+        outs = [self._output(o, buffers, sizes) for o in graph.graph_outputs]
+        return pytree.tree_unflatten(outs, graph.output_spec)
+
+    @staticmethod
+    def _output(o: Any, buffers: dict, sizes: Mapping) -> Any:
+        if isinstance(o, ReinterpretView):
+            return strided(buffers[o.data.name], o.layout, sizes)
+        if isinstance(o, Buffer):
+            return strided(buffers[o.name], o.layout, sizes)
+        if isinstance(o, sympy.Basic):
+            return evaluate_size(o, sizes)
+        return o

@@ -1,0 +1,172 @@
+"""Lower an ATen FX graph into loop IR (mini version of torch/_inductor/graph.py).
+
+``GraphLowering(gm).run()`` walks the graph in order. A placeholder becomes an ``InputBuffer``
+(its layout from the FakeTensor in ``node.meta["val"]``, sizes as SymPy); every other node is
+looked up in ``lowering.lowerings`` and its result realized into a ``ComputedBuffer`` named
+``buf0, buf1, ...`` unless it is a view. Ops with no lowering become ``FallbackKernel``s.
+
+After ``run``: ``buffers`` (every buffer in program order: what the scheduler schedules),
+``graph_inputs``, ``graph_outputs`` and ``fallbacks`` (op, reason). ``str(graph)`` is the
+``ir_pre_fusion`` artifact.
+"""
+
+from __future__ import annotations
+
+import logging
+import operator
+from typing import Any
+
+import sympy
+import torch
+import torch.utils._pytree as pytree
+
+from .ir import Buffer, InputBuffer, IRNode, Layout, Loops, layout_of
+from .sizevars import Expr, FloorDiv, ModularIndexing
+from .virtualized import V
+
+log = logging.getLogger(__name__)
+aten = torch.ops.aten
+
+# torch's own SymPy functions (in size expressions of symbolic traces) -> ours, by name
+_TORCH_SYMPY = {
+    "FloorDiv": FloorDiv, "CleanDiv": FloorDiv, "ModularIndexing": ModularIndexing,
+    "PythonMod": sympy.Mod, "Mod": sympy.Mod, "Max": sympy.Max, "Min": sympy.Min,
+}
+
+
+def sym_to_sympy(x: Any) -> Expr:
+    """An int or SymInt as a SymPy expression over the size symbols."""
+    if isinstance(x, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        expr = x.node.expr
+        return expr.replace(
+            lambda e: isinstance(e, sympy.Function) and type(e).__name__ in _TORCH_SYMPY,
+            lambda e: _TORCH_SYMPY[type(e).__name__](*e.args))
+    return sympy.sympify(x)
+
+
+# Nodes computing sizes rather than tensors: evaluated on SymPy at lowering time.
+SYMBOLIC_OPS = {
+    operator.add: operator.add, operator.sub: operator.sub, operator.mul: operator.mul,
+    operator.floordiv: FloorDiv, operator.neg: operator.neg, operator.mod: sympy.Mod,
+    aten.sym_size.int: lambda x, d: x.get_size()[d],
+    aten.sym_stride.int: lambda x, d: x.get_stride()[d],
+    aten.sym_numel.default: lambda x: x.get_numel(),
+    torch.sym_max: sympy.Max, torch.sym_min: sympy.Min,
+}
+
+
+class GraphLowering:
+    def __init__(self, gm: torch.fx.GraphModule, example_inputs: list | None = None):
+        self.gm = gm
+        self.example_inputs = example_inputs
+        self.graph_inputs: dict[str, InputBuffer | Expr] = {}
+        self.buffers: list[Buffer] = []
+        self.name_to_buffer: dict[str, Buffer] = {}
+        self.graph_outputs: list[Any] = []
+        self.output_spec: pytree.TreeSpec | None = None
+        self.fallbacks: list[tuple[str, str]] = []
+        # symbol -> (input position, "size" | "stride" | "value", dim): where to read its value
+        self.symbol_sources: dict[sympy.Symbol, tuple[int, str, int | None]] = {}
+        self.device = torch.device("cpu")
+        self.current_node: torch.fx.Node | None = None
+
+    # --- naming and registration -------------------------------------------------------------
+    def new_name(self) -> str:
+        return f"buf{len(self.buffers)}"
+
+    def register_buffer(self, buf: Buffer) -> Buffer:
+        if buf.name in self.name_to_buffer:  # a name taken by a buffer made in between
+            buf.name = f"buf{len(self.buffers)}_{len(self.name_to_buffer)}"
+        self.buffers.append(buf)
+        self.name_to_buffer[buf.name] = buf
+        return buf
+
+    def get_buffer(self, name: str) -> Buffer:
+        return self.name_to_buffer.get(name) or self.graph_inputs[name]  # type: ignore[return-value]
+
+    # --- the walk ------------------------------------------------------------------------------
+    def run(self) -> "GraphLowering":
+        self._ensure_meta()
+        env: dict[torch.fx.Node, Any] = {}
+        with V.set_graph_handler(self):
+            for pos, node in enumerate(self.gm.graph.nodes):
+                self.current_node = node
+                args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), env.__getitem__)
+                if node.op == "placeholder":
+                    env[node] = self.placeholder(node, len(self.graph_inputs))
+                elif node.op == "call_function":
+                    env[node] = self.call_function(node, args, kwargs)
+                elif node.op == "output":
+                    self.output(args[0])
+                else:
+                    raise NotImplementedError(f"{node.op} nodes (run on an ATen graph)")
+        self.current_node = None
+        return self
+
+    def _ensure_meta(self) -> None:
+        nodes = [n for n in self.gm.graph.nodes if n.op not in ("output",)]
+        if all("val" in n.meta for n in nodes):
+            return
+        if self.example_inputs is None:
+            raise ValueError("graph has no FakeTensor metadata; pass example_inputs")
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+
+        FakeTensorProp(self.gm, FakeTensorMode(allow_non_fake_inputs=True)).propagate(
+            *self.example_inputs)
+
+    def placeholder(self, node: torch.fx.Node, pos: int) -> Any:
+        val = node.meta["val"]
+        if not isinstance(val, torch.Tensor):  # a SymInt input: its value is a size symbol
+            expr = sym_to_sympy(val)
+            if isinstance(expr, sympy.Symbol):
+                self.symbol_sources.setdefault(expr, (pos, "value", None))
+            self.graph_inputs[node.name] = expr
+            return expr
+        self.device = val.device
+        layout = layout_of(val)
+        for kind, exprs in (("size", layout.size), ("stride", layout.stride)):
+            for dim, e in enumerate(exprs):
+                if isinstance(e, sympy.Symbol):
+                    self.symbol_sources.setdefault(e, (pos, kind, dim))
+        buf = InputBuffer(node.name, layout)
+        self.graph_inputs[node.name] = buf
+        return buf
+
+    def call_function(self, node: torch.fx.Node, args: tuple, kwargs: dict) -> Any:
+        from .lowering import Unsupported, lowerings, make_fallback, realize
+
+        target = node.target
+        if target is operator.getitem:
+            return args[0][args[1]]
+        if target in SYMBOLIC_OPS:
+            return SYMBOLIC_OPS[target](*args, **kwargs)
+        lower = lowerings.get(target)
+        if lower is None:
+            return make_fallback(target, args, kwargs, f"no lowering for {target}")
+        try:
+            result = lower(*args, **kwargs)
+        except Unsupported as e:
+            return make_fallback(target, args, kwargs, str(e))
+        return pytree.tree_map_only(Loops, realize, result)
+
+    def output(self, result: Any) -> None:
+        from .lowering import realize_strided
+
+        leaves, self.output_spec = pytree.tree_flatten(result)
+        self.graph_outputs = [realize_strided(x) if isinstance(x, IRNode) else x for x in leaves]
+
+    # --- printing --------------------------------------------------------------------------
+    def __str__(self) -> str:
+        parts = [f"# inputs: {', '.join(f'{k}: {v.layout}' if isinstance(v, Buffer) else k for k, v in self.graph_inputs.items())}"]
+        parts += [str(b) for b in self.buffers]
+        outs = [getattr(o, "name", None) or str(o) for o in self.graph_outputs]
+        parts.append(f"# outputs: {', '.join(outs)}")
+        return "\n".join(parts)
+
+
+def lower_graph(gm: torch.fx.GraphModule, example_inputs: list | None = None) -> GraphLowering:
+    return GraphLowering(gm, example_inputs).run()
+
+
+__all__ = ["GraphLowering", "lower_graph", "sym_to_sympy", "Layout"]

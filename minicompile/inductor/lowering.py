@@ -1,0 +1,169 @@
+"""ATen op -> loop IR (mini version of torch/_inductor/lowering.py).
+
+``lowerings`` maps each ATen overload to a Python function taking IR nodes where the op takes
+tensors and returning IR: a ``Pointwise``/``Reduction`` (the graph realizes it into a
+``ComputedBuffer``), a ``View`` (no copy), a ``Buffer`` or a tuple of those. The op families live
+in ``lowerings/`` (pointwise, views, reductions, creation, extern); this file holds the table and
+the helpers they share. An op with no row becomes a ``FallbackKernel`` (ATen call) and the reason
+is logged: lowering never fails, it only gets slower.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Sequence
+
+import sympy
+import torch
+
+from .ir import (Buffer, ComputedBuffer, ExternKernel, FallbackKernel, IRNode, Layout, Loops, MultiOutput,
+                 Pointwise, ReinterpretView, View, as_strided_layout, broadcast_index, layout_of)
+from .sizevars import Expr, sympify
+from .virtualized import V, ops
+
+log = logging.getLogger(__name__)
+aten = torch.ops.aten
+
+lowerings: dict[Any, Callable[..., Any]] = {}
+
+
+def register_lowering(*aten_ops: Any) -> Callable:
+    """Register ``fn`` as the lowering of each op (an OpOverloadPacket registers every overload)."""
+
+    def register(fn: Callable) -> Callable:
+        for op in aten_ops:
+            if isinstance(op, torch._ops.OpOverloadPacket):
+                for name in op.overloads():
+                    lowerings.setdefault(getattr(op, name), fn)
+            else:
+                lowerings[op] = fn
+        return fn
+
+    return register
+
+
+class Unsupported(Exception):
+    """Raised by a lowering for an argument combination it does not handle: the graph falls
+    back to the ATen kernel for this node, with the message as the logged reason."""
+
+
+# --- what the node being lowered produces (from its FakeTensor metadata) --------------------
+
+
+def out_meta() -> Any:
+    return V.graph.current_node.meta["val"]
+
+
+def out_size() -> list[Expr]:
+    from .graph import sym_to_sympy
+
+    return [sym_to_sympy(s) for s in out_meta().shape]
+
+
+def out_dtype() -> torch.dtype:
+    return out_meta().dtype
+
+
+def device() -> torch.device:
+    return V.graph.device
+
+
+# --- loaders ---------------------------------------------------------------------------------
+
+
+def loader(x: Any, dtype: torch.dtype | None, size: Sequence[Expr]) -> Callable:
+    """``index -> value`` reading ``x`` broadcast to ``size`` and cast to ``dtype``; scalars
+    become constants."""
+    if not isinstance(x, IRNode):
+        value = x.item() if isinstance(x, torch.Tensor) else x
+        if isinstance(value, sympy.Expr):  # a SymInt used as a number
+            return lambda index: ops.index_expr(value, dtype or torch.int64)
+        return lambda index: ops.constant(value, dtype)
+    load, x_size = x.make_loader(), x.get_size()
+    cast = dtype is not None and dtype != x.get_dtype()
+
+    def read(index):
+        value = load(broadcast_index(index, x_size, size))
+        return ops.to_dtype(value, dtype) if cast else value
+
+    return read
+
+
+def make_pointwise(fn: Callable, inputs: Sequence[Any], dtype: torch.dtype,
+                   compute_dtype: torch.dtype | None = None,
+                   size: Sequence[Expr] | None = None) -> Pointwise:
+    """``out[index] = fn(*[input[index] for input in inputs])``, inputs broadcast to ``size``
+    (default: the current node's output size) and cast to ``compute_dtype``."""
+    size = list(size) if size is not None else out_size()
+    compute_dtype = compute_dtype or dtype
+    loaders = [loader(x, compute_dtype, size) for x in inputs]
+
+    def inner_fn(index):
+        value = fn(*[load(index) for load in loaders])
+        return ops.to_dtype(value, dtype) if dtype != compute_dtype else value
+
+    return Pointwise(device(), dtype, inner_fn, size)
+
+
+# --- realization -----------------------------------------------------------------------------
+
+
+def realize(x: IRNode) -> IRNode:
+    """Give ``x`` its own buffer if it is an unrealized loop nest (views stay views)."""
+    if isinstance(x, Loops):
+        layout = Layout(x.get_device(), x.get_dtype(), x.get_size())
+        return V.graph.register_buffer(ComputedBuffer(V.graph.new_name(), layout, x))
+    return x
+
+
+def realize_strided(x: IRNode) -> Buffer | ReinterpretView:
+    """``x`` as something a library call can take (a tensor with strides): a buffer, a strided
+    view of one, or else a contiguous copy."""
+    x = realize(x)
+    strided = as_strided_layout(x)
+    if strided is not None:
+        return strided if not isinstance(x, Buffer) else x
+    copy = Pointwise(x.get_device(), x.get_dtype(), x.make_loader(), x.get_size())
+    return realize(copy)
+
+
+# --- fallbacks --------------------------------------------------------------------------------
+
+
+def make_fallback(target: Any, args: tuple, kwargs: dict, reason: str) -> Any:
+    """Run ``target`` through ATen (no lowering for it); the reason is logged and kept in
+    ``V.graph.fallbacks``. Returns the IR of its output(s)."""
+    log.info("fallback %s: %s", target, reason)
+    V.graph.fallbacks.append((str(target), reason))
+    return make_extern(target, args, kwargs, FallbackKernel, reason=reason)
+
+
+def make_extern(target: Any, args: tuple, kwargs: dict, cls: type = ExternKernel,
+                **extra: Any) -> Any:
+    """An ATen call as an IR node; tuple outputs become ``MultiOutput`` buffers."""
+    import torch.utils._pytree as pytree
+
+    args, kwargs = pytree.tree_map_only(IRNode, realize_strided, (args, kwargs))
+    meta = out_meta()
+    name = V.graph.new_name()
+    if isinstance(meta, torch.Tensor):
+        return V.graph.register_buffer(cls(name, layout_of(meta), target, args, kwargs, **extra))
+    kernel = V.graph.register_buffer(cls(name, None, target, args, kwargs, **extra))
+
+    def outputs(val, path):
+        if isinstance(val, torch.Tensor):
+            return V.graph.register_buffer(
+                MultiOutput(V.graph.new_name(), layout_of(val), kernel, path))
+        if isinstance(val, (list, tuple)):
+            return type(val)(outputs(v, path + (k,)) for k, v in enumerate(val))
+        return val
+
+    return outputs(meta, ())
+
+
+def view(x: IRNode, size: Sequence[Any], reindex: Callable) -> View:
+    return View(x, [sympify(s) for s in size], reindex)
+
+
+# The op families register themselves on import.
+from . import lowerings as _families  # noqa: E402,F401

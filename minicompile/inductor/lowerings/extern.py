@@ -1,0 +1,32 @@
+"""Extern kernels: the ops a library does better than a generated loop nest (mirrors
+torch/_inductor/kernel/mm.py, conv.py and the attention fallbacks). Each stays one ATen call;
+its tensor inputs are realized into strided buffers (a transpose stays a strided view, so
+``x @ w.t()`` costs no copy)."""
+
+from __future__ import annotations
+
+import torch
+
+from ..lowering import make_extern, register_lowering
+
+aten = torch.ops.aten
+
+EXTERN_OPS = [
+    aten.mm.default, aten.bmm.default, aten.addmm.default, aten.baddbmm.default,
+    aten.convolution.default, aten.convolution_backward.default,
+    aten._scaled_dot_product_flash_attention_for_cpu.default,
+    aten._scaled_dot_product_efficient_attention.default,
+    aten._scaled_dot_product_flash_attention.default,
+    aten._scaled_dot_product_cudnn_attention.default,
+    aten.scaled_dot_product_attention.default,
+    aten._scaled_dot_product_flash_attention_for_cpu_backward.default,
+    aten._cdist_forward.default,
+]
+
+
+def _register(op) -> None:
+    register_lowering(op)(lambda *args, **kwargs: make_extern(op, args, kwargs))
+
+
+for _op in EXTERN_OPS:
+    _register(_op)

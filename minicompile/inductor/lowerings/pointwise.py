@@ -1,0 +1,228 @@
+"""Pointwise lowerings: one ``ops`` body per ATen op, broadcast and type-promoted.
+
+Most ops are a row in a table: ATen op -> ``ops`` name. The composite ones (gelu, clamp, the
+``*_backward`` formulas) are short bodies written with ``ops`` calls.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ..lowering import Unsupported, make_pointwise, out_dtype, register_lowering
+from ..virtualized import ops
+
+aten = torch.ops.aten
+prims = torch.ops.prims
+
+# ATen op -> ops name; the output dtype (from the graph's metadata) is the compute dtype.
+UNARY = {
+    aten.abs: "abs", aten.neg: "neg", aten.exp: "exp", aten.exp2: "exp2", aten.expm1: "expm1",
+    aten.log: "log", aten.log1p: "log1p", aten.log2: "log2", aten.sqrt: "sqrt",
+    aten.rsqrt: "rsqrt", aten.sin: "sin", aten.cos: "cos", aten.tan: "tan", aten.tanh: "tanh",
+    aten.sinh: "sinh", aten.cosh: "cosh", aten.asin: "asin", aten.acos: "acos",
+    aten.atan: "atan", aten.asinh: "asinh", aten.acosh: "acosh", aten.atanh: "atanh",
+    aten.sigmoid: "sigmoid", aten.erf: "erf", aten.erfc: "erfc", aten.floor: "floor",
+    aten.ceil: "ceil", aten.round.default: "round", aten.trunc: "trunc", aten.sign: "sign",
+    aten.reciprocal: "reciprocal", aten.relu: "relu", aten.bitwise_not: "bitwise_not",
+    aten.lgamma: "lgamma", aten.square: "square",
+}
+# ops whose result is bool but which compute on the input's own dtype
+PREDICATES = {aten.isnan: "isnan", aten.isinf: "isinf", aten.signbit: "signbit"}
+BINARY = {
+    aten.mul: "mul", aten.div.Tensor: "truediv", aten.div.Scalar: "truediv",
+    aten.pow: "pow", aten.maximum: "maximum", aten.minimum: "minimum", aten.atan2: "atan2",
+    aten.hypot: "hypot", aten.copysign: "copysign", aten.fmod: "fmod",
+    aten.remainder: "remainder", aten.bitwise_and: "bitwise_and", aten.bitwise_or: "bitwise_or",
+    aten.bitwise_xor: "bitwise_xor", aten.fmax: "maximum", aten.fmin: "minimum",
+}
+# comparisons: the inputs are promoted to a common dtype, the result is bool
+COMPARISONS = {aten.eq: "eq", aten.ne: "ne", aten.lt: "lt", aten.le: "le", aten.gt: "gt",
+               aten.ge: "ge"}
+LOGICAL = {aten.logical_and: "logical_and", aten.logical_or: "logical_or",
+           aten.logical_xor: "logical_xor", aten.logical_not: "logical_not"}
+
+
+def _register_table(table: dict, compute_dtype_of=None) -> None:
+    for aten_op, name in table.items():
+        def lower(*args, _name=name, **kwargs):
+            if kwargs:
+                raise Unsupported(f"keyword arguments {sorted(kwargs)}")
+            dtype = out_dtype()
+            compute = compute_dtype_of(args) if compute_dtype_of else dtype
+            return make_pointwise(getattr(ops, _name), args, dtype, compute)
+
+        register_lowering(aten_op)(lower)
+
+
+def _promoted(args) -> torch.dtype:
+    """The dtype the inputs of a comparison are promoted to (torch's own promotion rules,
+    applied to the FakeTensor metadata of the node's arguments)."""
+    from ..virtualized import V
+
+    metas = [a.meta["val"] if hasattr(a, "meta") else a for a in V.graph.current_node.args[:2]]
+    return torch.result_type(*metas)
+
+
+_register_table(UNARY)
+_register_table(BINARY)
+_register_table(COMPARISONS, _promoted)
+_register_table(LOGICAL, lambda args: torch.bool)
+_register_table(PREDICATES, lambda args: args[0].get_dtype())
+
+
+@register_lowering(aten.add, aten.sub)
+def add_sub(a, b, alpha=1):
+    from ..virtualized import V
+
+    name = "add" if V.graph.current_node.target.overloadpacket is aten.add else "sub"
+    if alpha != 1:
+        return make_pointwise(lambda x, y: getattr(ops, name)(x, ops.mul(y, ops.constant(
+            alpha, out_dtype()))), [a, b], out_dtype())
+    return make_pointwise(getattr(ops, name), [a, b], out_dtype())
+
+
+@register_lowering(aten.rsub)
+def rsub(a, b, alpha=1):
+    return make_pointwise(lambda x, y: ops.sub(y, ops.mul(x, ops.constant(alpha, out_dtype()))),
+                          [a, b], out_dtype())
+
+
+@register_lowering(aten.div.Tensor_mode, aten.div.Scalar_mode)
+def div_mode(a, b, rounding_mode=None):
+    op = {None: ops.truediv, "floor": ops.floordiv, "trunc": ops.truncdiv}[rounding_mode]
+    return make_pointwise(op, [a, b], out_dtype())
+
+
+@register_lowering(aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther,
+                   aten.where.Scalar)
+def where(cond, a, b):
+    dtype = out_dtype()
+    return make_pointwise(lambda c, x, y: ops.where(ops.to_dtype(c, torch.bool), x, y),
+                          [cond, a, b], dtype)
+
+
+@register_lowering(aten.masked_fill.Scalar, aten.masked_fill.Tensor)
+def masked_fill(x, mask, value):
+    return make_pointwise(lambda v, m, f: ops.where(ops.to_dtype(m, torch.bool), f, v),
+                          [x, mask, value], out_dtype())
+
+
+@register_lowering(aten.clamp, aten.clamp_min, aten.clamp_max)
+def clamp(x, lo=None, hi=None):
+    from ..virtualized import V
+
+    if V.graph.current_node.target.overloadpacket is aten.clamp_max:
+        lo, hi = None, lo
+    bounds = [b for b in (lo, hi) if b is not None]
+
+    def body(v, *bs):
+        k = 0
+        if lo is not None:
+            v, k = ops.maximum(v, bs[0]), 1
+        if hi is not None:
+            v = ops.minimum(v, bs[k])
+        return v
+
+    return make_pointwise(body, [x, *bounds], out_dtype())
+
+
+@register_lowering(aten.hardtanh)
+def hardtanh(x, lo=-1.0, hi=1.0):
+    return make_pointwise(lambda v: ops.minimum(ops.maximum(v, ops.constant(lo, out_dtype())),
+                                                ops.constant(hi, out_dtype())), [x], out_dtype())
+
+
+def _gelu(v, approximate: str, dtype):
+    c = lambda value: ops.constant(value, dtype)  # noqa: E731
+    if approximate == "tanh":  # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+        inner = ops.mul(c(math.sqrt(2 / math.pi)),
+                        ops.add(v, ops.mul(c(0.044715), ops.mul(v, ops.mul(v, v)))))
+        return ops.mul(ops.mul(c(0.5), v), ops.add(c(1.0), ops.tanh(inner)))
+    # 0.5 x (1 + erf(x / sqrt(2)))
+    return ops.mul(ops.mul(c(0.5), v), ops.add(c(1.0), ops.erf(ops.mul(v, c(math.sqrt(0.5))))))
+
+
+@register_lowering(aten.gelu)
+def gelu(x, approximate="none"):
+    return make_pointwise(lambda v: _gelu(v, approximate, out_dtype()), [x], out_dtype())
+
+
+@register_lowering(aten.gelu_backward)
+def gelu_backward(grad, x, approximate="none"):
+    if approximate != "none":
+        raise Unsupported("tanh-approximate gelu_backward")
+    dtype = out_dtype()
+    c = lambda value: ops.constant(value, dtype)  # noqa: E731
+
+    def body(g, v):  # d/dx [x Phi(x)] = Phi(x) + x phi(x)
+        cdf = ops.mul(c(0.5), ops.add(c(1.0), ops.erf(ops.mul(v, c(math.sqrt(0.5))))))
+        pdf = ops.mul(c(1 / math.sqrt(2 * math.pi)), ops.exp(ops.mul(c(-0.5), ops.mul(v, v))))
+        return ops.mul(g, ops.add(cdf, ops.mul(v, pdf)))
+
+    return make_pointwise(body, [grad, x], dtype)
+
+
+@register_lowering(aten.silu)
+def silu(x):
+    return make_pointwise(lambda v: ops.mul(v, ops.sigmoid(v)), [x], out_dtype())
+
+
+@register_lowering(aten.sigmoid_backward)
+def sigmoid_backward(grad, y):  # g * y * (1 - y)
+    return make_pointwise(
+        lambda g, v: ops.mul(g, ops.mul(v, ops.sub(ops.constant(1.0, out_dtype()), v))),
+        [grad, y], out_dtype())
+
+
+@register_lowering(aten.tanh_backward)
+def tanh_backward(grad, y):  # g * (1 - y^2)
+    return make_pointwise(
+        lambda g, v: ops.mul(g, ops.sub(ops.constant(1.0, out_dtype()), ops.mul(v, v))),
+        [grad, y], out_dtype())
+
+
+@register_lowering(aten.threshold_backward)
+def threshold_backward(grad, x, threshold):  # g where x > threshold else 0
+    return make_pointwise(
+        lambda g, v, t: ops.where(ops.le(v, t), ops.constant(0, out_dtype()), g),
+        [grad, x, threshold], out_dtype())
+
+
+@register_lowering(aten.leaky_relu)
+def leaky_relu(x, slope=0.01):
+    return make_pointwise(lambda v: ops.where(ops.gt(v, ops.constant(0, out_dtype())), v,
+                                              ops.mul(v, ops.constant(slope, out_dtype()))),
+                          [x], out_dtype())
+
+
+@register_lowering(aten.lerp.Scalar, aten.lerp.Tensor)
+def lerp(a, b, w):  # a + w * (b - a)
+    return make_pointwise(lambda x, y, t: ops.add(x, ops.mul(t, ops.sub(y, x))), [a, b, w],
+                          out_dtype())
+
+
+@register_lowering(aten.addcmul)
+def addcmul(a, b, c, value=1):
+    return make_pointwise(
+        lambda x, y, z: ops.add(x, ops.mul(ops.constant(value, out_dtype()), ops.mul(y, z))),
+        [a, b, c], out_dtype())
+
+
+@register_lowering(aten._to_copy, aten.clone, prims.convert_element_type, aten.lift_fresh_copy)
+def to_copy(x, dtype=None, **kwargs):
+    if kwargs.get("device") not in (None, x.get_device()):
+        raise Unsupported("a copy to another device")
+    return make_pointwise(lambda v: v, [x], out_dtype())
+
+
+@register_lowering(aten.nan_to_num)
+def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
+    info = torch.finfo(out_dtype())
+    posinf = info.max if posinf is None else posinf
+    neginf = info.min if neginf is None else neginf
+    c = lambda value: ops.constant(value, out_dtype())  # noqa: E731
+    return make_pointwise(
+        lambda v: ops.where(ops.isnan(v), c(nan), ops.where(ops.isinf(v), ops.where(
+            ops.gt(v, c(0)), c(posinf), c(neginf)), v)), [x], out_dtype())

@@ -1,0 +1,272 @@
+"""Reduction lowerings: ``Reduction`` nodes, and the normalisations built from them.
+
+A reduction over ``dims`` of ``x`` loops over the kept dims (``ranges``) outside and the reduced
+dims (``reduction_ranges``) inside; the body rebuilds x's full index from both. Composite ops
+(softmax, layer norm, ...) realize each reduction into its own buffer and read it back from a
+pointwise body, as Inductor does; the scheduler fuses them back into one kernel.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import sympy
+import torch
+
+from ..ir import IRNode, Reduction
+from ..lowering import (Unsupported, device, make_pointwise, out_meta, realize, register_lowering)
+from ..sizevars import Expr
+from ..virtualized import ops
+
+aten = torch.ops.aten
+
+
+def _dims(x: IRNode, dims) -> list[int]:
+    n = len(x.get_size())
+    if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0):
+        return list(range(n))
+    if isinstance(dims, int):
+        dims = [dims]
+    return sorted({d + n if d < 0 else d for d in dims})
+
+
+def make_reduction(x: IRNode, dims, keepdim: bool, reduction_type: str, dtype: torch.dtype,
+                   src_dtype: torch.dtype | None = None, body: Callable | None = None,
+                   output_index: int | None = None) -> Reduction:
+    """Reduce ``x`` (optionally transformed by ``body(value)``) over ``dims``."""
+    size = x.get_size()
+    dims = _dims(x, dims) if size else []
+    kept = [d for d in range(len(size)) if d not in dims]
+    ranges = [sympy.Integer(1) if d in dims else size[d] for d in range(len(size))] if keepdim \
+        else [size[d] for d in kept]
+    src_dtype = src_dtype or x.get_dtype()
+    load = x.make_loader()
+
+    def inner_fn(index, rindex):
+        full: list[Expr] = [None] * len(size)  # type: ignore[list-item]
+        kept_index = [index[d] for d in kept] if keepdim else list(index)
+        for d, i in zip(kept, kept_index):
+            full[d] = i
+        for d, r in zip(dims, rindex):
+            full[d] = r
+        value = load(full)
+        if x.get_dtype() != src_dtype:
+            value = ops.to_dtype(value, src_dtype)
+        return body(value) if body else value
+
+    return Reduction(device(), dtype, inner_fn, ranges, [size[d] for d in dims], reduction_type,
+                     src_dtype, output_index)
+
+
+def _numel(x: IRNode, dims) -> Expr:
+    size = x.get_size()
+    return sympy.Mul(*[size[d] for d in _dims(x, dims)]) if size else sympy.Integer(1)
+
+
+# --- plain reductions ----------------------------------------------------------------------
+
+
+def _simple(reduction_type: str):
+    def lower(x, dims=None, keepdim=False, *, dtype=None):
+        out = out_meta()
+        out = out[0] if isinstance(out, tuple) else out
+        src = out.dtype if reduction_type in ("sum", "prod") else None
+        return make_reduction(x, dims, keepdim, reduction_type, out.dtype, src)
+
+    return lower
+
+
+register_lowering(aten.sum.dim_IntList, aten.sum.default)(
+    lambda x, dims=None, keepdim=False, *, dtype=None: _simple("sum")(x, dims, keepdim))
+register_lowering(aten.prod.dim_int, aten.prod.default)(
+    lambda x, dim=None, keepdim=False, *, dtype=None: _simple("prod")(x, dim, keepdim))
+register_lowering(aten.amax)(_simple("max"))
+register_lowering(aten.amin)(_simple("min"))
+register_lowering(aten.max.default)(lambda x: _simple("max")(x))
+register_lowering(aten.min.default)(lambda x: _simple("min")(x))
+
+
+@register_lowering(aten.any.dim, aten.any.dims, aten.any.default)
+def any_(x, dims=None, keepdim=False):
+    return make_reduction(x, dims, keepdim, "any", torch.bool, torch.bool)
+
+
+@register_lowering(aten.all.dim, aten.all.dims, aten.all.default)
+def all_(x, dims=None, keepdim=False):  # all(x) = not any(not x)
+    nany = realize(make_reduction(x, dims, keepdim, "any", torch.bool, torch.bool,
+                                  body=ops.logical_not))
+    return make_pointwise(ops.logical_not, [nany], torch.bool)
+
+
+@register_lowering(aten.mean.dim, aten.mean.default)
+def mean(x, dims=None, keepdim=False, *, dtype=None):
+    dtype = out_meta().dtype
+    total = realize(make_reduction(x, dims, keepdim, "sum", dtype, dtype))
+    n = _numel(x, dims)
+    return make_pointwise(lambda s: ops.truediv(s, ops.index_expr(n, dtype)), [total], dtype)
+
+
+def _arg(reduction_type: str):
+    def lower(x, dim=None, keepdim=False):
+        if dim is None:  # argmax of the flattened tensor
+            from .views import reshape_reindex
+            from ..ir import View
+
+            x = View(x, [x.get_numel()], reshape_reindex(x.get_size(), [x.get_numel()]))
+            dim = 0
+        return make_reduction(x, [dim], keepdim, reduction_type, torch.int64)
+
+    return lower
+
+
+register_lowering(aten.argmax)(_arg("argmax"))
+register_lowering(aten.argmin)(_arg("argmin"))
+
+
+@register_lowering(aten.max.dim, aten.min.dim)
+def max_min_dim(x, dim, keepdim=False):
+    from ..virtualized import V
+
+    kind = "max" if V.graph.current_node.target is aten.max.dim else "min"
+    values = make_reduction(x, [dim], keepdim, kind, x.get_dtype())
+    indices = make_reduction(x, [dim], keepdim, "arg" + kind, torch.int64)
+    return realize(values), realize(indices)
+
+
+# --- Welford: mean and variance in one pass ---------------------------------------------------
+
+
+def var_mean_welford(x: IRNode, dims, keepdim: bool, dtype: torch.dtype):
+    """(mean, m2) buffers of x over dims, where m2 = sum((x - mean)^2)."""
+    return tuple(realize(make_reduction(x, dims, keepdim, "welford_reduce", dtype, dtype,
+                                        output_index=k)) for k in (0, 1))
+
+
+def _var(m2, n, correction, dtype):
+    denom = sympy.Max(n - correction, 0)
+    return make_pointwise(lambda v: ops.truediv(v, ops.index_expr(denom, dtype)), [m2], dtype,
+                          size=m2.get_size())
+
+
+@register_lowering(aten.var_mean.correction)
+def var_mean(x, dims=None, *, correction=None, keepdim=False):
+    dtype = out_meta()[0].dtype
+    mean_, m2 = var_mean_welford(x, dims, keepdim, dtype)
+    correction = 1 if correction is None else correction
+    return realize(_var(m2, _numel(x, dims), correction, dtype)), mean_
+
+
+@register_lowering(aten.var.correction)
+def var(x, dims=None, *, correction=None, keepdim=False):
+    dtype = out_meta().dtype
+    _, m2 = var_mean_welford(x, dims, keepdim, dtype)
+    return _var(m2, _numel(x, dims), 1 if correction is None else correction, dtype)
+
+
+# --- normalisations --------------------------------------------------------------------------
+
+
+@register_lowering(aten._softmax)
+def softmax(x, dim, half_to_float=False):
+    dtype = out_meta().dtype
+    mx = realize(make_reduction(x, [dim], True, "max", dtype, dtype))
+    # sum(exp(x - max)): the exp is recomputed by the output below rather than stored
+    total = realize(make_reduction(_sub_exp(x, mx, dtype), [dim], True, "sum", dtype, dtype))
+    return make_pointwise(lambda v, m, s: ops.truediv(ops.exp(ops.sub(v, m)), s), [x, mx, total],
+                          dtype)
+
+
+def _sub_exp(x, mx, dtype):
+    return make_pointwise(lambda v, m: ops.exp(ops.sub(v, m)), [x, mx], dtype, size=x.get_size())
+
+
+@register_lowering(aten._log_softmax)
+def log_softmax(x, dim, half_to_float=False):
+    dtype = out_meta().dtype
+    mx = realize(make_reduction(x, [dim], True, "max", dtype, dtype))
+    total = realize(make_reduction(_sub_exp(x, mx, dtype), [dim], True, "sum", dtype, dtype))
+    return make_pointwise(lambda v, m, s: ops.sub(ops.sub(v, m), ops.log(s)), [x, mx, total],
+                          dtype)
+
+
+@register_lowering(aten.logsumexp)
+def logsumexp(x, dims, keepdim=False):
+    dtype = out_meta().dtype
+    mx = realize(make_reduction(x, dims, True, "max", dtype, dtype))
+    total = realize(make_reduction(_sub_exp(x, mx, dtype), dims, keepdim, "sum", dtype, dtype))
+    mx_out = mx if keepdim else realize(make_reduction(x, dims, False, "max", dtype, dtype))
+    return make_pointwise(lambda m, s: ops.add(m, ops.log(s)), [mx_out, total], dtype,
+                          size=total.get_size())
+
+
+@register_lowering(aten._softmax_backward_data)
+def softmax_backward(grad, out, dim, input_dtype):  # out * (grad - sum(grad * out))
+    dtype = out_meta().dtype
+    prod = make_pointwise(ops.mul, [grad, out], dtype, size=grad.get_size())
+    total = realize(make_reduction(prod, [dim], True, "sum", dtype, dtype))
+    return make_pointwise(lambda g, o, s: ops.mul(o, ops.sub(g, s)), [grad, out, total], dtype)
+
+
+@register_lowering(aten._log_softmax_backward_data)
+def log_softmax_backward(grad, out, dim, input_dtype):  # grad - exp(out) * sum(grad)
+    dtype = out_meta().dtype
+    total = realize(make_reduction(grad, [dim], True, "sum", dtype, dtype))
+    return make_pointwise(lambda g, o, s: ops.sub(g, ops.mul(ops.exp(o), s)), [grad, out, total],
+                          dtype)
+
+
+@register_lowering(aten.native_layer_norm)
+def native_layer_norm(x, normalized_shape: Sequence[int], weight, bias, eps: float):
+    n = len(x.get_size())
+    dims = list(range(n - len(normalized_shape), n))
+    dtype = x.get_dtype()
+    mean_, m2 = var_mean_welford(x, dims, True, dtype)
+    numel = _numel(x, dims)
+    rstd = realize(make_pointwise(  # 1 / sqrt(m2 / N + eps)
+        lambda v: ops.rsqrt(ops.add(ops.truediv(v, ops.index_expr(numel, dtype)),
+                                    ops.constant(eps, dtype))), [m2], dtype, size=m2.get_size()))
+    affine = [t for t in (weight, bias) if t is not None]
+
+    def body(v, m, r, *wb):
+        y = ops.mul(ops.sub(v, m), r)
+        if weight is not None:
+            y = ops.mul(y, wb[0])
+        if bias is not None:
+            y = ops.add(y, wb[-1])
+        return y
+
+    out = make_pointwise(body, [x, mean_, rstd, *affine], dtype, size=x.get_size())
+    return out, mean_, rstd
+
+
+@register_lowering(aten._native_batch_norm_legit_no_training, aten.native_batch_norm)
+def batch_norm_eval(x, weight, bias, running_mean, running_var, *args):
+    from ..virtualized import V
+
+    training = args[0] if V.graph.current_node.target is aten.native_batch_norm else False
+    eps = args[-1]
+    if training:
+        raise Unsupported("batch norm in training mode updates the running statistics in place")
+    dtype = x.get_dtype()
+    size = x.get_size()
+
+    def channel(t):  # a per-channel vector read at the channel dim (dim 1)
+        from ..ir import View
+
+        return View(t, [size[1]] + [sympy.Integer(1)] * (len(size) - 2), lambda i: [i[0]])
+
+    stats = [channel(running_mean), channel(running_var)]
+    affine = [channel(t) for t in (weight, bias) if t is not None]
+
+    def body(v, m, var_, *wb):  # (x - mean) / sqrt(var + eps) * w + b
+        y = ops.mul(ops.sub(v, m), ops.rsqrt(ops.add(var_, ops.constant(eps, dtype))))
+        if weight is not None:
+            y = ops.mul(y, wb[0])
+        if bias is not None:
+            y = ops.add(y, wb[-1])
+        return y
+
+    out = make_pointwise(body, [x, *stats, *affine], dtype, size=size)
+    from .creation import empty_like_meta
+
+    return out, empty_like_meta(1), empty_like_meta(2)

@@ -1,0 +1,304 @@
+"""View lowerings: new size + ``reindex`` (index into the view -> index into the base). Nothing is
+copied; the formulas compose and ``sizevars.simplify_index`` cleans them up.
+
+    permute(x, [1, 0])       (i0, i1) -> (i1, i0)
+    x.view(24) of [4, 6]     (i0,)    -> (i0 // 6, i0 % 6)
+    x[:, 2:10:2]             (i0, i1) -> (i0, 2 + 2*i1)
+    x.expand(8, 4) of [1, 4] (i0, i1) -> (0, i1)
+
+``cat``, ``constant_pad_nd`` and the gathers (``index``, ``gather``, ``embedding``) are not
+views (they read several tensors or read at run-time positions): they are ``Pointwise`` bodies
+with masked or indirect loads.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import sympy
+import torch
+
+from ..ir import IRNode, Pointwise, ReinterpretView, View, broadcast_index
+from ..ir.layout import Layout, contiguous_strides
+from ..lowering import (Unsupported, device, out_dtype, out_size, realize_strided,
+                        register_lowering)
+from ..sizevars import Expr, FloorDiv, ModularIndexing, sympify
+from ..virtualized import ops
+
+aten = torch.ops.aten
+
+
+def _dim(d: int, ndim: int) -> int:
+    return d + ndim if d < 0 else d
+
+
+def reshape_reindex(old: Sequence[Expr], new: Sequence[Expr]):
+    """Index into shape ``new`` -> index into shape ``old`` for the same row-major element:
+    flatten the new index, then peel off the old digits with ``//`` and ``%``."""
+    new_strides = contiguous_strides(new)
+    old_strides = contiguous_strides(old)
+
+    def reindex(index):
+        flat = sympy.Add(*[i * s for i, s, n in zip(index, new_strides, new) if n != 1])
+        return [sympy.Integer(0) if size == 1 else
+                FloorDiv(flat, stride) if k == 0 else ModularIndexing(flat, stride, size)
+                for k, (size, stride) in enumerate(zip(old, old_strides))]
+
+    return reindex
+
+
+@register_lowering(aten.view, aten._unsafe_view, aten.reshape, aten.view.dtype)
+def view(x: IRNode, size, *args):
+    if not isinstance(size, (list, tuple)):
+        raise Unsupported("view as another dtype")
+    new = out_size()
+    return View(x, new, reshape_reindex(x.get_size(), new))
+
+
+@register_lowering(aten.permute)
+def permute(x: IRNode, dims):
+    dims = [_dim(d, len(x.get_size())) for d in dims]
+    size = x.get_size()
+
+    def reindex(index):
+        old = [None] * len(dims)
+        for k, d in enumerate(dims):
+            old[d] = index[k]
+        return old
+
+    return View(x, [size[d] for d in dims], reindex)
+
+
+@register_lowering(aten.transpose.int)
+def transpose(x: IRNode, d0: int, d1: int):
+    dims = list(range(len(x.get_size())))
+    d0, d1 = _dim(d0, len(dims)), _dim(d1, len(dims))
+    dims[d0], dims[d1] = dims[d1], dims[d0]
+    return permute(x, dims)
+
+
+@register_lowering(aten.t)
+def t(x: IRNode):
+    return permute(x, list(range(len(x.get_size())))[::-1])
+
+
+@register_lowering(aten.expand)
+def expand(x: IRNode, size, implicit=False):
+    new, old = out_size(), x.get_size()
+    return View(x, new, lambda index: broadcast_index(index, old, new))
+
+
+@register_lowering(aten.unsqueeze)
+def unsqueeze(x: IRNode, dim: int):
+    dim = _dim(dim, len(x.get_size()) + 1)
+    return View(x, out_size(), lambda index: list(index[:dim]) + list(index[dim + 1:]))
+
+
+@register_lowering(aten.squeeze)
+def squeeze(x: IRNode, dims=None):
+    size = x.get_size()
+    if dims is None:
+        dims = [d for d, s in enumerate(size) if s == 1]
+    elif isinstance(dims, int):
+        dims = [dims]
+    dropped = {_dim(d, len(size)) for d in dims if size[_dim(d, len(size))] == 1}
+    kept = [d for d in range(len(size)) if d not in dropped]
+
+    def reindex(index):
+        old = [sympy.Integer(0)] * len(size)
+        for k, d in enumerate(kept):
+            old[d] = index[k]
+        return old
+
+    return View(x, [size[d] for d in kept], reindex)
+
+
+@register_lowering(aten.slice.Tensor)
+def slice_(x: IRNode, dim=0, start=None, end=None, step=1):
+    size = x.get_size()
+    dim = _dim(dim, len(size))
+    start = sympify(start or 0)
+    if start.is_number and start < 0:
+        start = start + size[dim]
+    if start.is_number and size[dim].is_number:
+        start = sympy.Min(start, size[dim])
+    new = out_size()
+
+    def reindex(index):
+        old = list(index)
+        old[dim] = start + step * index[dim]
+        return old
+
+    return View(x, new, reindex)
+
+
+@register_lowering(aten.select.int)
+def select(x: IRNode, dim: int, index):
+    size = x.get_size()
+    dim = _dim(dim, len(size))
+    index = sympify(index)
+    if index.is_number and index < 0:
+        index = index + size[dim]
+    return View(x, out_size(), lambda idx: list(idx[:dim]) + [index] + list(idx[dim:]))
+
+
+@register_lowering(aten.alias, aten.detach, aten.lift_fresh)
+def alias(x: IRNode):
+    return x
+
+
+@register_lowering(aten.as_strided)
+def as_strided(x: IRNode, size, stride, storage_offset=None):
+    base = realize_strided(x)
+    buffer = base.data if isinstance(base, ReinterpretView) else base
+    offset = base.layout.offset if storage_offset is None else sympify(storage_offset)
+    layout = Layout(x.get_device(), x.get_dtype(), out_size(), list(map(sympify, stride)), offset)
+    return ReinterpretView(buffer, layout)
+
+
+@register_lowering(aten.split_with_sizes, aten.split.Tensor)
+def split(x: IRNode, sizes, dim=0):
+    size = x.get_size()
+    dim = _dim(dim, len(size))
+    if isinstance(sizes, int):  # split.Tensor: chunks of equal size
+        if not size[dim].is_number:
+            raise Unsupported("split of a symbolic dim into chunks")
+        sizes = [min(sizes, int(size[dim]) - s) for s in range(0, int(size[dim]), sizes)]
+    outs, start = [], sympy.Integer(0)
+    for n in sizes:
+        new = list(size)
+        new[dim] = sympify(n)
+        outs.append(View(x, new, lambda index, s=start: list(index[:dim]) + [s + index[dim]]
+                         + list(index[dim + 1:])))
+        start = start + n
+    return tuple(outs)
+
+
+# --- not views: masked and indirect loads -----------------------------------------------------
+
+
+@register_lowering(aten.cat)
+def cat(tensors, dim=0):
+    tensors = [t for t in tensors if not (len(t.get_size()) == 1 and t.get_size()[0] == 0)]
+    dim = _dim(dim, len(out_size()))
+    offsets, running = [], sympy.Integer(0)
+    for t in tensors:
+        offsets.append(running)
+        running = running + t.get_size()[dim]
+    loaders = [t.make_loader() for t in tensors]
+    dtype = out_dtype()
+
+    def inner_fn(index):
+        i = index[dim]
+        value = None
+        for t, start, load in reversed(list(zip(tensors, offsets, loaders))):
+            def body(load=load, start=start):
+                shifted = list(index)
+                shifted[dim] = i - start
+                value = load(shifted)
+                return value if t.get_dtype() == dtype else ops.to_dtype(value, dtype)
+
+            if value is None:  # the last input takes everything past its start
+                mask = ops.ge(ops.index_expr(i, torch.int64), ops.constant(start, torch.int64))
+                value = ops.masked(mask, body, 0)
+            else:
+                mask = ops.lt(ops.index_expr(i, torch.int64),
+                              ops.constant(start + t.get_size()[dim], torch.int64))
+                value = ops.where(mask, ops.masked(mask, body, 0), value)
+        return value
+
+    return Pointwise(device(), dtype, inner_fn, out_size())
+
+
+@register_lowering(aten.constant_pad_nd)
+def constant_pad_nd(x: IRNode, pad, value=0.0):
+    size, new = x.get_size(), out_size()
+    ndim = len(size)
+    # pad lists (left, right) pairs starting from the LAST dim
+    lows = {ndim - 1 - k: sympify(pad[2 * k]) for k in range(len(pad) // 2)}
+    load = x.make_loader()
+
+    def inner_fn(index):
+        src, conds = list(index), []
+        for d, low in lows.items():
+            src[d] = index[d] - low
+            i = ops.index_expr(src[d], torch.int64)
+            conds.append(ops.ge(i, ops.constant(0, torch.int64)))
+            conds.append(ops.lt(i, ops.constant(size[d], torch.int64)))
+        mask = conds[0]
+        for c in conds[1:]:
+            mask = ops.logical_and(mask, c)
+        return ops.masked(mask, lambda: load(src), value)
+
+    return Pointwise(device(), x.get_dtype(), inner_fn, new)
+
+
+@register_lowering(aten.index.Tensor)
+def index(x: IRNode, indices):
+    size, new = x.get_size(), out_size()
+    indexed = [d for d, ix in enumerate(indices) if ix is not None]
+    tensors = [indices[d] for d in indexed]
+    if any(t.get_dtype() == torch.bool for t in tensors):
+        raise Unsupported("boolean mask indexing (data-dependent output size)")
+    nb = max(len(t.get_size()) for t in tensors)
+    adjacent = indexed == list(range(indexed[0], indexed[-1] + 1))
+    first = indexed[0] if adjacent else 0  # where the broadcast index dims sit in the output
+    bsize = new[first:first + nb]
+    load, loaders = x.make_loader(), [t.make_loader() for t in tensors]
+    tsizes = [t.get_size() for t in tensors]
+
+    def inner_fn(idx):
+        bidx = idx[first:first + nb]
+        rest = list(idx[:first]) + list(idx[first + nb:])
+        src, r = [], 0
+        for d in range(len(size)):
+            if d in indexed:
+                k = indexed.index(d)
+                value = loaders[k](broadcast_index(bidx, tsizes[k], bsize))
+                src.append(ops.indirect_indexing(value, size[d]))
+            else:
+                src.append(rest[r])
+                r += 1
+        return load(src)
+
+    return Pointwise(device(), x.get_dtype(), inner_fn, new)
+
+
+@register_lowering(aten.gather)
+def gather(x: IRNode, dim: int, index_t: IRNode, sparse_grad=False):
+    size = x.get_size()
+    dim = _dim(dim, len(size))
+    load, load_index = x.make_loader(), index_t.make_loader()
+
+    def body_index(idx):
+        src = list(idx)
+        src[dim] = ops.indirect_indexing(load_index(idx), size[dim])
+        return load(src)
+
+    return Pointwise(device(), x.get_dtype(), body_index, out_size())
+
+
+@register_lowering(aten.embedding)
+def embedding(weight: IRNode, indices: IRNode, *args):
+    load, load_index = weight.make_loader(), indices.make_loader()
+    nidx = len(indices.get_size())
+
+    def inner_fn(idx):
+        row = ops.indirect_indexing(load_index(idx[:nidx]), weight.get_size()[0])
+        return load([row, idx[nidx]])
+
+    return Pointwise(device(), weight.get_dtype(), inner_fn, out_size())
+
+
+@register_lowering(aten.index_select)
+def index_select(x: IRNode, dim: int, index_t: IRNode):
+    size = x.get_size()
+    dim = _dim(dim, len(size))
+    load, load_index = x.make_loader(), index_t.make_loader()
+
+    def inner_fn(idx):
+        src = list(idx)
+        src[dim] = ops.indirect_indexing(load_index([idx[dim]]), size[dim])
+        return load(src)
+
+    return Pointwise(device(), x.get_dtype(), inner_fn, out_size())
