@@ -149,11 +149,17 @@ class Scheduler:
     ``nodes``: the graph's ComputedBuffers/ExternKernels in program order; ``inputs``: every other
     buffer a node may read (graph inputs, constants), by name; ``output_names``: buffers the
     caller receives. ``fuse=False`` keeps one kernel per node (the unfused baseline).
+    ``Scheduler(graph)`` with a ``GraphLowering`` takes all three from it.
     """
 
     def __init__(self, nodes: Sequence[Buffer], inputs: dict[str, Buffer] | None = None,
                  output_names: Iterable[str] = (), fuse: bool = True,
                  record_metrics: bool = True):
+        if hasattr(nodes, "graph_inputs"):  # a GraphLowering: take everything from it
+            graph = nodes
+            inputs = {k: v for k, v in graph.graph_inputs.items() if isinstance(v, Buffer)}
+            output_names = [o.get_name() for o in graph.graph_outputs if hasattr(o, "get_name")]
+            nodes = graph.buffers
         self.buffers: dict[str, Buffer] = dict(inputs or {})
         self.buffers.update({n.get_name(): n for n in nodes})
         self.input_names = set(inputs or {})
@@ -178,9 +184,7 @@ class Scheduler:
     @classmethod
     def from_graph(cls, graph, **kwargs) -> "Scheduler":
         """Schedule a lowered ``GraphLowering``: its buffers, inputs and outputs."""
-        inputs = {k: v for k, v in graph.graph_inputs.items() if isinstance(v, Buffer)}
-        outputs = [o.get_name() for o in graph.graph_outputs if hasattr(o, "get_name")]
-        return cls(graph.buffers, inputs, outputs, **kwargs)
+        return cls(graph, **kwargs)
 
     def ordered_nodes(self) -> list[Buffer]:
         """Every IR node, kernel after kernel: the order to execute them in."""
