@@ -1,0 +1,174 @@
+"""Mini version of torch/_dynamo/resume_execution.py: continue a function from the middle.
+
+At a graph break Dynamo runs the graph captured so far, then the unsupported instruction
+natively, then must *continue the original function* right after it, with the same values on
+the stack and in the locals. It does so with a **resume function**: a new code object made from
+the original bytecode, whose arguments are the stack values and the live locals, and whose
+prologue puts them back where the original frame had them before jumping to the resume offset::
+
+    def __resume_at_30_1(___stack0, ___stack1, x, y):   # what the prologue amounts to
+        <push NULL>; <push ___stack0>; <push ___stack1>   # the stack at offset 30, rebuilt
+        goto 30                                           # then the original bytecode runs
+
+Because the rest of the original bytecode is kept as-is, loops, ``with`` blocks and
+``try`` regions around offset 30 keep working: since CPython 3.11 a ``try`` is just an
+exception-table entry keyed by offset (no block stack to rebuild), and an active ``with``
+leaves its ``__exit__`` on the stack, which we rebuild like any other stack value.
+
+The resume function is an ordinary function: the caller wraps it with ``optimize`` so it is
+traced lazily on its first call, with its own guards and cache (and may break again).
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import types
+from dataclasses import dataclass
+from types import CodeType
+
+from .bytecode_analysis import in_exception_handler, live_locals_at, remove_dead_code
+from .bytecode_transformation import (
+    Instruction,
+    code_from_instructions,
+    create_instruction,
+    instructions_from_code,
+)
+
+# How the prologue rebuilds one stack slot (the kinds of values a break can leave there).
+VALUE = "value"  # an ordinary Python value, passed as an argument
+NULL = "null"  # the NULL that CPython pushes below a callable (PUSH_NULL, LOAD_GLOBAL's bit)
+CONTEXT = "context"  # an active ``with``: the argument is a context manager, re-entered here
+STACK_KINDS = (VALUE, NULL, CONTEXT)
+
+# The original prologue: ours runs instead (RESUME n>0 would follow a yield: no generators).
+PROLOGUE_OPS = {"COPY_FREE_VARS", "MAKE_CELL", "RESUME"}
+UNSUPPORTED_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+
+_counter = itertools.count(1)
+
+
+def stack_arg_name(i: int) -> str:
+    return f"___stack{i}"
+
+
+@dataclass(frozen=True)
+class ResumeSpec:
+    """Everything that determines a resume function (its cache key)."""
+
+    code: CodeType  # the original function's code
+    offset: int  # where execution continues (an instruction offset of ``code``)
+    stack: tuple[str, ...]  # kind of each stack slot, bottom first
+    argnames: tuple[str, ...]  # the live locals passed after the stack values
+
+    def stack_argnames(self) -> list[str]:
+        return [stack_arg_name(i) for i, kind in enumerate(self.stack) if kind != NULL]
+
+
+def find_instruction(insts: list[Instruction], offset: int) -> Instruction:
+    for inst in insts:
+        if inst.offset == offset:
+            return inst
+    raise ValueError(f"no instruction at offset {offset}")
+
+
+def resume_blocker(insts: list[Instruction], inst: Instruction) -> str | None:
+    """Why execution cannot continue at ``inst`` from a fresh frame (None: it can)."""
+    prev = insts[insts.index(inst) - 1] if insts.index(inst) > 0 else None
+    if inst.opname in PROLOGUE_OPS:
+        return f"{inst.opname} belongs to the function's prologue"
+    if prev is not None and prev.opname in ("PRECALL", "KW_NAMES"):
+        # KW_NAMES sets a frame register (not the stack) that CALL reads; and PRECALL's stack
+        # effect is booked before the CALL runs. Both pairs are one call: break before them.
+        return f"{inst.opname} is the second half of a call started by {prev.opname}"
+    if inst in in_exception_handler(insts):
+        return "it is inside an exception handler (the exception state can't be rebuilt)"
+    if inst.opname == "END_FOR":
+        return "END_FOR is skipped at run time: an exhausted FOR_ITER jumps past it"
+    return None
+
+
+def live_locals(code: CodeType, offset: int) -> list[str]:
+    """Locals of ``code`` read after ``offset`` before being written: what a resume needs."""
+    insts = instructions_from_code(code)
+    cells = frozenset(code.co_cellvars + code.co_freevars)  # those travel in the closure
+    return live_locals_at(insts, find_instruction(insts, offset), cells)
+
+
+def _prologue(spec: ResumeSpec, target: Instruction) -> list[Instruction]:
+    code = spec.code
+    out = []
+    cells = code.co_cellvars + code.co_freevars
+    if cells:  # the closure's cells become this frame's free variables
+        out.append(create_instruction("COPY_FREE_VARS", arg=len(cells)))
+    out.append(create_instruction("RESUME", arg=0))
+    for i, kind in enumerate(spec.stack):
+        if kind == NULL:
+            out.append(create_instruction("PUSH_NULL"))
+            continue
+        out.append(create_instruction("LOAD_FAST", argval=stack_arg_name(i)))
+        if kind == CONTEXT:  # enter it again; BEFORE_WITH leaves __exit__ under the result
+            out += [create_instruction("BEFORE_WITH"), create_instruction("POP_TOP")]
+    out.append(create_instruction("JUMP_FORWARD", target=target))
+    return out
+
+
+def create_resume(spec: ResumeSpec, name: str) -> CodeType:
+    """Build the resume code object described by ``spec`` (see the module docstring)."""
+    code = spec.code
+    if code.co_flags & UNSUPPORTED_FLAGS:
+        raise NotImplementedError("resuming generators and coroutines is not supported")
+    if any(kind not in STACK_KINDS for kind in spec.stack):
+        raise ValueError(f"stack kinds must be in {STACK_KINDS}: {spec.stack}")
+    insts = instructions_from_code(code)
+    target = find_instruction(insts, spec.offset)
+    blocker = resume_blocker(insts, target)
+    if blocker:
+        raise ValueError(f"cannot resume at {target}: {blocker}")
+    body = [inst for inst in insts if inst.opname not in PROLOGUE_OPS]
+    insts = remove_dead_code(_prologue(spec, target) + body)
+    jump = next(i for i in insts if i.opname == "JUMP_FORWARD" and i.target is target)
+    if insts[insts.index(jump) + 1] is target:  # nothing left between prologue and target
+        insts.remove(jump)
+
+    args = [*spec.stack_argnames(), *spec.argnames]
+    # The original's cell variables become free variables: the resume function gets the *same*
+    # cells in its closure, so closures created before the break still share them.
+    cells = code.co_cellvars + code.co_freevars
+    varnames = tuple(args + [v for v in code.co_varnames if v not in args and v not in cells])
+    flags = code.co_flags & ~(inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
+    return code_from_instructions(
+        insts, code,
+        co_name=name, co_qualname=name, co_flags=flags, co_varnames=varnames,
+        co_argcount=len(args), co_posonlyargcount=0, co_kwonlyargcount=0,
+        co_cellvars=(), co_freevars=cells,
+    )
+
+
+def resume_function(code: CodeType, fn: types.FunctionType,
+                    cells: dict[str, types.CellType] | None = None) -> types.FunctionType:
+    """The resume ``code`` as a function with ``fn``'s globals; its closure holds the broken
+    frame's ``cells`` (one per cell variable of ``fn``) then ``fn``'s own closure cells."""
+    own = tuple(cells[name] for name in fn.__code__.co_cellvars) if cells else ()
+    return types.FunctionType(code, fn.__globals__, code.co_name, None,
+                              own + (fn.__closure__ or ()) or None)
+
+
+class ContinueExecutionCache:
+    """One resume code object per ResumeSpec (mirrors Dynamo's class of the same name).
+
+    Reusing it matters: when the function that broke is recompiled, its resume functions stay
+    the same objects, so their own compiled entries (and guards) are reused, not rebuilt.
+    """
+
+    cache: dict[ResumeSpec, CodeType] = {}
+
+    @classmethod
+    def lookup(cls, spec: ResumeSpec) -> CodeType:
+        if spec not in cls.cache:
+            cls.cache[spec] = create_resume(spec, f"__resume_at_{spec.offset}_{next(_counter)}")
+        return cls.cache[spec]
+
+    @classmethod
+    def clear(cls) -> None:
+        cls.cache.clear()
