@@ -95,6 +95,19 @@ def live_locals(code: CodeType, offset: int) -> list[str]:
     return live_locals_at(insts, find_instruction(insts, offset), cells)
 
 
+def restore_stack(stack: tuple[str, ...]) -> list[Instruction]:
+    """Instructions that rebuild the stack from the ``___stack<i>`` arguments (bottom first)."""
+    out = []
+    for i, kind in enumerate(stack):
+        if kind == NULL:
+            out.append(create_instruction("PUSH_NULL"))
+            continue
+        out.append(create_instruction("LOAD_FAST", argval=stack_arg_name(i)))
+        if kind == CONTEXT:  # enter it again; BEFORE_WITH leaves __exit__ under the result
+            out += [create_instruction("BEFORE_WITH"), create_instruction("POP_TOP")]
+    return out
+
+
 def _prologue(spec: ResumeSpec, target: Instruction) -> list[Instruction]:
     code = spec.code
     out = []
@@ -102,13 +115,7 @@ def _prologue(spec: ResumeSpec, target: Instruction) -> list[Instruction]:
     if cells:  # the closure's cells become this frame's free variables
         out.append(create_instruction("COPY_FREE_VARS", arg=len(cells)))
     out.append(create_instruction("RESUME", arg=0))
-    for i, kind in enumerate(spec.stack):
-        if kind == NULL:
-            out.append(create_instruction("PUSH_NULL"))
-            continue
-        out.append(create_instruction("LOAD_FAST", argval=stack_arg_name(i)))
-        if kind == CONTEXT:  # enter it again; BEFORE_WITH leaves __exit__ under the result
-            out += [create_instruction("BEFORE_WITH"), create_instruction("POP_TOP")]
+    out += restore_stack(spec.stack)
     out.append(create_instruction("JUMP_FORWARD", target=target))
     return out
 

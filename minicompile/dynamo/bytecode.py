@@ -1,0 +1,138 @@
+"""Read a code object's bytecode into one instruction set shared by CPython 3.11 and 3.12
+(mirrors ``cleaned_instructions`` in torch/_dynamo/bytecode_transformation.py).
+
+Bytecode changes with every CPython minor release. The interpreter in ``symbolic_convert.py``
+must not care, so every version difference is rewritten here, in one place, as a table:
+
+    3.11 PRECALL                      -> NOP              (3.12 dropped it)
+    3.11 POP_JUMP_FORWARD_IF_FALSE    -> POP_JUMP_IF_FALSE (3.12 name; dis gives absolute targets)
+    3.12 LOAD_ATTR with the method bit -> LOAD_METHOD      (3.11 name)
+    3.12 RETURN_CONST c               -> LOAD_CONST c; RETURN_VALUE
+    3.12 BINARY_SLICE / STORE_SLICE   -> BUILD_SLICE 2; BINARY_SUBSCR / STORE_SUBSCR
+    3.12 CALL_INTRINSIC_1 list->tuple -> LIST_TO_TUPLE    (3.11 name)
+    3.12 FOR_ITER exits past END_FOR  -> its target is the instruction after END_FOR (3.11 meaning)
+    LOAD_GLOBAL with the NULL bit     -> PUSH_NULL; LOAD_GLOBAL
+
+This module imports no torch, so it can be studied (and tested) under any Python.
+"""
+
+from __future__ import annotations
+
+import dis
+import sys
+import types
+from dataclasses import dataclass
+from typing import Any
+
+PY312 = sys.version_info >= (3, 12)
+DIS_DOCS = "https://docs.python.org/{v}/library/dis.html#opcode-{op}"
+
+
+@dataclass
+class Instruction:
+    """One normalised instruction; ``target`` is the index (not offset) of a jump's destination."""
+
+    opname: str
+    arg: int | None
+    argval: Any
+    argrepr: str
+    offset: int  # offset of the original instruction (shared by the parts of an expansion)
+    lineno: int | None
+    original: str  # the opname dis printed on this Python
+    target: int | None = None
+
+    def __repr__(self) -> str:
+        renamed = "" if self.original == self.opname else f"  (was {self.original})"
+        arg = f" {self.argrepr}" if self.argrepr else ""
+        return f"{self.offset:>4} {self.opname}{arg}{renamed}"
+
+
+# Plain renames: the interpreter only knows the right-hand names.
+RENAMES: dict[str, str] = {
+    "POP_JUMP_FORWARD_IF_FALSE": "POP_JUMP_IF_FALSE",  # 3.11
+    "POP_JUMP_BACKWARD_IF_FALSE": "POP_JUMP_IF_FALSE",
+    "POP_JUMP_FORWARD_IF_TRUE": "POP_JUMP_IF_TRUE",
+    "POP_JUMP_BACKWARD_IF_TRUE": "POP_JUMP_IF_TRUE",
+    "POP_JUMP_FORWARD_IF_NONE": "POP_JUMP_IF_NONE",
+    "POP_JUMP_BACKWARD_IF_NONE": "POP_JUMP_IF_NONE",
+    "POP_JUMP_FORWARD_IF_NOT_NONE": "POP_JUMP_IF_NOT_NONE",
+    "POP_JUMP_BACKWARD_IF_NOT_NONE": "POP_JUMP_IF_NOT_NONE",
+    "JUMP_BACKWARD_NO_INTERRUPT": "JUMP_BACKWARD",
+    "LOAD_FAST_CHECK": "LOAD_FAST",  # 3.12: LOAD_FAST that may find the local unbound
+    "PRECALL": "NOP",  # 3.11: only there for the specializing interpreter
+    "RESUME": "NOP",  # generator/trace bookkeeping at function start
+    "COPY_FREE_VARS": "NOP",  # our frames read closure cells directly
+    "EXTENDED_ARG": "NOP",  # dis already folded it into the next instruction's arg
+    "CACHE": "NOP",
+}
+
+INTRINSICS_1 = {  # 3.12 CALL_INTRINSIC_1 argrepr -> the 3.11 instruction doing the same
+    "INTRINSIC_LIST_TO_TUPLE": "LIST_TO_TUPLE",
+    "INTRINSIC_UNARY_POSITIVE": "UNARY_POSITIVE",
+}
+
+
+def _expand(ins: dis.Instruction, code: types.CodeType) -> list[tuple[str, Any, str, int | None]]:
+    """One dis instruction -> a list of (opname, argval, argrepr, arg) in the shared set."""
+    op, val, rep, arg = ins.opname, ins.argval, ins.argrepr, ins.arg
+    if op == "KW_NAMES":  # 3.11's dis shows the const index; 3.12's the names tuple
+        return [("KW_NAMES", code.co_consts[arg], repr(code.co_consts[arg]), arg)]
+    if op == "LOAD_GLOBAL" and arg is not None and arg & 1:
+        return [("PUSH_NULL", None, "", None), ("LOAD_GLOBAL", val, val, arg)]
+    if op == "LOAD_ATTR" and PY312 and arg is not None and arg & 1:
+        return [("LOAD_METHOD", val, val, arg)]
+    if op == "LOAD_SUPER_ATTR":  # 3.12 super().name: bit 0 = method load, bit 1 = two-arg form
+        return [("LOAD_SUPER_METHOD" if arg & 1 else "LOAD_SUPER_ATTR", val, val, arg)]
+    if op == "RETURN_CONST":
+        return [("LOAD_CONST", val, rep, arg), ("RETURN_VALUE", None, "", None)]
+    if op == "BINARY_SLICE":
+        return [("BUILD_SLICE", 2, "2", 2), ("BINARY_SUBSCR", None, "", None)]
+    if op == "STORE_SLICE":
+        return [("BUILD_SLICE", 2, "2", 2), ("STORE_SUBSCR", None, "", None)]
+    if op == "CALL_INTRINSIC_1" and rep in INTRINSICS_1:
+        return [(INTRINSICS_1[rep], None, "", None)]
+    return [(RENAMES.get(op, op), val, rep, arg)]
+
+
+def cleaned_instructions(code: types.CodeType) -> list[Instruction]:
+    """The code object's instructions, normalised, with jump targets resolved to indices."""
+    out: list[Instruction] = []
+    first_index: dict[int, int] = {}  # original offset -> index of its first normalised part
+    lineno = code.co_firstlineno
+    raw = list(dis.get_instructions(code))
+    for ins in raw:
+        if ins.positions is not None and ins.positions.lineno is not None:
+            lineno = ins.positions.lineno
+        first_index[ins.offset] = len(out)
+        for opname, val, rep, arg in _expand(ins, code):
+            out.append(Instruction(opname, arg, val, rep, ins.offset, lineno, ins.opname))
+    for inst, ins in zip_parts(out, raw):
+        if ins.opcode in dis.hasjrel or ins.opcode in dis.hasjabs:
+            inst.target = first_index[ins.argval]
+            if out[inst.target].opname == "END_FOR":  # 3.12: FOR_ITER really resumes after it
+                inst.target += 1
+    return out
+
+
+def zip_parts(out: list[Instruction], raw: list[dis.Instruction]):
+    """Pair each normalised instruction with the dis instruction it came from."""
+    by_offset = {ins.offset: ins for ins in raw}
+    for inst in out:
+        yield inst, by_offset[inst.offset]
+
+
+def offset_to_index(instructions: list[Instruction]) -> dict[int, int]:
+    index: dict[int, int] = {}
+    for i, inst in enumerate(instructions):
+        index.setdefault(inst.offset, i)
+    return index
+
+
+def format_listing(code: types.CodeType) -> str:
+    """The original bytecode as dis prints it (the ``bytecode`` artifact)."""
+    return f"{code.co_name} ({code.co_filename}:{code.co_firstlineno})\n" + dis.Bytecode(code).dis()
+
+
+def dis_link(opname: str) -> str:
+    """The dis documentation entry of an instruction, on the running Python."""
+    return DIS_DOCS.format(v=f"{sys.version_info.major}.{sys.version_info.minor}", op=opname)

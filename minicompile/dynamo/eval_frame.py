@@ -1,0 +1,165 @@
+"""Frame interception and the cache (mirrors torch/_dynamo/eval_frame.py).
+
+Real Dynamo installs a PEP 523 frame-evaluation hook (``torch._C._dynamo.eval_frame
+.set_eval_frame``): CPython then hands it *every* Python frame about to run, and it looks the
+frame's code object up in a cache kept on the code object itself. minicompile has no C hook:
+``optimize(fn)`` returns a wrapper, and **the wrapper is the frame interception**. It binds the
+arguments into the frame's locals ``L`` (and ``G`` = the function's globals), checks the cache
+entries of ``fn.__code__`` in order (``guard(L, G)``), and on a miss traces and compiles the frame
+(``convert_frame``). Only the wrapped function's own frame is intercepted; the functions it calls
+are inlined into the same graph instead of being intercepted separately.
+
+A frame that cannot be traced runs eagerly (``metrics.eager_fallbacks``), its reason recorded;
+with ``fullgraph=True`` it raises.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import types
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from .. import _logging, config
+from ..metrics import metrics
+from .convert_frame import CacheEntry, convert_frame
+from .exc import FullGraphError, Unsupported
+
+
+@dataclass
+class FrameCache:
+    """Cache entries per code object, and the frames known to run eagerly (with the reason)."""
+
+    entries: dict[types.CodeType, list[CacheEntry]] = field(default_factory=dict)
+    eager: dict[types.CodeType, Unsupported] = field(default_factory=dict)
+    listeners: list[Callable[[str, Any], None]] = field(default_factory=list)
+
+    def notify(self, event: str, payload: Any) -> None:
+        for listener in self.listeners:
+            listener(event, payload)
+
+
+CACHE = FrameCache()
+
+
+def reset() -> None:
+    """Forget every compiled frame (mirrors torch._dynamo.reset)."""
+    CACHE.entries.clear()
+    CACHE.eager.clear()
+
+
+def frame_locals(fn: types.FunctionType, args: tuple, kwargs: dict) -> dict[str, Any]:
+    """The frame's locals at its first instruction: bound arguments, then free variables."""
+    bound = _signature(fn).bind(*args, **kwargs)
+    bound.apply_defaults()
+    f_locals = dict(bound.arguments)
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+        f_locals[name] = cell.cell_contents
+    return f_locals
+
+
+@functools.lru_cache(maxsize=None)
+def _signature(fn: types.FunctionType) -> inspect.Signature:
+    return inspect.signature(fn)
+
+
+def _check(entry: CacheEntry, f_locals: dict, f_globals: dict) -> bool:
+    try:
+        return bool(entry.guard(f_locals, f_globals))
+    except Exception:  # a guard that cannot even be evaluated (a global deleted...) fails
+        return False
+
+
+def run_frame(fn: types.FunctionType, args: tuple, kwargs: dict, backend: Callable,
+              fullgraph: bool, cache: FrameCache = CACHE) -> Any:
+    """What the PEP 523 hook does for one frame: look up, or compile, then run."""
+    code = fn.__code__
+    try:
+        f_locals = frame_locals(fn, args, kwargs)
+    except (TypeError, ValueError):  # wrong arguments or an empty cell: let Python say so
+        return fn(*args, **kwargs)
+    entries = cache.entries.setdefault(code, [])
+    for entry in entries:
+        if entry.backend is backend:
+            if _check(entry, f_locals, fn.__globals__):
+                return entry.fn(**f_locals)
+            metrics.increment("guard_failures")
+    if code in cache.eager:
+        if fullgraph:
+            raise FullGraphError(cache.eager[code].reason, cache.eager[code].user_line)
+        return fn(*args, **kwargs)
+    if len(entries) >= config.recompile_limit:
+        warnings.warn(f"{code.co_name}: hit recompile_limit ({config.recompile_limit}); "
+                      "running eagerly from now on")
+        cache.eager[code] = Unsupported("recompile_limit reached")
+        return fn(*args, **kwargs)
+    if any(e.backend is backend for e in entries):
+        metrics.increment("recompiles")
+    try:
+        entry = convert_frame(fn, f_locals, backend)
+    except Unsupported as e:
+        if fullgraph:
+            raise FullGraphError(e.reason, e.user_line) from e
+        cache.eager[code] = e
+        metrics.increment("eager_fallbacks")
+        _logging.trace_artifact("graph_breaks", f"{e.reason}\n  at {e.user_line}",
+                                title=f"EAGER FALLBACK {code.co_name}")
+        cache.notify("fallback", (code, e))
+        return fn(*args, **kwargs)
+    entries.append(entry)
+    cache.notify("compiled", entry)
+    return entry.fn(**f_locals)
+
+
+class OptimizedModule(torch.nn.Module):
+    """``mc.compile(module)``: calling it runs ``type(module).forward`` through the cache with
+    ``self`` bound (so ``L['self']`` is the module, and its attributes are guarded)."""
+
+    def __init__(self, mod: torch.nn.Module, backend: Callable, fullgraph: bool,
+                 cache: FrameCache = CACHE):
+        super().__init__()
+        self._orig_mod = mod
+        self._backend, self._fullgraph, self._cache = backend, fullgraph, cache
+
+    def forward(self, *args, **kwargs):
+        from .variables.nn_module import _has_hooks
+
+        forward = inspect.getattr_static(self._orig_mod, "forward", None)
+        if not isinstance(forward, types.FunctionType) or _has_hooks(self._orig_mod):
+            return self._orig_mod(*args, **kwargs)
+        return run_frame(forward, (self._orig_mod, *args), kwargs, self._backend,
+                         self._fullgraph, self._cache)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self._orig_mod, name)
+
+
+def optimize(model: Callable, backend: Callable, fullgraph: bool = False,
+             dynamic: bool | None = None, cache: FrameCache = CACHE) -> Callable:
+    """Wrap ``model`` so each call goes through the cache (``mc.compile`` calls this).
+
+    ``dynamic`` is accepted for the shapes stage (symbolic_shapes.py); this core is static."""
+    if isinstance(model, torch.nn.Module):
+        return OptimizedModule(model, backend, fullgraph, cache)
+    fn, bound_self = model, None
+    if isinstance(model, types.MethodType):
+        fn, bound_self = model.__func__, model.__self__
+    if not isinstance(fn, types.FunctionType):
+        raise TypeError(f"minicompile can only compile Python functions and nn.Modules, "
+                        f"not {type(model).__name__}")
+
+    @functools.wraps(fn)
+    def compiled(*args, **kwargs):
+        if bound_self is not None:
+            args = (bound_self, *args)
+        return run_frame(fn, args, kwargs, backend, fullgraph, cache)
+
+    compiled._minicompile_orig = model  # traced through when called from compiled code
+    return compiled

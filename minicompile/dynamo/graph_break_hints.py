@@ -1,0 +1,109 @@
+"""Why a graph broke, explained (mirrors torch/_dynamo/graph_break_hints.py and the graph-break
+registry, torch/_dynamo/graph_break_registry.json).
+
+Real Dynamo attaches to every graph break a short reason, an *explanation* (why tracing can't
+continue) and *hints* (what the user can change). We keep the same three parts, as a table of
+break kinds, plus the user's source line:
+
+    Graph break: Tensor.item() returns a Python number (x.item())
+      Explanation: the number only exists once the graph has run; ...
+      Hint: keep it a 0-d tensor (...), or accept the break.
+      User code: demo.py:12 in f: n = x.item()
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+import types
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class BreakKind:
+    name: str
+    explanation: str
+    hint: str
+
+
+BREAK_KINDS: dict[str, BreakKind] = {k.name: k for k in [
+    BreakKind("data_dependent_branch",
+              "an `if`/`while` on a tensor's value: which way it goes is only known once the "
+              "graph has computed the tensor, so tracing cannot follow either branch",
+              "use torch.where(cond, a, b) (or torch.cond) to keep both sides in the graph, or "
+              "branch on shapes/dtypes, which are known while tracing"),
+    BreakKind("tensor_to_python",
+              ".item() / .tolist() (or int()/float()/bool() of a tensor) turns tensor data into "
+              "Python values; the data only exists once the graph has run",
+              "keep the value a tensor (e.g. x.sum() instead of x.sum().item()), or move the "
+              "conversion to the end of the function"),
+    BreakKind("print_or_logging",
+              "print() and logging write to the outside world: the call must happen at its "
+              "place in program order, between the graph before it and the graph after it",
+              "remove the print from the hot path, or log tensors after the compiled call"),
+    BreakKind("untraceable_call",
+              "a call into code that cannot be traced into a graph: numpy, random, a C "
+              "extension, or a builtin without a symbolic model",
+              "use the torch equivalent (torch.rand instead of random.random, torch ops "
+              "instead of numpy), or move the call out of the compiled function"),
+    BreakKind("unsupported_construct",
+              "a Python construct the symbolic interpreter does not model (generators, "
+              "try/except around traced code, mutation of unknown objects, ...)",
+              "rewrite the construct in plain Python the tracer supports, or accept the break"),
+    BreakKind("inlined_call",
+              "the break happened inside a user function being inlined: the whole call runs "
+              "natively (as its own compiled function, with its own graphs and breaks)",
+              "fix the break inside the callee; its own explain() shows where it is"),
+]}
+
+# Modules whose functions run natively (no graph): a call into them is "untraceable".
+UNTRACEABLE_MODULES = ("numpy", "random", "math", "time", "os", "sys", "json", "pickle")
+PRINT_LIKE = {print, builtins.input, logging.log, logging.debug, logging.info, logging.warning,
+              logging.error, logging.critical, logging.exception}
+TENSOR_TO_PYTHON = {"item", "tolist", "numpy", "__int__", "__float__", "__bool__", "__index__"}
+
+
+def classify_call(fn: Any) -> str:
+    """The break kind of calling ``fn`` natively (exercise 3.3 re-implements this).
+
+    Order matters: a logging.Logger's bound method is a print-like call even though the
+    logger lives in the `logging` module.
+    """
+    if fn in PRINT_LIKE or isinstance(getattr(fn, "__self__", None), logging.Logger):
+        return "print_or_logging"
+    if getattr(fn, "__name__", None) in TENSOR_TO_PYTHON and _is_tensor(getattr(fn, "__self__", None)):
+        return "tensor_to_python"
+    if isinstance(fn, types.FunctionType):  # user Python code: it was being inlined
+        return "inlined_call"
+    module = getattr(fn, "__module__", None) or type(getattr(fn, "__self__", None)).__module__
+    if module and module.split(".")[0] in UNTRACEABLE_MODULES:
+        return "untraceable_call"
+    return "untraceable_call" if isinstance(fn, types.BuiltinFunctionType) \
+        else "unsupported_construct"
+
+
+def _is_tensor(value: Any) -> bool:
+    import torch
+
+    return isinstance(value, torch.Tensor)
+
+
+@dataclass
+class GraphBreak:
+    """One graph break as explain() and MINICOMPILE_LOGS=graph_breaks report it."""
+
+    kind: str  # a key of BREAK_KINDS
+    reason: str  # what exactly happened ("Tensor.item() ...", "print(...)")
+    user_line: str | None  # "file.py:12 in f: n = x.item()"
+    offset: int | None = None  # the bytecode offset of the instruction run natively
+    code_name: str = ""  # the frame (function or resume function) that broke
+
+    def __str__(self) -> str:
+        kind = BREAK_KINDS[self.kind]
+        lines = [f"Graph break: {self.reason}",
+                 f"  Explanation: {kind.explanation}",
+                 f"  Hint: {kind.hint}"]
+        if self.user_line:
+            lines.append(f"  User code: {self.user_line}")
+        return "\n".join(lines)

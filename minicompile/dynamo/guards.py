@@ -1,0 +1,171 @@
+"""Guards: the conditions under which a compiled frame may be reused (mirrors
+torch/_dynamo/guards.py).
+
+While tracing, every value read from outside (an argument, a global, a closure cell, a module
+attribute) installs a ``Guard``: where it came from (a Source), what kind of check, the value
+seen, and the user line that read it. When the frame is done, ``build_guard_fn`` turns the list
+into readable Python, compiled once and called before every reuse of the cache entry::
+
+    def guard(L, G):
+        return (
+            type(L['x']) is torch.Tensor and L['x'].dtype == torch.float32 and ...  # TENSOR_MATCH
+            and torch.is_grad_enabled()                                             # GRAD_MODE
+        )
+
+``L`` is the frame's locals (its arguments), ``G`` its globals. Each guard kind is one row of
+``GUARD_CODEGEN``: a function from the Guard to the Python condition. More kinds are added there.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from .source import Source
+
+
+class GuardKind(str, enum.Enum):
+    TENSOR_MATCH = "TENSOR_MATCH"  # type, dtype, device, shape, stride, requires_grad
+    TYPE_MATCH = "TYPE_MATCH"  # type(v) is T (user objects)
+    ID_MATCH = "ID_MATCH"  # the very same object (functions, modules, classes)
+    EQUALS_MATCH = "EQUALS_MATCH"  # same type and equal value (ints, strings, None, dtypes)
+    LENGTH_CHECK = "LENGTH_CHECK"  # same sequence type and length
+    DICT_KEYS = "DICT_KEYS"  # same keys in the same order
+    GRAD_MODE = "GRAD_MODE"  # global state: torch.is_grad_enabled()
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """What TENSOR_MATCH checks; a ``None`` size or stride is not checked (a dynamic dim)."""
+
+    type: type
+    dtype: torch.dtype
+    device: torch.device
+    shape: tuple[int | None, ...]
+    stride: tuple[int | None, ...]
+    requires_grad: bool
+
+    @classmethod
+    def of(cls, t: torch.Tensor) -> TensorSpec:
+        return cls(type(t), t.dtype, t.device, tuple(t.shape), tuple(t.stride()), t.requires_grad)
+
+
+@dataclass
+class Guard:
+    source: Source | None  # None: global state (grad mode)
+    kind: GuardKind
+    expected: Any = None
+    user_line: str | None = None  # "fn.py:3 in f: return x.sin()"
+
+    @property
+    def name(self) -> str:
+        return self.source.name() if self.source is not None else "<global state>"
+
+
+@dataclass
+class GuardScope:
+    """Non-literal expected values (classes, objects) are bound to names in the guard's globals."""
+
+    names: dict[str, Any] = field(default_factory=lambda: {"torch": torch})
+
+    def ref(self, value: Any, hint: str) -> str:
+        for name, v in self.names.items():
+            if v is value:
+                return name
+        name = f"___{hint}_{len(self.names)}"
+        self.names[name] = value
+        return name
+
+    def literal(self, value: Any) -> str:
+        if value is None or isinstance(value, (bool, int, str, bytes)):
+            return repr(value)
+        if isinstance(value, float) and value == value and abs(value) != float("inf"):
+            return repr(value)
+        if isinstance(value, torch.dtype):
+            return str(value)  # "torch.float32"
+        if value in (torch.Tensor, torch.nn.Parameter, int, float, bool, str, list, tuple, dict):
+            return {torch.Tensor: "torch.Tensor", torch.nn.Parameter: "torch.nn.Parameter"}.get(
+                value, getattr(value, "__name__", ""))
+        return self.ref(value, type(value).__name__ if not isinstance(value, type)
+                        else value.__name__)
+
+
+def _tensor_match(g: Guard, s: GuardScope) -> str:
+    v, spec = g.name, g.expected if isinstance(g.expected, TensorSpec) else TensorSpec.of(g.expected)
+    parts = [f"type({v}) is {s.literal(spec.type)}", f"{v}.dtype == {s.literal(spec.dtype)}",
+             f"str({v}.device) == {str(spec.device)!r}"]
+    for what, dims in (("shape", spec.shape), ("stride()", spec.stride)):
+        if None not in dims:
+            parts.append(f"{v}.{what} == {tuple(dims)}")
+        else:  # dynamic dims are left out; the rank is still checked
+            parts.append(f"len({v}.{what}) == {len(dims)}")
+            parts += [f"{v}.{what}[{i}] == {d}" for i, d in enumerate(dims) if d is not None]
+    parts.append(f"{v}.requires_grad == {spec.requires_grad}")
+    return " and ".join(parts)
+
+
+def _equals_match(g: Guard, s: GuardScope) -> str:
+    v, e = g.name, g.expected
+    if e is None or isinstance(e, bool):
+        return f"{v} is {e!r}"
+    return f"type({v}) is {s.literal(type(e))} and {v} == {s.literal(e)}"
+
+
+GUARD_CODEGEN: dict[GuardKind, Callable[[Guard, GuardScope], str]] = {
+    GuardKind.TENSOR_MATCH: _tensor_match,
+    GuardKind.TYPE_MATCH: lambda g, s: f"type({g.name}) is {s.literal(g.expected)}",
+    GuardKind.ID_MATCH: lambda g, s: f"id({g.name}) == {id(g.expected)}",
+    GuardKind.EQUALS_MATCH: _equals_match,
+    GuardKind.LENGTH_CHECK: lambda g, s: (f"type({g.name}) is {s.literal(g.expected[0])} "
+                                          f"and len({g.name}) == {g.expected[1]}"),
+    GuardKind.DICT_KEYS: lambda g, s: (f"type({g.name}) is dict "
+                                       f"and list({g.name}.keys()) == {g.expected!r}"),
+    GuardKind.GRAD_MODE: lambda g, s: ("torch.is_grad_enabled()" if g.expected
+                                       else "not torch.is_grad_enabled()"),
+}
+
+
+def _comment(g: Guard) -> str:
+    what = {GuardKind.ID_MATCH: getattr(g.expected, "__qualname__", type(g.expected).__name__)}
+    extra = f" {what[g.kind]}" if g.kind in what else ""
+    line = f" ({g.user_line})" if g.user_line else ""
+    return f"  # {g.kind.value}{extra}{line}"
+
+
+class GuardFn:
+    """The compiled check of one cache entry: ``guard_fn(L, G) -> bool``, with its source."""
+
+    def __init__(self, guards: list[Guard], name: str = "guard"):
+        self.guards, self.name = dedupe(guards), name
+        self.scope = GuardScope()
+        lines = [GUARD_CODEGEN[g.kind](g, self.scope) for g in self.guards]
+        body = "\n".join(f"        {'and ' if i else ''}{line}{_comment(g)}"
+                         for i, (line, g) in enumerate(zip(lines, self.guards)))
+        self.source = f"def {name}(L, G):\n    return (\n{body or '        True'}\n    )\n"
+        namespace = dict(self.scope.names)
+        exec(compile(self.source, f"<{name}>", "exec"), namespace)
+        self.fn = namespace[name]
+
+    def __call__(self, L: dict, G: dict) -> bool:
+        return self.fn(L, G)
+
+    def __repr__(self) -> str:
+        return self.source
+
+
+def dedupe(guards: list[Guard]) -> list[Guard]:
+    """Keep the first guard of each (source, kind): reading ``x`` twice guards it once."""
+    seen, out = set(), []
+    for g in guards:
+        key = (g.name, g.kind)
+        if key not in seen:
+            seen.add(key)
+            out.append(g)
+    return out
+
+
+def build_guard_fn(guards: list[Guard], name: str = "guard") -> GuardFn:
+    return GuardFn(guards, name)

@@ -1,0 +1,178 @@
+"""Instruction handlers for control flow: jumps, loops, calls, making functions, ``with``,
+return (part of symbolic_convert.py in real Dynamo). Branches are decided at trace time from
+constants; ``for`` loops unroll because FOR_ITER's iterator holds every item already.
+"""
+
+from __future__ import annotations
+
+from .bytecode import Instruction as Inst
+from .exc import unimplemented
+from .symbolic_convert import InstructionTranslatorBase as Tx
+from .symbolic_convert import handler
+from .variables.base import NullVariable
+from .variables.builtin import BuiltinVariable
+from .variables.dicts import ConstDictVariable
+from .variables.functions import NestedUserFunctionVariable
+from .variables.lists import ListIteratorVariable
+from .variables.misc import WithExitFunctionVariable
+
+
+# -- jumps --------------------------------------------------------------------------------------
+@handler("JUMP_FORWARD", "JUMP_BACKWARD")  # dis#opcode-JUMP_FORWARD, dis#opcode-JUMP_BACKWARD
+def JUMP(tx: Tx, inst: Inst) -> None:
+    tx.jump(inst)
+
+
+@handler("POP_JUMP_IF_FALSE")  # dis#opcode-POP_JUMP_IF_FALSE (3.11: ..._FORWARD/BACKWARD_...)
+def POP_JUMP_IF_FALSE(tx: Tx, inst: Inst) -> None:
+    if not tx.pop().truth(tx):
+        tx.jump(inst)
+
+
+@handler("POP_JUMP_IF_TRUE")  # dis#opcode-POP_JUMP_IF_TRUE
+def POP_JUMP_IF_TRUE(tx: Tx, inst: Inst) -> None:
+    if tx.pop().truth(tx):
+        tx.jump(inst)
+
+
+@handler("POP_JUMP_IF_NONE")  # dis#opcode-POP_JUMP_IF_NONE
+def POP_JUMP_IF_NONE(tx: Tx, inst: Inst) -> None:
+    if tx.pop().identity() is None:
+        tx.jump(inst)
+
+
+@handler("POP_JUMP_IF_NOT_NONE")  # dis#opcode-POP_JUMP_IF_NOT_NONE
+def POP_JUMP_IF_NOT_NONE(tx: Tx, inst: Inst) -> None:
+    if tx.pop().identity() is not None:
+        tx.jump(inst)
+
+
+@handler("JUMP_IF_FALSE_OR_POP")  # dis#opcode-JUMP_IF_FALSE_OR_POP (3.11 only: `a and b`)
+def JUMP_IF_FALSE_OR_POP(tx: Tx, inst: Inst) -> None:
+    if not tx.stack[-1].truth(tx):
+        tx.jump(inst)
+    else:
+        tx.pop()
+
+
+@handler("JUMP_IF_TRUE_OR_POP")  # dis#opcode-JUMP_IF_TRUE_OR_POP (3.11 only: `a or b`)
+def JUMP_IF_TRUE_OR_POP(tx: Tx, inst: Inst) -> None:
+    if tx.stack[-1].truth(tx):
+        tx.jump(inst)
+    else:
+        tx.pop()
+
+
+# -- loops: unrolled ------------------------------------------------------------------------------
+@handler("GET_ITER")  # dis#opcode-GET_ITER
+def GET_ITER(tx: Tx, inst: Inst) -> None:
+    obj = tx.pop()
+    tx.push(obj if isinstance(obj, ListIteratorVariable)
+            else ListIteratorVariable(obj.unpack_var_sequence(tx)))
+
+
+@handler("FOR_ITER")  # dis#opcode-FOR_ITER: next item, or pop the iterator and leave the loop
+def FOR_ITER(tx: Tx, inst: Inst) -> None:
+    item = tx.stack[-1].next_item()
+    if item is None:
+        tx.pop()
+        tx.jump(inst)  # 3.12: the target is already past END_FOR (see bytecode.py)
+    else:
+        tx.push(item)
+
+
+@handler("END_FOR")  # dis#opcode-END_FOR (3.12): only reached by a jump, never by FOR_ITER
+def END_FOR(tx: Tx, inst: Inst) -> None:
+    tx.popn(2)
+
+
+# -- calls ------------------------------------------------------------------------------------
+@handler("KW_NAMES")  # dis#opcode-KW_NAMES: names of the keyword arguments of the next CALL
+def KW_NAMES(tx: Tx, inst: Inst) -> None:
+    tx.kw_names = tuple(inst.argval)
+
+
+@handler("CALL")  # dis#opcode-CALL: [NULL, callable, args...] or [callable, self, args...]
+def CALL(tx: Tx, inst: Inst) -> None:
+    args = tx.popn(inst.arg)
+    kw_names, tx.kw_names = tx.kw_names or (), None
+    kwargs = dict(zip(kw_names, args[len(args) - len(kw_names):]))
+    args = args[:len(args) - len(kw_names)]
+    second, first = tx.pop(), tx.pop()
+    if isinstance(first, NullVariable):
+        fn = second
+    else:
+        fn, args = first, [second, *args]
+    tx.push(fn.call_function(tx, args, kwargs))
+
+
+@handler("CALL_FUNCTION_EX")  # dis#opcode-CALL_FUNCTION_EX: f(*args) / f(*args, **kwargs)
+def CALL_FUNCTION_EX(tx: Tx, inst: Inst) -> None:
+    kwargs = tx.pop() if inst.arg & 1 else ConstDictVariable({})
+    args, fn = tx.pop(), tx.pop()
+    if tx.stack and isinstance(tx.stack[-1], NullVariable):
+        tx.pop()
+    if not isinstance(kwargs, ConstDictVariable):
+        unimplemented(f"**{kwargs}")
+    tx.push(fn.call_function(tx, args.unpack_var_sequence(tx), dict(kwargs.items)))
+
+
+@handler("MAKE_FUNCTION")  # dis#opcode-MAKE_FUNCTION: code on top; closure, annotations,
+def MAKE_FUNCTION(tx: Tx, inst: Inst) -> None:  # kwdefaults, defaults below, per flag bits
+    code = tx.pop().as_python_constant()
+    closure = tuple(cell.value for cell in tx.pop().items) if inst.arg & 0x08 else ()
+    if inst.arg & 0x04:
+        tx.pop()  # annotations: not needed to run the function
+    kwdefaults = tx.pop().items if inst.arg & 0x02 else {}
+    defaults = tuple(tx.pop().items) if inst.arg & 0x01 else ()
+    tx.push(NestedUserFunctionVariable(code, tx.f_globals, defaults, kwdefaults, closure))
+
+
+@handler("RETURN_VALUE")  # dis#opcode-RETURN_VALUE (3.12 RETURN_CONST is LOAD_CONST + this)
+def RETURN_VALUE(tx: Tx, inst: Inst) -> None:
+    tx.return_value = tx.pop()
+    tx.done = True
+
+
+# -- with blocks ------------------------------------------------------------------------------
+@handler("BEFORE_WITH")  # dis#opcode-BEFORE_WITH: push __exit__, then the result of __enter__
+def BEFORE_WITH(tx: Tx, inst: Inst) -> None:
+    ctx = tx.pop()
+    entered = ctx.call_method(tx, "__enter__", [], {})
+    tx.push(WithExitFunctionVariable(ctx))
+    tx.push(entered)
+    # The normal exit calls the exit function with (None, None, None); the exception table's
+    # handler (PUSH_EXC_INFO, WITH_EXCEPT_START, ...) is only reached if tracing raised, and
+    # tracing never raises: it stops with Unsupported first.
+
+
+# -- raising ----------------------------------------------------------------------------------
+@handler("LOAD_ASSERTION_ERROR")  # dis#opcode-LOAD_ASSERTION_ERROR: a failing `assert`
+def LOAD_ASSERTION_ERROR(tx: Tx, inst: Inst) -> None:
+    tx.push(BuiltinVariable(AssertionError))
+
+
+@handler("RAISE_VARARGS")  # dis#opcode-RAISE_VARARGS
+def RAISE_VARARGS(tx: Tx, inst: Inst) -> None:
+    unimplemented("the traced code raises an exception (run eagerly so it raises for real)")
+
+
+@handler("IMPORT_NAME")  # dis#opcode-IMPORT_NAME: only modules that are already imported
+def IMPORT_NAME(tx: Tx, inst: Inst) -> None:
+    import sys
+
+    from .variables.builder import SourcelessBuilder
+
+    fromlist, level = tx.pop(), tx.pop()
+    name = inst.argval
+    if level.as_python_constant() != 0 or name not in sys.modules:
+        unimplemented(f"import {name} (not imported before tracing)")
+    module = sys.modules[name] if fromlist.as_python_constant() else sys.modules[name.split(".")[0]]
+    tx.push(SourcelessBuilder.wrap(tx, module))
+
+
+@handler("IMPORT_FROM")  # dis#opcode-IMPORT_FROM
+def IMPORT_FROM(tx: Tx, inst: Inst) -> None:
+    tx.push(tx.stack[-1].var_getattr(tx, inst.argval))
+
+

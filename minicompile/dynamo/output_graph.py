@@ -1,0 +1,213 @@
+"""OutputGraph: the FX graph being built for one frame, its inputs and guards, and the step that
+compiles it and writes the transformed function (mirrors torch/_dynamo/output_graph.py).
+
+Graph inputs are placeholders named after their sources (``L['x']`` -> ``L_x_``); parameters and
+buffers of nn.Modules are ``get_attr`` nodes on the output GraphModule. Every node records the
+bytecode instruction that created it in ``node.meta["instruction"]`` (see viz/bytecode.py) and its
+fake example value in ``node.meta["example_value"]``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import linecache
+import operator
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.fx.proxy import GraphAppendingTracer
+
+from .. import _logging
+from ..metrics import metrics
+from .codegen import PyCodegen
+from .exc import unimplemented
+from .guards import Guard, GuardKind
+from .source import Source, graph_input_name, module_attr_name
+
+_compiled_fn_ids = itertools.count()  # __compiled_fn_0, __compiled_fn_1, ...
+_transformed_ids = itertools.count()  # __transformed_code_0_fn, ...
+
+
+@dataclass
+class GraphInput:
+    source: Source
+    proxy: torch.fx.Proxy
+    example: Any  # the real value passed to the backend as an example input
+
+
+@dataclass
+class CompiledGraph:
+    name: str  # "__compiled_fn_0"
+    gm: torch.fx.GraphModule
+    compiled: Callable
+
+
+@dataclass
+class FrameResult:
+    """What tracing one frame produced: the transformed function and what it needs."""
+
+    transformed_source: str
+    transformed_fn: Callable
+    guards: list[Guard]
+    graphs: list[CompiledGraph] = field(default_factory=list)
+
+
+def _is_side_effect(node: torch.fx.Node) -> bool:
+    """Nodes dead-code elimination must keep although nothing reads them."""
+    target = node.target
+    name = target if isinstance(target, str) else getattr(target, "__name__", "")
+    return (node.op in ("placeholder", "output")
+            or name.endswith("_") and not name.startswith("__")  # in-place: add_, copy_, ...
+            or target in (operator.setitem, torch._C._set_grad_enabled)
+            or name.startswith("__i")  # operator.iadd & co (tensor += ...)
+            or "out" in node.kwargs)
+
+
+class OutputGraph:
+    def __init__(self, code, f_globals: dict, backend: Callable):
+        self.code, self.f_globals, self.backend = code, f_globals, backend
+        self.graph = torch.fx.Graph()
+        self.tracer = GraphAppendingTracer(self.graph)
+        self.fake_mode = FakeTensorMode()  # static shapes; symbolic_shapes.py adds a ShapeEnv
+        self.graph_inputs: list[GraphInput] = []
+        self.guards: list[Guard] = [Guard(None, GuardKind.GRAD_MODE, torch.is_grad_enabled())]
+        self.attrs: dict[str, Any] = {}  # get_attr name -> parameter / buffer / tensor attribute
+        self.attr_vts: dict[int, Any] = {}  # id(tensor) -> its TensorVariable
+        self.current_tx = None  # the translator now running (inlined frames included)
+        self.root_tx = None
+
+    # -- building the graph ---------------------------------------------------------------------
+    def add_guard(self, guard: Guard) -> None:
+        self.guards.append(guard)
+
+    def _meta(self, node: torch.fx.Node) -> None:
+        tx = self.current_tx
+        if tx is not None and tx.current_instruction is not None:
+            inst = tx.current_instruction
+            node.meta["instruction"] = (inst.offset, inst.opname, inst.lineno, tx.code.co_name)
+            root = self.root_tx.current_instruction
+            node.meta["root_instruction"] = (root.offset, root.opname, root.lineno)
+
+    def create_proxy(self, kind: str, target: Any, args: tuple, kwargs: dict) -> torch.fx.Proxy:
+        proxy = self.tracer.create_proxy(kind, target, args, kwargs)
+        self._meta(proxy.node)
+        return proxy
+
+    def add_graph_input(self, source: Source, value: torch.Tensor):
+        from .variables.tensor import TensorVariable
+
+        for gi in self.graph_inputs:
+            if gi.source == source:
+                return TensorVariable(gi.proxy, gi.proxy.node.meta["example_value"], source,
+                                      type(value))
+        first_op = next((n for n in self.graph.nodes if n.op != "placeholder"), None)
+        if first_op is None:  # placeholders must come first, in the order inputs were found
+            node = self.graph.placeholder(graph_input_name(source))
+        else:
+            with self.graph.inserting_before(first_op):
+                node = self.graph.placeholder(graph_input_name(source))
+        fake = self.fake_mode.from_tensor(value)
+        node.meta["example_value"], node.meta["source"] = fake, source.name()
+        proxy = torch.fx.Proxy(node, self.tracer)
+        self.graph_inputs.append(GraphInput(source, proxy, value))
+        return TensorVariable(proxy, fake, source, type(value))
+
+    def register_attr_or_module(self, tx, value: torch.Tensor, source: Source | None):
+        """A parameter, buffer or tensor attribute of a module: a ``get_attr`` node."""
+        from .variables.tensor import TensorVariable
+
+        if id(value) in self.attr_vts:
+            return self.attr_vts[id(value)]
+        name = module_attr_name(source) if source is not None else f"_tensor_constant{len(self.attrs)}"
+        self.attrs[name] = value
+        proxy = self.create_proxy("get_attr", name, (), {})
+        fake = self.fake_mode.from_tensor(value)
+        proxy.node.meta["example_value"] = fake
+        vt = TensorVariable(proxy, fake, None, type(value))  # no source: not a frame input
+        self.attr_vts[id(value)] = vt
+        return vt
+
+    def run_fake(self, kind: str, target: Any, args: list, kwargs: dict) -> Any:
+        """Compute an op's example value on fake tensors (shapes/dtypes, no data)."""
+        from torch._subclasses.fake_tensor import (DataDependentOutputException,
+                                                   DynamicOutputShapeException)
+
+        try:
+            with self.fake_mode:
+                if kind == "call_method":
+                    return getattr(args[0], target)(*args[1:], **kwargs)
+                return target(*args, **kwargs)
+        except (DataDependentOutputException, DynamicOutputShapeException) as e:
+            unimplemented(f"{_target_name(target)} depends on tensor data ({type(e).__name__})")
+        except Exception as e:  # the user's program is wrong here: eager will raise it for real
+            unimplemented(f"{_target_name(target)} failed while tracing: {type(e).__name__}: {e}")
+
+    # -- finishing the frame --------------------------------------------------------------------
+    def compile_and_codegen(self, return_value, arg_names: list[str]) -> FrameResult:
+        """Compile the graph (if it does anything) and write the transformed function."""
+        codegen = PyCodegen(self.f_globals)
+        ret_expr = codegen(return_value)
+        outputs = [vt.proxy for vt in codegen.graph_outputs]
+        self.graph.output(tuple(p.node for p in outputs))
+        self.dead_code_elimination()
+        lines, graphs = [], []
+        if outputs or any(n.op not in ("placeholder", "output", "get_attr")
+                          for n in self.graph.nodes):
+            graph = self.compile_graph()
+            args = ", ".join(gi.source.expr() for gi in self.graph_inputs)
+            lines.append(f"{codegen.graph_out_name} = {graph.name}({args})")
+            graphs.append(graph)
+        lines.append(f"return {ret_expr}")
+        fn_name = re.sub(r"\W", "_", self.code.co_name)  # <lambda> -> _lambda_
+        name = f"__transformed_code_{next(_transformed_ids)}_{fn_name}"
+        source = f"def {name}({', '.join(arg_names)}):\n" + "".join(f"    {l}\n" for l in lines)
+        return FrameResult(source, _define(source, name, self.f_globals), self.guards, graphs)
+
+    def dead_code_elimination(self) -> None:
+        changed = True
+        while changed:
+            changed = False
+            for node in reversed(list(self.graph.nodes)):
+                if not node.users and not _is_side_effect(node) and node.op != "placeholder":
+                    self.graph.erase_node(node)
+                    changed = True
+
+    def compile_graph(self) -> CompiledGraph:
+        root = torch.nn.Module()
+        for name, value in self.attrs.items():
+            setattr(root, name, value) if not isinstance(value, torch.nn.Parameter) \
+                else root.register_parameter(name, value)
+        gm = torch.fx.GraphModule(root, self.graph, class_name="GraphModule")
+        gm.graph.lint()
+        name = f"__compiled_fn_{next(_compiled_fn_ids)}"
+        _logging.trace_artifact("graph_code", lambda: gm.print_readable(print_output=False),
+                                title=f"TRACED GRAPH {name} ({self.code.co_name})")
+        _logging.trace_artifact("graph", lambda: _graph_table(gm), title=f"GRAPH {name}")
+        compiled = self.backend(gm, [gi.example for gi in self.graph_inputs])
+        metrics.increment("graphs_compiled")
+        self.f_globals[name] = compiled  # the transformed function calls it by this name
+        return CompiledGraph(name, gm, compiled)
+
+
+def _target_name(target: Any) -> str:
+    return target if isinstance(target, str) else getattr(target, "__name__", repr(target))
+
+
+def _graph_table(gm: torch.fx.GraphModule) -> str:
+    rows = [("opcode", "name", "target", "args")]
+    for n in gm.graph.nodes:
+        rows.append((n.op, n.name, _target_name(n.target), str(n.args)[:60]))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows)
+
+
+def _define(source: str, name: str, f_globals: dict) -> Callable:
+    """Compile the transformed function's source with the frame's globals."""
+    filename = f"<{name}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace: dict = {}
+    exec(compile(source, filename, "exec"), f_globals, namespace)
+    return namespace[name]

@@ -1,0 +1,126 @@
+"""Sources: where a traced value came from (mirrors torch/_dynamo/source.py).
+
+Every VariableTracker built from a real Python object remembers its Source. A Source renders two
+ways: ``name()`` for guards and messages, exactly like real Dynamo (``L['x']``, ``G['w']``,
+``L['self'].layer.weight``, ``L['xs'][0]``), and ``expr()`` for the generated transformed
+function, whose parameters are the frame's locals and whose globals are the frame's globals
+(so ``L['self'].layer.weight`` becomes ``self.layer.weight`` there).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+class Source:
+    def name(self) -> str:  # "L['self'].fc.weight": guards, explain, graph input names
+        raise NotImplementedError
+
+    def expr(self) -> str:  # "self.fc.weight": the transformed function's Python
+        raise NotImplementedError
+
+    def is_global(self) -> bool:
+        return False
+
+    def __str__(self) -> str:
+        return self.name()
+
+
+@dataclass(frozen=True)
+class LocalSource(Source):
+    local_name: str
+
+    def name(self) -> str:
+        return f"L[{self.local_name!r}]"
+
+    def expr(self) -> str:
+        return self.local_name
+
+
+@dataclass(frozen=True)
+class GlobalSource(Source):
+    global_name: str
+
+    def name(self) -> str:
+        return f"G[{self.global_name!r}]"
+
+    def expr(self) -> str:
+        return self.global_name
+
+    def is_global(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class AttrSource(Source):
+    base: Source
+    member: str
+
+    def name(self) -> str:
+        return f"{self.base.name()}.{self.member}"
+
+    def expr(self) -> str:
+        return f"{self.base.expr()}.{self.member}"
+
+    def is_global(self) -> bool:
+        return self.base.is_global()
+
+
+@dataclass(frozen=True)
+class GetItemSource(Source):
+    base: Source
+    index: object  # an int, a str key, or any constant key
+
+    def name(self) -> str:
+        return f"{self.base.name()}[{self.index!r}]"
+
+    def expr(self) -> str:
+        return f"{self.base.expr()}[{self.index!r}]"
+
+    def is_global(self) -> bool:
+        return self.base.is_global()
+
+
+@dataclass(frozen=True)
+class ClosureSource(Source):
+    """The contents of closure cell ``index`` of the function at ``base``."""
+
+    base: Source
+    index: int
+
+    def name(self) -> str:
+        return f"{self.base.name()}.__closure__[{self.index}].cell_contents"
+
+    def expr(self) -> str:
+        return f"{self.base.expr()}.__closure__[{self.index}].cell_contents"
+
+    def is_global(self) -> bool:
+        return self.base.is_global()
+
+
+@dataclass(frozen=True)
+class DefaultsSource(Source):
+    """Default value ``index`` of the function at ``base`` (``__defaults__`` or ``__kwdefaults__``)."""
+
+    base: Source
+    index: int | str
+
+    def name(self) -> str:
+        field = "__kwdefaults__" if isinstance(self.index, str) else "__defaults__"
+        return f"{self.base.name()}.{field}[{self.index!r}]"
+
+    def expr(self) -> str:
+        field = "__kwdefaults__" if isinstance(self.index, str) else "__defaults__"
+        return f"{self.base.expr()}.{field}[{self.index!r}]"
+
+
+def graph_input_name(source: Source) -> str:
+    """A valid Python identifier for a placeholder, like Dynamo's ``L_self_fc_weight_``."""
+    return re.sub(r"[^0-9a-zA-Z_]+", "_", source.name()).strip("_") + "_"
+
+
+def module_attr_name(source: Source) -> str:
+    """The attribute name of a parameter or submodule on the output GraphModule
+    (Dynamo spells ``L['self'].fc.weight`` as ``L__self___fc_weight``)."""
+    return re.sub(r"[^0-9a-zA-Z_]", "_", source.name().replace(".", "_"))

@@ -1,0 +1,189 @@
+"""The symbolic bytecode interpreter (mirrors torch/_dynamo/symbolic_convert.py).
+
+``InstructionTranslator`` runs a frame's bytecode one instruction at a time, on symbolic values:
+its stack and locals hold VariableTrackers, not real objects. Tensor operations append nodes to
+an FX graph (``OutputGraph``); everything else (constants, shapes, control flow on them, calls
+into user functions) is evaluated right away, so loops unroll and branches are resolved. What
+cannot be traced raises ``Unsupported``.
+
+One handler per instruction, registered in ``OPCODE_HANDLERS`` by ``@handler("NAME")``; handlers
+live in ``handlers_data.py`` (loads, stores, operators, containers) and ``handlers_flow.py``
+(jumps, loops, calls, functions, ``with``, return). ``InliningInstructionTranslator`` runs a
+called user function's bytecode against the same OutputGraph: one graph for the whole call tree.
+"""
+
+from __future__ import annotations
+
+import builtins
+import linecache
+import sys
+import types
+from typing import Callable
+
+from .bytecode import Instruction, cleaned_instructions
+from .exc import Unsupported, unimplemented
+from .output_graph import OutputGraph
+from .source import AttrSource, GlobalSource, LocalSource
+from .variables.base import VariableTracker
+from .variables.functions import ClosureCell
+
+Handler = Callable[["InstructionTranslatorBase", Instruction], None]
+OPCODE_HANDLERS: dict[str, Handler] = {}
+
+MAX_STEPS = 200_000  # a loop that never ends at trace time (while True on a constant)
+MAX_INLINE_DEPTH = 48  # deeper than this is probably recursion
+
+
+def handler(*opnames: str) -> Callable[[Handler], Handler]:
+    """Register ``fn(tx, inst)`` as the handler of these (normalised) instructions."""
+
+    def register(fn: Handler) -> Handler:
+        for op in opnames:
+            assert op not in OPCODE_HANDLERS, f"two handlers for {op}"
+            OPCODE_HANDLERS[op] = fn
+        return fn
+
+    return register
+
+
+class InstructionTranslatorBase:
+    def __init__(self, code: types.CodeType, f_globals: dict,
+                 symbolic_locals: dict[str, VariableTracker], cells: dict[str, ClosureCell],
+                 output: OutputGraph, parent: InstructionTranslatorBase | None = None):
+        self.code, self.f_globals, self.output, self.parent = code, f_globals, output, parent
+        self.instructions = cleaned_instructions(code)
+        self.symbolic_locals = symbolic_locals
+        self.cells = cells  # cell and free variables by name (LOAD_DEREF / STORE_DEREF)
+        self.stack: list[VariableTracker] = []
+        self.index = 0  # index of the next instruction
+        self.current_instruction: Instruction | None = None
+        self.kw_names: tuple[str, ...] | None = None  # set by KW_NAMES for the next CALL
+        self.block_stack: list[VariableTracker] = []  # active `with` contexts (grad mode)
+        self.return_value: VariableTracker | None = None
+        self.done = False
+        self.depth = 0 if parent is None else parent.depth + 1
+
+    # -- the stack --------------------------------------------------------------------------
+    def push(self, vt: VariableTracker) -> None:
+        assert isinstance(vt, VariableTracker), vt
+        self.stack.append(vt)
+
+    def pop(self) -> VariableTracker:
+        return self.stack.pop()
+
+    def popn(self, n: int) -> list[VariableTracker]:
+        if n == 0:
+            return []
+        items = self.stack[-n:]
+        del self.stack[-n:]
+        return items
+
+    # -- running ------------------------------------------------------------------------------
+    def step(self) -> None:
+        inst = self.instructions[self.index]
+        self.index += 1
+        self.current_instruction = inst
+        fn = OPCODE_HANDLERS.get(inst.opname)
+        if fn is None:
+            unimplemented(f"instruction {inst.opname} is not supported")
+        fn(self, inst)
+
+    def run(self) -> None:
+        prev, self.output.current_tx = self.output.current_tx, self
+        try:
+            for _ in range(MAX_STEPS):
+                if self.done:
+                    return
+                if self.index >= len(self.instructions):
+                    unimplemented("ran past the last instruction")
+                self.step()
+            unimplemented(f"more than {MAX_STEPS} instructions: a loop that does not end?")
+        except Unsupported as e:
+            if e.user_line is None:
+                e.user_line = self.user_line()
+            raise
+        finally:
+            self.output.current_tx = prev
+
+    def jump(self, inst: Instruction) -> None:
+        self.index = inst.target
+
+    def user_line(self) -> str:
+        inst = self.current_instruction
+        lineno = inst.lineno if inst else self.code.co_firstlineno
+        text = linecache.getline(self.code.co_filename, lineno).strip() if lineno else ""
+        return f"{self.code.co_filename}:{lineno} in {self.code.co_name}: {text}"
+
+    # -- names ----------------------------------------------------------------------------------
+    def load_global(self, name: str) -> VariableTracker:
+        from .variables.builder import VariableBuilder
+
+        if name in self.f_globals:
+            return VariableBuilder(self, self.global_source(name)).wrap(self.f_globals[name])
+        if hasattr(builtins, name):
+            return VariableBuilder(self, None).wrap(getattr(builtins, name))
+        unimplemented(f"name {name!r} is not defined")
+
+    def global_source(self, name: str):
+        """``G['w']`` in the root frame's module; through an installed module reference in
+        another module (a helper imported from elsewhere reads its own globals)."""
+        root_globals = self.output.root_tx.f_globals
+        if self.f_globals is root_globals:
+            return GlobalSource(name)
+        module = sys.modules.get(self.f_globals.get("__name__", ""))
+        if module is None or module.__dict__ is not self.f_globals:
+            return None
+        alias = "__import_" + module.__name__.replace(".", "_dot_")
+        root_globals[alias] = module
+        return AttrSource(GlobalSource(alias), name)
+
+    def zero_arg_super(self) -> tuple[type, VariableTracker]:
+        """``super()`` with no arguments: the ``__class__`` cell and the first argument."""
+        if "__class__" not in self.cells or not self.code.co_argcount:
+            unimplemented("super() outside a method")
+        cls = self.cells["__class__"].get(self, "__class__").as_python_constant()
+        return cls, self.symbolic_locals[self.code.co_varnames[0]]
+
+    def inline_user_function_return(self, fn: VariableTracker, args: list[VariableTracker],
+                                    kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        return InliningInstructionTranslator.inline_call(self, fn, args, kwargs)
+
+
+class InstructionTranslator(InstructionTranslatorBase):
+    """The root frame: its arguments come from the caller (``L``) and become graph inputs."""
+
+    def __init__(self, code: types.CodeType, f_globals: dict, f_locals: dict, closure: tuple,
+                 output: OutputGraph):
+        from .variables.builder import VariableBuilder
+
+        super().__init__(code, f_globals, {}, {}, output)
+        output.root_tx = output.current_tx = self
+        self.current_instruction = self.instructions[0]
+        for name, cell in zip(code.co_freevars, closure or ()):
+            self.cells[name] = ClosureCell(real=cell, source=LocalSource(name))
+        for name in code.co_varnames[:arg_count(code)]:
+            self.symbolic_locals[name] = VariableBuilder(self, LocalSource(name)).wrap(f_locals[name])
+
+
+def arg_count(code: types.CodeType) -> int:
+    """Positional + keyword-only + *args + **kwargs parameters, the first co_varnames."""
+    n = code.co_argcount + code.co_kwonlyargcount
+    return n + bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)
+
+
+class InliningInstructionTranslator(InstructionTranslatorBase):
+    """A called user function, traced into the caller's graph."""
+
+    @classmethod
+    def inline_call(cls, parent: InstructionTranslatorBase, fn, args, kwargs) -> VariableTracker:
+        if parent.depth >= MAX_INLINE_DEPTH:
+            unimplemented(f"inlining deeper than {MAX_INLINE_DEPTH} calls (recursion?)")
+        code = fn.get_code()
+        bound = fn.bind_args(parent, args, kwargs)
+        # inspect renames the 3.11 comprehension argument ".0" to "implicit0"
+        symbolic_locals = {name: bound["implicit" + name[1:] if name.startswith(".") else name]
+                           for name in code.co_varnames[:arg_count(code)]}
+        tx = cls(code, fn.get_globals(), symbolic_locals, fn.closure_cells(parent),
+                 parent.output, parent)
+        tx.run()
+        return tx.return_value

@@ -1,0 +1,99 @@
+"""VariableTracker: the symbolic value the interpreter keeps on its stack and in its locals
+(mirrors torch/_dynamo/variables/base.py).
+
+Each subclass models one kind of Python value (a tensor, a constant, a list, a function, an
+nn.Module, ...) and answers the questions the bytecode asks of it: ``var_getattr`` (LOAD_ATTR),
+``call_function`` (CALL), ``call_method`` (LOAD_METHOD + CALL), ``unpack_var_sequence``
+(GET_ITER, UNPACK_SEQUENCE, ``*args``), ``as_python_constant`` (branching, folding). Anything
+a subclass does not answer raises ``Unsupported``, which sends the frame to eager.
+
+``source`` says where the value came from, so the transformed code can fetch it again and the
+guards can check it. Values made while tracing (results of ops, new lists) have no source.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..exc import unimplemented
+from ..source import Source
+
+if TYPE_CHECKING:
+    from ..codegen import PyCodegen
+    from ..symbolic_convert import InstructionTranslatorBase as Tx
+
+
+class VariableTracker:
+    def __init__(self, source: Source | None = None):
+        self.source = source
+
+    # -- what kind of Python value this is ------------------------------------------------------
+    def python_type(self) -> type:
+        unimplemented(f"python_type of {self}")
+
+    def is_python_constant(self) -> bool:
+        try:
+            self.as_python_constant()
+            return True
+        except Exception:  # Unsupported or anything a partial constant raises
+            return False
+
+    def as_python_constant(self) -> Any:
+        unimplemented(f"{self} is not a Python constant")
+
+    def as_proxy(self) -> Any:
+        """The value as an argument of an FX node: a Proxy, or a constant structure."""
+        if self.is_python_constant():
+            return self.as_python_constant()
+        unimplemented(f"{self} cannot be an argument of a graph node")
+
+    def as_fake(self) -> Any:
+        """The value as an argument when computing example values with fake tensors."""
+        return self.as_proxy()
+
+    # -- what the bytecode can do with it -------------------------------------------------------
+    def var_getattr(self, tx: Tx, name: str) -> VariableTracker:
+        unimplemented(f"attribute {name!r} of {self}")
+
+    def call_function(self, tx: Tx, args: list[VariableTracker],
+                      kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        unimplemented(f"calling {self}")
+
+    def call_method(self, tx: Tx, name: str, args: list[VariableTracker],
+                    kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        return self.var_getattr(tx, name).call_function(tx, args, kwargs)
+
+    def unpack_var_sequence(self, tx: Tx) -> list[VariableTracker]:
+        unimplemented(f"iterating over {self}")
+
+    def truth(self, tx: Tx) -> bool:
+        """``bool(value)`` at trace time (POP_JUMP_IF_TRUE/FALSE); tensors refuse."""
+        return bool(self.as_python_constant())
+
+    def identity(self) -> Any:
+        """The object ``is`` compares (IS_OP); None when the value has no fixed identity."""
+        return self.as_python_constant() if self.is_python_constant() else self
+
+    # -- rebuilding the value in the transformed function ---------------------------------------
+    def reconstruct(self, codegen: PyCodegen) -> str:
+        if self.source is not None:
+            return self.source.expr()
+        unimplemented(f"returning {self} from a compiled frame")
+
+    def __repr__(self) -> str:
+        src = f", source={self.source.name()}" if self.source else ""
+        return f"{type(self).__name__}({self._repr_body()}{src})"
+
+    def _repr_body(self) -> str:
+        return ""
+
+
+class NullVariable(VariableTracker):
+    """The NULL that PUSH_NULL / LOAD_GLOBAL / LOAD_METHOD put below a callable for CALL."""
+
+    def _repr_body(self) -> str:
+        return "NULL"
+
+
+class DeletedVariable(VariableTracker):
+    """What LOAD_FAST_AND_CLEAR pushes for a local that was unbound (3.12 comprehensions)."""

@@ -1,0 +1,174 @@
+"""Wrap real Python values into VariableTrackers (mirrors torch/_dynamo/variables/builder.py).
+
+``VariableBuilder(tx, source).wrap(value)`` is the one place where a value from outside the
+trace (an argument, a global, a closure cell, a module attribute) enters it: it picks the tracker
+class from a table and installs the guards that make the trace valid for the next call
+(a tensor: TENSOR_MATCH; an int: EQUALS_MATCH; a module or function: ID_MATCH; ...).
+``wrap_tensor`` is where a tensor becomes a graph input with a fake example value: dynamic
+shapes plug in there. ``SourcelessBuilder`` wraps values made while tracing (no guards), and
+``wrap_fx_proxy`` wraps what a graph node produced.
+"""
+
+from __future__ import annotations
+
+import operator
+import types
+from typing import Any, Callable
+
+import torch
+
+from ..exc import unimplemented
+from ..guards import Guard, GuardKind
+from ..source import GetItemSource, Source
+from .base import VariableTracker
+from .builtin import BUILTIN_CALLABLES, BuiltinVariable
+from .constant import ConstantVariable, is_constant
+from .dicts import ConstDictVariable
+from .functions import UserFunctionVariable, UserMethodVariable
+from .lists import ListVariable, RangeVariable, SizeVariable, SliceVariable, TupleVariable
+from .misc import PythonModuleVariable, UserDefinedObjectVariable
+from .nn_module import NNModuleVariable
+from .tensor import TensorVariable
+from .torch import TorchVariable, is_torch_callable
+
+
+def _is_builtin(value: Any) -> bool:
+    try:
+        return value in BUILTIN_CALLABLES
+    except TypeError:  # unhashable
+        return False
+
+
+def _unwrap_compiled(value: Any) -> Any:
+    """A function already wrapped by ``mc.compile`` is traced through to the original."""
+    return getattr(value, "_minicompile_orig", value)
+
+
+def _id_matched(cls: type) -> Callable:
+    """A DISPATCH method: wrap in ``cls`` behind an identity guard (modules, functions)."""
+
+    def wrap(self: VariableBuilder, value: Any, guard: bool) -> VariableTracker:
+        if guard:
+            self.install_guard(GuardKind.ID_MATCH, value)
+        return cls(value, self.source)
+
+    return wrap
+
+
+class VariableBuilder:
+    def __init__(self, tx, source: Source | None):
+        self.tx, self.source = tx, source
+
+    def install_guard(self, kind: GuardKind, expected: Any = None) -> None:
+        if self.source is not None:
+            self.tx.output.add_guard(Guard(self.source, kind, expected, self.tx.user_line()))
+
+    def wrap(self, value: Any, guard: bool = True) -> VariableTracker:
+        value = _unwrap_compiled(value)
+        for matches, method in self.DISPATCH:
+            if matches(value):
+                vt = method(self, value, guard and self.source is not None)
+                if vt.source is None and self.source is not None:
+                    vt.source = self.source
+                return vt
+        raise AssertionError("unreachable: the last row matches everything")
+
+    # -- one method per kind of value, in the order of DISPATCH --------------------------------
+    def wrap_tensor(self, value: torch.Tensor, guard: bool) -> VariableTracker:
+        if self.source is None:
+            unimplemented("a tensor with no source (made outside the traced code) can't be an input")
+        if guard:
+            self.install_guard(GuardKind.TENSOR_MATCH, value)
+        return self.tx.output.add_graph_input(self.source, value)
+
+    def wrap_constant(self, value: Any, guard: bool) -> VariableTracker:
+        if guard:
+            is_class = isinstance(value, type)
+            self.install_guard(GuardKind.ID_MATCH if is_class else GuardKind.EQUALS_MATCH, value)
+        return ConstantVariable(value, self.source)
+
+    def wrap_sequence(self, value: list | tuple, guard: bool) -> VariableTracker:
+        if guard:
+            self.install_guard(GuardKind.LENGTH_CHECK, (type(value), len(value)))
+        items = [VariableBuilder(self.tx, GetItemSource(self.source, i) if self.source else None)
+                 .wrap(v, guard) for i, v in enumerate(value)]
+        if isinstance(value, torch.Size):
+            return SizeVariable(items, self.source)
+        return (TupleVariable if isinstance(value, tuple) else ListVariable)(items, self.source)
+
+    def wrap_dict(self, value: dict, guard: bool) -> VariableTracker:
+        if not all(is_constant(k) for k in value):
+            unimplemented("a dict with non-constant keys")
+        if guard:
+            self.install_guard(GuardKind.DICT_KEYS, list(value))
+        items = {k: VariableBuilder(self.tx, GetItemSource(self.source, k) if self.source
+                                    else None).wrap(v, guard) for k, v in value.items()}
+        return ConstDictVariable(items, self.source)
+
+    def wrap_method(self, value: types.MethodType, guard: bool) -> VariableTracker:
+        from ..source import AttrSource
+
+        owner = VariableBuilder(self.tx, AttrSource(self.source, "__self__") if self.source
+                                else None).wrap(value.__self__, guard)
+        return UserMethodVariable(value.__func__, owner)
+
+    def wrap_range(self, value: range, guard: bool) -> VariableTracker:
+        if guard:
+            self.install_guard(GuardKind.EQUALS_MATCH, value)
+        return RangeVariable(value, self.source)
+
+    def wrap_slice(self, value: slice, guard: bool) -> VariableTracker:
+        if guard:
+            self.install_guard(GuardKind.EQUALS_MATCH, value)
+        return SliceVariable(*(ConstantVariable(p) for p in (value.start, value.stop, value.step)))
+
+    def wrap_object(self, value: Any, guard: bool) -> VariableTracker:
+        if guard:
+            self.install_guard(GuardKind.TYPE_MATCH, type(value))
+        return UserDefinedObjectVariable(value, self.source)
+
+    # (predicate, method) rows, first match wins
+    DISPATCH: list[tuple[Callable[[Any], bool], Callable]] = [
+        (lambda v: isinstance(v, torch.Tensor), wrap_tensor),
+        (lambda v: v is torch.Size, _id_matched(TorchVariable)),
+        (_is_builtin, lambda self, v, g: BuiltinVariable(v)),  # builtins are not in G: no guard
+        (lambda v: isinstance(v, (tuple, list)) and type(v) in (tuple, list, torch.Size),
+         wrap_sequence),
+        (is_constant, wrap_constant),
+        (lambda v: type(v) is dict, wrap_dict),
+        (lambda v: isinstance(v, range), wrap_range),
+        (lambda v: isinstance(v, slice), wrap_slice),
+        (lambda v: isinstance(v, torch.nn.Module), _id_matched(NNModuleVariable)),
+        (lambda v: isinstance(v, types.ModuleType), _id_matched(PythonModuleVariable)),
+        (is_torch_callable, _id_matched(TorchVariable)),
+        (lambda v: isinstance(v, types.FunctionType), _id_matched(UserFunctionVariable)),
+        (lambda v: isinstance(v, types.MethodType), wrap_method),
+        (lambda v: True, wrap_object),
+    ]
+
+
+class SourcelessBuilder:
+    """Wrap a value made while tracing (a folded constant, a result of a metadata query)."""
+
+    @staticmethod
+    def wrap(tx, value: Any) -> VariableTracker:
+        if isinstance(value, torch.Tensor):
+            unimplemented("a real tensor appeared while tracing (made outside the graph)")
+        return VariableBuilder(tx, None).wrap(value, guard=False)
+
+
+def wrap_fx_proxy(tx, proxy: torch.fx.Proxy, example: Any) -> VariableTracker:
+    """Wrap what a new graph node produced, given its fake example value."""
+    if isinstance(example, torch.Tensor):
+        return TensorVariable(proxy, example)
+    if isinstance(example, (tuple, list)) and not isinstance(example, torch.Size):
+        items = [wrap_fx_proxy(tx, tx.output.create_proxy("call_function", operator.getitem,
+                                                          (proxy, i), {}), v)
+                 if isinstance(v, torch.Tensor) else SourcelessBuilder.wrap(tx, v)
+                 for i, v in enumerate(example)]
+        return (TupleVariable if isinstance(example, tuple) else ListVariable)(items)
+    if isinstance(example, (int, float, bool, torch.Size)) and not proxy.node.users:
+        tx.output.graph.erase_node(proxy.node)  # a metadata answer: no node needed
+    if example is None or is_constant(example) or isinstance(example, torch.Size):
+        return SourcelessBuilder.wrap(tx, example)
+    unimplemented(f"a graph node produced a {type(example).__name__}")

@@ -1,0 +1,317 @@
+"""BuiltinVariable: Python builtins and the ``operator`` module (mirrors
+torch/_dynamo/variables/builtin.py).
+
+Three ways a builtin call is handled, tried in this order:
+  1. a handler in ``HANDLERS`` (len, isinstance, range, zip, getattr, ...): they work on trackers;
+  2. a tensor among the arguments: the builtin becomes a graph node (``operator.add(x, y)``,
+     which is exactly what real Dynamo records for ``x + y``);
+  3. every argument constant: the builtin simply runs now (constant folding).
+Anything else is Unsupported. BINARY_OP, COMPARE_OP and the UNARY_* instructions all come here
+through their ``operator`` function.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+import operator
+from typing import Any, Callable
+
+from ..exc import unimplemented
+from .base import VariableTracker
+from .constant import ConstantVariable
+from .lists import BaseListVariable, ListIteratorVariable, ListVariable, RangeVariable, TupleVariable
+
+# Builtins that have side effects or need real objects: never run them on constants while tracing.
+NOT_FOLDABLE = {print, input, open, id, setattr, delattr, exec, eval, globals, locals, vars,
+                next, iter, hash, breakpoint, __import__}
+
+# Builtins a tensor argument turns into a graph node.
+TENSOR_BUILTINS = {abs, pow, divmod}
+
+
+def identity_equal(a: VariableTracker, b: VariableTracker) -> bool:
+    """``a is b or a == b`` as ``in`` and ``list.index`` use it; tensors only by identity."""
+    if a.is_python_constant() and b.is_python_constant():
+        return a.as_python_constant() == b.as_python_constant()
+    return a.identity() is b.identity()
+
+
+def _const(v: VariableTracker) -> Any:
+    return v.as_python_constant()
+
+
+class BuiltinVariable(VariableTracker):
+    def __init__(self, fn: Callable, source=None):
+        super().__init__(source)
+        self.fn = fn
+
+    def python_type(self) -> type:
+        return type(self.fn)
+
+    def as_python_constant(self) -> Any:
+        return self.fn
+
+    def identity(self) -> Any:
+        return self.fn
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        from .builder import SourcelessBuilder
+        from .tensor import TensorVariable, call_op
+
+        handler = HANDLERS.get(self.fn)
+        if handler is not None:
+            result = handler(tx, *args, **kwargs)
+            if result is not None:
+                return result
+        if any(isinstance(a, TensorVariable) for a in [*args, *kwargs.values()]):
+            if self.fn in TENSOR_OPERATORS or self.fn in TENSOR_BUILTINS:
+                return call_op(tx, "call_function", self.fn, args, kwargs)
+            unimplemented(f"builtin {self._name()} on a tensor")
+        if self.fn not in NOT_FOLDABLE and all(
+                a.is_python_constant() for a in [*args, *kwargs.values()]):
+            cargs = [_const(a) for a in args]
+            ckwargs = {k: _const(v) for k, v in kwargs.items()}
+            try:
+                value = self.fn(*cargs, **ckwargs)
+            except Exception as e:  # the user's code raises here: run it eagerly to raise for real
+                unimplemented(f"{self._name()} raised {type(e).__name__}: {e} while tracing")
+            return SourcelessBuilder.wrap(tx, value)
+        unimplemented(f"builtin {self._name()} with arguments {args}")
+
+    def _name(self) -> str:
+        return getattr(self.fn, "__name__", repr(self.fn))
+
+    def _repr_body(self) -> str:
+        return self._name()
+
+
+# -- operators on sequences (when not all-constant) ---------------------------------------------
+def _seq_add(tx, a, b):
+    if isinstance(a, BaseListVariable) and isinstance(b, BaseListVariable) and type(a) is type(b):
+        return type(a)(a.items + b.items)
+    return None
+
+
+def _seq_iadd(tx, a, b):
+    if isinstance(a, ListVariable) and isinstance(b, BaseListVariable):
+        a.call_method(tx, "extend", [b], {})
+        return a
+    return _seq_add(tx, a, b)
+
+
+def _seq_mul(tx, a, b):
+    if isinstance(a, BaseListVariable) and b.is_python_constant():
+        return type(a)(a.items * _const(b))
+    if isinstance(b, BaseListVariable) and a.is_python_constant():
+        return type(b)(b.items * _const(a))
+    return None
+
+
+def _getitem(tx, obj, key):
+    return obj.call_method(tx, "__getitem__", [key], {})
+
+
+def _setitem(tx, obj, key, value):
+    return obj.call_method(tx, "__setitem__", [key, value], {})
+
+
+def _contains(tx, container, item):
+    from .tensor import TensorVariable
+
+    if isinstance(container, TensorVariable):
+        return None  # `x in tensor` is a tensor op
+    return container.call_method(tx, "__contains__", [item], {})
+
+
+def _not(tx, value):
+    return ConstantVariable(not value.truth(tx))
+
+
+def _truth(tx, value):
+    return ConstantVariable(value.truth(tx))
+
+
+# -- builtins that work on trackers --------------------------------------------------------------
+def _len(tx, obj):
+    return obj.call_method(tx, "__len__", [], {})
+
+
+def _isinstance(tx, obj, classes):
+    cls = _const(classes)
+    return ConstantVariable(issubclass(obj.python_type(), cls))
+
+
+def _range(tx, *args):
+    return RangeVariable(range(*(_const(a) for a in args)))
+
+
+def _iter(tx, obj):
+    if isinstance(obj, ListIteratorVariable):
+        return obj
+    return ListIteratorVariable(obj.unpack_var_sequence(tx))
+
+
+def _next(tx, it, *default):
+    item = it.next_item() if isinstance(it, ListIteratorVariable) else None
+    if item is None:
+        if default:
+            return default[0]
+        unimplemented("StopIteration from next() while tracing")
+    return item
+
+
+def _zip(tx, *seqs, strict=None):
+    columns = [s.unpack_var_sequence(tx) for s in seqs]
+    return ListIteratorVariable([TupleVariable(list(row)) for row in zip(*columns)])
+
+
+def _enumerate(tx, seq, start=None):
+    first = _const(start) if start is not None else 0
+    return ListIteratorVariable([TupleVariable([ConstantVariable(i), v])
+                                 for i, v in enumerate(seq.unpack_var_sequence(tx), first)])
+
+
+def _reversed(tx, seq):
+    return ListIteratorVariable(list(reversed(seq.unpack_var_sequence(tx))))
+
+
+def _map(tx, fn, *seqs):
+    columns = [s.unpack_var_sequence(tx) for s in seqs]
+    return ListIteratorVariable([fn.call_function(tx, list(row), {}) for row in zip(*columns)])
+
+
+def _filter(tx, fn, seq):
+    items = seq.unpack_var_sequence(tx)
+    keep = [i for i in items
+            if (i if fn.is_python_constant() and _const(fn) is None
+                else fn.call_function(tx, [i], {})).truth(tx)]
+    return ListIteratorVariable(keep)
+
+
+def _sequence(cls):
+    def build(tx, seq=None):
+        if seq is None:
+            return cls([])
+        if seq.is_python_constant() and cls is TupleVariable and isinstance(_const(seq), str):
+            return None  # tuple("ab") folds as a constant
+        return cls(seq.unpack_var_sequence(tx))
+
+    return build
+
+
+def _dict(tx, *args, **kwargs):
+    from .dicts import ConstDictVariable
+
+    items = {}
+    if args:
+        if isinstance(args[0], ConstDictVariable):
+            items.update(args[0].items)
+        else:
+            for pair in args[0].unpack_var_sequence(tx):
+                k, v = pair.unpack_var_sequence(tx)
+                items[_const(k)] = v
+    items.update(kwargs)
+    return ConstDictVariable(items)
+
+
+def _sum(tx, seq, start=None):
+    total = start if start is not None else ConstantVariable(0)
+    for item in seq.unpack_var_sequence(tx):
+        total = BuiltinVariable(operator.add).call_function(tx, [total, item], {})
+    return total
+
+
+def _min_max(fn):
+    def fold(tx, *args, **kwargs):
+        items = args[0].unpack_var_sequence(tx) if len(args) == 1 else list(args)
+        if not all(i.is_python_constant() for i in items):
+            unimplemented(f"{fn.__name__}() over tensors compares their data")
+        return ConstantVariable(fn([_const(i) for i in items], **{k: _const(v)
+                                                                   for k, v in kwargs.items()}))
+
+    return fold
+
+
+def _all_any(fn):
+    def fold(tx, seq):
+        return ConstantVariable(fn(i.truth(tx) for i in seq.unpack_var_sequence(tx)))
+
+    return fold
+
+
+def _getattr(tx, obj, name, *default):
+    try:
+        return obj.var_getattr(tx, _const(name))
+    except Exception:
+        if default:
+            return default[0]
+        raise
+
+
+def _hasattr(tx, obj, name):
+    value = getattr(obj, "value", getattr(obj, "module", None))
+    from .tensor import TensorVariable
+
+    if isinstance(obj, TensorVariable):
+        return ConstantVariable(hasattr(obj.example_value, _const(name)))
+    if value is None and not obj.is_python_constant():
+        unimplemented(f"hasattr on {obj}")
+    return ConstantVariable(hasattr(value if value is not None else _const(obj), _const(name)))
+
+
+def _type(tx, obj):
+    return ConstantVariable(obj.python_type())
+
+
+def _callable(tx, obj):
+    from .functions import BaseUserFunctionVariable
+    from .torch import TorchVariable
+
+    if isinstance(obj, (BaseUserFunctionVariable, TorchVariable, BuiltinVariable)):
+        return ConstantVariable(True)
+    return None
+
+
+def _super(tx, *args):
+    from .misc import SuperVariable
+
+    if args:
+        return SuperVariable(_const(args[0]), args[1])
+    cls, obj = tx.zero_arg_super()
+    return SuperVariable(cls, obj)
+
+
+def _print(tx, *args, **kwargs):
+    unimplemented("print() is a side effect outside the graph (a graph break in real Dynamo)")
+
+
+TENSOR_OPERATORS = {
+    operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.mod,
+    operator.pow, operator.matmul, operator.and_, operator.or_, operator.xor, operator.lshift,
+    operator.rshift, operator.iadd, operator.isub, operator.imul, operator.itruediv,
+    operator.ifloordiv, operator.imod, operator.ipow, operator.imatmul, operator.iand,
+    operator.ior, operator.ixor, operator.ilshift, operator.irshift, operator.neg, operator.pos,
+    operator.invert, operator.abs, operator.lt, operator.le, operator.gt, operator.ge,
+    operator.eq, operator.ne, operator.contains, operator.getitem,
+}
+
+HANDLERS: dict[Callable, Callable] = {
+    operator.add: _seq_add, operator.iadd: _seq_iadd, operator.mul: _seq_mul,
+    operator.imul: _seq_mul, operator.getitem: _getitem, operator.setitem: _setitem,
+    operator.contains: _contains, operator.not_: _not, operator.truth: _truth,
+    builtins.len: _len, builtins.isinstance: _isinstance, builtins.range: _range,
+    builtins.iter: _iter, builtins.next: _next, builtins.zip: _zip,
+    builtins.enumerate: _enumerate, builtins.reversed: _reversed, builtins.map: _map,
+    builtins.filter: _filter, builtins.list: _sequence(ListVariable),
+    builtins.tuple: _sequence(TupleVariable), builtins.dict: _dict, builtins.sum: _sum,
+    builtins.min: _min_max(min), builtins.max: _min_max(max), builtins.all: _all_any(all),
+    builtins.any: _all_any(any), builtins.getattr: _getattr, builtins.hasattr: _hasattr,
+    builtins.type: _type, builtins.callable: _callable, builtins.super: _super,
+    builtins.print: _print, builtins.bool: lambda tx, v=None: _truth(tx, v) if v else None,
+}
+
+# Builtin callables (besides functions) that the builder wraps as BuiltinVariable.
+BUILTIN_CALLABLES = {v for v in vars(builtins).values() if callable(v)} | \
+    {v for v in vars(operator).values() if callable(v)} | \
+    {v for v in vars(math).values() if callable(v)}

@@ -1,0 +1,102 @@
+"""ConstDictVariable: a dict whose keys are constants and whose values are any VariableTracker
+(mirrors torch/_dynamo/variables/dicts.py). Mutation is allowed on dicts made while tracing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..exc import unimplemented
+from .base import VariableTracker
+from .constant import ConstantVariable
+from .lists import ListVariable, TupleVariable
+
+
+class ConstDictVariable(VariableTracker):
+    def __init__(self, items: dict[Any, VariableTracker], source=None):
+        super().__init__(source)
+        self.items = dict(items)
+
+    def python_type(self) -> type:
+        return dict
+
+    def as_python_constant(self) -> dict:
+        return {k: v.as_python_constant() for k, v in self.items.items()}
+
+    def as_proxy(self) -> dict:
+        return {k: v.as_proxy() for k, v in self.items.items()}
+
+    def as_fake(self) -> dict:
+        return {k: v.as_fake() for k, v in self.items.items()}
+
+    def unpack_var_sequence(self, tx) -> list[VariableTracker]:
+        return [ConstantVariable(k) for k in self.items]
+
+    def truth(self, tx) -> bool:
+        return bool(self.items)
+
+    def identity(self) -> Any:
+        return self
+
+    def getitem(self, key: VariableTracker) -> VariableTracker:
+        k = key.as_python_constant()
+        if k not in self.items:
+            unimplemented(f"KeyError {k!r} while tracing")
+        return self.items[k]
+
+    def _check_mutable(self, name: str) -> None:
+        if self.source is not None:
+            unimplemented(f"dict.{name} on a dict passed in from outside ({self.source.name()}): "
+                          "side effects on inputs are not replayed yet")
+
+    def call_method(self, tx, name, args, kwargs) -> VariableTracker:
+        const = lambda a: a.as_python_constant()  # noqa: E731
+        if name == "__getitem__":
+            return self.getitem(args[0])
+        if name == "get":
+            k = const(args[0])
+            return self.items.get(k, args[1] if len(args) > 1 else ConstantVariable(None))
+        if name == "keys":
+            return ListVariable([ConstantVariable(k) for k in self.items])
+        if name == "values":
+            return ListVariable(list(self.items.values()))
+        if name == "items":
+            return ListVariable([TupleVariable([ConstantVariable(k), v])
+                                 for k, v in self.items.items()])
+        if name in ("__contains__", "__len__"):
+            value = const(args[0]) in self.items if name == "__contains__" else len(self.items)
+            return ConstantVariable(value)
+        if name == "copy":
+            return ConstDictVariable(self.items)
+        if name in ("__setitem__", "update", "pop", "setdefault", "__delitem__", "clear"):
+            self._check_mutable(name)
+            return self._mutate(tx, name, args, kwargs)
+        unimplemented(f"dict.{name}")
+
+    def _mutate(self, tx, name, args, kwargs) -> VariableTracker:
+        if name == "__setitem__":
+            self.items[args[0].as_python_constant()] = args[1]
+        elif name == "update":
+            for other in args:
+                if not isinstance(other, ConstDictVariable):
+                    unimplemented("dict.update with a non-dict")
+                self.items.update(other.items)
+            self.items.update(kwargs)
+        elif name == "pop":
+            k = args[0].as_python_constant()
+            return self.items.pop(k, *args[1:])
+        elif name == "setdefault":
+            return self.items.setdefault(args[0].as_python_constant(),
+                                         args[1] if len(args) > 1 else ConstantVariable(None))
+        elif name == "__delitem__":
+            del self.items[args[0].as_python_constant()]
+        elif name == "clear":
+            self.items.clear()
+        return ConstantVariable(None)
+
+    def reconstruct(self, codegen) -> str:
+        if self.source is not None:
+            return self.source.expr()
+        return "{" + ", ".join(f"{k!r}: {codegen(v)}" for k, v in self.items.items()) + "}"
+
+    def _repr_body(self) -> str:
+        return ", ".join(f"{k!r}: {v!r}" for k, v in self.items.items())

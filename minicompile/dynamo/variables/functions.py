@@ -1,0 +1,196 @@
+"""User functions, methods and closures: calling one inlines its bytecode into the same graph
+(mirrors torch/_dynamo/variables/functions.py).
+
+``UserFunctionVariable`` is a real Python function (a global helper, a method's function);
+``NestedUserFunctionVariable`` is a function created while tracing by MAKE_FUNCTION (a lambda or a
+nested ``def``), whose defaults and closure cells are themselves VariableTrackers.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+from typing import Any
+
+from ..exc import unimplemented
+from ..source import ClosureSource, DefaultsSource
+from .base import VariableTracker
+
+_UNSUPPORTED_FLAGS = {inspect.CO_GENERATOR: "generator", inspect.CO_COROUTINE: "coroutine",
+                      inspect.CO_ASYNC_GENERATOR: "async generator"}
+
+
+class ClosureCell:
+    """One closure cell as the interpreter sees it: a cell created while tracing (MAKE_CELL)
+    holds a VariableTracker; a real cell of an existing function is read (and guarded) lazily."""
+
+    def __init__(self, value: VariableTracker | None = None, real: types.CellType | None = None,
+                 source=None):
+        self.value, self.real, self.source = value, real, source
+
+    def get(self, tx, name: str) -> VariableTracker:
+        if self.value is None and self.real is not None:
+            from .builder import VariableBuilder
+
+            try:
+                contents = self.real.cell_contents
+            except ValueError:
+                unimplemented(f"closure variable {name!r} is not bound yet")
+            self.value = VariableBuilder(tx, self.source).wrap(contents)
+        if self.value is None:
+            unimplemented(f"closure variable {name!r} referenced before assignment")
+        return self.value
+
+    def set(self, tx, name: str, value: VariableTracker) -> None:
+        if self.real is not None:
+            unimplemented(f"assigning to closure variable {name!r} of an outer function "
+                          "(nonlocal side effects are not replayed yet)")
+        self.value = value
+
+
+class BaseUserFunctionVariable(VariableTracker):
+    def get_code(self) -> types.CodeType:
+        raise NotImplementedError
+
+    def get_globals(self) -> dict:
+        raise NotImplementedError
+
+    def closure_cells(self, tx) -> dict[str, ClosureCell]:
+        raise NotImplementedError
+
+    def signature_function(self, tx) -> types.FunctionType:
+        """A function with this signature whose defaults are VariableTrackers, for binding."""
+        raise NotImplementedError
+
+    def bind_args(self, tx, args: list[VariableTracker],
+                  kwargs: dict[str, VariableTracker]) -> dict[str, VariableTracker]:
+        from .dicts import ConstDictVariable
+        from .lists import TupleVariable
+
+        sig = inspect.signature(self.signature_function(tx))
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as e:
+            unimplemented(f"calling {self.get_code().co_name}: {e}")
+        bound.apply_defaults()
+        result = {}
+        for name, value in bound.arguments.items():
+            kind = sig.parameters[name].kind
+            if kind is inspect.Parameter.VAR_POSITIONAL:
+                value = TupleVariable(list(value))
+            elif kind is inspect.Parameter.VAR_KEYWORD:
+                value = ConstDictVariable(dict(value))
+            result[name] = value
+        return result
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        code = self.get_code()
+        for flag, what in _UNSUPPORTED_FLAGS.items():
+            if code.co_flags & flag:
+                unimplemented(f"inlining a {what} function ({code.co_name})")
+        return tx.inline_user_function_return(self, args, kwargs)
+
+
+class UserFunctionVariable(BaseUserFunctionVariable):
+    def __init__(self, fn: types.FunctionType, source=None):
+        super().__init__(source)
+        self.fn = fn
+
+    def python_type(self) -> type:
+        return types.FunctionType
+
+    def as_python_constant(self) -> Any:
+        return self.fn
+
+    def identity(self) -> Any:
+        return self.fn
+
+    def get_code(self) -> types.CodeType:
+        return self.fn.__code__
+
+    def get_globals(self) -> dict:
+        return self.fn.__globals__
+
+    def closure_cells(self, tx) -> dict[str, ClosureCell]:
+        cells = self.fn.__closure__ or ()
+        return {name: ClosureCell(real=cell, source=ClosureSource(self.source, i) if self.source
+                                  else None)
+                for i, (name, cell) in enumerate(zip(self.fn.__code__.co_freevars, cells))}
+
+    def signature_function(self, tx) -> types.FunctionType:
+        from .builder import VariableBuilder
+
+        def wrap(value, index):
+            return VariableBuilder(tx, DefaultsSource(self.source, index) if self.source
+                                   else None).wrap(value)
+
+        fn = self.fn
+        defaults = tuple(wrap(v, i) for i, v in enumerate(fn.__defaults__ or ()))
+        kwdefaults = {k: wrap(v, k) for k, v in (fn.__kwdefaults__ or {}).items()}
+        sig_fn = types.FunctionType(fn.__code__, {}, fn.__name__, defaults, fn.__closure__)
+        sig_fn.__kwdefaults__ = kwdefaults
+        return sig_fn
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        from .builder import VariableBuilder
+        from ..source import AttrSource
+
+        if name in ("__name__", "__qualname__", "__module__", "__doc__"):
+            return VariableBuilder(tx, None).wrap(getattr(self.fn, name))
+        return VariableBuilder(tx, AttrSource(self.source, name) if self.source else None) \
+            .wrap(getattr(self.fn, name))
+
+    def _repr_body(self) -> str:
+        return self.fn.__qualname__
+
+
+class UserMethodVariable(UserFunctionVariable):
+    """A function bound to ``obj`` (``self.helper(x)``): inlined with ``obj`` as first argument."""
+
+    def __init__(self, fn: types.FunctionType, obj: VariableTracker, source=None):
+        super().__init__(fn, source)
+        self.obj = obj
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        return super().call_function(tx, [self.obj, *args], kwargs)
+
+    def as_python_constant(self) -> Any:
+        unimplemented("a bound method is not a constant")
+
+    def identity(self) -> Any:
+        return self
+
+
+class NestedUserFunctionVariable(BaseUserFunctionVariable):
+    """A function made by MAKE_FUNCTION while tracing (lambda, nested def, 3.11 comprehension)."""
+
+    def __init__(self, code: types.CodeType, f_globals: dict, defaults: tuple,
+                 kwdefaults: dict, closure: tuple[ClosureCell, ...]):
+        super().__init__()
+        self.code, self.f_globals = code, f_globals
+        self.defaults, self.kwdefaults, self.closure = defaults, kwdefaults, closure
+
+    def python_type(self) -> type:
+        return types.FunctionType
+
+    def identity(self) -> Any:
+        return self
+
+    def get_code(self) -> types.CodeType:
+        return self.code
+
+    def get_globals(self) -> dict:
+        return self.f_globals
+
+    def closure_cells(self, tx) -> dict[str, ClosureCell]:
+        return dict(zip(self.code.co_freevars, self.closure))
+
+    def signature_function(self, tx) -> types.FunctionType:
+        dummy_cells = tuple(types.CellType() for _ in self.code.co_freevars)
+        fn = types.FunctionType(self.code, {}, self.code.co_name, self.defaults or None,
+                                dummy_cells or None)
+        fn.__kwdefaults__ = dict(self.kwdefaults) or None
+        return fn
+
+    def _repr_body(self) -> str:
+        return self.code.co_qualname

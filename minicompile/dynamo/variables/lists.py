@@ -1,0 +1,221 @@
+"""Sequences: tuples, lists, torch.Size, range, slice, and the iterator FOR_ITER walks
+(mirrors torch/_dynamo/variables/lists.py).
+
+Their items are VariableTrackers, so a tuple may hold tensors (graph values) next to constants.
+A list made while tracing may be mutated freely (the mutation is just trace-time bookkeeping);
+a list that came from the caller (it has a source) may not be, until side-effect replay exists.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ..exc import unimplemented
+from .base import VariableTracker
+from .constant import ConstantVariable
+
+
+class BaseListVariable(VariableTracker):
+    python_cls: type = list
+
+    def __init__(self, items: list[VariableTracker], source=None):
+        super().__init__(source)
+        self.items = list(items)
+
+    def python_type(self) -> type:
+        return self.python_cls
+
+    def as_python_constant(self) -> Any:
+        return self.python_cls([i.as_python_constant() for i in self.items])
+
+    def as_proxy(self) -> Any:
+        return self.python_cls([i.as_proxy() for i in self.items])
+
+    def as_fake(self) -> Any:
+        return self.python_cls([i.as_fake() for i in self.items])
+
+    def unpack_var_sequence(self, tx) -> list[VariableTracker]:
+        return list(self.items)
+
+    def truth(self, tx) -> bool:
+        return len(self.items) > 0
+
+    def identity(self) -> Any:
+        return self
+
+    def getitem(self, tx, key: VariableTracker) -> VariableTracker:
+        k = key.as_python_constant()
+        if isinstance(k, slice):
+            return type(self)(self.items[k]) if type(self) is not SizeVariable \
+                else SizeVariable(self.items[k])
+        if not isinstance(k, int):
+            unimplemented(f"indexing a {self.python_cls.__name__} with {type(k).__name__}")
+        return self.items[k]
+
+    def call_method(self, tx, name, args, kwargs) -> VariableTracker:
+        if name == "__getitem__":
+            return self.getitem(tx, args[0])
+        if name == "__len__":
+            return ConstantVariable(len(self.items))
+        if name in ("index", "count", "__contains__") and not kwargs:
+            from .builtin import identity_equal  # tensors compare by identity here, as in `in`
+
+            needle = args[0]
+            hits = [identity_equal(i, needle) for i in self.items]
+            if name == "count":
+                return ConstantVariable(sum(hits))
+            if name == "__contains__":
+                return ConstantVariable(any(hits))
+            if True in hits:
+                return ConstantVariable(hits.index(True))
+        unimplemented(f"{self.python_cls.__name__}.{name}")
+
+    def reconstruct(self, codegen) -> str:
+        if self.source is not None:
+            return self.source.expr()
+        body = ", ".join(codegen(i) for i in self.items)
+        if self.python_cls is tuple:
+            return f"({body},)" if len(self.items) == 1 else f"({body})"
+        return f"[{body}]"
+
+    def _repr_body(self) -> str:
+        return ", ".join(map(repr, self.items))
+
+
+class TupleVariable(BaseListVariable):
+    python_cls = tuple
+
+
+class SizeVariable(TupleVariable):
+    """``x.shape``: a tuple of ints (SymInts once dynamic shapes are on)."""
+
+    python_cls = torch.Size
+
+    def as_proxy(self) -> Any:
+        return tuple(i.as_proxy() for i in self.items)
+
+    def as_fake(self) -> Any:
+        return torch.Size([i.as_fake() for i in self.items])
+
+    def call_method(self, tx, name, args, kwargs) -> VariableTracker:
+        if name == "numel":
+            n = 1
+            for i in self.items:
+                n *= i.as_python_constant()
+            return ConstantVariable(n)
+        return super().call_method(tx, name, args, kwargs)
+
+    def reconstruct(self, codegen) -> str:
+        if self.source is not None:
+            return self.source.expr()
+        return f"{codegen.install_global('Size', torch.Size)}([{', '.join(codegen(i) for i in self.items)}])"
+
+
+class ListVariable(BaseListVariable):
+    python_cls = list
+
+    def _check_mutable(self, name: str) -> None:
+        if self.source is not None:
+            unimplemented(f"list.{name} on a list passed in from outside ({self.source.name()}): "
+                          "side effects on inputs are not replayed yet")
+
+    def call_method(self, tx, name, args, kwargs) -> VariableTracker:
+        mutators = {
+            "append": lambda: self.items.append(args[0]),
+            "extend": lambda: self.items.extend(args[0].unpack_var_sequence(tx)),
+            "insert": lambda: self.items.insert(args[0].as_python_constant(), args[1]),
+            "reverse": lambda: self.items.reverse(),
+            "clear": lambda: self.items.clear(),
+            "__setitem__": lambda: self._setitem(tx, args[0], args[1]),
+            "__delitem__": lambda: self.items.__delitem__(args[0].as_python_constant()),
+        }
+        if name in mutators:
+            self._check_mutable(name)
+            mutators[name]()
+            return ConstantVariable(None)
+        if name == "pop":
+            self._check_mutable(name)
+            return self.items.pop(*(a.as_python_constant() for a in args))
+        if name == "copy":
+            return ListVariable(self.items)
+        return super().call_method(tx, name, args, kwargs)
+
+    def _setitem(self, tx, key: VariableTracker, value: VariableTracker) -> None:
+        k = key.as_python_constant()
+        if isinstance(k, slice):
+            self.items[k] = value.unpack_var_sequence(tx)
+        else:
+            self.items[k] = value
+
+
+class RangeVariable(VariableTracker):
+    def __init__(self, value: range, source=None):
+        super().__init__(source)
+        self.value = value
+
+    def python_type(self) -> type:
+        return range
+
+    def as_python_constant(self) -> range:
+        return self.value
+
+    def unpack_var_sequence(self, tx) -> list[VariableTracker]:
+        return [ConstantVariable(i) for i in self.value]
+
+    def call_method(self, tx, name, args, kwargs) -> VariableTracker:
+        if name == "__getitem__":
+            item = self.value[args[0].as_python_constant()]
+            return RangeVariable(item) if isinstance(item, range) else ConstantVariable(item)
+        if name == "__len__":
+            return ConstantVariable(len(self.value))
+        unimplemented(f"range.{name}")
+
+    def reconstruct(self, codegen) -> str:
+        return repr(self.value)
+
+    def _repr_body(self) -> str:
+        return repr(self.value)
+
+
+class SliceVariable(VariableTracker):
+    def __init__(self, start: VariableTracker, stop: VariableTracker, step: VariableTracker):
+        super().__init__()
+        self.parts = (start, stop, step)
+
+    def python_type(self) -> type:
+        return slice
+
+    def as_python_constant(self) -> slice:
+        return slice(*(p.as_python_constant() for p in self.parts))
+
+    def as_proxy(self) -> slice:
+        return slice(*(p.as_proxy() for p in self.parts))
+
+    def as_fake(self) -> slice:
+        return slice(*(p.as_fake() for p in self.parts))
+
+    def reconstruct(self, codegen) -> str:
+        return f"slice({', '.join(codegen(p) for p in self.parts)})"
+
+
+class ListIteratorVariable(VariableTracker):
+    """The iterator on the stack during FOR_ITER: the loop is unrolled item by item."""
+
+    def __init__(self, items: list[VariableTracker]):
+        super().__init__()
+        self.items, self.index = items, 0
+
+    def next_item(self) -> VariableTracker | None:
+        if self.index >= len(self.items):
+            return None
+        self.index += 1
+        return self.items[self.index - 1]
+
+    def unpack_var_sequence(self, tx) -> list[VariableTracker]:
+        rest, self.index = self.items[self.index:], len(self.items)
+        return rest
+
+    def python_type(self) -> type:
+        return type(iter([]))

@@ -1,0 +1,182 @@
+"""The remaining kinds of values (mirrors torch/_dynamo/variables/misc.py and ctx_manager.py):
+bound attributes waiting to be called, Python modules, grad-mode context managers, ``super()``,
+and instances of user classes."""
+
+from __future__ import annotations
+
+import inspect
+import types
+from typing import Any
+
+import torch
+
+from ..exc import unimplemented
+from ..source import AttrSource
+from .base import VariableTracker
+from .constant import ConstantVariable
+
+
+class GetAttrVariable(VariableTracker):
+    """``obj.name`` where calling it is the interesting part (``x.sum`` then CALL)."""
+
+    def __init__(self, obj: VariableTracker, name: str, source=None):
+        super().__init__(source)
+        self.obj, self.name = obj, name
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        return self.obj.call_method(tx, self.name, args, kwargs)
+
+    def _repr_body(self) -> str:
+        return f"{self.obj!r}.{self.name}"
+
+
+class PythonModuleVariable(VariableTracker):
+    """A module such as ``torch``, ``torch.nn.functional``, ``math`` or a user's module."""
+
+    def __init__(self, value: types.ModuleType, source=None):
+        super().__init__(source)
+        self.value = value
+
+    def python_type(self) -> type:
+        return types.ModuleType
+
+    def as_python_constant(self) -> Any:
+        return self.value
+
+    def identity(self) -> Any:
+        return self.value
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        from .builder import VariableBuilder
+
+        if not hasattr(self.value, name):
+            unimplemented(f"module {self.value.__name__} has no attribute {name!r}")
+        value = getattr(self.value, name)
+        source = AttrSource(self.source, name) if self.source else None
+        # torch's own namespace does not change under us: no guard per torch function.
+        trusted = self.value.__name__.split(".")[0] in ("torch", "math", "operator", "builtins")
+        return VariableBuilder(tx, source).wrap(value, guard=not trusted)
+
+    def _repr_body(self) -> str:
+        return self.value.__name__
+
+
+class GradModeVariable(VariableTracker):
+    """``torch.no_grad()`` / ``torch.enable_grad()`` / ``torch.set_grad_enabled(b)``.
+
+    Entering it changes grad mode in the graph (a ``torch._C._set_grad_enabled`` node, as real
+    Dynamo emits) and in the tracer too, so fake tensors get the right ``requires_grad``."""
+
+    def __init__(self, target: bool, entered_prev: bool | None = None):
+        super().__init__()
+        self.target, self.prev = target, entered_prev
+
+    @staticmethod
+    def set_mode(tx, enabled: bool) -> None:
+        torch._C._set_grad_enabled(enabled)
+        tx.output.create_proxy("call_function", torch._C._set_grad_enabled, (enabled,), {})
+
+    def enter(self, tx) -> VariableTracker:
+        if self.prev is None:  # set_grad_enabled(b) already switched when it was called
+            self.prev = torch.is_grad_enabled()
+            self.set_mode(tx, self.target)
+        tx.block_stack.append(self)
+        return ConstantVariable(None)
+
+    def exit(self, tx) -> VariableTracker:
+        self.set_mode(tx, self.prev)
+        if tx.block_stack and tx.block_stack[-1] is self:
+            tx.block_stack.pop()
+        return ConstantVariable(False)  # False: exceptions are not swallowed
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if name in ("__enter__", "__exit__"):
+            return GetAttrVariable(self, name)
+        unimplemented(f"grad-mode context attribute {name}")
+
+    def call_method(self, tx, name, args, kwargs) -> VariableTracker:
+        if name == "__enter__":
+            return self.enter(tx)
+        if name == "__exit__":
+            return self.exit(tx)
+        unimplemented(f"grad-mode context .{name}()")
+
+    def _repr_body(self) -> str:
+        return f"grad_enabled={self.target}"
+
+
+class WithExitFunctionVariable(VariableTracker):
+    """What BEFORE_WITH leaves on the stack: the normal exit path calls it with three Nones."""
+
+    def __init__(self, ctx: VariableTracker):
+        super().__init__()
+        self.ctx = ctx
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        return self.ctx.call_method(tx, "__exit__", args, kwargs)
+
+
+def bind_method(tx, owner: VariableTracker, attr: Any, source) -> VariableTracker:
+    """Turn what a class lookup found (function, property, staticmethod) into a tracker."""
+    from .builder import VariableBuilder
+    from .functions import UserFunctionVariable, UserMethodVariable
+
+    if isinstance(attr, types.MethodType):
+        return UserMethodVariable(attr.__func__, owner, source)
+    if isinstance(attr, types.FunctionType):
+        return UserFunctionVariable(attr, source)
+    return VariableBuilder(tx, source).wrap(attr)
+
+
+class SuperVariable(VariableTracker):
+    """``super()`` (3.11: CALL on the builtin; 3.12: LOAD_SUPER_ATTR)."""
+
+    def __init__(self, cls: type, obj: VariableTracker):
+        super().__init__()
+        self.cls, self.obj = cls, obj
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        value = getattr(self.obj, "value", None)
+        if value is None:
+            unimplemented(f"super() of {self.obj}")
+        return bind_method(tx, self.obj, getattr(super(self.cls, value), name), None)
+
+
+class UserDefinedObjectVariable(VariableTracker):
+    """An instance of a user class: attributes are read (and guarded), methods are inlined."""
+
+    def __init__(self, value: Any, source=None):
+        super().__init__(source)
+        self.value = value
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def identity(self) -> Any:
+        return self.value
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        from .builder import VariableBuilder
+        from .functions import UserFunctionVariable, UserMethodVariable
+
+        source = AttrSource(self.source, name) if self.source else None
+        static = inspect.getattr_static(self.value, name, None)
+        if isinstance(static, property):
+            return UserFunctionVariable(static.fget).call_function(tx, [self], {})
+        if isinstance(static, (types.FunctionType, staticmethod, classmethod)):
+            if isinstance(static, types.FunctionType):
+                return UserMethodVariable(static, self, source)
+        if not hasattr(self.value, name):
+            unimplemented(f"{type(self.value).__name__} has no attribute {name!r}")
+        return VariableBuilder(tx, source).wrap(getattr(self.value, name))
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        from .functions import UserMethodVariable
+
+        call = getattr(type(self.value), "__call__", None)
+        if not isinstance(call, types.FunctionType):
+            unimplemented(f"calling an instance of {type(self.value).__name__}")
+        return UserMethodVariable(call, self).call_function(tx, args, kwargs)
+
+    def _repr_body(self) -> str:
+        return type(self.value).__name__

@@ -1,0 +1,164 @@
+"""NNModuleVariable: an ``nn.Module`` instance (mirrors torch/_dynamo/variables/nn_module.py).
+
+Design choice (documented for the later stages): calling a module inlines its ``forward`` into
+the same graph, for user modules *and* torch.nn's own (Linear -> ``F.linear`` node, BatchNorm ->
+``F.batch_norm`` node), as real Dynamo does since ``inline_inbuilt_nn_modules``. Parameters and
+buffers become ``get_attr`` nodes on the output GraphModule, named after their source
+(``L['self'].fc.weight`` -> ``self.L__self___fc_weight``), like ``torch.fx.symbolic_trace`` and
+classic Dynamo. The module object is guarded by identity; plain attributes read by ``forward``
+(``training``, ``eps``, ...) are guarded by value. Containers (Sequential, ModuleList,
+ModuleDict) are iterated and indexed at trace time, so loops over them unroll.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+from typing import Any
+
+import torch
+
+from ..exc import unimplemented
+from ..source import AttrSource, GetItemSource
+from .base import VariableTracker
+from .constant import ConstantVariable
+
+CONTAINERS = (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict)
+
+
+def _has_hooks(module: torch.nn.Module) -> bool:
+    from torch.nn.modules import module as m
+
+    return bool(module._forward_hooks or module._forward_pre_hooks or m._global_forward_hooks
+                or m._global_forward_pre_hooks or getattr(module, "_backward_hooks", None))
+
+
+class NNModuleVariable(VariableTracker):
+    def __init__(self, module: torch.nn.Module, source=None):
+        super().__init__(source)
+        self.value = module
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def identity(self) -> Any:
+        return self.value
+
+    def _child_source(self, key: Any, attr: bool):
+        if self.source is None:
+            return None
+        return AttrSource(self.source, key) if attr else GetItemSource(self.source, key)
+
+    def _wrap_child(self, tx, value: Any, source) -> VariableTracker:
+        from .builder import VariableBuilder
+
+        if isinstance(value, torch.Tensor):
+            return tx.output.register_attr_or_module(tx, value, source)
+        return VariableBuilder(tx, source).wrap(value)
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        from .functions import UserFunctionVariable, UserMethodVariable
+
+        m, source = self.value, self._child_source(name, attr=True)
+        for table in ("_parameters", "_buffers", "_modules"):
+            d = m.__dict__.get(table, {})
+            if name in d:
+                return self._wrap_child(tx, d[name], source)
+        if name in m.__dict__:
+            return self._wrap_child(tx, m.__dict__[name], source)
+        static = inspect.getattr_static(m, name, None)
+        if isinstance(static, property):
+            return UserFunctionVariable(static.fget).call_function(tx, [self], {})
+        if isinstance(static, types.FunctionType):
+            return UserMethodVariable(static, self)
+        if isinstance(static, staticmethod):
+            return UserFunctionVariable(static.__func__)
+        if name == "__class__":
+            return ConstantVariable(type(m))
+        if hasattr(m, name):  # class-level constants (__constants__, defaults set on the class)
+            return self._wrap_child(tx, getattr(m, name), None)
+        unimplemented(f"{type(m).__name__} has no attribute {name!r}")
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        from .functions import UserMethodVariable
+
+        if _has_hooks(self.value):
+            unimplemented(f"calling {type(self.value).__name__} with forward hooks registered")
+        forward = inspect.getattr_static(self.value, "forward", None)
+        if not isinstance(forward, types.FunctionType):
+            unimplemented(f"{type(self.value).__name__}.forward is not a Python function")
+        return UserMethodVariable(forward, self).call_function(tx, args, kwargs)
+
+    # -- containers and introspection ------------------------------------------------------------
+    def _items(self) -> list[tuple[Any, torch.nn.Module]]:
+        m = self.value
+        if isinstance(m, torch.nn.ModuleDict):
+            return [(k, v) for k, v in m.items()]
+        if isinstance(m, CONTAINERS):
+            return list(enumerate(m))
+        unimplemented(f"iterating over {type(m).__name__}")
+
+    def _item(self, tx, key: Any, sub: torch.nn.Module) -> VariableTracker:
+        return NNModuleVariable(sub, self._child_source(key, attr=False))
+
+    def unpack_var_sequence(self, tx) -> list[VariableTracker]:
+        if isinstance(self.value, torch.nn.ModuleDict):
+            return [ConstantVariable(k) for k, _ in self._items()]
+        return [self._item(tx, k, v) for k, v in self._items()]
+
+    def call_method(self, tx, name, args, kwargs) -> VariableTracker:
+        from .lists import ListVariable, TupleVariable
+
+        m = self.value
+        if name == "__len__" and isinstance(m, CONTAINERS):
+            return ConstantVariable(len(m))
+        if name == "__getitem__" and isinstance(m, CONTAINERS):
+            key = args[0].as_python_constant()
+            if isinstance(key, slice):  # self.layers[1:]: a list of the sliced submodules
+                return self._sliced(tx, key)
+            if isinstance(key, int) and not isinstance(m, torch.nn.ModuleDict):
+                key = key % len(m)
+            return self._item(tx, key, m[key])
+        if name == "__contains__" and isinstance(m, torch.nn.ModuleDict):
+            return ConstantVariable(args[0].as_python_constant() in m)
+        if isinstance(m, torch.nn.ModuleDict) and name in ("keys", "values", "items"):
+            keys = [ConstantVariable(k) for k, _ in self._items()]
+            vals = [self._item(tx, k, v) for k, v in self._items()]
+            rows = {"keys": keys, "values": vals,
+                    "items": [TupleVariable([k, v]) for k, v in zip(keys, vals)]}
+            return ListVariable(rows[name])
+        if name in ("children", "named_children", "parameters", "named_parameters", "buffers",
+                    "named_buffers", "modules", "named_modules"):
+            return self._introspect(tx, name, args, kwargs)
+        return self.var_getattr(tx, name).call_function(tx, args, kwargs)
+
+    def _sliced(self, tx, key: slice) -> VariableTracker:
+        from .lists import ListVariable
+
+        items = self._items()[key]
+        return ListVariable([self._item(tx, k, v) for k, v in items])
+
+    def _introspect(self, tx, name, args, kwargs) -> VariableTracker:
+        """``self.parameters()`` and friends: a list of trackers with their sources."""
+        from .lists import ListVariable, TupleVariable
+
+        if args or kwargs:
+            unimplemented(f"{name}() with arguments")
+        real = getattr(self.value, name)()
+        out = []
+        for entry in real:
+            path, value = entry if isinstance(entry, tuple) else (None, entry)
+            if path is None:  # find the path of the unnamed entry
+                named = {"children": "named_children", "parameters": "named_parameters",
+                         "buffers": "named_buffers", "modules": "named_modules"}[name]
+                path = next(p for p, v in getattr(self.value, named)() if v is value)
+            source = self.source
+            for part in filter(None, path.split(".")) if source else ():
+                source = AttrSource(source, part)
+            item = self._wrap_child(tx, value, source)
+            out.append(TupleVariable([ConstantVariable(path), item]) if name.startswith("named")
+                       else item)
+        return ListVariable(out)
+
+    def _repr_body(self) -> str:
+        return type(self.value).__name__

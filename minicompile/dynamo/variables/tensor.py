@@ -1,0 +1,129 @@
+"""TensorVariable: a tensor inside the graph (mirrors torch/_dynamo/variables/tensor.py).
+
+It holds an FX proxy (the node that computes it) and an example value: a FakeTensor with the
+right shape, dtype, device and requires_grad but no data, computed by running every op on fake
+tensors as it is traced. Metadata questions (``x.shape``, ``x.dtype``, ``x.dim()``) are answered
+from the example value at trace time and become constants; everything else becomes a node.
+Questions about the *data* (``x.item()``, ``if x.sum() > 0``) cannot be answered: Unsupported.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import torch
+
+from ..exc import unimplemented
+from .base import VariableTracker
+from .constant import ConstantVariable
+
+# Attributes answered from the example value (the value is baked into the graph, and guarded
+# through the input's TENSOR_MATCH guard: dtype, device, shape, requires_grad).
+METADATA_ATTRS = {"dtype", "device", "ndim", "is_cuda", "requires_grad", "layout", "is_sparse",
+                  "is_quantized", "is_meta", "is_leaf", "is_nested", "itemsize"}
+METADATA_METHODS = {"dim", "ndimension", "numel", "nelement", "stride", "is_contiguous",
+                    "element_size", "is_floating_point", "is_complex", "get_device", "size",
+                    "is_signed"}
+# Attributes that are really ops: they become ``getattr(x, "T")`` nodes.
+VIEW_ATTRS = {"T", "mT", "H", "mH", "real", "imag"}
+# Methods that need the data or leave the graph world: these are graph breaks in real Dynamo.
+DATA_METHODS = {"item", "tolist", "numpy", "data_ptr", "backward", "__bool__", "__int__",
+                "__float__", "__index__", "storage", "untyped_storage", "register_hook",
+                "__array__", "retain_grad"}
+
+
+class TensorVariable(VariableTracker):
+    def __init__(self, proxy: torch.fx.Proxy, example_value: torch.Tensor, source=None,
+                 class_type: type = torch.Tensor):
+        super().__init__(source)
+        self.proxy, self.example_value, self.class_type = proxy, example_value, class_type
+
+    def python_type(self) -> type:
+        return self.class_type
+
+    def as_proxy(self) -> torch.fx.Proxy:
+        return self.proxy
+
+    def as_fake(self) -> torch.Tensor:
+        return self.example_value
+
+    def is_python_constant(self) -> bool:
+        return False
+
+    def identity(self) -> Any:
+        return self
+
+    def truth(self, tx) -> bool:
+        unimplemented("data-dependent branching: the truth value of a tensor depends on its data "
+                      "(use torch.where, or branch on shape/dtype instead)")
+
+    @property
+    def size(self) -> tuple:
+        return tuple(self.example_value.shape)
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        from .builder import SourcelessBuilder
+        from .misc import GetAttrVariable
+
+        if name == "shape":
+            return SourcelessBuilder.wrap(tx, self.example_value.shape)
+        if name in METADATA_ATTRS:
+            return SourcelessBuilder.wrap(tx, getattr(self.example_value, name))
+        if name in VIEW_ATTRS:
+            return call_op(tx, "call_function", getattr, [self, ConstantVariable(name)], {})
+        if name in ("grad", "data", "_version", "grad_fn", "__dict__"):
+            unimplemented(f"tensor attribute .{name} is not captured")
+        if callable(getattr(torch.Tensor, name, None)):
+            return GetAttrVariable(self, name)
+        unimplemented(f"tensor attribute .{name}")
+
+    def call_method(self, tx, name, args, kwargs) -> VariableTracker:
+        from .builder import SourcelessBuilder
+
+        if name in DATA_METHODS:
+            unimplemented(f"Tensor.{name}() needs the tensor's data, which tracing does not have")
+        if name in METADATA_METHODS:
+            cargs = [a.as_python_constant() for a in args]
+            ckwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
+            return SourcelessBuilder.wrap(tx, getattr(self.example_value, name)(*cargs, **ckwargs))
+        if name == "type" and not args and not kwargs:  # x.type() -> 'torch.FloatTensor'
+            return ConstantVariable(self.example_value.type())
+        if name == "__getitem__":
+            return call_op(tx, "call_function", operator.getitem, [self, *args], {})
+        if name == "__setitem__":  # in place: the node is kept although nothing uses its value
+            call_op(tx, "call_function", operator.setitem, [self, *args], {})
+            return ConstantVariable(None)
+        if name == "__len__":
+            return ConstantVariable(len(self.example_value))
+        return call_op(tx, "call_method", name, [self, *args], kwargs)
+
+    def unpack_var_sequence(self, tx) -> list[VariableTracker]:
+        if self.example_value.dim() == 0:
+            unimplemented("iterating over a 0-d tensor")
+        return [call_op(tx, "call_function", operator.getitem, [self, ConstantVariable(i)], {})
+                for i in range(self.size[0])]
+
+    def reconstruct(self, codegen) -> str:
+        if self.source is not None:  # an input returned as it is keeps its identity
+            return self.source.expr()
+        return codegen.graph_output(self)
+
+    def _repr_body(self) -> str:
+        v = self.example_value
+        return f"{self.proxy.node.name}: {str(v.dtype).replace('torch.', '')}{list(v.shape)}"
+
+
+def call_op(tx, kind: str, target: Any, args: list[VariableTracker],
+            kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    """Add one node to the graph: compute its example value on fake tensors, then wrap it.
+
+    The single place where traced ops enter the graph (real Dynamo: ``wrap_fx_proxy``)."""
+    from .builder import wrap_fx_proxy
+
+    output = tx.output
+    example = output.run_fake(kind, target, [a.as_fake() for a in args],
+                              {k: v.as_fake() for k, v in kwargs.items()})
+    proxy = output.create_proxy(kind, target, tuple(a.as_proxy() for a in args),
+                                {k: v.as_proxy() for k, v in kwargs.items()})
+    return wrap_fx_proxy(tx, proxy, example)

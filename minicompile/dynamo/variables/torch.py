@@ -1,0 +1,109 @@
+"""TorchVariable: functions from the torch namespace, ``torch.nn.functional`` and
+``torch.Tensor`` methods called as functions (mirrors torch/_dynamo/variables/torch.py).
+
+A call becomes one graph node whose example value is computed on fake tensors; ``F.*`` functions
+are recorded as they are, not inlined. A few calls are answered at trace time instead
+(``torch.is_grad_enabled()``, ``torch.is_floating_point(x)``: the answer is fixed by the guards),
+and grad-mode context managers become ``GradModeVariable``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+from ..exc import unimplemented
+from .base import VariableTracker
+from .constant import ConstantVariable
+
+# Calls whose result is fixed by what the guards check (metadata, global grad mode): run them now.
+def _existing(*names: str) -> set[Callable]:
+    """The named callables that exist in the installed torch (the API moves between releases)."""
+    found = set()
+    for name in names:
+        obj = torch
+        for part in name.split("."):
+            obj = getattr(obj, part, None)
+        if obj is not None:
+            found.add(obj)
+    return found
+
+
+CONSTANT_FOLD: set[Callable] = {
+    torch.is_grad_enabled, torch.get_default_dtype, torch.is_tensor, torch.is_floating_point,
+    torch.is_complex, torch.numel, torch.cuda.is_available, torch.is_autocast_enabled,
+    torch.finfo, torch.iinfo, torch.device, torch.promote_types, torch.can_cast,
+    torch.result_type, torch.is_inference_mode_enabled, torch.jit.is_scripting,
+    torch.jit.is_tracing,
+} | _existing("overrides.has_torch_function", "overrides.has_torch_function_unary",
+              "overrides.has_torch_function_variadic", "_C._get_tracing_state")
+# Calls that tell code it is being compiled.
+IS_COMPILING = _existing("compiler.is_compiling", "compiler.is_dynamo_compiling",
+                         "_utils.is_compiling")
+# Calls that cannot be part of a graph at all.
+UNSUPPORTED: dict[Callable, str] = {
+    torch.manual_seed: "changing the RNG seed is a global side effect",
+    torch.set_default_dtype: "changing the default dtype is a global side effect",
+    torch.inference_mode: "inference_mode is not captured",
+    torch.use_deterministic_algorithms: "changing determinism is a global side effect",
+}
+
+
+def is_torch_callable(value: Any) -> bool:
+    if isinstance(value, (torch._ops.OpOverloadPacket, torch._ops.OpOverload)):
+        return True
+    module = getattr(value, "__module__", None) or ""
+    return callable(value) and not isinstance(value, type) and (
+        module == "torch" or module.startswith("torch.") or module.startswith("torch._C"))
+
+
+class TorchVariable(VariableTracker):
+    def __init__(self, fn: Callable, source=None):
+        super().__init__(source)
+        self.fn = fn
+
+    def python_type(self) -> type:
+        return type(self.fn)
+
+    def as_python_constant(self) -> Any:
+        return self.fn
+
+    def identity(self) -> Any:
+        return self.fn
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        from .builder import SourcelessBuilder
+        from .misc import GradModeVariable
+        from .tensor import call_op
+
+        fn = self.fn
+        if fn in UNSUPPORTED:
+            unimplemented(f"{self._name()}: {UNSUPPORTED[fn]}")
+        if fn is torch.no_grad or fn is torch.enable_grad:
+            return GradModeVariable(target=fn is torch.enable_grad)
+        if fn is torch.set_grad_enabled:  # switches now; also usable as a context manager
+            prev = torch.is_grad_enabled()
+            GradModeVariable.set_mode(tx, args[0].as_python_constant())
+            return GradModeVariable(args[0].as_python_constant(), entered_prev=prev)
+        if fn in IS_COMPILING:
+            return ConstantVariable(True)
+        if fn in CONSTANT_FOLD:
+            value = fn(*[a.as_fake() for a in args], **{k: v.as_fake() for k, v in kwargs.items()})
+            return SourcelessBuilder.wrap(tx, value)
+        if fn is torch.Size:
+            from .lists import SizeVariable
+
+            return SizeVariable(args[0].unpack_var_sequence(tx) if args else [])
+        return call_op(tx, "call_function", fn, args, kwargs)
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        from .builder import VariableBuilder
+
+        return VariableBuilder(tx, None).wrap(getattr(self.fn, name))
+
+    def _name(self) -> str:
+        return f"{getattr(self.fn, '__module__', 'torch')}.{getattr(self.fn, '__name__', self.fn)}"
+
+    def _repr_body(self) -> str:
+        return self._name()
