@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import sympy
 import torch
 import torch.utils._pytree as pytree
 
@@ -37,6 +38,17 @@ class ExternKernel(Buffer):
     kernel: Any = None  # an ATen OpOverload
     args: tuple = ()
     kwargs: dict = field(default_factory=dict)
+
+    # A multi-output kernel (``layout is None``) stores nothing itself: its ``MultiOutput``
+    # buffers own the storage. It reports zero elements of bytes so byte counts stay exact.
+    def get_size(self) -> list:
+        return list(self.layout.size) if self.layout is not None else [sympy.Integer(0)]
+
+    def get_dtype(self) -> torch.dtype:
+        return self.layout.dtype if self.layout is not None else torch.uint8
+
+    def get_numel(self):
+        return self.layout.numel() if self.layout is not None else sympy.Integer(0)
 
     def inputs(self) -> list[IRNode]:
         leaves = pytree.tree_leaves((self.args, self.kwargs))

@@ -1,0 +1,26 @@
+"""The ``"inductor"`` backend (mirrors ``compile_fx`` in torch/_inductor/compile_fx.py, the
+function ``torch.compile`` calls): AOT autograd traces forward and backward to ATen with
+minicompile's decomposition table, and each ATen graph goes through ``compile_fx_inner``.
+
+    mc.compile(model, backend="inductor")
+    torch.compile(model, backend=inductor)      # real Dynamo in front works too
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+
+from .compile_fx import compile_fx_inner
+
+
+def inductor(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+    from ..aot_autograd import aot_module_simplified
+    from ..decompositions import decomposition_table
+
+    # min-cut partitioning, as Inductor does: recompute cheap pointwise ops in the backward
+    # instead of saving them, since fusion makes the recomputation almost free
+    return aot_module_simplified(gm, example_inputs, fw_compiler=compile_fx_inner,
+                                 bw_compiler=compile_fx_inner, decompositions=decomposition_table,
+                                 partition_fn="min_cut")
