@@ -67,18 +67,18 @@ TENSOR_TO_PYTHON = {"item", "tolist", "numpy", "__int__", "__float__", "__bool__
 def classify_call(fn: Any) -> str:
     """The break kind of calling ``fn`` natively (exercise 3.3 re-implements this).
 
-    Order matters: a logging.Logger's bound method is a print-like call even though the
-    logger lives in the `logging` module.
+    Order matters: a logging.Logger's bound method is a print-like call, and numpy's Python
+    functions are untraceable although they are plain Python functions.
     """
     if fn in PRINT_LIKE or isinstance(getattr(fn, "__self__", None), logging.Logger):
         return "print_or_logging"
     if getattr(fn, "__name__", None) in TENSOR_TO_PYTHON and _is_tensor(getattr(fn, "__self__", None)):
         return "tensor_to_python"
-    if isinstance(fn, types.FunctionType):  # user Python code: it was being inlined
-        return "inlined_call"
     module = getattr(fn, "__module__", None) or type(getattr(fn, "__self__", None)).__module__
     if module and module.split(".")[0] in UNTRACEABLE_MODULES:
         return "untraceable_call"
+    if isinstance(fn, types.FunctionType):  # user Python code: it was being inlined
+        return "inlined_call"
     return "untraceable_call" if isinstance(fn, types.BuiltinFunctionType) \
         else "unsupported_construct"
 

@@ -1,0 +1,74 @@
+"""Exercises for notebook 03: graph breaks and resume functions.
+
+Grade with ``python -m minicompile.grade -k 03``. Each function plugs into minicompile's real
+resume-function machinery; the checks stop real Python functions in the middle (at every offset
+they reach), continue them with a resume function built from your piece, and compare with what
+the untouched function returns.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from minicompile.dynamo.bytecode_analysis import READS, WRITES, TERMINAL
+from minicompile.dynamo.bytecode_transformation import Instruction, create_instruction
+from minicompile.dynamo.resume_execution import CONTEXT, NULL, VALUE, stack_arg_name
+
+
+def live_locals(insts: list[Instruction], start: int) -> set[str]:
+    """Exercise 3.1: the locals that must be passed to a resume function at ``insts[start]``.
+
+    A local is *live* at ``insts[start]`` if some path of execution from there reads it before
+    writing it. Walk the control-flow graph from ``start``: after instruction ``i`` control goes
+    to ``insts[i + 1]`` unless ``i.opname in TERMINAL``, and also to ``i.target`` when it is not
+    None (a jump; ``insts.index(i.target)`` is its position). An instruction reads ``i.argval``
+    when ``i.opname in READS`` and writes it when ``i.opname in WRITES`` (reads happen first).
+    Ignore exception handlers. Tip: explore (position, set of names already written) states.
+    """
+    raise NotImplementedError('Exercise 3.1: search every path from start for reads that come before writes (roughly 18 lines)')
+
+
+def resume_arguments(stack: list[Any], frame_locals: dict[str, Any], live: list[str],
+                     null: Any) -> tuple[tuple[str, ...], list[str], list[Any]]:
+    """Exercise 3.2: from a frame stopped at the break, the resume function's call.
+
+    ``stack`` is the value stack, bottom first; a slot equal to ``null`` (test with ``is``) is
+    CPython's NULL. ``frame_locals`` holds the *bound* locals; ``live`` the live ones in order.
+    Return ``(stack_kinds, argnames, args)``:
+
+    - ``stack_kinds``: ``NULL`` or ``VALUE`` for each slot (the prologue pushes NULL itself);
+    - ``argnames``: the live locals that are bound, in ``live`` order (an unbound live local is
+      simply not passed: it stays unbound in the resume function too);
+    - ``args``: the values to call the resume function with: the non-NULL stack values bottom
+      first, then the values of ``argnames``.
+    """
+    raise NotImplementedError('Exercise 3.2: kinds per slot, bound live locals, then the positional arguments (roughly 4 lines)')
+
+
+def restore_stack(stack: tuple[str, ...]) -> list[Instruction]:
+    """Exercise 3.3: the resume prologue's instructions that rebuild the value stack.
+
+    For slot ``i`` (bottom first) of kind ``stack[i]``:
+      - ``NULL``: ``create_instruction("PUSH_NULL")``;
+      - ``VALUE``: load the argument: ``create_instruction("LOAD_FAST", argval=stack_arg_name(i))``;
+      - ``CONTEXT``: the argument is a context manager of a ``with`` block that was active at
+        the break: load it, then ``BEFORE_WITH`` (enters it and pushes ``__exit__`` then the
+        ``__enter__()`` result) and ``POP_TOP`` (drop the result: only ``__exit__`` stays).
+    """
+    raise NotImplementedError('Exercise 3.3: one PUSH_NULL or LOAD_FAST (+ BEFORE_WITH, POP_TOP) per slot (roughly 9 lines)')
+
+
+def classify_call(fn: Any) -> str:
+    """Exercise 3.4: the graph-break kind of a call that had to run natively.
+
+    Return one of (see ``minicompile.dynamo.graph_break_hints.BREAK_KINDS``):
+      - ``"print_or_logging"``: ``print``, a ``logging`` function (``logging.info``, ...) or a
+        method of a ``logging.Logger`` (``fn.__self__`` is the logger);
+      - ``"tensor_to_python"``: a tensor's bound ``item`` or ``tolist`` method;
+      - ``"untraceable_call"``: anything from ``numpy`` or ``random`` (look at
+        ``fn.__module__``, or the module of ``type(fn.__self__)`` for bound methods);
+      - ``"inlined_call"``: any other plain Python function (``types.FunctionType``): user code;
+      - ``"untraceable_call"``: any other builtin function (``types.BuiltinFunctionType``);
+      - ``"unsupported_construct"``: anything else.
+    """
+    raise NotImplementedError('Exercise 3.4: test print/logging, tensor methods, numpy/random, user functions, builtins (roughly 19 lines)')
