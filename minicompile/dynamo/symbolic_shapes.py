@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import sympy
 import torch
@@ -118,7 +118,8 @@ class ShapeEnv:
         self.val_to_var: dict[int, sympy.Symbol] = {}  # duck sizing: 8 -> s0
         self.replacements: dict[sympy.Symbol, sympy.Expr] = {}  # s0 -> 8 once a guard pins it
         self.guards: list[ShapeGuard] = []
-        self.location = ""  # the user line being traced; the tracer keeps it up to date
+        self.stride_guards: list[ShapeGuard] = []  # L['x'].stride()[0] == s1 (dense inputs)
+        self.location_fn: Callable[[], str] = lambda: ""  # the user line being traced
         self._shifted: dict[sympy.Symbol, sympy.Expr] = {}  # s0 -> s0_minus_2 + 2 (nonneg)
         self._static_cache: dict[sympy.Basic, Any] = {}
 
@@ -146,7 +147,7 @@ class ShapeEnv:
         self._shifted[sym] = sympy.Symbol(f"{sym.name}_minus_{SYMBOL_MIN}", integer=True,
                                           nonnegative=True) + SYMBOL_MIN
         trace_artifact("dynamic", f"create_symbol {sym} = {hint} for {source_name} "
-                                  f"[{SYMBOL_MIN}, oo]  {self.location}")
+                                  f"[{SYMBOL_MIN}, oo]  {self.location_fn()}")
         return sym
 
     def create_symint(self, hint: int, source_name: str, duck: bool = True) -> torch.SymInt | int:
@@ -175,6 +176,10 @@ class ShapeEnv:
             if t.stride(d) == expected_hint:
                 strides[d] = expected
             expected, expected_hint = strides[d] * sizes[d], t.stride(d) * t.shape[d]
+        for d, stride in enumerate(strides):  # TENSOR_MATCH skips symbolic strides: guard here
+            if not stride.is_Integer:
+                self.stride_guards.append(ShapeGuard(
+                    sympy.Eq(sympy.Symbol(f"{source_name}.stride()[{d}]"), stride), "strides"))
         return ([self.wrap(e, n) for e, n in zip(sizes, t.shape)],
                 [self.wrap(e, s) for e, s in zip(strides, t.stride())])
 
@@ -231,8 +236,8 @@ class ShapeEnv:
         if isinstance(guard, sympy.Eq) and isinstance(guard.lhs, sympy.Symbol) and guard.rhs.is_Integer:
             self.replacements[guard.lhs] = guard.rhs  # s0 == 8: s0 is no longer dynamic
             self._static_cache.clear()
-        self.guards.append(ShapeGuard(guard, self.location))
-        trace_artifact("dynamic", f"eval {guard} [guard added]  {self.location}")
+        self.guards.append(ShapeGuard(guard, self.location_fn()))
+        trace_artifact("dynamic", f"eval {guard} [guard added]  {self.location_fn()}")
 
     # ---- the two methods torch's Python helpers call on ``node.shape_env`` ------------------------
     # (torch.fx.experimental.symbolic_shapes.guard_or_false / statically_known_true, used by the
@@ -265,7 +270,7 @@ class ShapeEnv:
             elif not self._range_implied(sym):
                 out.append(ShapeGuard(sympy.Ge(first, SYMBOL_MIN), "0/1 specialization"))
         names = {s: sympy.Symbol(n) for s, n in self.source_names().items()}
-        for g in self.guards:
+        for g in [*self.stride_guards, *self.guards]:
             if isinstance(g.expr, sympy.Eq) and g.expr.lhs in self.replacements:
                 continue  # already emitted as "specialized"
             out.append(ShapeGuard(g.expr.xreplace(names), g.user_line))

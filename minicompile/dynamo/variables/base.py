@@ -53,6 +53,15 @@ class VariableTracker:
 
     # -- what the bytecode can do with it -------------------------------------------------------
     def var_getattr(self, tx: Tx, name: str) -> VariableTracker:
+        """Default: a method of the value's type (``xs.append``), answered by call_method."""
+        try:
+            method = callable(getattr(self.python_type(), name, None))
+        except Exception:
+            method = False
+        if method:
+            from .misc import GetAttrVariable
+
+            return GetAttrVariable(self, name)
         unimplemented(f"attribute {name!r} of {self}")
 
     def call_function(self, tx: Tx, args: list[VariableTracker],

@@ -25,11 +25,15 @@ from .builtin import BUILTIN_CALLABLES, BuiltinVariable
 from .constant import ConstantVariable, is_constant
 from .dicts import ConstDictVariable
 from .functions import UserFunctionVariable, UserMethodVariable
-from .lists import ListVariable, RangeVariable, SizeVariable, SliceVariable, TupleVariable
+from .lists import ListVariable, NamedTupleVariable, RangeVariable, SizeVariable, SliceVariable, TupleVariable
 from .misc import PythonModuleVariable, UserDefinedObjectVariable
 from .nn_module import NNModuleVariable
 from .tensor import TensorVariable
 from .torch import TorchVariable, is_torch_callable
+
+
+# torch classes whose call the trace understands (others are constants, e.g. for isinstance)
+TORCH_CLASSES = (torch.Size, torch.no_grad, torch.enable_grad, torch.set_grad_enabled)
 
 
 def _is_builtin(value: Any) -> bool:
@@ -130,7 +134,7 @@ class VariableBuilder:
     # (predicate, method) rows, first match wins
     DISPATCH: list[tuple[Callable[[Any], bool], Callable]] = [
         (lambda v: isinstance(v, torch.Tensor), wrap_tensor),
-        (lambda v: v is torch.Size, _id_matched(TorchVariable)),
+        (lambda v: v in TORCH_CLASSES, _id_matched(TorchVariable)),
         (_is_builtin, lambda self, v, g: BuiltinVariable(v)),  # builtins are not in G: no guard
         (lambda v: isinstance(v, (tuple, list)) and type(v) in (tuple, list, torch.Size),
          wrap_sequence),
@@ -166,6 +170,8 @@ def wrap_fx_proxy(tx, proxy: torch.fx.Proxy, example: Any) -> VariableTracker:
                                                           (proxy, i), {}), v)
                  if isinstance(v, torch.Tensor) else SourcelessBuilder.wrap(tx, v)
                  for i, v in enumerate(example)]
+        if type(example) not in (tuple, list):  # x.max(dim=0) -> torch.return_types.max
+            return NamedTupleVariable(items, type(example))
         return (TupleVariable if isinstance(example, tuple) else ListVariable)(items)
     if isinstance(example, (int, float, bool, torch.Size)) and not proxy.node.users:
         tx.output.graph.erase_node(proxy.node)  # a metadata answer: no node needed

@@ -88,6 +88,40 @@ class TupleVariable(BaseListVariable):
     python_cls = tuple
 
 
+class NamedTupleVariable(TupleVariable):
+    """A namedtuple or torch.return_types structseq (``x.max(dim=0).values``)."""
+
+    def __init__(self, items: list[VariableTracker], tuple_cls: type, source=None):
+        super().__init__(items, source)
+        self.tuple_cls = tuple_cls
+
+    def python_type(self) -> type:
+        return self.tuple_cls
+
+    def fields(self) -> list[str]:
+        return list(getattr(self.tuple_cls, "_fields", None) or
+                    [f for f in dir(self.tuple_cls) if not f.startswith("_")
+                     and f not in ("count", "index", "n_fields", "n_sequence_fields",
+                                   "n_unnamed_fields")])
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if hasattr(self.tuple_cls, "_fields") and name in self.tuple_cls._fields:
+            return self.items[self.tuple_cls._fields.index(name)]
+        probe = self.tuple_cls(range(len(self.items))) if not hasattr(self.tuple_cls, "_fields") \
+            else None
+        if probe is not None and isinstance(getattr(probe, name, None), int):
+            return self.items[getattr(probe, name)]  # structseq: find the field's position
+        return super().var_getattr(tx, name)
+
+    def as_python_constant(self) -> Any:
+        unimplemented("a named tuple is rebuilt, not folded")
+
+    def reconstruct(self, codegen) -> str:
+        cls = codegen.install_global(self.tuple_cls.__name__, self.tuple_cls)
+        body = ", ".join(codegen(i) for i in self.items)
+        return f"{cls}({body})" if hasattr(self.tuple_cls, "_fields") else f"{cls}(({body},))"
+
+
 class SizeVariable(TupleVariable):
     """``x.shape``: a tuple of ints (SymInts once dynamic shapes are on)."""
 

@@ -1,0 +1,107 @@
+"""Which sizes are symbolic in the next compile (mirrors the frame-state part of
+torch/_dynamo/variables/builder.py and torch/_dynamo/pgo.py's "automatic dynamic").
+
+``dynamic=None`` (the default, *automatic dynamic*): the first compile of a frame specialises
+every size. Each compile remembers, per input (by its source name), the sizes it saw; when a
+later call misses the cache, every dim whose size differs from what was seen becomes symbolic,
+and stays symbolic. An int argument that changed becomes a SymInt the same way.
+
+``dynamic=True``: every size (and int argument) is symbolic from the first compile.
+``dynamic=False``: nothing is, except the dims a user marked with ``mc.mark_dynamic``.
+Sizes 0 and 1 are never symbolic (the ShapeEnv's 0/1 specialization).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from .. import config
+
+CHANGED = None  # a remembered size that has differed between compiles
+
+
+@dataclass
+class FrameState:
+    """What the compiles of one code object saw so far (survives recompiles, cleared by reset)."""
+
+    sizes: dict[str, list[int | None]] = field(default_factory=dict)  # "L['x']" -> [8, None]
+    ints: dict[str, int | None] = field(default_factory=dict)  # "L['n']" -> 3 or CHANGED
+
+
+@dataclass
+class DynamicPolicy:
+    dynamic: bool | None
+    state: FrameState = field(default_factory=FrameState)
+
+    def tensor_dims(self, source_name: str, t: torch.Tensor) -> set[int]:
+        """The dims of input ``t`` that get a symbol in this compile."""
+        marked = set(getattr(t, "_minicompile_dynamic_dims", set()))
+        shape = list(t.shape)
+        if self.dynamic is True:
+            return set(range(len(shape)))
+        seen = self.state.sizes.get(source_name)
+        if seen is None or len(seen) != len(shape):  # first time (or rank changed): remember
+            self.state.sizes[source_name] = shape
+            return marked
+        merged = [CHANGED if old is CHANGED or old != new else old for old, new in zip(seen, shape)]
+        self.state.sizes[source_name] = merged
+        if self.dynamic is False or not config.automatic_dynamic_shapes:
+            return marked
+        return marked | {d for d, old in enumerate(merged) if old is CHANGED}
+
+    def int_is_dynamic(self, source_name: str, value: int) -> bool:
+        """Does int argument ``value`` become a SymInt in this compile?"""
+        if config.specialize_int or self.dynamic is False:
+            return False
+        if self.dynamic is True:
+            return True
+        seen = self.state.ints.get(source_name, value)
+        self.state.ints[source_name] = CHANGED if seen is CHANGED or seen != value else value
+        return config.automatic_dynamic_shapes and self.state.ints[source_name] is CHANGED
+
+
+STATIC = DynamicPolicy(False)
+
+
+# ---- backends that specialise on their example inputs --------------------------------------------
+def handles_dynamic_shapes(backend: Callable) -> bool:
+    """A backend handles symbolic sizes when it says so (``backend.supports_dynamic_shapes``),
+    or when it is minicompile's "eager" backend (it runs the FX graph, whose sizes are read from
+    the inputs at run time), or a user's own callable (it gets the graph with Sym(s0) inputs)."""
+    from ..backends import _REGISTRY, lookup_backend
+
+    if getattr(backend, "supports_dynamic_shapes", False) or backend is lookup_backend("eager"):
+        return True
+    return not any(backend is b for b in _REGISTRY.values())
+
+
+def specialize_per_shape(backend: Callable) -> Callable:
+    """Wrap a backend that bakes example sizes into its output: compile once per distinct set of
+    input shapes, so a graph traced with symbolic sizes is never run at a size it wasn't built for."""
+
+    def compile_fn(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+        symbolic = any(_has_symbols(n.meta.get("example_value")) for n in gm.graph.nodes
+                       if n.op == "placeholder")
+        if not symbolic:
+            return backend(gm, example_inputs)
+        compiled: dict[tuple, Callable] = {}
+
+        def run(*args: Any) -> Any:
+            key = tuple((tuple(a.shape), tuple(a.stride())) if isinstance(a, torch.Tensor) else a
+                        for a in args)
+            if key not in compiled:
+                compiled[key] = backend(gm, list(args))
+            return compiled[key](*args)
+
+        return run
+
+    return compile_fn
+
+
+def _has_symbols(value: Any) -> bool:
+    from .symbolic_shapes import has_symbolic_sizes, is_symbolic
+
+    return is_symbolic(value) or has_symbolic_sizes(value)
