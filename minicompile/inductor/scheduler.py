@@ -167,8 +167,6 @@ class Scheduler:
         self.nodes = [create_scheduler_node(n, i) for i, n in enumerate(nodes)]
         self.decisions: list[FusionDecision] = []
         self.kernels: list[BaseSchedulerNode] = list(self.nodes)
-        trace_artifact("ir_pre_fusion", lambda: "\n\n".join(str(n.node) for n in self.nodes),
-                       title="scheduler input")
         if fuse:
             self.fuse_nodes()
         self.kernels = self.topological_order(self.kernels)

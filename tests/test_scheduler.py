@@ -1,0 +1,190 @@
+"""The scheduler (minicompile/inductor/scheduler.py, fusion.py, memory_planning.py): which nodes
+share a kernel and why not, that the fused schedule still computes eager's results (single ops
+and the model zoo, forward and backward), and memory planning."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch._decomp import core_aten_decompositions
+from torch.fx.experimental.proxy_tensor import make_fx
+
+from minicompile.inductor import scheduler as scheduler_module
+from minicompile.inductor.executor import GraphExecutor
+from minicompile.inductor.fusion import can_fuse
+from minicompile.inductor.fx_passes import run_graph_passes
+from minicompile.inductor.graph import lower_graph
+from minicompile.inductor.memory_planning import plan_memory
+from minicompile.inductor.scheduler import FusedSchedulerNode, Scheduler
+from models import MODELS
+
+
+def lower(fn, *args):
+    gm = make_fx(fn, decomposition_table=core_aten_decompositions())(*args)
+    run_graph_passes(gm)
+    return lower_graph(gm, list(args))
+
+
+def schedule(fn, *args, fuse=True):
+    graph = lower(fn, *args)
+    s = Scheduler(graph, fuse=fuse)
+    out = GraphExecutor(graph, s.ordered_nodes())(*args)
+    torch.testing.assert_close(out, fn(*args))
+    return s
+
+
+def kernel_of(s: Scheduler, name: str):
+    return next(k for k in s.kernels if name in k.get_names())
+
+
+def refusals(s: Scheduler) -> list[str]:
+    return [d.reason for d in s.decisions if not d.fused]
+
+
+# --- what fuses -----------------------------------------------------------------------------------
+
+def test_seed_chain_is_one_kernel():
+    s = schedule(lambda x: x * 2 + 3, torch.randn(17))  # y = x*2; z = y+3 -> z = (x*2)+3
+    assert len(s.nodes) == 2 and len(s.kernels) == 1
+    assert isinstance(s.kernels[0], FusedSchedulerNode)
+    [d] = s.decisions
+    assert d.fused and d.kind == "vertical"
+    assert "never stored: buf0" in s.describe()
+
+
+def test_reduction_with_prologue_and_epilogue_is_one_kernel():
+    s = schedule(lambda x: (x.exp() * 2).sum(1).sqrt() + 1, torch.randn(9, 13))
+    assert len(s.kernels) == 1 and s.kernels[0].is_reduction()
+
+
+def test_softmax_is_one_kernel():
+    s = schedule(lambda x: torch.softmax(x, -1), torch.randn(7, 33))
+    assert len(s.kernels) == 1 and sum(n.is_reduction() for n in s.nodes) == 2
+
+
+def test_horizontal_fusion_shares_the_load():
+    s = schedule(lambda x: (x.sin(), x.cos()), torch.randn(5, 6))
+    assert len(s.kernels) == 1
+    assert [d.kind for d in s.decisions if d.fused] == ["horizontal"]
+    assert s.kernel_bytes(s.kernels[0]) == (30 * 4, 60 * 4)
+
+
+def test_non_contiguous_and_odd_inputs():
+    x = torch.randn(31, 19).t()  # (19, 31), strides (1, 19)
+    s = schedule(lambda x: (x - x.mean(1, keepdim=True)).relu(), x)
+    assert len(s.kernels) == 1
+
+
+# --- what does not fuse, and why ------------------------------------------------------------------
+
+def test_extern_kernel_is_not_fused():
+    s = schedule(lambda x, w: (x @ w).relu(), torch.randn(5, 7), torch.randn(7, 3))
+    assert len(s.kernels) == 2
+    assert any("library call" in r for r in refusals(s))
+
+
+def test_different_loop_sizes_are_refused():
+    s = schedule(lambda x, y: (x.sum(1), x.sum(0)[:5] + y), torch.randn(9, 7), torch.randn(5))
+    assert any("elements" in r or "different loop" in r or "reductions over" in r
+               for r in refusals(s)), s.decisions
+
+
+def test_reading_a_reduction_off_its_row_is_refused():
+    # m[i] is complete only when row i is done; m[1:] * m[:-1] reads m[i + 1] from row i,
+    # before row i + 1 has produced it: the product must run in a later kernel.
+    s = schedule(lambda x: (lambda m: m[1:] * m[:-1])(x.amax(1)), torch.randn(10, 10))
+    assert refusals(s) and len(s.kernels) == 2  # (9 products also do not fit the 10x10 loops)
+
+
+def test_transposed_read_of_a_reduction_result_refused():
+    x = torch.randn(8, 8)
+    s = schedule(lambda x: x - x.sum(1, keepdim=True).t(), x)  # row i reads s[j], all j
+    assert len(s.kernels) >= 1  # whatever it decides, it is still correct (checked in schedule)
+    reduction = next(n for n in s.nodes if n.is_reduction())
+    consumer = next(n for n in s.nodes if not n.is_reduction() and reduction.get_name()
+                    in n.read_names())
+    ok, reason = can_fuse(s, reduction, consumer)
+    assert not ok and "outside the row" in reason
+
+
+def test_fusion_that_would_create_a_cycle_is_refused():
+    # buf_a -> mm (extern) -> buf_c, and buf_a -> buf_c: a and c cannot share a kernel because
+    # the mm between them needs a's output before c can run.
+    s = schedule(lambda x, w: (x.cos() @ w) + x.cos().sum(1, keepdim=True), torch.randn(6, 6),
+                 torch.randn(6, 6))
+    cos = next(k for k in s.nodes if not k.is_extern() and not k.is_reduction())
+    mm = next(k for k in s.nodes if k.is_extern())
+    assert kernel_of(s, mm.get_name()) is not kernel_of(s, cos.get_name())
+    ordered = [n.get_name() for n in s.ordered_nodes()]
+    assert ordered.index(cos.get_name()) < ordered.index(mm.get_name())
+
+
+def test_fusion_decisions_are_logged(monkeypatch):
+    seen = {}
+    monkeypatch.setattr(scheduler_module, "trace_artifact",
+                        lambda name, text, title="": seen.setdefault(name, text() if callable(text) else text))
+    schedule(lambda x, w: (x @ w).relu(), torch.randn(4, 4), torch.randn(4, 4))
+    assert "refused" in seen["fusion"] and "library call" in seen["fusion"]
+    assert "kernel 0 (extern)" in seen["ir_post_fusion"]
+
+
+# --- memory planning ------------------------------------------------------------------------------
+
+def test_memory_plan_reuses_dead_buffers_and_reports_peak():
+    def fn(x, w):
+        a = x.cos() @ w  # every intermediate is (16, 16) float32 = 1024 bytes
+        b = a.sin() @ w
+        return b.exp() @ w
+
+    s = schedule(fn, torch.randn(16, 16), torch.randn(16, 16))
+    plan = plan_memory(s)
+    assert plan.reuses, str(plan)  # a later buffer takes over a dead one's storage
+    assert plan.peak_bytes == 2 * 1024  # never more than the input and output of one kernel
+    assert len(plan.timeline) == len(s.kernels)
+    assert "peak memory" in str(plan)
+
+
+def test_fusion_lowers_peak_memory():
+    fn = lambda x: ((x * 2).sin() + 1).sum(1)  # noqa: E731
+    x = torch.randn(32, 64)
+    unfused, fused = plan_memory(schedule(fn, x, fuse=False)), plan_memory(schedule(fn, x))
+    assert fused.peak_bytes == 32 * 4  # only the output is ever allocated
+    assert unfused.peak_bytes > fused.peak_bytes
+
+
+# --- the model zoo, forward and backward ------------------------------------------------------------
+
+def _compiler(schedulers: list):
+    def compile_graph(gm, example_inputs):
+        run_graph_passes(gm)
+        graph = lower_graph(gm, list(example_inputs))
+        s = Scheduler(graph)
+        schedulers.append(s)
+        return GraphExecutor(graph, s.ordered_nodes())
+
+    return compile_graph
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_model_zoo_forward_and_backward(name):
+    from minicompile.aot_autograd.aot_autograd import aot_module_simplified
+    from minicompile.decompositions import decomposition_table
+
+    model, inputs = MODELS[name]()
+    schedulers: list[Scheduler] = []
+    compiled = aot_module_simplified(torch.fx.symbolic_trace(model), list(inputs),
+                                     fw_compiler=_compiler(schedulers),
+                                     decompositions=decomposition_table)
+    out = compiled(*inputs)
+    (out.sum() if out.dim() else out).backward()
+    grads = [p.grad.clone() for p in list(model.parameters()) + list(inputs) if p.requires_grad]
+    model.zero_grad()
+    for x in inputs:
+        x.grad = None
+    ref = model(*inputs)
+    (ref.sum() if ref.dim() else ref).backward()
+    ref_grads = [p.grad for p in list(model.parameters()) + list(inputs) if p.requires_grad]
+    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(grads, ref_grads, rtol=1e-4, atol=1e-5)
+    assert len(schedulers) == 2  # forward and backward graphs both went through the scheduler
+    assert all(len(s.kernels) < len(s.nodes) for s in schedulers)  # something fused in each
