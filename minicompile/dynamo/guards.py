@@ -35,6 +35,8 @@ class GuardKind(str, enum.Enum):
     LENGTH_CHECK = "LENGTH_CHECK"  # same sequence type and length
     DICT_KEYS = "DICT_KEYS"  # same keys in the same order
     GRAD_MODE = "GRAD_MODE"  # global state: torch.is_grad_enabled()
+    DEFAULT_DTYPE = "DEFAULT_DTYPE"  # global state: torch.get_default_dtype()
+    SHAPE_ENV = "SHAPE_ENV"  # a relation over symbolic sizes: 2*L['a'].size()[0] >= 16
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,40 @@ GUARD_CODEGEN: dict[GuardKind, Callable[[Guard, GuardScope], str]] = {
                                        f"and list({g.name}.keys()) == {g.expected!r}"),
     GuardKind.GRAD_MODE: lambda g, s: ("torch.is_grad_enabled()" if g.expected
                                        else "not torch.is_grad_enabled()"),
+    GuardKind.DEFAULT_DTYPE: lambda g, s: f"torch.get_default_dtype() == {s.literal(g.expected)}",
+    GuardKind.SHAPE_ENV: lambda g, s: g.expected,  # already Python: ShapeEnv.render_guards()
+}
+
+
+# ---- why a guard failed: the recompile reason (real Dynamo: get_guard_fail_reason) ------------
+def _tensor_reason(g: Guard, value: Any) -> str:
+    """The first TENSOR_MATCH property that differs, worded like real Dynamo's reasons."""
+    spec = g.expected if isinstance(g.expected, TensorSpec) else TensorSpec.of(g.expected)
+    name = f"tensor '{g.name}'"
+    if not isinstance(value, torch.Tensor) or type(value) is not spec.type:
+        return f"{name} type mismatch. expected {spec.type.__name__}, actual {type(value).__name__}"
+    for what, expected, actual in (("dtype", spec.dtype, value.dtype),
+                                   ("device", str(spec.device), str(value.device)),
+                                   ("requires_grad", spec.requires_grad, value.requires_grad),
+                                   ("rank", len(spec.shape), value.dim())):
+        if expected != actual:
+            return f"{name} {what} mismatch. expected {expected}, actual {actual}"
+    for what, dims, actual in (("size", spec.shape, value.shape), ("stride", spec.stride, value.stride())):
+        for i, (e, a) in enumerate(zip(dims, actual)):
+            if e is not None and e != a:
+                return f"{name} {what} mismatch at index {i}. expected {e}, actual {a}"
+    return f"{name} mismatch"
+
+
+def _global_state_reason(what: str, current: Callable[[], Any]) -> Callable[[Guard, Any], str]:
+    return lambda g, _: f"global state changed: {what} expected {g.expected}, actual {current()}"
+
+
+# kind -> reason(guard, the guarded value); kinds without a row report their failing condition
+GUARD_REASONS: dict[GuardKind, Callable[[Guard, Any], str]] = {
+    GuardKind.TENSOR_MATCH: _tensor_reason,
+    GuardKind.GRAD_MODE: _global_state_reason("grad_mode", torch.is_grad_enabled),
+    GuardKind.DEFAULT_DTYPE: _global_state_reason("default_dtype", torch.get_default_dtype),
 }
 
 
@@ -148,9 +184,28 @@ class GuardFn:
         namespace = dict(self.scope.names)
         exec(compile(self.source, f"<{name}>", "exec"), namespace)
         self.fn = namespace[name]
+        self._lines = lines
+        self._checks: list[Callable] | None = None  # one lambda per guard, built on first miss
 
     def __call__(self, L: dict, G: dict) -> bool:
         return self.fn(L, G)
+
+    def failure_reason(self, L: dict, G: dict) -> str | None:
+        """Which guard rejects these locals/globals, in words: the recompile reason."""
+        if self._checks is None:
+            namespace = dict(self.scope.names)
+            self._checks = [eval(f"lambda L, G: {line}", namespace) for line in self._lines]
+        for g, line, check in zip(self.guards, self._lines, self._checks):
+            try:
+                ok = bool(check(L, G))
+            except Exception as e:  # e.g. a global that no longer exists
+                return f"{line}  ({type(e).__name__}: {e})"
+            if not ok:
+                if g.kind not in GUARD_REASONS:
+                    return line
+                value = eval(g.name, dict(self.scope.names), {"L": L, "G": G}) if g.source else None
+                return GUARD_REASONS[g.kind](g, value)
+        return None
 
     def __repr__(self) -> str:
         return self.source
@@ -160,7 +215,7 @@ def dedupe(guards: list[Guard]) -> list[Guard]:
     """Keep the first guard of each (source, kind): reading ``x`` twice guards it once."""
     seen, out = set(), []
     for g in guards:
-        key = (g.name, g.kind)
+        key = (g.name, g.kind, g.expected if g.kind is GuardKind.SHAPE_ENV else None)
         if key not in seen:
             seen.add(key)
             out.append(g)

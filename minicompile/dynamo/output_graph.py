@@ -25,7 +25,9 @@ from ..metrics import metrics
 from .codegen import PyCodegen
 from .exc import unimplemented
 from .guards import Guard, GuardKind
+from .automatic_dynamic import STATIC
 from .source import Source, graph_input_name, module_attr_name
+from .symbolic_shapes import ShapeEnv, fake_from_sizes, symbolic_dispatch
 
 _compiled_fn_ids = itertools.count()  # __compiled_fn_0, __compiled_fn_1, ...
 _transformed_ids = itertools.count()  # __transformed_code_0_fn, ...
@@ -71,7 +73,10 @@ class OutputGraph:
         self.code, self.f_globals, self.backend = code, f_globals, backend
         self.graph = torch.fx.Graph()
         self.tracer = GraphAppendingTracer(self.graph)
-        self.fake_mode = FakeTensorMode()  # static shapes; symbolic_shapes.py adds a ShapeEnv
+        self.fake_mode = FakeTensorMode()  # fake tensors; their sizes may be our SymInts
+        self.shape_env = ShapeEnv()  # symbols for dynamic sizes and the guards made about them
+        self.shape_env.location_fn = lambda: self.current_tx.user_line() if self.current_tx else ""
+        self.dynamic = STATIC  # which sizes are symbolic (automatic_dynamic.DynamicPolicy)
         self.graph_inputs: list[GraphInput] = []
         self.guards: list[Guard] = [Guard(None, GuardKind.GRAD_MODE, torch.is_grad_enabled())]
         self.attrs: dict[str, Any] = {}  # get_attr name -> parameter / buffer / tensor attribute
@@ -109,11 +114,32 @@ class OutputGraph:
         else:
             with self.graph.inserting_before(first_op):
                 node = self.graph.placeholder(graph_input_name(source))
-        fake = self.fake_mode.from_tensor(value)
+        dims = self.dynamic.tensor_dims(source.name(), value)
+        if dims:  # some sizes are symbolic: a fake tensor whose sizes are SymInts
+            sizes, strides = self.shape_env.create_symbolic_sizes_strides(value, source.name(), dims)
+            fake = fake_from_sizes(self.fake_mode, value, sizes, strides)
+        else:
+            fake = self.fake_mode.from_tensor(value)
         node.meta["example_value"], node.meta["source"] = fake, source.name()
         proxy = torch.fx.Proxy(node, self.tracer)
         self.graph_inputs.append(GraphInput(source, proxy, value))
         return TensorVariable(proxy, fake, source, type(value))
+
+    def add_symint_input(self, source: Source, value: int):
+        """An int argument that is dynamic: a ``Sym(s0)`` placeholder (real Dynamo does the same)."""
+        from .variables.symnode import SymNodeVariable
+
+        for gi in self.graph_inputs:
+            if gi.source == source:
+                return SymNodeVariable(gi.proxy, gi.proxy.node.meta["example_value"], source)
+        symint = self.shape_env.create_symint(value, source.name(), duck=False)
+        first_op = next((n for n in self.graph.nodes if n.op != "placeholder"), None)
+        with self.graph.inserting_before(first_op):
+            node = self.graph.placeholder(graph_input_name(source))
+        node.meta["example_value"], node.meta["source"] = symint, source.name()
+        proxy = torch.fx.Proxy(node, self.tracer)
+        self.graph_inputs.append(GraphInput(source, proxy, value))
+        return SymNodeVariable(proxy, symint, source)
 
     def register_attr_or_module(self, tx, value: torch.Tensor, source: Source | None):
         """A parameter, buffer or tensor attribute of a module: a ``get_attr`` node."""
@@ -136,7 +162,7 @@ class OutputGraph:
                                                    DynamicOutputShapeException)
 
         try:
-            with self.fake_mode:
+            with self.fake_mode, symbolic_dispatch(bool(self.shape_env.var_to_val)):
                 if kind == "call_method":
                     return getattr(args[0], target)(*args[1:], **kwargs)
                 return target(*args, **kwargs)

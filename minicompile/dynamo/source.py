@@ -123,4 +123,5 @@ def graph_input_name(source: Source) -> str:
 def module_attr_name(source: Source) -> str:
     """The attribute name of a parameter or submodule on the output GraphModule
     (Dynamo spells ``L['self'].fc.weight`` as ``L__self___fc_weight``)."""
-    return re.sub(r"[^0-9a-zA-Z_]", "_", source.name().replace(".", "_"))
+    name = re.sub(r"\[(\d+)\]", r"_\1", source.name())  # [0] -> _0
+    return re.sub(r"[^0-9a-zA-Z_]", "_", name.replace(".", "_"))

@@ -317,11 +317,11 @@ def has_symbolic_sizes(t: Any) -> bool:
 
 
 @contextlib.contextmanager
-def symbolic_dispatch() -> Iterator[None]:
+def symbolic_dispatch(enabled: bool = True) -> Iterator[None]:
     """Run torch ops so that SymInt sizes flow through them (Python meta functions)."""
     from torch._dispatch.python import enable_python_dispatcher
 
-    with enable_python_dispatcher():
+    with enable_python_dispatcher() if enabled else contextlib.nullcontext():
         yield
 
 

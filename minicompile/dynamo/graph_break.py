@@ -1,0 +1,229 @@
+"""Graph breaks: compile what was traced, run the instruction natively, resume in a new frame
+(the graph-break parts of torch/_dynamo/symbolic_convert.py -- ``break_graph_if_unsupported``,
+``create_call_resume_at``, ``generic_jump`` -- and of output_graph.py's ``compile_subgraph``).
+
+How a break happens (Dynamo's "restart analysis"): the root frame is traced; when an instruction
+of the *root* frame raises ``Unsupported`` (directly, or from inside a user function it was
+inlining), convert_frame records that instruction's index and traces the frame again from the
+start. This time, right before that instruction, :func:`break_at` stops tracing and writes::
+
+    def __transformed_code_3_f(x, y):
+        graph_out_0 = __compiled_fn_4(x)             # graph 1: everything traced so far
+        __break = print(graph_out_0[0])              # the instruction, natively (Python source)
+        return __resume_at_40_1(__break, y)          # stack after it, then the live locals
+
+``__resume_at_40_1`` (resume_execution.py) continues the original bytecode at offset 40; it is
+wrapped by ``optimize`` so it is traced and compiled lazily, with its own guards and cache, and
+may break again. A data-dependent ``if`` becomes ``if <cond>: return __resume_at_A(...)``
+followed by ``return __resume_at_B(...)``, one resume function per branch, compiled only when
+taken. A ``with torch.no_grad()`` active at the break: the native instruction runs inside the
+same ``with``, and the resume function enters it again in its prologue (a CONTEXT stack slot).
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import torch
+
+from .. import _logging
+from ..metrics import metrics
+from .bytecode import Instruction
+from .codegen import PyCodegen
+from .exc import Unsupported, unimplemented
+from .graph_break_hints import GraphBreak, classify_call
+from .resume_execution import (CONTEXT, NULL, VALUE, ContinueExecutionCache, ResumeSpec,
+                               live_locals, resume_blocker, resume_function)
+
+JUMPS = {"POP_JUMP_IF_FALSE": False, "POP_JUMP_IF_TRUE": True}  # jump when the value is ...
+_resume_wrappers: dict[tuple, Any] = {}
+
+
+def reconstruct(vt, codegen: PyCodegen) -> str:
+    """A Python expression for ``vt`` in the transformed function (adds the kinds of values
+    that only appear on the stack mid-function to what ``VariableTracker.reconstruct`` knows)."""
+    from .variables.functions import UserFunctionVariable
+    from .variables.lists import ListIteratorVariable
+    from .variables.misc import GetAttrVariable
+
+    if isinstance(vt, ListIteratorVariable):  # a loop in progress: iterate over what is left
+        rest = [reconstruct(v, codegen) for v in vt.items[vt.index:]]
+        return f"iter(({''.join(r + ', ' for r in rest)}))"
+    if isinstance(vt, GetAttrVariable):
+        return f"{reconstruct(vt.obj, codegen)}.{vt.name}"
+    if type(vt) is UserFunctionVariable and vt.source is None:
+        return codegen.install_global(vt.fn.__name__, vt.fn)
+    if hasattr(vt, "fn") and vt.source is None and not isinstance(vt, UserFunctionVariable):
+        return codegen.install_global(getattr(vt.fn, "__name__", "fn"), vt.fn)  # builtins, torch.*
+    return vt.reconstruct(codegen)
+
+
+def _callable_value(vt) -> Any:
+    """The real object a callable tracker stands for (to classify the break), if known."""
+    for attr in ("fn", "value"):
+        if hasattr(vt, attr):
+            return getattr(vt, attr)
+    if getattr(vt, "name", None) in ("item", "tolist") and hasattr(vt, "obj"):
+        return torch.Tensor.item if vt.name == "item" else torch.Tensor.tolist
+    return None
+
+
+def _break_kind(fn_value: Any, reason: str) -> str:
+    if fn_value in (torch.Tensor.item, torch.Tensor.tolist):
+        return "tensor_to_python"
+    if fn_value is not None:
+        return classify_call(fn_value)
+    return "unsupported_construct"
+
+
+class BreakWriter:
+    """Collects the transformed function's lines for one graph break."""
+
+    def __init__(self, tx, inst: Instruction):
+        self.tx, self.inst, self.output = tx, inst, tx.output
+        self.codegen = PyCodegen(tx.f_globals)
+        self.lines: list[str] = []
+
+    def stack_args(self, stack: list) -> tuple[tuple[str, ...], list[str]]:
+        from .variables.base import NullVariable
+        from .variables.misc import WithExitFunctionVariable
+
+        kinds, exprs = [], []
+        for vt in stack:
+            if isinstance(vt, NullVariable):
+                kinds.append(NULL)
+            elif isinstance(vt, WithExitFunctionVariable):
+                kinds.append(CONTEXT)  # a fresh context manager; the prologue enters it
+                exprs.append(f"torch.set_grad_enabled({vt.ctx.target})")
+            else:
+                kinds.append(VALUE)
+                exprs.append(reconstruct(vt, self.codegen))
+        return tuple(kinds), exprs
+
+    def resume_call(self, offset: int, kinds: tuple[str, ...], stack_exprs: list[str]) -> str:
+        """``__resume_at_<offset>_<n>(stack..., live locals...)`` for continuing at ``offset``."""
+        tx = self.tx
+        names = tuple(n for n in live_locals(tx.code, offset) if n in tx.symbolic_locals)
+        spec = ResumeSpec(tx.code, offset, kinds, names)
+        code = ContinueExecutionCache.lookup(spec)
+        fn = self.output.root_fn
+        key = (code, id(fn.__closure__), id(self.output.backend), id(self.output.frame_cache))
+        if key not in _resume_wrappers:
+            from .eval_frame import optimize
+
+            _resume_wrappers[key] = optimize(resume_function(code, fn), self.output.backend,
+                                             cache=self.output.frame_cache)
+        tx.f_globals[code.co_name] = _resume_wrappers[key]
+        args = stack_exprs + [reconstruct(tx.symbolic_locals[n], self.codegen) for n in names]
+        return f"{code.co_name}({', '.join(args)})"
+
+    def graph_lines(self) -> list:
+        """Compile the graph so far (its outputs: every tensor the code above needs)."""
+        out = self.output
+        if out.initial_grad_mode != torch.is_grad_enabled():  # leave grad mode as we found it
+            out.create_proxy("call_function", torch._C._set_grad_enabled,
+                             (out.initial_grad_mode,), {})
+        out.graph.output(tuple(vt.proxy.node for vt in self.codegen.graph_outputs))
+        out.dead_code_elimination()
+        if not any(n.op not in ("placeholder", "output", "get_attr") for n in out.graph.nodes):
+            return [], []
+        graph = out.compile_graph()
+        args = ", ".join(gi.source.expr() for gi in out.graph_inputs)
+        return [f"{self.codegen.graph_out_name} = {graph.name}({args})"], [graph]
+
+
+def _next_offset(tx, index: int) -> int:
+    """Original offset of the first instruction after the one at ``index`` (3.12 expansions
+    share an offset, so skip those)."""
+    here = tx.instructions[index].offset
+    for inst in tx.instructions[index + 1:]:
+        if inst.offset != here:
+            return inst.offset
+    unimplemented("graph break at the last instruction")
+
+
+def break_at(tx, index: int, error: Unsupported):
+    """Stop tracing before ``tx.instructions[index]``: return the FrameResult of the break."""
+    from .output_graph import FrameResult, _define
+
+    inst = tx.instructions[index]
+    w = BreakWriter(tx, inst)
+    grad_ctx = not torch.is_grad_enabled() and tx.output.initial_grad_mode
+    if tx.code.co_cellvars:
+        unimplemented("graph break in a function whose locals are captured by closures")
+    if inst.opname == "CALL":
+        n = inst.arg + 2
+        kw_names = tx.kw_names or ()
+        below, call = tx.stack[:-n], tx.stack[-n:]
+        kinds, stack_exprs = w.stack_args(below)
+        first, second, args = call[0], call[1], call[2:]
+        fn_vt, args = (second, args) if kinds and False else (
+            (second, args) if type(first).__name__ == "NullVariable" else (first, [second, *args]))
+        pos = [reconstruct(a, w.codegen) for a in args[:len(args) - len(kw_names)]]
+        kws = [f"{k}={reconstruct(a, w.codegen)}"
+               for k, a in zip(kw_names, args[len(args) - len(kw_names):])]
+        fn_value = _callable_value(fn_vt)
+        fn_expr = _native_callable(fn_vt, fn_value, w)
+        call_src = f"{fn_expr}({', '.join(pos + kws)})"
+        resume = w.resume_call(_next_offset(tx, index), kinds + (VALUE,),
+                               stack_exprs + ["__break_result"])
+        body = [f"__break_result = {call_src}", f"return {resume}"]
+        if grad_ctx:
+            body = ["with torch.no_grad():", f"    {body[0]}", body[1]]
+        kind = _break_kind(fn_value, error.reason)
+        if tx.inlined_break:
+            kind = "inlined_call"
+        reason = f"{error.reason} (call to {call_src.split('(')[0]})"
+    elif inst.opname in JUMPS:
+        kinds, stack_exprs = w.stack_args(tx.stack[:-1])
+        cond = reconstruct(tx.stack[-1], w.codegen)
+        target = w.resume_call(tx.instructions[inst.target].offset, kinds, stack_exprs)
+        fall = w.resume_call(_next_offset(tx, index), kinds, stack_exprs)
+        test = cond if JUMPS[inst.opname] else f"not {cond}"
+        body = [f"if {test}:", f"    return {target}", f"return {fall}"]
+        kind, reason = "data_dependent_branch", error.reason
+    else:
+        insts = _original_instructions(tx.code)
+        orig = next(i for i in insts if i.offset == inst.offset)
+        if resume_blocker(insts, orig) or len(tx.output.graph.nodes) == len(
+                tx.output.graph_inputs):
+            raise error  # nothing gained by breaking here: the frame runs eagerly
+        kinds, stack_exprs = w.stack_args(tx.stack)
+        body = [f"return {w.resume_call(inst.offset, kinds, stack_exprs)}"]
+        kind, reason = "unsupported_construct", error.reason
+    if any(k == CONTEXT for k in kinds) or grad_ctx:
+        w.codegen.install_global("torch", torch) and tx.f_globals.setdefault("torch", torch)
+    graph_lines, graphs = w.graph_lines()
+    name = f"__transformed_code_{tx.output.next_id()}_{tx.code.co_name}"
+    source = (f"def {name}({', '.join(tx.output.arg_names)}):\n"
+              + "".join(f"    {line}\n" for line in graph_lines + body))
+    gb = GraphBreak(kind, reason, error.user_line, inst.offset, tx.code.co_name)
+    metrics.increment("graph_breaks")
+    _logging.trace_artifact("graph_breaks", str(gb), title=f"GRAPH BREAK in {tx.code.co_name}")
+    tx.output.frame_cache.notify("graph_break", gb)
+    return FrameResult(source, _define(source, name, tx.f_globals), tx.output.guards, graphs)
+
+
+def _native_callable(fn_vt, fn_value: Any, w: BreakWriter) -> str:
+    """The callable as the transformed code calls it: a user function goes through ``optimize``
+    so its own frame is compiled (with its own breaks), like a function real Dynamo intercepts."""
+    from .variables.functions import UserFunctionVariable, UserMethodVariable
+
+    if type(fn_vt) is UserFunctionVariable and isinstance(fn_value, types.FunctionType):
+        from .eval_frame import optimize
+
+        key = ("fn", fn_value, id(w.output.backend), id(w.output.frame_cache))
+        if key not in _resume_wrappers:
+            _resume_wrappers[key] = optimize(fn_value, w.output.backend,
+                                             cache=w.output.frame_cache)
+        return w.codegen.install_global(f"compiled_{fn_value.__name__}", _resume_wrappers[key])
+    if isinstance(fn_vt, UserMethodVariable):
+        return f"{reconstruct(fn_vt.obj, w.codegen)}.{fn_vt.fn.__name__}"
+    return reconstruct(fn_vt, w.codegen)
+
+
+def _original_instructions(code: types.CodeType):
+    from .bytecode_transformation import instructions_from_code
+
+    return instructions_from_code(code)

@@ -1,0 +1,189 @@
+"""nn.Module capture: forwards are inlined, parameters become get_attr nodes, module state
+(training, attributes) is guarded, and every result equals eager."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import minicompile as mc
+
+
+def compiled_equal(model, *args, graphs=1):
+    expected = model(*args)
+    mc.metrics.reset()
+    got = mc.compile(model, backend="eager")(*args)
+    torch.testing.assert_close(got, expected)
+    assert mc.metrics.eager_fallbacks == 0, mc.explain(model.forward)(*args).break_reasons
+    assert mc.metrics.graphs_compiled == graphs
+    return got
+
+
+class MLP(nn.Module):
+    def __init__(self, d=8, h=16):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(d, h), nn.GELU(), nn.Dropout(0.1), nn.Linear(h, d))
+
+    def forward(self, x):
+        return self.net(x) + x
+
+
+class Stack(nn.Module):
+    def __init__(self, n=3, d=8):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(d, d) for _ in range(n)])
+        self.norm = nn.LayerNorm(d)
+
+    def forward(self, x):
+        for i, layer in enumerate(self.layers):
+            x = x + layer(x).relu() * (i + 1)
+        return self.norm(x), len(self.layers), self.layers[-1](x)
+
+
+class Attention(nn.Module):
+    def __init__(self, d=16, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.register_buffer("mask", torch.tril(torch.ones(8, 8)).view(1, 1, 8, 8))
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.qkv(x).split(C, dim=2)
+        hs = C // self.heads
+        q = q.view(B, T, self.heads, hs).transpose(1, 2)  # (B, nh, T, hs)
+        k = k.view(B, T, self.heads, hs).transpose(1, 2)
+        v = v.view(B, T, self.heads, hs).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.mask[:, :, :T, :T] == 0, float("-inf"))
+        att = F.softmax(att, dim=-1)
+        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+        return self.proj(y)
+
+
+class ConvBlock(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.act = nn.ReLU()
+        self.pool = nn.AdaptiveAvgPool2d(1)
+
+    def forward(self, x):
+        return self.pool(self.act(self.bn(self.conv(x)))).flatten(1)
+
+
+class Heads(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(10, 8)
+        self.heads = nn.ModuleDict({"a": nn.Linear(8, 2), "b": nn.Linear(8, 3)})
+        self.scale = 0.5
+
+    def forward(self, idx):
+        h = self.emb(idx)
+        return {name: head(h) * self.scale for name, head in self.heads.items()}
+
+
+class Base(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+class Child(Base):
+    def helper(self, x):
+        return x * 2
+
+    def forward(self, x):
+        return self.helper(super().forward(x)) + self.lin.weight.sum()
+
+
+def test_mlp_sequential():
+    compiled_equal(MLP().eval(), torch.randn(5, 8))
+
+
+def test_modulelist_loop():
+    compiled_equal(Stack(), torch.randn(2, 8))
+
+
+def test_attention_block():
+    compiled_equal(Attention(), torch.randn(2, 8, 16))
+
+
+def test_conv_bn_relu_eval_and_train():
+    m = ConvBlock().eval()
+    compiled_equal(m, torch.randn(2, 3, 9, 7))
+
+
+def test_batchnorm_training_updates_running_stats():
+    torch.manual_seed(0)
+    a, b = ConvBlock().train(), ConvBlock().train()
+    b.load_state_dict(a.state_dict())
+    x = torch.randn(4, 3, 6, 6)
+    torch.testing.assert_close(mc.compile(a, backend="eager")(x), b(x))
+    torch.testing.assert_close(a.bn.running_mean, b.bn.running_mean)
+    assert int(a.bn.num_batches_tracked) == int(b.bn.num_batches_tracked) == 1
+
+
+def test_embedding_moduledict_dict_output():
+    compiled_equal(Heads(), torch.randint(0, 10, (3, 5)))
+
+
+def test_super_and_methods():
+    compiled_equal(Child(), torch.randn(3, 4))
+
+
+def test_training_flag_is_guarded():
+    m = MLP()
+    cm = mc.compile(m, backend="eager")
+    x = torch.randn(4, 8)
+    m.eval()
+    torch.testing.assert_close(cm(x), m(x))
+    m.train()
+    torch.manual_seed(1)
+    y = cm(x)
+    torch.manual_seed(1)
+    torch.testing.assert_close(y, m(x))  # dropout active again: same RNG, same mask
+    assert mc.metrics.frames_compiled == 2
+
+
+def test_parameters_are_get_attr_nodes():
+    e = mc.explain(MLP().forward)(torch.randn(2, 8))
+    gm = e.graphs[0]
+    attrs = [n.target for n in gm.graph.nodes if n.op == "get_attr"]
+    assert "L__self___net_0_weight" in attrs
+    placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+    assert placeholders == ["L_x_"]
+
+
+def test_gradients_flow_to_parameters():
+    torch.manual_seed(0)
+    a = MLP().eval()
+    b = MLP().eval()
+    b.load_state_dict(a.state_dict())
+    x = torch.randn(3, 8)
+    mc.compile(a, backend="eager")(x).sum().backward()
+    b(x).sum().backward()
+    for pa, pb in zip(a.parameters(), b.parameters()):
+        torch.testing.assert_close(pa.grad, pb.grad)
+
+
+def test_compiled_module_delegates_attributes():
+    m = MLP()
+    cm = mc.compile(m, backend="eager")
+    assert cm.net is m.net and len(list(cm.parameters())) == len(list(m.parameters()))
+
+
+@pytest.mark.parametrize("act", [nn.ReLU(), nn.SiLU(), nn.Tanh(), nn.Sigmoid(), nn.GELU("tanh"),
+                                 nn.LeakyReLU(0.2), nn.Softmax(dim=-1), nn.Identity()])
+def test_activations(act):
+    compiled_equal(nn.Sequential(nn.Linear(6, 6), act), torch.randn(4, 6))
