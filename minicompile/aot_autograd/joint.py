@@ -21,6 +21,7 @@ from typing import Callable
 import torch
 import torch.fx as fx
 from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.utils._pytree import tree_flatten
 
 from .functionalize import functionalize
 from .tracer import DispatchTracer, Unsupported, storage_key
@@ -46,8 +47,9 @@ def _prepare_inputs(fake_args: list, requires_grad: list[bool]) -> list:
     """Fresh leaves on the fake mode: tensors detached, with the requested requires_grad."""
     out = []
     for a, rg in zip(fake_args, requires_grad):
-        if isinstance(a, torch.Tensor):
+        if isinstance(a, torch.Tensor) and (rg or a.requires_grad):
             a = a.detach().requires_grad_(rg and a.is_floating_point())
+        # (others are used as they are: Dynamo's fakes may carry state, e.g. a memoized .item())
         out.append(a)
     return out
 
@@ -68,7 +70,7 @@ def trace_graph(fn: Callable, fake_args: list, requires_grad: list[bool],
             for i, p in enumerate(primals):
                 tracer.placeholder(f"primals_{i + 1}", p)
             with tracer:
-                outs = list(fn(*primals))
+                outs = tree_flatten(fn(*primals))[0]  # any output structure -> flat list
             sig = GraphSignature(len(outs), input_requires_grad=[
                 isinstance(p, torch.Tensor) and p.requires_grad for p in primals])
             _check_outputs(outs, primals)

@@ -84,19 +84,21 @@ def descendants(nodes) -> set[fx.Node]:
 
 
 def is_sym(node: fx.Node) -> bool:
-    return isinstance(node.meta.get("val"), (torch.SymInt, int)) and node.op != "placeholder"
+    """A size or scalar (SymInt, SymFloat, int) rather than a tensor: saved on ctx, not as a tensor."""
+    return "sym_expr" in node.meta or isinstance(node.meta.get("val"), (
+        torch.SymInt, torch.SymFloat, int, float))
 
 
 def tensor_bytes(node: fx.Node) -> int:
     """Size of a node's value; a symbolic size counts with its example (hint) value."""
     val = node.meta.get("val")
+    if is_sym(node):
+        return 8
     if isinstance(val, torch.Tensor):
         numel = val.numel()
         if isinstance(numel, torch.SymInt):
             numel = numel.node.hint if numel.node.has_hint() else 4096
         return int(numel) * val.element_size()
-    if isinstance(val, (torch.SymInt, int)):
-        return 8
     return math.inf  # a tuple (multi-output op): save its getitems instead
 
 

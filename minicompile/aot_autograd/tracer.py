@@ -102,12 +102,14 @@ class DispatchTracer(TorchDispatchMode):
         return next((n for n in self.graph.nodes if n.op != "placeholder"), None)
 
     # --- symbolic sizes ---------------------------------------------------------------------------
-    def sym_to_node(self, s: torch.SymInt) -> fx.Node | int:
+    def sym_to_node(self, s: torch.SymInt | torch.SymFloat) -> fx.Node | int | float:
         return self._expr_to_node(s.node.expr)
 
-    def _expr_to_node(self, expr: sympy.Expr) -> fx.Node | int:
+    def _expr_to_node(self, expr: sympy.Expr) -> fx.Node | int | float:
         if expr.is_Integer:
             return int(expr)
+        if expr.is_Float or expr.is_Rational:
+            return float(expr)
         if expr in self.sym_env:
             return self.sym_env[expr]
         if isinstance(expr, sympy.Symbol):
@@ -125,16 +127,17 @@ class DispatchTracer(TorchDispatchMode):
             node = args[0]
             for a in args[1:]:  # left fold: s0 * s1 * 3 -> (s0 * s1) * 3
                 node = self.graph.call_function(fn, (node, a))
+        node.meta["sym_expr"] = expr  # marks a size computation (an int at run time)
         self.sym_env[expr] = node
         return node
 
     def to_arg(self, x: Any) -> Any:
         if isinstance(x, torch.Tensor):
             return self.node_of(x)
-        if isinstance(x, torch.SymInt):
+        if isinstance(x, (torch.SymInt, torch.SymFloat)):
             return self.sym_to_node(x)
-        if isinstance(x, (torch.SymFloat, torch.SymBool)):
-            raise Unsupported(f"symbolic {type(x).__name__} arguments")
+        if isinstance(x, torch.SymBool):
+            raise Unsupported("symbolic bool arguments")
         return x
 
     # --- the interception ---------------------------------------------------------------------
@@ -157,14 +160,20 @@ class DispatchTracer(TorchDispatchMode):
             if out is not NotImplemented:
                 self.decomposed[func] += 1
                 return out
-        if func is aten._local_scalar_dense.default:
-            raise Unsupported("data-dependent control flow or .item() in the graph")
-        out = func(*args, **kwargs)
+        memo = getattr(args[0], "item_memo", None) if args else None
+        if func is aten._local_scalar_dense.default and memo is not None:
+            out = memo  # Dynamo's symbol for a float/int input passed as a 0-d tensor
+        else:
+            out = func(*args, **kwargs)
         node = self.graph.create_node("call_function", func, tree_map(self.to_arg, args),
                                       tree_map(self.to_arg, kwargs),
                                       name=func.overloadpacket.__name__)  # "mul", "mul_1", ...
         node.meta["val"] = out
-        if isinstance(out, torch.Tensor):
+        if isinstance(out, (torch.SymInt, torch.SymFloat)):  # .item(): a number read at run time
+            self.sym_env[out.node.expr] = node
+        elif isinstance(out, (int, float, bool)):
+            raise Unsupported(f"{func} returned a constant the graph would bake in")
+        elif isinstance(out, torch.Tensor):
             self.bind(out, node)
         elif isinstance(out, (tuple, list)):  # multi-output op: one getitem node per tensor
             for i, o in enumerate(out):

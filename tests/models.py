@@ -1,0 +1,155 @@
+"""A small zoo of models shared by the stage tests (AOT autograd, inductor, ...).
+
+Each entry of ``MODELS`` builds a fresh module and example inputs on a device:
+
+    from models import MODELS     # in tests/ (pytest puts this folder on sys.path)
+    model, inputs = MODELS["nanogpt_block"](device="cpu")
+    out = model(*inputs)          # a tensor; training cases return a scalar loss
+
+Sizes are deliberately odd (7, 13, 24...) so that no kernel gets lucky with powers of two.
+Every model traces with ``torch.fx.symbolic_trace`` as well as with Dynamo (causal masks are
+buffers narrowed to the sequence length, as in nanoGPT, rather than built from ``x.shape``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class MLP(nn.Module):
+    def __init__(self, d_in=24, hidden=52, d_out=10):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(d_in, hidden), nn.Linear(hidden, d_out)
+
+    def forward(self, x):
+        return self.fc2(F.gelu(self.fc1(x)))
+
+
+class LayerNormResidual(nn.Module):
+    def __init__(self, d=24):
+        super().__init__()
+        self.ln, self.proj = nn.LayerNorm(d), nn.Linear(d, d)
+
+    def forward(self, x):
+        return x + self.proj(self.ln(x))
+
+
+class SoftmaxAttention(nn.Module):
+    """Single-head causal attention written out by hand: softmax(q k^T / sqrt(d)) v."""
+
+    def __init__(self, d=24, block_size=16):
+        super().__init__()
+        self.qkv, self.out = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.register_buffer("mask", torch.ones(block_size, block_size, dtype=torch.bool).tril())
+        self.scale = 1 / math.sqrt(d)
+
+    def forward(self, x):  # (B, T, d)
+        q, k, v = self.qkv(x).split(x.shape[-1], dim=-1)
+        scores = q @ k.transpose(-2, -1) * self.scale  # (B, T, T)
+        T = x.shape[1]
+        mask = self.mask.narrow(0, 0, T).narrow(1, 0, T)  # (T, T): mask[:T, :T]
+        scores = scores.masked_fill(~mask, float("-inf"))
+        return self.out(torch.softmax(scores, dim=-1) @ v)
+
+
+class CausalSelfAttention(nn.Module):
+    """nanoGPT's attention, with the softmax written out (no fused SDPA)."""
+
+    def __init__(self, d=24, n_head=3, block_size=16):
+        super().__init__()
+        self.n_head = n_head
+        self.c_attn, self.c_proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.register_buffer("bias", torch.tril(torch.ones(block_size, block_size))
+                             .view(1, 1, block_size, block_size))
+        self.scale = 1.0 / math.sqrt(d // n_head)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)  # (B, nh, T, hs)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)  # (B, nh, T, hs)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)  # (B, nh, T, hs)
+        att = (q @ k.transpose(-2, -1)) * self.scale  # (B, nh, T, T)
+        causal = self.bias.narrow(2, 0, T).narrow(3, 0, T)  # (1, 1, T, T): bias[:, :, :T, :T]
+        att = att.masked_fill(causal == 0, float("-inf"))
+        att = F.softmax(att, dim=-1)
+        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)  # (B, T, C)
+        return self.c_proj(y)
+
+
+class NanoGPTBlock(nn.Module):
+    def __init__(self, d=24, n_head=3):
+        super().__init__()
+        self.ln_1, self.ln_2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.attn = CausalSelfAttention(d, n_head)
+        self.c_fc, self.c_proj = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.c_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+
+
+class BasicBlock(nn.Module):
+    """ResNet's basic block; BatchNorm in eval mode uses its running statistics."""
+
+    def __init__(self, c=6):
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+        self.conv2, self.bn2 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+        for bn in (self.bn1, self.bn2):  # non-trivial running statistics
+            bn.running_mean.uniform_(-0.5, 0.5)
+            bn.running_var.uniform_(0.5, 2.0)
+
+    def forward(self, x):
+        out = F.relu(self.bn1(self.conv1(x)))
+        return F.relu(self.bn2(self.conv2(out)) + x)
+
+
+class RMSNorm(nn.Module):
+    """x / sqrt(mean(x^2) + eps) * w, written by hand (as in Llama), then a projection."""
+
+    def __init__(self, d=24, eps=1e-6):
+        super().__init__()
+        self.eps, self.weight, self.proj = eps, nn.Parameter(torch.rand(d) + 0.5), nn.Linear(d, d)
+
+    def forward(self, x):
+        norm = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.proj(norm * self.weight)
+
+
+class CrossEntropyStep(nn.Module):
+    """A classifier's training loss: logits, then cross-entropy against integer labels."""
+
+    def __init__(self, d=24, hidden=40, classes=13):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(d, hidden), nn.Linear(hidden, classes)
+
+    def forward(self, x, target):
+        return F.cross_entropy(self.fc2(torch.tanh(self.fc1(x))), target)
+
+
+def _inputs(*shape, device):
+    return torch.randn(*shape, device=device, requires_grad=True)
+
+
+# name -> builder(device) -> (module, inputs)
+MODELS: dict[str, Callable[..., tuple[nn.Module, tuple]]] = {
+    "mlp_gelu": lambda device="cpu": (MLP().to(device), (_inputs(7, 24, device=device),)),
+    "layernorm_residual": lambda device="cpu": (
+        LayerNormResidual().to(device), (_inputs(3, 7, 24, device=device),)),
+    "softmax_attention": lambda device="cpu": (
+        SoftmaxAttention().to(device), (_inputs(2, 7, 24, device=device),)),
+    "nanogpt_block": lambda device="cpu": (
+        NanoGPTBlock().to(device), (_inputs(2, 9, 24, device=device),)),
+    "resnet_basic_block_eval": lambda device="cpu": (
+        BasicBlock().to(device).eval(), (_inputs(2, 6, 9, 7, device=device),)),
+    "rmsnorm": lambda device="cpu": (RMSNorm().to(device), (_inputs(5, 24, device=device),)),
+    "cross_entropy_step": lambda device="cpu": (
+        CrossEntropyStep().to(device),
+        (_inputs(11, 24, device=device), torch.randint(0, 13, (11,), device=device))),
+}

@@ -1,0 +1,229 @@
+"""AOT autograd: outputs and gradients of the ATen graphs equal eager PyTorch."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+import torch.fx as fx
+from models import MODELS
+
+import minicompile as mc
+from minicompile.aot_autograd import (aot_module_simplified, default_partition,
+                                      min_cut_rematerialization_partition, trace_graph)
+from minicompile.aot_autograd.backend import aot_eager
+
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
+
+
+def _grads(model, inputs):
+    return [p.grad for p in model.parameters()] + [
+        x.grad for x in inputs if isinstance(x, torch.Tensor) and x.is_floating_point()]
+
+
+def check_model(name, device, partition_fn="default", front_end="fx"):
+    """Eager vs aot_eager on the same weights and inputs: outputs, then every gradient."""
+    torch.manual_seed(0)
+    model, inputs = MODELS[name](device)
+    ref_model = copy.deepcopy(model)
+    ref_inputs = [x.detach().clone().requires_grad_(x.requires_grad) for x in inputs]
+    if front_end == "fx":
+        compiled = aot_eager(fx.symbolic_trace(model), list(inputs), partition_fn=partition_fn)
+    else:  # real Dynamo in front
+        compiled = torch.compile(model, backend=aot_eager)
+    out, ref = compiled(*inputs), ref_model(*ref_inputs)
+    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-5)
+    grad_out = torch.randn_like(ref)
+    out.backward(grad_out)
+    ref.backward(grad_out)
+    for got, want in zip(_grads(model, inputs), _grads(ref_model, ref_inputs)):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+    assert mc.metrics.eager_fallbacks == 0
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", list(MODELS))
+def test_model_zoo_default_partition(name, device):
+    check_model(name, device)
+
+
+@pytest.mark.parametrize("name", ["mlp_gelu", "nanogpt_block", "resnet_basic_block_eval",
+                                  "rmsnorm", "cross_entropy_step"])
+def test_model_zoo_min_cut(name):
+    check_model(name, "cpu", partition_fn="min_cut")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", ["nanogpt_block", "cross_entropy_step"])
+def test_real_dynamo_front_end(name, device):
+    torch._dynamo.reset()
+    check_model(name, device, front_end="dynamo")
+
+
+def _cos_cos_joint():
+    x = torch.randn(8)
+    gm = fx.symbolic_trace(lambda x: torch.cos(torch.cos(x)).sum())
+    return trace_graph(gm, [x], [True], torch._subclasses.FakeTensorMode())
+
+
+def test_cos_cos_default_partition_saves_x_and_cos_x():
+    joint, sig = _cos_cos_joint()
+    part = default_partition(joint, sig.num_fwd_outputs)
+    assert part.saved == ["primals_1", "cos"], part.saved
+    assert part.saved_bytes == 2 * 8 * 4
+
+
+def test_cos_cos_min_cut_saves_only_x():
+    joint, sig = _cos_cos_joint()
+    part = min_cut_rematerialization_partition(joint, sig.num_fwd_outputs)
+    assert part.saved == ["primals_1"] and part.saved_bytes == 8 * 4
+    # the backward recomputes cos(x) from x
+    assert any(n.target is torch.ops.aten.cos.default for n in part.bw_module.graph.nodes)
+
+
+def test_min_cut_never_recomputes_matmul():
+    a, b = torch.randn(6, 5), torch.randn(5, 7)
+    gm = fx.symbolic_trace(lambda a, b: torch.sin(a @ b).sum())
+    joint, sig = trace_graph(gm, [a, b], [True, True], torch._subclasses.FakeTensorMode())
+    part = min_cut_rematerialization_partition(joint, sig.num_fwd_outputs)
+    mm = torch.ops.aten.mm.default
+    # the backward has only the two gradient matmuls; a @ b is saved, not recomputed
+    assert sum(n.target is mm for n in part.bw_module.graph.nodes) == 2
+    assert "mm" in part.saved
+
+
+def test_joint_graph_shape():
+    joint, sig = _cos_cos_joint()
+    names = [n.name for n in joint.graph.nodes if n.op == "placeholder"]
+    assert names == ["primals_1", "tangents_1"]
+    assert sig.num_fwd_outputs == 1
+
+
+def _run_both(fn, *inputs):
+    """eager vs aot_eager (fresh input copies each), returning both outputs and input grads."""
+    ref_in = [x.detach().clone().requires_grad_(x.requires_grad) for x in inputs]
+    cf = aot_eager(fx.symbolic_trace(fn), list(inputs))
+    return cf(*inputs), fn(*ref_in), inputs, ref_in
+
+
+def test_inplace_on_intermediate_is_functionalized():
+    def f(x):
+        y = x * 2
+        y.add_(1)
+        y.mul_(3)
+        return y.sin()
+
+    x = torch.randn(5, 3, requires_grad=True)
+    out, ref, (x,), (rx,) = _run_both(f, x)
+    torch.testing.assert_close(out, ref)
+    out.sum().backward(), ref.sum().backward()
+    torch.testing.assert_close(x.grad, rx.grad)
+
+
+def test_input_mutation_is_copied_back():
+    def f(x, buf):
+        buf.add_(x.detach())
+        return x * buf
+
+    x, buf = torch.randn(4, requires_grad=True), torch.randn(4)
+    ref_buf = buf.clone()
+    cf = aot_eager(fx.symbolic_trace(f), [x, buf])
+    out = cf(x, buf)
+    ref = f(x.detach(), ref_buf)
+    torch.testing.assert_close(buf, ref_buf)
+    torch.testing.assert_close(out, ref)
+    graph = cf.variants[(True, False)]
+    assert mc.metrics.eager_fallbacks == 0 and graph is not None
+
+
+def test_batchnorm_training_updates_running_stats():
+    torch.manual_seed(0)
+    bn = torch.nn.Sequential(torch.nn.BatchNorm1d(5))  # a leaf module inside: traced as a call
+    ref_bn = copy.deepcopy(bn)
+    x = torch.randn(13, 5, requires_grad=True)
+    cf = aot_eager(fx.symbolic_trace(bn), [x])
+    out, ref = cf(x), ref_bn(x)
+    torch.testing.assert_close(out, ref)
+    torch.testing.assert_close(bn[0].running_mean, ref_bn[0].running_mean)
+    torch.testing.assert_close(bn[0].running_var, ref_bn[0].running_var)
+    assert mc.metrics.eager_fallbacks == 0
+
+
+def test_dropout_mask_and_grad_are_consistent():
+    x = torch.randn(40, 30, requires_grad=True)
+    cf = aot_eager(fx.symbolic_trace(lambda x: torch.nn.functional.dropout(x, 0.25)), [x])
+    out = cf(x)
+    kept = out != 0
+    torch.testing.assert_close(out[kept], x[kept] / 0.75)
+    assert 0.6 < kept.float().mean() < 0.9
+    out.sum().backward()
+    torch.testing.assert_close(x.grad, kept.float() / 0.75)
+
+
+def test_inference_path_when_no_grad():
+    model, (x,) = MODELS["mlp_gelu"]("cpu")
+    x = x.detach()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    cf = aot_eager(fx.symbolic_trace(model), [x])
+    torch.testing.assert_close(cf(x), model(x))
+    (key,) = cf.variants
+    assert not any(key)  # the inference variant: no joint graph, no autograd.Function
+    assert cf(x).grad_fn is None
+
+
+def test_no_grad_mode_uses_inference_then_training_variant():
+    model, (x,) = MODELS["layernorm_residual"]("cpu")
+    cf = aot_eager(fx.symbolic_trace(model), [x])
+    with torch.no_grad():
+        torch.testing.assert_close(cf(x), model(x))
+    out = cf(x)
+    assert out.grad_fn is not None and len(cf.variants) == 2
+
+
+def test_noncontiguous_input():
+    x = torch.randn(24, 7).t().requires_grad_()  # (7, 24), strides (1, 7)
+    model, _ = MODELS["mlp_gelu"]("cpu")
+    cf = aot_eager(fx.symbolic_trace(model), [x])
+    torch.testing.assert_close(cf(x), model(x))
+
+
+def test_output_aliasing_input_falls_back_to_eager():
+    x = torch.randn(4, 6, requires_grad=True)
+    cf = aot_eager(fx.symbolic_trace(lambda x: x.view(24)), [x])
+    out = cf(x)
+    torch.testing.assert_close(out, x.view(24))
+    assert mc.metrics.eager_fallbacks == 1
+
+
+def test_dynamic_shapes_through_real_dynamo():
+    torch._dynamo.reset()
+    model, (x,) = MODELS["nanogpt_block"]("cpu")
+    cf = torch.compile(model, backend=aot_eager, dynamic=True)
+    for T in (5, 9, 4):
+        x = torch.randn(3, T, 24, requires_grad=True)
+        out = cf(x)
+        torch.testing.assert_close(out, model(x), rtol=1e-4, atol=1e-5)
+        out.sum().backward()
+    assert mc.metrics.eager_fallbacks == 0
+
+
+def test_dynamic_graph_reads_sizes_from_inputs():
+    torch._dynamo.reset()
+    graphs = []
+
+    def backend(gm, example_inputs):
+        compiled = aot_module_simplified(gm, example_inputs, fw_compiler=lambda g, _: (
+            graphs.append(g), g.forward)[1])
+        return compiled
+
+    f = torch.compile(lambda x: (x.sum(0) * x.shape[0]).cos(), backend=backend, dynamic=True)
+    for n in (3, 6):
+        x = torch.randn(n, 5, requires_grad=True)
+        torch.testing.assert_close(f(x), (x.sum(0) * n).cos())
+    assert len(graphs) >= 1 and mc.metrics.eager_fallbacks == 0
+
+
+def test_aot_eager_through_backend_registry():
+    assert mc.lookup_backend("aot_eager") is aot_eager
