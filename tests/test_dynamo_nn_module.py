@@ -161,7 +161,7 @@ def test_parameters_are_get_attr_nodes():
     gm = e.graphs[0]
     attrs = [n.target for n in gm.graph.nodes if n.op == "get_attr"]
     assert "L__self___net_0_weight" in attrs
-    placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+    placeholders = [n.target for n in gm.graph.nodes if n.op == "placeholder"]
     assert placeholders == ["L_x_"]
 
 
