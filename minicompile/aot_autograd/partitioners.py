@@ -207,7 +207,9 @@ def min_cut_saved_values(joint: fx.Graph, num_fwd_outputs: int) -> list[fx.Node]
             g.add_edge(n.name + "_in", "sink")  # no capacity attribute = infinite
         elif n in primals or (n in forward and not is_recomputable(n)):
             g.add_edge("source", n.name + "_in")
-        capacity = tensor_bytes(n)
+        # a view costs nothing to recompute from its base: save the base instead
+        is_view = isinstance(n.target, torch._ops.OpOverload) and n.target.is_view
+        capacity = math.inf if is_view else tensor_bytes(n)
         if capacity == math.inf:
             g.add_edge(n.name + "_in", n.name + "_out")
         else:
