@@ -1,0 +1,62 @@
+"""Exercises for notebook 07: fusion, bytes moved, and memory planning.
+
+Grade with ``python -m minicompile.grade -k 07``. Each function is a piece of minicompile's
+scheduler (``minicompile/inductor/fusion.py``, ``scheduler.py``, ``memory_planning.py``) in a
+plain-data form; the checks compare your answers with the scheduler's own on random cases and
+on real graphs.
+"""
+
+from __future__ import annotations
+
+
+def kernel_tile(loops: list[tuple[int, int]]) -> tuple[int, int] | None:
+    """Exercise 7.1: can these loop nests share one kernel, and over which loops?
+
+    Each entry is one node's ``(numel, rnumel)``: a pointwise node over ``numel`` elements has
+    ``rnumel == 1``; a reduction producing ``numel`` values, each from ``rnumel`` inputs, has
+    ``rnumel > 1``. Return the kernel's tile ``(n, r)``, or None when they cannot share a kernel:
+
+    - all reductions must have the same ``(numel, rnumel)``, which is then the tile; every
+      pointwise node must cover ``n`` elements (an epilogue on the reduced values) or ``n * r``
+      (a prologue, or an epilogue broadcast over the rows);
+    - with no reduction, every pointwise node must have the same ``numel`` n: the tile is (n, 1).
+
+    Examples: ``[(100, 1), (10, 10)] -> (10, 10)``, ``[(10, 10), (10, 1)] -> (10, 10)``,
+    ``[(100, 1), (50, 1)] -> None``, ``[(10, 10), (100, 1), (5, 20)] -> None``.
+    """
+    raise NotImplementedError('Exercise 7.1: the common (n, r) tile of the loop nests, or None (roughly 9 lines)')
+
+
+def bytes_moved(kernels: list[list[tuple[str, list[str]]]], numel: dict[str, int],
+                outputs: set[str], itemsize: int = 4) -> int:
+    """Exercise 7.2: the bytes a schedule reads and writes (``mc.metrics.num_bytes_accessed``).
+
+    ``kernels`` lists the kernels in order; each kernel is a list of ``(buffer it computes,
+    [buffers that node reads])``. Every read touches the whole buffer (``numel[name]``
+    elements of ``itemsize`` bytes). A kernel
+
+    - reads each buffer it does not compute itself once, however many of its nodes read it;
+    - writes a buffer it computes only if the caller gets it (``outputs``) or another kernel
+      reads it; anything else stays in registers and costs nothing.
+    """
+    raise NotImplementedError('Exercise 7.2: sum over kernels of outside buffers read once and stored buffers (roughly 9 lines)')
+
+
+def plan_reuse(lifetimes: list[tuple[str, int, int, int]],
+               n_steps: int) -> tuple[dict[str, str], int]:
+    """Exercise 7.3: buffer reuse and peak memory (``memory_planning.assign_storage``).
+
+    ``lifetimes`` holds ``(name, nbytes, first, last)``: the buffer is allocated when step
+    ``first`` starts and dies after step ``last`` (``last == n_steps`` for outputs: never freed).
+    Walk the steps ``0 .. n_steps - 1``:
+
+    1. for each buffer (in list order) with ``first == step``: if a dead buffer with the same
+       ``nbytes`` left its storage behind, take the most recently freed one (a stack: ``pop()``)
+       and record its storage name; else allocate a new storage named after the buffer itself;
+    2. the live bytes during the step are the sum of ``nbytes`` of the buffers alive now;
+    3. for each buffer (in list order) with ``last == step``: push its storage name on the
+       stack of free storages of its size, and it is no longer alive.
+
+    Return ``({buffer: storage name}, peak live bytes)``.
+    """
+    raise NotImplementedError('Exercise 7.3: walk the steps with a free-storage stack per size; track the peak (roughly 15 lines)')

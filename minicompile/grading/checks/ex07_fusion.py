@@ -1,0 +1,95 @@
+"""Checks for exercises/ex07_fusion.py (notebook 07: fusion, bytes moved, memory planning)."""
+
+from __future__ import annotations
+
+import random
+from types import SimpleNamespace
+
+import sympy
+import torch
+from torch._decomp import core_aten_decompositions
+from torch.fx.experimental.proxy_tensor import make_fx
+
+from minicompile.grading import exercise
+from minicompile.inductor.fusion import tile
+from minicompile.inductor.graph import lower_graph
+from minicompile.inductor.memory_planning import BufferLifetime, assign_storage
+from minicompile.inductor.scheduler import Scheduler
+
+
+def _member(i: int, numel: int, rnumel: int) -> SimpleNamespace:
+    return SimpleNamespace(numel=sympy.Integer(numel), rnumel=sympy.Integer(rnumel),
+                           is_reduction=lambda: rnumel > 1, get_name=lambda: f"buf{i}")
+
+
+def _reference_tile(loops):
+    t = tile([_member(i, n, r) for i, (n, r) in enumerate(loops)])
+    return None if isinstance(t, str) else (int(t[0]), int(t[1]))
+
+
+@exercise("7.1", points=10, hint="collect the reductions' (numel, rnumel) first: more than one "
+                                 "distinct pair means None; then test each pointwise numel")
+def check_kernel_tile(sol):
+    """Decide whether loop nests can share a kernel"""
+    rng = random.Random(7)
+    cases = [[(100, 1), (10, 10)], [(10, 10), (10, 1)], [(100, 1), (50, 1)],
+             [(10, 10), (100, 1), (5, 20)], [(7, 1)], [(6, 4), (6, 4), (24, 1), (6, 1)]]
+    for _ in range(40):
+        n, r = rng.choice([(6, 4), (10, 10), (3, 8), (12, 2)])
+        pool = [(n, r), (n * r, 1), (n, 1), (n * 2, 1), (r, n), (n, r * 2)]
+        cases.append([rng.choice(pool) for _ in range(rng.randint(1, 4))])
+    for loops in cases:
+        got, want = sol.kernel_tile(loops), _reference_tile(loops)
+        got = None if got is None else tuple(int(v) for v in got)
+        assert got == want, f"kernel_tile({loops}) returned {got}; expected {want}"
+
+
+def _schedules():
+    x, w = torch.randn(10, 10), torch.randn(10, 10)
+    fns = [(lambda x: x * 2 + 3, [torch.randn(17)]),
+           (lambda x: torch.softmax(x, -1), [x]),
+           (lambda x: (x.sin(), x.cos()), [x]),
+           (lambda x, w: (x.cos() @ w).relu(), [x, w]),
+           (lambda x: (x * x).sum(1).sqrt(), [x]),
+           (lambda x, w: ((y := x.exp()) @ w) + y, [x, w])]
+    for fn, args in fns:
+        gm = make_fx(fn, decomposition_table=core_aten_decompositions())(*args)
+        graph = lower_graph(gm, args)
+        for fuse in (True, False):
+            yield Scheduler(graph, fuse=fuse, record_metrics=False)
+
+
+@exercise("7.2", points=10, hint="per kernel: reads = everything its nodes read minus what it "
+                                 "computes; writes = what it computes that an output or another "
+                                 "kernel needs; count each buffer once")
+def check_bytes_moved(sol):
+    """Count the bytes a schedule moves"""
+    for s in _schedules():
+        kernels = [[(n.get_name(), sorted(n.read_names())) for n in k.get_nodes()]
+                   for k in s.kernels]
+        numel = {name: int(s.numel(name)) for name in s.buffers if s.buffers[name].layout}
+        got = sol.bytes_moved(kernels, numel, set(s.output_names))
+        assert got == int(s.num_bytes_accessed), (
+            f"for kernels {kernels} (outputs {sorted(s.output_names)}) you count {got} bytes; "
+            f"the scheduler counts {s.num_bytes_accessed}")
+
+
+@exercise("7.3", points=10, hint="keep a dict size -> list of free storage names; pop() to "
+                                 "reuse, append() when a buffer dies after its last step")
+def check_plan_reuse(sol):
+    """Plan buffer reuse and peak memory"""
+    rng = random.Random(3)
+    for trial in range(30):
+        n_steps = rng.randint(3, 9)
+        rows = []
+        for i in range(rng.randint(1, 8)):
+            first = rng.randrange(n_steps)
+            last = rng.choice([rng.randint(first, n_steps - 1), n_steps])
+            rows.append((f"buf{i}", rng.choice([256, 512, 1024]), first, last))
+        lifetimes = [BufferLifetime(name, nbytes, first, last, name) for name, nbytes, first, last in rows]
+        sizes = {b.name: b.nbytes for b in lifetimes}
+        _, want_peak = assign_storage(lifetimes, [f"k{i}" for i in range(n_steps)], sizes.__getitem__)
+        want = {b.name: b.storage for b in lifetimes}
+        got, peak = sol.plan_reuse(rows, n_steps)
+        assert dict(got) == want, f"plan_reuse({rows}, {n_steps}) storages {got}; expected {want}"
+        assert peak == want_peak, f"plan_reuse({rows}, {n_steps}) peak {peak}; expected {want_peak}"
