@@ -287,6 +287,12 @@ def input_storage(x: torch.Tensor, layout: Layout, sizes: Mapping) -> torch.Tens
     return storage
 
 
+def graph_layout(value: torch.Tensor) -> Layout:
+    from .ir import layout_of
+
+    return layout_of(value)
+
+
 class GraphExecutor:
     """``GraphExecutor(graph)(*inputs)``: run a lowered graph's nodes (or ``nodes``, e.g. the
     scheduler's order) and return its outputs in the graph's output structure."""
@@ -302,6 +308,8 @@ class GraphExecutor:
         for x, (name, buf) in zip(args, graph.graph_inputs.items()):
             if isinstance(buf, Buffer):
                 buffers[name] = input_storage(x, buf.layout, sizes)
+        for name, value in graph.constants.items():
+            buffers[name] = input_storage(value, graph_layout(value), sizes)
         run_nodes(self.nodes, buffers, sizes)
         outs = [self._output(o, buffers, sizes) for o in graph.graph_outputs]
         return pytree.tree_unflatten(outs, graph.output_spec)

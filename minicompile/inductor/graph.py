@@ -65,6 +65,7 @@ class GraphLowering:
         self.graph_outputs: list[Any] = []
         self.output_spec: pytree.TreeSpec | None = None
         self.fallbacks: list[tuple[str, str]] = []
+        self.constants: dict[str, torch.Tensor] = {}  # get_attr tensors, by buffer name
         # symbol -> (input position, "size" | "stride" | "value", dim): where to read its value
         self.symbol_sources: dict[sympy.Symbol, tuple[int, str, int | None]] = {}
         self.device = torch.device("cpu")
@@ -96,6 +97,8 @@ class GraphLowering:
                     env[node] = self.placeholder(node, len(self.graph_inputs))
                 elif node.op == "call_function":
                     env[node] = self.call_function(node, args, kwargs)
+                elif node.op == "get_attr":
+                    env[node] = self.get_attr(node)
                 elif node.op == "output":
                     self.output(args[0])
                 else:
@@ -131,6 +134,15 @@ class GraphLowering:
                     self.symbol_sources.setdefault(e, (pos, kind, dim))
         buf = InputBuffer(node.name, layout)
         self.graph_inputs[node.name] = buf
+        return buf
+
+    def get_attr(self, node: torch.fx.Node) -> Any:
+        """A tensor constant of the graph module: a buffer whose storage is the constant."""
+        value = getattr(self.gm, node.target)
+        if not isinstance(value, torch.Tensor):
+            return value
+        buf = InputBuffer(node.name, layout_of(value))
+        self.constants[node.name] = value
         return buf
 
     def call_function(self, node: torch.fx.Node, args: tuple, kwargs: dict) -> Any:

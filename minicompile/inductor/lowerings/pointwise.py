@@ -77,16 +77,18 @@ def add_sub(a, b, alpha=1):
     from ..virtualized import V
 
     name = "add" if V.graph.current_node.target.overloadpacket is aten.add else "sub"
-    if alpha != 1:
+    dtype = out_dtype()
+    if alpha != 1:  # a + alpha * b
         return make_pointwise(lambda x, y: getattr(ops, name)(x, ops.mul(y, ops.constant(
-            alpha, out_dtype()))), [a, b], out_dtype())
-    return make_pointwise(getattr(ops, name), [a, b], out_dtype())
+            alpha, dtype))), [a, b], dtype)
+    return make_pointwise(getattr(ops, name), [a, b], dtype)
 
 
 @register_lowering(aten.rsub)
-def rsub(a, b, alpha=1):
-    return make_pointwise(lambda x, y: ops.sub(y, ops.mul(x, ops.constant(alpha, out_dtype()))),
-                          [a, b], out_dtype())
+def rsub(a, b, alpha=1):  # b - alpha * a
+    dtype = out_dtype()
+    return make_pointwise(lambda x, y: ops.sub(y, ops.mul(x, ops.constant(alpha, dtype))),
+                          [a, b], dtype)
 
 
 @register_lowering(aten.div.Tensor_mode, aten.div.Scalar_mode)
@@ -130,8 +132,9 @@ def clamp(x, lo=None, hi=None):
 
 @register_lowering(aten.hardtanh)
 def hardtanh(x, lo=-1.0, hi=1.0):
-    return make_pointwise(lambda v: ops.minimum(ops.maximum(v, ops.constant(lo, out_dtype())),
-                                                ops.constant(hi, out_dtype())), [x], out_dtype())
+    dtype = out_dtype()
+    return make_pointwise(lambda v: ops.minimum(ops.maximum(v, ops.constant(lo, dtype)),
+                                                ops.constant(hi, dtype)), [x], dtype)
 
 
 def _gelu(v, approximate: str, dtype):
@@ -146,7 +149,8 @@ def _gelu(v, approximate: str, dtype):
 
 @register_lowering(aten.gelu)
 def gelu(x, approximate="none"):
-    return make_pointwise(lambda v: _gelu(v, approximate, out_dtype()), [x], out_dtype())
+    dtype = out_dtype()
+    return make_pointwise(lambda v: _gelu(v, approximate, dtype), [x], dtype)
 
 
 @register_lowering(aten.gelu_backward)
@@ -171,30 +175,34 @@ def silu(x):
 
 @register_lowering(aten.sigmoid_backward)
 def sigmoid_backward(grad, y):  # g * y * (1 - y)
+    dtype = out_dtype()
     return make_pointwise(
-        lambda g, v: ops.mul(g, ops.mul(v, ops.sub(ops.constant(1.0, out_dtype()), v))),
-        [grad, y], out_dtype())
+        lambda g, v: ops.mul(g, ops.mul(v, ops.sub(ops.constant(1.0, dtype), v))),
+        [grad, y], dtype)
 
 
 @register_lowering(aten.tanh_backward)
 def tanh_backward(grad, y):  # g * (1 - y^2)
+    dtype = out_dtype()
     return make_pointwise(
-        lambda g, v: ops.mul(g, ops.sub(ops.constant(1.0, out_dtype()), ops.mul(v, v))),
-        [grad, y], out_dtype())
+        lambda g, v: ops.mul(g, ops.sub(ops.constant(1.0, dtype), ops.mul(v, v))),
+        [grad, y], dtype)
 
 
 @register_lowering(aten.threshold_backward)
 def threshold_backward(grad, x, threshold):  # g where x > threshold else 0
+    dtype = out_dtype()
     return make_pointwise(
-        lambda g, v, t: ops.where(ops.le(v, t), ops.constant(0, out_dtype()), g),
-        [grad, x, threshold], out_dtype())
+        lambda g, v, t: ops.where(ops.le(v, t), ops.constant(0, dtype), g),
+        [grad, x, threshold], dtype)
 
 
 @register_lowering(aten.leaky_relu)
 def leaky_relu(x, slope=0.01):
-    return make_pointwise(lambda v: ops.where(ops.gt(v, ops.constant(0, out_dtype())), v,
-                                              ops.mul(v, ops.constant(slope, out_dtype()))),
-                          [x], out_dtype())
+    dtype = out_dtype()
+    return make_pointwise(lambda v: ops.where(ops.gt(v, ops.constant(0, dtype)), v,
+                                              ops.mul(v, ops.constant(slope, dtype))),
+                          [x], dtype)
 
 
 @register_lowering(aten.lerp.Scalar, aten.lerp.Tensor)
@@ -205,9 +213,10 @@ def lerp(a, b, w):  # a + w * (b - a)
 
 @register_lowering(aten.addcmul)
 def addcmul(a, b, c, value=1):
+    dtype = out_dtype()
     return make_pointwise(
-        lambda x, y, z: ops.add(x, ops.mul(ops.constant(value, out_dtype()), ops.mul(y, z))),
-        [a, b, c], out_dtype())
+        lambda x, y, z: ops.add(x, ops.mul(ops.constant(value, dtype), ops.mul(y, z))),
+        [a, b, c], dtype)
 
 
 @register_lowering(aten._to_copy, aten.clone, prims.convert_element_type, aten.lift_fresh_copy)
@@ -219,10 +228,11 @@ def to_copy(x, dtype=None, **kwargs):
 
 @register_lowering(aten.nan_to_num)
 def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
-    info = torch.finfo(out_dtype())
+    dtype = out_dtype()
+    info = torch.finfo(dtype)
     posinf = info.max if posinf is None else posinf
     neginf = info.min if neginf is None else neginf
-    c = lambda value: ops.constant(value, out_dtype())  # noqa: E731
+    c = lambda value: ops.constant(value, dtype)  # noqa: E731
     return make_pointwise(
         lambda v: ops.where(ops.isnan(v), c(nan), ops.where(ops.isinf(v), ops.where(
-            ops.gt(v, c(0)), c(posinf), c(neginf)), v)), [x], out_dtype())
+            ops.gt(v, c(0)), c(posinf), c(neginf)), v)), [x], dtype)

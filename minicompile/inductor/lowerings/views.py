@@ -290,6 +290,18 @@ def embedding(weight: IRNode, indices: IRNode, *args):
     return Pointwise(device(), weight.get_dtype(), inner_fn, out_size())
 
 
+@register_lowering(aten.repeat)
+def repeat(x: IRNode, repeats):
+    size, new = x.get_size(), out_size()
+    load = x.make_loader()
+    offset = len(new) - len(size)  # repeat may add leading dims
+
+    def inner_fn(index):  # out[i] = x[i % size], dim by dim
+        return load([ModularIndexing(index[offset + d], 1, s) for d, s in enumerate(size)])
+
+    return Pointwise(device(), x.get_dtype(), inner_fn, new)
+
+
 @register_lowering(aten.index_select)
 def index_select(x: IRNode, dim: int, index_t: IRNode):
     size = x.get_size()
