@@ -96,3 +96,8 @@ def embedding_dense_backward(grad, indices, num_weights, padding_idx, scale_grad
     flat_grad = aten.where.self(keep, flat_grad, aten.full_like.default(flat_grad, 0))
     zeros = aten.full.default([num_weights, dim], 0, dtype=grad.dtype, device=grad.device)
     return aten.index_put.default(zeros, [flat_idx], flat_grad, True)
+
+
+@register_decomposition(aten._unsafe_view.default)
+def unsafe_view(x, size):  # a view whose result autograd treats as a fresh tensor
+    return aten.view.default(x, size)

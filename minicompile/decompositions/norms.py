@@ -110,3 +110,12 @@ def native_batch_norm_backward(grad, x, weight, running_mean, running_var, save_
     dw = aten.sum.dim_IntList(aten.mul.Tensor(grad, xhat), reduce) if output_mask[1] else None
     db = aten.sum.dim_IntList(grad, reduce) if output_mask[2] else None
     return dx, dw, db
+
+
+@register_decomposition(aten.native_batch_norm.default)
+def native_batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps):
+    """Eval mode with running statistics -> the inference formula. Training mode updates the
+    running statistics in place: left to ATen (and to functionalization)."""
+    if training or running_mean is None:
+        return NotImplemented
+    return batch_norm_inference(x, weight, bias, running_mean, running_var, momentum, eps)

@@ -1,0 +1,206 @@
+"""Every row of the decomposition table against eager ATen and against torch._decomp."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.fx as fx
+from torch._decomp import decomposition_table as torch_table
+from torch.utils._pytree import tree_flatten
+
+from minicompile.aot_autograd import trace_graph
+from minicompile.decompositions import (core_aten_ops_used, decomposition_table, is_core_aten,
+                                        register_decomposition)
+
+aten = torch.ops.aten
+r = torch.randn
+
+
+def pos(*shape):
+    return torch.rand(*shape) + 0.1
+
+
+def noncontig(*shape):  # same values layout-wise transposed: strides are not row-major
+    return torch.randn(*reversed(shape)).transpose(0, -1)
+
+
+def _ln_bw():
+    x, w, b = r(3, 5, 7), r(7), r(7)
+    _, mean, rstd = aten.native_layer_norm.default(x, [7], w, b, 1e-5)
+    return (r(3, 5, 7), x, [7], mean, rstd, w, b, [True, True, True]), {}
+
+
+def _softmax_bw(op):
+    y = op(r(4, 9), 1, False)
+    return (r(4, 9), y, 1, torch.float32), {}
+
+
+def _nll_bw(weight):
+    x, t = torch.log_softmax(r(6, 5), 1), torch.tensor([0, 4, 2, -100, 1, 3])
+    _, total = aten.nll_loss_forward.default(x, t, weight, 1, -100)
+    return (torch.tensor(1.3), x, t, weight, 1, -100, total), {}
+
+
+# op -> list of sample (args, kwargs); odd sizes and a non-contiguous case where it matters
+SAMPLES = {
+    aten.gelu.default: lambda: [((r(13, 7),), {}), ((noncontig(5, 6),), {"approximate": "tanh"})],
+    aten.gelu_backward.default: lambda: [((r(13, 7), r(13, 7)), {}),
+                                         ((r(13, 7), r(13, 7)), {"approximate": "tanh"})],
+    aten.silu.default: lambda: [((noncontig(9, 4),), {})],
+    aten.silu_backward.default: lambda: [((r(9, 4), r(9, 4)), {})],
+    aten.sigmoid_backward.default: lambda: [((r(9, 4), torch.rand(9, 4)), {})],
+    aten.tanh_backward.default: lambda: [((r(9, 4), torch.rand(9, 4) * 2 - 1), {})],
+    aten.threshold_backward.default: lambda: [((r(9, 4), r(9, 4), 0), {})],
+    aten.hardsigmoid.default: lambda: [((r(11, 5) * 4,), {})],
+    aten.hardswish.default: lambda: [((r(11, 5) * 4,), {})],
+    aten.hardswish_backward.default: lambda: [((r(11, 5), r(11, 5) * 4), {})],
+    aten.hardtanh.default: lambda: [((r(11, 5) * 2, -0.5, 1.5), {})],
+    aten.hardtanh_backward.default: lambda: [((r(11, 5), r(11, 5) * 2, -0.5, 1.5), {})],
+    aten.leaky_relu.default: lambda: [((r(11, 5), 0.2), {})],
+    aten.leaky_relu_backward.default: lambda: [((r(11, 5), r(11, 5), 0.2, False), {})],
+    aten.elu.default: lambda: [((r(11, 5), 1.3, 1.1, 0.9), {})],
+    aten.softplus.default: lambda: [((r(11, 5) * 10, 2.0, 15.0), {})],
+    aten.softplus_backward.default: lambda: [((r(11, 5), r(11, 5) * 10, 2.0, 15.0), {})],
+    aten._softmax.default: lambda: [((r(4, 9), 1, False), {}), ((noncontig(5, 3, 6), 0, False), {})],
+    aten._log_softmax.default: lambda: [((r(4, 9), 1, False), {}), ((r(5, 3, 6), 0, False), {})],
+    aten._softmax_backward_data.default: lambda: [_softmax_bw(aten._softmax.default)],
+    aten._log_softmax_backward_data.default: lambda: [_softmax_bw(aten._log_softmax.default)],
+    aten.logsumexp.default: lambda: [((r(4, 9), [1]), {}), ((r(4, 9, 3), [0, 2], True), {})],
+    aten.sum.default: lambda: [((noncontig(7, 3),), {})],
+    aten.mean.dim: lambda: [((r(4, 9, 5), [1]), {}), ((r(4, 9, 5), [0, 2], True), {})],
+    aten.mean.default: lambda: [((r(4, 9, 5),), {})],
+    aten.var.correction: lambda: [((r(4, 9, 5), [1]), {}), ((r(4, 9), [0, 1]),
+                                                            {"correction": 0, "keepdim": True})],
+    aten.var_mean.correction: lambda: [((r(4, 9, 5), [2]), {"correction": 1})],
+    aten.std.correction: lambda: [((r(4, 9, 5), [1]), {})],
+    aten.native_layer_norm.default: lambda: [((r(3, 5, 7), [7], r(7), r(7), 1e-5), {}),
+                                             ((noncontig(4, 6), [6], None, None, 1e-5), {})],
+    aten.native_layer_norm_backward.default: lambda: [_ln_bw()],
+    aten._fused_rms_norm.default: lambda: [((r(3, 5, 7), [7], r(7), 1e-6), {})],
+    aten.rms_norm.default: lambda: [((r(3, 5, 7), [5, 7], r(5, 7), 1e-6), {}),
+                                    ((r(3, 7), [7]), {})],
+    aten._native_batch_norm_legit_no_training.default: lambda: [
+        ((r(2, 3, 5, 4), r(3), r(3), r(3), pos(3), 0.1, 1e-5), {})],
+    aten.native_batch_norm.default: lambda: [
+        ((r(2, 3, 5, 4), r(3), r(3), r(3), pos(3), False, 0.1, 1e-5), {})],
+    aten.native_batch_norm_backward.default: lambda: [
+        ((r(2, 3, 5), r(2, 3, 5), r(3), r(3), pos(3), None, None, False, 1e-5,
+          [True, True, True]), {})],
+    aten.addmm.default: lambda: [((r(7), r(5, 3), r(3, 7)), {}),
+                                 ((r(5, 7), r(5, 3), noncontig(3, 7)), {"beta": 0.5, "alpha": 2})],
+    aten.linear.default: lambda: [((r(2, 5, 3), r(7, 3), r(7)), {}), ((r(5, 3), r(7, 3)), {})],
+    aten.mv.default: lambda: [((r(5, 3), r(3)), {})],
+    aten.baddbmm.default: lambda: [((r(2, 5, 7), r(2, 5, 3), r(2, 3, 7)), {"beta": 0.3})],
+    aten.t.default: lambda: [((r(5, 3),), {}), ((r(5),), {})],
+    aten.addcmul.default: lambda: [((r(5, 3), r(5, 3), r(3)), {"value": 0.5})],
+    aten.addcdiv.default: lambda: [((r(5, 3), r(5, 3), pos(3)), {"value": 0.5})],
+    aten.rsub.Scalar: lambda: [((r(5, 3), 2.0), {}), ((r(5, 3), 2.0, 3), {})],
+    aten.lerp.Scalar: lambda: [((r(5, 3), r(5, 3), 0.3), {})],
+    aten.masked_fill.Scalar: lambda: [((r(5, 3), torch.rand(5, 3) > 0.5, -1.5), {})],
+    aten.zeros_like.default: lambda: [((r(5, 3),), {})],
+    aten.ones_like.default: lambda: [((r(5, 3),), {})],
+    aten._unsafe_view.default: lambda: [((r(5, 6), [3, 10]), {})],
+    aten.embedding_dense_backward.default: lambda: [
+        ((r(4, 3, 5), torch.randint(0, 7, (4, 3)), 7, 2, False), {})],
+    aten.mse_loss.default: lambda: [((r(5, 3), r(5, 3)), {}), ((r(5, 3), r(5, 3), 0), {}),
+                                    ((r(5, 3), r(5, 3), 2), {})],
+    aten.mse_loss_backward.default: lambda: [((torch.tensor(0.7), r(5, 3), r(5, 3), 1), {})],
+    aten.nll_loss_forward.default: lambda: [
+        ((torch.log_softmax(r(6, 5), 1), torch.tensor([0, 4, 2, -100, 1, 3]), None, 1, -100), {}),
+        ((torch.log_softmax(r(6, 5), 1), torch.tensor([0, 4, 2, 1, 1, 3]), pos(5), 2, -100), {}),
+        ((torch.log_softmax(r(6, 5), 1), torch.tensor([0, 4, 2, 1, 1, 3]), None, 0, 2), {})],
+    aten.nll_loss_backward.default: lambda: [_nll_bw(None), _nll_bw(pos(5))],
+    aten.cross_entropy_loss.default: lambda: [((r(6, 5), torch.tensor([0, 4, 2, 1, 1, 3])), {})],
+    aten.native_dropout_backward.default: lambda: [((r(5, 3), torch.rand(5, 3) > 0.3, 1.25), {})],
+}
+RANDOM_OPS = [aten.native_dropout.default, aten.dropout.default]  # checked by statistics
+
+
+def test_table_has_at_least_40_rows_and_every_row_has_samples():
+    assert len(decomposition_table) >= 40
+    assert set(SAMPLES) | set(RANDOM_OPS) == set(decomposition_table)
+
+
+def _close(got, want):
+    got, want = tree_flatten(got)[0], tree_flatten(want)[0]
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        if isinstance(w, torch.Tensor) and w.numel() == 0:  # unused outputs (saved stats)
+            continue
+        torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("op", list(SAMPLES), ids=str)
+def test_decomposition_matches_eager(op):
+    for args, kwargs in SAMPLES[op]():
+        _close(decomposition_table[op](*args, **kwargs), op(*args, **kwargs))
+
+
+@pytest.mark.parametrize("op", [op for op in SAMPLES if op in torch_table], ids=str)
+def test_decomposition_matches_torch_decomp(op):
+    for args, kwargs in SAMPLES[op]():
+        _close(decomposition_table[op](*args, **kwargs), torch_table[op](*args, **kwargs))
+
+
+def _trace_row(op, args, kwargs):
+    """Trace ``op`` under the table: the ATen graph a backend would receive."""
+    flat, spec = tree_flatten((args, kwargs))
+    tensors = [a for a in flat if isinstance(a, torch.Tensor)]
+
+    def fn(*ts):
+        it = iter(ts)
+        a, k = torch.utils._pytree.tree_unflatten(
+            [next(it) if isinstance(a, torch.Tensor) else a for a in flat], spec)
+        return op(*a, **k)
+
+    gm, _ = trace_graph(fn, tensors, [False] * len(tensors), torch._subclasses.FakeTensorMode(),
+                        decomposition_table, joint=False)
+    return gm
+
+
+@pytest.mark.parametrize("op", list(SAMPLES), ids=str)
+def test_decomposition_leaves_only_core_aten(op):
+    args, kwargs = SAMPLES[op]()[0]
+    gm = _trace_row(op, args, kwargs)
+    assert core_aten_ops_used(gm)["non_core"] == {}, gm.code
+    assert op not in {n.target for n in gm.graph.nodes}
+
+
+def test_dropout_statistics_and_mask():
+    x = torch.randn(200, 50)
+    out, mask = decomposition_table[aten.native_dropout.default](x, 0.3, True)
+    assert mask.dtype == torch.bool and 0.65 < mask.float().mean() < 0.75
+    torch.testing.assert_close(out, x * mask / 0.7)
+    torch.testing.assert_close(decomposition_table[aten.dropout.default](x, 0.3, False), x)
+    kept = decomposition_table[aten.dropout.default](x, 0.3, True) != 0
+    assert 0.65 < kept.float().mean() < 0.75
+
+
+def test_user_registered_decomposition_is_used_while_tracing():
+    table = dict(decomposition_table)
+
+    @register_decomposition(aten.cos.default, table)
+    def cos_as_sin(x):  # cos x = sin(x + pi/2)
+        return aten.sin.default(aten.add.Tensor(x, torch.pi / 2))
+
+    x = torch.randn(9)
+    gm = fx.symbolic_trace(lambda x: torch.cos(x) * 2)
+    graph, sig = trace_graph(gm, [x], [False], torch._subclasses.FakeTensorMode(), table,
+                             joint=False)
+    targets = {n.target for n in graph.graph.nodes}
+    assert aten.sin.default in targets and aten.cos.default not in targets
+    assert sig.decomposed == {"aten.cos.default": 1}
+    torch.testing.assert_close(graph(x)[0], torch.cos(x) * 2)
+    assert aten.cos.default not in decomposition_table  # the global table is untouched
+
+
+def test_core_aten_report():
+    x = torch.randn(4, 6)
+    gm = fx.symbolic_trace(lambda x: torch.nn.functional.gelu(x).softmax(-1))
+    before, _ = trace_graph(gm, [x], [False], torch._subclasses.FakeTensorMode(), {}, joint=False)
+    after, _ = trace_graph(gm, [x], [False], torch._subclasses.FakeTensorMode(),
+                           decomposition_table, joint=False)
+    assert set(core_aten_ops_used(before)["core"]) == {"aten.gelu.default", "aten._softmax.default"}
+    report = core_aten_ops_used(after)
+    assert report["non_core"] == {} and "aten.erf.default" in report["core"]
+    assert all(is_core_aten(n.target) for n in after.graph.nodes if n.op == "call_function")
