@@ -1,0 +1,87 @@
+"""The IR core: index simplification, layouts, views as formulas, printing, read/writes, and
+fusion as substitution (inlined bodies compute the same values as the unfused nodes)."""
+
+import sympy
+import torch
+
+from minicompile.inductor.executor import run_nodes
+from minicompile.inductor.ir import (ComputedBuffer, InputBuffer, Layout, Pointwise, Reduction,
+                                     View, as_strided_layout, inline_producers)
+from minicompile.inductor.sizevars import (FloorDiv, ModularIndexing, index_var, simplify_index,
+                                           simplify_loops, size_var)
+from minicompile.inductor.virtualized import ops
+
+i0, i1, i2 = (index_var("i", k) for k in range(3))
+s0 = size_var("s0")
+CPU = torch.device("cpu")
+
+
+def test_floordiv_and_modular_rules():
+    assert FloorDiv(6 * i0 + i1, 6) == i0 + FloorDiv(i1, 6)  # whole multiples leave the //
+    assert ModularIndexing(12 * i0 + i1, 1, 12) == ModularIndexing(i1, 1, 12)
+    assert FloorDiv(FloorDiv(i0, 2), 3) == FloorDiv(i0, 6)
+    assert FloorDiv(sympy.Integer(17), 5) == 3
+
+
+def test_ranges_remove_div_and_mod():
+    ranges = {i0: s0, i1: 6}
+    assert simplify_index(FloorDiv(6 * i0 + i1, 6), ranges) == i0
+    assert simplify_index(ModularIndexing(6 * i0 + i1, 1, 6), ranges) == i1
+    # the row-major reshape round trip: 6*(x // 6) + x % 6 -> x
+    assert simplify_index(6 * FloorDiv(i0, 6) + ModularIndexing(i0, 1, 6)) == i0
+
+
+def test_simplify_loops_merges_contiguous_dims():
+    sizes, reindex = simplify_loops([i0, i1, i2], [2, s0, 4], [4 * s0 * i0 + 4 * i1 + i2])
+    assert sizes == [8 * s0]
+    sizes, _ = simplify_loops([i0, i1, i2], [2, 1, 4], [4 * i0 + i2, i2])  # i2 alone blocks it
+    assert sizes == [2, 4]
+
+
+def test_layout_indexer_and_strided_views():
+    x = InputBuffer("x", Layout(CPU, torch.float32, [s0, 6]))
+    assert x.layout.make_indexer()([i0, i1]) == 6 * i0 + i1
+    t = View(x, [6, s0], lambda idx: [idx[1], idx[0]])  # transpose
+    rv = as_strided_layout(t)
+    assert rv.layout.stride == [1, 6]
+    # transpose then flatten is not a strided view of x: it needs a copy
+    assert as_strided_layout(View(t, [6 * s0], lambda idx: [FloorDiv(idx[0], s0),
+                                                          ModularIndexing(idx[0], 1, s0)])) is None
+
+
+def _chain():
+    x = InputBuffer("x", Layout(CPU, torch.float32, [4, 5]))
+    y = InputBuffer("y", Layout(CPU, torch.float32, [5]))
+    lx, ly = x.make_loader(), y.make_loader()
+    b0 = ComputedBuffer("buf0", Layout(CPU, torch.float32, [4, 5]), Pointwise(
+        CPU, torch.float32, lambda i: ops.mul(lx(i), ops.constant(2.0, torch.float32)), [4, 5]))
+    l0 = b0.make_loader()
+    b1 = ComputedBuffer("buf1", Layout(CPU, torch.float32, [4, 5]), Pointwise(
+        CPU, torch.float32, lambda i: ops.add(l0(i), ly([i[1]])), [4, 5]))
+    l1 = b1.make_loader()
+    b2 = ComputedBuffer("buf2", Layout(CPU, torch.float32, [4]), Reduction(
+        CPU, torch.float32, lambda i, r: l1([i[0], r[0]]), [4], [5], "sum"))
+    return b0, b1, b2
+
+
+def test_printing_and_read_writes():
+    b0, b1, b2 = _chain()
+    text = str(b2)
+    assert "for i0 in range(4):" in text and "for r0 in range(5):  # reduction" in text
+    assert "load(buf1, 5*i0 + r0)" in text
+    rw = b1.get_read_writes()
+    assert {(d.name, str(d.index)) for d in rw.reads} == {("buf0", "5*i0 + i1"), ("y", "i1")}
+    assert [d.num_elements() for d in rw.reads] == [20, 5]
+    assert rw.writes[0].name == "buf1"
+
+
+def test_inlining_matches_unfused_execution():
+    b0, b1, b2 = _chain()
+    x, y = torch.randn(20), torch.randn(5)
+    ref = run_nodes([b0, b1, b2], {"x": x, "y": y}, {})["buf2"]
+    fused = inline_producers(inline_producers(b2, [b1]), [b0])
+    assert "buf0" not in fused.get_read_writes().read_names()
+    assert "buf1" not in str(fused)
+    out = run_nodes([fused], {"x": x, "y": y}, {})["buf2"]
+    torch.testing.assert_close(out, ref)
+    torch.testing.assert_close(out, (x.view(4, 5) * 2 + y).sum(1))
