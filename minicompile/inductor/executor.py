@@ -323,3 +323,18 @@ class GraphExecutor:
         if isinstance(o, sympy.Basic):
             return evaluate_size(o, sizes)
         return o
+
+
+def execute(node: Any, inputs: Mapping[str, torch.Tensor],
+            sizes: Mapping[sympy.Symbol, int] | None = None) -> torch.Tensor:
+    """Run one ``Pointwise``/``Reduction`` (or ``ComputedBuffer``) against named input tensors
+    (contiguous, named like the ``InputBuffer``s the body loads) and return its output."""
+    from .ir import Loops
+
+    sizes = dict(sizes or {})
+    if isinstance(node, Loops):
+        node = ComputedBuffer("out", Layout(node.get_device(), node.get_dtype(), node.get_size()),
+                              node)
+    buffers = {name: t.contiguous().reshape(-1) for name, t in inputs.items()}
+    run_nodes([node], buffers, sizes)
+    return strided(buffers[node.name], node.layout, sizes)

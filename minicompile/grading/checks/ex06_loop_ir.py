@@ -1,0 +1,52 @@
+"""Checks for exercises/ex06_loop_ir.py (notebook 06: the loop-level IR)."""
+
+from __future__ import annotations
+
+import random
+
+import torch
+import torch.nn.functional as F
+
+from minicompile.grading import exercise
+from minicompile.inductor.executor import execute
+from minicompile.inductor.ir import InputBuffer, Layout, Pointwise, Reduction
+
+
+def _input(name: str, shape) -> InputBuffer:
+    return InputBuffer(name, Layout(torch.device("cpu"), torch.float32, list(shape)))
+
+
+@exercise("6.1", points=10, hint="view y as (m, n): y[i] is x.t()[i // n, i % n] = x[i % n, i // n]")
+def check_transpose_reshape_index(sol):
+    """Index formula of a transpose-then-reshape"""
+    rng = random.Random(0)
+    for _ in range(6):
+        n, m = rng.randint(1, 9), rng.randint(1, 9)
+        x = torch.randn(n, m)
+        y = x.t().reshape(-1)
+        flat = x.reshape(-1)
+        for i in range(n * m):
+            offset = int(sol.transpose_reshape_index(i, n, m))
+            assert flat[offset] == y[i], f"n={n}, m={m}: y[{i}] is x.flat[{offset}]?"
+
+
+@exercise("6.2", points=10, hint="ops.add, ops.maximum, ops.minimum, ops.truediv with "
+                                 "ops.constant(3.0, dtype); Pointwise(device, dtype, inner_fn, size)")
+def check_lower_hardsigmoid(sol):
+    """Lower a pointwise op (hardsigmoid)"""
+    for shape in [(7,), (5, 13), (2, 3, 4)]:
+        node = sol.lower_hardsigmoid(_input("x", shape))
+        assert isinstance(node, Pointwise), "return a Pointwise"
+        x = torch.randn(shape) * 5
+        torch.testing.assert_close(execute(node, {"x": x}), F.hardsigmoid(x))
+
+
+@exercise("6.3", points=10, hint="full index = index[:dim] + [rindex[0]] + index[dim:]; "
+                                 "Reduction(device, dtype, inner_fn, kept, [size[dim]], 'sum', dtype)")
+def check_lower_sum_of_squares(sol):
+    """Write a reduction's inner_fn (sum of squares over a dim)"""
+    for shape, dim in [((5, 7), 1), ((5, 7), 0), ((3, 4, 6), 1), ((3, 4, 6), -1)]:
+        node = sol.lower_sum_of_squares(_input("x", shape), dim)
+        assert isinstance(node, Reduction), "return a Reduction"
+        x = torch.randn(shape)
+        torch.testing.assert_close(execute(node, {"x": x}), (x ** 2).sum(dim))
