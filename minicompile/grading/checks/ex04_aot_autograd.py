@@ -1,0 +1,115 @@
+"""Checks for exercises/ex04_aot_autograd.py (notebook 04: AOT autograd)."""
+
+from __future__ import annotations
+
+import torch
+import torch.fx as fx
+import torch.nn as nn
+import torch.nn.functional as F
+from torch._subclasses import FakeTensorMode
+
+from minicompile.aot_autograd import (default_saved_values, min_cut_saved_values,
+                                      partition_with_saved, trace_graph)
+from minicompile.aot_autograd.partitioners import tensor_bytes
+from minicompile.grading import exercise
+
+
+class _Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln, self.fc1, self.fc2 = nn.LayerNorm(12), nn.Linear(12, 20), nn.Linear(20, 12)
+
+    def forward(self, x):
+        return x + self.fc2(F.gelu(self.fc1(self.ln(x))))
+
+
+def _cases():
+    """(name, fn of primals, example primals) for a few graphs with different shapes."""
+    torch.manual_seed(0)
+    block = _Block()
+    params = list(block.parameters())
+    names = [n for n, _ in block.named_parameters()]
+
+    def block_fn(*args):
+        return torch.func.functional_call(block, dict(zip(names, args[:-1])), (args[-1],))
+
+    return [
+        ("cos(cos(x)).sum()", lambda x: torch.cos(torch.cos(x)).sum(), [torch.randn(9)]),
+        ("sin(a @ b).tanh()", lambda a, b: torch.tanh(torch.sin(a @ b)),
+         [torch.randn(5, 7), torch.randn(7, 3)]),
+        ("LayerNorm + MLP block", block_fn, [p.detach() for p in params] + [torch.randn(3, 5, 12)]),
+        ("softmax(x * w)", lambda x, w: torch.softmax(x * w, -1).exp(),
+         [torch.randn(6, 11), torch.randn(11)]),
+    ]
+
+
+def _joint(fn, inputs):
+    return trace_graph(fn, inputs, [True] * len(inputs), FakeTensorMode())
+
+
+def _check_runs(name, joint, sig, saved, fn, inputs):
+    """The partition built from ``saved`` computes eager's outputs and gradients."""
+    part = partition_with_saved(joint, saved, sig.num_fwd_outputs)
+    real = [x.detach().clone().requires_grad_() for x in inputs]
+    ref = fn(*real)
+    grad_out = torch.randn_like(ref)
+    ref_grads = torch.autograd.grad(ref, real, grad_out)
+    fw_out = part.fw_module(*[x.detach() for x in inputs])
+    out, saved_vals = fw_out[0], fw_out[sig.num_fwd_outputs:]
+    grads = part.bw_module(*saved_vals, grad_out)
+    torch.testing.assert_close(out, ref, msg=lambda m: f"{name}: forward output differs\n{m}")
+    for g, rg in zip(grads, ref_grads):
+        torch.testing.assert_close(g, rg, msg=lambda m: f"{name}: gradient differs\n{m}")
+    return part
+
+
+@exercise("4.1", points=10, hint="forward = ancestors(fw_outs) | primals; save n if a user is "
+                                 "outside forward (not the output node); tuples -> getitems")
+def check_default_saved_values(sol):
+    """Write the default partition's saved set"""
+    for name, fn, inputs in _cases():
+        joint, sig = _joint(fn, inputs)
+        got = sol.default_saved_values(joint.graph, sig.num_fwd_outputs)
+        want = default_saved_values(joint.graph, sig.num_fwd_outputs)
+        assert [n.name for n in got] == [n.name for n in want], (
+            f"{name}: saved {[n.name for n in got]}, expected {[n.name for n in want]}")
+        _check_runs(name, joint, sig, got, fn, inputs)
+
+
+@exercise("4.2", points=10, hint="capacity = bytes on n_in -> n_out; source -> primals and "
+                                 "non-recomputable forward ops; tangent readers -> sink")
+def check_min_cut_saved_values(sol):
+    """Compute the min-cut rematerialization saved set"""
+    for name, fn, inputs in _cases():
+        joint, sig = _joint(fn, inputs)
+        got = sol.min_cut_saved_values(joint.graph, sig.num_fwd_outputs)
+        want = min_cut_saved_values(joint.graph, sig.num_fwd_outputs)
+        got_bytes = sum(tensor_bytes(n) for n in got)
+        want_bytes = sum(tensor_bytes(n) for n in want)
+        assert got_bytes == want_bytes, (f"{name}: saving {[n.name for n in got]} costs "
+                                         f"{got_bytes} bytes; the minimum is {want_bytes}")
+        _check_runs(name, joint, sig, got, fn, inputs)
+        if name.startswith("cos"):
+            assert [n.name for n in got] == ["primals_1"], "cos(cos(x)): save only x"
+
+
+@exercise("4.3", points=10, hint="forward: outs = fw(*inputs); ctx.save_for_backward(*saved); "
+                                 "backward: bw(*ctx.saved_tensors, *grads)")
+def check_make_compiled_function(sol):
+    """Write the runtime wrapper as a torch.autograd.Function"""
+    for name, fn, inputs in _cases()[1:]:
+        joint, sig = _joint(fn, inputs)
+        part = partition_with_saved(joint, default_saved_values(joint.graph, 1), 1)
+        run = sol.make_compiled_function(part.fw_module, part.bw_module, 1,
+                                         part.num_saved_tensors)
+        xs = [x.detach().clone().requires_grad_() for x in inputs]
+        ref_xs = [x.detach().clone().requires_grad_() for x in inputs]
+        (out,) = run(*xs)
+        ref = fn(*ref_xs)
+        torch.testing.assert_close(out, ref)
+        assert out.grad_fn is not None, f"{name}: the output must be differentiable"
+        g = torch.randn_like(ref)
+        out.backward(g)
+        ref.backward(g)
+        for x, rx in zip(xs, ref_xs):
+            torch.testing.assert_close(x.grad, rx.grad, msg=lambda m: f"{name}: grads\n{m}")

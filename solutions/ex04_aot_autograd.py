@@ -1,0 +1,118 @@
+"""Exercises for notebook 04: AOT autograd, the joint graph and its partitions.
+
+Grade with ``python -m minicompile.grade -k 04``. Each function plugs into minicompile's own
+AOT autograd: the checks build joint graphs of real models, run your partition or wrapper, and
+compare outputs and gradients with eager PyTorch.
+
+A joint graph (``minicompile.aot_autograd.trace_graph(..., joint=True)``) has placeholders
+``primals_*`` then ``tangents_*``, and one output node whose list is the forward outputs
+(the first ``num_fwd_outputs`` entries) followed by one gradient per primal (None where there
+is none). Useful helpers: ``node.users``, ``node.all_input_nodes``, ``node.meta["val"]`` (a fake
+tensor), and from ``minicompile.aot_autograd.partitioners``: ``ancestors``, ``descendants``,
+``primals_and_tangents``, ``split_outputs``, ``tensor_bytes``, ``is_recomputable``.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import networkx as nx
+import torch
+import torch.fx as fx
+
+from minicompile.aot_autograd.partitioners import (ancestors, descendants, is_recomputable,
+                                                   primals_and_tangents, split_outputs,
+                                                   tensor_bytes)
+
+
+def default_saved_values(joint: fx.Graph, num_fwd_outputs: int) -> list[fx.Node]:
+    """Exercise 4.1: the default partition's saved values.
+
+    The forward graph is every node the forward outputs need (their ancestors) plus the
+    primals. Return, in graph order, every forward node that some non-forward node (other than
+    the output node) reads. A multi-output node (its ``meta["val"]`` is a tuple, e.g.
+    native_layer_norm) cannot be saved whole: save its ``operator.getitem`` users instead.
+    (Graphs in this exercise have no symbolic sizes.)
+    """
+    ### BEGIN SOLUTION 4.1: forward = ancestors of the forward outputs; save what backward reads
+    primals, _ = primals_and_tangents(joint)
+    fw_outs, _ = split_outputs(joint, num_fwd_outputs)
+    forward = ancestors(fw_outs) | set(primals)
+    saved = []
+    for n in joint.nodes:
+        if n in forward and any(u not in forward and u.op != "output" for u in n.users):
+            if isinstance(n.meta.get("val"), (tuple, list)):
+                saved += [u for u in n.users if u.target is operator.getitem]
+            else:
+                saved.append(n)
+    return saved
+    ### END SOLUTION
+
+
+def min_cut_saved_values(joint: fx.Graph, num_fwd_outputs: int) -> list[fx.Node]:
+    """Exercise 4.2: the min-cut rematerialization saved set.
+
+    Build a networkx DiGraph: each node n is an edge ``n.name+"_in" -> n.name+"_out"`` with
+    ``capacity=tensor_bytes(n)`` (omit the capacity, i.e. infinite, for a view op
+    ``n.target.is_view`` or a multi-output node, whose bytes are inf); each data edge
+    ``n_out -> user_in`` has no capacity. Consider only ``ancestors(fw_outs + grads)`` (skip the
+    output node). Connect ``"source" -> n_in`` for primals and for forward nodes
+    (ancestors of the forward outputs) that are not ``is_recomputable``; connect
+    ``n_in -> "sink"`` for nodes that read a tangent (``descendants(tangents)``). Then
+    ``nx.minimum_cut(g, "source", "sink")`` returns ``(value, (source_side, sink_side))``; the
+    saved nodes are those whose ``_in`` is on the source side and ``_out`` is not.
+    Return them in graph order.
+    """
+    ### BEGIN SOLUTION 4.2: build the flow graph, cut it, read the saved nodes off the cut
+    primals, tangents = primals_and_tangents(joint)
+    fw_outs, grads = split_outputs(joint, num_fwd_outputs)
+    backward_only, forward = descendants(tangents), ancestors(fw_outs)
+    relevant = ancestors(fw_outs + grads)
+    g = nx.DiGraph()
+    for n in relevant:
+        if n.op == "output":
+            continue
+        if n in backward_only:
+            g.add_edge(n.name + "_in", "sink")
+        elif n in primals or (n in forward and not is_recomputable(n)):
+            g.add_edge("source", n.name + "_in")
+        is_view = isinstance(n.target, torch._ops.OpOverload) and n.target.is_view
+        cap = float("inf") if is_view else tensor_bytes(n)
+        if cap == float("inf"):
+            g.add_edge(n.name + "_in", n.name + "_out")
+        else:
+            g.add_edge(n.name + "_in", n.name + "_out", capacity=cap)
+        for u in n.users:
+            if u in relevant and u.op != "output":
+                g.add_edge(n.name + "_out", u.name + "_in")
+    _, (source_side, _) = nx.minimum_cut(g, "source", "sink")
+    return [n for n in joint.nodes if n.name + "_in" in source_side
+            and n.name + "_out" not in source_side]
+    ### END SOLUTION
+
+
+def make_compiled_function(fw, bw, num_outputs: int, num_saved: int):
+    """Exercise 4.3: the runtime wrapper, a ``torch.autograd.Function``.
+
+    ``fw(*inputs)`` returns a list: ``num_outputs`` outputs, then ``num_saved`` saved tensors.
+    ``bw(*saved, *tangents)`` returns one gradient (or None) per input; there is one tangent
+    per output. Return a callable ``run(*inputs) -> tuple of outputs`` whose outputs are
+    differentiable: define a ``torch.autograd.Function`` subclass whose ``forward`` runs
+    ``fw`` and keeps the saved tensors with ``ctx.save_for_backward``, and whose ``backward``
+    runs ``bw`` on them and the incoming gradients (made ``.contiguous()``); ``run`` is its
+    ``apply``.
+    """
+    ### BEGIN SOLUTION 4.3: forward runs fw and saves; backward runs bw on saved + grads
+    class CompiledFunction(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, *inputs):
+            outs = fw(*inputs)
+            ctx.save_for_backward(*outs[num_outputs:num_outputs + num_saved])
+            return tuple(outs[:num_outputs])
+
+        @staticmethod
+        def backward(ctx, *grads):
+            return tuple(bw(*ctx.saved_tensors, *[g.contiguous() for g in grads]))
+
+    return CompiledFunction.apply
+    ### END SOLUTION
