@@ -1,0 +1,92 @@
+"""What minicompile can't capture runs eagerly with a recorded reason and user line: never a
+wrong result. ``fullgraph=True`` turns the same situations into an error."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import minicompile as mc
+from minicompile.dynamo.exc import Unsupported
+
+
+def data_dependent(x):
+    if x.sum() > 0:  # needs the data
+        return x + 1
+    return x - 1
+
+
+def uses_item(x):
+    return x * x.sum().item()
+
+
+def prints(x):
+    y = x * 2
+    print("hello")
+    return y
+
+
+def mutates_input_list(xs, x):
+    xs.append(x * 2)
+    return x
+
+
+UNSUPPORTED = {
+    "data_dependent": (data_dependent, "data-dependent", "if x.sum() > 0"),
+    "item": (uses_item, "item", "x.sum().item()"),
+    "print": (prints, "print", 'print("hello")'),
+}
+
+
+@pytest.mark.parametrize("name", list(UNSUPPORTED))
+def test_unsupported_runs_eagerly_with_reason(name, capsys):
+    fn, reason, line = UNSUPPORTED[name]
+    for x in (torch.ones(3), -torch.ones(3)):
+        torch.testing.assert_close(mc.compile(fn, backend="eager")(x), fn(x))
+    e = mc.explain(fn)(torch.ones(3))
+    assert e.graph_break_count >= 1
+    assert reason in e.break_reasons[0].reason
+    assert line in e.break_reasons[0].user_line
+    assert "test_dynamo_fallback.py" in e.break_reasons[0].user_line
+
+
+@pytest.mark.parametrize("name", list(UNSUPPORTED))
+def test_fullgraph_raises(name):
+    fn, reason, _ = UNSUPPORTED[name]
+    with pytest.raises(Exception, match=reason):
+        mc.compile(fn, backend="eager", fullgraph=True)(torch.ones(3))
+
+
+def test_input_mutation_is_not_lost():
+    xs, x = [], torch.ones(2)
+    mc.compile(mutates_input_list, backend="eager")(xs, x)
+    assert len(xs) == 1
+    torch.testing.assert_close(xs[0], x * 2)
+
+
+def test_eager_fallback_is_counted():
+    mc.compile(uses_item, backend="eager")(torch.ones(3))
+    assert mc.metrics.eager_fallbacks + mc.metrics.graph_breaks >= 1
+
+
+def test_user_exception_propagates():
+    def bad(x):
+        return x @ torch.ones(5, 5)  # shape mismatch: eager raises RuntimeError
+
+    with pytest.raises(RuntimeError):
+        mc.compile(bad, backend="eager")(torch.ones(3, 3))
+
+
+def test_unsupported_carries_user_line():
+    err = Unsupported("why", "f.py:3 in f: x.item()")
+    assert "f.py:3" in str(err) and err.reason == "why"
+
+
+def test_debug_dir_gets_artifacts(tmp_path, monkeypatch):
+    from minicompile import config
+
+    monkeypatch.setattr(config, "debug", True)
+    monkeypatch.setattr(config, "debug_dir", str(tmp_path))
+    mc.compile(lambda x: x.cos() + 1, backend="eager")(torch.ones(2))
+    text = "\n".join(p.read_text() for p in tmp_path.rglob("*") if p.is_file())
+    assert "cos" in text and "guard" in text and ("RESUME" in text or "LOAD_FAST" in text)
