@@ -1,0 +1,72 @@
+"""Exercises for notebook 05: decompositions, from compound ATen ops to core ATen.
+
+Grade with ``python -m minicompile.grade -k 05``. Write each decomposition with ``aten.*``
+overloads from the core set (``aten.mul.Tensor``, ``aten.add.Tensor``, ``aten.erf.default``,
+``aten.tanh.default``, ``aten.exp.default``, ``aten.log.default``, ``aten.amax.default``,
+``aten.sum.dim_IntList``, ``aten.sub.Tensor``, ``aten.div.Tensor``, ``aten.rsqrt.default``,
+``aten.pow.Tensor_Scalar``, ...). A Python number is fine as the second operand of
+``aten.mul.Tensor`` / ``aten.add.Tensor``. The checks compare with eager PyTorch on random
+inputs and trace your function to make sure the compound op is really gone.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+aten = torch.ops.aten
+
+
+def gelu(x: torch.Tensor, approximate: str = "none") -> torch.Tensor:
+    """Exercise 5.1: ``aten.gelu.default`` in core ATen ops.
+
+    approximate="none":  0.5 * x * (1 + erf(x / sqrt(2)))
+    approximate="tanh":  0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3)))
+    """
+    ### BEGIN SOLUTION 5.1: the erf and tanh formulas of GELU with aten ops
+    if approximate == "tanh":
+        cube = aten.pow.Tensor_Scalar(x, 3)
+        inner = aten.mul.Tensor(aten.add.Tensor(x, aten.mul.Tensor(cube, 0.044715)),
+                                math.sqrt(2 / math.pi))
+        return aten.mul.Tensor(aten.mul.Tensor(x, 0.5), aten.add.Tensor(aten.tanh.default(inner), 1))
+    erf = aten.erf.default(aten.mul.Tensor(x, 1 / math.sqrt(2)))
+    return aten.mul.Tensor(aten.mul.Tensor(x, 0.5), aten.add.Tensor(erf, 1))
+    ### END SOLUTION
+
+
+def log_softmax(x: torch.Tensor, dim: int, half_to_float: bool = False) -> torch.Tensor:
+    """Exercise 5.2: ``aten._log_softmax.default``, numerically stable.
+
+    log_softmax(x) = (x - m) - log(sum(exp(x - m)))  with m = max of x along ``dim``
+    (keepdim=True). Subtracting m keeps exp from overflowing: the check uses logits near 1000.
+    """
+    ### BEGIN SOLUTION 5.2: subtract the row max, then subtract the log of the sum of exps
+    shifted = aten.sub.Tensor(x, aten.amax.default(x, [dim], True))
+    lse = aten.log.default(aten.sum.dim_IntList(aten.exp.default(shifted), [dim], True))
+    return aten.sub.Tensor(shifted, lse)
+    ### END SOLUTION
+
+
+def native_layer_norm(x: torch.Tensor, normalized_shape: list[int], weight, bias, eps: float):
+    """Exercise 5.3: ``aten.native_layer_norm.default`` -> ``(out, mean, rstd)``.
+
+    Over the last ``len(normalized_shape)`` dims (keepdim=True): mean = sum(x) / N,
+    var = sum((x - mean)^2) / N (biased), rstd = rsqrt(var + eps),
+    out = (x - mean) * rstd, then ``* weight`` and ``+ bias`` when they are not None.
+    mean and rstd keep the reduced dims as size 1 (the shape ATen returns).
+    """
+    ### BEGIN SOLUTION 5.3: mean and biased variance over the last dims, then normalize
+    dims = list(range(x.dim() - len(normalized_shape), x.dim()))
+    n = math.prod(normalized_shape)
+    mean = aten.div.Tensor(aten.sum.dim_IntList(x, dims, True), n)
+    centered = aten.sub.Tensor(x, mean)
+    var = aten.div.Tensor(aten.sum.dim_IntList(aten.mul.Tensor(centered, centered), dims, True), n)
+    rstd = aten.rsqrt.default(aten.add.Tensor(var, eps))
+    out = aten.mul.Tensor(centered, rstd)
+    if weight is not None:
+        out = aten.mul.Tensor(out, weight)
+    if bias is not None:
+        out = aten.add.Tensor(out, bias)
+    return out, mean, rstd
+    ### END SOLUTION
