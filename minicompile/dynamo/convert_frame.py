@@ -18,6 +18,7 @@ from .. import _logging
 from ..metrics import metrics
 from . import handlers_data, handlers_flow  # noqa: F401  (registers the instruction handlers)
 from .bytecode import format_listing
+from .exc import Unsupported
 from .guards import GuardFn, build_guard_fn
 from .output_graph import FrameResult, OutputGraph
 from .symbolic_convert import InstructionTranslator
@@ -34,18 +35,31 @@ class CacheEntry:
     code: types.CodeType
 
 
-def convert_frame(fn: types.FunctionType, f_locals: dict, backend: Callable) -> CacheEntry:
+def convert_frame(fn: types.FunctionType, f_locals: dict, backend: Callable,
+                  fullgraph: bool = False, cache=None) -> CacheEntry:
     code = fn.__code__
     _logging.trace_artifact("bytecode", lambda: format_listing(code),
                             title=f"ORIGINAL BYTECODE {code.co_name}")
-    output = OutputGraph(code, fn.__globals__, backend)
     grad_mode = torch.is_grad_enabled()
-    try:
-        tx = InstructionTranslator(code, fn.__globals__, f_locals, fn.__closure__, output)
-        tx.run()
-        result = output.compile_and_codegen(tx.return_value, list(f_locals))
-    finally:
-        torch._C._set_grad_enabled(grad_mode)  # a `with no_grad()` cut short by Unsupported
+    break_error = None
+    while True:  # at most twice: a failed trace is restarted to graph-break at the failure
+        output = OutputGraph(code, fn.__globals__, backend)
+        output.root_fn, output.frame_cache, output.arg_names = fn, cache, list(f_locals)
+        output.initial_grad_mode = grad_mode
+        try:
+            tx = InstructionTranslator(code, fn.__globals__, f_locals, fn.__closure__, output)
+            if break_error is not None:
+                tx.break_index, tx.break_error = break_error.root_index, break_error
+            tx.run()
+            result = tx.break_result or output.compile_and_codegen(tx.return_value,
+                                                                   list(f_locals))
+            break
+        except Unsupported as e:  # graph_break.py: trace again, breaking where it failed
+            if fullgraph or break_error is not None or getattr(e, "root_index", None) is None:
+                raise
+            break_error = e
+        finally:
+            torch._C._set_grad_enabled(grad_mode)  # a `with no_grad()` cut short by Unsupported
     guard = build_guard_fn(result.guards, name="guard_" + re.sub(r"\W", "_", code.co_name))
     _logging.trace_artifact("bytecode", result.transformed_source,
                             title=f"TRANSFORMED CODE {code.co_name}")

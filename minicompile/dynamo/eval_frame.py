@@ -100,7 +100,7 @@ def run_frame(fn: types.FunctionType, args: tuple, kwargs: dict, backend: Callab
     if any(e.backend is backend for e in entries):
         metrics.increment("recompiles")
     try:
-        entry = convert_frame(fn, f_locals, backend)
+        entry = convert_frame(fn, f_locals, backend, fullgraph, cache)
     except Unsupported as e:
         if fullgraph:
             raise FullGraphError(e.reason, e.user_line) from e

@@ -57,6 +57,10 @@ class ExplainOutput:
         """Guards, graphs and transformed functions of every entry, as one readable program."""
         parts = []
         for i, entry in enumerate(self.entries):
+            parts.append(f"# ---- {entry.code.co_name}: entry {i} "
+                         + ("(a resume function: the original bytecode from offset "
+                            f"{entry.code.co_name.split('_')[-2]} on)"
+                            if entry.code.co_name.startswith("__resume_at_") else "") + "\n")
             parts.append(entry.guard.source.replace(f"def {entry.guard.name}(",
                                                     f"def guard_{i}(", 1))
             for g in entry.result.graphs:
@@ -97,6 +101,8 @@ def explain(fn: Callable) -> Callable[..., ExplainOutput]:
                     out.graphs.append(g.gm)
                     out.ops_per_graph.append([n.target for n in g.gm.graph.nodes
                                               if n.op.startswith("call_")])
+            elif event == "graph_break":  # graph_break.py: a GraphBreak (kind, reason, line)
+                out.break_reasons.append(payload)
             elif event == "fallback":
                 _code, e = payload
                 err: Unsupported = e

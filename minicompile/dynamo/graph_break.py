@@ -22,6 +22,7 @@ same ``with``, and the resume function enters it again in its prologue (a CONTEX
 
 from __future__ import annotations
 
+import builtins
 import types
 from typing import Any
 
@@ -33,11 +34,18 @@ from .bytecode import Instruction
 from .codegen import PyCodegen
 from .exc import Unsupported, unimplemented
 from .graph_break_hints import GraphBreak, classify_call
-from .resume_execution import (CONTEXT, NULL, VALUE, ContinueExecutionCache, ResumeSpec,
+from .symbolic_convert import NATIVE_MODULES
+from .resume_execution import (CONTEXT, ITERATOR, NULL, VALUE, ContinueExecutionCache, ResumeSpec,
                                live_locals, resume_blocker, resume_function)
 
 JUMPS = {"POP_JUMP_IF_FALSE": False, "POP_JUMP_IF_TRUE": True}  # jump when the value is ...
-_resume_wrappers: dict[tuple, Any] = {}
+
+
+def _wrappers(output) -> dict:
+    """The ``optimize`` wrappers of resume functions and natively called user functions, kept
+    per frame cache and backend so that each keeps its compiled entries across calls."""
+    per_cache = output.frame_cache.__dict__.setdefault("graph_break_wrappers", {})
+    return per_cache.setdefault(output.backend, {})
 
 
 def reconstruct(vt, codegen: PyCodegen) -> str:
@@ -47,14 +55,17 @@ def reconstruct(vt, codegen: PyCodegen) -> str:
     from .variables.lists import ListIteratorVariable
     from .variables.misc import GetAttrVariable
 
-    if isinstance(vt, ListIteratorVariable):  # a loop in progress: iterate over what is left
+    if isinstance(vt, ListIteratorVariable):  # a loop in progress: the items still to come
         rest = [reconstruct(v, codegen) for v in vt.items[vt.index:]]
-        return f"iter(({''.join(r + ', ' for r in rest)}))"
+        return f"({''.join(r + ', ' for r in rest)})"
     if isinstance(vt, GetAttrVariable):
         return f"{reconstruct(vt.obj, codegen)}.{vt.name}"
     if type(vt) is UserFunctionVariable and vt.source is None:
         return codegen.install_global(vt.fn.__name__, vt.fn)
     if hasattr(vt, "fn") and vt.source is None and not isinstance(vt, UserFunctionVariable):
+        name = getattr(vt.fn, "__name__", "")
+        if getattr(builtins, name, None) is vt.fn and name not in codegen.f_globals:
+            return name  # print, len, ...: readable, and the same object
         return codegen.install_global(getattr(vt.fn, "__name__", "fn"), vt.fn)  # builtins, torch.*
     return vt.reconstruct(codegen)
 
@@ -83,10 +94,17 @@ class BreakWriter:
     def __init__(self, tx, inst: Instruction):
         self.tx, self.inst, self.output = tx, inst, tx.output
         self.codegen = PyCodegen(tx.f_globals)
-        self.lines: list[str] = []
+
+    @property
+    def torch(self) -> str:
+        """How the transformed code names the torch module (the user's ``torch`` if any)."""
+        if self.tx.f_globals.get("torch") is torch:
+            return "torch"
+        return self.codegen.install_global("torch", torch)
 
     def stack_args(self, stack: list) -> tuple[tuple[str, ...], list[str]]:
         from .variables.base import NullVariable
+        from .variables.lists import ListIteratorVariable
         from .variables.misc import WithExitFunctionVariable
 
         kinds, exprs = [], []
@@ -95,9 +113,10 @@ class BreakWriter:
                 kinds.append(NULL)
             elif isinstance(vt, WithExitFunctionVariable):
                 kinds.append(CONTEXT)  # a fresh context manager; the prologue enters it
-                exprs.append(f"torch.set_grad_enabled({vt.ctx.target})")
-            else:
-                kinds.append(VALUE)
+                ctx = "enable_grad" if vt.ctx.target else "no_grad"  # enters only in __enter__
+                exprs.append(f"{self.torch}.{ctx}()")
+            else:  # an iterator becomes a tuple that the resume's prologue calls iter() on
+                kinds.append(ITERATOR if isinstance(vt, ListIteratorVariable) else VALUE)
                 exprs.append(reconstruct(vt, self.codegen))
         return tuple(kinds), exprs
 
@@ -108,13 +127,14 @@ class BreakWriter:
         spec = ResumeSpec(tx.code, offset, kinds, names)
         code = ContinueExecutionCache.lookup(spec)
         fn = self.output.root_fn
-        key = (code, id(fn.__closure__), id(self.output.backend), id(self.output.frame_cache))
-        if key not in _resume_wrappers:
+        wrappers = _wrappers(self.output)
+        key = (code, id(fn.__closure__))
+        if key not in wrappers:
             from .eval_frame import optimize
 
-            _resume_wrappers[key] = optimize(resume_function(code, fn), self.output.backend,
-                                             cache=self.output.frame_cache)
-        tx.f_globals[code.co_name] = _resume_wrappers[key]
+            wrappers[key] = optimize(resume_function(code, fn), self.output.backend,
+                                     cache=self.output.frame_cache)
+        tx.f_globals[code.co_name] = wrappers[key]
         args = stack_exprs + [reconstruct(tx.symbolic_locals[n], self.codegen) for n in names]
         return f"{code.co_name}({', '.join(args)})"
 
@@ -145,7 +165,8 @@ def _next_offset(tx, index: int) -> int:
 
 def break_at(tx, index: int, error: Unsupported):
     """Stop tracing before ``tx.instructions[index]``: return the FrameResult of the break."""
-    from .output_graph import FrameResult, _define
+    from .output_graph import FrameResult, _compiled_fn_ids, _define
+    from .variables.base import NullVariable
 
     inst = tx.instructions[index]
     w = BreakWriter(tx, inst)
@@ -158,8 +179,7 @@ def break_at(tx, index: int, error: Unsupported):
         below, call = tx.stack[:-n], tx.stack[-n:]
         kinds, stack_exprs = w.stack_args(below)
         first, second, args = call[0], call[1], call[2:]
-        fn_vt, args = (second, args) if kinds and False else (
-            (second, args) if type(first).__name__ == "NullVariable" else (first, [second, *args]))
+        fn_vt, args = (second, args) if isinstance(first, NullVariable) else (first, [second, *args])
         pos = [reconstruct(a, w.codegen) for a in args[:len(args) - len(kw_names)]]
         kws = [f"{k}={reconstruct(a, w.codegen)}"
                for k, a in zip(kw_names, args[len(args) - len(kw_names):])]
@@ -170,9 +190,9 @@ def break_at(tx, index: int, error: Unsupported):
                                stack_exprs + ["__break_result"])
         body = [f"__break_result = {call_src}", f"return {resume}"]
         if grad_ctx:
-            body = ["with torch.no_grad():", f"    {body[0]}", body[1]]
+            body = [f"with {w.torch}.no_grad():", f"    {body[0]}", body[1]]
         kind = _break_kind(fn_value, error.reason)
-        if tx.inlined_break:
+        if getattr(error, "inlined", False):
             kind = "inlined_call"
         reason = f"{error.reason} (call to {call_src.split('(')[0]})"
     elif inst.opname in JUMPS:
@@ -192,10 +212,8 @@ def break_at(tx, index: int, error: Unsupported):
         kinds, stack_exprs = w.stack_args(tx.stack)
         body = [f"return {w.resume_call(inst.offset, kinds, stack_exprs)}"]
         kind, reason = "unsupported_construct", error.reason
-    if any(k == CONTEXT for k in kinds) or grad_ctx:
-        w.codegen.install_global("torch", torch) and tx.f_globals.setdefault("torch", torch)
     graph_lines, graphs = w.graph_lines()
-    name = f"__transformed_code_{tx.output.next_id()}_{tx.code.co_name}"
+    name = f"__transformed_code_{next(_compiled_fn_ids)}_{tx.code.co_name}"
     source = (f"def {name}({', '.join(tx.output.arg_names)}):\n"
               + "".join(f"    {line}\n" for line in graph_lines + body))
     gb = GraphBreak(kind, reason, error.user_line, inst.offset, tx.code.co_name)
@@ -210,16 +228,19 @@ def _native_callable(fn_vt, fn_value: Any, w: BreakWriter) -> str:
     so its own frame is compiled (with its own breaks), like a function real Dynamo intercepts."""
     from .variables.functions import UserFunctionVariable, UserMethodVariable
 
-    if type(fn_vt) is UserFunctionVariable and isinstance(fn_value, types.FunctionType):
+    module = (getattr(fn_value, "__module__", None) or "").split(".")[0]
+    if type(fn_vt) is UserFunctionVariable and isinstance(fn_value, types.FunctionType) \
+            and module not in NATIVE_MODULES:
         from .eval_frame import optimize
 
-        key = ("fn", fn_value, id(w.output.backend), id(w.output.frame_cache))
-        if key not in _resume_wrappers:
-            _resume_wrappers[key] = optimize(fn_value, w.output.backend,
-                                             cache=w.output.frame_cache)
-        return w.codegen.install_global(f"compiled_{fn_value.__name__}", _resume_wrappers[key])
+        wrappers = _wrappers(w.output)
+        if fn_value not in wrappers:
+            wrappers[fn_value] = optimize(fn_value, w.output.backend, cache=w.output.frame_cache)
+        return w.codegen.install_global(f"compiled_{fn_value.__name__}", wrappers[fn_value])
     if isinstance(fn_vt, UserMethodVariable):
         return f"{reconstruct(fn_vt.obj, w.codegen)}.{fn_vt.fn.__name__}"
+    if isinstance(fn_value, types.FunctionType):  # logging, numpy...: called as they are
+        return w.codegen.install_global(fn_value.__name__, fn_value)
     return reconstruct(fn_vt, w.codegen)
 
 

@@ -70,7 +70,8 @@ def classify_call(fn: Any) -> str:
     Order matters: a logging.Logger's bound method is a print-like call, and numpy's Python
     functions are untraceable although they are plain Python functions.
     """
-    if fn in PRINT_LIKE or isinstance(getattr(fn, "__self__", None), logging.Logger):
+    if fn in PRINT_LIKE or isinstance(getattr(fn, "__self__", None), logging.Logger) \
+            or getattr(fn, "__module__", None) == "logging" and not isinstance(fn, type):
         return "print_or_logging"
     if getattr(fn, "__name__", None) in TENSOR_TO_PYTHON and _is_tensor(getattr(fn, "__self__", None)):
         return "tensor_to_python"

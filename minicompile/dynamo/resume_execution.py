@@ -39,7 +39,8 @@ from .bytecode_transformation import (
 VALUE = "value"  # an ordinary Python value, passed as an argument
 NULL = "null"  # the NULL that CPython pushes below a callable (PUSH_NULL, LOAD_GLOBAL's bit)
 CONTEXT = "context"  # an active ``with``: the argument is a context manager, re-entered here
-STACK_KINDS = (VALUE, NULL, CONTEXT)
+ITERATOR = "iterator"  # a loop in progress: the argument is a tuple of the items still to come
+STACK_KINDS = (VALUE, NULL, CONTEXT, ITERATOR)
 
 # The original prologue: ours runs instead (RESUME n>0 would follow a yield: no generators).
 PROLOGUE_OPS = {"COPY_FREE_VARS", "MAKE_CELL", "RESUME"}
@@ -105,6 +106,8 @@ def restore_stack(stack: tuple[str, ...]) -> list[Instruction]:
         out.append(create_instruction("LOAD_FAST", argval=stack_arg_name(i)))
         if kind == CONTEXT:  # enter it again; BEFORE_WITH leaves __exit__ under the result
             out += [create_instruction("BEFORE_WITH"), create_instruction("POP_TOP")]
+        elif kind == ITERATOR:  # the tracer sees a tuple with a source (items get guards)
+            out.append(create_instruction("GET_ITER"))
     return out
 
 

@@ -32,6 +32,9 @@ OPCODE_HANDLERS: dict[str, Handler] = {}
 
 MAX_STEPS = 200_000  # a loop that never ends at trace time (while True on a constant)
 MAX_INLINE_DEPTH = 48  # deeper than this is probably recursion
+# Python code of these modules is never inlined: logging and I/O must happen for real, in
+# program order, and numpy/random compute on data the graph cannot see (a graph break).
+NATIVE_MODULES = {"logging", "numpy", "random", "warnings"}
 
 
 def handler(*opnames: str) -> Callable[[Handler], Handler]:
@@ -62,6 +65,9 @@ class InstructionTranslatorBase:
         self.return_value: VariableTracker | None = None
         self.done = False
         self.depth = 0 if parent is None else parent.depth + 1
+        self.break_index: int | None = None  # root frame: stop here and graph-break
+        self.break_error: Unsupported | None = None
+        self.break_result = None  # the FrameResult written by graph_break.break_at
 
     # -- the stack --------------------------------------------------------------------------
     def push(self, vt: VariableTracker) -> None:
@@ -96,11 +102,20 @@ class InstructionTranslatorBase:
                     return
                 if self.index >= len(self.instructions):
                     unimplemented("ran past the last instruction")
+                if self.parent is None and self.index == self.break_index:  # graph_break.py
+                    from .graph_break import break_at
+
+                    self.break_result = break_at(self, self.index, self.break_error)
+                    return
                 self.step()
             unimplemented(f"more than {MAX_STEPS} instructions: a loop that does not end?")
         except Unsupported as e:
             if e.user_line is None:
                 e.user_line = self.user_line()
+            if self.parent is not None:  # the root frame will break at its CALL instead
+                e.inlined = True
+            elif not hasattr(e, "root_index"):  # where the root frame can break (restart)
+                e.root_index = self.index - 1
             raise
         finally:
             self.output.current_tx = prev
@@ -179,6 +194,9 @@ class InliningInstructionTranslator(InstructionTranslatorBase):
         if parent.depth >= MAX_INLINE_DEPTH:
             unimplemented(f"inlining deeper than {MAX_INLINE_DEPTH} calls (recursion?)")
         code = fn.get_code()
+        module = fn.get_globals().get("__name__", "").split(".")[0]
+        if module in NATIVE_MODULES:  # like Dynamo's trace_rules: run these natively
+            unimplemented(f"call to {code.co_name} from the {module!r} module (not traced)")
         bound = fn.bind_args(parent, args, kwargs)
         # inspect renames the 3.11 comprehension argument ".0" to "implicit0"
         symbolic_locals = {name: bound["implicit" + name[1:] if name.startswith(".") else name]

@@ -1,0 +1,230 @@
+"""Graph breaks end to end: eager-equal results, side effects in eager order, graph counts
+next to real Dynamo's, fullgraph errors, explain() against mc.metrics."""
+
+from __future__ import annotations
+
+import logging
+import random
+
+import numpy as np
+import pytest
+import torch
+import torch._dynamo
+
+import minicompile as mc
+from minicompile.dynamo.exc import FullGraphError
+
+LOG: list = []  # side effects land here, in order
+
+
+def record(*args):
+    LOG.append(args)
+
+
+def helper_with_print(x):
+    y = x * 2
+    print("inside helper")
+    return y + 1
+
+
+def bumpy(x):
+    y = x.relu()
+    record("bumpy", y.shape)
+    return y - 1
+
+
+# -- the programs: each breaks in a different way ----------------------------------------------
+def print_between(x, y):
+    a = x.sin() + y
+    print("between graphs")
+    return a.cos() * 2
+
+
+def item_then_math(x):
+    n = x.sum().item()
+    return x * n + 1
+
+
+def data_dependent_if(x):
+    y = x * 2
+    if y.sum() > 0:
+        return y + 1
+    return y - 1
+
+
+def break_in_loop(x):
+    for i in range(3):
+        x = x * 2 + i
+        record("step", i)
+    return x.sum()
+
+
+def break_in_no_grad(x, w):
+    y = x @ w
+    with torch.no_grad():
+        z = y * 2
+        record("grad enabled", torch.is_grad_enabled())
+        z = z + 1
+    return y + z
+
+
+def break_in_callee(x):
+    a = x.cos()
+    b = helper_with_print(a)
+    return b * a
+
+
+def several_breaks(x):
+    x = x + 1
+    record("one")
+    x = x * 2
+    n = int(x.max().item() > 0)
+    x = x - n
+    record("two", n)
+    x = bumpy(x)
+    if x.mean() > 0:
+        x = x + 10
+    return x
+
+
+def numpy_and_random(x):
+    y = x.exp()
+    k = np.float32(np.sqrt(4.0))
+    r = random.Random(0).random()
+    return y * float(k) + r
+
+
+def tolist_in_middle(x):
+    vals = (x * 3).tolist()
+    return x + sum(vals)
+
+
+def list_kept_across_break(x):
+    outs = []
+    for i in range(2):
+        outs.append(x + i)
+        print("iteration", i)
+    return outs
+
+
+def logging_call(x):
+    y = x.tanh()
+    logging.getLogger("minicompile.test").info("value %s", 1)
+    return y * y
+
+
+PROGRAMS = [
+    (print_between, lambda: (torch.randn(5), torch.randn(5))),
+    (item_then_math, lambda: (torch.randn(4, 3),)),
+    (data_dependent_if, lambda: (torch.randn(7),)),
+    (data_dependent_if, lambda: (-torch.rand(7),)),
+    (break_in_loop, lambda: (torch.randn(3, 2),)),
+    (break_in_no_grad, lambda: (torch.randn(2, 3, requires_grad=True), torch.randn(3, 4))),
+    (break_in_callee, lambda: (torch.randn(6),)),
+    (several_breaks, lambda: (torch.randn(5),)),
+    (numpy_and_random, lambda: (torch.randn(3),)),
+    (tolist_in_middle, lambda: (torch.randn(4),)),
+    (list_kept_across_break, lambda: (torch.randn(2, 2),)),
+    (logging_call, lambda: (torch.randn(9),)),
+]
+IDS = [f"{fn.__name__}-{i}" for i, (fn, _) in enumerate(PROGRAMS)]
+
+
+def _eager_and_compiled(fn, args, capsys):
+    LOG.clear()
+    expected = fn(*args)
+    eager_log, eager_out = list(LOG), capsys.readouterr().out
+    LOG.clear()
+    got = mc.compile(fn, backend="eager")(*args)
+    return expected, got, (eager_log, eager_out), (list(LOG), capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("fn,make_args", PROGRAMS, ids=IDS)
+def test_eager_equal_with_side_effects_in_order(fn, make_args, capsys):
+    args = make_args()
+    expected, got, eager_effects, compiled_effects = _eager_and_compiled(fn, args, capsys)
+    torch.testing.assert_close(got, expected)
+    assert compiled_effects == eager_effects
+    assert mc.metrics.graph_breaks >= 1
+    assert mc.metrics.eager_fallbacks == 0
+
+
+# Real Dynamo traces `LOG.append` on a global list and replays it after the graph; minicompile
+# does not replay list mutations yet and breaks there, so those programs are compared elsewhere.
+USES_RECORD = {"break_in_loop", "break_in_no_grad", "several_breaks",
+               "list_kept_across_break",  # (real Dynamo 2.13 reports -1 breaks for this one)
+               "numpy_and_random"}  # real Dynamo traces numpy scalars and random: 1 graph
+SAME_COUNT = [(p, i) for p, i in zip(PROGRAMS, IDS) if p[0].__name__ not in USES_RECORD]
+
+
+@pytest.mark.parametrize("fn,make_args", [p for p, _ in SAME_COUNT], ids=[i for _, i in SAME_COUNT])
+def test_graph_count_matches_real_dynamo(fn, make_args, capsys):
+    args = make_args()
+    ours = mc.explain(fn)(*args)
+    torch._dynamo.reset()
+    theirs = torch._dynamo.explain(fn)(*args)
+    capsys.readouterr()
+    assert ours.graph_count == theirs.graph_count, (str(ours), str(theirs))
+    assert ours.graph_break_count >= 1
+
+
+@pytest.mark.parametrize("fn,make_args", PROGRAMS[:6], ids=IDS[:6])
+def test_explain_agrees_with_metrics(fn, make_args, capsys):
+    out = mc.explain(fn)(*make_args())
+    assert out.graph_count == mc.metrics.graphs_compiled
+    assert out.graph_break_count == mc.metrics.graph_breaks
+    program = out.transformed_program()
+    assert "__compiled_fn_" in program and "__resume_at_" in program and "guard_0" in program
+    for reason in out.break_reasons:
+        assert reason.user_line and ".py:" in reason.user_line
+        assert "Explanation:" in str(reason) and "Hint:" in str(reason)
+
+
+def test_break_reasons_are_classified():
+    kinds = {fn.__name__: [b.kind for b in mc.explain(fn)(*make()).break_reasons]
+             for fn, make in PROGRAMS[:4] + PROGRAMS[6:7] + PROGRAMS[8:9] + PROGRAMS[11:]}
+    assert kinds["print_between"] == ["print_or_logging"]
+    assert kinds["item_then_math"] == ["tensor_to_python"]
+    assert kinds["data_dependent_if"] == ["data_dependent_branch"]
+    assert kinds["break_in_callee"][0] == "inlined_call"
+    assert "untraceable_call" in kinds["numpy_and_random"]
+    assert set(kinds["logging_call"]) == {"print_or_logging"}  # getLogger, then .info
+
+
+def test_fullgraph_raises_with_reason_and_line():
+    with pytest.raises(FullGraphError) as err:
+        mc.compile(item_then_math, backend="eager", fullgraph=True)(torch.randn(3))
+    assert "item" in str(err.value) and "n = x.sum().item()" in str(err.value)
+
+
+def test_resume_functions_compile_lazily_and_recompile():
+    cf = mc.compile(data_dependent_if, backend="eager")
+    cf(torch.ones(3))  # only the `if` branch's resume function is compiled
+    assert mc.metrics.graphs_compiled == 2
+    cf(torch.ones(3))  # cached: no new graphs
+    assert mc.metrics.graphs_compiled == 2
+    cf(-torch.ones(3))  # the other branch: its resume function compiles now
+    assert mc.metrics.graphs_compiled == 3
+    x = torch.randn(5, 2)
+    torch.testing.assert_close(cf(x), data_dependent_if(x))  # new shape: recompiles
+
+
+def test_transformed_program_is_readable_python():
+    out = mc.explain(print_between)(torch.randn(3), torch.randn(3))
+    program = out.transformed_program()
+    assert "print('between graphs')" in program
+    assert "return __resume_at_" in program
+    compile(program.replace("# ----", "#"), "<program>", "exec")  # valid Python
+
+
+def test_logs_graph_breaks(caplog):
+    mc.set_logs("graph_breaks")
+    try:
+        with caplog.at_level(logging.INFO, logger="minicompile"):
+            logger = logging.getLogger("minicompile")
+            logger.addHandler(caplog.handler)
+            mc.compile(print_between, backend="eager")(torch.randn(2), torch.randn(2))
+            logger.removeHandler(caplog.handler)
+    finally:
+        mc.set_logs()
+    assert "Graph break" in caplog.text and "print" in caplog.text
