@@ -92,3 +92,12 @@ def test_tensor_instructions_in_one_graph():
     for g, e in zip(got, expected):
         torch.testing.assert_close(g, e)
     assert mc.metrics.graphs_compiled == 1 and mc.metrics.eager_fallbacks == 0
+
+
+def test_instruction_table_doc_is_current():
+    import os
+
+    from minicompile.dynamo.symbolic_convert import instruction_table
+
+    path = os.path.join(os.path.dirname(__file__), "..", "docs", "instructions.md")
+    assert instruction_table() in open(path).read(), "regenerate docs/instructions.md"

@@ -121,6 +121,35 @@ def zip_parts(out: list[Instruction], raw: list[dis.Instruction]):
         yield inst, by_offset[inst.offset]
 
 
+# Real instructions that exist on only one of the two supported versions (from dis.opmap).
+ONLY_311 = {"JUMP_IF_FALSE_OR_POP", "JUMP_IF_TRUE_OR_POP", "LIST_TO_TUPLE", "LOAD_METHOD",
+            "POP_JUMP_BACKWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_NONE",
+            "POP_JUMP_BACKWARD_IF_NOT_NONE", "POP_JUMP_BACKWARD_IF_TRUE",
+            "POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_FORWARD_IF_NONE",
+            "POP_JUMP_FORWARD_IF_NOT_NONE", "POP_JUMP_FORWARD_IF_TRUE", "PRECALL",
+            "UNARY_POSITIVE", "LOAD_CLASSDEREF", "PRINT_EXPR", "IMPORT_STAR"}
+ONLY_312 = {"BINARY_SLICE", "CALL_INTRINSIC_1", "CALL_INTRINSIC_2", "CLEANUP_THROW", "END_FOR",
+            "END_SEND", "LOAD_FAST_AND_CLEAR", "LOAD_FAST_CHECK", "LOAD_FROM_DICT_OR_DEREF",
+            "LOAD_FROM_DICT_OR_GLOBALS", "LOAD_LOCALS", "LOAD_SUPER_ATTR", "POP_JUMP_IF_FALSE",
+            "POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE", "POP_JUMP_IF_TRUE", "RETURN_CONST",
+            "STORE_SLICE"}
+# What _expand does beyond RENAMES, for the instruction table.
+EXPANSIONS = {
+    "LOAD_GLOBAL": "with the NULL bit: PUSH_NULL; LOAD_GLOBAL",
+    "LOAD_ATTR": "3.12 with the method bit: LOAD_METHOD",
+    "LOAD_SUPER_ATTR": "LOAD_SUPER_ATTR or LOAD_SUPER_METHOD (method bit)",
+    "RETURN_CONST": "LOAD_CONST; RETURN_VALUE",
+    "BINARY_SLICE": "BUILD_SLICE 2; BINARY_SUBSCR",
+    "STORE_SLICE": "BUILD_SLICE 2; STORE_SUBSCR",
+    "CALL_INTRINSIC_1": "LIST_TO_TUPLE or UNARY_POSITIVE (other intrinsics unsupported)",
+    "KW_NAMES": "3.11: argval read from co_consts",
+    "FOR_ITER": "3.12: exit target moved past END_FOR",
+}
+# Reached only through the exception table (when the code raises): tracing never gets there.
+EXCEPTION_PATH = {"PUSH_EXC_INFO", "WITH_EXCEPT_START", "RERAISE", "POP_EXCEPT",
+                  "CHECK_EXC_MATCH", "CLEANUP_THROW"}
+
+
 def offset_to_index(instructions: list[Instruction]) -> dict[int, int]:
     index: dict[int, int] = {}
     for i, inst in enumerate(instructions):
@@ -133,6 +162,7 @@ def format_listing(code: types.CodeType) -> str:
     return f"{code.co_name} ({code.co_filename}:{code.co_firstlineno})\n" + dis.Bytecode(code).dis()
 
 
-def dis_link(opname: str) -> str:
-    """The dis documentation entry of an instruction, on the running Python."""
-    return DIS_DOCS.format(v=f"{sys.version_info.major}.{sys.version_info.minor}", op=opname)
+def dis_link(opname: str, version: str | None = None) -> str:
+    """The dis documentation entry of an instruction (default: the running Python's docs)."""
+    version = version or f"{sys.version_info.major}.{sys.version_info.minor}"
+    return DIS_DOCS.format(v=version, op=opname)

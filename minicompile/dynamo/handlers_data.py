@@ -87,7 +87,7 @@ def LOAD_GLOBAL(tx: Tx, inst: Inst) -> None:
     tx.push(tx.load_global(inst.argval))
 
 
-@handler("STORE_GLOBAL", "DELETE_GLOBAL")
+@handler("STORE_GLOBAL", "DELETE_GLOBAL", supported=False)
 def STORE_GLOBAL(tx: Tx, inst: Inst) -> None:
     unimplemented(f"assigning the global {inst.argval!r} (side effects are not replayed yet)")
 
@@ -141,7 +141,7 @@ def LOAD_SUPER_ATTR(tx: Tx, inst: Inst) -> None:
     tx.push(attr)
 
 
-@handler("STORE_ATTR", "DELETE_ATTR")  # dis#opcode-STORE_ATTR
+@handler("STORE_ATTR", "DELETE_ATTR", supported=False)  # dis#opcode-STORE_ATTR
 def STORE_ATTR(tx: Tx, inst: Inst) -> None:
     unimplemented(f"assigning attribute {inst.argval!r} (side effects are not replayed yet)")
 

@@ -152,7 +152,7 @@ def LOAD_ASSERTION_ERROR(tx: Tx, inst: Inst) -> None:
     tx.push(BuiltinVariable(AssertionError))
 
 
-@handler("RAISE_VARARGS")  # dis#opcode-RAISE_VARARGS
+@handler("RAISE_VARARGS", supported=False)  # dis#opcode-RAISE_VARARGS
 def RAISE_VARARGS(tx: Tx, inst: Inst) -> None:
     unimplemented("the traced code raises an exception (run eagerly so it raises for real)")
 
