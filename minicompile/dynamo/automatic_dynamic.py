@@ -13,8 +13,10 @@ Sizes 0 and 1 are never symbolic (the ShapeEnv's 0/1 specialization).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -63,7 +65,22 @@ class DynamicPolicy:
         return config.automatic_dynamic_shapes and self.state.ints[source_name] is CHANGED
 
 
-STATIC = DynamicPolicy(False)
+_current: contextvars.ContextVar[DynamicPolicy | None] = contextvars.ContextVar(
+    "minicompile_dynamic_policy", default=None)
+
+
+@contextlib.contextmanager
+def dynamic_policy(policy: DynamicPolicy) -> Iterator[None]:
+    """The policy of the frame being compiled (eval_frame sets it around convert_frame)."""
+    token = _current.set(policy)
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
+def current_policy() -> DynamicPolicy:
+    return _current.get() or DynamicPolicy(False)
 
 
 # ---- backends that specialise on their example inputs --------------------------------------------

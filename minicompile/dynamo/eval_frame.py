@@ -26,6 +26,7 @@ import torch
 
 from .. import _logging, config
 from ..metrics import metrics
+from .automatic_dynamic import DynamicPolicy, FrameState, dynamic_policy
 from .convert_frame import CacheEntry, convert_frame
 from .exc import FullGraphError, Unsupported
 
@@ -37,6 +38,10 @@ class FrameCache:
     entries: dict[types.CodeType, list[CacheEntry]] = field(default_factory=dict)
     eager: dict[types.CodeType, Unsupported] = field(default_factory=dict)
     listeners: list[Callable[[str, Any], None]] = field(default_factory=list)
+    # automatic dynamic: the sizes each code object's compiles saw (automatic_dynamic.py)
+    frame_states: dict[types.CodeType, FrameState] = field(default_factory=dict)
+    # why each recompile happened: "tensor 'L['x']' size mismatch at index 0. expected 4, actual 8"
+    recompile_reasons: dict[types.CodeType, list[str]] = field(default_factory=dict)
 
     def notify(self, event: str, payload: Any) -> None:
         for listener in self.listeners:
@@ -50,6 +55,24 @@ def reset() -> None:
     """Forget every compiled frame (mirrors torch._dynamo.reset)."""
     CACHE.entries.clear()
     CACHE.eager.clear()
+    CACHE.frame_states.clear()
+    CACHE.recompile_reasons.clear()
+
+
+def cache_entries(fn: Any, cache: FrameCache = CACHE) -> list[CacheEntry]:
+    """The cache entries of a compiled function or module, in the order they are checked
+    (``entry.guard`` prints the generated guard function)."""
+    if isinstance(fn, OptimizedModule):
+        fn = type(fn._orig_mod).forward
+    fn = getattr(fn, "_minicompile_orig", fn)
+    fn = getattr(fn, "__func__", fn)
+    return list(cache.entries.get(fn.__code__, []))
+
+
+def recompile_reasons(fn: Any, cache: FrameCache = CACHE) -> list[str]:
+    """Why each recompile of ``fn`` happened, oldest first."""
+    entries = cache_entries(fn, cache)
+    return list(cache.recompile_reasons.get(entries[0].code, [])) if entries else []
 
 
 def frame_locals(fn: types.FunctionType, args: tuple, kwargs: dict) -> dict[str, Any]:
@@ -74,8 +97,15 @@ def _check(entry: CacheEntry, f_locals: dict, f_globals: dict) -> bool:
         return False
 
 
+def _recompile_message(code: types.CodeType, reasons: list[str]) -> str:
+    where = f"{code.co_filename}:{code.co_firstlineno}"
+    lines = "\n".join(f"    - {i}: {r}" for i, r in enumerate(reasons))
+    return (f"Recompiling function {code.co_name} in {where}\n"
+            f"    triggered by the following guard failure(s):\n{lines}")
+
+
 def run_frame(fn: types.FunctionType, args: tuple, kwargs: dict, backend: Callable,
-              fullgraph: bool, cache: FrameCache = CACHE) -> Any:
+              fullgraph: bool, cache: FrameCache = CACHE, dynamic: bool | None = None) -> Any:
     """What the PEP 523 hook does for one frame: look up, or compile, then run."""
     code = fn.__code__
     try:
@@ -83,24 +113,32 @@ def run_frame(fn: types.FunctionType, args: tuple, kwargs: dict, backend: Callab
     except (TypeError, ValueError):  # wrong arguments or an empty cell: let Python say so
         return fn(*args, **kwargs)
     entries = cache.entries.setdefault(code, [])
+    misses = []  # the entries of this backend whose guards failed, checked in order
     for entry in entries:
         if entry.backend is backend:
             if _check(entry, f_locals, fn.__globals__):
                 return entry.fn(**f_locals)
             metrics.increment("guard_failures")
+            misses.append(entry)
+    reasons = [e.guard.failure_reason(f_locals, fn.__globals__) or "guard failed" for e in misses]
     if code in cache.eager:
         if fullgraph:
             raise FullGraphError(cache.eager[code].reason, cache.eager[code].user_line)
         return fn(*args, **kwargs)
     if len(entries) >= config.recompile_limit:
+        last = f"; last reason: {reasons[-1]}" if reasons else ""
         warnings.warn(f"{code.co_name}: hit recompile_limit ({config.recompile_limit}); "
-                      "running eagerly from now on")
+                      f"running eagerly from now on{last}")
         cache.eager[code] = Unsupported("recompile_limit reached")
         return fn(*args, **kwargs)
-    if any(e.backend is backend for e in entries):
+    if misses:
         metrics.increment("recompiles")
+        cache.recompile_reasons.setdefault(code, []).append("; ".join(reasons))
+        _logging.trace_artifact("recompiles", lambda: _recompile_message(code, reasons))
+    policy = DynamicPolicy(dynamic, cache.frame_states.setdefault(code, FrameState()))
     try:
-        entry = convert_frame(fn, f_locals, backend, fullgraph, cache)
+        with dynamic_policy(policy):
+            entry = convert_frame(fn, f_locals, backend, fullgraph, cache)
     except Unsupported as e:
         if fullgraph:
             raise FullGraphError(e.reason, e.user_line) from e
@@ -120,10 +158,11 @@ class OptimizedModule(torch.nn.Module):
     ``self`` bound (so ``L['self']`` is the module, and its attributes are guarded)."""
 
     def __init__(self, mod: torch.nn.Module, backend: Callable, fullgraph: bool,
-                 cache: FrameCache = CACHE):
+                 cache: FrameCache = CACHE, dynamic: bool | None = None):
         super().__init__()
         self._orig_mod = mod
         self._backend, self._fullgraph, self._cache = backend, fullgraph, cache
+        self._dynamic = dynamic
 
     def forward(self, *args, **kwargs):
         from .variables.nn_module import _has_hooks
@@ -132,7 +171,7 @@ class OptimizedModule(torch.nn.Module):
         if not isinstance(forward, types.FunctionType) or _has_hooks(self._orig_mod):
             return self._orig_mod(*args, **kwargs)
         return run_frame(forward, (self._orig_mod, *args), kwargs, self._backend,
-                         self._fullgraph, self._cache)
+                         self._fullgraph, self._cache, self._dynamic)
 
     def __getattr__(self, name: str) -> Any:
         try:
@@ -145,9 +184,10 @@ def optimize(model: Callable, backend: Callable, fullgraph: bool = False,
              dynamic: bool | None = None, cache: FrameCache = CACHE) -> Callable:
     """Wrap ``model`` so each call goes through the cache (``mc.compile`` calls this).
 
-    ``dynamic`` is accepted for the shapes stage (symbolic_shapes.py); this core is static."""
+    ``dynamic``: None = automatic dynamic, True = symbolic sizes from the first compile,
+    False = static (see automatic_dynamic.py)."""
     if isinstance(model, torch.nn.Module):
-        return OptimizedModule(model, backend, fullgraph, cache)
+        return OptimizedModule(model, backend, fullgraph, cache, dynamic)
     fn, bound_self = model, None
     if isinstance(model, types.MethodType):
         fn, bound_self = model.__func__, model.__self__
@@ -159,7 +199,7 @@ def optimize(model: Callable, backend: Callable, fullgraph: bool = False,
     def compiled(*args, **kwargs):
         if bound_self is not None:
             args = (bound_self, *args)
-        return run_frame(fn, args, kwargs, backend, fullgraph, cache)
+        return run_frame(fn, args, kwargs, backend, fullgraph, cache, dynamic)
 
     compiled._minicompile_orig = model  # traced through when called from compiled code
     return compiled

@@ -51,8 +51,15 @@ class TensorSpec:
     requires_grad: bool
 
     @classmethod
-    def of(cls, t: torch.Tensor) -> TensorSpec:
-        return cls(type(t), t.dtype, t.device, tuple(t.shape), tuple(t.stride()), t.requires_grad)
+    def of(cls, t: torch.Tensor, fake: torch.Tensor | None = None) -> TensorSpec:
+        """The spec of ``t``; sizes and strides that are symbolic in ``fake`` become None."""
+        from .symbolic_shapes import is_symbolic
+
+        shape, stride = tuple(t.shape), tuple(t.stride())
+        if fake is not None:
+            shape = tuple(None if is_symbolic(f) else n for n, f in zip(shape, fake.shape))
+            stride = tuple(None if is_symbolic(f) else n for n, f in zip(stride, fake.stride()))
+        return cls(type(t), t.dtype, t.device, shape, stride, t.requires_grad)
 
 
 @dataclass
@@ -175,7 +182,7 @@ class GuardFn:
     """The compiled check of one cache entry: ``guard_fn(L, G) -> bool``, with its source."""
 
     def __init__(self, guards: list[Guard], name: str = "guard"):
-        self.guards, self.name = dedupe(guards), name
+        self.guards, self.name = dedupe(expand_shape_env(guards)), name
         self.scope = GuardScope()
         lines = [GUARD_CODEGEN[g.kind](g, self.scope) for g in self.guards]
         body = "\n".join(f"        {'and ' if i else ''}{line}{_comment(g)}"
@@ -209,6 +216,21 @@ class GuardFn:
 
     def __repr__(self) -> str:
         return self.source
+
+
+def expand_shape_env(guards: list[Guard]) -> list[Guard]:
+    """A SHAPE_ENV guard holding the frame's ShapeEnv stands for every relation it recorded
+    (known only once tracing is over): one guard per relation, each with its user line."""
+    from .symbolic_shapes import PythonPrinter, ShapeEnv
+
+    out, shape = [], []
+    for g in guards:
+        if g.kind is GuardKind.SHAPE_ENV and isinstance(g.expected, ShapeEnv):
+            shape += [Guard(None, GuardKind.SHAPE_ENV, PythonPrinter().doprint(sg.expr), sg.user_line)
+                      for sg in g.expected.produce_guards()]
+        else:
+            out.append(g)
+    return out + shape  # last: they read sizes of inputs the guards before checked are tensors
 
 
 def dedupe(guards: list[Guard]) -> list[Guard]:

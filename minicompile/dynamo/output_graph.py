@@ -25,7 +25,7 @@ from ..metrics import metrics
 from .codegen import PyCodegen
 from .exc import unimplemented
 from .guards import Guard, GuardKind
-from .automatic_dynamic import STATIC
+from .automatic_dynamic import current_policy, handles_dynamic_shapes, specialize_per_shape
 from .source import Source, graph_input_name, module_attr_name
 from .symbolic_shapes import ShapeEnv, fake_from_sizes, symbolic_dispatch
 
@@ -76,9 +76,13 @@ class OutputGraph:
         self.fake_mode = FakeTensorMode()  # fake tensors; their sizes may be our SymInts
         self.shape_env = ShapeEnv()  # symbols for dynamic sizes and the guards made about them
         self.shape_env.location_fn = lambda: self.current_tx.user_line() if self.current_tx else ""
-        self.dynamic = STATIC  # which sizes are symbolic (automatic_dynamic.DynamicPolicy)
+        self.dynamic = current_policy()  # which sizes are symbolic (set by eval_frame)
+        if not handles_dynamic_shapes(backend):  # it would bake the example sizes in
+            self.backend = specialize_per_shape(backend)
         self.graph_inputs: list[GraphInput] = []
-        self.guards: list[Guard] = [Guard(None, GuardKind.GRAD_MODE, torch.is_grad_enabled())]
+        self.guards: list[Guard] = [Guard(None, GuardKind.GRAD_MODE, torch.is_grad_enabled()),
+                                    Guard(None, GuardKind.DEFAULT_DTYPE, torch.get_default_dtype()),
+                                    Guard(None, GuardKind.SHAPE_ENV, self.shape_env)]
         self.attrs: dict[str, Any] = {}  # get_attr name -> parameter / buffer / tensor attribute
         self.attr_vts: dict[int, Any] = {}  # id(tensor) -> its TensorVariable
         self.current_tx = None  # the translator now running (inlined frames included)
@@ -133,9 +137,13 @@ class OutputGraph:
             if gi.source == source:
                 return SymNodeVariable(gi.proxy, gi.proxy.node.meta["example_value"], source)
         symint = self.shape_env.create_symint(value, source.name(), duck=False)
+        self.fake_mode.cache_enabled = False  # its cache key wants torch's own ShapeEnv
         first_op = next((n for n in self.graph.nodes if n.op != "placeholder"), None)
-        with self.graph.inserting_before(first_op):
+        if first_op is None:  # placeholders must come first, in the order inputs were found
             node = self.graph.placeholder(graph_input_name(source))
+        else:
+            with self.graph.inserting_before(first_op):
+                node = self.graph.placeholder(graph_input_name(source))
         node.meta["example_value"], node.meta["source"] = symint, source.name()
         proxy = torch.fx.Proxy(node, self.tracer)
         self.graph_inputs.append(GraphInput(source, proxy, value))

@@ -87,6 +87,10 @@ class SymNode:
         self.shape_env = shape_env
         self.pytype = pytype
 
+    @property
+    def _hint(self) -> Any:  # the name torch's own helpers read
+        return self.hint
+
     # ---- what kind of scalar am I (the C++ side asks to pick SymInt/SymFloat/SymBool) -------
     def is_int(self) -> bool:
         return self.pytype is int
@@ -137,6 +141,12 @@ class SymNode:
     def wrap_bool(self, num: bool) -> SymNode:
         return SymNode(sympy.true if num else sympy.false, num, self.shape_env, bool)
 
+    def _value_eq(self, other: SymNode) -> bool:  # torch dedupes equal nodes with these
+        return isinstance(other, SymNode) and (self.expr, self.pytype) == (other.expr, other.pytype)
+
+    def _value_hash(self) -> int:
+        return hash((self.expr, self.pytype))
+
     def clone(self) -> SymNode:
         return self
 
@@ -182,13 +192,15 @@ class SymNode:
     def statically_known_true(self, file: str = "", line: int = 0) -> bool:
         return self.shape_env.static_eval(self.expr) is True
 
-    # guard_or_false / guard_or_true: torch uses the fallback only for data-dependent (unbacked)
-    # sizes. Ours always have a hint, so, like torch for backed sizes, they guard.
+    # guard_or_false / guard_or_true: ATen calls these where its code is correct with either
+    # answer (a layout or fast-path question; any assumption it then relies on is checked with
+    # torch._check, which reaches expect_true and guards). So: the static answer when the size
+    # ranges decide it, else the fallback, and no guard (no specialising on a stride question).
     def guard_or_false(self, file: str = "", line: int = 0) -> bool:
-        return self.guard_bool(file, line)
+        return self.shape_env.evaluate_or(self.expr, fallback=False)
 
     def guard_or_true(self, file: str = "", line: int = 0) -> bool:
-        return self.guard_bool(file, line)
+        return self.shape_env.evaluate_or(self.expr, fallback=True)
 
     # ---- variadic / ternary ops ------------------------------------------------------------------
     def sym_sum(self, args: list[SymNode]) -> SymNode:

@@ -18,8 +18,9 @@ from typing import Any, Callable
 import torch
 
 from ..exc import unimplemented
-from ..guards import Guard, GuardKind
-from ..source import GetItemSource, Source
+from ..guards import Guard, GuardKind, TensorSpec
+from ..source import GetItemSource, LocalSource, Source
+from ..symbolic_shapes import is_symbolic
 from .base import VariableTracker
 from .builtin import BUILTIN_CALLABLES, BuiltinVariable
 from .constant import ConstantVariable, is_constant
@@ -28,6 +29,7 @@ from .functions import UserFunctionVariable, UserMethodVariable
 from .lists import ListVariable, NamedTupleVariable, RangeVariable, SizeVariable, SliceVariable, TupleVariable
 from .misc import PythonModuleVariable, UserDefinedObjectVariable
 from .nn_module import NNModuleVariable
+from .symnode import SymNodeVariable, symbolic_size
 from .tensor import TensorVariable
 from .torch import TorchVariable, is_torch_callable
 
@@ -81,11 +83,16 @@ class VariableBuilder:
     def wrap_tensor(self, value: torch.Tensor, guard: bool) -> VariableTracker:
         if self.source is None:
             unimplemented("a tensor with no source (made outside the traced code) can't be an input")
-        if guard:
-            self.install_guard(GuardKind.TENSOR_MATCH, value)
-        return self.tx.output.add_graph_input(self.source, value)
+        vt = self.tx.output.add_graph_input(self.source, value)
+        if guard:  # a symbolic size or stride is checked by the ShapeEnv's guards instead
+            self.install_guard(GuardKind.TENSOR_MATCH, TensorSpec.of(value, vt.example_value))
+        return vt
 
     def wrap_constant(self, value: Any, guard: bool) -> VariableTracker:
+        if (guard and type(value) is int and value >= 2 and isinstance(self.source, LocalSource)
+                and self.tx.output.dynamic.int_is_dynamic(self.source.name(), value)):
+            self.install_guard(GuardKind.TYPE_MATCH, int)  # its value: the ShapeEnv's guards
+            return self.tx.output.add_symint_input(self.source, value)
         if guard:
             is_class = isinstance(value, type)
             self.install_guard(GuardKind.ID_MATCH if is_class else GuardKind.EQUALS_MATCH, value)
@@ -173,6 +180,11 @@ def wrap_fx_proxy(tx, proxy: torch.fx.Proxy, example: Any) -> VariableTracker:
         if type(example) not in (tuple, list):  # x.max(dim=0) -> torch.return_types.max
             return NamedTupleVariable(items, type(example))
         return (TupleVariable if isinstance(example, tuple) else ListVariable)(items)
+    if is_symbolic(example):  # x.size(0) * 2 under dynamic shapes: a SymInt
+        return SymNodeVariable(proxy, example)
+    if isinstance(example, torch.Size) and any(is_symbolic(s) for s in example):
+        return symbolic_size(tx, lambda i: tx.output.create_proxy(
+            "call_function", operator.getitem, (proxy, i), {}), example)
     if isinstance(example, (int, float, bool, torch.Size)) and not proxy.node.users:
         tx.output.graph.erase_node(proxy.node)  # a metadata answer: no node needed
     if example is None or is_constant(example) or isinstance(example, torch.Size):

@@ -57,6 +57,7 @@ class BuiltinVariable(VariableTracker):
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         from .builder import SourcelessBuilder
+        from .symnode import SymNodeVariable, symbolic_builtin
         from .tensor import TensorVariable, call_op
 
         handler = HANDLERS.get(self.fn)
@@ -68,6 +69,8 @@ class BuiltinVariable(VariableTracker):
             if self.fn in TENSOR_OPERATORS or self.fn in TENSOR_BUILTINS:
                 return call_op(tx, "call_function", self.fn, args, kwargs)
             unimplemented(f"builtin {self._name()} on a tensor")
+        if any(isinstance(a, SymNodeVariable) for a in [*args, *kwargs.values()]):
+            return symbolic_builtin(tx, self, args, kwargs)  # sizes under dynamic shapes
         if self.fn not in NOT_FOLDABLE and all(
                 a.is_python_constant() for a in [*args, *kwargs.values()]):
             cargs = [_const(a) for a in args]

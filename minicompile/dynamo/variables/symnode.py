@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import torch
 
-from ..symbolic_shapes import hint_of
+from ..symbolic_shapes import hint_of, is_symbolic
 from .base import VariableTracker
 from .constant import ConstantVariable
 
@@ -80,3 +80,55 @@ class SymNodeVariable(VariableTracker):
 
     def _repr_body(self) -> str:
         return f"{self.example_value} (hint {hint_of(self.example_value)})"
+
+
+def symbolic_size(tx, item_proxy: Callable[[int], torch.fx.Proxy], value: tuple) -> VariableTracker:
+    """A torch.Size / stride tuple with some symbolic entries: ints stay constants, each SymInt
+    becomes a SymNodeVariable whose node (``item_proxy(i)``) is made only if it is used."""
+    from .lists import SizeVariable, TupleVariable
+
+    items = [SymNodeVariable(lambda i=i: item_proxy(i), v) if is_symbolic(v) else ConstantVariable(v)
+             for i, v in enumerate(value)]
+    return SizeVariable(items) if isinstance(value, torch.Size) else TupleVariable(items)
+
+
+def wrap_tensor_metadata(tx, tensor_vt, name: str, args: list, value: Any) -> VariableTracker | None:
+    """``x.shape``, ``x.size()``, ``x.size(0)``, ``x.stride()``, ``x.numel()`` when the answer is
+    symbolic (None when it is a plain constant: the caller folds it as before)."""
+    def node(method: str, *margs: Any) -> torch.fx.Proxy:
+        return tx.output.create_proxy("call_method", method, (tensor_vt.as_proxy(), *margs), {})
+
+    if isinstance(value, (tuple, list)) and any(is_symbolic(v) for v in value):
+        method = "stride" if name == "stride" else "size"
+        return symbolic_size(tx, lambda i: node(method, i), value)
+    if is_symbolic(value):
+        return SymNodeVariable(lambda: node(name, *args), value)
+    return None
+
+
+# Builtins that stay symbolic (a graph node computing a SymInt/SymBool); every other builtin
+# specialises its symbolic arguments to their hints, each with a guard.
+SYMBOLIC_BUILTINS: dict[Callable, Callable] = {
+    **{op: op for op in (operator.add, operator.sub, operator.mul, operator.floordiv,
+                         operator.truediv, operator.mod, operator.pow, operator.neg, operator.pos,
+                         operator.lt, operator.le, operator.gt, operator.ge, operator.eq,
+                         operator.ne, operator.iadd, operator.isub, operator.imul,
+                         operator.ifloordiv, operator.imod, operator.abs)},
+    abs: operator.abs,
+    max: torch.sym_max,  # max(s0, 4) would branch on s0 > 4: torch.sym_max stays symbolic
+    min: torch.sym_min,
+}
+
+
+def symbolic_builtin(tx, builtin, args: list[VariableTracker],
+                     kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    from .tensor import call_op
+
+    target = SYMBOLIC_BUILTINS.get(builtin.fn)
+    if target is not None and not kwargs and (builtin.fn not in (max, min) or len(args) == 2):
+        return call_op(tx, "call_function", target, args, {})
+    concrete = [ConstantVariable(a.evaluate_expr()) if isinstance(a, SymNodeVariable) else a
+                for a in args]
+    kw = {k: ConstantVariable(v.evaluate_expr()) if isinstance(v, SymNodeVariable) else v
+          for k, v in kwargs.items()}
+    return builtin.call_function(tx, concrete, kw)

@@ -17,6 +17,7 @@ import torch
 from ..exc import unimplemented
 from .base import VariableTracker
 from .constant import ConstantVariable
+from .symnode import wrap_tensor_metadata
 
 # Attributes answered from the example value (the value is baked into the graph, and guarded
 # through the input's TENSOR_MATCH guard: dtype, device, shape, requires_grad).
@@ -67,7 +68,8 @@ class TensorVariable(VariableTracker):
         from .misc import GetAttrVariable
 
         if name == "shape":
-            return SourcelessBuilder.wrap(tx, self.example_value.shape)
+            return (wrap_tensor_metadata(tx, self, "size", [], self.example_value.shape)
+                    or SourcelessBuilder.wrap(tx, self.example_value.shape))
         if name in METADATA_ATTRS:
             return SourcelessBuilder.wrap(tx, getattr(self.example_value, name))
         if name in VIEW_ATTRS:
@@ -86,7 +88,9 @@ class TensorVariable(VariableTracker):
         if name in METADATA_METHODS:
             cargs = [a.as_python_constant() for a in args]
             ckwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
-            return SourcelessBuilder.wrap(tx, getattr(self.example_value, name)(*cargs, **ckwargs))
+            value = getattr(self.example_value, name)(*cargs, **ckwargs)
+            return (wrap_tensor_metadata(tx, self, name, cargs, value)  # symbolic sizes
+                    or SourcelessBuilder.wrap(tx, value))
         if name == "type" and not args and not kwargs:  # x.type() -> 'torch.FloatTensor'
             return ConstantVariable(self.example_value.type())
         if name == "__getitem__":

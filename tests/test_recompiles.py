@@ -1,0 +1,184 @@
+"""Recompilation and dynamic shapes (minicompile/dynamo/eval_frame.py, automatic_dynamic.py,
+guards.py): reasons, the recompile limit, automatic dynamic, mark_dynamic, dynamic=True/False.
+Counts come from ``mc.metrics``; every result is also compared with eager."""
+
+import warnings
+
+import pytest
+import torch
+
+import minicompile as mc
+import minicompile.config as config
+from minicompile.dynamo.eval_frame import cache_entries, recompile_reasons
+
+
+def pointwise(x):
+    return (x * 2).sin() + x.sum(-1, keepdim=True)
+
+
+def run(cfn, fn, *args):
+    torch.testing.assert_close(cfn(*args), fn(*args))
+
+
+def test_static_then_automatic_dynamic_stops_recompiling():
+    cfn = mc.compile(pointwise, backend="eager")
+    run(cfn, pointwise, torch.randn(4, 3))
+    assert mc.metrics.frames_compiled == 1
+    run(cfn, pointwise, torch.randn(8, 3))  # dim 0 changed: recompile, now symbolic
+    assert (mc.metrics.frames_compiled, mc.metrics.recompiles) == (2, 1)
+    for n in [5, 9, 17, 33, 2]:  # no more compiles for new sizes of dim 0
+        run(cfn, pointwise, torch.randn(n, 3))
+    assert mc.metrics.frames_compiled == 2
+    run(cfn, pointwise, torch.randn(5, 7))  # dim 1 changes: one more compile
+    for n in [3, 6, 11]:
+        run(cfn, pointwise, torch.randn(n + 2, n))
+    assert mc.metrics.frames_compiled == 3
+
+
+def test_recompile_reason_names_the_failed_guard():
+    cfn = mc.compile(pointwise, backend="eager", dynamic=False)
+    cfn(torch.randn(4))
+    cfn(torch.randn(8))
+    cfn(torch.randn(8, dtype=torch.float64))
+    reasons = recompile_reasons(cfn)
+    assert reasons[0] == "tensor 'L['x']' size mismatch at index 0. expected 4, actual 8"
+    assert "tensor 'L['x']' dtype mismatch. expected torch.float32, actual torch.float64" in reasons[1]
+
+
+def test_recompiles_log_artifact(caplog):
+    mc.set_logs("recompiles")
+    try:
+        cfn = mc.compile(pointwise, backend="eager", dynamic=False)
+        with caplog.at_level("INFO", logger="minicompile"):
+            import logging
+            logging.getLogger("minicompile").propagate = True
+            cfn(torch.randn(4))
+            cfn(torch.randn(4).requires_grad_())
+    finally:
+        mc.set_logs()
+    text = "\n".join(r.getMessage() for r in caplog.records)
+    assert "Recompiling function pointwise" in text
+    assert "requires_grad mismatch. expected False, actual True" in text
+
+
+def test_recompile_limit_then_eager_with_warning():
+    config_limit = config.recompile_limit
+    config.recompile_limit = 3
+    try:
+        cfn = mc.compile(pointwise, backend="eager", dynamic=False)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for n in range(2, 9):
+                run(cfn, pointwise, torch.randn(n))
+        assert mc.metrics.frames_compiled == 3
+        assert any("recompile_limit" in str(w.message) for w in caught)
+    finally:
+        config.recompile_limit = config_limit
+
+
+def test_entries_are_checked_in_order():
+    cfn = mc.compile(pointwise, backend="eager", dynamic=False)
+    a, b = torch.randn(3), torch.randn(5)
+    for x in [a, b, a, b, a]:
+        run(cfn, pointwise, x)
+    assert mc.metrics.frames_compiled == 2 and len(cache_entries(cfn)) == 2
+
+
+def test_mark_dynamic_makes_the_first_compile_symbolic():
+    x = torch.randn(6, 4)
+    mc.mark_dynamic(x, 0)
+    cfn = mc.compile(pointwise, backend="eager", dynamic=False)
+    run(cfn, pointwise, x)
+    src = cache_entries(cfn)[0].guard.source
+    assert "L['x'].size()[0] >= 2" in src and "L['x'].shape == " not in src
+    for n in [2, 7, 30]:
+        run(cfn, pointwise, torch.randn(n, 4))
+    assert mc.metrics.frames_compiled == 1
+
+
+def test_dynamic_true_and_zero_one_specialization():
+    cfn = mc.compile(pointwise, backend="eager", dynamic=True)
+    for n in [3, 4, 10]:
+        run(cfn, pointwise, torch.randn(n, 5))
+    assert mc.metrics.frames_compiled == 1
+    run(cfn, pointwise, torch.randn(1, 5))  # size 1 is never symbolic: a new entry
+    assert mc.metrics.frames_compiled == 2
+
+
+def test_dynamic_false_never_becomes_symbolic():
+    cfn = mc.compile(pointwise, backend="eager", dynamic=False)
+    for n in [3, 4, 5, 6]:
+        run(cfn, pointwise, torch.randn(n))
+    assert mc.metrics.frames_compiled == 4
+
+
+def test_duck_sizing_guard_recompiles_when_sizes_diverge():
+    def f(x, y):
+        return x + y
+
+    cfn = mc.compile(f, backend="eager", dynamic=True)
+    run(cfn, f, torch.randn(4), torch.randn(4))
+    src = cache_entries(cfn)[0].guard.source
+    assert "L['y'].size()[0] == L['x'].size()[0]" in src
+    run(cfn, f, torch.randn(6), torch.randn(6))
+    assert mc.metrics.frames_compiled == 1
+    run(cfn, f, torch.randn(6), torch.randn(1))  # broadcasting: a new entry, right result
+    assert mc.metrics.frames_compiled == 2
+
+
+def test_int_argument_becomes_symint_after_it_changes():
+    def f(x, n):
+        return x[:n] * n
+
+    cfn = mc.compile(f, backend="eager")
+    x = torch.randn(10)
+    run(cfn, f, x, 3)
+    run(cfn, f, x, 4)  # changed: recompiled with n as a SymInt graph input
+    assert mc.metrics.frames_compiled == 2
+    for n in [5, 6, 9]:
+        run(cfn, f, x, n)
+    assert mc.metrics.frames_compiled == 2
+    gm = cache_entries(cfn)[1].result.graphs[0].gm
+    assert "Sym(s" in gm.print_readable(print_output=False)
+
+
+def test_branch_on_symbolic_size_guards_each_side():
+    def f(x):
+        if x.shape[0] > 5:
+            return x * 2
+        return x - 1
+
+    cfn = mc.compile(f, backend="eager", dynamic=True)
+    for n in [8, 9, 3, 4, 12, 2]:
+        run(cfn, f, torch.randn(n))
+    assert mc.metrics.frames_compiled == 2
+
+
+@pytest.mark.parametrize("op", [
+    lambda x: x.view(-1, 2).sum(1),
+    lambda x: torch.cat([x, x * 2], 0).mean(0),
+    lambda x: x[1:, ::2] @ x[1:, ::2].T,
+    lambda x: x.reshape(x.shape[0], -1).softmax(-1),
+    lambda x: x.t().contiguous() + x.shape[0],
+    lambda x: torch.ones(x.shape[0], 3) + x[:, :1],
+])
+def test_symbolic_shape_propagation_through_ops(op):
+    cfn = mc.compile(op, backend="eager", dynamic=True)
+    for n in [4, 6, 10]:
+        run(cfn, op, torch.randn(n, 6))
+    assert mc.metrics.frames_compiled == 1
+    assert mc.metrics.eager_fallbacks == 0
+
+
+def test_module_attribute_guards_recompile():
+    lin = torch.nn.Linear(3, 3)
+    mod = torch.nn.Sequential(lin, torch.nn.Dropout(0.5))
+    cmod = mc.compile(mod, backend="eager")
+    x = torch.randn(2, 3)
+    mod.eval()
+    run(cmod, mod, x)
+    mod.train()
+    torch.manual_seed(0)
+    out = cmod(x)
+    assert (out == 0).any() or out.shape == (2, 3)  # dropout active again: not the eval entry
+    assert mc.metrics.frames_compiled == 2
