@@ -1,0 +1,117 @@
+"""Checks for exercises 1.x (solutions/ex01_bytecode.py): each plugs the learner's piece into
+the real interpreter, traces real functions, and compares with eager on random tensors."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Callable
+
+import torch
+
+import minicompile as mc
+from minicompile.dynamo import handlers_data, handlers_flow  # noqa: F401 (fill the registry)
+from minicompile.dynamo.symbolic_convert import OPCODE_HANDLERS, InstructionTranslatorBase
+from minicompile.grading import exercise
+
+
+@contextlib.contextmanager
+def _patched(obj, name: str, value):
+    """Swap one entry of the interpreter for the learner's piece; always restore it."""
+    getter, setter = ((obj.__getitem__, obj.__setitem__) if isinstance(obj, dict)
+                      else (lambda n: obj.__dict__[n], lambda n, v: setattr(obj, n, v)))
+    old = getter(name)
+    setter(name, value)
+    mc.reset()
+    try:
+        yield
+    finally:
+        setter(name, old)
+        mc.reset()
+
+
+def _captured_like_eager(fn: Callable, *args) -> None:
+    expected = fn(*args)
+    mc.metrics.reset()
+    got = mc.compile(fn, backend="eager")(*args)
+    torch.testing.assert_close(got, expected)
+    assert mc.metrics.graphs_compiled == 1 and mc.metrics.eager_fallbacks == 0 \
+        and mc.metrics.graph_breaks == 0, f"{fn.__name__} was not captured in one graph"
+
+
+# -- 1.1 ----------------------------------------------------------------------------------------
+def _arith(x, y):
+    a = x + y - x * y / (y.abs() + 1) + x @ y - (x // 0.7) % 2 + x ** 2
+    a += x
+    a -= y
+    a *= 2
+    a /= 3
+    a @= y
+    return a
+
+
+def _bits(i, j):
+    b = (i & j) | (i ^ j) | (i << 1) | (j >> 1)
+    b &= i
+    b |= j
+    b ^= i
+    b <<= 1
+    b >>= 1
+    b //= 2
+    b %= 5
+    b **= 1
+    return b
+
+
+@exercise("1.1", points=10, hint="argrepr is '+', '+=', ...; operator.iadd is the in-place add")
+def check_binary_op_table(sol):
+    """BINARY_OP handler table."""
+    table = sol.binary_op_table()
+    assert len(table) == 26, f"expected 26 symbols, got {len(table)}"
+    with _patched(handlers_data.__dict__, "BINARY_OPS", table):
+        _captured_like_eager(_arith, torch.randn(5, 5), torch.randn(5, 5))
+        _captured_like_eager(_bits, torch.randint(1, 9, (7,)), torch.randint(1, 9, (7,)))
+
+
+# -- 1.2 ----------------------------------------------------------------------------------------
+def _loops(x, xs):
+    for i in range(3):
+        x = x + i
+    for a, b in zip(xs, xs[1:]):
+        x = x * a - b
+    for i, a in enumerate(xs):
+        for j in range(i):
+            x = x + a * j
+    return x, [t.sum() for t in xs]
+
+
+@exercise("1.2", points=10, hint="tx.stack[-1].next_item(); None means pop and tx.jump(inst)")
+def check_for_iter(sol):
+    """Unroll FOR_ITER."""
+    with _patched(OPCODE_HANDLERS, "FOR_ITER", sol.for_iter):
+        _captured_like_eager(_loops, torch.randn(4, 3), [torch.randn(4, 3) for _ in range(3)])
+
+
+# -- 1.3 ----------------------------------------------------------------------------------------
+def _leaf(x, k=2.0, *, shift=0):
+    return x * k + shift
+
+
+def _middle(x, *rest):
+    scale = len(rest) + 1
+
+    def inner(y):
+        return _leaf(y, k=scale) + sum(rest)
+
+    return inner(x).relu()
+
+
+def _calls(x, y):
+    return _middle(x, y, y) + _leaf(y, shift=1) + (lambda t: t.cos())(x)
+
+
+@exercise("1.3", points=10, hint="bind_args, then InliningInstructionTranslator(...).run()")
+def check_inline_call(sol):
+    """Inline a user function call."""
+    inline = lambda self, fn, args, kwargs: sol.inline_call(self, fn, args, kwargs)  # noqa: E731
+    with _patched(InstructionTranslatorBase, "inline_user_function_return", inline):
+        _captured_like_eager(_calls, torch.randn(6), torch.randn(6))
