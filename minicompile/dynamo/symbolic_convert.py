@@ -95,7 +95,13 @@ class InstructionTranslatorBase:
         fn = OPCODE_HANDLERS.get(inst.opname)
         if fn is None:
             unimplemented(f"instruction {inst.opname} is not supported")
-        fn(self, inst)
+        try:
+            fn(self, inst)
+        except Unsupported:
+            raise
+        except Exception as e:  # a bug in a handler or tracker: never a crash or a wrong result,
+            raise Unsupported(  # the frame runs eagerly and the reason says what went wrong
+                f"internal error in {inst.opname}: {type(e).__name__}: {e}") from e
 
     def run(self) -> None:
         prev, self.output.current_tx = self.output.current_tx, self
