@@ -182,3 +182,13 @@ def test_module_attribute_guards_recompile():
     out = cmod(x)
     assert (out == 0).any() or out.shape == (2, 3)  # dropout active again: not the eval entry
     assert mc.metrics.frames_compiled == 2
+
+
+def test_backend_that_bakes_sizes_is_specialised_per_shape():
+    def f(x, y):
+        return (x * 2 + y).relu().sum(0)
+
+    cfn = mc.compile(f, backend="aot_eager", dynamic=True)
+    for n in [4, 7, 9, 4]:
+        run(cfn, f, torch.randn(n, 3), torch.randn(3))
+    assert mc.metrics.frames_compiled == 1

@@ -14,6 +14,7 @@ Sizes 0 and 1 are never symbolic (the ShapeEnv's 0/1 specialization).
 from __future__ import annotations
 
 import contextlib
+import copy
 import contextvars
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
@@ -109,8 +110,11 @@ def specialize_per_shape(backend: Callable) -> Callable:
         def run(*args: Any) -> Any:
             key = tuple((tuple(a.shape), tuple(a.stride())) if isinstance(a, torch.Tensor) else a
                         for a in args)
-            if key not in compiled:
-                compiled[key] = backend(gm, list(args))
+            if key not in compiled:  # a copy without the symbolic example values
+                static_gm = copy.deepcopy(gm)
+                for node in static_gm.graph.nodes:
+                    node.meta.pop("example_value", None)
+                compiled[key] = backend(static_gm, list(args))
             return compiled[key](*args)
 
         return run
