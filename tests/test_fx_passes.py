@@ -308,3 +308,33 @@ def test_rules_table_has_algebra_comments():
             or line.strip().startswith("(add(pow_")]
     assert rows and all("->" in line.split("#")[-1] for line in rows if "#" in line)
     assert len(fx_passes.RULES) >= 15
+
+
+def test_decomposed_batchnorm_folds_into_conv():
+    from minicompile.decompositions import decomposition_table
+
+    model = _cbr(torch.nn.Conv2d(3, 6, 3, bias=False), 6)
+    x = torch.randn(2, 3, 11, 9)
+    gm = make_fx(model, decomposition_table=decomposition_table)(x)
+    assert not any("batch_norm" in str(t) for t in targets(gm))  # BN is ATen arithmetic here
+    report = run_graph_passes(gm)
+    assert report.conv_bn_folded >= 2
+    assert targets(gm) == [aten.convolution.default, aten.relu.default]
+    torch.testing.assert_close(gm(x), model(x))
+
+
+def test_binary_folding_leaves_non_channel_constants_alone():
+    class ConvPlusMap(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(2, 3, 1)
+            self.register_buffer("bias_map", torch.randn(3, 4, 4))  # varies over space
+
+        def forward(self, x):
+            return self.conv(x) + self.bias_map
+
+    model = ConvPlusMap().eval()
+    x = torch.randn(1, 2, 4, 4)
+    gm = aten_graph(model, x)
+    assert fx_passes.fold_conv_binary(gm) == 0
+    torch.testing.assert_close(gm(x), model(x))

@@ -155,8 +155,9 @@ class Scheduler:
     def __init__(self, nodes: Sequence[Buffer], inputs: dict[str, Buffer] | None = None,
                  output_names: Iterable[str] = (), fuse: bool = True,
                  record_metrics: bool = True):
+        self.graph = None
         if hasattr(nodes, "graph_inputs"):  # a GraphLowering: take everything from it
-            graph = nodes
+            graph = self.graph = nodes
             inputs = {k: v for k, v in graph.graph_inputs.items() if isinstance(v, Buffer)}
             output_names = [o.get_name() for o in graph.graph_outputs if hasattr(o, "get_name")]
             nodes = graph.buffers
@@ -337,3 +338,24 @@ class Scheduler:
 
         for k in self.kernels:
             run_nodes([n.node for n in k.get_nodes()], storage, sizes or {})
+
+
+def schedule_function(fn, *args, fuse: bool = True, record_metrics: bool = True) -> Scheduler:
+    """Notebook shorthand: trace ``fn`` to ATen (make_fx with minicompile's decompositions), run
+    the graph passes, lower, and schedule. ``run_scheduled(s, *args)`` then runs it."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from ..decompositions import decomposition_table
+    from .fx_passes import run_graph_passes
+    from .graph import lower_graph
+
+    gm = make_fx(fn, decomposition_table=decomposition_table)(*args)
+    run_graph_passes(gm)
+    return Scheduler(lower_graph(gm, list(args)), fuse=fuse, record_metrics=record_metrics)
+
+
+def run_scheduled(s: Scheduler, *args):
+    """Run a scheduled graph on ``args`` with the reference executor, kernel after kernel."""
+    from .executor import GraphExecutor
+
+    return GraphExecutor(s.graph, s.ordered_nodes())(*args)

@@ -8,7 +8,9 @@ print it. :func:`run_graph_passes` runs them in an order where each one feeds th
 2. :func:`eliminate_common_subexpressions` - ``sin(x)`` computed twice is computed once;
 3. :func:`simplify_algebra` - the rewrite table in ``algebraic.py`` (``x*1 -> x``, ...);
 4. :func:`fold_constants` - anything computable from constants alone (the folded conv weights);
-5. :func:`eliminate_dead_code` - whatever the others left unused.
+5. :func:`fold_conv_binary` - ``conv * c``, ``conv + c`` with per-channel constants ``c`` fold into
+   the conv (decomposed eval batchnorm is such a chain), alternating with constant folding;
+6. :func:`eliminate_dead_code` - whatever the others left unused.
 
 Every pass keeps results equal to eager's (``tests/test_fx_passes.py`` checks each one).
 """
@@ -20,7 +22,7 @@ from dataclasses import dataclass, field
 import torch.fx
 
 from .algebraic import RULES, simplify_algebra
-from .binary_folding import fold_conv_bn
+from .binary_folding import fold_conv_binary, fold_conv_bn
 from .constant_folding import fold_constants
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
@@ -28,6 +30,7 @@ from .pattern_matcher import Op, Var, rewrite
 
 __all__ = ["run_graph_passes", "PassReport", "eliminate_dead_code",
            "eliminate_common_subexpressions", "fold_constants", "simplify_algebra", "fold_conv_bn",
+           "fold_conv_binary",
            "RULES", "Op", "Var", "rewrite"]
 
 
@@ -35,7 +38,7 @@ __all__ = ["run_graph_passes", "PassReport", "eliminate_dead_code",
 class PassReport:
     """What :func:`run_graph_passes` changed, pass by pass."""
 
-    conv_bn_folded: int = 0
+    conv_bn_folded: int = 0  # batchnorms, or per-channel ops of decomposed ones, folded into convs
     cse_merged: int = 0
     rewrites: list[tuple[str, str]] = field(default_factory=list)  # (node, rule)
     constants_folded: int = 0
@@ -43,7 +46,7 @@ class PassReport:
 
     def __str__(self) -> str:
         rules = "".join(f"\n    {node}: {rule}" for node, rule in self.rewrites)
-        return (f"conv-bn folded: {self.conv_bn_folded}, CSE merged: {self.cse_merged}, "
+        return (f"folded into convs: {self.conv_bn_folded}, CSE merged: {self.cse_merged}, "
                 f"constants folded: {self.constants_folded}, dead removed: {self.dead_removed}, "
                 f"rewrites: {len(self.rewrites)}{rules}")
 
@@ -56,5 +59,8 @@ def run_graph_passes(gm: torch.fx.GraphModule) -> PassReport:
     report.rewrites = simplify_algebra(gm)
     report.cse_merged += eliminate_common_subexpressions(gm)  # rewrites can expose duplicates
     report.constants_folded = fold_constants(gm)
+    while n := fold_conv_binary(gm):  # each fold leaves new weights for constant folding
+        report.conv_bn_folded += n
+        report.constants_folded += fold_constants(gm)
     report.dead_removed = eliminate_dead_code(gm)
     return report

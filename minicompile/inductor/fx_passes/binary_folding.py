@@ -88,3 +88,80 @@ def fold_conv_bn(gm: torch.fx.GraphModule) -> int:
         eliminate_dead_code(gm)
         gm.recompile()
     return folded
+
+
+# --- folding per-channel arithmetic into a conv (what decomposed batchnorm becomes) -----------
+#
+# With batchnorm decomposed to ATen arithmetic, eval BN after a conv is a chain of per-channel
+# ops on constants: (conv - mean) * rsqrt(var + eps) * gamma + beta. Each link folds into the
+# conv on its own (Inductor's binary_folding.py), because conv is linear in W and b:
+#   conv(x, W, b) + c -> conv(x, W, b + c)        conv(x, W, b) - c -> conv(x, W, b - c)
+#   conv(x, W, b) * c -> conv(x, W * c, b * c)    conv(x, W, b) / c -> conv(x, W / c, b / c)
+# where c is a constant holding one value per output channel (shape (C, 1, 1), (1, C, 1, 1), or
+# a single value).
+
+BINARY_FOLDS = {  # op -> (new weight, new bias) from (W, b, c as a (C,) vector)
+    aten.add.Tensor: lambda g, w, b, c: (w, g(aten.add.Tensor, b, c)),
+    aten.sub.Tensor: lambda g, w, b, c: (w, g(aten.sub.Tensor, b, c)),
+    aten.mul.Tensor: lambda g, w, b, c: (g(aten.mul.Tensor, w, _per_out_channel(g, w, c)),
+                                         g(aten.mul.Tensor, b, c)),
+    aten.div.Tensor: lambda g, w, b, c: (g(aten.div.Tensor, w, _per_out_channel(g, w, c)),
+                                         g(aten.div.Tensor, b, c)),
+}
+
+
+def _per_out_channel(g, w: torch.fx.Node, c: torch.fx.Node) -> torch.fx.Node:
+    ndim = len(w.meta["val"].shape) if "val" in w.meta else 4
+    return g(aten.view.default, c, [-1] + [1] * (ndim - 1))
+
+
+def _channel_vector(const: torch.Tensor, out_shape: torch.Size) -> bool:
+    """Is ``const`` one value per output channel of a conv output of ``out_shape`` (N, C, ...)?"""
+    if const.numel() == 1:
+        return True
+    shape = list(const.shape)
+    while len(shape) > len(out_shape) - 1 and shape and shape[0] == 1:
+        shape.pop(0)  # (1, C, 1, 1) -> (C, 1, 1)
+    return (len(shape) == len(out_shape) - 1 and shape[0] == out_shape[1]
+            and all(s == 1 for s in shape[1:]))
+
+
+def fold_conv_binary(gm: torch.fx.GraphModule) -> int:
+    """Fold ``conv(x, W, b) op constant`` into the conv's weight and bias; return how many."""
+    from .constant_folding import _fetch_attr, _fresh_name
+
+    folded, g = 0, gm.graph
+    for node in list(g.nodes):
+        if node.op != "call_function" or node.target not in BINARY_FOLDS or len(node.args) != 2:
+            continue
+        conv, const = node.args
+        if not (isinstance(conv, torch.fx.Node) and isinstance(const, torch.fx.Node)
+                and _foldable_conv(conv) and const.op == "get_attr" and "val" in conv.meta):
+            continue
+        value = _fetch_attr(gm, const.target)
+        out = conv.meta["val"]
+        if not (isinstance(value, torch.Tensor) and value.dtype == out.dtype
+                and _channel_vector(value, out.shape)):
+            continue
+        with g.inserting_before(node):
+            emit = lambda op, *a: g.call_function(op, a)  # noqa: E731 - local shorthand
+            channels = out.shape[1]
+            c = emit(aten.expand.default, emit(aten.reshape.default, const, [-1]), [channels])
+            weight = conv.args[1]
+            bias = conv.args[2]
+            if bias is None:  # a constant zero bias, so the next fold still sees a constant
+                name = _fresh_name(gm, "_folded_constant")
+                gm.register_buffer(name, torch.zeros(channels, dtype=out.dtype))
+                bias = g.get_attr(name)
+            new_w, new_b = BINARY_FOLDS[node.target](emit, weight, bias, c)
+            new_conv = g.call_function(aten.convolution.default,
+                                       (conv.args[0], new_w, new_b, *conv.args[3:]))
+        new_conv.meta.update(conv.meta)
+        node.replace_all_uses_with(new_conv)
+        folded += 1
+    if folded:
+        from .dce import eliminate_dead_code
+
+        eliminate_dead_code(gm)
+        gm.recompile()
+    return folded
