@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import operator
+
 import pytest
 import torch
 import torch.fx as fx
@@ -204,3 +206,40 @@ def test_core_aten_report():
     report = core_aten_ops_used(after)
     assert report["non_core"] == {} and "aten.erf.default" in report["core"]
     assert all(is_core_aten(n.target) for n in after.graph.nodes if n.op == "call_function")
+
+
+# --- the prims level --------------------------------------------------------------------------
+from models import MODELS  # noqa: E402
+
+from minicompile.decompositions.levels import trace_levels  # noqa: E402
+from minicompile.decompositions.prims import promote  # noqa: E402
+
+# ops with no public prim: library calls (matmul, convolution) and views handled as indexing
+NOT_PRIMS = {"aten.mm.default", "aten.bmm.default", "aten.convolution.default",
+             "aten.slice.Tensor", "aten.split.Tensor", "aten.clone.default", "aten.gather.default"}
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_every_level_computes_the_same_forward(name):
+    model, inputs = MODELS[name]("cpu")
+    model.eval()
+    graphs = trace_levels(model, list(inputs))
+    params = list(model.parameters()) + list(model.buffers())
+    with torch.no_grad():
+        ref = model(*inputs)
+        for level, gm in graphs.items():
+            torch.testing.assert_close(gm(*params, *inputs)[0], ref, rtol=1e-4, atol=1e-5,
+                                       msg=lambda m: f"{level}: {m}")
+    left = {str(n.target) for n in graphs["prims"].graph.nodes if n.op == "call_function"
+            and not str(n.target).startswith("prims.") and n.target is not operator.getitem}
+    assert left <= NOT_PRIMS, left
+
+
+@pytest.mark.parametrize("a, b", [
+    (torch.ones(3, dtype=torch.int32), 0.5), (torch.ones(3, dtype=torch.int64), 2),
+    (torch.ones(3), torch.ones((), dtype=torch.float64)), (torch.ones(3, dtype=torch.int32),
+                                                           torch.ones(3, dtype=torch.float16)),
+    (torch.ones((), dtype=torch.float64), torch.ones(3, dtype=torch.int32)),
+    (torch.ones(3, dtype=torch.bool), 3), (torch.ones(3, dtype=torch.float16), 2.5)])
+def test_prims_type_promotion_matches_aten(a, b):
+    assert promote(a, b) == torch.result_type(a, b)

@@ -10,7 +10,7 @@
     backend.py         the aot_eager backend
 """
 
-from .aot_autograd import aot_function, aot_module_simplified
+from .aot_autograd import aot_function, aot_module_simplified, trace_module
 from .functionalize import functionalize
 from .joint import GraphSignature, trace_graph
 from .partitioners import (Partition, default_partition, default_saved_values,
@@ -18,7 +18,7 @@ from .partitioners import (Partition, default_partition, default_saved_values,
                            partition_with_saved)
 from .tracer import DispatchTracer, Unsupported
 
-__all__ = ["aot_function", "aot_module_simplified", "functionalize", "GraphSignature",
+__all__ = ["aot_function", "aot_module_simplified", "trace_module", "functionalize", "GraphSignature",
            "trace_graph", "Partition", "default_partition", "default_saved_values",
            "min_cut_rematerialization_partition", "min_cut_saved_values",
            "partition_with_saved", "DispatchTracer", "Unsupported"]

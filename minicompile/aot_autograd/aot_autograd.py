@@ -144,6 +144,26 @@ def aot_module_simplified(
     return compiled_fn
 
 
+def trace_module(model: torch.nn.Module | Callable, inputs: list, decompositions: dict | None = None,
+                 joint: bool = True) -> tuple[fx.GraphModule, GraphSignature]:
+    """The joint (or inference) ATen graph of ``model(*inputs)``, parameters lifted to primals
+    first: what aot_module_simplified partitions. For notebooks and tests."""
+    module = model if isinstance(model, torch.nn.Module) else _as_module(model, len(inputs))
+    named = dict(module.named_parameters())
+    named.update(module.named_buffers())
+    names, params = list(named), list(named.values())
+
+    def flat_fn(*args):
+        state = dict(zip(names, args[:len(names)]))
+        return torch.func.functional_call(module, state, tuple(args[len(names):]), strict=False)
+
+    args = params + list(inputs)
+    requires_grad = [joint and isinstance(a, torch.Tensor) and a.requires_grad for a in args]
+    fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
+    fakes = [fake_mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args]
+    return trace_graph(flat_fn, fakes, requires_grad, fake_mode, decompositions, joint=joint)
+
+
 def _placeholder_vals(gm: fx.GraphModule) -> list:
     return [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
 
@@ -171,4 +191,4 @@ def _as_module(fn: Callable, nargs: int) -> fx.GraphModule:
     return fx.GraphModule(torch.nn.Module(), graph)
 
 
-__all__ = ["aot_module_simplified", "aot_function", "GraphSignature"]
+__all__ = ["aot_module_simplified", "aot_function", "trace_module", "GraphSignature"]

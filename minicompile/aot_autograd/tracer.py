@@ -165,6 +165,9 @@ class DispatchTracer(TorchDispatchMode):
             out = memo  # Dynamo's symbol for a float/int input passed as a 0-d tensor
         else:
             out = func(*args, **kwargs)
+        if func is not aten._local_scalar_dense.default and isinstance(
+                out, (int, float, bool, torch.dtype)):
+            return out  # a metadata query (promote_types, result_type): nothing to record
         node = self.graph.create_node("call_function", func, tree_map(self.to_arg, args),
                                       tree_map(self.to_arg, kwargs),
                                       name=func.overloadpacket.__name__)  # "mul", "mul_1", ...
@@ -172,7 +175,7 @@ class DispatchTracer(TorchDispatchMode):
         if isinstance(out, (torch.SymInt, torch.SymFloat)):  # .item(): a number read at run time
             self.sym_env[out.node.expr] = node
         elif isinstance(out, (int, float, bool)):
-            raise Unsupported(f"{func} returned a constant the graph would bake in")
+            raise Unsupported(".item() of a constant tensor: the graph would bake the value in")
         elif isinstance(out, torch.Tensor):
             self.bind(out, node)
         elif isinstance(out, (tuple, list)):  # multi-output op: one getitem node per tensor

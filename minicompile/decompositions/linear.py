@@ -45,8 +45,8 @@ def baddbmm(bias, a, b, beta=1, alpha=1):  # beta * bias + alpha * (a @ b), batc
 
 
 @register_decomposition(aten.t.default)
-def t(x):  # transpose of a matrix (a vector stays)
-    return x if x.dim() < 2 else aten.permute.default(x, [1, 0])
+def t(x):  # transpose of a matrix (a vector stays: a fresh alias, as a view op must return)
+    return aten.alias.default(x) if x.dim() < 2 else aten.permute.default(x, [1, 0])
 
 
 @register_decomposition(aten.addcmul.default)

@@ -87,7 +87,7 @@ def cross_entropy_loss(x, target, weight=None, reduction=MEAN, ignore_index=-100
 @register_decomposition(aten.native_dropout.default)
 def native_dropout(x, p, train):  # keep with probability 1 - p, scale kept values by 1/(1-p)
     if not train or p == 0:
-        return x, aten.full_like.default(x, 1, dtype=torch.bool)
+        return aten.clone.default(x), aten.full_like.default(x, 1, dtype=torch.bool)
     if p == 1:
         return aten.full_like.default(x, 0), aten.full_like.default(x, 0, dtype=torch.bool)
     keep = aten.lt.Scalar(aten.rand_like.default(x), 1 - p)
@@ -101,4 +101,4 @@ def native_dropout_backward(grad, mask, scale):  # grad * mask * scale
 
 @register_decomposition(aten.dropout.default)
 def dropout(x, p, train):
-    return native_dropout(x, p, train)[0] if train else x
+    return native_dropout(x, p, train)[0] if train else aten.clone.default(x)

@@ -1,0 +1,49 @@
+"""The three IR levels of one program, side by side: ATen as the dispatcher sees it, core ATen
+after minicompile's decomposition table, and prims after the prims rows on top (the levels
+torch/_decomp and torch/_refs produce in PyTorch).
+
+    graphs = trace_levels(model, [x])           # {"ATen": gm, "core ATen": gm, "prims": gm}
+    print(op_count_table(graphs))
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+import torch.fx as fx
+
+from .prims import prims_table
+from .registry import decomposition_table, ops_used
+
+LEVELS: dict[str, Callable[[], dict]] = {
+    "ATen": dict,
+    "core ATen": lambda: dict(decomposition_table),
+    "prims": lambda: {**decomposition_table, **prims_table},
+}
+
+
+def trace_levels(model, inputs: list, joint: bool = False) -> dict[str, fx.GraphModule]:
+    """Trace ``model(*inputs)`` once per level (forward only unless ``joint``)."""
+    from ..aot_autograd import trace_module
+
+    return {level: trace_module(model, inputs, table(), joint=joint)[0]
+            for level, table in LEVELS.items()}
+
+
+def op_count_table(graphs: dict[str, fx.GraphModule]) -> str:
+    """Rows: levels; columns: total op count and distinct ops (the vocabulary a backend needs)."""
+    lines = [f"{'level':<10} {'ops':>5} {'distinct':>8}  example ops"]
+    for level, gm in graphs.items():
+        used = ops_used(gm)
+        names = sorted({str(op.overloadpacket).removeprefix("aten.") for op in used})
+        lines.append(f"{level:<10} {sum(used.values()):>5} {len(used):>8}  "
+                     f"{', '.join(names[:8])}{' ...' if len(names) > 8 else ''}")
+    return "\n".join(lines)
+
+
+def count_ops(gm: fx.GraphModule) -> int:
+    return sum(ops_used(gm).values())
+
+
+__all__ = ["trace_levels", "op_count_table", "count_ops", "LEVELS"]
