@@ -138,6 +138,10 @@ def f_make_function(a):  # MAKE_FUNCTION with defaults and closure
     return g(1), (lambda z=2: z * a)()
 
 
+def f_genexpr(a):  # RETURN_GENERATOR, YIELD_VALUE (inlined generators run to completion)
+    return sum(i * a for i in range(3))
+
+
 class Recorder:
     """A user context manager: __enter__ and __exit__ are inlined."""
 
@@ -241,6 +245,7 @@ CORPUS = {
     "MAKE_FUNCTION": (f_make_function, (2,)),
     "RETURN_VALUE": (f_locals, (2,)), "RETURN_CONST": (f_return_const, (1,)),
     "BEFORE_WITH": (f_with, (1, Recorder())),
+    "RETURN_GENERATOR": (f_genexpr, (2,)), "YIELD_VALUE": (f_genexpr, (2,)),
     "IMPORT_NAME": (f_import, (3.0,)), "IMPORT_FROM": (f_import, (3.0,)),
     "LOAD_ASSERTION_ERROR": (f_assert, (1,)), "RAISE_VARARGS": (f_assert, (1,)),
     "LOAD_SUPER_ATTR": (Child.value, (Child(), 3)),

@@ -250,6 +250,24 @@ def f_inplace(x):
     return y
 
 
+def f_generators(xs):
+    def scaled(ts):
+        for i, t in enumerate(ts):
+            yield t * (i + 1)
+
+    if any(t.dim() == 2 for t in xs) and all(t.shape[0] == 4 for t in xs):
+        return sum(scaled(xs)), tuple(t.sum() for t in xs)
+    return xs[0]
+
+
+Pair = __import__("collections").namedtuple("Pair", "a b")
+
+
+def f_namedtuple(p, d):
+    q = Pair(p.a + p.b, b=p.a * 2)
+    return q, q.a + q.b, [d[k] * 2 for k in sorted(d)]
+
+
 def f_return_input(x, y):
     return x, y + 1, None, "tag"
 
@@ -290,6 +308,8 @@ CASES = {
     "inplace": (f_inplace, (x4(),)),
     "noncontiguous": (f_arith, (x4(4, 8)[:, ::2], x4(4, 4).T)),
     "odd_sizes": (f_unary, (x4(1823, 781),)),
+    "generators": (f_generators, ([x4(), x4()],)),
+    "namedtuple": (f_namedtuple, (Pair(x4(), x4()), {"b": x4(), "a": x4()})),
 }
 
 

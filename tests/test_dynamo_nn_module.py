@@ -187,3 +187,12 @@ def test_compiled_module_delegates_attributes():
                                  nn.LeakyReLU(0.2), nn.Softmax(dim=-1), nn.Identity()])
 def test_activations(act):
     compiled_equal(nn.Sequential(nn.Linear(6, 6), act), torch.randn(4, 6))
+
+
+def test_multihead_attention_inlines_torch_code():
+    m = nn.MultiheadAttention(8, 2, batch_first=True).eval()
+    q = torch.randn(2, 5, 8)
+    expected = m(q, q, q)
+    got = mc.compile(m, backend="eager")(q, q, q)
+    torch.testing.assert_close(got, expected)
+    assert mc.metrics.graphs_compiled == 1 and mc.metrics.eager_fallbacks == 0

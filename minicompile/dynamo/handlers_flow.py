@@ -11,6 +11,7 @@ from .symbolic_convert import InstructionTranslatorBase as Tx
 from .symbolic_convert import handler
 from .variables.base import NullVariable
 from .variables.builtin import BuiltinVariable
+from .variables.constant import ConstantVariable
 from .variables.dicts import ConstDictVariable
 from .variables.functions import NestedUserFunctionVariable
 from .variables.lists import ListIteratorVariable
@@ -132,6 +133,22 @@ def MAKE_FUNCTION(tx: Tx, inst: Inst) -> None:  # kwdefaults, defaults below, pe
 def RETURN_VALUE(tx: Tx, inst: Inst) -> None:
     tx.return_value = tx.pop()
     tx.done = True
+
+
+# -- generators (inlined ones only: `any(x > 0 for x in sizes)`) -----------------------------
+@handler("RETURN_GENERATOR")  # dis#opcode-RETURN_GENERATOR: the first send() resumes with None
+def RETURN_GENERATOR(tx: Tx, inst: Inst) -> None:
+    if tx.parent is None:
+        unimplemented("compiling a generator function itself")
+    tx.push(ConstantVariable(None))
+
+
+@handler("YIELD_VALUE")  # dis#opcode-YIELD_VALUE: collect the item; the caller sends None back
+def YIELD_VALUE(tx: Tx, inst: Inst) -> None:
+    if tx.parent is None:
+        unimplemented("yield in a compiled frame")
+    tx.generated_items.append(tx.pop())
+    tx.push(ConstantVariable(None))
 
 
 # -- with blocks ------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ called user function's bytecode against the same OutputGraph: one graph for the 
 from __future__ import annotations
 
 import builtins
+import inspect
 import linecache
 import sys
 import types
@@ -26,6 +27,7 @@ from .output_graph import OutputGraph
 from .source import AttrSource, GlobalSource, LocalSource
 from .variables.base import VariableTracker
 from .variables.functions import ClosureCell
+from .variables.lists import ListIteratorVariable
 
 Handler = Callable[["InstructionTranslatorBase", Instruction], None]
 OPCODE_HANDLERS: dict[str, Handler] = {}
@@ -213,7 +215,13 @@ class InliningInstructionTranslator(InstructionTranslatorBase):
         tx = cls(code, fn.get_globals(), symbolic_locals, fn.closure_cells(parent),
                  parent.output, parent)
         tx.run()
+        if code.co_flags & inspect.CO_GENERATOR:  # run to the end now: its items, in order
+            return ListIteratorVariable(tx.generated_items)
         return tx.return_value
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.generated_items: list[VariableTracker] = []  # YIELD_VALUE of an inlined generator
 
 
 def instruction_table() -> str:

@@ -236,6 +236,14 @@ def _min_max(fn):
     return fold
 
 
+def _sorted(tx, seq, key=None, reverse=None):
+    items = seq.unpack_var_sequence(tx)
+    if key is not None or not all(i.is_python_constant() for i in items):
+        unimplemented("sorted() with a key function or over non-constant items")
+    values = sorted((_const(i) for i in items), reverse=bool(reverse and _const(reverse)))
+    return ListVariable([ConstantVariable(v) for v in values])
+
+
 def _all_any(fn):
     def fold(tx, seq):
         return ConstantVariable(fn(i.truth(tx) for i in seq.unpack_var_sequence(tx)))
@@ -309,7 +317,7 @@ HANDLERS: dict[Callable, Callable] = {
     builtins.filter: _filter, builtins.list: _sequence(ListVariable),
     builtins.tuple: _sequence(TupleVariable), builtins.dict: _dict, builtins.sum: _sum,
     builtins.min: _min_max(min), builtins.max: _min_max(max), builtins.all: _all_any(all),
-    builtins.any: _all_any(any), builtins.getattr: _getattr, builtins.hasattr: _hasattr,
+    builtins.any: _all_any(any), builtins.sorted: _sorted, builtins.getattr: _getattr, builtins.hasattr: _hasattr,
     builtins.type: _type, builtins.callable: _callable, builtins.super: _super,
     builtins.print: _print, builtins.bool: lambda tx, v=None: _truth(tx, v) if v else None,
 }

@@ -7,6 +7,7 @@ trace may depend on. Operations on constants run for real while tracing (constan
 
 from __future__ import annotations
 
+import inspect
 import math
 import types
 from typing import Any
@@ -59,6 +60,19 @@ class ConstantVariable(VariableTracker):
 
             return GetAttrVariable(self, name)
         return ConstantVariable(attr)
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        """Calling a class: only namedtuples are built while tracing (``Pair(x, y)``)."""
+        cls = self.value
+        if isinstance(cls, type) and issubclass(cls, tuple) and hasattr(cls, "_fields"):
+            from .lists import NamedTupleVariable
+
+            bound = inspect.signature(cls).bind(*args, **kwargs)
+            bound.apply_defaults()
+            items = [v if isinstance(v, VariableTracker) else ConstantVariable(v)
+                     for v in bound.arguments.values()]
+            return NamedTupleVariable(items, cls)
+        return super().call_function(tx, args, kwargs)
 
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
         if not all(a.is_python_constant() for a in [*args, *kwargs.values()]):

@@ -16,7 +16,8 @@ from ..exc import unimplemented
 from ..source import ClosureSource, DefaultsSource
 from .base import VariableTracker
 
-_UNSUPPORTED_FLAGS = {inspect.CO_GENERATOR: "generator", inspect.CO_COROUTINE: "coroutine",
+# Generators are fine: an inlined generator runs to completion and yields a list iterator.
+_UNSUPPORTED_FLAGS = {inspect.CO_COROUTINE: "coroutine",
                       inspect.CO_ASYNC_GENERATOR: "async generator"}
 
 
