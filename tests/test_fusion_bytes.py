@@ -104,3 +104,14 @@ def test_bytes_through_compile_fx_inner():
 
 def _takes_list(compile_fx) -> bool:
     return getattr(compile_fx, "BOXED_CALL", False)
+
+
+MC_CASES = [CASES[i] for i in (0, 2, 3, 10, 20, 27)]  # cos, broadcast, sum, softmax, 2 outputs, mm
+
+
+@pytest.mark.parametrize("name, fn, args, elements", MC_CASES, ids=[c[0] for c in MC_CASES])
+def test_bytes_through_mc_compile(name, fn, args, elements):
+    compiled = mc.compile(fn, backend="inductor")
+    mc.metrics.reset()
+    torch.testing.assert_close(compiled(*args), fn(*args))
+    assert mc.metrics.num_bytes_accessed == elements * 4
