@@ -18,9 +18,9 @@ import torch
 _HEADER = re.compile(r"^(\S+): (\w*SchedulerNode\w*)\((.*)\)$")
 
 
-def real_ir_post_fusion(fn: Callable, *args: Any) -> str:
+def real_ir_post_fusion(fn: Callable, *args: Any, return_compiled: bool = False):
     """Compile ``fn`` with the real ``torch.compile`` (caches off so the scheduler really runs)
-    and return its ``ir_post_fusion`` artifact."""
+    and return its ``ir_post_fusion`` artifact (and the compiled function if asked)."""
     import torch._inductor.config as inductor_config
 
     stream = io.StringIO()
@@ -33,12 +33,13 @@ def real_ir_post_fusion(fn: Callable, *args: Any) -> str:
         with inductor_config.patch(force_disable_caches=True), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             torch._dynamo.reset()
-            torch.compile(fn)(*args)
+            compiled = torch.compile(fn)
+            compiled(*args)
     finally:
         logger.removeHandler(handler)
         logger.propagate = True
         torch._logging.set_logs()
-    return stream.getvalue()
+    return (stream.getvalue(), compiled) if return_compiled else stream.getvalue()
 
 
 def real_fused_kernels(text: str) -> list[str]:
