@@ -82,3 +82,44 @@ def plot_recompile_timelines(timelines: dict[str, list[int]], sizes: Sequence[in
     ax.set_title(title)
     ax.legend()
     return ax
+
+
+def guard_check_cost(input_counts: Sequence[int], reps: int = 2000) -> list[tuple[int, float]]:
+    """(number of guards, microseconds per guard check) for a function of N tensor inputs:
+    compile it once, then time its cache entry's guard function alone."""
+    import timeit
+
+    import minicompile as mc
+    from ..dynamo.eval_frame import cache_entries, frame_locals
+
+    def add_all(*xs):
+        out = xs[0]
+        for x in xs[1:]:
+            out = out + x
+        return out
+
+    rows = []
+    for n in input_counts:
+        mc.reset()
+        cfn = mc.compile(add_all, backend="eager", dynamic=False)
+        xs = [torch.randn(4) for _ in range(n)]
+        cfn(*xs)
+        guard = cache_entries(cfn)[0].guard
+        L, G = frame_locals(add_all, tuple(xs), {}), add_all.__globals__
+        seconds = timeit.timeit(lambda: guard(L, G), number=reps) / reps
+        rows.append((len(guard.guards), seconds * 1e6))
+    mc.reset()
+    return rows
+
+
+def plot_guard_cost(rows: list[tuple[int, float]], label: str = "minicompile (Python)", ax=None):
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5, 3))
+    ax.plot([r[0] for r in rows], [r[1] for r in rows], "o-", label=label)
+    ax.set_xlabel("guards in the check function")
+    ax.set_ylabel("µs per check")
+    ax.set_title("cost of checking guards, per call")
+    ax.legend()
+    return ax
