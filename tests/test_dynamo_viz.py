@@ -1,8 +1,11 @@
 """The bytecode listing lines up with the FX nodes each instruction created."""
 
+import pytest
 import torch
 
-from minicompile.viz.bytecode import bytecode_and_graph
+pytest.importorskip("graphviz")  # minicompile.viz's package init imports it
+
+from minicompile.viz.bytecode import bytecode_and_graph  # noqa: E402
 
 
 def helper(y):
