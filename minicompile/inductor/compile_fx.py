@@ -3,7 +3,8 @@
     compiled = compile_fx_inner(aten_gm, example_inputs)
     outs = compiled(*inputs)            # same outputs as aten_gm(*inputs)
 
-Steps: lower the graph to loop IR (``GraphLowering``; artifact ``ir_pre_fusion``), schedule and
+Steps: run the FX graph passes (``fx_passes``: CSE, algebraic simplification, constant and
+conv-batchnorm folding, dead-code elimination), lower the graph to loop IR (``GraphLowering``; artifact ``ir_pre_fusion``), schedule and
 fuse it (``Scheduler``, when present; artifacts ``fusion``, ``ir_post_fusion``, and
 ``mc.metrics.num_bytes_accessed``), then run it. Until code generation exists the kernels run on
 the reference executor, so every compiled graph is already checked against eager in the tests.
@@ -17,6 +18,7 @@ import torch
 
 from .._logging import trace_artifact
 from .executor import GraphExecutor
+from .fx_passes import run_graph_passes
 from .graph import GraphLowering
 
 
@@ -31,6 +33,8 @@ def schedule(graph: GraphLowering) -> tuple[Any, list]:
 
 
 def compile_fx_inner(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+    report = run_graph_passes(gm)
+    trace_artifact("ir_pre_fusion", lambda: str(report), title="graph passes")
     graph = GraphLowering(gm, example_inputs).run()
     trace_artifact("ir_pre_fusion", lambda: str(graph), title="loop IR after lowering")
     if graph.fallbacks:
@@ -45,4 +49,5 @@ def compile_fx_inner(gm: torch.fx.GraphModule, example_inputs: list) -> Callable
 
     compiled.graph = graph  # for inspection in notebooks and tests
     compiled.scheduler = scheduler
+    compiled.pass_report = report
     return compiled

@@ -178,7 +178,6 @@ class Scheduler:
         trace_artifact("ir_post_fusion", self.describe, title="kernels after fusion")
         if record_metrics:
             metrics.num_bytes_accessed = int(self.num_bytes_accessed)
-            metrics.increment("kernels_generated", 0)  # code generation counts kernels later
 
     @classmethod
     def from_graph(cls, graph, **kwargs) -> "Scheduler":
