@@ -1,0 +1,92 @@
+"""Put minicompile's AOT graphs next to eager autograd's and real AOTAutograd's (the role
+torch/_functorch/compilers.py's debugging compilers play), and time forward/backward.
+
+    eager_saved_tensors(fn, x)             # what eager autograd keeps alive for backward
+    real_aot_graphs(model, [x], "min_cut") # real AOTAutograd's forward/backward graphs
+    time_forward_backward(fn, [x])         # seconds per forward, per backward
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+import torch.fx as fx
+
+
+@dataclass
+class SavedTensor:
+    shape: tuple[int, ...]
+    dtype: torch.dtype
+    nbytes: int
+
+
+def eager_saved_tensors(fn: Callable, *args) -> list[SavedTensor]:
+    """Run ``fn(*args)`` in eager mode and list every tensor autograd saves for backward
+    (through ``torch.autograd.graph.saved_tensors_hooks``)."""
+    saved = []
+
+    def pack(t):
+        saved.append(SavedTensor(tuple(t.shape), t.dtype, t.numel() * t.element_size()))
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        fn(*args)
+    return saved
+
+
+def real_aot_graphs(model: Callable, inputs: list, partition: str = "default"
+                    ) -> tuple[fx.GraphModule, fx.GraphModule]:
+    """Real AOTAutograd's forward and backward graphs of ``model(*inputs)``: real Dynamo
+    captures, ``torch._functorch.aot_autograd.aot_module_simplified`` traces and partitions."""
+    from torch._functorch import partitioners
+    from torch._functorch.aot_autograd import aot_module_simplified, make_boxed_func
+
+    graphs: dict[str, fx.GraphModule] = {}
+    partition_fn = {"default": partitioners.default_partition,
+                    "min_cut": partitioners.min_cut_rematerialization_partition}[partition]
+
+    def keep(name):
+        def compiler(gm, example_inputs):
+            graphs[name] = gm
+            return make_boxed_func(gm.forward)  # run as is (no codegen)
+        return compiler
+
+    def backend(gm, example_inputs):
+        return aot_module_simplified(gm, example_inputs, fw_compiler=keep("fw"),
+                                     bw_compiler=keep("bw"), partition_fn=partition_fn)
+
+    torch._dynamo.reset()
+    out = torch.compile(model, backend=backend, fullgraph=True)(*inputs)
+    out.sum().backward()
+    torch._dynamo.reset()
+    return graphs["fw"], graphs["bw"]
+
+
+def num_saved(fw: fx.GraphModule, bw: fx.GraphModule) -> int:
+    """Values passed from a forward graph to its backward: backward inputs that are not
+    tangents (real AOTAutograd names its tangents ``tangents_*`` too)."""
+    return sum(n.op == "placeholder" and not n.name.startswith("tangents") for n in bw.graph.nodes)
+
+
+def time_forward_backward(fn: Callable, inputs: list, iters: int = 20) -> tuple[float, float]:
+    """Median seconds of one forward and of one backward (``out.sum()``'s gradient)."""
+    def sync():
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+
+    fwd, bwd = [], []
+    for _ in range(iters + 3):  # the first calls compile and warm up: dropped below
+        sync()
+        t0 = time.perf_counter()
+        out = fn(*inputs)
+        sync()
+        t1 = time.perf_counter()
+        out.sum().backward()
+        sync()
+        fwd.append(t1 - t0)
+        bwd.append(time.perf_counter() - t1)
+    fwd, bwd = sorted(fwd[3:]), sorted(bwd[3:])
+    return fwd[len(fwd) // 2], bwd[len(bwd) // 2]
