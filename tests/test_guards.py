@@ -231,3 +231,61 @@ def test_seed_example_guard_and_result():
     assert len(sources) == 2  # one entry per branch, whatever the size
     assert "2*L['a'].size()[0] >= 16" in sources[0]
     assert "2*L['a'].size()[0] < 16" in sources[1]
+
+
+# ---- mutations that are easy to miss -------------------------------------------------------------
+LIN = torch.nn.Linear(3, 3)
+MODULES = torch.nn.ModuleList([torch.nn.Linear(3, 3)])
+BN = torch.nn.BatchNorm1d(3).eval()
+TABLE = {"a": 1.0, "b": torch.ones(3)}
+
+
+def uses_linear(x):
+    return LIN(x)
+
+
+def uses_module_list(x):
+    for layer in MODULES:
+        x = layer(x)
+    return x
+
+
+def uses_batchnorm(x):
+    return BN(x)
+
+
+def uses_table(x):
+    return x * TABLE["a"] + TABLE["b"]
+
+
+def with_default(x, s=2.0):
+    return x * s
+
+
+def _replace_weight():
+    LIN.weight = torch.nn.Parameter(torch.randn(3, 3))
+
+
+def _update_weight_in_place():
+    with torch.no_grad():
+        LIN.weight.add_(1.0)
+
+
+@pytest.mark.parametrize("fn, mutate", [
+    (uses_linear, _replace_weight),
+    (uses_linear, _update_weight_in_place),
+    (uses_module_list, lambda: MODULES.append(torch.nn.Linear(3, 3))),
+    (uses_module_list, lambda: MODULES.__setitem__(0, torch.nn.Linear(3, 3))),
+    (uses_batchnorm, lambda: setattr(BN, "running_mean", torch.ones(3))),
+    (uses_table, lambda: TABLE.__setitem__("a", 4.0)),
+    (uses_table, lambda: TABLE.__setitem__("b", torch.zeros(3))),
+    (with_default, lambda: setattr(with_default, "__defaults__", (7.0,))),
+], ids=["param-replaced", "param-in-place", "modulelist-append", "modulelist-swap",
+        "buffer-replaced", "dict-value", "dict-tensor-value", "defaults"])
+def test_mutation_between_calls(fn, mutate):
+    cfn = compiled(fn)
+    x = torch.randn(2, 3)
+    with torch.no_grad():
+        assert_same(cfn(x), fn(x))
+        mutate()
+        assert_same(cfn(x), fn(x))

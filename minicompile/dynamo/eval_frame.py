@@ -85,9 +85,17 @@ def frame_locals(fn: types.FunctionType, args: tuple, kwargs: dict) -> dict[str,
     return f_locals
 
 
-@functools.lru_cache(maxsize=None)
+_SIGNATURES: dict[types.FunctionType, tuple[Any, Any, inspect.Signature]] = {}
+
+
 def _signature(fn: types.FunctionType) -> inspect.Signature:
-    return inspect.signature(fn)
+    """inspect.signature is slow: cache it, but a signature holds the default values, so it is
+    rebuilt when ``__defaults__`` / ``__kwdefaults__`` were reassigned or changed."""
+    kw = tuple((k, id(v)) for k, v in (fn.__kwdefaults__ or {}).items())
+    cached = _SIGNATURES.get(fn)
+    if cached is None or cached[0] is not fn.__defaults__ or cached[1] != kw:
+        cached = _SIGNATURES[fn] = (fn.__defaults__, kw, inspect.signature(fn))
+    return cached[2]
 
 
 def _check(entry: CacheEntry, f_locals: dict, f_globals: dict) -> bool:

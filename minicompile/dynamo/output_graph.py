@@ -153,6 +153,8 @@ class OutputGraph:
         """A parameter, buffer or tensor attribute of a module: a ``get_attr`` node."""
         from .variables.tensor import TensorVariable
 
+        if source is not None:  # a parameter or buffer replaced on its module: recompile
+            self.add_guard(Guard(source, GuardKind.ID_MATCH, value, tx.user_line() if tx else None))
         if id(value) in self.attr_vts:
             return self.attr_vts[id(value)]
         name = module_attr_name(source) if source is not None else f"_tensor_constant{len(self.attrs)}"

@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from ..exc import unimplemented
+from ..guards import Guard, GuardKind
 from ..source import AttrSource, GetItemSource
 from .base import VariableTracker
 from .constant import ConstantVariable
@@ -90,6 +91,13 @@ class NNModuleVariable(VariableTracker):
         return UserMethodVariable(forward, self).call_function(tx, args, kwargs)
 
     # -- containers and introspection ------------------------------------------------------------
+    def _guard_contents(self, tx) -> None:
+        """Iterating, indexing or len() reads which submodules the container holds: guard its
+        keys (each item is ID-guarded when wrapped), so an append or a swap recompiles."""
+        if self.source is not None:
+            tx.output.add_guard(Guard(AttrSource(self.source, "_modules"), GuardKind.DICT_KEYS,
+                                      list(self.value._modules), tx.user_line()))
+
     def _items(self) -> list[tuple[Any, torch.nn.Module]]:
         m = self.value
         if isinstance(m, torch.nn.ModuleDict):
@@ -99,9 +107,14 @@ class NNModuleVariable(VariableTracker):
         unimplemented(f"iterating over {type(m).__name__}")
 
     def _item(self, tx, key: Any, sub: torch.nn.Module) -> VariableTracker:
-        return NNModuleVariable(sub, self._child_source(key, attr=False))
+        self._guard_contents(tx)
+        source = self._child_source(key, attr=False)
+        if source is not None:
+            tx.output.add_guard(Guard(source, GuardKind.ID_MATCH, sub, tx.user_line()))
+        return NNModuleVariable(sub, source)
 
     def unpack_var_sequence(self, tx) -> list[VariableTracker]:
+        self._guard_contents(tx)
         if isinstance(self.value, torch.nn.ModuleDict):
             return [ConstantVariable(k) for k, _ in self._items()]
         return [self._item(tx, k, v) for k, v in self._items()]
@@ -111,6 +124,7 @@ class NNModuleVariable(VariableTracker):
 
         m = self.value
         if name == "__len__" and isinstance(m, CONTAINERS):
+            self._guard_contents(tx)
             return ConstantVariable(len(m))
         if name == "__getitem__" and isinstance(m, CONTAINERS):
             key = args[0].as_python_constant()
