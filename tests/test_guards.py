@@ -238,6 +238,23 @@ LIN = torch.nn.Linear(3, 3)
 MODULES = torch.nn.ModuleList([torch.nn.Linear(3, 3)])
 BN = torch.nn.BatchNorm1d(3).eval()
 TABLE = {"a": 1.0, "b": torch.ones(3)}
+SCALES = [1.0, 2.0]
+
+
+class Config:
+    scale, mode, bias = 2.0, "add", torch.ones(3)
+
+
+CFG = Config()
+
+
+def uses_object(x):
+    y = x * CFG.scale
+    return y + CFG.bias if CFG.mode == "add" else y - CFG.bias
+
+
+def uses_global_list(x):
+    return x * sum(SCALES) + len(SCALES)
 
 
 def uses_linear(x):
@@ -280,8 +297,14 @@ def _update_weight_in_place():
     (uses_table, lambda: TABLE.__setitem__("a", 4.0)),
     (uses_table, lambda: TABLE.__setitem__("b", torch.zeros(3))),
     (with_default, lambda: setattr(with_default, "__defaults__", (7.0,))),
+    (uses_object, lambda: setattr(CFG, "scale", 3.0)),
+    (uses_object, lambda: setattr(CFG, "mode", "sub")),
+    (uses_object, lambda: setattr(CFG, "bias", torch.zeros(3))),
+    (uses_global_list, lambda: SCALES.append(3.0)),
+    (uses_global_list, lambda: SCALES.__setitem__(0, 10.0)),
 ], ids=["param-replaced", "param-in-place", "modulelist-append", "modulelist-swap",
-        "buffer-replaced", "dict-value", "dict-tensor-value", "defaults"])
+        "buffer-replaced", "dict-value", "dict-tensor-value", "defaults", "object-float-attr",
+        "object-str-attr", "object-tensor-attr", "global-list-append", "global-list-item"])
 def test_mutation_between_calls(fn, mutate):
     cfn = compiled(fn)
     x = torch.randn(2, 3)

@@ -161,6 +161,8 @@ def test_branch_on_symbolic_size_guards_each_side():
     lambda x: x.reshape(x.shape[0], -1).softmax(-1),
     lambda x: x.t().contiguous() + x.shape[0],
     lambda x: torch.ones(x.shape[0], 3) + x[:, :1],
+    lambda x: x.reshape(x.shape[0] // 2, -1),
+    lambda x: x.view(x.size(0), -1).mean(1) * x.numel(),
 ])
 def test_symbolic_shape_propagation_through_ops(op):
     cfn = mc.compile(op, backend="eager", dynamic=True)

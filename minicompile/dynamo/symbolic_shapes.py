@@ -195,7 +195,10 @@ class ShapeEnv:
         expr = self.simplify(expr)
         if expr in self._static_cache:
             return self._static_cache[expr]
-        shifted = expr.xreplace(self._shifted)
+        try:
+            shifted = expr.xreplace(self._shifted)
+        except (ZeroDivisionError, TypeError):
+            shifted = expr
         if shifted is sympy.true or shifted is sympy.false:
             result: Any = bool(shifted)
         elif isinstance(shifted, sympy.Expr) and shifted.is_number:
@@ -287,8 +290,11 @@ class ShapeEnv:
         """A recorded guard that forces ``sym >= 2`` by itself (``2*s0 >= 16``) makes the
         range guard redundant: try sym = 1 in each single-symbol guard."""
         for g in self.guards:
-            if g.expr.free_symbols == {sym} and g.expr.xreplace({sym: 1}) is sympy.false:
-                return True
+            try:
+                if g.expr.free_symbols == {sym} and g.expr.xreplace({sym: 1}) is sympy.false:
+                    return True
+            except (ZeroDivisionError, TypeError):  # e.g. s0 % (s0 // 2) at s0 = 1
+                continue
         return False
 
     def render_guards(self) -> list[str]:
