@@ -44,7 +44,8 @@ def _fake_inputs(gm: fx.GraphModule, example_inputs: list,
                  params: list[torch.Tensor]) -> tuple[list, FakeTensorMode]:
     """Fake versions of params + inputs: Dynamo's own fakes (with symbolic sizes) if the
     placeholders carry them, else fresh static ones."""
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    graph = getattr(gm, "graph", None)  # a GraphModule from a front end, or a plain module
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"] if graph else []
     dynamo_fakes = [n.meta.get("example_value") for n in placeholders]
     fake_mode = torch._guards.detect_fake_mode([v for v in dynamo_fakes if v is not None])
     if fake_mode is None or len(dynamo_fakes) != len(example_inputs):
@@ -148,7 +149,7 @@ def trace_module(model: torch.nn.Module | Callable, inputs: list, decompositions
                  joint: bool = True) -> tuple[fx.GraphModule, GraphSignature]:
     """The joint (or inference) ATen graph of ``model(*inputs)``, parameters lifted to primals
     first: what aot_module_simplified partitions. For notebooks and tests."""
-    module = model if isinstance(model, torch.nn.Module) else _as_module(model, len(inputs))
+    module = model if isinstance(model, torch.nn.Module) else _as_module(model)
     named = dict(module.named_parameters())
     named.update(module.named_buffers())
     names, params = list(named), list(named.values())
@@ -176,19 +177,23 @@ def aot_function(fn: Callable, fw_compiler: Compiler = _identity_compiler, **kwa
 
     def wrapper(*args):
         if "fn" not in cache:
-            cache["fn"] = aot_module_simplified(_as_module(fn, len(args)), list(args),
+            cache["fn"] = aot_module_simplified(_as_module(fn), list(args),
                                                 fw_compiler, **kwargs)
         return cache["fn"](*args)
 
     return wrapper
 
 
-def _as_module(fn: Callable, nargs: int) -> fx.GraphModule:
-    """Wrap ``fn`` as a GraphModule with one call_function node (no torch-level tracing)."""
-    graph = fx.Graph()
-    args = [graph.placeholder(f"arg{i}") for i in range(nargs)]
-    graph.output(graph.call_function(fn, tuple(args)))
-    return fx.GraphModule(torch.nn.Module(), graph)
+class _FunctionModule(torch.nn.Module):
+    """A plain function as a module with no parameters (so it goes through the same path)."""
+
+    def __init__(self, fn: Callable):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args):
+        return self.fn(*args)
 
 
-__all__ = ["aot_module_simplified", "aot_function", "trace_module", "GraphSignature"]
+def _as_module(fn: Callable) -> torch.nn.Module:
+    return _FunctionModule(fn)

@@ -90,3 +90,19 @@ def time_forward_backward(fn: Callable, inputs: list, iters: int = 20) -> tuple[
         bwd.append(time.perf_counter() - t1)
     fwd, bwd = sorted(fwd[3:]), sorted(bwd[3:])
     return fwd[len(fwd) // 2], bwd[len(bwd) // 2]
+
+
+def time_call(fn: Callable, *args, iters: int = 20) -> float:
+    """Median seconds of ``fn(*args)`` (no autograd), after a few warm-up calls."""
+    times = []
+    with torch.no_grad():
+        for _ in range(iters + 3):
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            fn(*args)
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+            times.append(time.perf_counter() - t0)
+    times = sorted(times[3:])
+    return times[len(times) // 2]

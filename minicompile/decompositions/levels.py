@@ -46,4 +46,33 @@ def count_ops(gm: fx.GraphModule) -> int:
     return sum(ops_used(gm).values())
 
 
-__all__ = ["trace_levels", "op_count_table", "count_ops", "LEVELS"]
+
+
+
+def _nbytes(val) -> int:
+    if isinstance(val, torch.Tensor):
+        return val.numel() * val.element_size()
+    if isinstance(val, (tuple, list)):
+        return sum(_nbytes(v) for v in val)
+    return 0
+
+
+def unfused_bytes(gm: fx.GraphModule) -> int:
+    """Memory traffic when every op is its own kernel: each op reads its tensor inputs from
+    memory and writes its output back (views move nothing)."""
+    total = 0
+    for n in gm.graph.nodes:
+        if n.op != "call_function" or getattr(n.target, "is_view", False) or not isinstance(
+                n.target, torch._ops.OpOverload):
+            continue
+        total += _nbytes(n.meta.get("val")) + sum(_nbytes(a.meta.get("val"))
+                                                  for a in n.all_input_nodes)
+    return total
+
+
+def fused_bytes(gm: fx.GraphModule) -> int:
+    """The floor: one kernel reading the graph's inputs once and writing its outputs once."""
+    inputs = sum(_nbytes(n.meta.get("val")) for n in gm.graph.nodes if n.op == "placeholder")
+    outputs = sum(_nbytes(a.meta.get("val")) for a in gm.graph.output_node().all_input_nodes)
+    return inputs + outputs
+__all__ = ["trace_levels", "op_count_table", "count_ops", "unfused_bytes", "fused_bytes", "LEVELS"]
