@@ -153,3 +153,99 @@ MODELS: dict[str, Callable[..., tuple[nn.Module, tuple]]] = {
         CrossEntropyStep().to(device),
         (_inputs(11, 24, device=device), torch.randint(0, 13, (11,), device=device))),
 }
+
+
+# --- more coverage: ops and situations beyond the issue's list ---------------------------------
+class SwiGLU(nn.Module):
+    """Llama's MLP: silu(x W1) * (x W2), then W3."""
+
+    def __init__(self, d=20, hidden=36):
+        super().__init__()
+        self.w1, self.w2 = nn.Linear(d, hidden, bias=False), nn.Linear(d, hidden, bias=False)
+        self.w3 = nn.Linear(hidden, d, bias=False)
+
+    def forward(self, x):
+        return self.w3(F.silu(self.w1(x)) * self.w2(x))
+
+
+class EmbeddingLM(nn.Module):
+    """Token embedding (with a padding row) -> logits -> next-token cross-entropy."""
+
+    def __init__(self, vocab=50, d=16):
+        super().__init__()
+        self.emb, self.head = nn.Embedding(vocab, d, padding_idx=0), nn.Linear(d, vocab)
+
+    def forward(self, idx):
+        logits = self.head(self.emb(idx))  # (B, T, vocab)
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]), idx.view(-1))
+
+
+class ConvBNTrain(nn.Module):
+    """Conv, BatchNorm in *training* mode (running stats are input mutations), pool, GroupNorm."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn = nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8)
+        self.pool, self.gn = nn.MaxPool2d(2), nn.GroupNorm(2, 8)
+
+    def forward(self, x):
+        return self.gn(self.pool(F.relu(self.bn(self.conv(x))))).mean((2, 3))
+
+
+class FusedAttention(nn.Module):
+    """PyTorch's fused scaled_dot_product_attention (forward and backward stay ATen ops)."""
+
+    def __init__(self, d=24, n_head=3):
+        super().__init__()
+        self.n_head, self.qkv = n_head, nn.Linear(d, 3 * d)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.qkv(x).view(B, T, 3, self.n_head, C // self.n_head).permute(2, 0, 3, 1, 4)
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(
+            B, T, C)
+
+
+class Activations(nn.Module):
+    def __init__(self, d=10):
+        super().__init__()
+        self.fc = nn.Linear(d, d)
+
+    def forward(self, x):
+        h = self.fc(x)
+        return (F.hardswish(h) + F.softplus(x) + F.leaky_relu(h, 0.1) + F.elu(x)
+                + torch.sigmoid(h) * torch.tanh(x) + F.hardtanh(h) + F.mish(x))
+
+
+class Losses(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 3)
+
+    def forward(self, x):
+        y = self.fc(x)
+        return (F.mse_loss(y, torch.ones_like(y)) + F.smooth_l1_loss(y, torch.zeros_like(y))
+                + F.binary_cross_entropy_with_logits(y, torch.full_like(y, 0.3)))
+
+
+class LSTMTagger(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm, self.head = nn.LSTM(6, 8, batch_first=True), nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.head(self.lstm(x)[0])
+
+
+MORE_MODELS: dict[str, Callable[..., tuple[nn.Module, tuple]]] = {
+    "swiglu": lambda device="cpu": (SwiGLU().to(device), (_inputs(3, 5, 20, device=device),)),
+    "embedding_lm": lambda device="cpu": (
+        EmbeddingLM().to(device), (torch.randint(0, 50, (4, 6), device=device),)),
+    "conv_bn_train": lambda device="cpu": (
+        ConvBNTrain().to(device), (_inputs(2, 3, 11, 9, device=device),)),
+    "fused_attention": lambda device="cpu": (
+        FusedAttention().to(device), (_inputs(2, 7, 24, device=device),)),
+    "activations": lambda device="cpu": (Activations().to(device), (_inputs(4, 10, device=device),)),
+    "losses": lambda device="cpu": (Losses().to(device), (_inputs(4, 6, device=device),)),
+    "lstm": lambda device="cpu": (LSTMTagger().to(device), (_inputs(2, 5, 6, device=device),)),
+}

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import copy
+import logging
 
 import pytest
 import torch
 import torch.fx as fx
-from models import MODELS
+from models import MODELS, MORE_MODELS
 
 import minicompile as mc
-from minicompile.aot_autograd import (aot_module_simplified, default_partition,
+from minicompile.aot_autograd import (aot_function, aot_module_simplified, default_partition,
                                       min_cut_rematerialization_partition, trace_graph)
 from minicompile.aot_autograd.backend import aot_eager
 
@@ -23,14 +24,17 @@ def _grads(model, inputs):
 
 
 def check_model(name, device, partition_fn="default", front_end="fx"):
-    """Eager vs aot_eager on the same weights and inputs: outputs, then every gradient."""
+    """Eager vs aot_eager on the same weights and inputs: outputs, gradients, buffers."""
     torch.manual_seed(0)
-    model, inputs = MODELS[name](device)
+    model, inputs = {**MODELS, **MORE_MODELS}[name](device)
     ref_model = copy.deepcopy(model)
     ref_inputs = [x.detach().clone().requires_grad_(x.requires_grad) for x in inputs]
     if front_end == "fx":
         compiled = aot_eager(fx.symbolic_trace(model), list(inputs), partition_fn=partition_fn)
+    elif front_end == "minicompile":  # minicompile's own Dynamo in front
+        compiled = mc.compile(model, backend="aot_eager")
     else:  # real Dynamo in front
+        torch._dynamo.reset()
         compiled = torch.compile(model, backend=aot_eager)
     out, ref = compiled(*inputs), ref_model(*ref_inputs)
     torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-5)
@@ -39,6 +43,8 @@ def check_model(name, device, partition_fn="default", front_end="fx"):
     ref.backward(grad_out)
     for got, want in zip(_grads(model, inputs), _grads(ref_model, ref_inputs)):
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+    for got, want in zip(model.buffers(), ref_model.buffers()):  # e.g. BatchNorm running stats
+        torch.testing.assert_close(got, want)
     assert mc.metrics.eager_fallbacks == 0
 
 
@@ -55,10 +61,15 @@ def test_model_zoo_min_cut(name):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("name", ["nanogpt_block", "cross_entropy_step"])
+@pytest.mark.parametrize("name", ["nanogpt_block", "cross_entropy_step"] + list(MORE_MODELS))
 def test_real_dynamo_front_end(name, device):
-    torch._dynamo.reset()
     check_model(name, device, front_end="dynamo")
+
+
+@pytest.mark.parametrize("name", list(MODELS) + list(MORE_MODELS))
+def test_minicompile_front_end(name):
+    """mc.compile(model, backend="aot_eager"): minicompile's Dynamo, then this stage."""
+    check_model(name, "cpu", front_end="minicompile")
 
 
 def _cos_cos_joint():
@@ -119,6 +130,57 @@ def test_inplace_on_intermediate_is_functionalized():
     torch.testing.assert_close(out, ref)
     out.sum().backward(), ref.sum().backward()
     torch.testing.assert_close(x.grad, rx.grad)
+
+
+def test_mutation_seen_through_an_earlier_view_falls_back():
+    def f(x):
+        y = x * 2
+        v = y.view(-1)  # a view taken before the write ...
+        y.add_(1)
+        return v * 3  # ... sees the write in eager: not expressible by simple rebinding
+
+    x = torch.randn(3, 4, requires_grad=True)
+    out, ref, _, _ = _run_both(f, x)
+    torch.testing.assert_close(out, ref)
+    assert mc.metrics.eager_fallbacks == 1
+
+
+def test_view_taken_after_a_write_is_functionalized():
+    def f(x):
+        y = x * 2
+        y.add_(1)
+        return y.t().sin()
+
+    x = torch.randn(3, 4, requires_grad=True)
+    out, ref, (x,), (rx,) = _run_both(f, x)
+    torch.testing.assert_close(out, ref)
+    out.sum().backward(), ref.sum().backward()
+    torch.testing.assert_close(x.grad, rx.grad)
+    assert mc.metrics.eager_fallbacks == 0
+
+
+def test_logs_joint_forward_backward_and_decompositions(caplog):
+    mc.set_logs("aot_graphs", "decompositions")
+    root = logging.getLogger("minicompile")
+    root.propagate = True  # let pytest's caplog see the records
+    try:
+        with caplog.at_level(logging.INFO, logger="minicompile"):
+            model, (x,) = MODELS["mlp_gelu"]("cpu")
+            aot_eager(fx.symbolic_trace(model), [x])
+    finally:
+        mc.set_logs()
+        root.propagate = False
+    text = caplog.text
+    for title in ("joint graph", "forward graph", "backward graph", "ops decomposed",
+                  "aten.gelu.default"):
+        assert title in text, title
+
+
+def test_aot_function_on_a_plain_function():
+    f = aot_function(lambda x, y: (x.sin() * y).sum())
+    x, y = torch.randn(5, requires_grad=True), torch.randn(5)
+    f(x, y).backward()
+    torch.testing.assert_close(x.grad, x.detach().cos() * y)
 
 
 def test_input_mutation_is_copied_back():

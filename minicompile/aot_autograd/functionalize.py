@@ -126,11 +126,14 @@ def functionalize(gm: fx.GraphModule) -> dict[str, fx.Node]:
 
 
 def _check_no_visible_alias(graph, old, new, node, order, root) -> None:
-    """Refuse writes that another alias (a view sharing the storage) would observe."""
+    """Refuse writes that another alias (a view sharing the storage, taken before the write)
+    would observe. Views taken after the write already read the new value."""
     key = old.meta.get("storage")
     base = root(old)
     for other in graph.nodes:
         if other.meta.get("storage") != key or other in (old, new, node) or root(other) is base:
+            continue
+        if order.get(other, len(order)) > order[node]:
             continue
         if other.op == "placeholder":
             raise Unsupported(f"{node.target} writes into a view of the input {other.name}")

@@ -166,8 +166,8 @@ class DispatchTracer(TorchDispatchMode):
         else:
             out = func(*args, **kwargs)
         if func is not aten._local_scalar_dense.default and isinstance(
-                out, (int, float, bool, torch.dtype)):
-            return out  # a metadata query (promote_types, result_type): nothing to record
+                out, (int, float, bool, torch.dtype, torch.device)):
+            return out  # a metadata query (promote_types, prim.device): nothing to record
         node = self.graph.create_node("call_function", func, tree_map(self.to_arg, args),
                                       tree_map(self.to_arg, kwargs),
                                       name=func.overloadpacket.__name__)  # "mul", "mul_1", ...
