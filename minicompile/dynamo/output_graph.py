@@ -27,7 +27,8 @@ from .exc import unimplemented
 from .guards import Guard, GuardKind
 from .automatic_dynamic import current_policy, handles_dynamic_shapes, specialize_per_shape
 from .source import Source, graph_input_name, module_attr_name
-from .symbolic_shapes import ShapeEnv, fake_from_sizes, symbolic_dispatch
+from .symbolic_shapes import (ShapeEnv, fake_from_sizes, has_symbolic_scalars,
+                              specialize_scalars, symbolic_dispatch)
 
 _compiled_fn_ids = itertools.count()  # __compiled_fn_0, __compiled_fn_1, ...
 _transformed_ids = itertools.count()  # __transformed_code_0_fn, ...
@@ -179,6 +180,8 @@ class OutputGraph:
         except (DataDependentOutputException, DynamicOutputShapeException) as e:
             unimplemented(f"{_target_name(target)} depends on tensor data ({type(e).__name__})")
         except Exception as e:  # the user's program is wrong here: eager will raise it for real
+            if has_symbolic_scalars(args, kwargs):  # or a meta function wants a concrete int
+                return self.run_fake(kind, target, *specialize_scalars(args, kwargs))
             unimplemented(f"{_target_name(target)} failed while tracing: {type(e).__name__}: {e}")
 
     # -- finishing the frame --------------------------------------------------------------------

@@ -345,3 +345,30 @@ def fake_from_sizes(fake_mode: Any, example: torch.Tensor, sizes: Sequence[Any],
     with fake_mode, symbolic_dispatch():
         return torch.empty_strided(sizes, strides, dtype=example.dtype, device=example.device,
                                    requires_grad=example.requires_grad)
+
+
+def _map_scalars(value: Any, fn: Callable[[Any], Any]) -> Any:
+    """Apply ``fn`` to every symbolic scalar inside args (lists, tuples, dicts, slices)."""
+    if is_symbolic(value):
+        return fn(value)
+    if isinstance(value, slice):
+        return slice(*(_map_scalars(p, fn) for p in (value.start, value.stop, value.step)))
+    if isinstance(value, (list, tuple)) and not isinstance(value, torch.Size):
+        return type(value)(_map_scalars(v, fn) for v in value)
+    if isinstance(value, dict):
+        return {k: _map_scalars(v, fn) for k, v in value.items()}
+    return value
+
+
+def has_symbolic_scalars(args: Any, kwargs: Any) -> bool:
+    found = []
+    _map_scalars((args, kwargs), lambda s: found.append(s))
+    return bool(found)
+
+
+def specialize_scalars(args: list, kwargs: dict) -> tuple[list, dict]:
+    """Replace each symbolic int/float/bool argument by its hint, with a guard that pins it
+    (``L['n'] == 4``): for meta functions that cannot compute with a symbolic argument (some
+    torch versions' slicing). Symbolic tensor sizes stay symbolic."""
+    concrete = lambda s: type(hint_of(s))(s)  # int(s0) goes through guard_int: a guard
+    return _map_scalars(list(args), concrete), _map_scalars(dict(kwargs), concrete)
