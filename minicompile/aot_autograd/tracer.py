@@ -185,7 +185,7 @@ class DispatchTracer(TorchDispatchMode):
         return out
 
     def output(self, values: list) -> fx.Node:
-        flat = [self.to_arg(v) if isinstance(v, (torch.Tensor, torch.SymInt)) else v
+        flat = [self.to_arg(v) if isinstance(v, (torch.Tensor, torch.SymInt, torch.SymFloat)) else v
                 for v in values]
         return self.graph.output(flat)
 

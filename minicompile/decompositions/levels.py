@@ -16,6 +16,8 @@ import torch.fx as fx
 from .prims import prims_table
 from .registry import decomposition_table, ops_used
 
+__all__ = ["trace_levels", "op_count_table", "count_ops", "unfused_bytes", "fused_bytes", "LEVELS"]
+
 LEVELS: dict[str, Callable[[], dict]] = {
     "ATen": dict,
     "core ATen": lambda: dict(decomposition_table),
@@ -75,4 +77,3 @@ def fused_bytes(gm: fx.GraphModule) -> int:
     inputs = sum(_nbytes(n.meta.get("val")) for n in gm.graph.nodes if n.op == "placeholder")
     outputs = sum(_nbytes(a.meta.get("val")) for a in gm.graph.output_node().all_input_nodes)
     return inputs + outputs
-__all__ = ["trace_levels", "op_count_table", "count_ops", "unfused_bytes", "fused_bytes", "LEVELS"]

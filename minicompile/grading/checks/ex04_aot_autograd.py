@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import torch
-import torch.fx as fx
 import torch.nn as nn
 import torch.nn.functional as F
 from torch._subclasses import FakeTensorMode
