@@ -192,15 +192,15 @@ class SymNode:
     def statically_known_true(self, file: str = "", line: int = 0) -> bool:
         return self.shape_env.static_eval(self.expr) is True
 
-    # guard_or_false / guard_or_true: ATen calls these where its code is correct with either
-    # answer (a layout or fast-path question; any assumption it then relies on is checked with
-    # torch._check, which reaches expect_true and guards). So: the static answer when the size
-    # ranges decide it, else the fallback, and no guard (no specialising on a stride question).
+    # guard_or_false / guard_or_true: torch answers with the fallback only for data-dependent
+    # (unbacked) sizes, which have no hint. Ours are all backed by a hint, so, like torch for
+    # backed sizes, the answer comes from the hint and is guarded: several meta functions
+    # (slicing in torch 2.11) rely on that and would otherwise ask for an unbacked symbol.
     def guard_or_false(self, file: str = "", line: int = 0) -> bool:
-        return self.shape_env.evaluate_or(self.expr, fallback=False)
+        return self.guard_bool(file, line)
 
     def guard_or_true(self, file: str = "", line: int = 0) -> bool:
-        return self.shape_env.evaluate_or(self.expr, fallback=True)
+        return self.guard_bool(file, line)
 
     # ---- variadic / ternary ops ------------------------------------------------------------------
     def sym_sum(self, args: list[SymNode]) -> SymNode:

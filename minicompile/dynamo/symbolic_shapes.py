@@ -229,11 +229,6 @@ class ShapeEnv:
         self.add_guard(guard)
         return value
 
-    def evaluate_or(self, expr: sympy.Basic, fallback: bool) -> bool:
-        """torch's guard_or_false/true: the static answer, else ``fallback`` (no guard)."""
-        known = self.static_eval(expr)
-        return bool(known) if known is not None else fallback
-
     def guard_bool(self, expr: sympy.Basic) -> bool:
         return bool(self.evaluate_expr(expr))
 
@@ -252,9 +247,7 @@ class ShapeEnv:
     # fake-tensor fast paths): a thin adapter onto the two methods above.
     def evaluate_sym_node(self, node: SymNode, size_oblivious: bool = False,
                           fallback_value: bool | None = None) -> Any:
-        if fallback_value is not None:  # guard_or_false / guard_or_true
-            return self.evaluate_or(node.expr, fallback_value)
-        return self.evaluate_expr(node.expr, node.hint)
+        return self.evaluate_expr(node.expr, node.hint)  # backed: guard_or_* guard too
 
     def _maybe_evaluate_static(self, expr: sympy.Basic, **_: Any) -> Any:
         return self.static_eval(expr)
