@@ -289,3 +289,12 @@ def test_dynamic_graph_reads_sizes_from_inputs():
 
 def test_aot_eager_through_backend_registry():
     assert mc.lookup_backend("aot_eager") is aot_eager
+
+
+def test_double_backward_raises_instead_of_a_wrong_answer():
+    x = torch.randn(5, requires_grad=True)
+    cf = aot_eager(fx.symbolic_trace(lambda x: (x * x * x).sum()), [x])
+    (g,) = torch.autograd.grad(cf(x), x, create_graph=True)
+    torch.testing.assert_close(g, 3 * x.detach() ** 2)
+    with pytest.raises(RuntimeError):
+        g.sum().backward()

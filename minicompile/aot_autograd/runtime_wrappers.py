@@ -55,6 +55,7 @@ def make_training_wrapper(fw: Callable, bw: Callable, sig: GraphSignature,
             return tuple(user)
 
         @staticmethod
+        @torch.autograd.function.once_differentiable  # double backward: an error, never wrong
         def backward(ctx, *grad_outs):
             # the backward graph was traced with contiguous tangents, one per differentiable output
             tangents = [g.contiguous() for g, d in zip(grad_outs, differentiable) if d]

@@ -185,8 +185,8 @@ class DispatchTracer(TorchDispatchMode):
         return out
 
     def output(self, values: list) -> fx.Node:
-        flat = [self.to_arg(v) if isinstance(v, (torch.Tensor, torch.SymInt, torch.SymFloat)) else v
-                for v in values]
+        numbers = (torch.Tensor, torch.SymInt, torch.SymFloat)
+        flat = [self.to_arg(v) if isinstance(v, numbers) else v for v in values]
         return self.graph.output(flat)
 
     def module(self) -> fx.GraphModule:
