@@ -78,7 +78,6 @@ SAMPLES = {
     aten.native_layer_norm.default: lambda: [((r(3, 5, 7), [7], r(7), r(7), 1e-5), {}),
                                              ((noncontig(4, 6), [6], None, None, 1e-5), {})],
     aten.native_layer_norm_backward.default: lambda: [_ln_bw()],
-    aten._fused_rms_norm.default: lambda: [((r(3, 5, 7), [7], r(7), 1e-6), {})],
     aten.rms_norm.default: lambda: [((r(3, 5, 7), [5, 7], r(5, 7), 1e-6), {}),
                                     ((r(3, 7), [7]), {})],
     aten._native_batch_norm_legit_no_training.default: lambda: [
@@ -115,6 +114,8 @@ SAMPLES = {
     aten.cross_entropy_loss.default: lambda: [((r(6, 5), torch.tensor([0, 4, 2, 1, 1, 3])), {})],
     aten.native_dropout_backward.default: lambda: [((r(5, 3), torch.rand(5, 3) > 0.3, 1.25), {})],
 }
+if hasattr(aten, "_fused_rms_norm"):  # torch >= 2.9
+    SAMPLES[aten._fused_rms_norm.default] = lambda: [((r(3, 5, 7), [7], r(7), 1e-6), {})]
 RANDOM_OPS = [aten.native_dropout.default, aten.dropout.default]  # checked by statistics
 
 

@@ -55,7 +55,6 @@ def native_layer_norm_backward(grad, x, normalized_shape, mean, rstd, weight, bi
     return dx, dw, db
 
 
-@register_decomposition(aten._fused_rms_norm.default)
 def fused_rms_norm(x, normalized_shape, weight, eps):
     """y = x * rsqrt(mean(x^2) + eps) * w; also returns the rsqrt."""
     dims = _normalized_dims(x, normalized_shape)
@@ -68,6 +67,10 @@ def fused_rms_norm(x, normalized_shape, weight, eps):
     if weight is not None:
         out = aten.mul.Tensor(out, weight)
     return downcast(out, x.dtype), rstd
+
+
+if hasattr(aten, "_fused_rms_norm"):  # torch >= 2.9; older versions decompose rms_norm in C++
+    register_decomposition(aten._fused_rms_norm.default)(fused_rms_norm)
 
 
 @register_decomposition(aten.rms_norm.default)
