@@ -9,6 +9,11 @@ entries of ``fn.__code__`` in order (``guard(L, G)``), and on a miss traces and 
 (``convert_frame``). Only the wrapped function's own frame is intercepted; the functions it calls
 are inlined into the same graph instead of being intercepted separately.
 
+A miss when entries exist is a *recompile* (``metrics.recompiles``): the reason is the first guard
+each entry failed (``MINICOMPILE_LOGS=recompiles``, ``recompile_reasons(fn)``); after
+``config.recompile_limit`` entries the frame runs eagerly with a warning. Each compile runs under
+the frame's ``DynamicPolicy`` (automatic_dynamic.py), which remembers the sizes seen so far.
+
 A frame that cannot be traced runs eagerly (``metrics.eager_fallbacks``), its reason recorded;
 with ``fullgraph=True`` it raises.
 """

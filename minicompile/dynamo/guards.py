@@ -14,6 +14,14 @@ into readable Python, compiled once and called before every reuse of the cache e
 
 ``L`` is the frame's locals (its arguments), ``G`` its globals. Each guard kind is one row of
 ``GUARD_CODEGEN``: a function from the Guard to the Python condition. More kinds are added there.
+
+Dynamic shapes: a TENSOR_MATCH leaves symbolic sizes and strides out (``None`` in its
+``TensorSpec``); the frame's ShapeEnv stands in the list as one SHAPE_ENV guard, expanded at the
+end into one relation per line (``2*L['a'].size()[0] >= 16``), checked last.
+
+On a miss, ``GuardFn.failure_reason`` re-checks the guards one by one and words the first that
+fails (``GUARD_REASONS``; real Dynamo: ``get_guard_fail_reason``):
+``tensor 'L['x']' size mismatch at index 0. expected 4, actual 8``.
 """
 
 from __future__ import annotations
