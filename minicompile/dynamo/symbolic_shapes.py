@@ -27,9 +27,13 @@ through pointwise ops with broadcasting, reductions, matmul, view/reshape, cat, 
 slicing, calling back into our nodes for every ``+``, ``*`` and comparison. Two things are needed:
 the *Python dispatcher* (:func:`symbolic_dispatch`), so ops use their Python meta functions, which
 understand SymInts (several C++ meta kernels insist on concrete ints), and the fake-tensor
-dispatch cache switched off (its key wants torch's own ShapeEnv). No
-``torch.fx.experimental.symbolic_shapes.ShapeEnv`` is created anywhere: symbols, duck sizing,
-specialization, guard recording and rendering are all below.
+dispatch cache switched off (its key wants torch's own ShapeEnv). torch's Python helpers
+(``guard_or_false``, ``statically_known_true``) also call two methods on ``node.shape_env``;
+:class:`ShapeEnv` answers them (``evaluate_sym_node``, ``_maybe_evaluate_static``) with its own
+logic. No ``torch.fx.experimental.symbolic_shapes.ShapeEnv`` is created anywhere: symbols, duck
+sizing, specialization, guard recording and rendering are all below. When a meta function cannot
+take a symbolic *argument* (slicing bounds in some torch versions), the tracer specialises that
+argument to its hint with a guard (:func:`specialize_scalars`): slower to reuse, never wrong.
 """
 
 from __future__ import annotations
