@@ -48,3 +48,21 @@ def evaluate_and_guard(relation, var_to_val: dict):
     substitutes values, and a relation's ``.negated`` is its negation.
     """
     raise NotImplementedError('Exercise 2.3: evaluate with the hints, return the relation that keeps the answer (roughly 2 lines)')
+
+
+def tensor_mismatch_reason(name: str, spec, value) -> str | None:
+    """Exercise 2.4: the recompile reason of a failed TENSOR_MATCH (guards.GUARD_REASONS).
+
+    ``spec`` is a ``minicompile.dynamo.guards.TensorSpec`` (type, dtype, device, shape, stride,
+    requires_grad; a ``None`` size or stride is dynamic and never a mismatch). Return None when
+    ``value`` matches, else the first difference, checked in this order and worded exactly so
+    (``T`` stands for ``f"tensor '{name}'"``):
+
+    - not a tensor of exactly ``spec.type``: ``T type mismatch. expected Tensor, actual list``
+      (the ``__name__`` of the types);
+    - ``T dtype mismatch. expected torch.float32, actual torch.float64``, then the same for
+      ``device`` (compare ``str(...)`` of the devices), ``requires_grad`` and ``rank``
+      (``len(spec.shape)`` against ``value.dim()``);
+    - ``T size mismatch at index 0. expected 4, actual 8``, then the same for ``stride``.
+    """
+    raise NotImplementedError('Exercise 2.4: compare type, dtype, device, requires_grad, rank, sizes, strides (roughly 15 lines)')

@@ -72,3 +72,37 @@ def evaluate_and_guard(relation, var_to_val: dict):
     value = bool(relation.xreplace(var_to_val))
     return value, (relation if value else relation.negated)
     ### END SOLUTION
+
+
+def tensor_mismatch_reason(name: str, spec, value) -> str | None:
+    """Exercise 2.4: the recompile reason of a failed TENSOR_MATCH (guards.GUARD_REASONS).
+
+    ``spec`` is a ``minicompile.dynamo.guards.TensorSpec`` (type, dtype, device, shape, stride,
+    requires_grad; a ``None`` size or stride is dynamic and never a mismatch). Return None when
+    ``value`` matches, else the first difference, checked in this order and worded exactly so
+    (``T`` stands for ``f"tensor '{name}'"``):
+
+    - not a tensor of exactly ``spec.type``: ``T type mismatch. expected Tensor, actual list``
+      (the ``__name__`` of the types);
+    - ``T dtype mismatch. expected torch.float32, actual torch.float64``, then the same for
+      ``device`` (compare ``str(...)`` of the devices), ``requires_grad`` and ``rank``
+      (``len(spec.shape)`` against ``value.dim()``);
+    - ``T size mismatch at index 0. expected 4, actual 8``, then the same for ``stride``.
+    """
+    ### BEGIN SOLUTION 2.4: compare type, dtype, device, requires_grad, rank, sizes, strides
+    t = f"tensor '{name}'"
+    if not isinstance(value, torch.Tensor) or type(value) is not spec.type:
+        return f"{t} type mismatch. expected {spec.type.__name__}, actual {type(value).__name__}"
+    for what, expected, actual in (("dtype", spec.dtype, value.dtype),
+                                   ("device", str(spec.device), str(value.device)),
+                                   ("requires_grad", spec.requires_grad, value.requires_grad),
+                                   ("rank", len(spec.shape), value.dim())):
+        if expected != actual:
+            return f"{t} {what} mismatch. expected {expected}, actual {actual}"
+    for what, dims, actual in (("size", spec.shape, value.shape),
+                               ("stride", spec.stride, value.stride())):
+        for i, (e, a) in enumerate(zip(dims, actual)):
+            if e is not None and e != a:
+                return f"{t} {what} mismatch at index {i}. expected {e}, actual {a}"
+    return None
+    ### END SOLUTION

@@ -101,3 +101,38 @@ def check_evaluate_and_guard(sol):
                 assert holds == same, (f"guard {guard} for {relation} (hints {hints}) is {holds} "
                                        f"at s0={a}, s1={b}, but the branch would be "
                                        f"{'the same' if same else 'different'} there")
+
+
+def _spec_matches(spec, v) -> bool:
+    if not isinstance(v, torch.Tensor) or type(v) is not spec.type:
+        return False
+    if (v.dtype, str(v.device), v.requires_grad, v.dim()) != (
+            spec.dtype, str(spec.device), spec.requires_grad, len(spec.shape)):
+        return False
+    return all(e is None or e == a for dims, actual in ((spec.shape, v.shape), (spec.stride, v.stride()))
+               for e, a in zip(dims, actual))
+
+
+@exercise("2.4", points=10, hint="check in order: type, dtype, device, requires_grad, rank, then "
+                                 "each size and stride that is not None; return None on a match")
+def check_tensor_mismatch_reason(sol):
+    """Word the recompile reason of a TENSOR_MATCH"""
+    from minicompile.dynamo.guards import Guard, GuardKind, TensorSpec, _tensor_reason
+    from minicompile.dynamo.source import LocalSource
+
+    rng = random.Random(3)
+    for _ in range(12):
+        shape = [rng.randint(2, 6) for _ in range(rng.randint(1, 3))]
+        t = torch.randn(*shape).requires_grad_(rng.random() < 0.5)
+        spec = TensorSpec.of(t)
+        if rng.random() < 0.5:  # some dims dynamic
+            dyn = rng.randrange(len(shape))
+            spec = TensorSpec(spec.type, spec.dtype, spec.device,
+                              tuple(None if d == dyn else n for d, n in enumerate(spec.shape)),
+                              tuple(None if d == dyn else n for d, n in enumerate(spec.stride)),
+                              spec.requires_grad)
+        guard = Guard(LocalSource("x"), GuardKind.TENSOR_MATCH, spec)
+        for value in _variants(t) + [torch.nn.Parameter(t.detach().clone())]:
+            got = sol.tensor_mismatch_reason("L['x']", spec, value)
+            want = None if _spec_matches(spec, value) else _tensor_reason(guard, value)
+            assert got == want, f"for {spec} and a {type(value).__name__}: {got!r}, expected {want!r}"
