@@ -12,6 +12,10 @@ def eager(gm: torch.fx.GraphModule, example_inputs: list) -> callable:
     return gm.forward
 
 
+# The FX graph reads its sizes from the inputs at run time, so symbolic (Sym(s0)) graphs are fine.
+eager.supports_dynamic_shapes = True
+
+
 def torch_inductor(gm: torch.fx.GraphModule, example_inputs: list) -> callable:
     """The real Inductor (torch._inductor.compile_fx) behind minicompile's capture."""
     from torch._inductor.compile_fx import compile_fx

@@ -86,12 +86,12 @@ def current_policy() -> DynamicPolicy:
 
 # ---- backends that specialise on their example inputs --------------------------------------------
 def handles_dynamic_shapes(backend: Callable) -> bool:
-    """A backend handles symbolic sizes when it says so (``backend.supports_dynamic_shapes``),
-    or when it is minicompile's "eager" backend (it runs the FX graph, whose sizes are read from
-    the inputs at run time), or a user's own callable (it gets the graph with Sym(s0) inputs)."""
-    from ..backends import _REGISTRY, lookup_backend
+    """A backend handles symbolic sizes when it says so (``backend.supports_dynamic_shapes``,
+    as minicompile's "eager" backend does), or when it is a user's own callable (it gets the graph
+    with Sym(s0) inputs)."""
+    from ..backends import _REGISTRY
 
-    if getattr(backend, "supports_dynamic_shapes", False) or backend is lookup_backend("eager"):
+    if getattr(backend, "supports_dynamic_shapes", False):
         return True
     return not any(backend is b for b in _REGISTRY.values())
 
