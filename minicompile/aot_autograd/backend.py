@@ -33,3 +33,10 @@ def aot_eager_min_cut(gm: fx.GraphModule, example_inputs: list) -> Callable:
 def aot_eager_no_decomp(gm: fx.GraphModule, example_inputs: list) -> Callable:
     """``aot_eager`` keeping compound ATen ops (no decomposition table)."""
     return aot_eager(gm, example_inputs, decompositions={})
+
+
+# Graphs with symbolic sizes (Sym(s0) in the placeholders' fake tensors) are traced with those
+# sizes as graph values, so one compiled graph serves every size; what the tracer cannot express
+# falls back to eager.
+for _backend in (aot_eager, aot_eager_min_cut, aot_eager_no_decomp):
+    _backend.supports_dynamic_shapes = True

@@ -48,6 +48,7 @@ def storage_key(t: torch.Tensor) -> int:
 _SYMPY_OPS: list[tuple[type, Callable]] = [
     (sympy.Add, operator.add),
     (sympy.Mul, operator.mul),
+    (sympy.Mod, operator.mod),
 ]
 
 
@@ -119,11 +120,15 @@ class DispatchTracer(TorchDispatchMode):
             node = self.graph.call_function(aten.sym_size.int, (tensor_node, dim))
         else:
             fn = next((f for cls, f in _SYMPY_OPS if isinstance(expr, cls)), None)
-            if fn is None and type(expr).__name__ == "FloorDiv":  # torch.utils._sympy.functions
+            args = expr.args
+            if type(expr).__name__ == "FloorDiv":  # torch.utils._sympy.functions.FloorDiv
                 fn = operator.floordiv
-            if fn is None:
+            elif isinstance(expr, sympy.floor):  # floor(s0/3) -> s0 // 3
+                fn, args = operator.floordiv, expr.args[0].as_numer_denom()
+            if fn is None or (expr.is_Mul and any(a.is_Rational and not a.is_Integer
+                                                  for a in expr.args)):
                 raise Unsupported(f"symbolic size expression {expr} ({type(expr).__name__})")
-            args = [self._expr_to_node(a) for a in expr.args]
+            args = [self._expr_to_node(a) for a in args]
             node = args[0]
             for a in args[1:]:  # left fold: s0 * s1 * 3 -> (s0 * s1) * 3
                 node = self.graph.call_function(fn, (node, a))
