@@ -34,6 +34,7 @@ from .bytecode import Instruction
 from .codegen import PyCodegen
 from .exc import Unsupported, unimplemented
 from .graph_break_hints import GraphBreak, classify_call
+from .side_effects import reads_state
 from .symbolic_convert import NATIVE_MODULES
 from .resume_execution import (CONTEXT, ITERATOR, NULL, VALUE, ContinueExecutionCache, ResumeSpec,
                                live_locals, resume_blocker, resume_function)
@@ -94,6 +95,17 @@ class BreakWriter:
     def __init__(self, tx, inst: Instruction):
         self.tx, self.inst, self.output = tx, inst, tx.output
         self.codegen = PyCodegen(tx.f_globals)
+        self.temps: list[str] = []  # values read before the side effects are replayed
+
+    def value(self, vt) -> str:
+        """``vt``'s expression; one that reads outside state is copied into a temporary
+        first when mutations will be replayed before the line that uses it."""
+        expr = reconstruct(vt, self.codegen)
+        if self.output.side_effects and reads_state(vt):
+            name = f"__break_value_{len(self.temps)}"
+            self.temps.append(f"{name} = {expr}")
+            return name
+        return expr
 
     @property
     def torch(self) -> str:
@@ -117,7 +129,7 @@ class BreakWriter:
                 exprs.append(f"{self.torch}.{ctx}()")
             else:  # an iterator becomes a tuple that the resume's prologue calls iter() on
                 kinds.append(ITERATOR if isinstance(vt, ListIteratorVariable) else VALUE)
-                exprs.append(reconstruct(vt, self.codegen))
+                exprs.append(self.value(vt))
         return tuple(kinds), exprs
 
     def resume_call(self, offset: int, kinds: tuple[str, ...], stack_exprs: list[str]) -> str:
@@ -135,7 +147,7 @@ class BreakWriter:
             wrappers[key] = optimize(resume_function(code, fn), self.output.backend,
                                      cache=self.output.frame_cache)
         tx.f_globals[code.co_name] = wrappers[key]
-        args = stack_exprs + [reconstruct(tx.symbolic_locals[n], self.codegen) for n in names]
+        args = stack_exprs + [self.value(tx.symbolic_locals[n]) for n in names]
         return f"{code.co_name}({', '.join(args)})"
 
     def graph_lines(self) -> list:
@@ -169,6 +181,9 @@ def break_at(tx, index: int, error: Unsupported):
     from .variables.base import NullVariable
 
     inst = tx.instructions[index]
+    if in_loop(tx.code, inst.offset):
+        unimplemented(f"graph break in a for/while loop ({error.reason}): like real Dynamo, the "
+                      "whole frame runs eagerly rather than one resume function per iteration")
     w = BreakWriter(tx, inst)
     grad_ctx = not torch.is_grad_enabled() and tx.output.initial_grad_mode
     if tx.code.co_cellvars:
@@ -180,8 +195,8 @@ def break_at(tx, index: int, error: Unsupported):
         kinds, stack_exprs = w.stack_args(below)
         first, second, args = call[0], call[1], call[2:]
         fn_vt, args = (second, args) if isinstance(first, NullVariable) else (first, [second, *args])
-        pos = [reconstruct(a, w.codegen) for a in args[:len(args) - len(kw_names)]]
-        kws = [f"{k}={reconstruct(a, w.codegen)}"
+        pos = [w.value(a) for a in args[:len(args) - len(kw_names)]]
+        kws = [f"{k}={w.value(a)}"
                for k, a in zip(kw_names, args[len(args) - len(kw_names):])]
         fn_value = _callable_value(fn_vt)
         fn_expr = _native_callable(fn_vt, fn_value, w)
@@ -197,7 +212,7 @@ def break_at(tx, index: int, error: Unsupported):
         reason = f"{error.reason} (call to {call_src.split('(')[0]})"
     elif inst.opname in JUMPS:
         kinds, stack_exprs = w.stack_args(tx.stack[:-1])
-        cond = reconstruct(tx.stack[-1], w.codegen)
+        cond = w.value(tx.stack[-1])
         target = w.resume_call(tx.instructions[inst.target].offset, kinds, stack_exprs)
         fall = w.resume_call(_next_offset(tx, index), kinds, stack_exprs)
         test = cond if JUMPS[inst.opname] else f"not {cond}"
@@ -212,15 +227,32 @@ def break_at(tx, index: int, error: Unsupported):
         kinds, stack_exprs = w.stack_args(tx.stack)
         body = [f"return {w.resume_call(inst.offset, kinds, stack_exprs)}"]
         kind, reason = "unsupported_construct", error.reason
+    # Mutations traced so far happen before the native instruction (program order).
+    temps, replay = tx.output.side_effects.codegen(w.codegen, reconstruct)
     graph_lines, graphs = w.graph_lines()
     name = f"__transformed_code_{next(_compiled_fn_ids)}_{tx.code.co_name}"
+    lines = graph_lines + w.temps + temps + replay + body
     source = (f"def {name}({', '.join(tx.output.arg_names)}):\n"
-              + "".join(f"    {line}\n" for line in graph_lines + body))
+              + "".join(f"    {line}\n" for line in lines))
     gb = GraphBreak(kind, reason, error.user_line, inst.offset, tx.code.co_name)
     metrics.increment("graph_breaks")
     _logging.trace_artifact("graph_breaks", str(gb), title=f"GRAPH BREAK in {tx.code.co_name}")
     tx.output.frame_cache.notify("graph_break", gb)
     return FrameResult(source, _define(source, name, tx.f_globals), tx.output.guards, graphs)
+
+
+def in_loop(code: types.CodeType, offset: int) -> bool:
+    """Real Dynamo's ``maybe_has_backedge`` heuristic: a jump after ``offset`` (up to the first
+    return) that goes back before it means the break is inside a loop. Dynamo then skips the
+    frame (it runs eagerly): resuming would need a new resume function per iteration."""
+    for inst in _original_instructions(code):
+        if inst.offset is None or inst.offset <= offset:
+            continue
+        if inst.opname in ("RETURN_VALUE", "RETURN_CONST"):
+            return False
+        if inst.target is not None and inst.target.offset < offset:
+            return True
+    return False
 
 
 def _native_callable(fn_vt, fn_value: Any, w: BreakWriter) -> str:

@@ -19,7 +19,11 @@ from .variables.constant import ConstantVariable
 from .variables.dicts import ConstDictVariable
 from .variables.functions import ClosureCell
 from .variables.lists import ListVariable, SliceVariable, TupleVariable
-from .variables.misc import SuperVariable
+from .variables.misc import SuperVariable, UserDefinedObjectVariable
+from .variables.nn_module import NNModuleVariable
+
+# Objects whose attribute stores are recorded and replayed (side_effects.py).
+ATTR_STORE_TYPES = (UserDefinedObjectVariable, NNModuleVariable)
 
 
 # -- the stack ---------------------------------------------------------------------------------
@@ -87,9 +91,15 @@ def LOAD_GLOBAL(tx: Tx, inst: Inst) -> None:
     tx.push(tx.load_global(inst.argval))
 
 
-@handler("STORE_GLOBAL", "DELETE_GLOBAL", supported=False)
+@handler("STORE_GLOBAL")  # dis#opcode-STORE_GLOBAL: replayed after the graph (side_effects.py)
 def STORE_GLOBAL(tx: Tx, inst: Inst) -> None:
-    unimplemented(f"assigning the global {inst.argval!r} (side effects are not replayed yet)")
+    tx.output.side_effects.store_global(tx.f_globals, inst.argval, tx.global_source(inst.argval),
+                                        tx.pop())
+
+
+@handler("DELETE_GLOBAL", supported=False)
+def DELETE_GLOBAL(tx: Tx, inst: Inst) -> None:
+    unimplemented(f"deleting the global {inst.argval!r}")
 
 
 @handler("MAKE_CELL")  # dis#opcode-MAKE_CELL: a local captured by an inner function
@@ -122,7 +132,10 @@ class CellVariable(ConstantVariable):
 # -- attributes ----------------------------------------------------------------------------
 @handler("LOAD_ATTR")  # dis#opcode-LOAD_ATTR
 def LOAD_ATTR(tx: Tx, inst: Inst) -> None:
-    tx.push(tx.pop().var_getattr(tx, inst.argval))
+    obj = tx.pop()
+    stored = tx.output.side_effects.load_attr(obj.identity(), inst.argval) \
+        if isinstance(obj, ATTR_STORE_TYPES) else None
+    tx.push(stored if stored is not None else obj.var_getattr(tx, inst.argval))
 
 
 @handler("LOAD_METHOD")  # dis#opcode-LOAD_METHOD (3.11); 3.12 LOAD_ATTR with the method bit
@@ -141,9 +154,22 @@ def LOAD_SUPER_ATTR(tx: Tx, inst: Inst) -> None:
     tx.push(attr)
 
 
-@handler("STORE_ATTR", "DELETE_ATTR", supported=False)  # dis#opcode-STORE_ATTR
+@handler("STORE_ATTR")  # dis#opcode-STORE_ATTR: TOS.name = TOS1, replayed after the graph
 def STORE_ATTR(tx: Tx, inst: Inst) -> None:
-    unimplemented(f"assigning attribute {inst.argval!r} (side effects are not replayed yet)")
+    import torch
+
+    obj, value = tx.pop(), tx.pop()
+    if not isinstance(obj, ATTR_STORE_TYPES) or obj.source is None:
+        unimplemented(f"assigning attribute {inst.argval!r} of {obj}")
+    if isinstance(value, NNModuleVariable) or isinstance(
+            getattr(value, "example_value", None), torch.nn.Parameter):
+        unimplemented(f"assigning a module or parameter to .{inst.argval} (changes the module)")
+    tx.output.side_effects.store_attr(obj, obj.identity(), inst.argval, value)
+
+
+@handler("DELETE_ATTR", supported=False)  # dis#opcode-DELETE_ATTR
+def DELETE_ATTR(tx: Tx, inst: Inst) -> None:
+    unimplemented(f"deleting attribute {inst.argval!r}")
 
 
 # -- operators ---------------------------------------------------------------------------------

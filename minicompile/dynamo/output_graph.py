@@ -25,6 +25,7 @@ from ..metrics import metrics
 from .codegen import PyCodegen
 from .exc import unimplemented
 from .guards import Guard, GuardKind
+from .side_effects import SideEffects
 from .automatic_dynamic import current_policy, handles_dynamic_shapes, specialize_per_shape
 from .source import Source, graph_input_name, module_attr_name
 from .symbolic_shapes import (ShapeEnv, fake_from_sizes, has_symbolic_scalars,
@@ -86,6 +87,7 @@ class OutputGraph:
                                     Guard(None, GuardKind.SHAPE_ENV, self.shape_env)]
         self.attrs: dict[str, Any] = {}  # get_attr name -> parameter / buffer / tensor attribute
         self.attr_vts: dict[int, Any] = {}  # id(tensor) -> its TensorVariable
+        self.side_effects = SideEffects()  # mutations of outside objects, replayed after
         self.current_tx = None  # the translator now running (inlined frames included)
         self.root_tx = None
 
@@ -187,8 +189,11 @@ class OutputGraph:
     # -- finishing the frame --------------------------------------------------------------------
     def compile_and_codegen(self, return_value, arg_names: list[str]) -> FrameResult:
         """Compile the graph (if it does anything) and write the transformed function."""
+        from .graph_break import reconstruct
+
         codegen = PyCodegen(self.f_globals)
         ret_expr = codegen(return_value)
+        temps, replay = self.side_effects.codegen(codegen, reconstruct)
         outputs = [vt.proxy for vt in codegen.graph_outputs]
         self.graph.output(tuple(p.node for p in outputs))
         self.dead_code_elimination()
@@ -199,6 +204,9 @@ class OutputGraph:
             args = ", ".join(gi.source.expr() for gi in self.graph_inputs)
             lines.append(f"{codegen.graph_out_name} = {graph.name}({args})")
             graphs.append(graph)
+        if replay:  # the return value is read before the mutations are replayed
+            lines += [f"__return_value = {ret_expr}", *temps, *replay]
+            ret_expr = "__return_value"
         lines.append(f"return {ret_expr}")
         fn_name = re.sub(r"\W", "_", self.code.co_name)  # <lambda> -> _lambda_
         name = f"__transformed_code_{next(_transformed_ids)}_{fn_name}"

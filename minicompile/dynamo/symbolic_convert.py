@@ -144,6 +144,9 @@ class InstructionTranslatorBase:
     def load_global(self, name: str) -> VariableTracker:
         from .variables.builder import VariableBuilder
 
+        stored = self.output.side_effects.load_global(self.f_globals, name)
+        if stored is not None:  # assigned earlier in this trace (STORE_GLOBAL)
+            return stored
         if name in self.f_globals:
             return VariableBuilder(self, self.global_source(name)).wrap(self.f_globals[name])
         if hasattr(builtins, name):

@@ -71,11 +71,18 @@ class VariableBuilder:
 
     def wrap(self, value: Any, guard: bool = True) -> VariableTracker:
         value = _unwrap_compiled(value)
+        mutable = type(value) in (list, dict) and self.source is not None
+        if mutable:  # one tracker per list/dict, so it sees its own mutations (side_effects.py)
+            vt = self.tx.output.side_effects.tracked(value, self.source)
+            if vt is not None:
+                return vt
         for matches, method in self.DISPATCH:
             if matches(value):
                 vt = method(self, value, guard and self.source is not None)
                 if vt.source is None and self.source is not None:
                     vt.source = self.source
+                if mutable:
+                    self.tx.output.side_effects.track(value, vt)
                 return vt
         raise AssertionError("unreachable: the last row matches everything")
 

@@ -43,10 +43,9 @@ class ConstDictVariable(VariableTracker):
             unimplemented(f"KeyError {k!r} while tracing")
         return self.items[k]
 
-    def _check_mutable(self, name: str) -> None:
-        if self.source is not None:
-            unimplemented(f"dict.{name} on a dict passed in from outside ({self.source.name()}): "
-                          "side effects on inputs are not replayed yet")
+    def _check_mutable(self, tx, name: str, args, kwargs) -> None:
+        if self.source is not None:  # a dict from outside: replayed after the graph
+            tx.output.side_effects.mutate_container(self, name, args, kwargs)
 
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
         const = lambda a: a.as_python_constant()  # noqa: E731
@@ -68,7 +67,7 @@ class ConstDictVariable(VariableTracker):
         if name == "copy":
             return ConstDictVariable(self.items)
         if name in ("__setitem__", "update", "pop", "setdefault", "__delitem__", "clear"):
-            self._check_mutable(name)
+            self._check_mutable(tx, name, args, kwargs)
             return self._mutate(tx, name, args, kwargs)
         unimplemented(f"dict.{name}")
 

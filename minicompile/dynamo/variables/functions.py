@@ -30,6 +30,8 @@ class ClosureCell:
         self.value, self.real, self.source = value, real, source
 
     def get(self, tx, name: str) -> VariableTracker:
+        if self.real is not None and tx.output.side_effects.load_cell(self.real) is not None:
+            return tx.output.side_effects.load_cell(self.real)  # assigned earlier in the trace
         if self.value is None and self.real is not None:
             from .builder import VariableBuilder
 
@@ -43,9 +45,8 @@ class ClosureCell:
         return self.value
 
     def set(self, tx, name: str, value: VariableTracker) -> None:
-        if self.real is not None:
-            unimplemented(f"assigning to closure variable {name!r} of an outer function "
-                          "(nonlocal side effects are not replayed yet)")
+        if self.real is not None:  # a cell of an existing function: replayed after the graph
+            tx.output.side_effects.store_cell(self.real, value)
         self.value = value
 
 

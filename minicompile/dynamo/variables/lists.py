@@ -3,7 +3,8 @@
 
 Their items are VariableTrackers, so a tuple may hold tensors (graph values) next to constants.
 A list made while tracing may be mutated freely (the mutation is just trace-time bookkeeping);
-a list that came from the caller (it has a source) may not be, until side-effect replay exists.
+a mutation of a list that came from outside (it has a source) is also recorded in
+``side_effects.py``, which replays it after the graph.
 """
 
 from __future__ import annotations
@@ -150,10 +151,9 @@ class SizeVariable(TupleVariable):
 class ListVariable(BaseListVariable):
     python_cls = list
 
-    def _check_mutable(self, name: str) -> None:
-        if self.source is not None:
-            unimplemented(f"list.{name} on a list passed in from outside ({self.source.name()}): "
-                          "side effects on inputs are not replayed yet")
+    def _check_mutable(self, tx, name: str, args, kwargs) -> None:
+        if self.source is not None:  # a list from outside: replayed after the graph
+            tx.output.side_effects.mutate_container(self, name, args, kwargs)
 
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
         mutators = {
@@ -166,11 +166,11 @@ class ListVariable(BaseListVariable):
             "__delitem__": lambda: self.items.__delitem__(args[0].as_python_constant()),
         }
         if name in mutators:
-            self._check_mutable(name)
+            self._check_mutable(tx, name, args, kwargs)
             mutators[name]()
             return ConstantVariable(None)
         if name == "pop":
-            self._check_mutable(name)
+            self._check_mutable(tx, name, args, kwargs)
             return self.items.pop(*(a.as_python_constant() for a in args))
         if name == "copy":
             return ListVariable(self.items)

@@ -1,0 +1,182 @@
+"""Mutations of pre-existing Python objects, recorded while tracing and replayed after the graph
+(mini version of torch/_dynamo/side_effects.py).
+
+A graph only computes tensors. When the traced code also *mutates* objects that existed before
+the call (``LOG.append(y)``, ``d["k"] = y``, ``self.count += 1``, ``global N``, a ``nonlocal``
+of an outer function), tracing keeps the new state in the trackers, so the rest of the trace
+reads it, and records each mutation here. The transformed function then replays them, in
+program order, right after the graph has produced the values they need::
+
+    def __transformed_code_0_f(x, xs):
+        graph_out_0 = __compiled_fn_1(x)
+        __return_value = graph_out_0[1]
+        xs.append(graph_out_0[0])                 # the side effects, replayed
+        OBJ.count = 3
+        return __return_value
+
+So such programs stay ONE graph, as in real Dynamo. At a graph break the pending mutations are
+replayed before the instruction that runs natively, so it (a ``print(LOG)``) sees them.
+
+Two rules keep replay correct:
+- one tracker per mutable object: re-reading ``LOG`` (another LOAD_GLOBAL) must see the
+  mutations so far, so the builder asks :meth:`SideEffects.tracked` before wrapping a list or
+  dict again. The same object reached through two different sources is an alias the guards do
+  not check: mutating it is not supported (the frame breaks / runs eagerly).
+- values read from outside (``xs[0]``, ``OBJ.w``) are copied into a temporary *before* any
+  mutation is replayed, so a replayed store cannot change what a later line reads.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .exc import unimplemented
+from .source import GlobalSource, LocalSource, Source
+
+_temp_ids = itertools.count()
+
+# How each kind of mutation is written in the transformed function's Python.
+REPLAY = {
+    "method": lambda target, m, args: f"{target}.{m.name}({', '.join(args)})",
+    "setitem": lambda target, m, args: f"{target}[{args[0]}] = {args[1]}",
+    "delitem": lambda target, m, args: f"del {target}[{args[0]}]",
+    "setattr": lambda target, m, args: f"{target}.{m.name} = {args[0]}",
+    "global": lambda target, m, args: f"globals()[{m.name!r}] = {args[0]}",
+    "cell": lambda target, m, args: f"{target}.cell_contents = {args[0]}",
+}
+# Container methods that are replayed as statements rather than method calls (readability).
+STATEMENT_FORMS = {"__setitem__": "setitem", "__delitem__": "delitem"}
+
+
+@dataclass
+class Mutation:
+    kind: str  # a key of REPLAY
+    target: Any  # the mutated object's tracker, or the real object (cells), or None (globals)
+    name: str  # method / attribute / global name
+    args: list = field(default_factory=list)  # VariableTrackers
+    kwargs: dict = field(default_factory=dict)
+
+
+def reads_state(vt) -> bool:
+    """Whether rebuilding ``vt`` reads something a replayed mutation could change: a value
+    fetched through a global, an attribute or an item (a plain argument name is stable)."""
+    if vt.source is not None and not isinstance(vt.source, LocalSource):
+        return True
+    items = getattr(vt, "items", None)
+    children = items.values() if isinstance(items, dict) else items if isinstance(items, list) \
+        else ()
+    return any(reads_state(c) for c in children if hasattr(c, "source"))
+
+
+class SideEffects:
+    """The mutations of one frame's trace (owned by its OutputGraph)."""
+
+    def __init__(self) -> None:
+        self.mutations: list[Mutation] = []
+        self._tracked: dict[int, tuple[Any, Any]] = {}  # id(obj) -> (obj, its one tracker)
+        self._aliased: set[int] = set()  # reached through two sources: no mutation allowed
+        self._mutated: set[int] = set()
+        self._attrs: dict[tuple[int, str], Any] = {}  # (id(obj), attr) -> stored tracker
+        self._globals: dict[tuple[int, str], Any] = {}  # (id(f_globals), name) -> tracker
+        self._cells: dict[int, Any] = {}  # id(cell) -> tracker
+        self._keepalive: list[Any] = []  # objects keyed by id() must outlive the trace
+
+    def __bool__(self) -> bool:
+        return bool(self.mutations)
+
+    # -- one tracker per mutable object -------------------------------------------------------
+    def tracked(self, value: Any, source: Source | None) -> Any:
+        """The tracker already standing for ``value`` (reached again through ``source``)."""
+        hit = self._tracked.get(id(value))
+        if hit is None or hit[0] is not value:
+            return None
+        vt = hit[1]
+        if vt.source is not None and source is not None and vt.source.name() == source.name():
+            return vt
+        if id(value) in self._mutated:
+            unimplemented(f"{source.name() if source else 'an object'} is the same object as "
+                          f"the mutated {vt.source.name() if vt.source else 'value'}: "
+                          "aliasing of mutated objects is not supported")
+        self._aliased.add(id(value))
+        return None
+
+    def track(self, value: Any, vt: Any) -> None:
+        if id(value) not in self._tracked:
+            self._tracked[id(value)] = (value, vt)
+            self._keepalive.append(value)
+
+    def _check(self, vt, what: str) -> None:
+        if vt.source is None:
+            unimplemented(f"{what} on an object without a source")
+        value = next((v for v, t in self._tracked.values() if t is vt), None)
+        if value is not None:
+            if id(value) in self._aliased:
+                unimplemented(f"{what} on {vt.source.name()}, which is also reachable under "
+                              "another name (aliasing is not guarded)")
+            self._mutated.add(id(value))
+
+    # -- recording ------------------------------------------------------------------------------
+    def mutate_container(self, vt, name: str, args: list, kwargs: dict) -> None:
+        """``list.append`` / ``dict.__setitem__`` / ... on a list or dict from outside."""
+        self._check(vt, f"{type(vt).__name__}.{name}")
+        self.mutations.append(Mutation(STATEMENT_FORMS.get(name, "method"), vt, name,
+                                       list(args), dict(kwargs)))
+
+    def store_attr(self, obj_vt, obj: Any, name: str, value_vt) -> None:
+        self._check(obj_vt, f"setting .{name}")
+        self._keepalive.append(obj)
+        self._attrs[(id(obj), name)] = value_vt
+        self.mutations.append(Mutation("setattr", obj_vt, name, [value_vt]))
+
+    def load_attr(self, obj: Any, name: str) -> Any:
+        return self._attrs.get((id(obj), name))
+
+    def store_global(self, f_globals: dict, name: str, source: Source | None, value_vt) -> None:
+        if source is None:
+            unimplemented(f"assigning the global {name!r} of a module the frame can't name")
+        self._globals[(id(f_globals), name)] = value_vt
+        kind = "global" if isinstance(source, GlobalSource) else "setattr"
+        target = None if kind == "global" else source  # another module: mod.name = ...
+        self.mutations.append(Mutation(kind, target, name, [value_vt]))
+
+    def load_global(self, f_globals: dict, name: str) -> Any:
+        return self._globals.get((id(f_globals), name))
+
+    def store_cell(self, cell: Any, value_vt) -> None:
+        self._keepalive.append(cell)
+        self._cells[id(cell)] = value_vt
+        self.mutations.append(Mutation("cell", cell, "cell_contents", [value_vt]))
+
+    def load_cell(self, cell: Any) -> Any:
+        return self._cells.get(id(cell))
+
+    # -- replay -------------------------------------------------------------------------------
+    def codegen(self, codegen, reconstruct: Callable) -> tuple[list[str], list[str]]:
+        """(temporaries, replay lines): Python statements that apply every mutation in order.
+
+        Call it before the graph's outputs are fixed: the values it rebuilds may be tensors
+        the graph must return."""
+        temps, lines = [], []
+
+        def value(vt) -> str:
+            expr = reconstruct(vt, codegen)
+            if reads_state(vt):  # read before any store is replayed
+                name = f"__side_effect_value_{next(_temp_ids)}"
+                temps.append(f"{name} = {expr}")
+                return name
+            return expr
+
+        for m in self.mutations:
+            if m.kind == "global":
+                target = ""
+            elif m.kind == "cell":
+                target = codegen.install_global("cell", m.target)
+            elif isinstance(m.target, Source):
+                target = m.target.expr().rsplit(".", 1)[0]
+            else:
+                target = m.target.source.expr()
+            args = [value(a) for a in m.args] + [f"{k}={value(v)}" for k, v in m.kwargs.items()]
+            lines.append(REPLAY[m.kind](target, m, args))
+        return temps, lines
