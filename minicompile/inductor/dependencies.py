@@ -3,14 +3,28 @@ torch/_inductor/dependencies.py; the IR's ``ir/read_writes.py`` extracts the ``M
 
 Two questions, both answered from ``MemoryDep(name, index, var_ranges)``:
 
-- **How many elements does a kernel touch in buffer B?** (``footprint``) The distinct elements
-  of every access to B, never more than B holds: ``x + x.t()`` reads 100 elements of a 10x10
-  ``x``, not 200, because one kernel loads each element once and keeps it in registers/cache.
+- **How many distinct elements does a kernel touch in buffer B?** (``footprint``) The union over
+  every access to B in the kernel: ``x[:5] + x[1:6]`` reads 6 elements of x, ``x + x.t()`` reads
+  100 of a 10x10 x (one kernel loads each element once and keeps it in registers/cache), and
+  ``x[i // 2]`` (nearest upsampling) reads each element once although it loops twice as often.
+  Counting, fastest first:
+
+  1. an *affine injective* index (``off + sum c_k * v_k`` whose strides never let two loop
+     points meet: sorted by stride, each stride exceeds the span of the smaller ones) touches
+     exactly ``prod(range of each v_k)`` elements: a closed form, valid for symbolic sizes too;
+     accesses with the same strides, ranges and offset touch the same set, so they count once;
+  2. otherwise, with concrete sizes, evaluate the index on every loop point (vectorised with
+     torch, as the reference executor does) and count the distinct offsets, the union over all
+     accesses. Enumeration is capped at ``MAX_ENUMERATED_POINTS``;
+  3. above the cap, with symbolic sizes, or for gathers (an index loaded at run time), an upper
+     bound: the closed form summed over accesses, never more than the buffer holds.
+
 - **Does a consumer read a buffer at the rows the producer writes them?** (``rows_line_up``)
   Inside one kernel a reduction's result for row ``k`` exists only while row ``k`` is being
-  processed; a consumer in the same kernel may read it only from row ``k``. We check this by
-  evaluating both index formulas on every loop point (vectorised with torch), which needs
-  concrete sizes; with symbolic sizes the scheduler does not fuse such pairs.
+  processed; a consumer in the same kernel may read it only from row ``k``. Proved symbolically
+  when the producer stores row ``k`` at offset ``k`` and the consumer's row formula equals its
+  read index (SymPy, with the loop ranges: works for symbolic sizes); otherwise, with concrete
+  sizes, checked on every loop point.
 """
 
 from __future__ import annotations
@@ -20,78 +34,185 @@ from typing import Iterable
 import sympy
 import torch
 
+from .executor import eval_index, index_grid
 from .ir import MemoryDep, StarDep
-from .sizevars import FloorDiv, ModularIndexing
+from .sizevars import simplify_index, statically_less
 
 Dep = MemoryDep | StarDep
 
-
-def footprint(deps: Iterable[Dep], numel: sympy.Expr) -> sympy.Expr:
-    """Elements of one buffer (holding ``numel``) touched by ``deps``: the sum over distinct
-    accesses, capped at the buffer size (the same element loaded twice is loaded once)."""
-    distinct = set(deps)
-    if any(isinstance(d, StarDep) for d in distinct):
-        return numel  # a library call reads (or writes) the whole buffer
-    total = sympy.Add(*[d.num_elements() for d in distinct]) if distinct else sympy.Integer(0)
-    if total.is_number and numel.is_number:
-        return sympy.Integer(min(int(total), int(numel)))
-    return sympy.Min(total, numel) if len(distinct) > 1 else total
+# Above this many loop points an access is counted in closed form instead of enumerated
+# (2**24 int64 offsets = 128 MiB of scratch; bigger kernels fall back to the upper bound).
+MAX_ENUMERATED_POINTS = 2**24
 
 
 def is_concrete(*exprs: sympy.Expr) -> bool:
     return all(sympy.sympify(e).is_number for e in exprs)
 
 
-# --- evaluating an index formula on every loop point ---------------------------------------------
+def _product(sizes: Iterable[sympy.Expr]) -> sympy.Expr:
+    return sympy.Mul(*sizes) if sizes else sympy.Integer(1)
 
-def _evaluate(expr: sympy.Expr, env: dict[sympy.Symbol, torch.Tensor]) -> torch.Tensor | int:
-    """``expr`` with each loop variable bound to a tensor of its values (int64 arithmetic)."""
-    if expr.is_Integer:
-        return int(expr)
-    if expr.is_Symbol:
-        return env[expr]
-    args = [_evaluate(a, env) for a in expr.args]
-    if expr.is_Add:
-        return sum(args[1:], args[0])
-    if expr.is_Mul:
-        out = args[0]
-        for a in args[1:]:
-            out = out * a
-        return out
-    if isinstance(expr, FloorDiv):
-        return torch.div(torch.as_tensor(args[0]), args[1], rounding_mode="floor")
-    if isinstance(expr, ModularIndexing):
-        base, div, mod = args
-        return torch.remainder(torch.div(torch.as_tensor(base), div, rounding_mode="floor"), mod)
-    if expr.is_Pow and expr.exp.is_Integer and expr.exp > 0:
-        return args[0] ** int(expr.exp)
-    raise NotImplementedError(f"cannot evaluate index term {expr}")
+
+# --- the closed form: affine injective indices ---------------------------------------------------
+
+def _used_ranges(dep: MemoryDep) -> list[tuple[sympy.Symbol, sympy.Expr]]:
+    used = dep.index.free_symbols
+    return [(v, size) for v, size in dep.var_ranges if v in used]
+
+
+def affine_strides(dep: MemoryDep) -> tuple[sympy.Expr, list[tuple[sympy.Expr, sympy.Expr]]] | None:
+    """``(offset, [(stride, range), ...])`` when the index is ``offset + sum(stride * var)`` with
+    loop-independent strides; None for floor division, modulo, gathers, products of loop vars."""
+    if dep.is_indirect():
+        return None
+    loop_vars = dict(dep.var_ranges)
+    expr = sympy.expand(dep.index)
+    offset = expr.subs({v: 0 for v in loop_vars})
+    terms = []
+    for v, size in _used_ranges(dep):
+        stride = expr.coeff(v)
+        if stride.free_symbols & set(loop_vars) or stride == 0:
+            return None
+        terms.append((stride, size))
+    linear = offset + sum(s * v for (s, _), (v, _) in zip(terms, _used_ranges(dep)))
+    if sympy.expand(expr - linear) != 0:  # FloorDiv, ModularIndexing, i0*i1, ...
+        return None
+    return offset, terms
+
+
+def is_injective(terms: list[tuple[sympy.Expr, sympy.Expr]]) -> bool:
+    """No two loop points share an offset: with strides sorted ascending, each stride is larger
+    than the largest offset the smaller ones reach (``sum(stride * (range - 1))``), like the
+    digits of a mixed-radix number. Symbolic strides sort by degree (``1 < s2 < s1*s2``)."""
+    def key(t):
+        stride = sympy.Abs(t[0])
+        return (sympy.Poly(stride, *stride.free_symbols).total_degree()
+                if stride.free_symbols else 0, float(stride) if stride.is_number else 0, str(stride))
+
+    span = sympy.Integer(0)
+    for stride, size in sorted(terms, key=key):
+        if not statically_less(span, sympy.Abs(stride)):
+            return False
+        span = span + sympy.Abs(stride) * (size - 1)
+    return True
+
+
+def closed_form(dep: MemoryDep) -> sympy.Expr:
+    """The product of the ranges of the loop variables the index uses: exact for an affine
+    injective index, an upper bound otherwise. A gather's index hides which loop variables it
+    depends on, so all of them count."""
+    if dep.is_indirect():
+        return _product([size for _, size in dep.var_ranges])
+    return _product([size for _, size in _used_ranges(dep)])
+
+
+def access_key(dep: MemoryDep):
+    """Equal keys = same set of elements (loop variable names do not matter): a reduction's
+    ``x[10*i0 + r0]`` and a pointwise ``x[10*i0 + i1]`` over the same ranges are one access."""
+    affine = affine_strides(dep)
+    if affine is None:
+        return dep.name, simplify_index(dep.index), dep.var_ranges
+    offset, terms = affine
+    return dep.name, offset, tuple(sorted(terms, key=str))
+
+
+# --- enumeration ---------------------------------------------------------------------------------
+
+def _points(dep: MemoryDep) -> sympy.Expr:
+    return closed_form(dep)
+
+
+def enumerate_offsets(dep: MemoryDep) -> torch.Tensor:
+    """Every flat offset ``dep`` touches (concrete sizes), one per loop point of the loop
+    variables its index uses."""
+    used = _used_ranges(dep)
+    grid = index_grid([int(size) for _, size in used])
+    offsets = torch.as_tensor(eval_index(dep.index, dict(zip([v for v, _ in used], grid))),
+                              dtype=torch.int64)
+    return offsets.reshape(-1) if used else offsets.reshape(1)
+
+
+def count_distinct(deps: list[MemoryDep]) -> int:
+    return int(torch.unique(torch.cat([enumerate_offsets(d) for d in deps])).numel())
+
+
+# --- the footprint of a kernel on one buffer -----------------------------------------------------
+
+def footprint(deps: Iterable[Dep], numel: sympy.Expr) -> sympy.Expr:
+    """Distinct elements of one buffer (holding ``numel``) that ``deps`` touch (see the module
+    docstring for the three ways of counting)."""
+    deps = list(deps)
+    if any(isinstance(d, StarDep) for d in deps):
+        return numel  # a library call reads (or writes) the whole buffer
+    deps = [d.restricted() for d in deps]  # a masked load touches only its unmasked points
+    groups = list({access_key(d): d for d in deps}.values())
+    if not groups:
+        return sympy.Integer(0)
+    if len(groups) == 1:
+        affine = affine_strides(groups[0])
+        if affine is not None and is_injective(affine[1]):
+            return closed_form(groups[0])
+    enumerable = all(not d.is_indirect() and is_concrete(*[s for _, s in d.var_ranges])
+                     for d in groups)
+    if enumerable and sum(int(_points(d)) for d in groups) <= MAX_ENUMERATED_POINTS:
+        return sympy.Integer(count_distinct(groups))
+    total = sympy.Add(*[closed_form(d) for d in groups])
+    if total.is_number and numel.is_number:
+        return sympy.Integer(min(int(total), int(numel)))
+    return sympy.Min(total, numel)
+
+
+# --- do a reduction's rows line up? --------------------------------------------------------------
+
+def row_formula(dep: MemoryDep, n_rows: sympy.Expr) -> sympy.Expr:
+    """The kernel row of each loop point of ``dep`` when its loops, row-major, are cut into
+    ``n_rows`` equal rows: ``flat // (points / n_rows)``, simplified with the loop ranges."""
+    flat, stride = sympy.Integer(0), sympy.Integer(1)
+    for v, size in reversed(dep.var_ranges):
+        flat, stride = flat + v * stride, stride * size
+    per_row = sympy.cancel(stride / n_rows)
+    from .sizevars import FloorDiv
+
+    return simplify_index(FloorDiv(flat, per_row), dict(dep.var_ranges))
+
+
+def rows_line_up_symbolic(write: MemoryDep, read: MemoryDep, n_rows: sympy.Expr) -> bool:
+    """Proof for the usual case: row ``k`` is stored at offset ``k`` and every read point loads
+    the offset equal to its own row."""
+    if write.is_indirect() or read.is_indirect():
+        return False
+    same = lambda a, b: sympy.expand(a - b) == 0  # noqa: E731
+    return (same(simplify_index(write.index, dict(write.var_ranges)), row_formula(write, n_rows))
+            and same(simplify_index(read.index, dict(read.var_ranges)), row_formula(read, n_rows)))
 
 
 def addresses_and_rows(dep: MemoryDep, n_rows: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """For every point of ``dep``'s loops (row-major): the element it touches and the kernel row
-    it belongs to, when the loops are split into ``n_rows`` equal rows."""
+    """For every point of ``dep``'s loops (row-major): the element it touches and its row."""
     sizes = [int(s) for _, s in dep.var_ranges]
-    total = 1
-    for s in sizes:
-        total *= s
-    point = torch.arange(total)
-    env, inner = {}, total
-    for (var, _), size in zip(dep.var_ranges, sizes):
-        inner //= size
-        env[var] = torch.div(point, inner, rounding_mode="floor") % size
-    addr = torch.as_tensor(_evaluate(dep.index, env)).expand(total)
-    return addr, torch.div(point, total // n_rows, rounding_mode="floor")
+    grid = index_grid(sizes)
+    env = dict(zip([v for v, _ in dep.var_ranges], grid))
+    total = int(_product(sizes))
+    addr = torch.as_tensor(eval_index(dep.index, env), dtype=torch.int64)
+    addr = addr.expand(sizes).reshape(-1) if sizes else addr.reshape(1)
+    rows = torch.div(torch.arange(total), total // n_rows, rounding_mode="floor")
+    live = torch.ones(total, dtype=torch.bool)
+    for v, lo, hi in dep.bounds:  # masked-off points load nothing
+        live &= ((env[v] >= int(lo)) & (env[v] < int(hi))).expand(sizes).reshape(-1)
+    return addr[live], rows[live]
 
 
-def rows_line_up(write: MemoryDep, read: MemoryDep, n_rows: int) -> bool:
+def rows_line_up(write: MemoryDep, read: MemoryDep, n_rows: sympy.Expr) -> bool:
     """True when every element ``read`` loads was stored by ``write`` in the same kernel row."""
+    if rows_line_up_symbolic(write, read, n_rows):
+        return True
     sizes = [s for _, s in write.var_ranges] + [s for _, s in read.var_ranges]
+    sizes += [b for _, lo, hi in read.bounds for b in (lo, hi)]
     loop_vars = set(dict(write.var_ranges)) | set(dict(read.var_ranges))
-    if not is_concrete(*sizes) or not (write.index.free_symbols | read.index.free_symbols) <= loop_vars:
-        return False  # symbolic sizes, or an index loaded at run time: cannot prove it
-    w_addr, w_row = addresses_and_rows(write, n_rows)
-    r_addr, r_row = addresses_and_rows(read, n_rows)
+    if not is_concrete(n_rows, *sizes) or \
+            not (write.index.free_symbols | read.index.free_symbols) <= loop_vars:
+        return False  # symbolic sizes we could not prove, or an index loaded at run time
+    w_addr, w_row = addresses_and_rows(write, int(n_rows))
+    r_addr, r_row = addresses_and_rows(read, int(n_rows))
     if r_addr.numel() == 0:
         return True
     row_of = torch.full((int(max(w_addr.max(), r_addr.max())) + 1,), -1, dtype=torch.int64)

@@ -90,7 +90,7 @@ def _rows_line_up(s: "Scheduler", a: "BaseSchedulerNode", b: "BaseSchedulerNode"
     for m in members:
         for dep in m.read_writes.reads:
             if dep.name in bound and dep.name != m.get_name():
-                if not n_rows.is_number or not rows_line_up(writes[dep.name], dep, int(n_rows)):
+                if not rows_line_up(writes[dep.name], dep, n_rows):
                     return False, (f"{m.get_name()} reads {dep} outside the row that computes it "
                                    f"(needs the whole of {dep.name} first)")
     return True, ""

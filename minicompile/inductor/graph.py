@@ -68,6 +68,9 @@ class GraphLowering:
         self.constants: dict[str, torch.Tensor] = {}  # get_attr tensors, by buffer name
         # symbol -> (input position, "size" | "stride" | "value", dim): where to read its value
         self.symbol_sources: dict[sympy.Symbol, tuple[int, str, int | None]] = {}
+        # symbol -> the value it had when traced: for reporting only (bytes moved), never to
+        # decide anything, so one compiled graph stays right for every size
+        self.size_hints: dict[sympy.Symbol, int] = {}
         self.device = torch.device("cpu")
         self.current_node: torch.fx.Node | None = None
 
@@ -128,10 +131,14 @@ class GraphLowering:
             return expr
         self.device = val.device
         layout = layout_of(val)
-        for kind, exprs in (("size", layout.size), ("stride", layout.stride)):
-            for dim, e in enumerate(exprs):
+        for kind, exprs, syms in (("size", layout.size, val.shape),
+                                  ("stride", layout.stride, val.stride())):
+            for dim, (e, sym) in enumerate(zip(exprs, syms)):
                 if isinstance(e, sympy.Symbol):
                     self.symbol_sources.setdefault(e, (pos, kind, dim))
+                    hint = getattr(getattr(sym, "node", None), "hint", None)
+                    if hint is not None:
+                        self.size_hints.setdefault(e, int(hint))
         buf = InputBuffer(node.name, layout)
         self.graph_inputs[node.name] = buf
         return buf

@@ -176,8 +176,16 @@ class Scheduler:
         trace_artifact("fusion", lambda: "\n".join(map(str, self.decisions)) or "(no candidates)",
                        title="fusion decisions")
         trace_artifact("ir_post_fusion", self.describe, title="kernels after fusion")
-        if record_metrics:
-            metrics.num_bytes_accessed = int(self.num_bytes_accessed)
+        if record_metrics and self.bytes_hint() is not None:
+            metrics.num_bytes_accessed = self.bytes_hint()
+
+    def bytes_hint(self) -> int | None:
+        """``num_bytes_accessed`` as a number: with symbolic sizes, at the sizes the graph was
+        traced with (a report, never a decision)."""
+        total = sympy.sympify(self.num_bytes_accessed)
+        if not total.is_number and self.graph is not None:
+            total = total.subs(getattr(self.graph, "size_hints", {}))
+        return int(total) if total.is_number else None
 
     @classmethod
     def from_graph(cls, graph, **kwargs) -> "Scheduler":

@@ -27,20 +27,35 @@ class MemoryDep:
     name: str
     index: Expr
     var_ranges: tuple[tuple[sympy.Symbol, Expr], ...]
+    # (var, lo, hi): the access happens only for lo <= var < hi (a load under ``ops.masked``,
+    # e.g. one input of a ``cat`` or the inside of a pad); () = at every loop point
+    bounds: tuple[tuple[sympy.Symbol, Expr, Expr], ...] = ()
 
     def ranges(self) -> dict[sympy.Symbol, Expr]:
         return dict(self.var_ranges)
 
     def num_elements(self) -> Expr:
-        """Distinct elements touched: the product of the ranges of the loop variables the index
-        uses (exact for the affine, non-overlapping indices views produce; broadcast dims do not
-        appear in the index, so they do not count)."""
-        used = self.index.free_symbols
-        return sympy.Mul(*[size for v, size in self.var_ranges if v in used])
+        """Distinct elements touched (exact for concrete sizes and for affine injective indices;
+        see ``dependencies.footprint``, which also unions several accesses to one buffer)."""
+        from ..dependencies import closed_form, footprint
+
+        return footprint([self], closed_form(self))
 
     def is_indirect(self) -> bool:
         """The index contains a value loaded at run time (gather/embedding)."""
         return any(s.name.startswith("indirect") for s in self.index.free_symbols)
+
+    def restricted(self) -> "MemoryDep":
+        """The same accesses with ``bounds`` folded into the loops: ``var`` runs over
+        ``range(hi - lo)`` and the index reads ``var + lo`` (cat's ``x[i0 - 3]`` for
+        ``3 <= i0 < 6`` becomes ``x[i0]`` for ``i0 < 3``)."""
+        if not self.bounds:
+            return self
+        ranges, index = dict(self.var_ranges), self.index
+        for v, lo, hi in self.bounds:
+            index = index.subs(v, v + lo)
+            ranges[v] = sympy.Max(hi - lo, 0)
+        return MemoryDep(self.name, simplify_index(index, ranges), tuple(ranges.items()))
 
     def __str__(self) -> str:
         return f"{self.name}[{self.index}]"
@@ -84,21 +99,76 @@ class _Dummy:
         return self
 
 
+@dataclass
+class _Index:
+    """A value the handler knows as a SymPy formula of the loop variables (``index_expr``)."""
+
+    expr: Expr
+
+
+@dataclass
+class _Cond:
+    """A conjunction of SymPy relations on loop variables (a mask built from indices)."""
+
+    relations: list
+
+
+def _bound(rel, var_ranges) -> tuple[sympy.Symbol, Expr | None, Expr | None] | None:
+    """``(var, lo, hi)`` meaning ``lo <= var < hi`` for a relation like ``i0 - 3 >= 0``, or
+    None when it is not a bound on one loop variable with unit coefficient."""
+    if rel in (sympy.true, sympy.false) or not isinstance(rel, sympy.core.relational.Relational):
+        return None
+    e = sympy.expand(rel.lhs - rel.rhs)
+    loops = [v for v in e.free_symbols if v in var_ranges]
+    if len(loops) != 1:
+        return None
+    v = loops[0]
+    c, rest = e.coeff(v), sympy.expand(e - e.coeff(v) * v)
+    if c not in (1, -1) or v in rest.free_symbols:
+        return None
+    # e >= 0 / e > 0 / e <= 0 / e < 0 with e = c*v + rest
+    kind = {sympy.GreaterThan: ">=", sympy.StrictGreaterThan: ">", sympy.LessThan: "<=",
+            sympy.StrictLessThan: "<"}.get(type(rel))
+    if kind is None:
+        return None
+    if c == -1:  # -v + rest OP 0  <=>  v - rest FLIP(OP) 0
+        kind, rest = {">=": "<=", ">": "<", "<=": ">=", "<": ">"}[kind], -rest
+    return {">=": (v, -rest, None), ">": (v, -rest + 1, None),
+            "<": (v, None, -rest), "<=": (v, None, -rest + 1)}[kind]
+
+
 class RecordReadWrites:
-    """``ops`` handler recording loads and stores; every other op returns a dummy."""
+    """``ops`` handler recording loads and stores; index arithmetic and comparisons are kept as
+    SymPy (so a mask built from indices bounds the loads under it), any other op returns a
+    dummy."""
 
     def __init__(self, var_ranges: dict[sympy.Symbol, Expr]):
         self.var_ranges = var_ranges
         self.reads: list[MemoryDep] = []
         self.writes: list[MemoryDep] = []
         self._indirect = 0
+        self._masks: list[_Cond | None] = []
 
-    def _dep(self, name: str, index: Expr) -> MemoryDep:
+    def _bounds(self) -> tuple[tuple[sympy.Symbol, Expr, Expr], ...]:
+        if not self._masks or any(m is None for m in self._masks):
+            return ()  # no mask, or one computed from data: count every loop point
+        lo = {v: sympy.Integer(0) for v in self.var_ranges}
+        hi = dict(self.var_ranges)
+        for rel in (r for m in self._masks for r in m.relations):
+            b = _bound(rel, self.var_ranges)
+            if b is not None:
+                v, low, high = b
+                lo[v] = lo[v] if low is None else sympy.Max(lo[v], low)
+                hi[v] = hi[v] if high is None else sympy.Min(hi[v], high)
+        return tuple((v, lo[v], hi[v]) for v in self.var_ranges
+                     if lo[v] != 0 or hi[v] != self.var_ranges[v])
+
+    def _dep(self, name: str, index: Expr, bounds=()) -> MemoryDep:
         index = simplify_index(index, self.var_ranges)
-        return MemoryDep(name, index, tuple(self.var_ranges.items()))
+        return MemoryDep(name, index, tuple(self.var_ranges.items()), bounds)
 
     def load(self, name: str, index: Expr) -> _Dummy:
-        dep = self._dep(name, index)
+        dep = self._dep(name, index, self._bounds())
         if dep not in self.reads:
             self.reads.append(dep)
         return _Dummy()
@@ -110,8 +180,38 @@ class RecordReadWrites:
         self._indirect += 1
         return sympy.Symbol(f"indirect{self._indirect - 1}", integer=True, nonnegative=True)
 
+    def index_expr(self, expr: Expr, dtype) -> _Index:
+        return _Index(sympy.sympify(expr))
+
+    def constant(self, value: Any, dtype) -> _Index | _Dummy:
+        if isinstance(value, (int, sympy.Integer)) and not isinstance(value, bool):
+            return _Index(sympy.Integer(value))
+        return _Dummy()
+
+    def to_dtype(self, x: Any, dtype, *args) -> Any:
+        return x if isinstance(x, _Index) and not dtype.is_floating_point else _Dummy()
+
+    def _compare(op):
+        def compare(self, a, b):
+            if isinstance(a, _Index) and isinstance(b, _Index):
+                return _Cond([op(a.expr, b.expr)])
+            return _Dummy()
+        return compare
+
+    ge, gt = _compare(sympy.Ge), _compare(sympy.Gt)
+    le, lt = _compare(sympy.Le), _compare(sympy.Lt)
+
+    def logical_and(self, a, b):
+        if isinstance(a, _Cond) and isinstance(b, _Cond):
+            return _Cond(a.relations + b.relations)
+        return _Dummy()
+
     def masked(self, mask: Any, body, other: Any) -> _Dummy:
-        body()
+        self._masks.append(mask if isinstance(mask, _Cond) else None)
+        try:
+            body()
+        finally:
+            self._masks.pop()
         return _Dummy()
 
     def __getattr__(self, name: str):

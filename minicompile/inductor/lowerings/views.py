@@ -142,6 +142,22 @@ def select(x: IRNode, dim: int, index):
     return View(x, out_size(), lambda idx: list(idx[:dim]) + [index] + list(idx[dim:]))
 
 
+@register_lowering(aten.unfold)
+def unfold(x: IRNode, dim: int, size: int, step: int):
+    """Sliding windows: ``out[..., i, ..., k] = x[..., i*step + k, ...]`` (windows overlap when
+    ``step < size``: one element is read by several output points)."""
+    dim = _dim(dim, len(x.get_size())) if x.get_size() else 0
+
+    def reindex(index):
+        if not x.get_size():
+            return []
+        old = list(index[:-1])
+        old[dim] = index[dim] * step + index[-1]
+        return old
+
+    return View(x, out_size(), reindex)
+
+
 @register_lowering(aten.alias, aten.detach, aten.lift_fresh)
 def alias(x: IRNode):
     return x
