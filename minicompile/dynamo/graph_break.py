@@ -54,13 +54,15 @@ def reconstruct(vt, codegen: PyCodegen) -> str:
     that only appear on the stack mid-function to what ``VariableTracker.reconstruct`` knows)."""
     from .variables.functions import UserFunctionVariable
     from .variables.lists import ListIteratorVariable
-    from .variables.misc import GetAttrVariable
+    from .variables.misc import GetAttrVariable, UserDefinedObjectVariable
 
     if isinstance(vt, ListIteratorVariable):  # a loop in progress: the items still to come
         rest = [reconstruct(v, codegen) for v in vt.items[vt.index:]]
         return f"({''.join(r + ', ' for r in rest)})"
     if isinstance(vt, GetAttrVariable):
         return f"{reconstruct(vt.obj, codegen)}.{vt.name}"
+    if isinstance(vt, UserDefinedObjectVariable) and vt.source is None:  # a logger, ...
+        return codegen.install_global(type(vt.value).__name__.lower(), vt.value)
     if type(vt) is UserFunctionVariable and vt.source is None:
         return codegen.install_global(vt.fn.__name__, vt.fn)
     if hasattr(vt, "fn") and vt.source is None and not isinstance(vt, UserFunctionVariable):
@@ -182,8 +184,7 @@ def break_at(tx, index: int, error: Unsupported):
 
     inst = tx.instructions[index]
     if in_loop(tx.code, inst.offset):
-        unimplemented(f"graph break in a for/while loop ({error.reason}): like real Dynamo, the "
-                      "whole frame runs eagerly rather than one resume function per iteration")
+        return skip_frame(tx, inst, error)
     w = BreakWriter(tx, inst)
     grad_ctx = not torch.is_grad_enabled() and tx.output.initial_grad_mode
     if tx.code.co_cellvars:
@@ -253,6 +254,71 @@ def in_loop(code: types.CodeType, offset: int) -> bool:
         if inst.target is not None and inst.target.offset < offset:
             return True
     return False
+
+
+class _CompilingGlobals(dict):
+    """The globals a skipped frame runs with: a user function it looks up comes back wrapped
+    by ``optimize``, so the frames it calls are still compiled (real Dynamo's PEP 523 hook sees
+    every frame, skipped or not). Reads go to the module's real globals."""
+
+    def __init__(self, real: dict, wrap):
+        super().__init__(__builtins__=real.get("__builtins__", builtins), __name__=real.get(
+            "__name__"))
+        self.real, self.wrap = real, wrap
+
+    def __getitem__(self, name: str) -> Any:
+        return self.wrap(self.real[name])  # KeyError: CPython then looks in the builtins
+
+
+def _writes_globals(code: types.CodeType) -> bool:
+    """STORE_GLOBAL would write into the proxy, not the module: such frames run as they are."""
+    import dis
+
+    return any(i.opname in ("STORE_GLOBAL", "DELETE_GLOBAL") for i in dis.get_instructions(code)) \
+        or any(_writes_globals(c) for c in code.co_consts if isinstance(c, types.CodeType))
+
+
+def skip_frame(tx, inst: Instruction, error: Unsupported):
+    """A break inside a loop: the frame runs eagerly, without a graph (Dynamo's "graph break in
+    loop" frame skip), but the user functions it calls are compiled as their own frames."""
+    from .eval_frame import optimize
+    from .output_graph import FrameResult, _compiled_fn_ids, _define
+
+    reason = f"graph break in a for/while loop: the frame runs eagerly ({error.reason})"
+    fn, code = tx.output.root_fn, tx.code
+    if _writes_globals(code):
+        unimplemented(reason)
+    wrappers = _wrappers(tx.output)
+
+    def wrap(value: Any) -> Any:
+        module = (getattr(value, "__module__", None) or "").split(".")[0]
+        if not isinstance(value, types.FunctionType) or module in NATIVE_MODULES | {"torch"} \
+                or hasattr(value, "_minicompile_orig"):
+            return value
+        if value not in wrappers:
+            wrappers[value] = optimize(value, tx.output.backend, cache=tx.output.frame_cache)
+        return wrappers[value]
+
+    eager = types.FunctionType(code, _CompilingGlobals(fn.__globals__, wrap), code.co_name,
+                               fn.__defaults__, fn.__closure__)
+    eager.__kwdefaults__ = fn.__kwdefaults__
+    name = PyCodegen(tx.f_globals).install_global(f"eager_{code.co_name}", eager)
+    n = code.co_argcount + code.co_kwonlyargcount
+    params = list(code.co_varnames[:n + bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)])
+    args = params[:code.co_argcount] + [f"{p}={p}" for p in params[code.co_argcount:n]]
+    if code.co_flags & 0x04:
+        args.append(f"*{params[n]}")
+    if code.co_flags & 0x08:
+        args.append(f"**{params[-1]}")
+    transformed = f"__transformed_code_{next(_compiled_fn_ids)}_{code.co_name}"
+    source = (f"def {transformed}({', '.join(tx.output.arg_names)}):\n"
+              f"    # {reason.splitlines()[0][:90]}\n"
+              f"    return {name}({', '.join(args)})\n")
+    gb = GraphBreak("graph_break_in_loop", reason, error.user_line, inst.offset, code.co_name)
+    metrics.increment("graph_breaks")
+    _logging.trace_artifact("graph_breaks", str(gb), title=f"GRAPH BREAK in {code.co_name}")
+    tx.output.frame_cache.notify("graph_break", gb)
+    return FrameResult(source, _define(source, transformed, tx.f_globals), tx.output.guards, [])
 
 
 def _native_callable(fn_vt, fn_value: Any, w: BreakWriter) -> str:

@@ -51,6 +51,12 @@ BREAK_KINDS: dict[str, BreakKind] = {k.name: k for k in [
               "a Python construct the symbolic interpreter does not model (generators, "
               "try/except around traced code, mutation of unknown objects, ...)",
               "rewrite the construct in plain Python the tracer supports, or accept the break"),
+    BreakKind("graph_break_in_loop",
+              "a graph break inside a for/while loop: every iteration would need its own resume "
+              "function, so (like real Dynamo) the whole frame runs eagerly, with no graph; the "
+              "functions it calls are still compiled",
+              "fix the break inside the loop (or move it out of the loop), or move the loop "
+              "body into a function"),
     BreakKind("inlined_call",
               "the break happened inside a user function being inlined: the whole call runs "
               "natively (as its own compiled function, with its own graphs and breaks)",

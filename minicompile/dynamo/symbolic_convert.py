@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import builtins
 import inspect
+import logging
 import linecache
 import sys
 import types
@@ -37,6 +38,9 @@ MAX_INLINE_DEPTH = 48  # deeper than this is probably recursion
 # Python code of these modules is never inlined: logging and I/O must happen for real, in
 # program order, and numpy/random compute on data the graph cannot see (a graph break).
 NATIVE_MODULES = {"logging", "numpy", "random", "warnings"}
+# Pure lookups of those modules, called for real at trace time on constant arguments (their
+# result is the same object on every call), so only the logging call itself breaks the graph.
+TRACE_TIME_CALLS = {logging.getLogger}
 
 
 def handler(*opnames: str, supported: bool = True) -> Callable[[Handler], Handler]:
@@ -209,6 +213,13 @@ class InliningInstructionTranslator(InstructionTranslatorBase):
             unimplemented(f"inlining deeper than {MAX_INLINE_DEPTH} calls (recursion?)")
         code = fn.get_code()
         module = fn.get_globals().get("__name__", "").split(".")[0]
+        if getattr(fn, "fn", None) in TRACE_TIME_CALLS and all(
+                a.is_python_constant() for a in [*args, *kwargs.values()]):
+            from .variables.builder import SourcelessBuilder
+
+            return SourcelessBuilder.wrap(parent, fn.fn(*[a.as_python_constant() for a in args],
+                                                        **{k: v.as_python_constant()
+                                                           for k, v in kwargs.items()}))
         if module in NATIVE_MODULES:  # like Dynamo's trace_rules: run these natively
             unimplemented(f"call to {code.co_name} from the {module!r} module (not traced)")
         bound = fn.bind_args(parent, args, kwargs)

@@ -1,0 +1,179 @@
+"""Side effects (minicompile/dynamo/side_effects.py): mutations of lists, dicts, objects, globals
+and closure cells made while tracing are replayed after the graph, so these programs stay one
+graph like in real Dynamo, and end with the same state as eager."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+import torch._dynamo
+
+import minicompile as mc
+
+LOG: list = []
+COUNTER = 0
+
+
+class Box:
+    pass
+
+
+BOX = Box()
+
+
+class Counting(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        self.last = x.sum()
+        return self.lin(x)
+
+
+def global_list_append(x):
+    LOG.append(x.sum())
+    return x + 1
+
+
+def list_arg(x, xs):
+    xs.append(x + 1)
+    xs[0] = x * 2
+    xs.insert(1, 5)
+    del xs[-1]
+    return x.sin() + len(xs)
+
+
+def dict_arg(x, d):
+    d["a"] = x + 1
+    d.update(b=x * 3)
+    return x.cos() * d.pop("z")
+
+
+def attribute_store(x):
+    BOX.val = x + 1
+    BOX.count = 3
+    return BOX.val * 2  # reads the value stored above
+
+
+def global_store(x):
+    global COUNTER
+    COUNTER = COUNTER + 1
+    return x + COUNTER
+
+
+def read_before_store(x, xs):
+    old = xs[0]
+    xs[0] = x * 2
+    xs.append(old)  # the *old* first item: read before the store is replayed
+    return old - xs[0]
+
+
+def outer_counter():
+    count = [0, 0]
+    total = 0
+
+    def step(x):
+        nonlocal total
+        total = total + 1
+        count[0] += 1
+        return x * total
+
+    return step
+
+
+def mutate_then_print(x, xs):
+    xs.append(x + 1)
+    print("sees", len(xs))  # the native print runs after the replay
+    y = xs.pop()
+    return y * 2
+
+
+STEP = outer_counter()
+
+PROGRAMS = [
+    (global_list_append, lambda: (torch.randn(4),)),
+    (list_arg, lambda: (torch.randn(3), [torch.randn(3), 7])),
+    (dict_arg, lambda: (torch.randn(2, 5)[:, 1], {"z": 2})),  # non-contiguous
+    (attribute_store, lambda: (torch.randn(5),)),
+    (global_store, lambda: (torch.randn(3),)),
+    (read_before_store, lambda: (torch.randn(3), [torch.randn(3)])),
+    (STEP, lambda: (torch.randn(3),)),
+    (mutate_then_print, lambda: (torch.randn(3), [])),
+]
+IDS = [getattr(fn, "__name__", "step") for fn, _ in PROGRAMS]
+
+
+def _state():
+    return (list(LOG), dict(vars(BOX)), COUNTER, STEP.__closure__[0].cell_contents,
+            STEP.__closure__[1].cell_contents)
+
+
+def _reset_state():
+    global COUNTER
+    LOG.clear()
+    BOX.__dict__.clear()
+    COUNTER = 0
+    STEP.__closure__[0].cell_contents = [0, 0]
+    STEP.__closure__[1].cell_contents = 0
+
+
+@pytest.mark.parametrize("fn,make_args", PROGRAMS, ids=IDS)
+def test_eager_equal_and_same_state(fn, make_args, capsys):
+    args = make_args()
+    compiled_args = copy.deepcopy(args)
+    _reset_state()
+    expected, expected_state = fn(*args), _state()
+    eager_out = capsys.readouterr().out
+    _reset_state()
+    got = mc.compile(fn, backend="eager")(*compiled_args)
+    torch.testing.assert_close(got, expected)
+    torch.testing.assert_close(compiled_args, args)
+    torch.testing.assert_close(_state(), expected_state)
+    assert capsys.readouterr().out == eager_out
+    assert mc.metrics.eager_fallbacks == 0
+
+
+@pytest.mark.parametrize("fn,make_args", PROGRAMS[:5], ids=IDS[:5])
+def test_one_graph_like_real_dynamo(fn, make_args):
+    _reset_state()
+    ours = mc.explain(fn)(*make_args())
+    _reset_state()
+    torch._dynamo.reset()
+    theirs = torch._dynamo.explain(fn)(*make_args())
+    assert ours.graph_count == theirs.graph_count == 1
+    assert ours.graph_break_count == 0
+
+
+def test_module_attribute_stores():
+    m = Counting()
+    ref = copy.deepcopy(m)
+    x = torch.randn(2, 3)
+    cm = mc.compile(m, backend="eager")
+    torch.testing.assert_close(cm(x), ref(x))
+    assert m.calls == ref.calls == 1
+    torch.testing.assert_close(m.last, ref.last)
+    assert mc.metrics.graphs_compiled == 1 and mc.metrics.graph_breaks == 0
+
+
+def test_replay_is_readable_python():
+    out = mc.explain(list_arg)(torch.randn(3), [torch.randn(3)])
+    program = out.transformed_program()
+    assert "xs.append(graph_out_0[" in program
+    assert "xs[0] = graph_out_0[" in program and "xs.insert(1, 5)" in program
+    assert "del xs[-1]" in program
+
+
+def test_aliased_mutation_is_not_traced():
+    def two_names(x, a, b):
+        a.append(x + 1)
+        return x * len(b)
+
+    shared = []
+    got = mc.compile(two_names, backend="eager")(torch.ones(2), shared, shared)
+    torch.testing.assert_close(got, torch.ones(2))  # eager: len(b) is 1 after the append
+    assert len(shared) == 1
