@@ -7,6 +7,7 @@ bytes."""
 from __future__ import annotations
 
 import pytest
+import sympy
 import torch
 import torch.nn.functional as F
 from torch._decomp import core_aten_decompositions
@@ -78,6 +79,125 @@ def test_fused_bytes_are_the_analytical_minimum(name, fn, args, elements):
     s = schedule(fn, *args)
     assert s.num_bytes_accessed == elements * 4, s.describe()
     assert mc.metrics.num_bytes_accessed == elements * 4
+
+
+F32, I64, BOOL = 4, 8, 1  # bytes per element
+
+
+def f32(n):
+    return n * F32
+
+
+# (name, fn, inputs, bytes moved when fused): each worked out by hand from the shapes
+BYTE_CASES = [
+    # broadcasting both ways: a column and a row make a 10x10 grid
+    ("broadcast row and column", lambda x, y: x + y, [r(10, 1), r(1, 10)], f32(10 + 10 + 100)),
+    ("broadcast a column", lambda x, y: x + y, [r(10, 10), r(10, 1)], f32(100 + 10 + 100)),
+    ("expand to 3-d", lambda x, y: x.unsqueeze(0).expand(3, 5, 7) * y, [r(5, 7), r(3, 5, 7)],
+     f32(35 + 105 + 105)),
+    ("x.t() + x, odd size", lambda x: x.t() + x, [r(7, 7)], f32(49 + 49)),
+    # slices with steps: rows 0,2,4,6,8 and columns 1,4,7 -> 15 elements
+    ("slice with steps 2-d", lambda x: x[::2, 1::3].cos(), [r(10, 10)], f32(15 + 15)),
+    ("slice with step 1-d", lambda x: x[1::3].cos(), [r(20)], f32(7 + 7)),  # 1,4,...,19
+    # overlapping reads of one buffer are a union: x[0..4] and x[1..5] touch x[0..5]
+    ("overlapping slices", lambda x: x[:5] + x[1:6], [r(10)], f32(6 + 5)),
+    ("overlapping columns", lambda x: x[:, :-1] + x[:, 1:], [r(4, 6)], f32(24 + 20)),
+    ("disjoint halves", lambda x: x[:5] + x[5:], [r(10)], f32(10 + 5)),
+    ("sliding windows", lambda x: x.unfold(0, 3, 1).sum(-1), [r(10)], f32(10 + 8)),
+    # nearest 2x upsampling as a view: index i // 2 reads each element once, writes 4 times
+    ("nearest upsample view", lambda x: x[:, None, :, None].expand(3, 2, 4, 2).reshape(6, 8).exp(),
+     [r(3, 4)], f32(12 + 48)),
+    ("cat", lambda x, y: torch.cat([x, y]), [r(3, 4), r(5, 4)], f32(12 + 20 + 32)),
+    ("cat x with itself", lambda x: torch.cat([x, x], 1), [r(3, 4)], f32(12 + 24)),
+    ("constant pad", lambda x: F.pad(x, (1, 2)), [r(3, 4)], f32(12 + 21)),
+    # a bool mask of 10 broadcast over 7 rows: 10 one-byte reads
+    ("where, broadcast mask", lambda m, x, y: torch.where(m, x, y),
+     [r(10) > 0, r(7, 10), r(7, 10)], 10 * BOOL + f32(70 + 70 + 70)),
+    # reductions over each dim, some dims, all dims: read 120, write what remains
+    ("sum over dim 0", lambda x: x.sum(0), [r(4, 5, 6)], f32(120 + 30)),
+    ("sum over dim 1", lambda x: x.sum(1), [r(4, 5, 6)], f32(120 + 24)),
+    ("sum over dim 2", lambda x: x.sum(2), [r(4, 5, 6)], f32(120 + 20)),
+    ("sum over dims 0 and 2", lambda x: x.sum((0, 2)), [r(4, 5, 6)], f32(120 + 5)),
+    ("sum over all dims", lambda x: x.sum(), [r(4, 5, 6)], f32(120 + 1)),
+    ("amax over dim 0", lambda x: x.amax(0), [r(7, 9)], f32(63 + 9)),
+    ("argmax writes int64", lambda x: x.argmax(1), [r(7, 9)], f32(63) + 7 * I64),
+    # Welford: one pass writes mean and var (m2 never leaves the kernel)
+    ("var_mean", lambda x: torch.var_mean(x, 1), [r(6, 10)], f32(60 + 6 + 6)),
+    ("var over dim 0", lambda x: x.var(0, correction=0), [r(6, 10)], f32(60 + 10)),
+    ("std keepdim", lambda x: x.std(1, keepdim=True), [r(6, 10)], f32(60 + 6)),
+    ("softmax 3-d", lambda x: x.softmax(-1), [r(3, 5, 7)], f32(105 + 105)),
+    ("layer_norm affine", lambda x, w, b: F.layer_norm(x, (12,), w, b), [r(8, 12), r(12), r(12)],
+     f32(96 + 12 + 12 + 96)),
+    ("three outputs", lambda x: (x.sin(), x.cos(), x.sum(1)), [r(10, 10)], f32(100 + 100 + 100 + 10)),
+    ("int64 to float", lambda x: x.float() * 0.5, [torch.arange(10)], 10 * I64 + f32(10)),
+    # views of an intermediate: no copy, the intermediate stays in registers
+    ("view of an intermediate", lambda x: x.cos().view(5, 20).sum(1), [r(10, 10)], f32(100 + 5)),
+    ("transposed output", lambda x: x.cos().t(), [r(10, 10)], f32(100 + 100)),
+    # an extern kernel needs its input in memory: cos is written (100) and mm reads it back
+    ("cos feeds mm and an output", lambda x, w: (x.cos() @ w, x.cos() + 1), [r(10, 10), r(10, 10)],
+     f32(100 + 100 + 100) + f32(100 + 100 + 100)),
+    # a gather: 5 distinct rows of 8 from a 20x8 table (an upper bound, exact when rows differ)
+    ("embedding", lambda i, w: F.embedding(i, w), [torch.tensor([3, 0, 7, 19, 12]), r(20, 8)],
+     5 * I64 + f32(40 + 40)),
+]
+
+
+@pytest.mark.parametrize("name, fn, args, nbytes", BYTE_CASES, ids=[c[0] for c in BYTE_CASES])
+def test_fused_bytes_by_hand(name, fn, args, nbytes):
+    s = schedule(fn, *args)
+    assert s.num_bytes_accessed == nbytes, s.describe()
+
+
+def test_one_kernel_each():
+    """softmax, layer_norm and var_mean read their input once and write their output once."""
+    for fn in (lambda x: x.softmax(-1), lambda x: F.layer_norm(x, (9,)),
+               lambda x: torch.var_mean(x, -1)):
+        s = schedule(fn, r(7, 9))
+        assert len(s.kernels) == 1, s.describe()
+
+
+SYMBOLIC = [  # (fn, input shape, bytes as a formula of the two size symbols (a, b))
+    (lambda x: x.softmax(-1), lambda a, b: f32(2 * a * b)),
+    (lambda x: F.layer_norm(x, (x.shape[-1],)), lambda a, b: f32(2 * a * b)),
+    (lambda x: torch.var_mean(x, 1), lambda a, b: f32(a * b + 2 * a)),
+    (lambda x: x - x.sum(1, keepdim=True), lambda a, b: f32(2 * a * b)),
+]
+
+
+@pytest.mark.parametrize("k", range(len(SYMBOLIC)))
+def test_symbolic_sizes_fuse_and_count(k):
+    """Traced with symbolic sizes: the row check is proved on SymPy formulas, so the reduction
+    still fuses, and the byte count is a formula of the sizes."""
+    fn, expected = SYMBOLIC[k]
+    x = r(5, 7)
+    gm = make_fx(fn, decomposition_table=core_aten_decompositions(), tracing_mode="symbolic")(x)
+    graph = lower_graph(gm, [x])
+    s = Scheduler(graph)
+    assert len(s.kernels) == 1, s.describe()
+    (a, _), (b, _) = sorted(graph.size_hints.items(), key=lambda kv: kv[1])  # a=5, b=7
+    assert sympy.expand(s.num_bytes_accessed - expected(a, b)) == 0, s.num_bytes_accessed
+    assert mc.metrics.num_bytes_accessed == expected(5, 7)  # reported at the traced sizes
+    for shape in [(3, 11), (1, 2)]:
+        y = r(*shape)
+        torch.testing.assert_close(GraphExecutor(graph, s.ordered_nodes())(y), fn(y))
+
+
+def test_symbolic_union_is_an_upper_bound():
+    """Two overlapping slices with symbolic sizes: the union is not computed symbolically; the
+    count is their sum capped at the buffer size, exact again at the traced sizes' hint."""
+    fn, x = (lambda x: x[:, 1:] + x[:, :-1]), r(5, 7)
+    gm = make_fx(fn, decomposition_table=core_aten_decompositions(), tracing_mode="symbolic")(x)
+    s = Scheduler(lower_graph(gm, [x]))
+    assert isinstance(s.num_bytes_accessed, sympy.Expr) and s.num_bytes_accessed.has(sympy.Min)
+    assert s.bytes_hint() == f32(35 + 30)
+
+
+def test_enumeration_cap_falls_back_to_an_upper_bound(monkeypatch):
+    import minicompile.inductor.dependencies as deps
+
+    monkeypatch.setattr(deps, "MAX_ENUMERATED_POINTS", 4)
+    s = schedule(lambda x: x[:5] + x[1:6], r(10))
+    assert s.num_bytes_accessed == f32(10 + 5)  # 5 + 5 reads, capped at the 10 x holds
 
 
 def test_unfused_chain_moves_more():
