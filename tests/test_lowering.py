@@ -117,6 +117,35 @@ def test_reduction(fn):
     check(fn, x(3, 13, 5).transpose(0, 2))
 
 
+WELFORD = [  # lowered without decompositions, so the Welford reduction itself runs
+    lambda a: torch.var_mean(a, 1), lambda a: torch.var_mean(a, 1, correction=0),
+    lambda a: torch.var_mean(a, (0, 2), correction=0, keepdim=True),
+    lambda a: torch.var_mean(a), lambda a: a.var(-1, correction=2), lambda a: a.var(0),
+    lambda a: a.std(1, keepdim=True), lambda a: a.std((1, 2), correction=0),
+    lambda a: torch.std_mean(a, -1), lambda a: torch.var_mean(a[:, :1], 1),  # n=1: nan, like eager
+]
+
+
+@pytest.mark.parametrize("fn", WELFORD)
+def test_welford_var_mean_std(fn):
+    for a in (x(5, 67, 3) + 1000, x(3, 67, 5).transpose(0, 2)):  # a large mean; 67 > one block
+        graph = GraphLowering(make_fx(fn)(a)).run()
+        assert not graph.fallbacks, graph.fallbacks
+        assert any(getattr(b, "data", None) is not None and
+                   getattr(b.data, "reduction_type", "") == "welford_reduce" for b in graph.buffers)
+        torch.testing.assert_close(GraphExecutor(graph)(a), fn(a), equal_nan=True,
+                                   rtol=1e-4, atol=1e-4)
+
+
+def test_welford_combine_matches_one_pass():
+    from minicompile.inductor.executor import welford_reduce
+
+    v = torch.randn(4, 100, dtype=torch.float64) * 3 + 1e4
+    mean, m2, n = welford_reduce(v)
+    torch.testing.assert_close(mean, v.mean(-1))
+    torch.testing.assert_close(m2 / (n - 1), v.var(-1))
+
+
 NORMS = [lambda a: F.softmax(a, -1), lambda a: F.softmax(a, 0), lambda a: F.log_softmax(a, 1),
          lambda a: F.layer_norm(a, (a.shape[-1],)),
          lambda a: F.layer_norm(a, a.shape[-2:], torch.ones(a.shape[-2:]) * 0.5,

@@ -83,10 +83,37 @@ REDUCE = {
     "any": lambda v, dtype: v.bool().any(-1),
     "argmax": lambda v, dtype: v.argmax(-1),
     "argmin": lambda v, dtype: v.argmin(-1),
-    "welford_reduce": lambda v, dtype: (
-        v.mean(-1), ((v - v.mean(-1, keepdim=True)) ** 2).sum(-1),
-        torch.full(v.shape[:-1], v.shape[-1], dtype=v.dtype)),
+    "welford_reduce": lambda v, dtype: welford_reduce(v),
 }
+
+WELFORD_BLOCK = 32  # elements per block; blocks are merged one at a time, as a GPU kernel does
+
+
+def welford_reduce(v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(mean, m2, count) of the last dim in one pass over it: each block of ``WELFORD_BLOCK``
+    elements is summarised by its own (mean, m2, n), and the running summary absorbs the blocks
+    one by one with Chan et al.'s merge (``welford_combine``). Never forms ``sum(x^2) -
+    sum(x)^2/n``, whose cancellation loses every digit when the mean is large."""
+    shape = v.shape[:-1]
+    mean, m2 = torch.zeros(shape, dtype=v.dtype), torch.zeros(shape, dtype=v.dtype)
+    n = torch.zeros(shape, dtype=v.dtype)
+    for block in v.split(WELFORD_BLOCK, dim=-1):
+        b_mean = block.mean(-1)
+        b_m2 = ((block - b_mean.unsqueeze(-1)) ** 2).sum(-1)
+        mean, m2, n = welford_combine((mean, m2, n), (b_mean, b_m2, block.shape[-1]))
+    if v.shape[-1] == 0:
+        mean = torch.full(shape, float("nan"), dtype=v.dtype)
+    return mean, m2, n
+
+
+def welford_combine(a, b):
+    """Merge two (mean, m2, n) summaries of disjoint sets into the summary of their union."""
+    mean_a, m2_a, n_a = a
+    mean_b, m2_b, n_b = b
+    n = n_a + n_b
+    delta = mean_b - mean_a
+    frac = torch.where(n > 0, n_b / n.clamp(min=1), torch.zeros_like(n))
+    return mean_a + delta * frac, m2_a + m2_b + delta * delta * n_a * frac, n
 
 # ops name -> torch function, where the names differ
 TORCH_OPS = {

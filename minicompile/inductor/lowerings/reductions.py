@@ -163,6 +163,22 @@ def var(x, dims=None, *, correction=None, keepdim=False):
     return _var(m2, _numel(x, dims), 1 if correction is None else correction, dtype)
 
 
+@register_lowering(aten.std.correction)
+def std(x, dims=None, *, correction=None, keepdim=False):
+    dtype = out_meta().dtype
+    _, m2 = var_mean_welford(x, dims, keepdim, dtype)
+    variance = _var(m2, _numel(x, dims), 1 if correction is None else correction, dtype)
+    return make_pointwise(ops.sqrt, [variance], dtype, size=m2.get_size())
+
+
+@register_lowering(aten.std_mean.correction)
+def std_mean(x, dims=None, *, correction=None, keepdim=False):
+    dtype = out_meta()[0].dtype
+    mean_, m2 = var_mean_welford(x, dims, keepdim, dtype)
+    variance = _var(m2, _numel(x, dims), 1 if correction is None else correction, dtype)
+    return realize(make_pointwise(ops.sqrt, [variance], dtype, size=m2.get_size())), mean_
+
+
 # --- normalisations --------------------------------------------------------------------------
 
 
