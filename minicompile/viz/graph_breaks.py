@@ -40,3 +40,20 @@ def draw_graph_breaks(out, title: str = "") -> graphviz.Digraph:
             dot.edge(prev, node, label="run natively")
             prev = node
     return dot
+
+
+def break_chain(n_ops: int = 8, n_breaks: int = 0):
+    """A straight-line function of ``n_ops`` pointwise steps with ``n_breaks`` prints spread
+    between them (no loop: a break inside a loop would skip the whole frame), for measuring
+    what breaks cost. Its source is registered with linecache so break reasons show lines."""
+    import linecache
+
+    where = {round((k + 1) * n_ops / (n_breaks + 1)) - 1 for k in range(n_breaks)}
+    body = "".join("    x = x * 1.01 + 0.1\n" + ("    print(end='')\n" if i in where else "")
+                   for i in range(n_ops))
+    source = f"def chain_{n_breaks}(x):\n{body}    return x\n"
+    filename = f"<break_chain_{n_ops}_{n_breaks}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace: dict = {}
+    exec(compile(source, filename, "exec"), namespace)
+    return namespace[f"chain_{n_breaks}"]
