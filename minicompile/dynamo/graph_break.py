@@ -18,6 +18,11 @@ may break again. A data-dependent ``if`` becomes ``if <cond>: return __resume_at
 followed by ``return __resume_at_B(...)``, one resume function per branch, compiled only when
 taken. A ``with torch.no_grad()`` active at the break: the native instruction runs inside the
 same ``with``, and the resume function enters it again in its prologue (a CONTEXT stack slot).
+Mutations traced before the break (side_effects.py) are replayed before the native instruction.
+
+A break *inside a loop* (a jump after it goes back before it: Dynamo's ``maybe_has_backedge``)
+does not resume: like real Dynamo, the frame runs eagerly with no graph (:func:`skip_frame`),
+while the user functions it calls are still compiled as their own frames.
 """
 
 from __future__ import annotations
