@@ -241,3 +241,49 @@ def test_multi_output_fallback():
 def test_at_least_80_ops_lowered():
     packets = {op.overloadpacket if hasattr(op, "overloadpacket") else op for op in lowerings}
     assert len(packets) >= 80, len(packets)
+
+
+# ops lowered whole (traced without decompositions, so the lowering itself runs)
+NN_OPS = [
+    (lambda a, b: torch.ops.aten.mish(a), ()),
+    (lambda a, b: torch.ops.aten.mish_backward(b, a), ()),
+    (lambda a, b: torch.ops.aten.elu_backward(b, 1.3, 1.0, 1.0, False, a), ()),
+    (lambda a, b: torch.ops.aten.elu_backward(b, 1.0, 1.05, 1.0, True, F.elu(a)), ()),
+    (lambda a, b: F.smooth_l1_loss(a, b), ()), (lambda a, b: F.smooth_l1_loss(a, b, beta=0.5,
+                                                                              reduction="sum"), ()),
+    (lambda a, b: F.smooth_l1_loss(a, b, reduction="none", beta=0.0), ()),
+    (lambda a, b: torch.ops.aten.smooth_l1_loss_backward(torch.tensor(0.7), a, b, 1, 0.5), ()),
+    (lambda a, b: F.binary_cross_entropy_with_logits(a * 30, b.sigmoid()), ()),
+    (lambda a, b: F.binary_cross_entropy_with_logits(a, b.sigmoid(), weight=b.abs(),
+                                                     pos_weight=b[0].abs(), reduction="none"), ()),
+    (lambda a, b: torch.ops.aten.select_backward(b[:, 2], [13, 7], 1, 2), ()),
+    (lambda a, b: torch.ops.aten.select_backward(b[-1], [13, 7], 0, -1), ()),
+    (lambda a, b: torch.zeros_like(a).scatter(1, (b.abs() * 3).long().clamp(max=6)[:, :1],
+                                              a[:, :1]), ()),
+    (lambda a, b: a.scatter(0, (b.abs() * 3).long().clamp(max=12)[:2], -1.0), ()),  # 2 slots
+]
+
+
+@pytest.mark.parametrize("k", range(len(NN_OPS)))
+def test_nn_ops_lowered_whole(k):
+    fn, _ = NN_OPS[k]
+    a, b = x(13, 7), x(13, 7)
+    graph = GraphLowering(make_fx(fn)(a, b)).run()
+    assert not graph.fallbacks, graph.fallbacks
+    torch.testing.assert_close(GraphExecutor(graph)(a, b), fn(a, b))
+
+
+FALLBACK_REASONS = [  # (fn, args, words the logged reason contains)
+    (lambda a: a.cumsum(0), (x(5, 3),), "scan"),
+    (lambda a: a[a > 0], (x(5, 3),), "data-dependent"),
+    (lambda a, i: a.index_put((i,), torch.ones(3), accumulate=True), (x(6), torch.tensor([0, 2, 2])),
+     "accumulate"),
+]
+
+
+@pytest.mark.parametrize("k", range(len(FALLBACK_REASONS)))
+def test_fallbacks_say_why(k):
+    fn, args, words = FALLBACK_REASONS[k]
+    graph = GraphLowering(make_fx(fn)(*args)).run()
+    assert graph.fallbacks and words in graph.fallbacks[0][1], graph.fallbacks
+    torch.testing.assert_close(GraphExecutor(graph)(*args), fn(*args))

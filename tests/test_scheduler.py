@@ -16,7 +16,7 @@ from minicompile.inductor.fx_passes import run_graph_passes
 from minicompile.inductor.graph import lower_graph
 from minicompile.inductor.memory_planning import plan_memory
 from minicompile.inductor.scheduler import FusedSchedulerNode, Scheduler
-from models import MODELS
+from models import MODELS, MORE_MODELS
 
 
 def lower(fn, *args):
@@ -165,12 +165,18 @@ def _compiler(schedulers: list):
     return compile_graph
 
 
-@pytest.mark.parametrize("name", sorted(MODELS))
+# MORE_MODELS left out: conv_bn_train and lstm (AOT autograd hands over graphs whose metadata
+# the lowering cannot read yet), embedding_lm (its backward's index_put is a fallback by design)
+ZOO = {**MODELS, **{k: MORE_MODELS[k] for k in ("swiglu", "fused_attention", "activations",
+                                                 "losses")}}
+
+
+@pytest.mark.parametrize("name", sorted(ZOO))
 def test_model_zoo_forward_and_backward(name):
     from minicompile.aot_autograd.aot_autograd import aot_module_simplified
     from minicompile.decompositions import decomposition_table
 
-    model, inputs = MODELS[name]()
+    model, inputs = ZOO[name]()
     schedulers: list[Scheduler] = []
     compiled = aot_module_simplified(torch.fx.symbolic_trace(model), list(inputs),
                                      fw_compiler=_compiler(schedulers),
@@ -187,4 +193,6 @@ def test_model_zoo_forward_and_backward(name):
     torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(grads, ref_grads, rtol=1e-4, atol=1e-5)
     assert len(schedulers) == 2  # forward and backward graphs both went through the scheduler
-    assert all(len(s.kernels) < len(s.nodes) for s in schedulers)  # something fused in each
+    assert [s.graph.fallbacks for s in schedulers] == [[], []]  # every op lowered
+    if name in MODELS:  # (fused_attention's forward is one sdpa call: nothing to fuse)
+        assert all(len(s.kernels) < len(s.nodes) for s in schedulers)  # something fused in each

@@ -153,7 +153,7 @@ class GraphLowering:
         return buf
 
     def call_function(self, node: torch.fx.Node, args: tuple, kwargs: dict) -> Any:
-        from .lowering import Unsupported, lowerings, make_fallback, realize
+        from .lowering import Unsupported, fallback_reason, lowerings, make_fallback, realize
 
         target = node.target
         if target is operator.getitem:
@@ -162,7 +162,7 @@ class GraphLowering:
             return SYMBOLIC_OPS[target](*args, **kwargs)
         lower = lowerings.get(target)
         if lower is None:
-            return make_fallback(target, args, kwargs, f"no lowering for {target}")
+            return make_fallback(target, args, kwargs, fallback_reason(target))
         try:
             result = lower(*args, **kwargs)
         except Unsupported as e:

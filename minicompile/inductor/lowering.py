@@ -129,6 +129,25 @@ def realize_strided(x: IRNode) -> Buffer | ReinterpretView:
 
 # --- fallbacks --------------------------------------------------------------------------------
 
+# Ops left to ATen on purpose, and why (any other op without a row: "no lowering for ...").
+FALLBACK_REASONS = {
+    aten.cumsum: "a scan (each output depends on all earlier ones): not a Pointwise or "
+                 "Reduction loop nest",
+    aten.cumprod: "a scan (each output depends on all earlier ones): not a Pointwise or "
+                  "Reduction loop nest",
+    aten.index_put: "writes at run-time indices (with accumulate, duplicates add up): a "
+                    "scatter, not a loop nest that each output element can compute alone",
+    aten.scatter_add: "a scatter with accumulation (duplicate indices add up)",
+    aten.nonzero: "data-dependent output size",
+    aten.masked_select: "data-dependent output size",
+}
+
+
+def fallback_reason(target: Any) -> str:
+    packet = getattr(target, "overloadpacket", target)
+    return FALLBACK_REASONS.get(packet, f"no lowering for {target}")
+
+
 
 def make_fallback(target: Any, args: tuple, kwargs: dict, reason: str) -> Any:
     """Run ``target`` through ATen (no lowering for it); the reason is logged and kept in
