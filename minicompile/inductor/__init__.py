@@ -35,8 +35,13 @@ Buffers (all have ``name``, ``layout``, ``get_size()``, ``get_dtype()``, ``make_
   indices)`` for tuple outputs. ``inputs()`` lists the IR nodes it reads.
 
 ``get_read_writes() -> ReadWrites(reads, writes, var_ranges)``: ``MemoryDep(name, index,
-var_ranges)`` for loop nests (``num_elements()`` = distinct elements touched), ``StarDep(name,
-numel)`` for whole-buffer accesses of extern kernels.
+var_ranges, bounds=())`` for loop nests (``bounds``: ``(var, lo, hi)`` from a mask around a load,
+as in cat and pad; ``restricted()`` folds them into the ranges; ``num_elements()`` = distinct
+elements touched), ``StarDep(name, numel)`` for whole-buffer accesses of extern kernels.
+``dependencies.footprint(deps, numel)`` counts the distinct elements several accesses touch
+(closed form for affine injective indices, enumeration for the rest, an upper bound above
+``MAX_ENUMERATED_POINTS`` or with symbolic sizes); ``GraphLowering.size_hints`` gives the traced
+value of each size symbol, for reporting only.
 
 Views (never copies): ``View(data, size, reindex)``; ``ReinterpretView(buffer, layout)``;
 ``as_strided_layout(node)`` turns an affine chain of views into a ReinterpretView.
