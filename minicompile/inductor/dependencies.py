@@ -176,14 +176,33 @@ def row_formula(dep: MemoryDep, n_rows: sympy.Expr) -> sympy.Expr:
     return simplify_index(FloorDiv(flat, per_row), dict(dep.var_ranges))
 
 
+def _flat(dep: MemoryDep) -> sympy.Expr:
+    flat, stride = sympy.Integer(0), sympy.Integer(1)
+    for v, size in reversed(dep.var_ranges):
+        flat, stride = flat + v * stride, stride * size
+    return flat
+
+
 def rows_line_up_symbolic(write: MemoryDep, read: MemoryDep, n_rows: sympy.Expr) -> bool:
-    """Proof for the usual case: row ``k`` is stored at offset ``k`` and every read point loads
-    the offset equal to its own row."""
+    """Proof for the usual cases, on SymPy formulas: the writer stores row ``k`` at offset ``k``
+    (a reduction's output), or stores its loops row-major (offset ``A`` belongs to row
+    ``A // per_row``); and the row owning each offset read is the reader's own row."""
     if write.is_indirect() or read.is_indirect():
         return False
     same = lambda a, b: sympy.expand(a - b) == 0  # noqa: E731
-    return (same(simplify_index(write.index, dict(write.var_ranges)), row_formula(write, n_rows))
-            and same(simplify_index(read.index, dict(read.var_ranges)), row_formula(read, n_rows)))
+    w_index = simplify_index(write.index, dict(write.var_ranges))
+    r_index = simplify_index(read.index, dict(read.var_ranges))
+    read_row = row_formula(read, n_rows)
+    if same(w_index, row_formula(write, n_rows)):
+        owner = r_index
+    elif same(w_index, _flat(write)):
+        per_row = sympy.cancel(sympy.Mul(*[s for _, s in write.var_ranges]) / n_rows)
+        from .sizevars import FloorDiv
+
+        owner = simplify_index(FloorDiv(read.index, per_row), dict(read.var_ranges))
+    else:
+        return False
+    return same(owner, read_row)
 
 
 def addresses_and_rows(dep: MemoryDep, n_rows: int) -> tuple[torch.Tensor, torch.Tensor]:
