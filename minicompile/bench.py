@@ -53,9 +53,10 @@ def profile_kernels(fn: Callable, *args: Any, reps: int = 5) -> list[tuple[str, 
         _sync("cuda" if on_gpu else "cpu")
     rows = []
     for evt in prof.key_averages():
-        if on_gpu:
-            us = evt.device_time_total if hasattr(evt, "device_time_total") else evt.cuda_time_total
-            if us <= 0 or evt.key.startswith(("cuda", "Memcpy", "Memset")):
+        if on_gpu:  # kernels only: an ATen op's own device time is zero, its kernels hold it
+            us = getattr(evt, "self_device_time_total", None)
+            us = evt.self_cuda_time_total if us is None else us
+            if us <= 0 or evt.key.startswith(("cuda", "Memcpy", "Memset", "Activity")):
                 continue
         else:
             if not evt.key.startswith("aten::") or evt.self_cpu_time_total <= 0:

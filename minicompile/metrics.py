@@ -15,8 +15,11 @@ class Metrics:
     recompiles: int = 0  # compiles of a code object that already had an entry
     graph_breaks: int = 0  # partial graphs ended by an unsupported instruction
     graphs_compiled: int = 0  # FX graphs handed to a backend
-    kernels_generated: int = 0  # kernels emitted by inductor's code generators
-    num_bytes_accessed: int = 0  # bytes read + written by the last compiled graph's kernels
+    kernels_generated: int = 0  # kernels emitted by inductor's code generators (a later stage)
+    # bytes read + written by the last compiled graph's kernels: a loop kernel counts the distinct
+    # elements it touches; library (extern) calls such as mm, conv and sdpa count their whole
+    # inputs and outputs
+    num_bytes_accessed: int = 0
     guard_failures: int = 0  # cache entries rejected by their guards
     eager_fallbacks: int = 0  # frames run eagerly because nothing could be compiled
 
