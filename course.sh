@@ -52,11 +52,12 @@ run_tests() {
 
 case "${1:-}" in
   lab)
-    install_dot; install_python_packages
+    shift; install_dot; install_python_packages
     say "opening the course: notebooks/00_tour.ipynb is the place to start"
-    exec "$VENV/bin/jupyter" lab notebooks/ ;;
+    root_flag=(); [ "$(id -u)" = 0 ] && root_flag=(--allow-root)  # containers often run as root
+    exec "$VENV/bin/jupyter" lab "${root_flag[@]}" "$@" notebooks/ ;;
   test)
     shift; install_dot; install_python_packages; run_tests "$@" ;;
   *)
-    echo "usage: bash course.sh lab | test [pytest args]"; exit 2 ;;
+    echo "usage: bash course.sh lab [jupyter args] | test [pytest args]"; exit 2 ;;
 esac
