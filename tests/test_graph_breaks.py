@@ -272,3 +272,35 @@ def test_logs_graph_breaks(caplog):
     finally:
         mc.set_logs()
     assert "Graph break" in caplog.text and "print" in caplog.text
+
+
+INSTALLED_PREFIXES = ("__compiled_fn_", "__resume_at_", "__transformed_code_", "__const_",
+                      "__eager_", "__compiled_", "__torch_")
+
+
+def test_compiling_leaves_the_module_globals_alone(capsys):
+    """Compiled graphs, resume functions and helpers are closure variables of the transformed
+    function, not globals: real Dynamo, run on the same module afterwards, would refuse
+    ``__resume_at_...`` names that already exist there."""
+    before = set(globals())
+    for fn, make_args in PROGRAMS:
+        mc.compile(fn, backend="eager")(*make_args())
+        mc.explain(fn)(*make_args())
+    added = {n for n in set(globals()) - before if n.startswith(INSTALLED_PREFIXES)}
+    assert not added
+    assert mc.metrics.graph_breaks > 0
+    torch._dynamo.reset()
+    for fn, make_args in PROGRAMS[:4] + PROGRAMS[6:8]:  # breaks with resume functions
+        assert torch._dynamo.explain(fn)(*make_args()).graph_count >= 1
+    capsys.readouterr()
+    # and the transformed functions still read the user's live globals for everything else
+    global LOG
+    cf = mc.compile(bumpy, backend="eager")
+    LOG.clear()
+    cf(torch.randn(3))
+    old, LOG = LOG, []
+    try:
+        cf(torch.randn(3))
+        assert len(LOG) == 1 and len(old) == 1
+    finally:
+        LOG = old

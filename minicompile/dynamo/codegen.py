@@ -11,20 +11,32 @@ can print it::
 
 Each VariableTracker's ``reconstruct(codegen)`` returns the expression that rebuilds it: a graph
 output, a constant literal, a source expression (an input returned as it is), or a tuple/list/dict
-of those. Objects with no literal form are installed as globals of the frame, as Dynamo does.
+of those. Objects with no literal form (the compiled graph, resume functions, a torch function,
+a constant with no literal) get a fresh name with :meth:`PyCodegen.install_global`.
+
+Where those names live: real Dynamo writes them into the frame's globals (``install_global``).
+minicompile binds them as *closure variables* of the transformed function instead
+(:func:`make_function` defines it inside a factory whose parameters are the installed names), so
+the user's module gains no ``__compiled_fn_0`` / ``__resume_at_40_1`` entries -- real Dynamo,
+run on the same module afterwards, refuses names that already exist there. Every other name the
+transformed function reads (``torch``, the user's helpers, ``print``) still comes from the user's
+live globals and builtins.
 """
 
 from __future__ import annotations
 
 import itertools
-from typing import Any
+import linecache
+from typing import Any, Callable
 
 _unique = itertools.count()
 
 
 class PyCodegen:
-    def __init__(self, f_globals: dict, graph_out_name: str = "graph_out_0"):
-        self.f_globals = f_globals
+    def __init__(self, f_globals: dict, installed: dict[str, Any],
+                 graph_out_name: str = "graph_out_0"):
+        self.f_globals = f_globals  # read only: which names the user's module already has
+        self.installed = installed  # name -> value, the transformed function's closure variables
         self.graph_out_name = graph_out_name
         self.graph_outputs: list = []  # TensorVariables, in output order (deduplicated by node)
 
@@ -40,10 +52,30 @@ class PyCodegen:
         return f"{self.graph_out_name}[{len(self.graph_outputs) - 1}]"
 
     def install_global(self, hint: str, value: Any) -> str:
-        """Bind ``value`` to a fresh name in the frame's globals (``__const_3``) and return it."""
-        for name, v in self.f_globals.items():
+        """Give ``value`` a fresh name (``__const_3``) the transformed function can read; the name
+        is one of its closure variables (Dynamo's name: it writes the frame's globals)."""
+        for name, v in self.installed.items():
             if name.startswith(f"__{hint}_") and v is value:
                 return name
         name = f"__{hint}_{next(_unique)}"
-        self.f_globals[name] = value
+        self.installed[name] = value
         return name
+
+
+def make_function(source: str, name: str, f_globals: dict, installed: dict[str, Any]) -> Callable:
+    """Define the transformed function ``name`` from its ``source``. It runs with the user's
+    globals; the ``installed`` names are bound by a factory around it::
+
+        def __make___transformed_code_0_fn(__compiled_fn_0):   # closure variables
+            def __transformed_code_0_fn(x, y):                 # the source, as printed
+                ...
+            return __transformed_code_0_fn
+    """
+    params = ", ".join(installed)
+    body = "".join(f"    {line}\n" for line in source.splitlines())
+    factory = f"def __make_{name}({params}):\n{body}    return {name}\n"
+    filename = f"<{name}>"  # tracebacks through the transformed function show its lines
+    linecache.cache[filename] = (len(factory), None, factory.splitlines(True), filename)
+    namespace: dict = {}
+    exec(compile(factory, filename, "exec"), f_globals, namespace)
+    return namespace[f"__make_{name}"](**installed)

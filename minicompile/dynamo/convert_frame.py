@@ -43,16 +43,13 @@ def convert_frame(fn: types.FunctionType, f_locals: dict, backend: Callable,
     grad_mode = torch.is_grad_enabled()
     break_error = None
     while True:  # at most twice: a failed trace is restarted to graph-break at the failure
-        output = OutputGraph(code, fn.__globals__, backend)
-        output.root_fn, output.frame_cache, output.arg_names = fn, cache, list(f_locals)
-        output.initial_grad_mode = grad_mode
+        output = OutputGraph(fn, list(f_locals), backend, cache, grad_mode)
         try:
             tx = InstructionTranslator(code, fn.__globals__, f_locals, fn.__closure__, output)
             if break_error is not None:
                 tx.break_index, tx.break_error = break_error.root_index, break_error
             tx.run()
-            result = tx.break_result or output.compile_and_codegen(tx.return_value,
-                                                                   list(f_locals))
+            result = tx.break_result or output.compile_and_codegen(tx.return_value)
             break
         except Unsupported as e:  # graph_break.py: trace again, breaking where it failed
             if fullgraph or break_error is not None or getattr(e, "root_index", None) is None:

@@ -47,6 +47,9 @@ class FrameCache:
     frame_states: dict[types.CodeType, FrameState] = field(default_factory=dict)
     # why each recompile happened: "tensor 'L['x']' size mismatch at index 0. expected 4, actual 8"
     recompile_reasons: dict[types.CodeType, list[str]] = field(default_factory=dict)
+    # backend -> the ``optimize`` wrappers graph breaks call (resume functions, user functions
+    # run natively), so each keeps its compiled entries across calls (graph_break.py)
+    wrappers: dict[Callable, dict[Any, Callable]] = field(default_factory=dict)
 
     def notify(self, event: str, payload: Any) -> None:
         for listener in self.listeners:
@@ -62,6 +65,7 @@ def reset() -> None:
     CACHE.eager.clear()
     CACHE.frame_states.clear()
     CACHE.recompile_reasons.clear()
+    CACHE.wrappers.clear()
 
 
 def cache_entries(fn: Any, cache: FrameCache = CACHE) -> list[CacheEntry]:

@@ -48,10 +48,9 @@ JUMPS = {"POP_JUMP_IF_FALSE": False, "POP_JUMP_IF_TRUE": True}  # jump when the 
 
 
 def _wrappers(output) -> dict:
-    """The ``optimize`` wrappers of resume functions and natively called user functions, kept
-    per frame cache and backend so that each keeps its compiled entries across calls."""
-    per_cache = output.frame_cache.__dict__.setdefault("graph_break_wrappers", {})
-    return per_cache.setdefault(output.backend, {})
+    """The ``optimize`` wrappers of resume functions and natively called user functions of
+    this frame cache and backend (``FrameCache.wrappers``)."""
+    return output.frame_cache.wrappers.setdefault(output.backend, {})
 
 
 def reconstruct(vt, codegen: PyCodegen) -> str:
@@ -101,7 +100,7 @@ class BreakWriter:
 
     def __init__(self, tx, inst: Instruction):
         self.tx, self.inst, self.output = tx, inst, tx.output
-        self.codegen = PyCodegen(tx.f_globals)
+        self.codegen = tx.output.codegen()
         self.temps: list[str] = []  # values read before the side effects are replayed
 
     def value(self, vt) -> str:
@@ -153,7 +152,7 @@ class BreakWriter:
 
             wrappers[key] = optimize(resume_function(code, fn), self.output.backend,
                                      cache=self.output.frame_cache)
-        tx.f_globals[code.co_name] = wrappers[key]
+        self.output.installed[code.co_name] = wrappers[key]
         args = stack_exprs + [self.value(tx.symbolic_locals[n]) for n in names]
         return f"{code.co_name}({', '.join(args)})"
 
@@ -184,7 +183,7 @@ def _next_offset(tx, index: int) -> int:
 
 def break_at(tx, index: int, error: Unsupported):
     """Stop tracing before ``tx.instructions[index]``: return the FrameResult of the break."""
-    from .output_graph import FrameResult, _compiled_fn_ids, _define
+    from .output_graph import FrameResult, transformed_name
     from .variables.base import NullVariable
 
     inst = tx.instructions[index]
@@ -236,7 +235,7 @@ def break_at(tx, index: int, error: Unsupported):
     # Mutations traced so far happen before the native instruction (program order).
     temps, replay = tx.output.side_effects.codegen(w.codegen, reconstruct)
     graph_lines, graphs = w.graph_lines()
-    name = f"__transformed_code_{next(_compiled_fn_ids)}_{tx.code.co_name}"
+    name = transformed_name(tx.code)
     lines = graph_lines + w.temps + temps + replay + body
     source = (f"def {name}({', '.join(tx.output.arg_names)}):\n"
               + "".join(f"    {line}\n" for line in lines))
@@ -244,7 +243,7 @@ def break_at(tx, index: int, error: Unsupported):
     metrics.increment("graph_breaks")
     _logging.trace_artifact("graph_breaks", str(gb), title=f"GRAPH BREAK in {tx.code.co_name}")
     tx.output.frame_cache.notify("graph_break", gb)
-    return FrameResult(source, _define(source, name, tx.f_globals), tx.output.guards, graphs)
+    return FrameResult(source, tx.output.define(source, name), tx.output.guards, graphs)
 
 
 def in_loop(code: types.CodeType, offset: int) -> bool:
@@ -287,7 +286,7 @@ def skip_frame(tx, inst: Instruction, error: Unsupported):
     """A break inside a loop: the frame runs eagerly, without a graph (Dynamo's "graph break in
     loop" frame skip), but the user functions it calls are compiled as their own frames."""
     from .eval_frame import optimize
-    from .output_graph import FrameResult, _compiled_fn_ids, _define
+    from .output_graph import FrameResult, transformed_name
 
     reason = f"graph break in a for/while loop: the frame runs eagerly ({error.reason})"
     fn, code = tx.output.root_fn, tx.code
@@ -307,7 +306,7 @@ def skip_frame(tx, inst: Instruction, error: Unsupported):
     eager = types.FunctionType(code, _CompilingGlobals(fn.__globals__, wrap), code.co_name,
                                fn.__defaults__, fn.__closure__)
     eager.__kwdefaults__ = fn.__kwdefaults__
-    name = PyCodegen(tx.f_globals).install_global(f"eager_{code.co_name}", eager)
+    name = tx.output.codegen().install_global(f"eager_{code.co_name}", eager)
     n = code.co_argcount + code.co_kwonlyargcount
     params = list(code.co_varnames[:n + bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)])
     args = params[:code.co_argcount] + [f"{p}={p}" for p in params[code.co_argcount:n]]
@@ -315,7 +314,7 @@ def skip_frame(tx, inst: Instruction, error: Unsupported):
         args.append(f"*{params[n]}")
     if code.co_flags & 0x08:
         args.append(f"**{params[-1]}")
-    transformed = f"__transformed_code_{next(_compiled_fn_ids)}_{code.co_name}"
+    transformed = transformed_name(code)
     source = (f"def {transformed}({', '.join(tx.output.arg_names)}):\n"
               f"    # {reason.splitlines()[0][:90]}\n"
               f"    return {name}({', '.join(args)})\n")
@@ -323,7 +322,7 @@ def skip_frame(tx, inst: Instruction, error: Unsupported):
     metrics.increment("graph_breaks")
     _logging.trace_artifact("graph_breaks", str(gb), title=f"GRAPH BREAK in {code.co_name}")
     tx.output.frame_cache.notify("graph_break", gb)
-    return FrameResult(source, _define(source, transformed, tx.f_globals), tx.output.guards, [])
+    return FrameResult(source, tx.output.define(source, transformed), tx.output.guards, [])
 
 
 def _native_callable(fn_vt, fn_value: Any, w: BreakWriter) -> str:

@@ -10,9 +10,9 @@ fake example value in ``node.meta["example_value"]``.
 from __future__ import annotations
 
 import itertools
-import linecache
 import operator
 import re
+import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -22,7 +22,7 @@ from torch.fx.proxy import GraphAppendingTracer
 
 from .. import _logging
 from ..metrics import metrics
-from .codegen import PyCodegen
+from .codegen import PyCodegen, make_function
 from .exc import unimplemented
 from .guards import Guard, GuardKind
 from .side_effects import SideEffects
@@ -33,6 +33,12 @@ from .symbolic_shapes import (ShapeEnv, fake_from_sizes, has_symbolic_scalars,
 
 _compiled_fn_ids = itertools.count()  # __compiled_fn_0, __compiled_fn_1, ...
 _transformed_ids = itertools.count()  # __transformed_code_0_fn, ...
+
+
+def transformed_name(code: types.CodeType) -> str:
+    """A fresh name for a transformed function: ``__transformed_code_3_f``."""
+    fn_name = re.sub(r"\W", "_", code.co_name)  # <lambda> -> _lambda_
+    return f"__transformed_code_{next(_transformed_ids)}_{fn_name}"
 
 
 @dataclass
@@ -71,8 +77,22 @@ def _is_side_effect(node: torch.fx.Node) -> bool:
 
 
 class OutputGraph:
-    def __init__(self, code, f_globals: dict, backend: Callable):
-        self.code, self.f_globals, self.backend = code, f_globals, backend
+    """One trace of the frame of ``root_fn`` called with arguments ``arg_names``.
+
+    ``frame_cache`` (eval_frame.FrameCache) holds the compiled entries and the ``optimize``
+    wrappers that graph breaks call (resume functions, user functions run natively);
+    ``initial_grad_mode`` is the grad mode the frame started with (restored at a break)."""
+
+    def __init__(self, root_fn: types.FunctionType, arg_names: list[str], backend: Callable,
+                 frame_cache=None, initial_grad_mode: bool | None = None):
+        self.root_fn, self.arg_names, self.frame_cache = root_fn, list(arg_names), frame_cache
+        self.code, self.f_globals = root_fn.__code__, root_fn.__globals__
+        self.initial_grad_mode = (torch.is_grad_enabled() if initial_grad_mode is None
+                                  else initial_grad_mode)
+        self.backend = backend
+        # Names the transformed function reads that the user's code does not (__compiled_fn_0,
+        # __resume_at_40_1, ...): closure variables of the transformed function (codegen.py).
+        self.installed: dict[str, Any] = {}
         self.graph = torch.fx.Graph()
         self.tracer = GraphAppendingTracer(self.graph)
         self.fake_mode = FakeTensorMode()  # fake tensors; their sizes may be our SymInts
@@ -91,6 +111,14 @@ class OutputGraph:
         self.current_tx = None  # the translator now running (inlined frames included)
         self.root_tx = None
 
+    def codegen(self, graph_out_name: str = "graph_out_0") -> PyCodegen:
+        """A code writer for the transformed function, installing names into ``installed``."""
+        return PyCodegen(self.f_globals, self.installed, graph_out_name)
+
+    def define(self, source: str, name: str) -> Callable:
+        """The transformed function ``name`` from its source, with the installed names bound."""
+        return make_function(source, name, self.f_globals, self.installed)
+
     # -- building the graph ---------------------------------------------------------------------
     def add_guard(self, guard: Guard) -> None:
         self.guards.append(guard)
@@ -108,6 +136,14 @@ class OutputGraph:
         self._meta(proxy.node)
         return proxy
 
+    def _new_placeholder(self, source: Source) -> torch.fx.Node:
+        """Placeholders come first in the graph, in the order the inputs were found."""
+        first_op = next((n for n in self.graph.nodes if n.op != "placeholder"), None)
+        if first_op is None:
+            return self.graph.placeholder(graph_input_name(source))
+        with self.graph.inserting_before(first_op):
+            return self.graph.placeholder(graph_input_name(source))
+
     def add_graph_input(self, source: Source, value: torch.Tensor):
         from .variables.tensor import TensorVariable
 
@@ -115,12 +151,7 @@ class OutputGraph:
             if gi.source == source:
                 return TensorVariable(gi.proxy, gi.proxy.node.meta["example_value"], source,
                                       type(value))
-        first_op = next((n for n in self.graph.nodes if n.op != "placeholder"), None)
-        if first_op is None:  # placeholders must come first, in the order inputs were found
-            node = self.graph.placeholder(graph_input_name(source))
-        else:
-            with self.graph.inserting_before(first_op):
-                node = self.graph.placeholder(graph_input_name(source))
+        node = self._new_placeholder(source)
         dims = self.dynamic.tensor_dims(source.name(), value)
         if dims:  # some sizes are symbolic: a fake tensor whose sizes are SymInts
             sizes, strides = self.shape_env.create_symbolic_sizes_strides(value, source.name(), dims)
@@ -141,12 +172,7 @@ class OutputGraph:
                 return SymNodeVariable(gi.proxy, gi.proxy.node.meta["example_value"], source)
         symint = self.shape_env.create_symint(value, source.name(), duck=False)
         self.fake_mode.cache_enabled = False  # its cache key wants torch's own ShapeEnv
-        first_op = next((n for n in self.graph.nodes if n.op != "placeholder"), None)
-        if first_op is None:  # placeholders must come first, in the order inputs were found
-            node = self.graph.placeholder(graph_input_name(source))
-        else:
-            with self.graph.inserting_before(first_op):
-                node = self.graph.placeholder(graph_input_name(source))
+        node = self._new_placeholder(source)
         node.meta["example_value"], node.meta["source"] = symint, source.name()
         proxy = torch.fx.Proxy(node, self.tracer)
         self.graph_inputs.append(GraphInput(source, proxy, value))
@@ -187,11 +213,11 @@ class OutputGraph:
             unimplemented(f"{_target_name(target)} failed while tracing: {type(e).__name__}: {e}")
 
     # -- finishing the frame --------------------------------------------------------------------
-    def compile_and_codegen(self, return_value, arg_names: list[str]) -> FrameResult:
+    def compile_and_codegen(self, return_value) -> FrameResult:
         """Compile the graph (if it does anything) and write the transformed function."""
         from .graph_break import reconstruct
 
-        codegen = PyCodegen(self.f_globals)
+        codegen = self.codegen()
         ret_expr = codegen(return_value)
         temps, replay = self.side_effects.codegen(codegen, reconstruct)
         outputs = [vt.proxy for vt in codegen.graph_outputs]
@@ -208,10 +234,9 @@ class OutputGraph:
             lines += [f"__return_value = {ret_expr}", *temps, *replay]
             ret_expr = "__return_value"
         lines.append(f"return {ret_expr}")
-        fn_name = re.sub(r"\W", "_", self.code.co_name)  # <lambda> -> _lambda_
-        name = f"__transformed_code_{next(_transformed_ids)}_{fn_name}"
-        source = f"def {name}({', '.join(arg_names)}):\n" + "".join(f"    {l}\n" for l in lines)
-        return FrameResult(source, _define(source, name, self.f_globals), self.guards, graphs)
+        name = transformed_name(self.code)
+        source = f"def {name}({', '.join(self.arg_names)}):\n" + "".join(f"    {l}\n" for l in lines)
+        return FrameResult(source, self.define(source, name), self.guards, graphs)
 
     def dead_code_elimination(self) -> None:
         changed = True
@@ -235,7 +260,7 @@ class OutputGraph:
         _logging.trace_artifact("graph", lambda: _graph_table(gm), title=f"GRAPH {name}")
         compiled = self.backend(gm, [gi.example for gi in self.graph_inputs])
         metrics.increment("graphs_compiled")
-        self.f_globals[name] = compiled  # the transformed function calls it by this name
+        self.installed[name] = compiled  # the transformed function calls it by this name
         return CompiledGraph(name, gm, compiled)
 
 
@@ -250,11 +275,3 @@ def _graph_table(gm: torch.fx.GraphModule) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows)
 
-
-def _define(source: str, name: str, f_globals: dict) -> Callable:
-    """Compile the transformed function's source with the frame's globals."""
-    filename = f"<{name}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace: dict = {}
-    exec(compile(source, filename, "exec"), f_globals, namespace)
-    return namespace[name]

@@ -15,8 +15,6 @@ import html
 import inspect
 from dataclasses import dataclass
 
-import torch
-
 from ..dynamo import handlers_data, handlers_flow  # noqa: F401  (registers the handlers)
 from ..dynamo.output_graph import OutputGraph
 from ..dynamo.symbolic_convert import InstructionTranslator
@@ -86,9 +84,7 @@ def trace_steps(fn, *args, **kwargs) -> StepTable:
     bound = inspect.signature(fn).bind(*args, **kwargs)
     bound.apply_defaults()
     f_locals = dict(bound.arguments)
-    output = OutputGraph(fn.__code__, fn.__globals__, backend=lambda gm, ex: gm.forward)
-    output.root_fn, output.frame_cache, output.arg_names = fn, None, list(f_locals)
-    output.initial_grad_mode = torch.is_grad_enabled()
+    output = OutputGraph(fn, list(f_locals), backend=lambda gm, ex: gm.forward)
     tx = _SteppingTranslator(fn.__code__, fn.__globals__, f_locals, fn.__closure__, output)
     tx.run()
     return tx.steps
