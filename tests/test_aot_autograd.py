@@ -12,7 +12,8 @@ from models import MODELS, MORE_MODELS
 
 import minicompile as mc
 from minicompile.aot_autograd import (aot_function, aot_module_simplified, default_partition,
-                                      min_cut_rematerialization_partition, trace_graph)
+                                      min_cut_rematerialization_partition, trace_graph,
+                                      trace_module)
 from minicompile.aot_autograd.backend import aot_eager
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
@@ -210,6 +211,31 @@ def test_batchnorm_training_updates_running_stats():
     torch.testing.assert_close(bn[0].running_mean, ref_bn[0].running_mean)
     torch.testing.assert_close(bn[0].running_var, ref_bn[0].running_var)
     assert mc.metrics.eager_fallbacks == 0
+
+
+def test_batchnorm_functional_node_declares_its_five_outputs():
+    """_native_batch_norm_legit_functional returns (out, save_mean, save_rstd, new running_mean,
+    new running_var): its meta["val"] must say so (Inductor's lowering reads it)."""
+    bn = torch.nn.Sequential(torch.nn.BatchNorm2d(4))
+    x = torch.randn(2, 4, 5, 3, requires_grad=True)
+    joint, _ = trace_module(fx.symbolic_trace(bn), [x])
+    (node,) = [n for n in joint.graph.nodes
+               if n.target is torch.ops.aten._native_batch_norm_legit_functional.default]
+    val = node.meta["val"]
+    assert len(val) == 5 and [tuple(v.shape) for v in val[3:]] == [(4,), (4,)]
+    assert max(u.args[1] for u in node.users) < len(val)
+
+
+def test_backward_graph_has_no_detach_chains():
+    w = torch.randn(5, 5, requires_grad=True)
+    x = torch.randn(3, 5, requires_grad=True)
+    gm = fx.symbolic_trace(lambda x, w: torch.softmax(x @ w * 0.5, -1))
+    joint, sig = trace_graph(gm, [x, w], [True, True], torch._subclasses.FakeTensorMode())
+    assert not any(n.target is torch.ops.aten.detach.default for n in joint.graph.nodes)
+    out, ref, (x, w), (rx, rw) = _run_both(lambda x, w: torch.softmax(x @ w * 0.5, -1), x, w)
+    torch.testing.assert_close(out, ref)
+    out.sum().backward(), ref.sum().backward()
+    torch.testing.assert_close(w.grad, rw.grad)
 
 
 def test_dropout_mask_and_grad_are_consistent():

@@ -45,6 +45,8 @@ def _batch_norm(node: fx.Node) -> list[tuple[int, int]]:
         node.args = (x, w, b, mean, var, momentum, eps)
         return []
     node.target = aten._native_batch_norm_legit_functional.default
+    # the functional op returns 5 values: (out, save_mean, save_rstd, new_mean, new_var)
+    node.meta["val"] = (*node.meta["val"], mean.meta["val"], var.meta["val"])
     return [(3, 3), (4, 4)]  # (argument index, output index of its new value)
 
 

@@ -83,10 +83,24 @@ def trace_graph(fn: Callable, fake_args: list, requires_grad: list[bool],
     gm = tracer.module()
     mutations = functionalize(gm)  # {placeholder name: its final value}
     _add_mutation_outputs(gm, sig, mutations)
+    remove_detach(gm)
     gm.graph.eliminate_dead_code()
     gm.recompile()
     sig.decomposed = {str(op): n for op, n in tracer.decomposed.items()}
     return gm, sig
+
+
+def remove_detach(gm: fx.GraphModule) -> int:
+    """Drop every ``aten.detach`` node, rewiring its readers to its input; returns how many.
+
+    The autograd engine unpacks each saved tensor through ``detach`` (often twice, so the
+    backward graph shows ``detach(detach(div))``). Once the graph is traced, autograd is out of
+    the picture and a detach is the identity on values: real AOTAutograd's graphs have none."""
+    detaches = [n for n in gm.graph.nodes if n.target is torch.ops.aten.detach.default]
+    for node in detaches:  # graph order: a chain collapses from its first link on
+        node.replace_all_uses_with(node.args[0])
+        gm.graph.erase_node(node)
+    return len(detaches)
 
 
 def _add_mutation_outputs(gm: fx.GraphModule, sig: GraphSignature,
