@@ -304,3 +304,39 @@ def test_compiling_leaves_the_module_globals_alone(capsys):
         assert len(LOG) == 1 and len(old) == 1
     finally:
         LOG = old
+
+
+class PrintingBox:
+    """Subscripting it runs a print: the root frame breaks at the subscript instruction."""
+
+    def __init__(self, items):
+        self.items = items
+
+    def __getitem__(self, key):
+        print("get", key)
+        return self.items[key]
+
+    def __setitem__(self, key, value):
+        print("set", key)
+        self.items[key] = value
+
+
+def slice_break(x, box, n):
+    out = x.sin() * 2
+    head = box[:n]  # 3.12: BINARY_SLICE, normalised to BUILD_SLICE 2; BINARY_SUBSCR
+    box[1:n] = head  # 3.12: STORE_SLICE
+    return out + len(head)
+
+
+def test_break_at_a_slice_resumes_with_the_original_stack(capsys):
+    """The break happens before the whole (3.12: BINARY_SLICE) instruction, so the resume
+    function gets the stack the original instruction expects."""
+    x = torch.randn(5)
+    eager_box = PrintingBox([1, 2, 3, 4])
+    expected = slice_break(x, eager_box, 3)
+    eager_out = capsys.readouterr().out
+    box = PrintingBox([1, 2, 3, 4])
+    got = mc.compile(slice_break, backend="eager")(x, box, 3)
+    torch.testing.assert_close(got, expected)
+    assert capsys.readouterr().out == eager_out and box.items == eager_box.items
+    assert mc.metrics.graph_breaks >= 1

@@ -20,6 +20,7 @@ try:
 except ImportError:  # plain-script run (python3.12 without pytest): see the bottom of the file
     pytest = None
 
+from minicompile.dynamo.bytecode import cleaned_instructions, expansion_start
 from minicompile.dynamo.bytecode_analysis import live_locals_at, stack_depths
 from minicompile.dynamo.bytecode_transformation import (
     code_from_instructions,
@@ -262,6 +263,14 @@ def many_constants():
     return vals[-1]
 
 
+def slicing(xs, n, ys):
+    head = xs[:n]  # 3.12: BINARY_SLICE (-> BUILD_SLICE 2; BINARY_SUBSCR)
+    ys[1:n] = head  # 3.12: STORE_SLICE (-> BUILD_SLICE 2; STORE_SUBSCR)
+    if helper(len(head)) > 0:  # LOAD_GLOBAL with the NULL bit (-> PUSH_NULL; LOAD_GLOBAL)
+        return None  # 3.12: RETURN_CONST (-> LOAD_CONST; RETURN_VALUE)
+    return ys
+
+
 exec("def huge(x):\n" + "".join(f"    x = x + {i}.25\n" for i in range(300))
      + "    for i in range(3):\n        x = x - i\n    return x\n")
 
@@ -288,6 +297,7 @@ CASES = [
     (del_and_rebind, (4,)),
     (conditional_binding, (True, 2)),
     (conditional_binding, (False, 2)),
+    (slicing, ([1, 2, 3, 4], 3, [0, 0, 0, 0])),
     (long_function, (50,)),
     (huge, (1.0,)),  # noqa: F821 (defined by exec above)
 ]
@@ -365,6 +375,31 @@ def test_context_slot_reenters_the_with_block():
     spec = ResumeSpec(f.__code__, at.offset, (CONTEXT,), ("log", "x"))
     resume = resume_function(create_resume(spec, "__resume_ctx"), f)
     assert resume(Ctx(log), log, 5) == ["enter", 5, "exit"]
+
+
+def test_breaks_happen_before_the_first_part_of_an_expansion():
+    """Normalisation splits one instruction into parts sharing its offset; a break between
+    them would resume the original instruction on a stack laid out for a later part."""
+    insts = cleaned_instructions(slicing.__code__)
+    later_parts = [i for i in range(1, len(insts)) if insts[i].offset == insts[i - 1].offset]
+    assert later_parts  # PUSH_NULL; LOAD_GLOBAL on 3.11 and 3.12, the slices on 3.12
+    for i in later_parts:
+        start = expansion_start(insts, i)
+        assert start < i and insts[start].offset == insts[i].offset
+        assert insts[start - 1].offset != insts[i].offset
+        assert expansion_start(insts, start) == start
+    if sys.version_info < (3, 12):
+        return
+    # 3.12: before the first part the stack is the original (xs, None, n): resuming works;
+    # after BUILD_SLICE it would be (xs, slice(None, n)), one value short for BINARY_SLICE.
+    raw = instructions_from_code(slicing.__code__)
+    at = [i for i in raw if i.opname == "BINARY_SLICE"][0]
+    names = tuple(live_locals(slicing.__code__, at.offset))
+    spec = ResumeSpec(slicing.__code__, at.offset, (VALUE, VALUE, VALUE), names)
+    resume = resume_function(create_resume(spec, "__resume_slice"), slicing)
+    env = {"n": 3, "ys": [0, 0, 0, 0], "xs": [1, 2, 3, 4]}
+    assert resume([1, 2, 3, 4], None, 3, *[env[n] for n in names]) is None
+    # (Resuming there with the two-value stack is not tried: CPython may crash on it.)
 
 
 def test_liveness_skips_dead_and_overwritten_locals():

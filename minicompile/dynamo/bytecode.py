@@ -13,6 +13,9 @@ must not care, so every version difference is rewritten here, in one place, as a
     3.12 FOR_ITER exits past END_FOR  -> its target is the instruction after END_FOR (3.11 meaning)
     LOAD_GLOBAL with the NULL bit     -> PUSH_NULL; LOAD_GLOBAL
 
+The parts of an expansion share the original offset; a graph break may only happen before the
+first part (``expansion_start``), where the stack is the one the original instruction expects.
+
 This module imports no torch, so it can be studied (and tested) under any Python.
 """
 
@@ -148,6 +151,20 @@ EXPANSIONS = {
 # Reached only through the exception table (when the code raises): tracing never gets there.
 EXCEPTION_PATH = {"PUSH_EXC_INFO", "WITH_EXCEPT_START", "RERAISE", "POP_EXCEPT",
                   "CHECK_EXC_MATCH", "CLEANUP_THROW"}
+
+
+def expansion_start(instructions: list[Instruction], index: int) -> int:
+    """The index of the first part of the expansion ``instructions[index]`` belongs to.
+
+    A graph break resumes the *original* bytecode at an original offset, so it may only happen
+    where the symbolic stack is laid out as the original instruction expects: before its first
+    part. Breaking before the ``BINARY_SUBSCR`` of a 3.12 ``BINARY_SLICE`` would hand the
+    resume function ``(x, slice(None, 2))`` for an instruction that pops ``x, None, 2``; before
+    the ``LOAD_GLOBAL`` of ``PUSH_NULL; LOAD_GLOBAL`` the original instruction would push a
+    second NULL."""
+    while index > 0 and instructions[index - 1].offset == instructions[index].offset:
+        index -= 1
+    return index
 
 
 def offset_to_index(instructions: list[Instruction]) -> dict[int, int]:

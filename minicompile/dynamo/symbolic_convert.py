@@ -22,7 +22,7 @@ import sys
 import types
 from typing import Callable
 
-from .bytecode import Instruction, cleaned_instructions
+from .bytecode import Instruction, cleaned_instructions, expansion_start
 from .exc import Unsupported, unimplemented
 from .output_graph import OutputGraph
 from .source import AttrSource, GlobalSource, LocalSource
@@ -129,8 +129,8 @@ class InstructionTranslatorBase:
                 e.user_line = self.user_line()
             if self.parent is not None:  # the root frame will break at its CALL instead
                 e.inlined = True
-            elif not hasattr(e, "root_index"):  # where the root frame can break (restart)
-                e.root_index = self.index - 1
+            elif not hasattr(e, "root_index"):  # where the root frame can break (restart):
+                e.root_index = expansion_start(self.instructions, self.index - 1)  # bytecode.py
             raise
         finally:
             self.output.current_tx = prev
