@@ -50,7 +50,7 @@ def check_model(name, device, partition_fn="default", front_end="fx"):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("name", list(MODELS) + list(MORE_MODELS))
 def test_model_zoo_default_partition(name, device):
     check_model(name, device)
 

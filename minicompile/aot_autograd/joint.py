@@ -24,7 +24,8 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils._pytree import tree_flatten
 
 from .functionalize import functionalize
-from .tracer import DispatchTracer, Unsupported, storage_key
+from ..decompositions.rnn import rnn_decompositions
+from .tracer import DispatchTracer, PreAutogradDecompositions, Unsupported, storage_key
 
 
 @dataclass
@@ -69,7 +70,7 @@ def trace_graph(fn: Callable, fake_args: list, requires_grad: list[bool],
             primals = _prepare_inputs(fake_args, requires_grad)
             for i, p in enumerate(primals):
                 tracer.placeholder(f"primals_{i + 1}", p)
-            with tracer:
+            with tracer, PreAutogradDecompositions(rnn_decompositions):
                 outs = tree_flatten(fn(*primals))[0]  # any output structure -> flat list
             sig = GraphSignature(len(outs), input_requires_grad=[
                 isinstance(p, torch.Tensor) and p.requires_grad for p in primals])

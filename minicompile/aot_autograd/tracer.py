@@ -29,6 +29,7 @@ from typing import Any, Callable
 import sympy
 import torch
 import torch.fx as fx
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_map
 
@@ -199,3 +200,22 @@ class DispatchTracer(TorchDispatchMode):
         for name, t in self.constants.items():
             root.register_buffer(name, t)
         return fx.GraphModule(root, self.graph)
+
+
+class PreAutogradDecompositions(TorchFunctionMode):
+    """Replace some torch functions by Python decompositions *above* autograd, so autograd
+    differentiates the pieces (torch does this with ``CompositeImplicitAutograd`` Python kernels
+    under the Python dispatcher; decompositions/rnn.py says why RNNs need it). A function that
+    returns ``NotImplemented`` leaves the call as it was."""
+
+    def __init__(self, table: dict[Callable, Callable]):
+        super().__init__()
+        self.table = table
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in self.table:  # (this mode is off while we are in here: no recursion)
+            out = self.table[func](*args, **kwargs)
+            if out is not NotImplemented:
+                return out
+        return func(*args, **kwargs)

@@ -8,11 +8,13 @@
     reductions.py    mean, var, var_mean, std, sum
     linear.py        addmm, linear, t, addcmul, ...
     losses.py        mse_loss, nll_loss, cross_entropy and backwards; dropout
+    rnn.py           LSTM, GRU, RNN unrolled into cell equations (applied before autograd)
 """
 
 from . import activations, linear, losses, norms, reductions, softmax  # noqa: F401 (register rows)
+from .rnn import rnn_decompositions
 from .registry import (core_aten_ops_used, decomposition_table, get_decompositions,
                        is_core_aten, ops_used, register_decomposition)
 
-__all__ = ["decomposition_table", "register_decomposition", "get_decompositions",
+__all__ = ["decomposition_table", "rnn_decompositions", "register_decomposition", "get_decompositions",
            "core_aten_ops_used", "ops_used", "is_core_aten"]
