@@ -8,6 +8,7 @@ minicompile's decomposition table, and each ATen graph goes through ``compile_fx
 
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 import torch
@@ -21,6 +22,13 @@ def inductor(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
 
     # min-cut partitioning, as Inductor does: recompute cheap pointwise ops in the backward
     # instead of saving them, since fusion makes the recomputation almost free
-    return aot_module_simplified(gm, example_inputs, fw_compiler=compile_fx_inner,
-                                 bw_compiler=compile_fx_inner, decompositions=decomposition_table,
-                                 partition_fn="min_cut")
+    return aot_module_simplified(
+        gm, example_inputs, decompositions=decomposition_table, partition_fn="min_cut",
+        fw_compiler=functools.partial(compile_fx_inner, graph_kind="forward"),
+        bw_compiler=functools.partial(compile_fx_inner, graph_kind="backward"),
+        inference_compiler=functools.partial(compile_fx_inner, graph_kind="inference"))
+
+
+# The lowering maps symbolic sizes to SymPy symbols and the executor binds them from the runtime
+# inputs, so one compiled graph serves every size: Dynamo may pass graphs with Sym(s0) inputs.
+inductor.supports_dynamic_shapes = True

@@ -80,14 +80,24 @@ def affine_strides(dep: MemoryDep) -> tuple[sympy.Expr, list[tuple[sympy.Expr, s
     return offset, terms
 
 
+def _degree(expr: sympy.Expr) -> int:
+    """Total degree in the size symbols (``s1*s2`` -> 2); 0 for numbers and for expressions that
+    are not polynomials (``Abs``, ``floor``), which then sort first and rarely prove anything."""
+    if not expr.free_symbols:
+        return 0
+    try:
+        return sympy.Poly(expr, *expr.free_symbols).total_degree()
+    except sympy.PolynomialError:
+        return 0
+
+
 def is_injective(terms: list[tuple[sympy.Expr, sympy.Expr]]) -> bool:
     """No two loop points share an offset: with strides sorted ascending, each stride is larger
     than the largest offset the smaller ones reach (``sum(stride * (range - 1))``), like the
     digits of a mixed-radix number. Symbolic strides sort by degree (``1 < s2 < s1*s2``)."""
     def key(t):
         stride = sympy.Abs(t[0])
-        return (sympy.Poly(stride, *stride.free_symbols).total_degree()
-                if stride.free_symbols else 0, float(stride) if stride.is_number else 0, str(stride))
+        return (_degree(t[0]), float(stride) if stride.is_number else 0, str(stride))
 
     span = sympy.Integer(0)
     for stride, size in sorted(terms, key=key):

@@ -64,6 +64,10 @@ def eval_index(expr: Any, env: Mapping[sympy.Symbol, Any]) -> Any:
         return float(expr)
     if expr.is_Symbol:
         return env[expr]
+    if isinstance(expr, (sympy.floor, sympy.ceiling)):  # floor(s0/3): exact integer division
+        num, den = expr.args[0].as_numer_denom()
+        num, den = eval_index(num, env), eval_index(den, env)
+        return num // den if isinstance(expr, sympy.floor) else -((-num) // den)
     for kind, fn in INDEX_FUNCS:
         if isinstance(expr, kind):
             return fn(*[eval_index(a, env) for a in expr.args])
@@ -152,6 +156,8 @@ class TorchHandler:
         out[idx] = value
 
     def constant(self, value, dtype) -> torch.Tensor:
+        if isinstance(value, sympy.Basic):  # a size (``s0``, ``3*s1``): bound at run time
+            value = eval_index(value, self.env)
         return torch.tensor(value, dtype=dtype)
 
     def index_expr(self, expr, dtype) -> torch.Tensor:

@@ -56,8 +56,10 @@ SYMBOLIC_OPS = {
 
 
 class GraphLowering:
-    def __init__(self, gm: torch.fx.GraphModule, example_inputs: list | None = None):
+    def __init__(self, gm: torch.fx.GraphModule, example_inputs: list | None = None,
+                 name: str = "graph"):
         self.gm = gm
+        self.name = name  # titles this graph's log artifacts ("forward graph 0")
         self.example_inputs = example_inputs
         self.graph_inputs: dict[str, InputBuffer | Expr] = {}
         self.buffers: list[Buffer] = []
@@ -110,7 +112,9 @@ class GraphLowering:
         return self
 
     def _ensure_meta(self) -> None:
-        nodes = [n for n in self.gm.graph.nodes if n.op not in ("output",)]
+        # size computations (sym_size, s0 * 3) need no FakeTensor: they are evaluated on SymPy
+        nodes = [n for n in self.gm.graph.nodes
+                 if n.op != "output" and n.target not in SYMBOLIC_OPS]
         if all("val" in n.meta for n in nodes):
             return
         if self.example_inputs is None:

@@ -173,9 +173,10 @@ class Scheduler:
         self.kernels = self.topological_order(self.kernels)
         self.num_bytes_accessed = sum(self.kernel_bytes(k)[0] + self.kernel_bytes(k)[1]
                                       for k in self.kernels)
+        title = getattr(self.graph, "name", "graph")
         trace_artifact("fusion", lambda: "\n".join(map(str, self.decisions)) or "(no candidates)",
-                       title="fusion decisions")
-        trace_artifact("ir_post_fusion", self.describe, title="kernels after fusion")
+                       title=f"{title}: fusion decisions")
+        trace_artifact("ir_post_fusion", self.describe, title=f"{title}: kernels after fusion")
         if record_metrics and self.bytes_hint() is not None:
             metrics.num_bytes_accessed = self.bytes_hint()
 

@@ -56,6 +56,8 @@ class PrintHandler:
         self.lines.append((self._depth, f"store({name}, {self._index(index)}, {value})"))
 
     def constant(self, value, dtype) -> str:
+        if isinstance(value, sympy.Basic) and not value.is_number:  # a size: s0, 3*s1
+            return str(value)
         return repr(float(value) if dtype is not None and dtype.is_floating_point else value)
 
     def index_expr(self, expr, dtype) -> str:

@@ -184,7 +184,9 @@ class RecordReadWrites:
         return _Index(sympy.sympify(expr))
 
     def constant(self, value: Any, dtype) -> _Index | _Dummy:
-        if isinstance(value, (int, sympy.Integer)) and not isinstance(value, bool):
+        if isinstance(value, sympy.Expr) and value.is_integer:  # 3, or a size such as s0
+            return _Index(value)
+        if isinstance(value, int) and not isinstance(value, bool):
             return _Index(sympy.Integer(value))
         return _Dummy()
 

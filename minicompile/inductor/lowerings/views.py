@@ -20,7 +20,7 @@ import torch
 
 from ..ir import IRNode, Pointwise, ReinterpretView, View, broadcast_index
 from ..ir.layout import Layout, contiguous_strides
-from ..lowering import (Unsupported, device, out_dtype, out_size, realize_strided,
+from ..lowering import (Unsupported, device, out_dtype, out_meta, out_size, realize_strided,
                         register_lowering)
 from ..sizevars import Expr, FloorDiv, ModularIndexing, sympify
 from ..virtualized import ops
@@ -176,10 +176,12 @@ def as_strided(x: IRNode, size, stride, storage_offset=None):
 def split(x: IRNode, sizes, dim=0):
     size = x.get_size()
     dim = _dim(dim, len(size))
-    if isinstance(sizes, int):  # split.Tensor: chunks of equal size
-        if not size[dim].is_number:
-            raise Unsupported("split of a symbolic dim into chunks")
+    if isinstance(sizes, int) and size[dim].is_number:  # split.Tensor: chunks of equal size
         sizes = [min(sizes, int(size[dim]) - s) for s in range(0, int(size[dim]), sizes)]
+    elif not isinstance(sizes, (list, tuple)):  # symbolic chunk size or dim: the trace's outputs
+        from ..graph import sym_to_sympy
+
+        sizes = [sym_to_sympy(t.shape[dim]) for t in out_meta()]  # say how many chunks, how big
     outs, start = [], sympy.Integer(0)
     for n in sizes:
         new = list(size)
