@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import minicompile as mc
+from minicompile.dynamo.eval_frame import cache_entries
 from minicompile.dynamo.exc import Unsupported
 
 
@@ -90,3 +91,41 @@ def test_debug_dir_gets_artifacts(tmp_path, monkeypatch):
     mc.compile(lambda x: x.cos() + 1, backend="eager")(torch.ones(2))
     text = "\n".join(p.read_text() for p in tmp_path.rglob("*") if p.is_file())
     assert "cos" in text and "guard" in text and ("RESUME" in text or "LOAD_FAST" in text)
+
+
+def scaled_sin(x):
+    return x.sin() * 2
+
+
+def closure_with_break(x):
+    k = 3
+
+    def add_k(t):  # captures k: the frame has a cell variable
+        return t + k
+    y = scaled_sin(x)
+    print("between")
+    return add_k(y)
+
+
+def raises_and_handles(x):
+    try:
+        raise ValueError("handled")  # raising is not traced: the frame runs eagerly
+    except ValueError as e:
+        print(e)
+    return scaled_sin(x) + 1
+
+
+@pytest.mark.parametrize("fn", [closure_with_break, raises_and_handles])
+def test_eager_frame_still_compiles_its_callees(fn, capsys):
+    """A frame that runs eagerly is not traced, but the user functions it calls are compiled
+    as their own frames (real Dynamo's hook sees every frame, skipped or not)."""
+    x = torch.randn(7)
+    expected = fn(x)
+    eager_out = capsys.readouterr().out
+    cf = mc.compile(fn, backend="eager")
+    for _ in range(2):  # the second call reuses the eager frame and scaled_sin's entry
+        torch.testing.assert_close(cf(x), expected)
+        assert capsys.readouterr().out == eager_out
+    assert len(cache_entries(scaled_sin)) == 1
+    assert mc.metrics.graphs_compiled == 1 and mc.metrics.frames_compiled == 1
+    assert mc.metrics.eager_fallbacks == 1

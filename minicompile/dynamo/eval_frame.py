@@ -15,7 +15,8 @@ each entry failed (``MINICOMPILE_LOGS=recompiles``, ``recompile_reasons(fn)``); 
 the frame's ``DynamicPolicy`` (automatic_dynamic.py), which remembers the sizes seen so far.
 
 A frame that cannot be traced runs eagerly (``metrics.eager_fallbacks``), its reason recorded;
-with ``fullgraph=True`` it raises.
+with ``fullgraph=True`` it raises. Like a frame real Dynamo skips, the user functions it calls
+are still compiled as their own frames (:func:`run_eagerly`).
 """
 
 from __future__ import annotations
@@ -141,13 +142,13 @@ def run_frame(fn: types.FunctionType, args: tuple, kwargs: dict, backend: Callab
     if code in cache.eager:
         if fullgraph:
             raise FullGraphError(cache.eager[code].reason, cache.eager[code].user_line)
-        return fn(*args, **kwargs)
+        return run_eagerly(fn, args, kwargs, backend, cache)
     if len(entries) >= config.recompile_limit:
         last = f"; last reason: {reasons[-1]}" if reasons else ""
         warnings.warn(f"{code.co_name}: hit recompile_limit ({config.recompile_limit}); "
                       f"running eagerly from now on{last}")
         cache.eager[code] = Unsupported("recompile_limit reached")
-        return fn(*args, **kwargs)
+        return run_eagerly(fn, args, kwargs, backend, cache)
     if misses:
         metrics.increment("recompiles")
         cache.recompile_reasons.setdefault(code, []).append("; ".join(reasons))
@@ -164,10 +165,19 @@ def run_frame(fn: types.FunctionType, args: tuple, kwargs: dict, backend: Callab
         _logging.trace_artifact("graph_breaks", f"{e.reason}\n  at {e.user_line}",
                                 title=f"EAGER FALLBACK {code.co_name}")
         cache.notify("fallback", (code, e))
-        return fn(*args, **kwargs)
+        return run_eagerly(fn, args, kwargs, backend, cache)
     entries.append(entry)
     cache.notify("compiled", entry)
     return entry.fn(**f_locals)
+
+
+def run_eagerly(fn: types.FunctionType, args: tuple, kwargs: dict, backend: Callable,
+                cache: FrameCache) -> Any:
+    """Run a frame that falls back to eager. Real Dynamo's hook still sees the frames it calls,
+    so the user functions it calls are compiled as their own frames (graph_break.py)."""
+    from .graph_break import eager_with_compiled_callees
+
+    return eager_with_compiled_callees(fn, backend, cache)(*args, **kwargs)
 
 
 class OptimizedModule(torch.nn.Module):

@@ -282,17 +282,17 @@ def _writes_globals(code: types.CodeType) -> bool:
         or any(_writes_globals(c) for c in code.co_consts if isinstance(c, types.CodeType))
 
 
-def skip_frame(tx, inst: Instruction, error: Unsupported):
-    """A break inside a loop: the frame runs eagerly, without a graph (Dynamo's "graph break in
-    loop" frame skip), but the user functions it calls are compiled as their own frames."""
+def eager_with_compiled_callees(fn: types.FunctionType, backend, cache) -> types.FunctionType:
+    """``fn`` to run eagerly, as a frame real Dynamo skips: the user functions it looks up in
+    its globals are wrapped by ``optimize``, so they are still compiled as their own frames
+    (``fn`` itself when its code writes globals: those writes must reach the real module)."""
     from .eval_frame import optimize
-    from .output_graph import FrameResult, transformed_name
 
-    reason = f"graph break in a for/while loop: the frame runs eagerly ({error.reason})"
-    fn, code = tx.output.root_fn, tx.code
-    if _writes_globals(code):
-        unimplemented(reason)
-    wrappers = _wrappers(tx.output)
+    if _writes_globals(fn.__code__):
+        return fn
+    wrappers = cache.wrappers.setdefault(backend, {})
+    if ("eager", fn) in wrappers:
+        return wrappers[("eager", fn)]
 
     def wrap(value: Any) -> Any:
         module = (getattr(value, "__module__", None) or "").split(".")[0]
@@ -300,12 +300,27 @@ def skip_frame(tx, inst: Instruction, error: Unsupported):
                 or hasattr(value, "_minicompile_orig"):
             return value
         if value not in wrappers:
-            wrappers[value] = optimize(value, tx.output.backend, cache=tx.output.frame_cache)
+            wrappers[value] = optimize(value, backend, cache=cache)
         return wrappers[value]
 
+    code = fn.__code__
     eager = types.FunctionType(code, _CompilingGlobals(fn.__globals__, wrap), code.co_name,
                                fn.__defaults__, fn.__closure__)
     eager.__kwdefaults__ = fn.__kwdefaults__
+    wrappers[("eager", fn)] = eager
+    return eager
+
+
+def skip_frame(tx, inst: Instruction, error: Unsupported):
+    """A break inside a loop: the frame runs eagerly, without a graph (Dynamo's "graph break in
+    loop" frame skip), but the user functions it calls are compiled as their own frames."""
+    from .output_graph import FrameResult, transformed_name
+
+    reason = f"graph break in a for/while loop: the frame runs eagerly ({error.reason})"
+    fn, code = tx.output.root_fn, tx.code
+    if _writes_globals(code):
+        unimplemented(reason)
+    eager = eager_with_compiled_callees(fn, tx.output.backend, tx.output.frame_cache)
     name = tx.output.codegen().install_global(f"eager_{code.co_name}", eager)
     n = code.co_argcount + code.co_kwonlyargcount
     params = list(code.co_varnames[:n + bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)])
