@@ -97,6 +97,24 @@ class VariableTracker:
         return ""
 
 
+class KnownCallableVariable(VariableTracker):
+    """A callable whose identity is known at trace time (a builtin, a torch function): it is a
+    constant of the trace, and calling it is what its subclass decides."""
+
+    def __init__(self, fn: Any, source: Source | None = None):
+        super().__init__(source)
+        self.fn = fn
+
+    def python_type(self) -> type:
+        return type(self.fn)
+
+    def as_python_constant(self) -> Any:
+        return self.fn
+
+    def identity(self) -> Any:
+        return self.fn
+
+
 class NullVariable(VariableTracker):
     """The NULL that PUSH_NULL / LOAD_GLOBAL / LOAD_METHOD put below a callable for CALL."""
 

@@ -18,7 +18,7 @@ import operator
 from typing import Any, Callable
 
 from ..exc import unimplemented
-from .base import VariableTracker
+from .base import KnownCallableVariable, VariableTracker
 from .constant import ConstantVariable
 from .lists import BaseListVariable, ListIteratorVariable, ListVariable, RangeVariable, TupleVariable
 
@@ -41,20 +41,7 @@ def _const(v: VariableTracker) -> Any:
     return v.as_python_constant()
 
 
-class BuiltinVariable(VariableTracker):
-    def __init__(self, fn: Callable, source=None):
-        super().__init__(source)
-        self.fn = fn
-
-    def python_type(self) -> type:
-        return type(self.fn)
-
-    def as_python_constant(self) -> Any:
-        return self.fn
-
-    def identity(self) -> Any:
-        return self.fn
-
+class BuiltinVariable(KnownCallableVariable):
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         from .builder import SourcelessBuilder
         from .symnode import SymNodeVariable, symbolic_builtin

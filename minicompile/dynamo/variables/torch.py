@@ -14,7 +14,7 @@ from typing import Any, Callable
 import torch
 
 from ..exc import unimplemented
-from .base import VariableTracker
+from .base import KnownCallableVariable, VariableTracker
 from .constant import ConstantVariable
 
 # Calls whose result is fixed by what the guards check (metadata, global grad mode): run them now.
@@ -58,20 +58,7 @@ def is_torch_callable(value: Any) -> bool:
         module == "torch" or module.startswith("torch.") or module.startswith("torch._C"))
 
 
-class TorchVariable(VariableTracker):
-    def __init__(self, fn: Callable, source=None):
-        super().__init__(source)
-        self.fn = fn
-
-    def python_type(self) -> type:
-        return type(self.fn)
-
-    def as_python_constant(self) -> Any:
-        return self.fn
-
-    def identity(self) -> Any:
-        return self.fn
-
+class TorchVariable(KnownCallableVariable):
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         from .builder import SourcelessBuilder
         from .misc import GradModeVariable
