@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 import torch
 import torch.fx as fx
-from torch._subclasses.fake_tensor import FakeTensorMode
+from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from .._logging import trace_artifact
@@ -47,7 +47,12 @@ def _fake_inputs(gm: fx.GraphModule, example_inputs: list,
     graph = getattr(gm, "graph", None)  # a GraphModule from a front end, or a plain module
     placeholders = [n for n in graph.nodes if n.op == "placeholder"] if graph else []
     dynamo_fakes = [n.meta.get("example_value") for n in placeholders]
-    fake_mode = torch._guards.detect_fake_mode([v for v in dynamo_fakes if v is not None])
+    # the mode that made the fakes: ops on a fake from another mode re-fake it (a new storage
+    # per op, so views would no longer alias it). Real Dynamo may hand the backend a tracing
+    # context whose mode differs from its example values' mode.
+    fake_mode = next((v.fake_mode for v in dynamo_fakes if isinstance(v, FakeTensor)),
+                     None) or torch._guards.detect_fake_mode(
+                         [v for v in dynamo_fakes if v is not None])
     if fake_mode is None or len(dynamo_fakes) != len(example_inputs):
         fake_mode, dynamo_fakes = FakeTensorMode(allow_non_fake_inputs=True), [None] * len(
             example_inputs)

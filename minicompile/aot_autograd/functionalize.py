@@ -13,10 +13,17 @@ and when the mutated tensor is a graph input, records the node holding its final
 graph returns it as an extra output and the runtime wrapper copies it back into the input
 (``input.copy_(new_value)``), which is exactly what real AOTAutograd does.
 
-What it refuses (raises Unsupported, so the backend falls back to eager): a mutation whose
-effect would be visible through another alias (a view of the mutated tensor read after the
-write, or a write into a view of a graph input). Real functionalization replays such writes onto
-the base with ``*_scatter`` ops; we keep the simple case simple.
+A write *through a view* (``x[0].add_(1)``, ``x.t().mul_(2)``) also changes the view's base,
+the tensor that owns the storage (a graph input or an intermediate):
+
+    select = aten.select.int(x, 0, 0)
+    add = aten.add.Tensor(select, 1)                          # the view's new value
+    x_new = aten.as_strided_scatter(x, add, [5], [1], 0)      # the base with that region replaced
+    (later readers of x)  ->  read x_new;   an input: copy x_new back into it
+
+What it refuses (raises Unsupported, so the backend falls back to eager): a write that a
+*different* view, taken before the write and read after it, would have to observe; in-place
+metadata changes (``t_``, ``unsqueeze_``); writes through views with symbolic sizes.
 """
 
 from __future__ import annotations
@@ -87,21 +94,31 @@ def functionalize(gm: fx.GraphModule) -> dict[str, fx.Node]:
     graph = gm.graph
     order = {n: i for i, n in enumerate(graph.nodes)}
     version_of: dict[fx.Node, fx.Node] = {}  # a node's "root": the input or value it updates
-    mutated: dict[fx.Node, fx.Node] = {}  # placeholder -> latest version
+    latest: dict[fx.Node, fx.Node] = {}  # storage owner -> node holding its current value
+    owner_of: dict[int, fx.Node] = {}  # storage key -> first node with it (input or allocation)
+    for n in graph.nodes:
+        owner_of.setdefault(n.meta.get("storage"), n)
 
     def root(n: fx.Node) -> fx.Node:
         while n in version_of:
             n = version_of[n]
         return n
 
+    def rebind(old: fx.Node, new: fx.Node, after: fx.Node) -> None:
+        """Readers of ``old`` that run after ``after`` read ``new`` instead."""
+        for user in list(old.users):
+            if user is not new and user is not after and order.get(user, -1) > order[after]:
+                user.replace_input_with(old, new)
+
     for node in list(graph.nodes):
         if node.op != "call_function" or not is_mutating(node.target):
             continue
         op = node.target
+        if torch.Tag.inplace_view in getattr(op, "tags", ()):
+            raise Unsupported(f"{op} changes a tensor's metadata (sizes/strides) in place")
         if op in SPECIAL_MUTATIONS:
-            writes = SPECIAL_MUTATIONS[op](node)
             new_versions = []
-            for arg_i, out_i in writes:
+            for arg_i, out_i in SPECIAL_MUTATIONS[op](node):
                 with graph.inserting_after(node):
                     get = graph.call_function(operator.getitem, (node, out_i))
                 get.meta["val"] = node.args[arg_i].meta["val"]
@@ -114,31 +131,65 @@ def functionalize(gm: fx.GraphModule) -> dict[str, fx.Node]:
             node.target = functional_variant(op)
             new_versions = [(node.args[0], node)]  # the node itself is x's new version
         for old, new in new_versions:
-            _check_no_visible_alias(graph, old, new, node, order, root)
-            base = root(old)
+            owner = owner_of.get(old.meta.get("storage"), old)
+            _check_no_visible_alias(graph, old, node, order, root, owner)
             version_of[new] = old
-            # rebinding: readers of the old version after this point read the new value
-            for user in list(old.users):
-                if user is not new and user is not node and order.get(user, -1) > order[node]:
-                    user.replace_input_with(old, new)
-            if base.op == "placeholder":
-                mutated[base] = new
+            rebind(old, new, node)  # later readers of the written tensor read its new value
+            if root(old) is not owner:
+                # a write through a view: the owner's new value is its current value with the
+                # view's region replaced (real functionalization replays the views with
+                # *_scatter ops; one as_strided_scatter covers every view)
+                current = latest.get(owner, owner)
+                scatter = _scatter_into(graph, current, new, node)
+                version_of[scatter] = current
+                rebind(current, scatter, node)
+                new = scatter
+            latest[owner] = new
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
-    return {p.name: mutated[p] for p in placeholders if p in mutated}
+    return {p.name: latest[p] for p in placeholders if p in latest}
 
 
-def _check_no_visible_alias(graph, old, new, node, order, root) -> None:
-    """Refuse writes that another alias (a view sharing the storage, taken before the write)
-    would observe. Views taken after the write already read the new value."""
+def _scatter_into(graph: fx.Graph, base: fx.Node, view_value: fx.Node,
+                  after: fx.Node) -> fx.Node:
+    """``as_strided_scatter(base, view_value, size, stride, offset)``: ``base`` with the region
+    the view covers replaced by the view's new value (offset relative to the base)."""
+    base_val, view = base.meta["val"], view_value.meta["val"]
+    geometry = [*view.shape, *view.stride(), view.storage_offset(), base_val.storage_offset()]
+    if not all(isinstance(g, int) for g in geometry):
+        raise Unsupported("a write through a view with symbolic sizes")
+    if not _is_dense(base_val):
+        raise Unsupported("a write through a view of a tensor that is itself not dense")
+    offset = view.storage_offset() - base_val.storage_offset()
+    with graph.inserting_after(after):
+        node = graph.call_function(aten.as_strided_scatter.default, (
+            base, view_value, list(view.shape), list(view.stride()), offset))
+    node.meta["val"] = base_val
+    node.meta["storage"] = base.meta.get("storage")
+    return node
+
+
+def _is_dense(t: torch.Tensor) -> bool:
+    """Its elements fill its storage span exactly once (any dim order): a clone keeps its
+    strides, so as_strided geometry stays valid on it."""
+    expected = 1
+    for stride, size in sorted((st, sz) for sz, st in zip(t.shape, t.stride()) if sz != 1):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def _check_no_visible_alias(graph, old, node, order, root, owner) -> None:
+    """Refuse writes that another alias would observe stale: a view of the same storage, taken
+    before the write and read after it, other than the written tensor's own versions and the
+    storage's owner (both are rebound to the new values). Views taken after the write already
+    read the new value."""
     key = old.meta.get("storage")
-    base = root(old)
     for other in graph.nodes:
-        if other.meta.get("storage") != key or other in (old, new, node) or root(other) is base:
+        if other.meta.get("storage") != key or other is node or root(other) in (root(old), owner):
             continue
         if order.get(other, len(order)) > order[node]:
             continue
-        if other.op == "placeholder":
-            raise Unsupported(f"{node.target} writes into a view of the input {other.name}")
         if any(order.get(u, -1) > order[node] for u in other.users):
             raise Unsupported(f"{node.target} mutates {old.name} while its alias {other.name}"
                               " is read afterwards")

@@ -29,6 +29,26 @@ from .tracer import DispatchTracer, PreAutogradDecompositions, Unsupported, stor
 
 
 @dataclass
+class OutputAlias:
+    """A user output that is an input, or a view of one (OutputType.is_input / alias_of_input
+    in real AOTAutograd). The runtime wrapper rebuilds it from the real input, outside the
+    compiled graph, so it shares the caller's storage as in eager, and autograd differentiates
+    the view op itself."""
+
+    input_index: int
+    is_input: bool  # the very input tensor (``return x``)
+    size: tuple[int, ...] = ()
+    stride: tuple[int, ...] = ()
+    offset: int = 0  # storage offset relative to the input's
+
+    def regenerate(self, args: list) -> torch.Tensor:
+        base = args[self.input_index]
+        if self.is_input:
+            return base
+        return base.as_strided(self.size, self.stride, base.storage_offset() + self.offset)
+
+
+@dataclass
 class GraphSignature:
     """What the runtime wrapper needs to know about a traced graph (mirrors
     ViewAndMutationMeta in torch/_functorch/_aot_autograd/schemas.py)."""
@@ -38,6 +58,8 @@ class GraphSignature:
     output_requires_grad: list[bool] = field(default_factory=list)  # user + mutation outputs
     input_requires_grad: list[bool] = field(default_factory=list)
     decomposed: dict[str, int] = field(default_factory=dict)  # op name -> times decomposed
+    # user outputs that alias an input: not computed by the graph, regenerated at run time
+    output_aliases: dict[int, OutputAlias] = field(default_factory=dict)  # position -> alias
 
     @property
     def num_fwd_outputs(self) -> int:
@@ -72,9 +94,11 @@ def trace_graph(fn: Callable, fake_args: list, requires_grad: list[bool],
                 tracer.placeholder(f"primals_{i + 1}", p)
             with tracer, PreAutogradDecompositions(rnn_decompositions):
                 outs = tree_flatten(fn(*primals))[0]  # any output structure -> flat list
+            aliases = output_aliases(outs, primals)
+            outs = [o for i, o in enumerate(outs) if i not in aliases]  # the graph's outputs
             sig = GraphSignature(len(outs), input_requires_grad=[
-                isinstance(p, torch.Tensor) and p.requires_grad for p in primals])
-            _check_outputs(outs, primals)
+                isinstance(p, torch.Tensor) and p.requires_grad for p in primals],
+                output_aliases=aliases)
             sig.output_requires_grad = [isinstance(o, torch.Tensor) and o.requires_grad
                                         for o in outs]
             grads = _trace_backward(tracer, primals, outs, sig) if joint else []
@@ -138,11 +162,23 @@ def _trace_backward(tracer: DispatchTracer, primals: list, outs: list,
     return [next(it) if rg else None for rg in sig.input_requires_grad]
 
 
-def _check_outputs(outs: list, primals: list) -> None:
-    """An output that is (a view of) an input would need alias regeneration: not handled."""
-    inputs = {storage_key(p) for p in primals if isinstance(p, torch.Tensor)}
-    for o in outs:
-        if isinstance(o, torch.Tensor) and storage_key(o) in inputs:
-            raise Unsupported("an output aliases an input (returning an input or its view)")
+def output_aliases(outs: list, primals: list) -> dict[int, OutputAlias]:
+    """Which outputs are inputs or views of inputs (they share an input's storage), with the
+    geometry to rebuild them; refuses output types a graph cannot return."""
+    inputs = {storage_key(p): i for i, p in enumerate(primals) if isinstance(p, torch.Tensor)}
+    aliases = {}
+    for pos, o in enumerate(outs):
         if not isinstance(o, (torch.Tensor, torch.SymInt, int, float, bool, type(None))):
             raise Unsupported(f"graph output of type {type(o).__name__}")
+        if not isinstance(o, torch.Tensor) or storage_key(o) not in inputs:
+            continue
+        i = inputs[storage_key(o)]
+        if o is primals[i]:
+            aliases[pos] = OutputAlias(i, is_input=True)
+            continue
+        geometry = [*o.shape, *o.stride(), o.storage_offset(), primals[i].storage_offset()]
+        if not all(isinstance(g, int) for g in geometry):
+            raise Unsupported("an output is a view of an input with symbolic sizes")
+        aliases[pos] = OutputAlias(i, False, tuple(o.shape), tuple(o.stride()),
+                                   o.storage_offset() - primals[i].storage_offset())
+    return aliases

@@ -8,7 +8,10 @@ incoming gradients. Autograd sees one opaque node for the whole graph.
 Inference: call the forward graph, nothing saved.
 
 Both: a functionalized graph returns the new values of the inputs it mutated; the wrapper
-copies them back (``input.copy_(new)``) so callers see the mutation, as in eager.
+copies them back (``input.copy_(new)``) so callers see the mutation, as in eager. Then outputs
+that alias an input (``return x``, ``return x.t()``) are rebuilt from the caller's input
+(``as_strided``), after the copy-back so they see the mutated values, and outside the
+``autograd.Function`` so that autograd differentiates the view like in eager.
 """
 
 from __future__ import annotations
@@ -26,13 +29,21 @@ def _copy_back_mutations(args: list, new_values: list, sig: GraphSignature) -> N
             args[i].copy_(new)
 
 
+def _user_outputs(args: list, graph_outs: list, sig: GraphSignature) -> list:
+    """The graph's user outputs with the input aliases put back at their positions."""
+    outs = list(graph_outs)
+    for pos in sorted(sig.output_aliases):
+        outs.insert(pos, sig.output_aliases[pos].regenerate(args))
+    return outs
+
+
 def make_inference_wrapper(fw: Callable, sig: GraphSignature) -> Callable:
     n = sig.num_user_outputs
 
     def runtime_wrapper(*args):
         outs = fw(*args)
         _copy_back_mutations(args, outs[n:sig.num_fwd_outputs], sig)
-        return list(outs[:n])
+        return _user_outputs(args, outs[:n], sig)
 
     return runtime_wrapper
 
@@ -65,7 +76,7 @@ def make_training_wrapper(fw: Callable, bw: Callable, sig: GraphSignature,
     def runtime_wrapper(*args):
         outs = CompiledFunction.apply(*args)
         _copy_back_mutations(args, outs[sig.num_user_outputs:], sig)
-        return list(outs[:sig.num_user_outputs])
+        return _user_outputs(args, outs[:sig.num_user_outputs], sig)
 
     runtime_wrapper.CompiledFunction = CompiledFunction
     return runtime_wrapper
