@@ -126,6 +126,17 @@ BYTE_CASES = [
     ("var over dim 0", lambda x: x.var(0, correction=0), [r(6, 10)], f32(60 + 10)),
     ("std keepdim", lambda x: x.std(1, keepdim=True), [r(6, 10)], f32(60 + 6)),
     ("softmax 3-d", lambda x: x.softmax(-1), [r(3, 5, 7)], f32(105 + 105)),
+    # reductions over a non-last dim: the pointwise loops are reordered to the reduction's
+    # (columns outer, rows inner), so max, exp, sum and divide share one kernel per column
+    ("softmax over dim 0", lambda x: x.softmax(0), [r(6, 10)], f32(60 + 60)),
+    ("log_softmax over dim 0", lambda x: F.log_softmax(x, 0), [r(5, 11)], f32(55 + 55)),
+    ("x - x.mean(0)", lambda x: x - x.mean(0), [r(6, 10)], f32(60 + 60)),
+    ("softmax over a middle dim", lambda x: x.softmax(1), [r(3, 5, 7)], f32(105 + 105)),
+    ("softmax over dim 0 of 3-d", lambda x: x.softmax(0), [r(4, 3, 5)], f32(60 + 60)),
+    ("normalise columns", lambda x: (x - x.mean(0)) / x.std(0), [r(6, 10)], f32(60 + 60)),
+    ("batch-norm-like dims 0 and 2", lambda x: (x - x.mean((0, 2), keepdim=True)) * 2,
+     [r(4, 3, 5)], f32(60 + 60)),
+    ("softmax over dim 0 of x.t()", lambda x: x.t().softmax(0), [r(6, 10)], f32(60 + 60)),
     ("layer_norm affine", lambda x, w, b: F.layer_norm(x, (12,), w, b), [r(8, 12), r(12), r(12)],
      f32(96 + 12 + 12 + 96)),
     ("three outputs", lambda x: (x.sin(), x.cos(), x.sum(1)), [r(10, 10)], f32(100 + 100 + 100 + 10)),
@@ -151,7 +162,8 @@ def test_fused_bytes_by_hand(name, fn, args, nbytes):
 def test_one_kernel_each():
     """softmax, layer_norm and var_mean read their input once and write their output once."""
     for fn in (lambda x: x.softmax(-1), lambda x: F.layer_norm(x, (9,)),
-               lambda x: torch.var_mean(x, -1)):
+               lambda x: torch.var_mean(x, -1), lambda x: x.softmax(0),
+               lambda x: F.log_softmax(x, 0), lambda x: x - x.mean(0)):
         s = schedule(fn, r(7, 9))
         assert len(s.kernels) == 1, s.describe()
 
@@ -161,6 +173,10 @@ SYMBOLIC = [  # (fn, input shape, bytes as a formula of the two size symbols (a,
     (lambda x: F.layer_norm(x, (x.shape[-1],)), lambda a, b: f32(2 * a * b)),
     (lambda x: torch.var_mean(x, 1), lambda a, b: f32(a * b + 2 * a)),
     (lambda x: x - x.sum(1, keepdim=True), lambda a, b: f32(2 * a * b)),
+    # over dim 0: the reordered pointwise loops are proved to line up on SymPy too
+    (lambda x: x.softmax(0), lambda a, b: f32(2 * a * b)),
+    (lambda x: F.log_softmax(x, 0), lambda a, b: f32(2 * a * b)),
+    (lambda x: x - x.mean(0), lambda a, b: f32(2 * a * b)),
 ]
 
 

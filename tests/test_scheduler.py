@@ -128,6 +128,85 @@ def test_fusion_decisions_are_logged(monkeypatch):
     assert "kernel 0 (extern)" in seen["ir_post_fusion"]
 
 
+# --- loop reordering for reductions over a non-last dim --------------------------------------------
+
+NON_LAST_DIM = {
+    "softmax(x, 0)": lambda x: x.softmax(0),
+    "log_softmax(x, 0)": lambda x: torch.log_softmax(x, 0),
+    "x - x.mean(0)": lambda x: x - x.mean(0),
+    "softmax(x, 1) of 3-d": lambda x: x.view(3, 4, -1).softmax(1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NON_LAST_DIM))
+def test_reduction_over_a_non_last_dim_is_one_kernel(name):
+    s = schedule(NON_LAST_DIM[name], torch.randn(12, 7))
+    assert len(s.kernels) == 1, s.describe()
+    assert any("after reordering" in str(d) for d in s.decisions)
+    assert "loops reordered" in s.describe()
+
+
+def test_order_to_match_reads_the_order_off_a_shared_buffer():
+    from minicompile.inductor.loop_order import order_to_match
+
+    s = schedule(lambda x: x - x.amax(0), torch.randn(5, 7), fuse=False)
+    reduction = next(n for n in s.nodes if n.is_reduction())
+    pointwise = next(n for n in s.nodes if not n.is_reduction())
+    ref = next(d for d in reduction.read_writes.reads if d.name == "x_1")  # x[i1 + 7*r0]
+    dep = next(d for d in pointwise.read_writes.reads if d.name == "x_1")  # x[7*i0 + i1]
+    i0, i1 = pointwise.loop_order()
+    assert order_to_match(dep, ref) == [i1, i0]  # stride 1 outer (the columns), stride 7 inner
+    assert order_to_match(dep, dep) == [i0, i1]
+
+
+def test_pointwise_kernels_keep_their_loop_order():
+    s = schedule(lambda x: (x.cos() * 2).t() + x, torch.randn(9, 9))
+    assert not any(n.is_reordered() for n in s.nodes if hasattr(n, "is_reordered"))
+
+
+def test_reordering_is_undone_when_fusion_still_fails():
+    # the column softmax and the row sums reduce over different loops: never one kernel, and
+    # every node left outside the column kernel keeps its row-major loops
+    s = schedule(lambda x: x.softmax(0) * x.sum(1, keepdim=True), torch.randn(6, 10))
+    assert len(s.kernels) == 2
+    for k in s.kernels:
+        tiles = {(n.numel, n.rnumel) for n in k.get_nodes() if n.is_reduction()}
+        for n in k.get_nodes():
+            if hasattr(n, "is_reordered") and n.is_reordered():
+                assert tiles == {(10, 6)}, s.describe()  # reordered only to join the columns
+
+
+@pytest.mark.parametrize("fn, shape", [
+    (lambda x: x.softmax(0), (12, 7)), (lambda x: torch.log_softmax(x, 0), (12, 7)),
+    (lambda x: x - x.mean(0), (12, 7)), (lambda x: (x - x.mean(0)) / x.std(0), (12, 7)),
+    (lambda x: x.view(3, 4, -1).softmax(1), (12, 7)), (lambda x: x.softmax(-1), (12, 7)),
+    (lambda x: (x * 2).sum(0).exp() + x.amax(0), (12, 7)),
+    (lambda x: x - x.sum(1, keepdim=True).t(), (8, 8)),  # row j reads s[j] once reordered
+])
+def test_every_fused_read_is_from_its_own_row(fn, shape):
+    """The fusion's proof (SymPy or enumeration) checked on every loop point: in each fused
+    kernel, a row-bound value is read only by the row that computed it."""
+    from minicompile.inductor.dependencies import addresses_and_rows
+    from minicompile.inductor.fusion import row_bound, tile
+
+    s = schedule(fn, torch.randn(*shape))
+    for k in s.kernels:
+        members = k.get_nodes()
+        if k.is_extern() or not k.is_reduction():
+            continue
+        n_rows, _ = tile(members)
+        bound = row_bound(members)
+        writes = {d.name: d for m in members for d in m.read_writes.writes}
+        for m in members:
+            for dep in m.read_writes.reads:
+                if dep.name in bound and dep.name != m.get_name():
+                    w_addr, w_row = addresses_and_rows(writes[dep.name], int(n_rows))
+                    r_addr, r_row = addresses_and_rows(dep, int(n_rows))
+                    row_of = dict(zip(w_addr.tolist(), w_row.tolist()))
+                    assert all(row_of[a] == b for a, b in zip(r_addr.tolist(),
+                                                              r_row.tolist())), s.describe()
+
+
 # --- memory planning ------------------------------------------------------------------------------
 
 def test_memory_plan_reuses_dead_buffers_and_reports_peak():

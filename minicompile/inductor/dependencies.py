@@ -22,9 +22,11 @@ Two questions, both answered from ``MemoryDep(name, index, var_ranges)``:
 - **Does a consumer read a buffer at the rows the producer writes them?** (``rows_line_up``)
   Inside one kernel a reduction's result for row ``k`` exists only while row ``k`` is being
   processed; a consumer in the same kernel may read it only from row ``k``. Proved symbolically
-  when the producer stores row ``k`` at offset ``k`` and the consumer's row formula equals its
-  read index (SymPy, with the loop ranges: works for symbolic sizes); otherwise, with concrete
-  sizes, checked on every loop point.
+  (SymPy, with the loop ranges: works for symbolic sizes) when the producer stores row ``k`` at
+  offset ``k`` and the consumer's row formula equals its read index, when the producer stores its
+  loops row-major, or when the consumer reads, at each point, what the producer stores at the
+  matching point (``corresponding_point``: a pointwise chain, in any loop order); otherwise, with
+  concrete sizes, checked on every loop point.
 """
 
 from __future__ import annotations
@@ -78,6 +80,16 @@ def affine_strides(dep: MemoryDep) -> tuple[sympy.Expr, list[tuple[sympy.Expr, s
     if sympy.expand(expr - linear) != 0:  # FloorDiv, ModularIndexing, i0*i1, ...
         return None
     return offset, terms
+
+
+def var_strides(dep: MemoryDep) -> dict[sympy.Symbol, sympy.Expr] | None:
+    """``{loop var: stride}`` of an affine index (``7*i0 + i1`` -> ``{i0: 7, i1: 1}``); vars the
+    index does not use are left out; None for floor/mod/gather indices."""
+    affine = affine_strides(dep)
+    if affine is None:
+        return None
+    used = [v for v, _ in dep.var_ranges if v in dep.index.free_symbols]
+    return {v: stride for v, (stride, _) in zip(used, affine[1])}
 
 
 def _degree(expr: sympy.Expr) -> int:
@@ -210,9 +222,34 @@ def rows_line_up_symbolic(write: MemoryDep, read: MemoryDep, n_rows: sympy.Expr)
         from .sizevars import FloorDiv
 
         owner = simplify_index(FloorDiv(read.index, per_row), dict(read.var_ranges))
+    elif (point := corresponding_point(write, read)) is not None:
+        row = row_formula(write, n_rows)
+        if row.free_symbols & (set(dict(write.var_ranges)) - set(point)):
+            return False  # the writer's row depends on a loop the read does not pin down
+        owner = row.subs(point, simultaneous=True)
     else:
         return False
     return same(owner, read_row)
+
+
+def corresponding_point(write: MemoryDep, read: MemoryDep) -> dict | None:
+    """``{writer loop var: reader loop var}`` when the reader loads, at each of its points, the
+    element the writer stores at the matching point (same strides and ranges, same offset): a
+    pointwise chain, whatever order each loops in. None when the indices do not correspond."""
+    w, r = var_strides(write), var_strides(read)
+    if w is None or r is None:
+        return None
+    w_ranges, r_ranges = dict(write.var_ranges), dict(read.var_ranges)
+    point: dict = {}
+    for wv, ws in w.items():
+        match = [rv for rv, rs in r.items() if rv not in point.values()
+                 and sympy.expand(rs - ws) == 0 and sympy.expand(r_ranges[rv] - w_ranges[wv]) == 0]
+        if len(match) != 1:
+            return None
+        point[wv] = match[0]
+    if sympy.expand(write.index.subs(point, simultaneous=True) - read.index) != 0:
+        return None
+    return point
 
 
 def addresses_and_rows(dep: MemoryDep, n_rows: int) -> tuple[torch.Tensor, torch.Tensor]:

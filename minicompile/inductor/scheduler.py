@@ -70,8 +70,23 @@ class SchedulerNode(BaseSchedulerNode):
 
     def __init__(self, node: ComputedBuffer, index: int):
         self.node, self.index = node, index
-        self.read_writes = node.get_read_writes()
+        self.read_writes = self._natural_read_writes = node.get_read_writes()
         self.sizes, self.reduction_sizes = node.get_ranges()
+        self._order = list(node.index_vars()[0])  # pointwise loops, outermost first
+
+    def loop_order(self) -> list[sympy.Symbol]:
+        return list(self._order)
+
+    def reorder_loops(self, order: list[sympy.Symbol]) -> None:
+        """Visit the same points in another loop order (``loop_order.py``): the accesses are the
+        same, only which points form a kernel row changes."""
+        from .loop_order import permute_deps
+
+        self._order = list(order)
+        self.read_writes = permute_deps(self._natural_read_writes, order)
+
+    def is_reordered(self) -> bool:
+        return self._order != list(self.node.index_vars()[0])
 
     def is_reduction(self) -> bool:
         return self.node.is_reduction()
@@ -105,9 +120,11 @@ class FusedSchedulerNode(BaseSchedulerNode):
 
     def __init__(self, snodes: Iterable[BaseSchedulerNode]):
         self.snodes = sorted({n for s in snodes for n in s.get_nodes()}, key=lambda n: n.index)
-        self.read_writes = ReadWrites(
-            [d for n in self.snodes for d in n.read_writes.reads],
-            [d for n in self.snodes for d in n.read_writes.writes])
+
+    @property
+    def read_writes(self) -> ReadWrites:  # computed: a member's loops may be reordered later
+        return ReadWrites([d for n in self.snodes for d in n.read_writes.reads],
+                          [d for n in self.snodes for d in n.read_writes.writes])
 
     def get_name(self) -> str:
         return "_".join(n.get_name() for n in self.snodes)
@@ -139,7 +156,8 @@ class FusionDecision:
     reason: str
 
     def __str__(self) -> str:
-        verdict = "fused" if self.fused else f"refused: {self.reason}"
+        verdict = f"refused: {self.reason}" if not self.fused else (
+            f"fused {self.reason}" if self.reason else "fused")
         return f"{self.kind:10} {self.first} + {self.second}: {verdict}"
 
 
@@ -227,6 +245,8 @@ class Scheduler:
                 if a not in self.kernels or b not in self.kernels:
                     continue  # one of them was fused earlier in this round
                 ok, reason = can_fuse(self, a, b)
+                if not ok:
+                    ok, reason = self.fuse_after_reordering(a, b, reason)
                 if ok and self.would_create_cycle(a, b):
                     ok, reason = False, "a kernel between them needs the first and feeds the second"
                 kind = "vertical" if a.get_names() & b.read_names() else "horizontal"
@@ -240,6 +260,23 @@ class Scheduler:
                     fused_any = True
             if not fused_any:
                 break
+
+    def fuse_after_reordering(self, a: BaseSchedulerNode, b: BaseSchedulerNode,
+                              reason: str) -> tuple[bool, str]:
+        """A refused pair may fuse once the pointwise side loops in the reduction's order
+        (``loop_order.py``); if it still may not, the old orders come back."""
+        from .fusion import can_fuse
+        from .loop_order import describe_orders, reorder_to_fuse
+
+        changed = reorder_to_fuse(a, b)
+        if not changed:
+            return False, reason
+        ok, _ = can_fuse(self, a, b)
+        if ok:
+            return True, f"after reordering {describe_orders(changed)}"
+        for node, old in changed:
+            node.reorder_loops(old)
+        return False, reason
 
     def candidate_pairs(self) -> list[tuple[BaseSchedulerNode, BaseSchedulerNode]]:
         """Pairs of kernels touching a common buffer, earlier kernel first."""
@@ -336,7 +373,7 @@ class Scheduler:
             head += f"  # read {r} B, write {w} B"
             if kept:
                 head += f"; never stored: {', '.join(kept)}"
-            out.append(head + "\n" + "\n".join("  " + str(n.node).replace("\n", "\n  ")
+            out.append(head + "\n" + "\n".join("  " + _member_text(n).replace("\n", "\n  ")
                                               for n in k.get_nodes()))
         return "\n\n".join(out)
 
@@ -346,6 +383,14 @@ class Scheduler:
 
         for k in self.kernels:
             run_nodes([n.node for n in k.get_nodes()], storage, sizes or {})
+
+
+def _member_text(n: BaseSchedulerNode) -> str:
+    """A member's loop nest, with its loop order when fusion changed it (``loop_order.py``)."""
+    text = str(n.node)
+    if isinstance(n, SchedulerNode) and n.is_reordered():
+        text = f"# loops reordered: {', '.join(map(str, n.loop_order()))} (outermost first)\n" + text
+    return text
 
 
 def schedule_function(fn, *args, fuse: bool = True, record_metrics: bool = True) -> Scheduler:
