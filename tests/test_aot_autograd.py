@@ -105,6 +105,25 @@ def test_min_cut_never_recomputes_matmul():
     assert set(part.saved) == {"primals_1", "primals_2", "cos"}  # bases, not their views
 
 
+def test_min_cut_heuristics_on_a_transformer_block():
+    """Long pointwise chains are not replayed in the backward (MAX_CHAIN), reductions and
+    matmuls never are; the result still matches eager (test_model_zoo_min_cut)."""
+    from minicompile.aot_autograd.partitioners import ban_recomputation_reason
+    from minicompile.decompositions import decomposition_table
+    model, (x,) = MODELS["nanogpt_block"]("cpu")
+    joint, sig = trace_module(model, [x], decompositions=decomposition_table)
+    default = default_partition(joint, sig.num_fwd_outputs)
+    part = min_cut_rematerialization_partition(joint, sig.num_fwd_outputs)
+    assert part.saved_bytes < default.saved_bytes
+    ops = lambda gm: sum(n.op == "call_function" for n in gm.graph.nodes)  # noqa: E731
+    assert ops(part.bw_module) < 1.25 * ops(default.bw_module)
+    for banned in (torch.ops.aten.mm.default, torch.ops.aten.sum.dim_IntList):  # not recomputed
+        count = lambda gm: sum(n.target is banned for n in gm.graph.nodes)  # noqa: E731
+        assert count(part.bw_module) == count(default.bw_module)
+    (mean,) = [n for n in joint.graph.nodes if n.target is torch.ops.aten.sum.dim_IntList][:1]
+    assert ban_recomputation_reason(mean) is not None
+
+
 def test_joint_graph_shape():
     joint, sig = _cos_cos_joint()
     names = [n.name for n in joint.graph.nodes if n.op == "placeholder"]

@@ -185,12 +185,70 @@ def is_recomputable(node: fx.Node) -> bool:
     return torch.Tag.pointwise in t.tags or t.is_view
 
 
+# The real partitioner's main heuristics (torch/_functorch/partitioners.py:
+# should_ban_recomputation and get_node_weight), as two knobs:
+MAX_FAN_IN = 4  # never recompute an op that reads more than 4x the bytes it produces
+MAX_CHAIN = 4  # never recompute more than 4 pointwise ops in a row back to a saved value
+DISTANCE_PENALTY = 1.1  # saving a value d ops before the backward costs bytes * 1.1**d
+
+
+def _is_view(node: fx.Node) -> bool:
+    return isinstance(node.target, torch._ops.OpOverload) and node.target.is_view
+
+
+def ban_recomputation_reason(node: fx.Node) -> str | None:
+    """Why ``node`` must be computed in the forward (and saved if the backward needs it), or
+    None if the backward may recompute it."""
+    if not is_recomputable(node):  # matmul, convolution, reductions, random ops
+        return "not a cheap pointwise op or view"
+    read = sum(tensor_bytes(a) for a in node.all_input_nodes if not is_sym(a))
+    if node.op == "call_function" and read > MAX_FAN_IN * tensor_bytes(node):
+        # e.g. a broadcasting op reading large tensors to make a small one: recomputing it
+        # would keep those large inputs alive instead (recomputation "fan-in")
+        return f"reads more than {MAX_FAN_IN}x the bytes it produces"
+    return None
+
+
+def recompute_chain_lengths(nodes: list[fx.Node]) -> dict[fx.Node, int]:
+    """For each recomputable node, the longest run of recomputable ops ending at it (its
+    inputs' runs + 1; a banned node or an input starts from 0): what recomputing it would
+    replay in the backward if nothing in between were saved."""
+    length: dict[fx.Node, int] = {}
+    for n in nodes:  # graph order: inputs first
+        if n.op != "call_function" or ban_recomputation_reason(n):
+            length[n] = 0
+        else:  # a view is free: it does not lengthen the run
+            longest = max((length.get(a, 0) for a in n.all_input_nodes), default=0)
+            length[n] = longest if _is_view(n) else longest + 1
+    return length
+
+
+def distance_from_backward(nodes: set[fx.Node], backward: set[fx.Node]) -> dict[fx.Node, int]:
+    """Fewest data edges from each node to a backward node that (transitively) reads it."""
+    dist = {n: 0 for n in backward}
+    for n in reversed([n for n in next(iter(nodes)).graph.nodes if n in nodes]):
+        if n not in dist:
+            dist[n] = min((dist[u] + 1 for u in n.users if u in dist), default=10**6)
+    return dist
+
+
+def save_cost(node: fx.Node, dist: int) -> float:
+    """Capacity of a node's cut edge. Bytes, times 1.1 per op of distance to the backward: a
+    value far from its backward use lives longer, and saving values close to the backward
+    keeps long recomputation chains out of it. Views are free to recompute from their base
+    (save the base instead): infinite."""
+    if _is_view(node):
+        return math.inf
+    return tensor_bytes(node) * DISTANCE_PENALTY ** min(dist, 100)
+
+
 def min_cut_saved_values(joint: fx.Graph, num_fwd_outputs: int) -> list[fx.Node]:
     """The cheapest set of values to save, by a minimum source-sink cut.
 
-    Each node n becomes an edge n_in -> n_out whose capacity is the bytes of n's output
-    (cutting it = saving n); data edges n_out -> user_in are uncuttable. The source feeds
-    the primals and every forward op that must not be recomputed; every node that reads a
+    Each node n becomes an edge n_in -> n_out whose capacity is what saving n costs
+    (``save_cost``: its bytes, weighted by distance to the backward); data edges
+    n_out -> user_in are uncuttable. The source feeds the primals and every forward op the
+    backward must not recompute (``ban_recomputation_reason``); every node that reads a
     tangent drains to the sink (it can only run in the backward). A cut separates what the
     forward computes from what the backward computes; the cut edges are the saved values.
     """
@@ -199,17 +257,19 @@ def min_cut_saved_values(joint: fx.Graph, num_fwd_outputs: int) -> list[fx.Node]
     must_be_backward = descendants(tangents)
     forward = ancestors(fw_outs)
     relevant = ancestors(fw_outs + grads)
+    dist = distance_from_backward(relevant, must_be_backward & relevant)
+    chain = recompute_chain_lengths([n for n in joint.nodes if n in relevant])
     g = nx.DiGraph()
     for n in relevant:
         if n.op == "output":
             continue
         if n in must_be_backward:
             g.add_edge(n.name + "_in", "sink")  # no capacity attribute = infinite
-        elif n in primals or (n in forward and not is_recomputable(n)):
+        elif n in primals or (n in forward and ban_recomputation_reason(n)):
             g.add_edge("source", n.name + "_in")
-        # a view costs nothing to recompute from its base: save the base instead
-        is_view = isinstance(n.target, torch._ops.OpOverload) and n.target.is_view
-        capacity = math.inf if is_view else tensor_bytes(n)
+        elif n in forward and chain[n] > MAX_CHAIN and not _is_view(n):  # too long to replay
+            g.add_edge("source", n.name + "_in")
+        capacity = save_cost(n, dist.get(n, 0))
         if capacity == math.inf:
             g.add_edge(n.name + "_in", n.name + "_out")
         else:
