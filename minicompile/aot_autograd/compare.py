@@ -3,6 +3,7 @@ torch/_functorch/compilers.py's debugging compilers play), and time forward/back
 
     eager_saved_tensors(fn, x)             # what eager autograd keeps alive for backward
     real_aot_graphs(model, [x], "min_cut") # real AOTAutograd's forward/backward graphs
+    print(format_report(partition_report(model, [x])))  # ours next to real, per partitioner
     time_forward_backward(fn, [x])         # seconds per forward, per backward
 """
 
@@ -69,6 +70,49 @@ def num_saved(fw: fx.GraphModule, bw: fx.GraphModule) -> int:
     """Values passed from a forward graph to its backward: backward inputs that are not
     tangents (real AOTAutograd names its tangents ``tangents_*`` too)."""
     return sum(n.op == "placeholder" and not n.name.startswith("tangents") for n in bw.graph.nodes)
+
+
+def saved_bytes(bw: fx.GraphModule) -> int:
+    """Bytes of the tensors a backward graph receives from its forward (not the tangents)."""
+    from .partitioners import is_sym, tensor_bytes
+    return sum(tensor_bytes(n) for n in bw.graph.nodes if n.op == "placeholder"
+               and not n.name.startswith("tangents") and not is_sym(n))
+
+
+def partition_report(model: torch.nn.Module, inputs: list) -> list[dict]:
+    """Saved values, saved bytes and op counts of the forward/backward graphs of ``model``:
+    real AOTAutograd (its default and min-cut partitioners, no decomposition, like its
+    ``aot_eager``), next to ours on the same ATen level and on core ATen (our table)."""
+    from ..decompositions import decomposition_table
+    from .aot_autograd import trace_module
+    from .partitioners import default_partition, min_cut_rematerialization_partition
+
+    def ops(gm):
+        return sum(n.op == "call_function" for n in gm.graph.nodes)
+
+    rows = []
+    for partition in ("default", "min_cut"):
+        fw, bw = real_aot_graphs(model, inputs, partition)
+        rows.append(dict(who="real AOTAutograd", graph="ATen", partition=partition,
+                         saved=num_saved(fw, bw), saved_bytes=saved_bytes(bw),
+                         fw_ops=ops(fw), bw_ops=ops(bw)))
+    for level, table in (("ATen", {}), ("core ATen", decomposition_table)):
+        joint, sig = trace_module(model, inputs, table)
+        for partition, fn in (("default", default_partition),
+                              ("min_cut", min_cut_rematerialization_partition)):
+            p = fn(joint, sig.num_fwd_outputs)
+            rows.append(dict(who="minicompile", graph=level, partition=partition,
+                             saved=len(p.saved), saved_bytes=p.saved_bytes,
+                             fw_ops=ops(p.fw_module), bw_ops=ops(p.bw_module)))
+    return rows
+
+
+def format_report(rows: list[dict]) -> str:
+    head = f"{'':17} {'graph':10} {'partition':9} {'saved':>5} {'KiB saved':>9} {'fw ops':>6} {'bw ops':>6}"
+    lines = [head] + [f"{r['who']:17} {r['graph']:10} {r['partition']:9} {r['saved']:5} "
+                      f"{r['saved_bytes'] / 1024:9.1f} {r['fw_ops']:6} {r['bw_ops']:6}"
+                      for r in rows]
+    return "\n".join(lines)
 
 
 def time_forward_backward(fn: Callable, inputs: list, iters: int = 20) -> tuple[float, float]:

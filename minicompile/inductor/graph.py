@@ -109,12 +109,25 @@ class GraphLowering:
                 else:
                     raise NotImplementedError(f"{node.op} nodes (run on an ATen graph)")
         self.current_node = None
+        self._check_symbols_bound()
         return self
+
+    def _check_symbols_bound(self) -> None:
+        """Every size symbol must be readable from some input at run time (an input's size,
+        stride, or a SymInt input); otherwise refuse now, so the caller falls back to eager
+        rather than failing on the first call."""
+        used = set()
+        for v in self.graph_inputs.values():
+            exprs = [*v.layout.size, *v.layout.stride] if isinstance(v, Buffer) else [v]
+            used |= {s for e in exprs for s in sympy.sympify(e).free_symbols}
+        missing = sorted(map(str, used - set(self.symbol_sources)))
+        if missing:
+            raise NotImplementedError(f"size symbols {missing} are not readable from any input")
 
     def _ensure_meta(self) -> None:
         # size computations (sym_size, s0 * 3) need no FakeTensor: they are evaluated on SymPy
-        nodes = [n for n in self.gm.graph.nodes
-                 if n.op != "output" and n.target not in SYMBOLIC_OPS]
+        nodes = [n for n in self.gm.graph.nodes if n.op != "output"
+                 and n.target not in SYMBOLIC_OPS and "sym_expr" not in n.meta]
         if all("val" in n.meta for n in nodes):
             return
         if self.example_inputs is None:
@@ -126,7 +139,8 @@ class GraphLowering:
             *self.example_inputs)
 
     def placeholder(self, node: torch.fx.Node, pos: int) -> Any:
-        val = node.meta["val"]
+        # a size saved by the forward for the backward carries its SymPy formula, not a SymInt
+        val = node.meta["val"] if "val" in node.meta else node.meta["sym_expr"]
         if not isinstance(val, torch.Tensor):  # a SymInt input: its value is a size symbol
             expr = sym_to_sympy(val)
             if isinstance(expr, sympy.Symbol):
