@@ -25,6 +25,7 @@ from torch.utils._pytree import tree_flatten
 
 from .functionalize import functionalize
 from ..decompositions.rnn import rnn_decompositions
+from ..dynamo.symbolic_shapes import has_symbolic_sizes, symbolic_dispatch
 from .tracer import DispatchTracer, PreAutogradDecompositions, Unsupported, storage_key
 
 
@@ -88,7 +89,9 @@ def trace_graph(fn: Callable, fake_args: list, requires_grad: list[bool],
     old_allow = fake_mode.allow_non_fake_inputs
     fake_mode.allow_non_fake_inputs = True  # constants captured by the function stay real
     try:
-        with fake_mode:
+        # symbolic sizes need the Python dispatcher: its Python kernels (matmul, ...) keep sizes
+        # symbolic where some torch versions' C++ kernels read them as ints (a guard per size)
+        with fake_mode, symbolic_dispatch(any(map(has_symbolic_sizes, fake_args))):
             primals = _prepare_inputs(fake_args, requires_grad)
             for i, p in enumerate(primals):
                 tracer.placeholder(f"primals_{i + 1}", p)
