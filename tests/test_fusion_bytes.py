@@ -251,3 +251,17 @@ def test_bytes_through_mc_compile(name, fn, args, elements):
     mc.metrics.reset()
     torch.testing.assert_close(compiled(*args), fn(*args))
     assert mc.metrics.num_bytes_accessed == elements * 4
+
+
+def test_size_symbol_in_an_index_is_counted_symbolically():
+    """Concrete loop ranges but a size symbol in the index (a size pinned by a guard after the
+    index was built): the count is a formula, never an enumeration that cannot bind ``s1``."""
+    from minicompile.inductor.dependencies import footprint
+    from minicompile.inductor.ir import MemoryDep
+
+    s1, i, j = sympy.Symbol("s1", positive=True, integer=True), *sympy.symbols("i j", integer=True)
+    reads = [MemoryDep("buf0", i * s1 + j, ((i, 3), (j, 4))),
+             MemoryDep("buf0", i * s1 + j + 1, ((i, 3), (j, 4)))]  # two groups: no closed form
+    count = footprint(reads, 3 * s1)
+    assert count.free_symbols == {s1}
+    assert count.subs(s1, 5) == 15  # capped at the buffer: 12 + 12 points, 15 elements

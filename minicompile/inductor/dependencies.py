@@ -174,8 +174,9 @@ def footprint(deps: Iterable[Dep], numel: sympy.Expr) -> sympy.Expr:
         affine = affine_strides(groups[0])
         if affine is not None and is_injective(affine[1]):
             return closed_form(groups[0])
+    # enumerating needs every number concrete: loop ranges, and no size symbol in the index
     enumerable = all(not d.is_indirect() and is_concrete(*[s for _, s in d.var_ranges])
-                     for d in groups)
+                     and d.index.free_symbols <= {v for v, _ in d.var_ranges} for d in groups)
     if enumerable and sum(int(_points(d)) for d in groups) <= MAX_ENUMERATED_POINTS:
         return sympy.Integer(count_distinct(groups))
     total = sympy.Add(*[closed_form(d) for d in groups])

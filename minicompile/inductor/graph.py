@@ -68,6 +68,7 @@ class GraphLowering:
         self.output_spec: pytree.TreeSpec | None = None
         self.fallbacks: list[tuple[str, str]] = []
         self.constants: dict[str, torch.Tensor] = {}  # get_attr tensors, by buffer name
+        self.constant_buffers: dict[str, InputBuffer] = {}  # their buffers, read like inputs
         # symbol -> (input position, "size" | "stride" | "value", dim): where to read its value
         self.symbol_sources: dict[sympy.Symbol, tuple[int, str, int | None]] = {}
         # symbol -> the value it had when traced: for reporting only (bytes moved), never to
@@ -168,6 +169,7 @@ class GraphLowering:
             return value
         buf = InputBuffer(node.name, layout_of(value))
         self.constants[node.name] = value
+        self.constant_buffers[node.name] = buf
         return buf
 
     def call_function(self, node: torch.fx.Node, args: tuple, kwargs: dict) -> Any:

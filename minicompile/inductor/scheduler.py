@@ -177,6 +177,7 @@ class Scheduler:
         if hasattr(nodes, "graph_inputs"):  # a GraphLowering: take everything from it
             graph = self.graph = nodes
             inputs = {k: v for k, v in graph.graph_inputs.items() if isinstance(v, Buffer)}
+            inputs.update(graph.constant_buffers)
             output_names = [o.get_name() for o in graph.graph_outputs if hasattr(o, "get_name")]
             nodes = graph.buffers
         self.buffers: dict[str, Buffer] = dict(inputs or {})
