@@ -148,7 +148,7 @@ class VariableBuilder:
     # (predicate, method) rows, first match wins
     DISPATCH: list[tuple[Callable[[Any], bool], Callable]] = [
         (lambda v: isinstance(v, torch.Tensor), wrap_tensor),
-        (lambda v: v in TORCH_CLASSES, _id_matched(TorchVariable)),
+        (lambda v: any(v is c for c in TORCH_CLASSES), _id_matched(TorchVariable)),  # no ==
         (_is_builtin, lambda self, v, g: BuiltinVariable(v)),  # builtins are not in G: no guard
         (lambda v: isinstance(v, (tuple, list)) and type(v) in (tuple, list, torch.Size),
          wrap_sequence),
