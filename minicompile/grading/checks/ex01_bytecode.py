@@ -86,7 +86,7 @@ def _bits(i, j):
 
 @exercise("1.1", points=10, hint="argrepr is '+', '+=', ...; operator.iadd is the in-place add")
 def check_binary_op_table(sol):
-    """BINARY_OP handler table."""
+    """BINARY_OP handler table"""
     table = sol.binary_op_table()
     assert len(table) == 26, f"expected 26 symbols, got {len(table)}"
     with _patched(handlers_data.__dict__, "BINARY_OPS", table):
@@ -108,7 +108,7 @@ def _loops(x, xs):
 
 @exercise("1.2", points=10, hint="tx.stack[-1].next_item(); None means pop and tx.jump(inst)")
 def check_for_iter(sol):
-    """Unroll FOR_ITER."""
+    """Unroll FOR_ITER over a range"""
     with _patched(OPCODE_HANDLERS, "FOR_ITER", sol.for_iter):
         _captured_like_eager(_loops, torch.randn(4, 3), [torch.randn(4, 3) for _ in range(3)])
 
@@ -133,7 +133,7 @@ def _calls(x, y):
 
 @exercise("1.3", points=10, hint="bind_args, then InliningInstructionTranslator(...).run()")
 def check_inline_call(sol):
-    """Inline a user function call."""
+    """Inline a user function call"""
     inline = lambda self, fn, args, kwargs: sol.inline_call(self, fn, args, kwargs)  # noqa: E731
     with _patched(InstructionTranslatorBase, "inline_user_function_return", inline):
         _captured_like_eager(_calls, torch.randn(6), torch.randn(6))
