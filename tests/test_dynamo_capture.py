@@ -3,6 +3,7 @@ should be captured whole gives exactly one graph and no eager fallback."""
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 
@@ -272,6 +273,15 @@ def f_return_input(x, y):
     return x, y + 1, None, "tag"
 
 
+
+LEAKY = functools.partial(F.leaky_relu, negative_slope=0.2)  # a global partial: guarded by parts
+
+
+def f_partial(x, pow_fn):
+    add2 = functools.partial(torch.add, alpha=2)  # built while tracing
+    return add2(x, LEAKY(x)) + pow_fn(x) + functools.partial(helper, k=3)(x)
+
+
 CASES = {
     "arith": (f_arith, (x4(), x4())),
     "matmul": (f_matmul, (x4(), x4())),
@@ -310,6 +320,7 @@ CASES = {
     "odd_sizes": (f_unary, (x4(1823, 781),)),
     "generators": (f_generators, ([x4(), x4()],)),
     "namedtuple": (f_namedtuple, (Pair(x4(), x4()), {"b": x4(), "a": x4()})),
+    "partial": (f_partial, (x4(), functools.partial(torch.pow, exponent=2))),
 }
 
 
@@ -398,3 +409,12 @@ def test_decorator_form():
     x = x4()
     torch.testing.assert_close(f(x), x.cos() * 2)
     assert f.__name__ == "f"
+
+
+def test_partial_arguments_are_guarded():
+    """A partial passed in is guarded through its func, args and keywords: new keywords recompile."""
+    x, cf = x4(), mc.compile(f_partial, backend="eager")
+    for exponent in (2, 3):
+        pow_fn = functools.partial(torch.pow, exponent=exponent)
+        torch.testing.assert_close(cf(x, pow_fn), f_partial(x, pow_fn))
+    assert mc.metrics.recompiles == 1

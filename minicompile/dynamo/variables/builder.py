@@ -11,6 +11,7 @@ shapes plug in there. ``SourcelessBuilder`` wraps values made while tracing (no 
 
 from __future__ import annotations
 
+import functools
 import operator
 import types
 from typing import Any, Callable
@@ -25,7 +26,7 @@ from .base import VariableTracker
 from .builtin import BUILTIN_CALLABLES, BuiltinVariable
 from .constant import ConstantVariable, is_constant
 from .dicts import ConstDictVariable
-from .functions import UserFunctionVariable, UserMethodVariable
+from .functions import FunctoolsPartialVariable, UserFunctionVariable, UserMethodVariable
 from .lists import ListVariable, NamedTupleVariable, RangeVariable, SizeVariable, SliceVariable, TupleVariable
 from .misc import PythonModuleVariable, UserDefinedObjectVariable
 from .nn_module import NNModuleVariable
@@ -130,6 +131,21 @@ class VariableBuilder:
                                 else None).wrap(value.__self__, guard)
         return UserMethodVariable(value.__func__, owner)
 
+    def wrap_partial(self, value: functools.partial, guard: bool) -> VariableTracker:
+        """Its func, args and keywords are wrapped (and guarded) like any other input."""
+        from ..source import AttrSource
+
+        if guard:
+            self.install_guard(GuardKind.TYPE_MATCH, type(value))
+
+        def part(name: str) -> VariableTracker:
+            source = AttrSource(self.source, name) if self.source else None
+            return VariableBuilder(self.tx, source).wrap(getattr(value, name), guard)
+
+        keywords = part("keywords")
+        return FunctoolsPartialVariable(part("func"), part("args").unpack_var_sequence(self.tx),
+                                        keywords.items, self.source)
+
     def wrap_range(self, value: range, guard: bool) -> VariableTracker:
         if guard:
             self.install_guard(GuardKind.EQUALS_MATCH, value)
@@ -161,6 +177,7 @@ class VariableBuilder:
         (is_torch_callable, _id_matched(TorchVariable)),
         (lambda v: isinstance(v, types.FunctionType), _id_matched(UserFunctionVariable)),
         (lambda v: isinstance(v, types.MethodType), wrap_method),
+        (lambda v: type(v) is functools.partial, wrap_partial),
         (lambda v: True, wrap_object),
     ]
 

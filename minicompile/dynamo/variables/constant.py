@@ -7,6 +7,7 @@ trace may depend on. Operations on constants run for real while tracing (constan
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import types
@@ -62,8 +63,13 @@ class ConstantVariable(VariableTracker):
         return ConstantVariable(attr)
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
-        """Calling a class: only namedtuples are built while tracing (``Pair(x, y)``)."""
+        """Calling a class: namedtuples (``Pair(x, y)``) and ``functools.partial`` are built
+        while tracing."""
         cls = self.value
+        if cls is functools.partial and args:
+            from .functions import FunctoolsPartialVariable
+
+            return FunctoolsPartialVariable(args[0], args[1:], kwargs)
         if isinstance(cls, type) and issubclass(cls, tuple) and hasattr(cls, "_fields"):
             from .lists import NamedTupleVariable
 

@@ -8,6 +8,7 @@ nested ``def``), whose defaults and closure cells are themselves VariableTracker
 
 from __future__ import annotations
 
+import functools
 import inspect
 import types
 from typing import Any
@@ -196,3 +197,43 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
 
     def _repr_body(self) -> str:
         return self.code.co_qualname
+
+
+class FunctoolsPartialVariable(VariableTracker):
+    """``functools.partial(func, *args, **keywords)``, made while tracing or passed in: calling it
+    calls ``func`` with the stored arguments in front (mirrors the class of the same name in
+    torch/_dynamo/variables/functions.py)."""
+
+    def __init__(self, func: VariableTracker, args: list[VariableTracker],
+                 keywords: dict[str, VariableTracker], source=None):
+        super().__init__(source)
+        self.func, self.args, self.keywords = func, list(args), dict(keywords)
+
+    def python_type(self) -> type:
+        return functools.partial
+
+    def identity(self) -> Any:
+        return self
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        return self.func.call_function(tx, [*self.args, *args], {**self.keywords, **kwargs})
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        from .dicts import ConstDictVariable
+        from .lists import TupleVariable
+
+        fields = {"func": lambda: self.func, "args": lambda: TupleVariable(self.args),
+                  "keywords": lambda: ConstDictVariable(dict(self.keywords))}
+        if name not in fields:
+            unimplemented(f"attribute {name!r} of functools.partial")
+        return fields[name]()
+
+    def reconstruct(self, codegen) -> str:
+        if self.source is not None:
+            return self.source.expr()
+        parts = [codegen(self.func), *map(codegen, self.args),
+                 *(f"{k}={codegen(v)}" for k, v in self.keywords.items())]
+        return f"{codegen.install_global('partial', functools.partial)}({', '.join(parts)})"
+
+    def _repr_body(self) -> str:
+        return f"{self.func}, {len(self.args)} args, {sorted(self.keywords)}"
