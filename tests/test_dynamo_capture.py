@@ -418,3 +418,16 @@ def test_partial_arguments_are_guarded():
         pow_fn = functools.partial(torch.pow, exponent=exponent)
         torch.testing.assert_close(cf(x, pow_fn), f_partial(x, pow_fn))
     assert mc.metrics.recompiles == 1
+
+
+def test_explain_and_compile_an_already_compiled_function():
+    """mc.explain / mc.compile of something mc.compile returned start from the original."""
+    cf = mc.compile(helper, backend="eager")
+    x = x4()
+    out = mc.explain(cf)(x)
+    assert out.graph_count == 1 and out.graph_break_count == 0
+    torch.testing.assert_close(mc.compile(cf, backend="eager")(x), helper(x))
+    module = torch.nn.Linear(4, 2)
+    cm = mc.compile(mc.compile(module, backend="eager"), backend="eager")
+    torch.testing.assert_close(cm(x), module(x))
+    assert mc.explain(cm)(x).graph_count == 1

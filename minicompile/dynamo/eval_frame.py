@@ -212,7 +212,11 @@ def optimize(model: Callable, backend: Callable, fullgraph: bool = False,
     """Wrap ``model`` so each call goes through the cache (``mc.compile`` calls this).
 
     ``dynamic``: None = automatic dynamic, True = symbolic sizes from the first compile,
-    False = static (see automatic_dynamic.py)."""
+    False = static (see automatic_dynamic.py). Compiling (or explaining) something already
+    compiled starts again from the original function or module."""
+    model = getattr(model, "_minicompile_orig", model)
+    if isinstance(model, OptimizedModule):
+        model = model._orig_mod
     if isinstance(model, torch.nn.Module):
         return OptimizedModule(model, backend, fullgraph, cache, dynamic)
     fn, bound_self = model, None
