@@ -100,6 +100,12 @@ def numpy_array_live_across_break(x):
     return y * float(z.sum())
 
 
+def explicit_break(x):
+    y = x.sin()
+    torch._dynamo.graph_break()  # the user asks for a break: two graphs, as in real Dynamo
+    return y.cos()
+
+
 def tolist_in_middle(x):
     vals = (x * 3).tolist()
     return x + sum(vals)
@@ -167,6 +173,7 @@ PROGRAMS = [
     (break_after_loop, lambda: (torch.randn(1823, 3),)),
     (mutations_across_break, lambda: (torch.randn(3), [torch.randn(3)], {"a": 1})),
     (numpy_array_live_across_break, lambda: (torch.randn(3),)),
+    (explicit_break, lambda: (torch.randn(3),)),
 ]
 IDS = [f"{fn.__name__}-{i}" for i, (fn, _) in enumerate(PROGRAMS)]
 
@@ -238,6 +245,7 @@ def test_break_reasons_are_classified():
     assert "untraceable_call" in kinds["numpy_and_random"]  # np.sqrt, random.Random, ...
     assert kinds["logging_call"] == ["print_or_logging"]  # getLogger runs at trace time
     assert kinds["break_in_loop"] == []  # record() appends to a global list: replayed, no break
+    assert [b.kind for b in mc.explain(explicit_break)(torch.randn(3)).break_reasons] == ["explicit"]
     out = mc.explain(list_kept_across_break)(torch.randn(2))
     assert [b.kind for b in out.break_reasons] == ["graph_break_in_loop"] and out.graph_count == 0
 

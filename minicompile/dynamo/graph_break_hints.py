@@ -57,6 +57,10 @@ BREAK_KINDS: dict[str, BreakKind] = {k.name: k for k in [
               "functions it calls are still compiled",
               "fix the break inside the loop (or move it out of the loop), or move the loop "
               "body into a function"),
+    BreakKind("explicit",
+              "torch._dynamo.graph_break() asks for a break at this point: the graph so far is "
+              "compiled, the call runs natively, and a resume function continues after it",
+              "remove the call to get one graph"),
     BreakKind("inlined_call",
               "the break happened inside a user function being inlined: the whole call runs "
               "natively (as its own compiled function, with its own graphs and breaks)",
@@ -70,12 +74,20 @@ PRINT_LIKE = {print, builtins.input, logging.log, logging.debug, logging.info, l
 TENSOR_TO_PYTHON = {"item", "tolist", "numpy", "__int__", "__float__", "__bool__", "__index__"}
 
 
+def is_explicit_break(fn: Any) -> bool:
+    """``torch._dynamo.graph_break`` (recognised by name: no need to import torch._dynamo)."""
+    return getattr(fn, "__name__", None) == "graph_break" and \
+        (getattr(fn, "__module__", None) or "").startswith("torch._dynamo")
+
+
 def classify_call(fn: Any) -> str:
-    """The break kind of calling ``fn`` natively (exercise 3.3 re-implements this).
+    """The break kind of calling ``fn`` natively (exercise 3.4 re-implements a simpler version).
 
     Order matters: a logging.Logger's bound method is a print-like call, and numpy's Python
     functions are untraceable although they are plain Python functions.
     """
+    if is_explicit_break(fn):
+        return "explicit"
     if fn in PRINT_LIKE or isinstance(getattr(fn, "__self__", None), logging.Logger) \
             or getattr(fn, "__module__", None) == "logging" and not isinstance(fn, type):
         return "print_or_logging"

@@ -14,6 +14,7 @@ from typing import Any, Callable
 import torch
 
 from ..exc import unimplemented
+from ..graph_break_hints import is_explicit_break
 from .base import KnownCallableVariable, VariableTracker
 from .constant import ConstantVariable
 
@@ -67,6 +68,8 @@ class TorchVariable(KnownCallableVariable):
         fn = self.fn
         if fn in UNSUPPORTED:
             unimplemented(f"{self._name()}: {UNSUPPORTED[fn]}")
+        if is_explicit_break(fn):
+            unimplemented("torch._dynamo.graph_break()")
         if fn is torch.no_grad or fn is torch.enable_grad:
             return GradModeVariable(target=fn is torch.enable_grad)
         if fn is torch.set_grad_enabled:  # switches now; also usable as a context manager
