@@ -100,6 +100,19 @@ def numpy_array_live_across_break(x):
     return y * float(z.sum())
 
 
+class Scaler:
+    def apply(self, x):
+        print("scaling")  # breaks inside a method called from compiled code
+        return x.relu() * 2
+
+
+SCALER = Scaler()
+
+
+def method_with_print(x):
+    return SCALER.apply(x + 1) - 1  # the method runs natively, its own frame compiled
+
+
 def explicit_break(x):
     y = x.sin()
     torch._dynamo.graph_break()  # the user asks for a break: two graphs, as in real Dynamo
@@ -174,6 +187,7 @@ PROGRAMS = [
     (mutations_across_break, lambda: (torch.randn(3), [torch.randn(3)], {"a": 1})),
     (numpy_array_live_across_break, lambda: (torch.randn(3),)),
     (explicit_break, lambda: (torch.randn(3),)),
+    (method_with_print, lambda: (torch.randn(4),)),
 ]
 IDS = [f"{fn.__name__}-{i}" for i, (fn, _) in enumerate(PROGRAMS)]
 

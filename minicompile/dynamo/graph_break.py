@@ -345,17 +345,25 @@ def _native_callable(fn_vt, fn_value: Any, w: BreakWriter) -> str:
     so its own frame is compiled (with its own breaks), like a function real Dynamo intercepts."""
     from .variables.functions import UserFunctionVariable, UserMethodVariable
 
-    module = (getattr(fn_value, "__module__", None) or "").split(".")[0]
-    if type(fn_vt) is UserFunctionVariable and isinstance(fn_value, types.FunctionType) \
-            and module not in NATIVE_MODULES:
+    def compiled(fn: types.FunctionType) -> str:
         from .eval_frame import optimize
 
         wrappers = _wrappers(w.output)
-        if fn_value not in wrappers:
-            wrappers[fn_value] = optimize(fn_value, w.output.backend, cache=w.output.frame_cache)
-        return w.codegen.install_global(f"compiled_{fn_value.__name__}", wrappers[fn_value])
+        if fn not in wrappers:
+            wrappers[fn] = optimize(fn, w.output.backend, cache=w.output.frame_cache)
+        return w.codegen.install_global(f"compiled_{fn.__name__}", wrappers[fn])
+
+    def user_code(fn: Any) -> bool:
+        module = (getattr(fn, "__module__", None) or "").split(".")[0]
+        return isinstance(fn, types.FunctionType) and module not in NATIVE_MODULES | {"torch"}
+
+    if type(fn_vt) is UserFunctionVariable and user_code(fn_value):
+        return compiled(fn_value)
     if isinstance(fn_vt, UserMethodVariable):
-        return f"{reconstruct(fn_vt.obj, w.codegen)}.{fn_vt.fn.__name__}"
+        owner = reconstruct(fn_vt.obj, w.codegen)
+        if user_code(fn_vt.fn):  # the compiled function, bound to the same object
+            return f"{compiled(fn_vt.fn)}.__get__({owner})"
+        return f"{owner}.{fn_vt.fn.__name__}"
     if isinstance(fn_value, types.FunctionType):  # logging, numpy...: called as they are
         return w.codegen.install_global(fn_value.__name__, fn_value)
     return reconstruct(fn_vt, w.codegen)
