@@ -439,3 +439,23 @@ def test_dynamic_shapes_through_minicompile(name):
         grad, ref_grad = (torch.autograd.grad(o.sum(), x)[0] for o in (out, ref))
         torch.testing.assert_close(grad, ref_grad, rtol=1e-4, atol=1e-5)
     assert mc.metrics.frames_compiled == 1 and mc.metrics.eager_fallbacks == 0
+
+
+@pytest.mark.parametrize("front_end", ["minicompile", "torch"])
+def test_view_of_input_with_symbolic_sizes_is_rebuilt_per_call(front_end):
+    """x[:, :n // 2] under dynamic shapes: the view's size and stride are formulas in the input's
+    sizes, evaluated on each call; the output shares the caller's storage, gradients flow."""
+    fn = lambda x: x[:, : x.shape[1] // 2]  # noqa: E731
+    if front_end == "minicompile":
+        cf = mc.compile(fn, backend="aot_eager", dynamic=True)
+    else:
+        torch._dynamo.reset()
+        cf = torch.compile(fn, backend=aot_eager, dynamic=True)
+    for shape in [(3, 8), (5, 9), (4, 12)]:
+        x = torch.randn(*shape, requires_grad=True)
+        out = cf(x)
+        torch.testing.assert_close(out, fn(x))
+        assert out.data_ptr() == x.data_ptr() and out.stride() == fn(x).stride()
+        out.sum().backward()
+        torch.testing.assert_close(x.grad, torch.zeros(shape).index_fill_(1, torch.arange(shape[1] // 2), 1))
+    assert mc.metrics.eager_fallbacks == 0

@@ -16,8 +16,9 @@ two. Tangents (the incoming gradients) are placeholders made once the outputs ar
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
+import sympy
 import torch
 import torch.fx as fx
 from torch._subclasses.fake_tensor import FakeTensorMode
@@ -38,15 +39,46 @@ class OutputAlias:
 
     input_index: int
     is_input: bool  # the very input tensor (``return x``)
-    size: tuple[int, ...] = ()
-    stride: tuple[int, ...] = ()
-    offset: int = 0  # storage offset relative to the input's
+    size: tuple = ()  # ints, or SymPy expressions in the size symbols of ``symbols``
+    stride: tuple = ()
+    offset: Any = 0  # storage offset relative to the input's
+    # symbolic geometry: where each size symbol is read at run time,
+    # (symbol, input index, "size" | "stride" | "value", dim)
+    symbols: tuple = ()
 
     def regenerate(self, args: list) -> torch.Tensor:
         base = args[self.input_index]
         if self.is_input:
             return base
-        return base.as_strided(self.size, self.stride, base.storage_offset() + self.offset)
+        size, stride, offset = self.size, self.stride, self.offset
+        if self.symbols:  # s0 = args[1].shape[0], ...; then evaluate (s0 - 1, s0, 1) for this call
+            env = {sym: _read(args[i], kind, d) for sym, i, kind, d in self.symbols}
+            size, stride, offset = ([int(sympy.sympify(e).xreplace(env)) for e in exprs]
+                                    for exprs in (size, stride, [offset]))
+            offset = offset[0]
+        return base.as_strided(size, stride, base.storage_offset() + offset)
+
+
+def _read(arg, kind: str, dim: int) -> int:
+    return arg.shape[dim] if kind == "size" else arg.stride(dim) if kind == "stride" else int(arg)
+
+
+def _sym_expr(x: Any) -> sympy.Basic:
+    """The SymPy formula of a size: ours or real Dynamo's SymInt (both nodes carry ``expr``)."""
+    return x.node.expr if isinstance(x, torch.SymInt) else sympy.Integer(x)
+
+
+def symbol_sources(primals: list) -> dict[sympy.Symbol, tuple[int, str, int]]:
+    """Where each size symbol of the inputs can be read at run time (the first place wins)."""
+    found: dict[sympy.Symbol, tuple[int, str, int]] = {}
+    for i, p in enumerate(primals):
+        places = ([("size", d, v) for d, v in enumerate(p.shape)]
+                  + [("stride", d, v) for d, v in enumerate(p.stride())]
+                  if isinstance(p, torch.Tensor) else [("value", 0, p)])
+        for kind, d, v in places:
+            if isinstance(v, torch.SymInt) and isinstance(_sym_expr(v), sympy.Symbol):
+                found.setdefault(_sym_expr(v), (i, kind, d))
+    return found
 
 
 @dataclass
@@ -179,9 +211,18 @@ def output_aliases(outs: list, primals: list) -> dict[int, OutputAlias]:
         if o is primals[i]:
             aliases[pos] = OutputAlias(i, is_input=True)
             continue
-        geometry = [*o.shape, *o.stride(), o.storage_offset(), primals[i].storage_offset()]
-        if not all(isinstance(g, int) for g in geometry):
-            raise Unsupported("an output is a view of an input with symbolic sizes")
-        aliases[pos] = OutputAlias(i, False, tuple(o.shape), tuple(o.stride()),
-                                   o.storage_offset() - primals[i].storage_offset())
+        offset = o.storage_offset() - primals[i].storage_offset()
+        geometry = [*o.shape, *o.stride(), offset]
+        if all(isinstance(g, int) for g in geometry):
+            aliases[pos] = OutputAlias(i, False, tuple(o.shape), tuple(o.stride()), offset)
+            continue
+        # symbolic sizes: keep the formulas, and where to read their symbols on each call
+        exprs = [_sym_expr(g) for g in geometry]
+        sources = symbol_sources(primals)
+        needed = set().union(*(e.free_symbols for e in exprs))
+        if not needed <= set(sources):
+            raise Unsupported("an output is a view of an input whose sizes no input gives")
+        n = o.dim()
+        aliases[pos] = OutputAlias(i, False, tuple(exprs[:n]), tuple(exprs[n:2 * n]), exprs[-1],
+                                   tuple((s, *sources[s]) for s in sorted(needed, key=str)))
     return aliases
