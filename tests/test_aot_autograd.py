@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import math
 import logging
 
 import pytest
@@ -459,3 +460,125 @@ def test_view_of_input_with_symbolic_sizes_is_rebuilt_per_call(front_end):
         out.sum().backward()
         torch.testing.assert_close(x.grad, torch.zeros(shape).index_fill_(1, torch.arange(shape[1] // 2), 1))
     assert mc.metrics.eager_fallbacks == 0
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_dynamic_int_feeding_a_factory_op_is_not_baked_in(backend):
+    """An int that turned dynamic (automatic dynamic, after a second value) reaches the graph as
+    a SymInt input; ``arange(n)`` must read it per call, not bake the value it had when traced.
+    The graph without any tensor input (``zeros(a, b)`` after a graph break) is the same case."""
+    fn = lambda x, n: torch.arange(n) + (x * x).sum()  # noqa: E731
+    cf = mc.compile(fn, backend=backend)
+    for n in (3, 4, 5, 6):
+        x = torch.randn(3, requires_grad=True)
+        out, ref = cf(x, n), fn(x, n)
+        torch.testing.assert_close(out, ref)
+        (grad,), (ref_grad,) = (torch.autograd.grad(o.sum(), x) for o in (out, ref))
+        torch.testing.assert_close(grad, ref_grad)
+    mc.reset()
+    only_ints = lambda n: torch.arange(n) * 2  # noqa: E731
+    cf = mc.compile(only_ints, backend=backend)
+    for n in (3, 4, 5, 6):
+        torch.testing.assert_close(cf(n), only_ints(n))
+    mc.reset()
+    def g(x, y):  # min/max graph-break: the resumed frame gets the two ints
+        return torch.zeros(min(x.shape[0], y.shape[0]), max(x.shape[0], y.shape[0]))
+
+    cg = mc.compile(g, backend=backend)
+    for a, b in [(2, 3), (3, 4), (5, 4), (6, 2), (7, 7)]:
+        x, y = torch.ones(a), torch.ones(b)
+        torch.testing.assert_close(cg(x, y), g(x, y))
+    assert mc.metrics.eager_fallbacks == 0
+
+
+NORMS_WITHOUT_RUNNING_STATS = {
+    "instance_norm1d": lambda: (torch.nn.InstanceNorm1d(5), (3, 5, 7)),
+    "instance_norm2d_affine": lambda: (torch.nn.InstanceNorm2d(6, affine=True), (2, 6, 5, 4)),
+    "batch_norm1d_no_stats": lambda: (torch.nn.BatchNorm1d(5, track_running_stats=False), (4, 5)),
+    "functional_batch_norm": lambda: (
+        lambda x: torch.nn.functional.batch_norm(x, None, None, training=True), (3, 6, 3, 5)),
+}
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+@pytest.mark.parametrize("name", list(NORMS_WITHOUT_RUNNING_STATS))
+def test_batch_norm_training_without_running_stats(name, backend):
+    """Training-mode batch norm with no running statistics (InstanceNorm, BatchNorm with
+    track_running_stats=False) writes nothing back: it normalizes with the batch's statistics.
+    It must not become the eval op (which reads statistics it does not have)."""
+    model, shape = NORMS_WITHOUT_RUNNING_STATS[name]()
+    cf = mc.compile(model, backend=backend)
+    x = torch.randn(*shape, requires_grad=True)
+    wrt = [x, *(model.parameters() if isinstance(model, torch.nn.Module) else [])]
+    out, ref = cf(x), model(x)
+    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-5)
+    grad_out = torch.randn_like(ref)
+    for got, want in zip(torch.autograd.grad(out, wrt, grad_out),
+                         torch.autograd.grad(ref, wrt, grad_out)):  # x, then weight and bias
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+    assert mc.metrics.eager_fallbacks == 0
+
+
+def test_min_cut_saves_a_view_the_backward_reads_under_dynamic_sizes(caplog):
+    """``idx[0]`` (a view reading a (B, 6) base to make 6 values) feeds the backward's
+    index_put. Once B is dynamic its base outweighs it 4x: the fan-in rule must not ban a view,
+    or the view would be forward-only *and* unsaveable (an infinite path, no finite cut)."""
+    class Gather(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.randn(10, 6))
+
+        def forward(self, x, idx):
+            return self.w[idx[0], :].sum() + (x * self.w.index_select(0, idx[0])[:1]).cos()
+
+    torch.manual_seed(0)
+    model = Gather()
+    cf = mc.compile(model, backend="inductor")  # min-cut partitioner
+    for B in (4, 7, 9):  # the second size turns B dynamic
+        x, idx = torch.randn(B, 6, requires_grad=True), torch.randint(0, 10, (B, 6))
+        out, ref = cf(x, idx), model(x, idx)
+        torch.testing.assert_close(out, ref)
+        wrt = [x, model.w]
+        for got, want in zip(torch.autograd.grad(out.sum(), wrt),
+                             torch.autograd.grad(ref.sum(), wrt)):
+            torch.testing.assert_close(got, want)
+    assert mc.metrics.eager_fallbacks == 0 and "no finite cut" not in caplog.text
+
+
+def test_min_cut_without_a_finite_cut_uses_the_default_partition(monkeypatch, caplog):
+    """If every value were unsaveable there is no finite cut: the partitioner says so and
+    saves what the default partition saves, instead of failing the compilation."""
+    from minicompile.aot_autograd import partitioners
+    monkeypatch.setattr(partitioners, "save_cost", lambda node, dist: math.inf)
+    joint, sig = _cos_cos_joint()
+    with caplog.at_level(logging.WARNING):
+        part = min_cut_rematerialization_partition(joint, sig.num_fwd_outputs)
+    assert part.saved == default_partition(joint, sig.num_fwd_outputs).saved
+    assert "no finite cut" in caplog.text
+
+
+def test_variant_traced_after_the_guards_were_made_may_not_add_guards():
+    """The first variant is traced while Dynamo compiles, before it renders its guards; one
+    traced later (another requires-grad pattern) that specialises a dynamic size would need a
+    guard nobody checks any more: it falls back to eager instead."""
+    from minicompile.dynamo.symbolic_shapes import ShapeEnv
+
+    def specialising_sum(x, dims, keepdim=False, **kwargs):
+        int(x.shape[0])  # reads a size as a Python int: a guard n == 3
+        return NotImplemented
+
+    fn = lambda x, n: x.expand(n, 3) * 2  # noqa: E731
+    gm = fx.symbolic_trace(fn)
+    n = ShapeEnv().create_symint(3, "L['n']")
+    placeholders = [p for p in gm.graph.nodes if p.op == "placeholder"]
+    placeholders[1].meta["example_value"] = n  # x stays static
+    x = torch.randn(1, 3, requires_grad=True)
+    with torch.no_grad():  # the inference variant: no sum, no guard
+        cf = aot_module_simplified(gm, [x, 3], decompositions={
+            torch.ops.aten.sum.dim_IntList: specialising_sum})
+        torch.testing.assert_close(cf(x, 3), fn(x, 3))
+    assert mc.metrics.eager_fallbacks == 0
+    out = cf(x, 3)  # the training variant: its backward sums over the n rows
+    torch.testing.assert_close(out, fn(x, 3))
+    torch.testing.assert_close(torch.autograd.grad(out.sum(), x)[0], torch.full((1, 3), 6.0))
+    assert mc.metrics.eager_fallbacks == 1

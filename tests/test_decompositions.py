@@ -44,6 +44,13 @@ def _nll_bw(weight):
 
 
 # op -> list of sample (args, kwargs); odd sizes and a non-contiguous case where it matters
+def _bn_train_bw(weight):
+    """Training mode: the saved batch statistics come from the forward."""
+    x = r(2, 3, 5)
+    _, mean, rstd = aten.native_batch_norm.default(x, weight, None, None, None, True, 0.1, 1e-5)
+    return ((r(2, 3, 5), x, weight, None, None, mean, rstd, True, 1e-5, [True, True, True]), {})
+
+
 SAMPLES = {
     aten.gelu.default: lambda: [((r(13, 7),), {}), ((noncontig(5, 6),), {"approximate": "tanh"})],
     aten.gelu_backward.default: lambda: [((r(13, 7), r(13, 7)), {}),
@@ -83,10 +90,14 @@ SAMPLES = {
     aten._native_batch_norm_legit_no_training.default: lambda: [
         ((r(2, 3, 5, 4), r(3), r(3), r(3), pos(3), 0.1, 1e-5), {})],
     aten.native_batch_norm.default: lambda: [
-        ((r(2, 3, 5, 4), r(3), r(3), r(3), pos(3), False, 0.1, 1e-5), {})],
+        ((r(2, 3, 5, 4), r(3), r(3), r(3), pos(3), False, 0.1, 1e-5), {}),
+        # training without running statistics (InstanceNorm, track_running_stats=False)
+        ((r(2, 3, 5, 4), r(3), r(3), None, None, True, 0.1, 1e-5), {}),
+        ((noncontig(7, 3), None, None, None, None, True, 0.1, 1e-5), {})],
     aten.native_batch_norm_backward.default: lambda: [
         ((r(2, 3, 5), r(2, 3, 5), r(3), r(3), pos(3), None, None, False, 1e-5,
-          [True, True, True]), {})],
+          [True, True, True]), {}),
+        _bn_train_bw(r(3)), _bn_train_bw(None)],
     aten.addmm.default: lambda: [((r(7), r(5, 3), r(3, 7)), {}),
                                  ((r(5, 7), r(5, 3), noncontig(3, 7)), {"beta": 0.5, "alpha": 2})],
     aten.linear.default: lambda: [((r(2, 5, 3), r(7, 3), r(7)), {}), ((r(5, 3), r(7, 3)), {})],

@@ -165,6 +165,41 @@ def test_batch_norm_eval():
     check(lambda a: bn(a), x(2, 3, 5, 4))
 
 
+@pytest.mark.parametrize("stats", [False, True])
+def test_batch_norm_training_falls_back_with_a_reason(stats):
+    """native_batch_norm in training mode (the graph node's target is the overload
+    ``aten.native_batch_norm.default``) is not the eval formula: an ATen fallback kernel, with
+    or without running statistics, never a wrong result or a missing buffer."""
+    mean, var = (torch.randn(3), torch.rand(3) + 0.5) if stats else (None, None)
+
+    def fn(a):
+        return torch.ops.aten.native_batch_norm.default(a, None, None, mean, var, True, 0.1,
+                                                         1e-5)[0]
+    graph = check(fn, x(2, 3, 5, 4), allow_fallback=True, rtol=1e-4, atol=1e-5)
+    assert graph.fallbacks and "training mode" in graph.fallbacks[0][1]
+
+
+@pytest.mark.parametrize("fn", [lambda a: torch.where(a > 0, a, 0.0),
+                                lambda a: torch.where(a > 0, 1.5, a) * 2,
+                                lambda a: a + torch.full((), 3.0)])
+def test_scalar_constants_are_inlined_not_stored(fn):
+    """A 0-d tensor made from a Python number (``scalar_tensor(0.0)``) is read by inlining its
+    value: no buffer of its own, no bytes moved for it."""
+    import minicompile as mc
+    a = x(13, 7)
+    graph = check(fn, a)
+    assert all(b.get_size() for b in graph.buffers), [str(b) for b in graph.buffers]
+    a = a.requires_grad_()
+    cf = mc.compile(fn, backend="inductor")
+    out, ref = cf(a), fn(a)
+    torch.testing.assert_close(out, ref)
+    (grad,), (ref_grad,) = (torch.autograd.grad(o.sum(), a) for o in (out, ref))
+    torch.testing.assert_close(grad, ref_grad)
+    mc.metrics.reset()
+    cf(a.detach())  # the inference graph: read a, write the result
+    assert mc.metrics.num_bytes_accessed == 2 * a.numel() * 4
+
+
 VIEWS = [
     lambda a: a.t() + 0, lambda a: a.reshape(-1) * 2, lambda a: a.t().reshape(-1) * 2,
     lambda a: a.reshape(7, 3, 5).permute(2, 0, 1) + 1, lambda a: a.unsqueeze(1).expand(15, 4, 7) * 1,

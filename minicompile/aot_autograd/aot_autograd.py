@@ -31,6 +31,7 @@ from ..metrics import metrics
 from .joint import GraphSignature, trace_graph
 from .partitioners import PARTITIONERS, Partition, default_partition
 from .runtime_wrappers import make_inference_wrapper, make_training_wrapper
+from .tracer import Unsupported
 
 log = logging.getLogger(__name__)
 Compiler = Callable[[fx.GraphModule, list], Callable]
@@ -53,15 +54,32 @@ def _fake_inputs(gm: fx.GraphModule, example_inputs: list,
     fake_mode = next((v.fake_mode for v in dynamo_fakes if isinstance(v, FakeTensor)),
                      None) or torch._guards.detect_fake_mode(
                          [v for v in dynamo_fakes if v is not None])
-    if fake_mode is None or len(dynamo_fakes) != len(example_inputs):
-        fake_mode, dynamo_fakes = FakeTensorMode(allow_non_fake_inputs=True), [None] * len(
-            example_inputs)
+    if len(dynamo_fakes) != len(example_inputs):
+        dynamo_fakes = [None] * len(example_inputs)
+    if fake_mode is None:
+        # no fake tensor among the inputs (``f(n)`` with n a dynamic int): a fresh mode, but
+        # the SymInt inputs stay symbolic. Dropping them would trace the call's real ints and
+        # bake them into factory ops (``arange(n)``) that are then reused at other values.
+        fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
+        fake_mode.cache_enabled = False  # its cache key wants torch's own ShapeEnv
+        dynamo_fakes = [v if isinstance(v, (torch.SymInt, torch.SymFloat, torch.SymBool))
+                        else None for v in dynamo_fakes]
     fakes = [fake_mode.from_tensor(p, static_shapes=True) for p in params]
     for ex, fake in zip(example_inputs, dynamo_fakes):
         if fake is None and isinstance(ex, torch.Tensor):
             fake = fake_mode.from_tensor(ex, static_shapes=True)
         fakes.append(ex if fake is None else fake)
     return fakes, fake_mode
+
+
+def _shape_env_of(fakes: list) -> Any:
+    """The ShapeEnv that owns the inputs' size symbols (None when every size is static)."""
+    for f in fakes:
+        sizes = [*f.shape, *f.stride()] if isinstance(f, torch.Tensor) else [f]
+        for v in sizes:
+            if isinstance(v, (torch.SymInt, torch.SymFloat)):
+                return getattr(v.node, "shape_env", None)
+    return None
 
 
 def _graph_text(gm: fx.GraphModule) -> str:
@@ -132,11 +150,18 @@ def aot_module_simplified(
         metrics.increment("eager_fallbacks")
         return lambda *args: gm(*args[len(names):])
 
+    shape_env = _shape_env_of(fakes)
+
     def get_variant(args: list) -> Callable:
         key = variant_key(args)
         if key not in compiled:
+            late = bool(compiled)  # Dynamo made its guards after the first variant
+            num_guards = len(getattr(shape_env, "guards", ()))
             try:
                 compiled[key] = compile_variant(key)
+                if late and len(getattr(shape_env, "guards", ())) > num_guards:
+                    raise Unsupported("tracing this variant guarded on a dynamic size after "
+                                      "Dynamo's guards were made")
             except Exception as e:  # anything we cannot trace runs eagerly, never wrongly
                 compiled[key] = fallback(f"{type(e).__name__}: {e}")
         return compiled[key]

@@ -47,10 +47,12 @@ def _batch_norm(node: fx.Node) -> list[tuple[int, int]]:
     """native_batch_norm updates its running stats in training mode without saying so in its
     schema. Eval: nothing is written. Training: the functional op returns the new stats."""
     x, w, b, mean, var, training, momentum, eps = node.args
-    if not training or mean is None:
+    if not training:
         node.target = aten._native_batch_norm_legit_no_training.default
         node.args = (x, w, b, mean, var, momentum, eps)
         return []
+    if mean is None:  # training without running statistics (InstanceNorm): nothing to write,
+        return []  # and not the eval op either: it would need statistics it does not have
     node.target = aten._native_batch_norm_legit_functional.default
     # the functional op returns 5 values: (out, save_mean, save_rstd, new_mean, new_var)
     node.meta["val"] = (*node.meta["val"], mean.meta["val"], var.meta["val"])

@@ -110,6 +110,11 @@ def _prepare_inputs(fake_args: list, requires_grad: list[bool]) -> list:
     return out
 
 
+def _is_symbolic_input(a: Any) -> bool:
+    """A tensor with symbolic sizes, or a symbolic int/float input (a dynamic ``n``)."""
+    return has_symbolic_sizes(a) or isinstance(a, (torch.SymInt, torch.SymFloat))
+
+
 def trace_graph(fn: Callable, fake_args: list, requires_grad: list[bool],
                 fake_mode: FakeTensorMode, decompositions: dict | None = None,
                 joint: bool = True) -> tuple[fx.GraphModule, GraphSignature]:
@@ -123,7 +128,7 @@ def trace_graph(fn: Callable, fake_args: list, requires_grad: list[bool],
     try:
         # symbolic sizes need the Python dispatcher: its Python kernels (matmul, ...) keep sizes
         # symbolic where some torch versions' C++ kernels read them as ints (a guard per size)
-        with fake_mode, symbolic_dispatch(any(map(has_symbolic_sizes, fake_args))):
+        with fake_mode, symbolic_dispatch(any(map(_is_symbolic_input, fake_args))):
             primals = _prepare_inputs(fake_args, requires_grad)
             for i, p in enumerate(primals):
                 tracer.placeholder(f"primals_{i + 1}", p)

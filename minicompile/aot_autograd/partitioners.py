@@ -17,6 +17,7 @@ backward graph ``(saved..., tangents) -> grads``, and what was saved, with its s
 
 from __future__ import annotations
 
+import logging
 import math
 import operator
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ import torch
 import torch.fx as fx
 
 aten = torch.ops.aten
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -201,6 +203,8 @@ def ban_recomputation_reason(node: fx.Node) -> str | None:
     None if the backward may recompute it."""
     if not is_recomputable(node):  # matmul, convolution, reductions, random ops
         return "not a cheap pointwise op or view"
+    if _is_view(node):  # index arithmetic on its base, reads nothing: no fan-in to speak of
+        return None  # (banning one would also make it unsaveable: its cut edge is infinite)
     read = sum(tensor_bytes(a) for a in node.all_input_nodes if not is_sym(a))
     if node.op == "call_function" and read > MAX_FAN_IN * tensor_bytes(node):
         # e.g. a broadcasting op reading large tensors to make a small one: recomputing it
@@ -279,7 +283,12 @@ def min_cut_saved_values(joint: fx.Graph, num_fwd_outputs: int) -> list[fx.Node]
                 g.add_edge(n.name + "_out", u.name + "_in")
     if "source" not in g or "sink" not in g:  # nothing flows from forward to backward
         return []
-    _, (source_side, _) = nx.minimum_cut(g, "source", "sink")
+    try:
+        _, (source_side, _) = nx.minimum_cut(g, "source", "sink")
+    except nx.NetworkXUnbounded:  # a forward-only value the backward reads cannot be saved
+        log.warning("min-cut partitioner: no finite cut (a path of unsaveable values joins "
+                    "the forward to the backward); using the default partition")
+        return default_saved_values(joint, num_fwd_outputs)
     by_name = {n.name: n for n in joint.nodes}
     saved = [by_name[name[:-3]] for name in source_side
              if name.endswith("_in") and name[:-3] + "_out" not in source_side]

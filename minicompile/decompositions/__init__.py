@@ -4,7 +4,7 @@
     from minicompile.decompositions import decomposition_table, register_decomposition
     activations.py   gelu, silu, hardswish, ... and their backwards
     softmax.py       softmax, log_softmax, logsumexp and backwards
-    norms.py         layer_norm (forward + backward), rms_norm, batch_norm inference
+    norms.py         layer_norm (forward + backward), rms_norm, batch_norm and its backward
     reductions.py    mean, var, var_mean, std, sum
     linear.py        addmm, linear, t, addcmul, ...
     losses.py        mse_loss, nll_loss, cross_entropy and backwards; dropout

@@ -1,5 +1,6 @@
 """Normalization layers as core ATen (mirrors torch/_decomp rows): layer_norm forward and
-backward, rms_norm, batch_norm in inference mode and its backward."""
+backward, rms_norm, batch_norm in inference mode and in training mode without running
+statistics (InstanceNorm), and batch_norm's backward in both modes."""
 
 from __future__ import annotations
 
@@ -97,28 +98,71 @@ def batch_norm_inference(x, weight, bias, running_mean, running_var, momentum, e
     return out, empty, empty
 
 
+def _reduce_dims(x) -> list[int]:  # every dim but the channel dim: (N, C, H, W) -> [0, 2, 3]
+    return [0] + list(range(2, x.dim()))
+
+
+def batch_norm_training_no_stats(x, weight, bias, momentum, eps):
+    """Training mode without running statistics (InstanceNorm, BatchNorm with
+    track_running_stats=False): normalize with the batch's own per-channel statistics,
+    mean = E[x], rstd = 1 / sqrt(Var[x] + eps) (biased variance), and write nothing back.
+    Returns (out, mean, rstd), the two (C,) vectors being what the backward reads."""
+    shape, dims = _channel_shape(x), _reduce_dims(x)
+    xf = upcast(x)
+    n = numel_of(x, dims)
+    mean = aten.div.Tensor(aten.sum.dim_IntList(xf, dims, True), n)  # (1, C, 1, 1)
+    centered = aten.sub.Tensor(xf, mean)
+    var = aten.div.Tensor(aten.sum.dim_IntList(aten.mul.Tensor(centered, centered), dims, True), n)
+    rstd = aten.rsqrt.default(aten.add.Tensor(var, eps))  # (1, C, 1, 1)
+    out = aten.mul.Tensor(centered, rstd)
+    if weight is not None:
+        out = aten.mul.Tensor(out, aten.view.default(weight, shape))
+    if bias is not None:
+        out = aten.add.Tensor(out, aten.view.default(bias, shape))
+    channels = [x.shape[1]]
+    return (downcast(out, x.dtype), downcast(aten.view.default(mean, channels), x.dtype),
+            downcast(aten.view.default(rstd, channels), x.dtype))
+
+
 @register_decomposition(aten.native_batch_norm_backward.default)
 def native_batch_norm_backward(grad, x, weight, running_mean, running_var, save_mean,
                                save_invstd, train, eps, output_mask):
-    """Eval mode (statistics are constants): dx = grad * w * rstd; dw = sum(grad xhat);
-    db = sum(grad). Training mode is left to ATen (NotImplemented)."""
+    """Per channel, over the N elements of the other dims, with xhat = (x - mean) rstd:
+    training (batch statistics, which depend on x):
+        dx = w rstd (grad - sum(grad) / N - xhat sum(grad xhat) / N)
+    eval (running statistics are constants): dx = w rstd grad.
+    Both: dw = sum(grad xhat); db = sum(grad)."""
+    shape, reduce = _channel_shape(x), _reduce_dims(x)
     if train:
-        return NotImplemented
-    shape = _channel_shape(x)
-    reduce = [0] + list(range(2, x.dim()))
-    rstd = aten.view.default(aten.rsqrt.default(aten.add.Tensor(running_var, eps)), shape)
-    xhat = aten.mul.Tensor(aten.sub.Tensor(x, aten.view.default(running_mean, shape)), rstd)
+        mean, rstd = save_mean, save_invstd
+    else:
+        mean, rstd = running_mean, aten.rsqrt.default(aten.add.Tensor(running_var, eps))
+    mean, rstd = aten.view.default(mean, shape), aten.view.default(rstd, shape)
+    xhat = aten.mul.Tensor(aten.sub.Tensor(x, mean), rstd)
     scale = rstd if weight is None else aten.mul.Tensor(rstd, aten.view.default(weight, shape))
-    dx = aten.mul.Tensor(grad, scale) if output_mask[0] else None
-    dw = aten.sum.dim_IntList(aten.mul.Tensor(grad, xhat), reduce) if output_mask[1] else None
-    db = aten.sum.dim_IntList(grad, reduce) if output_mask[2] else None
+    grad_sum = aten.sum.dim_IntList(grad, reduce)  # (C,)
+    dot = aten.sum.dim_IntList(aten.mul.Tensor(grad, xhat), reduce)  # (C,)
+    dx = None
+    if output_mask[0] and train:
+        n = numel_of(x, reduce)
+        g = aten.sub.Tensor(grad, aten.div.Tensor(aten.view.default(grad_sum, shape), n))
+        g = aten.sub.Tensor(g, aten.mul.Tensor(xhat, aten.div.Tensor(
+            aten.view.default(dot, shape), n)))
+        dx = aten.mul.Tensor(g, scale)
+    elif output_mask[0]:
+        dx = aten.mul.Tensor(grad, scale)
+    dw = dot if output_mask[1] else None
+    db = grad_sum if output_mask[2] else None
     return dx, dw, db
 
 
 @register_decomposition(aten.native_batch_norm.default)
 def native_batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps):
-    """Eval mode with running statistics -> the inference formula. Training mode updates the
-    running statistics in place: left to ATen (and to functionalization)."""
+    """Eval mode with running statistics -> the inference formula; training mode without
+    running statistics -> the batch statistics, nothing written. Training mode *with* running
+    statistics updates them in place: left to ATen (and to functionalization)."""
+    if training and running_mean is None and running_var is None:
+        return batch_norm_training_no_stats(x, weight, bias, momentum, eps)
     if training or running_mean is None:
         return NotImplemented
     return batch_norm_inference(x, weight, bias, running_mean, running_var, momentum, eps)

@@ -173,7 +173,8 @@ class GraphLowering:
         return buf
 
     def call_function(self, node: torch.fx.Node, args: tuple, kwargs: dict) -> Any:
-        from .lowering import Unsupported, fallback_reason, lowerings, make_fallback, realize
+        from .lowering import (Unsupported, fallback_reason, is_scalar_constant, lowerings,
+                               make_fallback, realize)
 
         target = node.target
         if target is operator.getitem:
@@ -187,7 +188,9 @@ class GraphLowering:
             result = lower(*args, **kwargs)
         except Unsupported as e:
             return make_fallback(target, args, kwargs, str(e))
-        return pytree.tree_map_only(Loops, realize, result)
+        # every value gets a buffer, but a scalar constant: its readers inline it
+        return pytree.tree_map_only(
+            Loops, lambda x: x if is_scalar_constant(x) else realize(x), result)
 
     def output(self, result: Any) -> None:
         from .lowering import realize_strided

@@ -108,6 +108,21 @@ def make_pointwise(fn: Callable, inputs: Sequence[Any], dtype: torch.dtype,
 # --- realization -----------------------------------------------------------------------------
 
 
+def is_scalar_constant(x: IRNode) -> bool:
+    """A 0-d loop nest that reads no buffer (``scalar_tensor(0.0)``, ``full([], 2)``): its
+    readers inline the value instead of a kernel writing it to a buffer of its own and
+    every reader loading it back."""
+    from .ir.read_writes import RecordReadWrites
+    from .virtualized import set_ops_handler
+
+    if not isinstance(x, Pointwise) or x.get_size():
+        return False
+    handler = RecordReadWrites({})
+    with set_ops_handler(handler):
+        x.inner_fn([])
+    return not handler.reads
+
+
 def realize(x: IRNode) -> IRNode:
     """Give ``x`` its own buffer if it is an unrealized loop nest (views stay views)."""
     if isinstance(x, Loops):

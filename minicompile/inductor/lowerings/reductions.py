@@ -259,10 +259,14 @@ def native_layer_norm(x, normalized_shape: Sequence[int], weight, bias, eps: flo
 def batch_norm_eval(x, weight, bias, running_mean, running_var, *args):
     from ..virtualized import V
 
-    training = args[0] if V.graph.current_node.target is aten.native_batch_norm else False
+    target = V.graph.current_node.target  # an overload: aten.native_batch_norm.default
+    training = args[0] if getattr(target, "overloadpacket", target) is aten.native_batch_norm \
+        else False
     eps = args[-1]
     if training:
         raise Unsupported("batch norm in training mode updates the running statistics in place")
+    if running_mean is None or running_var is None:
+        raise Unsupported("batch norm in eval mode without running statistics")
     dtype = x.get_dtype()
     size = x.get_size()
 
