@@ -13,7 +13,9 @@ from dataclasses import dataclass, fields
 class Metrics:
     frames_compiled: int = 0  # frames (or resume functions) turned into compiled entries
     recompiles: int = 0  # compiles of a code object that already had an entry
-    graph_breaks: int = 0  # partial graphs ended by an unsupported instruction
+    # partial graphs ended by an unsupported instruction, and frames that fell back to eager:
+    # the break reasons explain() lists
+    graph_breaks: int = 0
     graphs_compiled: int = 0  # FX graphs handed to a backend
     kernels_generated: int = 0  # kernels emitted by inductor's code generators (a later stage)
     # bytes read + written by the last compiled graph's kernels: a loop kernel counts the distinct

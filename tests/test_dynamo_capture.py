@@ -431,3 +431,204 @@ def test_explain_and_compile_an_already_compiled_function():
     cm = mc.compile(mc.compile(module, backend="eager"), backend="eager")
     torch.testing.assert_close(cm(x), module(x))
     assert mc.explain(cm)(x).graph_count == 1
+
+
+# -- Python constructs real Dynamo captures in one graph (sets, key functions, itertools, ...) --
+def f_sets(x):
+    s = {1, 2, 3}
+    s.add(4)
+    evens = {i for i in range(6) if i % 2 == 0}  # SET_ADD in a set comprehension
+    t = frozenset([2, 3]) | {5}
+    return x * len(s) + (2 in s) + (7 not in s) + len(evens & s) + sum(t), sorted(evens)
+
+
+def f_key_functions(x, xs):
+    order = sorted([3, 1, 2], key=lambda v: -v)
+    by_size = sorted(xs, key=lambda t: t.shape[0], reverse=True)  # tensors, sorted by metadata
+    widest = max(xs, key=lambda t: t.shape[0])
+    return (x * order[0] + min([3, 1, 2], key=lambda v: -v), by_size[0] + 1, widest.sum(),
+            [k for k, _ in sorted({"b": x, "a": x}.items())])
+
+
+def f_generator_args(x, xs):
+    n = sum(t.numel() for t in xs)
+    ok = all(t.dim() == 2 for t in xs) and not any(t.shape[0] > 10 for t in xs)
+    return x * n + ok, tuple(t * 2 for t in xs), max(t.shape[0] for t in xs)
+
+
+def f_reduce(x):
+    return functools.reduce(operator.add, [x, x * 2, x * 3]), functools.reduce(
+        lambda a, b: a * b, [1, 2, 3, 4], 10)
+
+
+def f_callable(x):
+    return x * callable(x.sum) + callable(x) + callable(helper) + callable(3)
+
+
+def f_range_ops(x):
+    r = range(2, 10, 3)
+    return x + (5 in r) + (6 in r) + r[1] + r[-1] + len(r) + r.index(8)
+
+
+def f_operator_getters(x):
+    return (operator.itemgetter(1)(x), operator.attrgetter("shape")(x)[0] * x,
+            operator.itemgetter(0, 2)([x, 1, 2]), operator.methodcaller("sum", 0)(x))
+
+
+def f_torch_info(x):
+    dev = torch.device("cpu")
+    return (x + torch.finfo(x.dtype).eps, x.to(dev), x.device == dev,
+            torch.iinfo(torch.int32).max // 2**20)
+
+
+def f_itertools(x):
+    import itertools
+
+    out = [x * (a + b) for a, b in itertools.product(range(2), range(2))]
+    pairs = list(zip(*[[1, 2], [3, 4]]))
+    return (sum(out), list(itertools.chain([1], [2, 3])), list(itertools.accumulate([1, 2, 3])),
+            pairs, list(itertools.chain.from_iterable([[x], [x + 1]]))[1])
+
+
+class Calc:
+    factor = 3
+
+    def __init__(self, k):
+        self.k = k
+
+    def apply(self, x):
+        return x * self.k + self.factor
+
+    @property
+    def double(self):
+        return self.k * 2
+
+    @staticmethod
+    def st(x):
+        return x - 1
+
+    @classmethod
+    def cm(cls, x):
+        return x * cls.factor
+
+
+def f_user_class(x):
+    c = Calc(5)
+    return c.apply(x) + c.double + Calc.st(x) + Calc.cm(x) + hasattr(c, "k"), isinstance(c, Calc)
+
+
+CASES.update({
+    "sets": (f_sets, (x4(),)),
+    "key_functions": (f_key_functions, (x4(), [x4(2, 3), x4(5, 3), x4(4, 3)])),
+    "generator_args": (f_generator_args, (x4(), [x4(2, 3), x4(5, 3)])),
+    "reduce": (f_reduce, (x4(),)),
+    "callable": (f_callable, (x4(),)),
+    "range_ops": (f_range_ops, (x4(),)),
+    "operator_getters": (f_operator_getters, (x4(),)),
+    "torch_info": (f_torch_info, (x4(),)),
+    "itertools": (f_itertools, (x4(),)),
+    "user_class": (f_user_class, (x4(),)),
+})
+
+
+@pytest.mark.parametrize("name", ["sets", "key_functions", "generator_args", "reduce", "callable",
+                                  "range_ops", "operator_getters", "torch_info", "itertools",
+                                  "user_class"])
+def test_python_constructs_in_one_graph(name):
+    """mc.explain agrees: one graph, no break (real Dynamo also captures each whole)."""
+    fn, args = CASES[name]
+    e = mc.explain(fn)(*args)
+    assert (e.graph_count, e.graph_break_count) == (1, 0), e.break_reasons
+
+
+def test_set_instructions_are_traced():
+    """The set instructions really run (byterun's rule: the test must reach them)."""
+    import dis
+
+    ops = {i.opname for i in dis.get_instructions(f_sets)}
+    ops |= {i.opname for c in f_sets.__code__.co_consts if hasattr(c, "co_code")
+            for i in dis.get_instructions(c)}
+    assert {"BUILD_SET", "SET_ADD"} <= ops
+
+
+SEQ = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.SiLU(), torch.nn.Linear(4, 4))
+
+
+class SeqSlice(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.seq = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.SiLU(),
+                                       torch.nn.Linear(4, 4), torch.nn.Softplus())
+        self.layers = torch.nn.ModuleList([torch.nn.Linear(4, 4), torch.nn.Linear(4, 4)])
+
+    def forward(self, x):
+        for layer in self.layers[::-1]:
+            x = layer(x)
+        n = sum(p.numel() for p in self.parameters())
+        return self.seq[1:](x) + self.seq[-1](x) + self.seq[1:][1:](x) + len(self.seq[:2]) + n
+
+
+def f_top_level_slice(x):
+    return SEQ[1:](x) + SEQ[::2][-1](x)
+
+
+def test_sequential_slices_in_one_graph():
+    """``seq[1:]`` is a new Sequential of the same submodules: calling it inlines its forward."""
+    torch.manual_seed(0)
+    m, x = SeqSlice(), x4()
+    check(m, x)
+    check(f_top_level_slice, x)
+    e = mc.explain(f_top_level_slice)(x)
+    assert (e.graph_count, e.graph_break_count) == (1, 0), e.break_reasons
+
+
+def test_sequential_slice_rebuilt_after_a_break():
+    """A slice alive across a graph break (or returned) is rebuilt as the same slice of the
+    container, never as a list of its modules (which is not callable)."""
+    def f(x):
+        head = SEQ[1:]
+        print("", end="")  # a graph break with the slice on the stack of locals
+        return head(x), SEQ[:2]
+
+    x = x4()
+    got = mc.compile(f, backend="eager")(x)
+    torch.testing.assert_close(got[0], f(x)[0])
+    assert type(got[1]) is torch.nn.Sequential and list(got[1]) == list(SEQ[:2])
+
+
+def f_returns_new_object(x):
+    c = Calc(2)
+    c.k = c.k + 1
+    return c.apply(x), c
+
+
+def test_object_built_while_tracing_is_rebuilt_when_it_escapes():
+    """Returned (or live at a break), an object built while tracing is built for real with the
+    traced attributes; two names for it stay one object."""
+    x = x4()
+    mc.metrics.reset()
+    out, c = mc.compile(f_returns_new_object, backend="eager")(x)
+    torch.testing.assert_close(out, f_returns_new_object(x)[0])
+    assert type(c) is Calc and vars(c) == {"k": 3}
+    assert mc.metrics.graphs_compiled == 1 and mc.metrics.eager_fallbacks == 0
+
+    def g(x):
+        c = Calc(2)
+        d = c
+        print("", end="")  # a graph break with the object in two locals
+        d.k = 10
+        return x * c.k, c is d
+
+    got = mc.compile(g, backend="eager")(x)
+    torch.testing.assert_close(got[0], x * 10)
+    assert got[1] is True
+
+
+def test_sorting_tensors_by_value_is_not_folded():
+    """sorted()/min() that would compare tensors stop the trace (eager decides), but sorting
+    (key, tensor) pairs whose keys differ never compares the tensors."""
+    xs = [torch.randn(1), torch.randn(1)]
+    e = mc.explain(lambda xs: sorted(xs))(xs)
+    assert e.graph_break_count == 1 and "comparing" in str(e.break_reasons[0])
+    d = {"b": x4(), "a": x4()}
+    check(lambda d: [v * 2 for k, v in sorted(d.items())], d)

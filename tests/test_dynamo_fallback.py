@@ -127,5 +127,7 @@ def test_eager_frame_still_compiles_its_callees(fn, capsys):
         torch.testing.assert_close(cf(x), expected)
         assert capsys.readouterr().out == eager_out
     assert len(cache_entries(scaled_sin)) == 1
-    assert mc.metrics.graphs_compiled == 1 and mc.metrics.frames_compiled == 1
-    assert mc.metrics.eager_fallbacks == 1
+    assert mc.metrics.graphs_compiled == 1  # scaled_sin's: the frame itself has none
+    # the frame runs eagerly: a fallback, or (a break inside a try) a skipped frame
+    assert mc.metrics.eager_fallbacks + mc.metrics.graph_breaks >= 1
+    assert mc.explain(fn)(x).graph_count == 1

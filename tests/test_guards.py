@@ -7,6 +7,8 @@ result must equal eager: either a guard fails and the frame recompiles, or every
 the cached entry is right. A stale entry is the one thing that may never happen.
 """
 
+import math
+
 import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
@@ -312,3 +314,181 @@ def test_mutation_between_calls(fn, mutate):
         assert_same(cfn(x), fn(x))
         mutate()
         assert_same(cfn(x), fn(x))
+
+
+# ---- state the guards must see although nothing in the traced code assigns it -------------------
+class Holder(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.sub = torch.nn.Linear(3, 3)
+
+    def forward(self, x):
+        return self.sub(x)
+
+
+def _call_holder(holder):
+    return lambda x: holder(x)
+
+
+def _storage_offset_case():
+    base = torch.arange(8.0)
+
+    def f(x):
+        return x + x.storage_offset()
+    return f, [(base[0:4],), (base[2:6],)]
+
+
+def _identity_case():
+    a, b = torch.zeros(3), torch.zeros(3)
+
+    def f(x, y):
+        return x + 1 if x is y else x - 1
+    return f, [(a, b), (a, a), (b, a)]
+
+
+def _float_zero_case():
+    def f(x, s):
+        return x * math.copysign(1.0, s)
+    return f, [(torch.ones(2), 0.0), (torch.ones(2), -0.0), (torch.ones(2), float("nan"))]
+
+
+def _dict_key_type_case():
+    def f(x, d):
+        return x * (10 if isinstance(next(iter(d)), bool) else 1)
+    return f, [(torch.ones(2), {1: 0}), (torch.ones(2), {True: 0})]
+
+
+def _is_leaf_case():
+    leaf = torch.ones(3, requires_grad=True)
+
+    def f(x):
+        return x + 1 if x.is_leaf else x - 1
+    return f, [(leaf,), (leaf * 1,)]
+
+
+@pytest.mark.parametrize("case", [_storage_offset_case, _identity_case, _float_zero_case,
+                                  _dict_key_type_case, _is_leaf_case],
+                         ids=["storage-offset", "same-tensor-twice", "minus-zero-and-nan",
+                              "dict-key-bool-vs-int", "is-leaf"])
+def test_argument_properties_outside_tensor_match(case):
+    fn, calls = case()
+    cfn = compiled(fn)
+    for args in calls:
+        assert_same(cfn(*args), fn(*args))
+
+
+def _module_mutations():
+    def add_hook(h):
+        h.sub.register_forward_hook(lambda mod, inp, out: out * 0 + 7)
+
+    def replace_forward(h):
+        h.sub.forward = lambda x: x * 0 + 5
+
+    def change_class(h):
+        class Doubled(torch.nn.Linear):
+            def forward(self, x):
+                return super().forward(x) * 2
+        h.sub.__class__ = Doubled
+
+    def to_double(h):
+        h.double()
+
+    def reshape_weight(h):
+        h.sub.weight.data, h.sub.bias.data = torch.ones(2, 3), torch.ones(2)
+    return [add_hook, replace_forward, change_class, to_double, reshape_weight]
+
+
+@pytest.mark.parametrize("mutate", _module_mutations(),
+                         ids=lambda f: f.__name__.replace("_", "-"))
+def test_called_submodule_changes(mutate):
+    holder = Holder()
+    fn = _call_holder(holder)
+    cfn = compiled(fn)
+    x = torch.randn(2, 3)
+    with torch.no_grad():
+        assert_same(cfn(x), fn(x))
+        mutate(holder)
+        x = x.to(holder.sub.weight.dtype)
+        assert_same(cfn(x), fn(x))
+
+
+@pytest.mark.parametrize("switch", [
+    lambda: torch.use_deterministic_algorithms(True),
+    lambda: torch.autocast("cpu", dtype=torch.bfloat16),
+], ids=["deterministic", "autocast"])
+def test_global_state_is_guarded(switch):
+    def f(x):
+        if torch.are_deterministic_algorithms_enabled() or torch.is_autocast_enabled("cpu"):
+            return x + 1
+        return x - 1
+    cfn = compiled(f)
+    x = torch.ones(3)
+    assert_same(cfn(x), f(x))
+    ctx = switch()
+    try:
+        if ctx is not None:
+            ctx.__enter__()
+        assert_same(cfn(x), f(x))
+    finally:
+        if ctx is not None:
+            ctx.__exit__(None, None, None)
+        torch.use_deterministic_algorithms(False)
+
+
+class Plain:
+    def go(self, x):
+        return x + 1
+
+
+def _attribute_added_case():
+    obj = Plain()
+
+    def f(x, o):
+        return x + o.extra if hasattr(o, "extra") else x
+
+    def add():
+        obj.extra = 5
+    return f, (obj,), add
+
+
+def _class_method_replaced_case():
+    obj = Plain()
+
+    def f(x, o):
+        return o.go(x)
+
+    def patch():
+        Plain.go = lambda self, x: x + 50
+    return f, (obj,), patch
+
+
+def test_attribute_added_to_an_object():
+    f, extra, mutate = _attribute_added_case()
+    cfn = compiled(f)
+    x = torch.zeros(3)
+    assert_same(cfn(x, *extra), f(x, *extra))
+    mutate()
+    assert_same(cfn(x, *extra), f(x, *extra))
+
+
+def test_python_attribute_set_on_a_tensor():
+    def f(x):
+        return x * getattr(x, "scale", 1)
+    cfn = compiled(f)
+    t = torch.ones(3)
+    assert_same(cfn(t), f(t))
+    t.scale = 4
+    assert_same(cfn(t), f(t))
+
+
+def test_method_replaced_on_the_class():
+    original = Plain.go
+    try:
+        f, extra, mutate = _class_method_replaced_case()
+        cfn = compiled(f)
+        x = torch.zeros(3)
+        assert_same(cfn(x, *extra), f(x, *extra))
+        mutate()
+        assert_same(cfn(x, *extra), f(x, *extra))
+    finally:
+        Plain.go = original

@@ -194,3 +194,19 @@ def test_backend_that_bakes_sizes_is_specialised_per_shape():
     for n in [4, 7, 9, 4]:
         run(cfn, f, torch.randn(n, 3), torch.randn(3))
     assert mc.metrics.frames_compiled == 1
+
+
+def test_size_that_cannot_be_symbolic_is_compiled_static_not_eager():
+    """A size used as a list index can't trace as a symbol: after the size changes, the frame is
+    compiled again for the new size (static), instead of falling back to eager for good."""
+    table = list(range(0, 100, 10))
+
+    def f(x, table):
+        return x * table[x.shape[0]]
+
+    cfn = mc.compile(f, backend="eager")
+    for n in [2, 3, 4, 2]:
+        x = torch.ones(n)
+        torch.testing.assert_close(cfn(x, table), f(x, table))
+    assert mc.metrics.eager_fallbacks == 0
+    assert mc.metrics.frames_compiled == 3  # one per size; size 2 hits its entry again

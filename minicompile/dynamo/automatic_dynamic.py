@@ -38,6 +38,11 @@ class FrameState:
 class DynamicPolicy:
     dynamic: bool | None
     state: FrameState = field(default_factory=FrameState)
+    went_symbolic: bool = False  # this compile gave some size or int a symbol
+
+    def _note(self, symbolic):
+        self.went_symbolic = self.went_symbolic or bool(symbolic)
+        return symbolic
 
     def tensor_dims(self, source_name: str, t: torch.Tensor) -> set[int]:
         """The dims of input ``t`` that get a symbol in this compile."""
@@ -53,7 +58,7 @@ class DynamicPolicy:
         self.state.sizes[source_name] = merged
         if self.dynamic is False or not config.automatic_dynamic_shapes:
             return marked
-        return marked | {d for d, old in enumerate(merged) if old is CHANGED}
+        return self._note(marked | {d for d, old in enumerate(merged) if old is CHANGED})
 
     def int_is_dynamic(self, source_name: str, value: int) -> bool:
         """Does int argument ``value`` become a SymInt in this compile?"""
@@ -63,7 +68,8 @@ class DynamicPolicy:
             return True
         seen = self.state.ints.get(source_name, value)
         self.state.ints[source_name] = CHANGED if seen is CHANGED or seen != value else value
-        return config.automatic_dynamic_shapes and self.state.ints[source_name] is CHANGED
+        return self._note(config.automatic_dynamic_shapes
+                          and self.state.ints[source_name] is CHANGED)
 
 
 _current: contextvars.ContextVar[DynamicPolicy | None] = contextvars.ContextVar(

@@ -21,6 +21,17 @@ the user's module gains no ``__compiled_fn_0`` / ``__resume_at_40_1`` entries --
 run on the same module afterwards, refuses names that already exist there. Every other name the
 transformed function reads (``torch``, the user's helpers, ``print``) still comes from the user's
 live globals and builtins.
+
+One object, one reconstruction: a list or dict built while tracing has no source to name it by,
+so each ``reconstruct`` makes a *new* one. When the code needs it twice -- two locals naming it
+(``b = a``), a list passed to a function that runs natively and still live after the call, a
+dict and its ``.items()`` view -- :meth:`PyCodegen.share_repeated` finds it first, and it is
+built once into a temporary that every use names (real Dynamo's codegen keeps such values in
+``tempvars`` for the same reason)::
+
+    __list_0 = [graph_out_0[0]]
+    __break_result = __compiled_native_appends_2(__list_0)
+    return __resume_at_30_1(__break_result, x, __list_0)
 """
 
 from __future__ import annotations
@@ -39,9 +50,38 @@ class PyCodegen:
         self.installed = installed  # name -> value, the transformed function's closure variables
         self.graph_out_name = graph_out_name
         self.graph_outputs: list = []  # TensorVariables, in output order (deduplicated by node)
+        self.shared: set[int] = set()  # id() of containers used more than once (share_repeated)
+        self.bound: dict[int, str] = {}  # id() of a shared container -> its temporary
+        self.prelude: list[str] = []  # the lines that build the shared containers, in order
 
     def __call__(self, vt) -> str:
-        return vt.reconstruct(self)
+        if id(vt) not in self.shared:
+            return vt.reconstruct(self)
+        if id(vt) not in self.bound:
+            expr = vt.reconstruct(self)  # its items first: they may be shared too
+            name = f"__{vt.python_type().__name__}_{len(self.bound)}"
+            self.prelude.append(f"{name} = {expr}")
+            self.bound[id(vt)] = name
+        return self.bound[id(vt)]
+
+    def share_repeated(self, roots) -> None:
+        """Mark the containers built while tracing that ``roots`` (and what they hold) reach more
+        than once: each is then rebuilt once, into a temporary of :attr:`prelude`."""
+        seen: set[int] = set()
+
+        def visit(vt) -> None:
+            if not hasattr(vt, "source"):
+                return
+            if is_built_container(vt):
+                if id(vt) in seen:
+                    self.shared.add(id(vt))
+                    return
+                seen.add(id(vt))
+            for child in children(vt):
+                visit(child)
+
+        for root in roots:
+            visit(root)
 
     def graph_output(self, tensor_vt) -> str:
         """The expression of a tensor the graph computes: it becomes one of the graph outputs."""
@@ -60,6 +100,27 @@ class PyCodegen:
         name = f"__{hint}_{next(_unique)}"
         self.installed[name] = value
         return name
+
+
+def is_built_container(vt) -> bool:
+    """A list or dict made while tracing: rebuilding it makes a new object each time."""
+    from .variables.dicts import ConstDictVariable
+    from .variables.lists import ListVariable
+    from .variables.misc import UserDefinedObjectVariable
+
+    if isinstance(vt, UserDefinedObjectVariable):  # an object built while tracing (Calc(5))
+        return vt.source is None and vt.attrs is not None
+    return vt.source is None and isinstance(vt, (ListVariable, ConstDictVariable))
+
+
+def children(vt) -> list:
+    """The trackers ``vt`` is rebuilt from."""
+    items = getattr(vt, "items", None)
+    found = list(items.values()) if isinstance(items, dict) else \
+        list(items) if isinstance(items, (list, tuple)) else []
+    found += [getattr(vt, a) for a in ("obj", "dict_vt") if hasattr(vt, a)]
+    found += list((getattr(vt, "attrs", None) or {}).values())  # an object built while tracing
+    return found
 
 
 def make_function(source: str, name: str, f_globals: dict, installed: dict[str, Any]) -> Callable:

@@ -155,13 +155,24 @@ def run_frame(fn: types.FunctionType, args: tuple, kwargs: dict, backend: Callab
         _logging.trace_artifact("recompiles", lambda: _recompile_message(code, reasons))
     policy = DynamicPolicy(dynamic, cache.frame_states.setdefault(code, FrameState()))
     try:
-        with dynamic_policy(policy):
-            entry = convert_frame(fn, f_locals, backend, fullgraph, cache)
+        try:
+            with dynamic_policy(policy):
+                entry = convert_frame(fn, f_locals, backend, fullgraph, cache)
+        except Unsupported as e:
+            if dynamic is not None or not policy.went_symbolic:
+                raise
+            # Automatic dynamic made a size symbolic and the code could not trace with it
+            # (a size used as a list index, a dict key...): compile for these sizes instead.
+            _logging.trace_artifact("recompiles", f"{code.co_name}: static sizes, because "
+                                    f"tracing with symbolic ones failed: {e.reason}")
+            with dynamic_policy(DynamicPolicy(False, policy.state)):
+                entry = convert_frame(fn, f_locals, backend, fullgraph, cache)
     except Unsupported as e:
         if fullgraph:
             raise FullGraphError(e.reason, e.user_line) from e
         cache.eager[code] = e
         metrics.increment("eager_fallbacks")
+        metrics.increment("graph_breaks")  # explain() lists it among the break reasons
         _logging.trace_artifact("graph_breaks", f"{e.reason}\n  at {e.user_line}",
                                 title=f"EAGER FALLBACK {code.co_name}")
         cache.notify("fallback", (code, e))

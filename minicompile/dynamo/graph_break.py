@@ -28,6 +28,7 @@ while the user functions it calls are still compiled as their own frames.
 from __future__ import annotations
 
 import builtins
+import inspect
 import types
 from typing import Any
 
@@ -60,12 +61,12 @@ def reconstruct(vt, codegen: PyCodegen) -> str:
     from .variables.lists import ListIteratorVariable
     from .variables.misc import GetAttrVariable, UserDefinedObjectVariable
 
-    if isinstance(vt, ListIteratorVariable):  # a loop in progress: the items still to come
-        rest = [reconstruct(v, codegen) for v in vt.items[vt.index:]]
-        return f"({''.join(r + ', ' for r in rest)})"
+    if isinstance(vt, ListIteratorVariable):  # an iterator in a local: the items still to come
+        return f"iter({iterator_items(vt, codegen)})"
     if isinstance(vt, GetAttrVariable):
         return f"{reconstruct(vt.obj, codegen)}.{vt.name}"
-    if isinstance(vt, UserDefinedObjectVariable) and vt.source is None:  # a logger, ...
+    if isinstance(vt, UserDefinedObjectVariable) and vt.source is None and vt.attrs is None:
+        # a logger, ... (an object built while tracing has no real counterpart: not this way)
         return codegen.install_global(type(vt.value).__name__.lower(), vt.value)
     if type(vt) is UserFunctionVariable and vt.source is None:
         return codegen.install_global(vt.fn.__name__, vt.fn)
@@ -74,7 +75,14 @@ def reconstruct(vt, codegen: PyCodegen) -> str:
         if getattr(builtins, name, None) is vt.fn and name not in codegen.f_globals:
             return name  # print, len, ...: readable, and the same object
         return codegen.install_global(getattr(vt.fn, "__name__", "fn"), vt.fn)  # builtins, torch.*
-    return vt.reconstruct(codegen)
+    return codegen(vt)
+
+
+def iterator_items(vt, codegen: PyCodegen) -> str:
+    """The tuple of the items an iterator has still to give (a loop in progress on the stack
+    is passed as this tuple: the resume function's prologue calls iter() on it)."""
+    rest = [reconstruct(v, codegen) for v in vt.items[vt.index:]]
+    return f"({''.join(r + ', ' for r in rest)})"
 
 
 def _callable_value(vt) -> Any:
@@ -132,17 +140,22 @@ class BreakWriter:
             elif isinstance(vt, WithExitFunctionVariable):
                 kinds.append(CONTEXT)  # a fresh context manager; the prologue enters it
                 ctx = "enable_grad" if vt.ctx.target else "no_grad"  # enters only in __enter__
+                # (a set_grad_enabled(b) object is rebuilt as the no_grad/enable_grad it acts as)
                 exprs.append(f"{self.torch}.{ctx}()")
-            else:  # an iterator becomes a tuple that the resume's prologue calls iter() on
-                kinds.append(ITERATOR if isinstance(vt, ListIteratorVariable) else VALUE)
+            elif isinstance(vt, ListIteratorVariable):  # a tuple the prologue calls iter() on
+                kinds.append(ITERATOR)
+                exprs.append(iterator_items(vt, self.codegen))
+            else:
+                kinds.append(VALUE)
                 exprs.append(self.value(vt))
         return tuple(kinds), exprs
 
     def resume_call(self, offset: int, kinds: tuple[str, ...], stack_exprs: list[str]) -> str:
         """``__resume_at_<offset>_<n>(stack..., live locals...)`` for continuing at ``offset``."""
         tx = self.tx
-        names = tuple(n for n in live_locals(tx.code, offset) if n in tx.symbolic_locals)
-        spec = ResumeSpec(tx.code, offset, kinds, names)
+        original, offset = ContinueExecutionCache.original(tx.code, offset)
+        names = tuple(n for n in live_locals(original, offset) if n in tx.symbolic_locals)
+        spec = ResumeSpec(original, offset, kinds, names)
         code = ContinueExecutionCache.lookup(spec)
         fn = self.output.root_fn
         wrappers = _wrappers(self.output)
@@ -164,8 +177,9 @@ class BreakWriter:
                              (out.initial_grad_mode,), {})
         out.graph.output(tuple(vt.proxy.node for vt in self.codegen.graph_outputs))
         out.dead_code_elimination()
-        if not any(n.op not in ("placeholder", "output", "get_attr") for n in out.graph.nodes):
-            return [], []
+        if not any(n.op not in ("placeholder", "output", "get_attr")
+                   and n.target is not torch._C._set_grad_enabled for n in out.graph.nodes):
+            return [], []  # nothing, or only grad-mode switches that end where they began
         graph = out.compile_graph()
         args = ", ".join(gi.source.expr() for gi in out.graph_inputs)
         return [f"{self.codegen.graph_out_name} = {graph.name}({args})"], [graph]
@@ -187,30 +201,49 @@ def break_at(tx, index: int, error: Unsupported):
     from .variables.base import NullVariable
 
     inst = tx.instructions[index]
-    if in_loop(tx.code, inst.offset):
+    if in_loop(*ContinueExecutionCache.original(tx.code, inst.offset)):
         return skip_frame(tx, inst, error)
+    if in_try_block(*ContinueExecutionCache.original(tx.code, inst.offset)):
+        return skip_frame(tx, inst, error, "graph_break_in_try", "graph break inside a try block")
+    if inst.opname == "BEFORE_WITH":  # a `with` we can't enter: its block can't be resumed into
+        return skip_frame(tx, inst, error, "graph_break_in_with",
+                          "a `with` on a context manager that is not traced")
     w = BreakWriter(tx, inst)
-    grad_ctx = not torch.is_grad_enabled() and tx.output.initial_grad_mode
+    w.codegen.share_repeated([*tx.stack, *tx.symbolic_locals.values(),
+                              *tx.output.side_effects.values()])
+    # The graph leaves grad mode as it found it; the native instruction runs under the mode
+    # in force at the break (inside `with torch.no_grad():` ...).
+    grad_now = torch.is_grad_enabled()
+    grad_ctx = grad_now != tx.output.initial_grad_mode
     if tx.code.co_cellvars:
         unimplemented("graph break in a function whose locals are captured by closures")
-    if inst.opname == "CALL":
-        n = inst.arg + 2
-        kw_names = tx.kw_names or ()
-        below, call = tx.stack[:-n], tx.stack[-n:]
-        kinds, stack_exprs = w.stack_args(below)
-        first, second, args = call[0], call[1], call[2:]
-        fn_vt, args = (second, args) if isinstance(first, NullVariable) else (first, [second, *args])
-        pos = [w.value(a) for a in args[:len(args) - len(kw_names)]]
-        kws = [f"{k}={w.value(a)}"
-               for k, a in zip(kw_names, args[len(args) - len(kw_names):])]
+    if inst.opname in ("CALL", "CALL_FUNCTION_EX"):
+        if inst.opname == "CALL":
+            n = inst.arg + 2
+            kw_names = tx.kw_names or ()
+            below, call = tx.stack[:-n], tx.stack[-n:]
+            kinds, stack_exprs = w.stack_args(below)
+            first, second, args = call[0], call[1], call[2:]
+            fn_vt, args = (second, args) if isinstance(first, NullVariable) \
+                else (first, [second, *args])
+            call_args = [w.value(a) for a in args[:len(args) - len(kw_names)]] + [
+                f"{k}={w.value(a)}" for k, a in zip(kw_names, args[len(args) - len(kw_names):])]
+        else:  # f(*args) / f(*args, **kwargs): [NULL,] f, args[, kwargs]
+            n = 3 if inst.arg & 1 else 2
+            below, (fn_vt, *star) = tx.stack[:-n], tx.stack[-n:]
+            if below and isinstance(below[-1], NullVariable):
+                below = below[:-1]
+            kinds, stack_exprs = w.stack_args(below)
+            call_args = [f"*{w.value(star[0])}"] + [f"**{w.value(kw)}" for kw in star[1:]]
         fn_value = _callable_value(fn_vt)
         fn_expr = _native_callable(fn_vt, fn_value, w)
-        call_src = f"{fn_expr}({', '.join(pos + kws)})"
+        call_src = f"{fn_expr}({', '.join(call_args)})"
         resume = w.resume_call(_next_offset(tx, index), kinds + (VALUE,),
                                stack_exprs + ["__break_result"])
         body = [f"__break_result = {call_src}", f"return {resume}"]
         if grad_ctx:
-            body = [f"with {w.torch}.no_grad():", f"    {body[0]}", body[1]]
+            ctx = "enable_grad" if grad_now else "no_grad"
+            body = [f"with {w.torch}.{ctx}():", f"    {body[0]}", body[1]]
         kind = _break_kind(fn_value, error.reason)
         if getattr(error, "inlined", False):
             kind = "inlined_call"
@@ -236,7 +269,7 @@ def break_at(tx, index: int, error: Unsupported):
     temps, replay = tx.output.side_effects.codegen(w.codegen, reconstruct)
     graph_lines, graphs = w.graph_lines()
     name = transformed_name(tx.code)
-    lines = graph_lines + w.temps + temps + replay + body
+    lines = graph_lines + w.codegen.prelude + w.temps + temps + replay + body
     source = (f"def {name}({', '.join(tx.output.arg_names)}):\n"
               + "".join(f"    {line}\n" for line in lines))
     gb = GraphBreak(kind, reason, error.user_line, inst.offset, tx.code.co_name)
@@ -258,6 +291,20 @@ def in_loop(code: types.CodeType, offset: int) -> bool:
         if inst.target is not None and inst.target.offset < offset:
             return True
     return False
+
+
+def in_try_block(code: types.CodeType, offset: int) -> bool:
+    """Whether the instruction at ``offset`` is guarded by a ``try`` (an exception-table entry
+    whose handler is not a ``with`` block's cleanup). Like real Dynamo, a break there does not
+    resume (the handler would have to cover the native call and the resume function): the
+    frame runs eagerly."""
+    insts = _original_instructions(code)
+    inst = next((i for i in insts if i.offset == offset), None)
+    entry = inst.exn_tab_entry if inst is not None else None
+    if entry is None:
+        return False
+    handler = insts[insts.index(entry.target):][:2]
+    return not any(i.opname == "WITH_EXCEPT_START" for i in handler)
 
 
 class _CompilingGlobals(dict):
@@ -311,12 +358,14 @@ def eager_with_compiled_callees(fn: types.FunctionType, backend, cache) -> types
     return eager
 
 
-def skip_frame(tx, inst: Instruction, error: Unsupported):
-    """A break inside a loop: the frame runs eagerly, without a graph (Dynamo's "graph break in
-    loop" frame skip), but the user functions it calls are compiled as their own frames."""
+def skip_frame(tx, inst: Instruction, error: Unsupported, kind: str = "graph_break_in_loop",
+               why: str = "graph break in a for/while loop"):
+    """A break inside a loop (or at a ``with`` that can't be entered): the frame runs eagerly,
+    without a graph (Dynamo's "graph break in loop" frame skip), but the user functions it
+    calls are compiled as their own frames."""
     from .output_graph import FrameResult, transformed_name
 
-    reason = f"graph break in a for/while loop: the frame runs eagerly ({error.reason})"
+    reason = f"{why}: the frame runs eagerly ({error.reason})"
     fn, code = tx.output.root_fn, tx.code
     if _writes_globals(code):
         unimplemented(reason)
@@ -333,7 +382,7 @@ def skip_frame(tx, inst: Instruction, error: Unsupported):
     source = (f"def {transformed}({', '.join(tx.output.arg_names)}):\n"
               f"    # {reason.splitlines()[0][:90]}\n"
               f"    return {name}({', '.join(args)})\n")
-    gb = GraphBreak("graph_break_in_loop", reason, error.user_line, inst.offset, code.co_name)
+    gb = GraphBreak(kind, reason, error.user_line, inst.offset, code.co_name)
     metrics.increment("graph_breaks")
     _logging.trace_artifact("graph_breaks", str(gb), title=f"GRAPH BREAK in {code.co_name}")
     tx.output.frame_cache.notify("graph_break", gb)
@@ -344,6 +393,7 @@ def _native_callable(fn_vt, fn_value: Any, w: BreakWriter) -> str:
     """The callable as the transformed code calls it: a user function goes through ``optimize``
     so its own frame is compiled (with its own breaks), like a function real Dynamo intercepts."""
     from .variables.functions import UserFunctionVariable, UserMethodVariable
+    from .variables.nn_module import NNModuleVariable, _has_hooks
 
     def compiled(fn: types.FunctionType) -> str:
         from .eval_frame import optimize
@@ -359,6 +409,11 @@ def _native_callable(fn_vt, fn_value: Any, w: BreakWriter) -> str:
 
     if type(fn_vt) is UserFunctionVariable and user_code(fn_value):
         return compiled(fn_value)
+    if isinstance(fn_vt, NNModuleVariable) and not _has_hooks(fn_vt.value) \
+            and "forward" not in fn_vt.value.__dict__:  # self.block(x): its forward's frame
+        forward = inspect.getattr_static(fn_vt.value, "forward", None)
+        if user_code(forward):
+            return f"{compiled(forward)}.__get__({reconstruct(fn_vt, w.codegen)})"
     if isinstance(fn_vt, UserMethodVariable):
         owner = reconstruct(fn_vt.obj, w.codegen)
         if user_code(fn_vt.fn):  # the compiled function, bound to the same object

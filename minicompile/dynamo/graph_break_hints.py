@@ -57,6 +57,16 @@ BREAK_KINDS: dict[str, BreakKind] = {k.name: k for k in [
               "functions it calls are still compiled",
               "fix the break inside the loop (or move it out of the loop), or move the loop "
               "body into a function"),
+    BreakKind("graph_break_in_try",
+              "a graph break inside a try block: the exception handler would have to cover the "
+              "native instruction and the resume function, so (like real Dynamo) the whole frame "
+              "runs eagerly, with no graph; the functions it calls are still compiled",
+              "move the code that breaks out of the try block, or the try block into a function"),
+    BreakKind("graph_break_in_with",
+              "a `with` on a context manager the tracer does not model (inference_mode, "
+              "autocast, profiler, ...): its block can't be resumed into, so the frame runs "
+              "eagerly from there; the functions it calls are still compiled",
+              "move the with block into its own function, or use no_grad / enable_grad"),
     BreakKind("explicit",
               "torch._dynamo.graph_break() asks for a break at this point: the graph so far is "
               "compiled, the call runs natively, and a resume function continues after it",

@@ -44,7 +44,12 @@ class GuardKind(str, enum.Enum):
     DICT_KEYS = "DICT_KEYS"  # same keys in the same order
     GRAD_MODE = "GRAD_MODE"  # global state: torch.is_grad_enabled()
     DEFAULT_DTYPE = "DEFAULT_DTYPE"  # global state: torch.get_default_dtype()
+    GLOBAL_STATE = "GLOBAL_STATE"  # the rest of the global state a graph depends on (below)
     SHAPE_ENV = "SHAPE_ENV"  # a relation over symbolic sizes: 2*L['a'].size()[0] >= 16
+    HASATTR = "HASATTR"  # hasattr(obj, name) is what tracing saw (expected: (name, bool))
+    NN_MODULE_CALL = "NN_MODULE_CALL"  # a called module keeps its class, hooks and forward
+    DUPLICATE_INPUT = "DUPLICATE_INPUT"  # the same tensor under two names: L['y'] is L['x']
+    NO_TENSOR_ALIASING = "NO_TENSOR_ALIASING"  # the other tensor inputs are distinct objects
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,24 @@ class TensorSpec:
             shape = tuple(None if is_symbolic(f) else n for n, f in zip(shape, fake.shape))
             stride = tuple(None if is_symbolic(f) else n for n, f in zip(stride, fake.stride()))
         return cls(type(t), t.dtype, t.device, shape, stride, t.requires_grad)
+
+
+# Global switches that change what a traced program computes (real Dynamo's GlobalStateGuard):
+# each is a Python expression, evaluated when the frame is traced and checked on every call.
+GLOBAL_STATE = (
+    "torch.are_deterministic_algorithms_enabled()",
+    "torch.is_autocast_enabled('cpu')",
+    "torch.get_autocast_dtype('cpu')",
+    "torch.is_autocast_enabled('cuda')",
+    "torch.get_autocast_dtype('cuda')",
+    "torch.is_inference_mode_enabled()",
+    "torch.get_num_threads()",
+)
+
+
+def global_state() -> tuple:
+    """The values of ``GLOBAL_STATE`` now."""
+    return tuple(eval(expr, {"torch": torch}) for expr in GLOBAL_STATE)
 
 
 @dataclass
@@ -128,7 +151,17 @@ def _equals_match(g: Guard, s: GuardScope) -> str:
     v, e = g.name, g.expected
     if e is None or isinstance(e, bool):
         return f"{v} is {e!r}"
+    if type(e) is float and (e != e or e == 0 or abs(e) == float("inf")):
+        return f"type({v}) is float and repr({v}) == {repr(e)!r}"  # -0.0 vs 0.0; nan == nan
     return f"type({v}) is {s.literal(type(e))} and {v} == {s.literal(e)}"
+
+
+def _dict_keys(g: Guard, s: GuardScope) -> str:
+    check = f"type({g.name}) is dict and list({g.name}.keys()) == {g.expected!r}"
+    if any(not isinstance(k, str) for k in g.expected):  # 1 == 1.0 == True: compare types too
+        types = ", ".join(s.literal(type(k)) for k in g.expected)
+        check += f" and [type(k) for k in {g.name}] == [{types}]"
+    return check
 
 
 GUARD_CODEGEN: dict[GuardKind, Callable[[Guard, GuardScope], str]] = {
@@ -138,12 +171,22 @@ GUARD_CODEGEN: dict[GuardKind, Callable[[Guard, GuardScope], str]] = {
     GuardKind.EQUALS_MATCH: _equals_match,
     GuardKind.LENGTH_CHECK: lambda g, s: (f"type({g.name}) is {s.literal(g.expected[0])} "
                                           f"and len({g.name}) == {g.expected[1]}"),
-    GuardKind.DICT_KEYS: lambda g, s: (f"type({g.name}) is dict "
-                                       f"and list({g.name}.keys()) == {g.expected!r}"),
+    GuardKind.DICT_KEYS: lambda g, s: _dict_keys(g, s),
     GuardKind.GRAD_MODE: lambda g, s: ("torch.is_grad_enabled()" if g.expected
                                        else "not torch.is_grad_enabled()"),
     GuardKind.DEFAULT_DTYPE: lambda g, s: f"torch.get_default_dtype() == {s.literal(g.expected)}",
+    GuardKind.GLOBAL_STATE: lambda g, s: (
+        f"({', '.join(GLOBAL_STATE)}) == ({', '.join(s.literal(v) for v in g.expected)})"),
     GuardKind.SHAPE_ENV: lambda g, s: g.expected,  # already Python: ShapeEnv.render_guards()
+    GuardKind.HASATTR: lambda g, s: (f"{'' if g.expected[1] else 'not '}"
+                                     f"hasattr({g.name}, {g.expected[0]!r})"),
+    GuardKind.NN_MODULE_CALL: lambda g, s: (
+        f"type({g.name}) is {s.literal(g.expected)} and not ({g.name}._forward_hooks or "
+        f"{g.name}._forward_pre_hooks or {g.name}._backward_hooks) "
+        f"and 'forward' not in {g.name}.__dict__"),
+    GuardKind.DUPLICATE_INPUT: lambda g, s: f"{g.name} is {g.expected.name()}",
+    GuardKind.NO_TENSOR_ALIASING: lambda g, s: (
+        f"len({{{', '.join(f'id({src.name()})' for src in g.expected)}}}) == {len(g.expected)}"),
 }
 
 
@@ -176,6 +219,9 @@ GUARD_REASONS: dict[GuardKind, Callable[[Guard, Any], str]] = {
     GuardKind.TENSOR_MATCH: _tensor_reason,
     GuardKind.GRAD_MODE: _global_state_reason("grad_mode", torch.is_grad_enabled),
     GuardKind.DEFAULT_DTYPE: _global_state_reason("default_dtype", torch.get_default_dtype),
+    GuardKind.GLOBAL_STATE: lambda g, _: "global state changed: " + ", ".join(
+        f"{expr} expected {e}, actual {a}"
+        for expr, e, a in zip(GLOBAL_STATE, g.expected, global_state()) if e != a),
 }
 
 

@@ -18,7 +18,7 @@ from .variables.builtin import BuiltinVariable
 from .variables.constant import ConstantVariable
 from .variables.dicts import ConstDictVariable
 from .variables.functions import ClosureCell
-from .variables.lists import ListVariable, SliceVariable, TupleVariable
+from .variables.lists import ListVariable, SetVariable, SliceVariable, TupleVariable
 from .variables.misc import SuperVariable, UserDefinedObjectVariable
 from .variables.nn_module import NNModuleVariable
 
@@ -159,6 +159,9 @@ def STORE_ATTR(tx: Tx, inst: Inst) -> None:
     import torch
 
     obj, value = tx.pop(), tx.pop()
+    if isinstance(obj, UserDefinedObjectVariable) and obj.attrs is not None:
+        obj.store_attr(inst.argval, value)  # an object built while tracing (Calc(5))
+        return
     if not isinstance(obj, ATTR_STORE_TYPES) or obj.source is None:
         unimplemented(f"assigning attribute {inst.argval!r} of {obj}")
     if isinstance(value, NNModuleVariable) or isinstance(
@@ -254,6 +257,11 @@ def BUILD_LIST(tx: Tx, inst: Inst) -> None:
     tx.push(ListVariable(tx.popn(inst.arg)))
 
 
+@handler("BUILD_SET")  # dis#opcode-BUILD_SET: {a, b, c} (constant items only)
+def BUILD_SET(tx: Tx, inst: Inst) -> None:
+    tx.push(SetVariable.of(tx.popn(inst.arg)))
+
+
 @handler("BUILD_MAP")  # dis#opcode-BUILD_MAP: key1, value1, key2, value2, ...
 def BUILD_MAP(tx: Tx, inst: Inst) -> None:
     flat = tx.popn(2 * inst.arg)
@@ -303,6 +311,18 @@ def LIST_EXTEND(tx: Tx, inst: Inst) -> None:
 @handler("LIST_TO_TUPLE")  # dis#opcode-LIST_TO_TUPLE (3.12: CALL_INTRINSIC_1 LIST_TO_TUPLE)
 def LIST_TO_TUPLE(tx: Tx, inst: Inst) -> None:
     tx.push(TupleVariable(tx.pop().unpack_var_sequence(tx)))
+
+
+@handler("SET_ADD")  # dis#opcode-SET_ADD (set comprehensions)
+def SET_ADD(tx: Tx, inst: Inst) -> None:
+    value = tx.pop()
+    tx.stack[-inst.arg].call_method(tx, "add", [value], {})
+
+
+@handler("SET_UPDATE")  # dis#opcode-SET_UPDATE ({*a, *b}, and {1, 2, 3, 4} on 3.11+)
+def SET_UPDATE(tx: Tx, inst: Inst) -> None:
+    seq = tx.pop()
+    tx.stack[-inst.arg].call_method(tx, "update", [seq], {})
 
 
 @handler("MAP_ADD")  # dis#opcode-MAP_ADD (dict comprehensions)

@@ -16,6 +16,7 @@ from .variables.dicts import ConstDictVariable
 from .variables.functions import NestedUserFunctionVariable
 from .variables.lists import ListIteratorVariable
 from .variables.misc import WithExitFunctionVariable
+from .variables.torch import TorchVariable
 
 
 # -- jumps --------------------------------------------------------------------------------------
@@ -155,6 +156,9 @@ def YIELD_VALUE(tx: Tx, inst: Inst) -> None:
 @handler("BEFORE_WITH")  # dis#opcode-BEFORE_WITH: push __exit__, then the result of __enter__
 def BEFORE_WITH(tx: Tx, inst: Inst) -> None:
     ctx = tx.pop()
+    if isinstance(ctx, (TorchVariable, ConstantVariable)):  # inference_mode(), autocast(), ...
+        unimplemented(f"the context manager {ctx} changes torch state minicompile does not "
+                      "model (only no_grad / enable_grad / set_grad_enabled are traced)")
     entered = ctx.call_method(tx, "__enter__", [], {})
     tx.push(WithExitFunctionVariable(ctx))
     tx.push(entered)

@@ -9,6 +9,7 @@ fake example value in ``node.meta["example_value"]``.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import operator
 import re
@@ -24,7 +25,7 @@ from .. import _logging
 from ..metrics import metrics
 from .codegen import PyCodegen, make_function
 from .exc import unimplemented
-from .guards import Guard, GuardKind
+from .guards import Guard, GuardKind, TensorSpec, global_state
 from .side_effects import SideEffects
 from .automatic_dynamic import current_policy, handles_dynamic_shapes, specialize_per_shape
 from .source import Source, graph_input_name, module_attr_name
@@ -73,7 +74,23 @@ def _is_side_effect(node: torch.fx.Node) -> bool:
             or name.endswith("_") and not name.startswith("__")  # in-place: add_, copy_, ...
             or target in (operator.setitem, torch._C._set_grad_enabled)
             or name.startswith("__i")  # operator.iadd & co (tensor += ...)
-            or "out" in node.kwargs)
+            or "out" in node.kwargs
+            or _inplace_flag(node))  # F.relu(h, inplace=True), nn.ReLU(inplace=True)(h)
+
+
+def _inplace_flag(node: torch.fx.Node) -> bool:
+    """Whether a call passes ``inplace=True`` (by keyword, or by position to a
+    ``torch.nn.functional`` function that has the parameter)."""
+    if node.kwargs.get("inplace") is True:
+        return True
+    if getattr(node.target, "__module__", None) != "torch.nn.functional":
+        return False
+    try:
+        params = list(inspect.signature(node.target).parameters)
+    except (TypeError, ValueError):
+        return False
+    i = params.index("inplace") if "inplace" in params else len(node.args)
+    return i < len(node.args) and node.args[i] is True
 
 
 class OutputGraph:
@@ -104,6 +121,7 @@ class OutputGraph:
         self.graph_inputs: list[GraphInput] = []
         self.guards: list[Guard] = [Guard(None, GuardKind.GRAD_MODE, torch.is_grad_enabled()),
                                     Guard(None, GuardKind.DEFAULT_DTYPE, torch.get_default_dtype()),
+                                    Guard(None, GuardKind.GLOBAL_STATE, global_state()),
                                     Guard(None, GuardKind.SHAPE_ENV, self.shape_env)]
         self.attrs: dict[str, Any] = {}  # get_attr name -> parameter / buffer / tensor attribute
         self.attr_vts: dict[int, Any] = {}  # id(tensor) -> its TensorVariable
@@ -148,9 +166,12 @@ class OutputGraph:
         from .variables.tensor import TensorVariable
 
         for gi in self.graph_inputs:
-            if gi.source == source:
+            if gi.source == source or gi.example is value:  # the same tensor: one input
+                if gi.source != source:  # under another name: `x is y` must stay true
+                    self.add_guard(Guard(source, GuardKind.DUPLICATE_INPUT, gi.source))
                 return TensorVariable(gi.proxy, gi.proxy.node.meta["example_value"], source,
                                       type(value))
+        self._no_aliasing(source)
         node = self._new_placeholder(source)
         dims = self.dynamic.tensor_dims(source.name(), value)
         if dims:  # some sizes are symbolic: a fake tensor whose sizes are SymInts
@@ -162,6 +183,19 @@ class OutputGraph:
         proxy = torch.fx.Proxy(node, self.tracer)
         self.graph_inputs.append(GraphInput(source, proxy, value))
         return TensorVariable(proxy, fake, source, type(value))
+
+    def _no_aliasing(self, source: Source) -> None:
+        """Distinct tensor inputs must stay distinct objects (one guard over all of them): a
+        graph traced for two tensors is wrong for one tensor passed twice (``x is y``, ``x.add_``
+        seen through ``y``)."""
+        tensors = [gi.source for gi in self.graph_inputs if isinstance(gi.example, torch.Tensor)]
+        if not tensors:
+            return
+        guard = next((g for g in self.guards if g.kind is GuardKind.NO_TENSOR_ALIASING), None)
+        if guard is None:
+            self.add_guard(Guard(None, GuardKind.NO_TENSOR_ALIASING, [*tensors, source]))
+        else:
+            guard.expected.append(source)
 
     def add_symint_input(self, source: Source, value: int):
         """An int argument that is dynamic: a ``Sym(s0)`` placeholder (real Dynamo does the same)."""
@@ -182,8 +216,10 @@ class OutputGraph:
         """A parameter, buffer or tensor attribute of a module: a ``get_attr`` node."""
         from .variables.tensor import TensorVariable
 
-        if source is not None:  # a parameter or buffer replaced on its module: recompile
-            self.add_guard(Guard(source, GuardKind.ID_MATCH, value, tx.user_line() if tx else None))
+        if source is not None:  # a parameter or buffer replaced on its module: recompile,
+            line = tx.user_line() if tx else None  # and so does one changed in place (m.double())
+            self.add_guard(Guard(source, GuardKind.ID_MATCH, value, line))
+            self.add_guard(Guard(source, GuardKind.TENSOR_MATCH, TensorSpec.of(value), line))
         if id(value) in self.attr_vts:
             return self.attr_vts[id(value)]
         name = module_attr_name(source) if source is not None else f"_tensor_constant{len(self.attrs)}"
@@ -218,18 +254,22 @@ class OutputGraph:
         from .graph_break import reconstruct
 
         codegen = self.codegen()
+        codegen.share_repeated([return_value, *self.side_effects.values()])
         ret_expr = codegen(return_value)
         temps, replay = self.side_effects.codegen(codegen, reconstruct)
         outputs = [vt.proxy for vt in codegen.graph_outputs]
         self.graph.output(tuple(p.node for p in outputs))
         self.dead_code_elimination()
         lines, graphs = [], []
-        if outputs or any(n.op not in ("placeholder", "output", "get_attr")
-                          for n in self.graph.nodes):
+        grad_switch_only = torch.is_grad_enabled() == self.initial_grad_mode  # net no change
+        if outputs or any(n.op not in ("placeholder", "output", "get_attr") and not (
+                grad_switch_only and n.target is torch._C._set_grad_enabled)
+                for n in self.graph.nodes):
             graph = self.compile_graph()
             args = ", ".join(gi.source.expr() for gi in self.graph_inputs)
             lines.append(f"{codegen.graph_out_name} = {graph.name}({args})")
             graphs.append(graph)
+        lines += codegen.prelude
         if replay:  # the return value is read before the mutations are replayed
             lines += [f"__return_value = {ret_expr}", *temps, *replay]
             ret_expr = "__return_value"

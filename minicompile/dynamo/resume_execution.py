@@ -141,18 +141,22 @@ def create_resume(spec: ResumeSpec, name: str) -> CodeType:
     if insts[insts.index(jump) + 1] is target:  # nothing left between prologue and target
         insts.remove(jump)
 
+    original_offsets = {id(inst): inst.offset for inst in body}  # assembling moves them
     args = [*spec.stack_argnames(), *spec.argnames]
     # The original's cell variables become free variables: the resume function gets the *same*
     # cells in its closure, so closures created before the break still share them.
     cells = code.co_cellvars + code.co_freevars
     varnames = tuple(args + [v for v in code.co_varnames if v not in args and v not in cells])
     flags = code.co_flags & ~(inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
-    return code_from_instructions(
+    resume = code_from_instructions(
         insts, code,
         co_name=name, co_qualname=name, co_flags=flags, co_varnames=varnames,
         co_argcount=len(args), co_posonlyargcount=0, co_kwonlyargcount=0,
         co_cellvars=(), co_freevars=cells,
     )
+    ContinueExecutionCache.origins[resume] = (code, {
+        inst.offset: original_offsets[id(inst)] for inst in insts if id(inst) in original_offsets})
+    return resume
 
 
 def resume_function(code: CodeType, fn: types.FunctionType,
@@ -172,6 +176,8 @@ class ContinueExecutionCache:
     """
 
     cache: dict[ResumeSpec, CodeType] = {}
+    # resume code -> (the original code, {offset in the resume code: offset in the original})
+    origins: dict[CodeType, tuple[CodeType, dict[int, int]]] = {}
 
     @classmethod
     def lookup(cls, spec: ResumeSpec) -> CodeType:
@@ -180,5 +186,17 @@ class ContinueExecutionCache:
         return cls.cache[spec]
 
     @classmethod
+    def original(cls, code: CodeType, offset: int) -> tuple[CodeType, int]:
+        """Where ``offset`` of ``code`` is in the user's original code. A break inside a resume
+        function resumes the *original* code (as real Dynamo's
+        ``generate_based_on_original_code_object`` does): a data-dependent ``while`` loop then
+        reuses one resume function per offset instead of making a new one per iteration."""
+        while code in cls.origins:
+            code, offsets = cls.origins[code]
+            offset = offsets[offset]
+        return code, offset
+
+    @classmethod
     def clear(cls) -> None:
         cls.cache.clear()
+        cls.origins.clear()

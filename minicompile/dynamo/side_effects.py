@@ -75,7 +75,7 @@ class SideEffects:
 
     def __init__(self) -> None:
         self.mutations: list[Mutation] = []
-        self._tracked: dict[int, tuple[Any, Any]] = {}  # id(obj) -> (obj, its one tracker)
+        self._tracked: dict[int, tuple[Any, list]] = {}  # id(obj) -> (obj, its trackers)
         self._aliased: set[int] = set()  # reached through two sources: no mutation allowed
         self._mutated: set[int] = set()
         self._attrs: dict[tuple[int, str], Any] = {}  # (id(obj), attr) -> stored tracker
@@ -92,25 +92,30 @@ class SideEffects:
         hit = self._tracked.get(id(value))
         if hit is None or hit[0] is not value:
             return None
-        vt = hit[1]
-        if vt.source is not None and source is not None and vt.source.name() == source.name():
-            return vt
+        for vt in hit[1]:
+            if vt.source is not None and source is not None and vt.source.name() == source.name():
+                return vt
+        first = hit[1][0]
         if id(value) in self._mutated:
             unimplemented(f"{source.name() if source else 'an object'} is the same object as "
-                          f"the mutated {vt.source.name() if vt.source else 'value'}: "
+                          f"the mutated {first.source.name() if first.source else 'value'}: "
                           "aliasing of mutated objects is not supported")
         self._aliased.add(id(value))
         return None
 
     def track(self, value: Any, vt: Any) -> None:
+        """``vt`` stands for ``value`` (a second tracker when ``value`` is reached under another
+        name: an alias, which may be read but not mutated)."""
         if id(value) not in self._tracked:
-            self._tracked[id(value)] = (value, vt)
+            self._tracked[id(value)] = (value, [])
             self._keepalive.append(value)
+        self._tracked[id(value)][1].append(vt)
 
     def _check(self, vt, what: str) -> None:
         if vt.source is None:
             unimplemented(f"{what} on an object without a source")
-        value = next((v for v, t in self._tracked.values() if t is vt), None)
+        value = next((v for v, trackers in self._tracked.values()
+                      if any(t is vt for t in trackers)), None)
         if value is not None:
             if id(value) in self._aliased:
                 unimplemented(f"{what} on {vt.source.name()}, which is also reachable under "
@@ -153,6 +158,10 @@ class SideEffects:
         return self._cells.get(id(cell))
 
     # -- replay -------------------------------------------------------------------------------
+    def values(self) -> list:
+        """The trackers the replay rebuilds (for ``PyCodegen.share_repeated``)."""
+        return [v for m in self.mutations for v in [*m.args, *m.kwargs.values()]]
+
     def codegen(self, codegen, reconstruct: Callable) -> tuple[list[str], list[str]]:
         """(temporaries, replay lines): Python statements that apply every mutation in order.
 

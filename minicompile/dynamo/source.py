@@ -68,6 +68,39 @@ class AttrSource(Source):
 
 
 @dataclass(frozen=True)
+class TypeSource(Source):
+    """``type(obj)``: where a method of a user object is looked up (``type(L['c']).go``)."""
+
+    base: Source
+
+    def name(self) -> str:
+        return f"type({self.base.name()})"
+
+    def expr(self) -> str:
+        return f"type({self.base.expr()})"
+
+    def is_global(self) -> bool:
+        return self.base.is_global()
+
+
+@dataclass(frozen=True)
+class CallMethodSource(Source):
+    """``x.storage_offset()``: the answer of a method without arguments, guarded as a value."""
+
+    base: Source
+    method: str
+
+    def name(self) -> str:
+        return f"{self.base.name()}.{self.method}()"
+
+    def expr(self) -> str:
+        return f"{self.base.expr()}.{self.method}()"
+
+    def is_global(self) -> bool:
+        return self.base.is_global()
+
+
+@dataclass(frozen=True)
 class GetItemSource(Source):
     base: Source
     index: object  # an int, a str key, or any constant key

@@ -27,8 +27,9 @@ from .builtin import BUILTIN_CALLABLES, BuiltinVariable
 from .constant import ConstantVariable, is_constant
 from .dicts import ConstDictVariable
 from .functions import FunctoolsPartialVariable, UserFunctionVariable, UserMethodVariable
-from .lists import ListVariable, NamedTupleVariable, RangeVariable, SizeVariable, SliceVariable, TupleVariable
-from .misc import PythonModuleVariable, UserDefinedObjectVariable
+from .lists import (ListVariable, NamedTupleVariable, RangeVariable, SetVariable, SizeVariable,
+                    SliceVariable, TupleVariable)
+from .misc import GradModeVariable, PythonModuleVariable, UserDefinedObjectVariable
 from .nn_module import NNModuleVariable
 from .symnode import SymNodeVariable, symbolic_size
 from .tensor import TensorVariable
@@ -146,6 +147,11 @@ class VariableBuilder:
         return FunctoolsPartialVariable(part("func"), part("args").unpack_var_sequence(self.tx),
                                         keywords.items, self.source)
 
+    def wrap_set(self, value: set | frozenset, guard: bool) -> VariableTracker:
+        if guard:  # compared with a copy: the guard must see a later mutation of the set
+            self.install_guard(GuardKind.EQUALS_MATCH, type(value)(value))
+        return SetVariable(type(value)(value), self.source)
+
     def wrap_range(self, value: range, guard: bool) -> VariableTracker:
         if guard:
             self.install_guard(GuardKind.EQUALS_MATCH, value)
@@ -156,6 +162,13 @@ class VariableBuilder:
             self.install_guard(GuardKind.EQUALS_MATCH, value)
         return SliceVariable(*(ConstantVariable(p) for p in (value.start, value.stop, value.step)))
 
+    def wrap_grad_mode(self, value: Any, guard: bool) -> VariableTracker:
+        """A ``torch.no_grad()`` / ``torch.enable_grad()`` object, such as the one a resume
+        function re-enters: only its type matters (a fresh one is passed on every call)."""
+        if guard:
+            self.install_guard(GuardKind.TYPE_MATCH, type(value))
+        return GradModeVariable(target=type(value) is torch.enable_grad)
+
     def wrap_object(self, value: Any, guard: bool) -> VariableTracker:
         if guard:
             self.install_guard(GuardKind.TYPE_MATCH, type(value))
@@ -165,11 +178,13 @@ class VariableBuilder:
     DISPATCH: list[tuple[Callable[[Any], bool], Callable]] = [
         (lambda v: isinstance(v, torch.Tensor), wrap_tensor),
         (lambda v: any(v is c for c in TORCH_CLASSES), _id_matched(TorchVariable)),  # no ==
+        (lambda v: type(v) in (torch.no_grad, torch.enable_grad), wrap_grad_mode),
         (_is_builtin, lambda self, v, g: BuiltinVariable(v)),  # builtins are not in G: no guard
         (lambda v: isinstance(v, (tuple, list)) and type(v) in (tuple, list, torch.Size),
          wrap_sequence),
         (is_constant, wrap_constant),
         (lambda v: type(v) is dict, wrap_dict),
+        (lambda v: type(v) in (set, frozenset) and all(is_constant(i) for i in v), wrap_set),
         (lambda v: isinstance(v, range), wrap_range),
         (lambda v: isinstance(v, slice), wrap_slice),
         (lambda v: isinstance(v, torch.nn.Module), _id_matched(NNModuleVariable)),

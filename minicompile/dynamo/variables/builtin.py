@@ -13,6 +13,7 @@ through their ``operator`` function.
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 import operator
 from typing import Any, Callable
@@ -20,6 +21,7 @@ from typing import Any, Callable
 from ..exc import unimplemented
 from .base import KnownCallableVariable, VariableTracker
 from .constant import ConstantVariable
+from .iter import ITER_HANDLERS
 from .lists import BaseListVariable, ListIteratorVariable, ListVariable, RangeVariable, TupleVariable
 
 # Builtins that have side effects or need real objects: never run them on constants while tracing.
@@ -68,6 +70,15 @@ class BuiltinVariable(KnownCallableVariable):
                 unimplemented(f"{self._name()} raised {type(e).__name__}: {e} while tracing")
             return SourcelessBuilder.wrap(tx, value)
         unimplemented(f"builtin {self._name()} with arguments {args}")
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        try:  # itertools.chain.from_iterable: a builtin with its own handler
+            attr = getattr(self.fn, name)
+            if attr in HANDLERS:
+                return BuiltinVariable(attr)
+        except (AttributeError, TypeError):  # no such attribute, or an unhashable one
+            pass
+        return super().var_getattr(tx, name)
 
     def _name(self) -> str:
         return getattr(self.fn, "__name__", repr(self.fn))
@@ -212,23 +223,78 @@ def _sum(tx, seq, start=None):
     return total
 
 
+class _Incomparable:
+    """The sort key of a value that is not a constant (a tensor): comparing it would read tensor
+    data, so it stops the trace. ``sorted(d.items())`` never compares the values when the keys
+    differ, so it still folds."""
+
+    def __init__(self, vt: VariableTracker):
+        self.vt = vt
+
+    def _refuse(self, other):
+        unimplemented(f"comparing {self.vt} while sorting (min/max/sorted read tensor data)")
+
+    __lt__ = __gt__ = __le__ = __ge__ = __eq__ = __ne__ = _refuse
+
+
+def _comparable(vt: VariableTracker) -> Any:
+    """What ``sorted``/``min``/``max`` compare for ``vt``: its constant value, a tuple of the
+    items' keys for a tuple or list (compared item by item, as Python does), else a refusal."""
+    if vt.is_python_constant():
+        return _const(vt)
+    if isinstance(vt, BaseListVariable):
+        return vt.python_cls(_comparable(i) for i in vt.items)
+    return _Incomparable(vt)
+
+
+def _sort_keys(tx, items, key) -> list:
+    """The comparable keys of ``items``; ``key`` (a lambda, a user function, an itemgetter) is
+    called on each item while tracing, like any other call."""
+    if key is not None and not (key.is_python_constant() and _const(key) is None):
+        items = [key.call_function(tx, [i], {}) for i in items]
+    return [_comparable(i) for i in items]
+
+
 def _min_max(fn):
-    def fold(tx, *args, **kwargs):
+    def fold(tx, *args, key=None, default=None):
         items = args[0].unpack_var_sequence(tx) if len(args) == 1 else list(args)
-        if not all(i.is_python_constant() for i in items):
-            unimplemented(f"{fn.__name__}() over tensors compares their data")
-        return ConstantVariable(fn([_const(i) for i in items], **{k: _const(v)
-                                                                   for k, v in kwargs.items()}))
+        if not items:
+            if default is None:
+                unimplemented(f"{fn.__name__}() of an empty sequence raises")
+            return default
+        keys = _sort_keys(tx, items, key)
+        return items[fn(range(len(items)), key=keys.__getitem__)]  # the first best, as Python
 
     return fold
 
 
 def _sorted(tx, seq, key=None, reverse=None):
     items = seq.unpack_var_sequence(tx)
-    if key is not None or not all(i.is_python_constant() for i in items):
-        unimplemented("sorted() with a key function or over non-constant items")
-    values = sorted((_const(i) for i in items), reverse=bool(reverse and _const(reverse)))
-    return ListVariable([ConstantVariable(v) for v in values])
+    keys = _sort_keys(tx, items, key)
+    order = sorted(range(len(items)), key=keys.__getitem__,  # stable, like sorted() itself
+                   reverse=bool(reverse is not None and reverse.truth(tx)))
+    return ListVariable([items[j] for j in order])
+
+
+def _reduce(tx, fn, seq, *initial):
+    """``functools.reduce(operator.add, [x, y, z])``: unrolled into calls of ``fn``."""
+    items = seq.unpack_var_sequence(tx)
+    if not items and not initial:
+        unimplemented("reduce() of an empty sequence with no initial value raises")
+    total, rest = (initial[0], items) if initial else (items[0], items[1:])
+    for item in rest:
+        total = fn.call_function(tx, [total, item], {})
+    return total
+
+
+def _set(cls):
+    def build(tx, seq=None):
+        from .lists import SetVariable
+
+        items = [] if seq is None else seq.unpack_var_sequence(tx)
+        return SetVariable.of(items, frozen=cls is frozenset)
+
+    return build
 
 
 def _all_any(fn):
@@ -239,23 +305,39 @@ def _all_any(fn):
 
 
 def _getattr(tx, obj, name, *default):
-    try:
-        return obj.var_getattr(tx, _const(name))
-    except Exception:
-        if default:
-            return default[0]
-        raise
+    if default and not _hasattr(tx, obj, name).as_python_constant():
+        return default[0]  # absent (and guarded absent when the object came from outside)
+    return obj.var_getattr(tx, _const(name))
 
 
-def _hasattr(tx, obj, name):
-    value = getattr(obj, "value", getattr(obj, "module", None))
+def _real_value(tx, obj) -> Any:
+    """The real object behind ``obj`` (a tensor input's real tensor), or None."""
     from .tensor import TensorVariable
 
     if isinstance(obj, TensorVariable):
-        return ConstantVariable(hasattr(obj.example_value, _const(name)))
+        if obj.source is None:  # made by the graph: only torch.Tensor's own attributes
+            return None
+        return next((gi.example for gi in tx.output.graph_inputs if gi.source == obj.source),
+                    None)
+    return getattr(obj, "value", getattr(obj, "module", None))
+
+
+def _hasattr(tx, obj, name):
+    from ..guards import Guard, GuardKind
+    from .tensor import TensorVariable
+
+    name = _const(name)
+    if name in (getattr(obj, "attrs", None) or {}):  # set by the code traced so far
+        return ConstantVariable(True)
+    value = _real_value(tx, obj)
+    if isinstance(obj, TensorVariable) and value is None:
+        return ConstantVariable(hasattr(obj.example_value, name))
     if value is None and not obj.is_python_constant():
         unimplemented(f"hasattr on {obj}")
-    return ConstantVariable(hasattr(value if value is not None else _const(obj), _const(name)))
+    found = hasattr(value if value is not None else _const(obj), name)
+    if obj.source is not None:  # an attribute added or deleted later: recompile
+        tx.output.add_guard(Guard(obj.source, GuardKind.HASATTR, (name, found), tx.user_line()))
+    return ConstantVariable(found)
 
 
 def _type(tx, obj):
@@ -263,12 +345,21 @@ def _type(tx, obj):
 
 
 def _callable(tx, obj):
-    from .functions import BaseUserFunctionVariable
-    from .torch import TorchVariable
+    from .dicts import ConstDictVariable
+    from .functions import BaseUserFunctionVariable, FunctoolsPartialVariable
+    from .lists import SetVariable
+    from .misc import GetAttrVariable, UserDefinedObjectVariable
+    from .nn_module import NNModuleVariable
+    from .tensor import TensorVariable
 
-    if isinstance(obj, (BaseUserFunctionVariable, TorchVariable, BuiltinVariable)):
-        return ConstantVariable(True)
-    return None
+    if isinstance(obj, (BaseUserFunctionVariable, KnownCallableVariable, GetAttrVariable,
+                        NNModuleVariable, FunctoolsPartialVariable)):
+        return ConstantVariable(True)  # GetAttrVariable: a method such as x.sum
+    if isinstance(obj, (TensorVariable, BaseListVariable, ConstDictVariable, SetVariable)):
+        return ConstantVariable(False)
+    if isinstance(obj, UserDefinedObjectVariable):
+        return ConstantVariable(callable(obj.value))
+    return None  # a constant: folded
 
 
 def _super(tx, *args):
@@ -303,13 +394,16 @@ HANDLERS: dict[Callable, Callable] = {
     builtins.enumerate: _enumerate, builtins.reversed: _reversed, builtins.map: _map,
     builtins.filter: _filter, builtins.list: _sequence(ListVariable),
     builtins.tuple: _sequence(TupleVariable), builtins.dict: _dict, builtins.sum: _sum,
+    builtins.set: _set(set), builtins.frozenset: _set(frozenset), functools.reduce: _reduce,
     builtins.min: _min_max(min), builtins.max: _min_max(max), builtins.all: _all_any(all),
     builtins.any: _all_any(any), builtins.sorted: _sorted, builtins.getattr: _getattr, builtins.hasattr: _hasattr,
     builtins.type: _type, builtins.callable: _callable, builtins.super: _super,
     builtins.print: _print, builtins.bool: lambda tx, v=None: _truth(tx, v) if v else None,
 }
 
+HANDLERS.update(ITER_HANDLERS)  # itertools, operator.itemgetter & co (iter.py)
+
 # Builtin callables (besides functions) that the builder wraps as BuiltinVariable.
 BUILTIN_CALLABLES = {v for v in vars(builtins).values() if callable(v)} | \
     {v for v in vars(operator).values() if callable(v)} | \
-    {v for v in vars(math).values() if callable(v)}
+    {v for v in vars(math).values() if callable(v)} | {functools.reduce} | set(ITER_HANDLERS)

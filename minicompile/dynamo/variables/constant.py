@@ -30,6 +30,35 @@ def is_constant(value: Any) -> bool:
     return isinstance(value, CONSTANT_TYPES) or value is Ellipsis
 
 
+# Classes whose instances are constants: called on constants, they are built while tracing.
+FOLDED_CLASSES = {torch.finfo, torch.iinfo, torch.device}
+
+
+def is_plain_user_class(cls: Any) -> bool:
+    """A class written in Python whose instances are plain objects: default metaclass,
+    ``object.__new__``, ordinary attribute access. ``Calc(5)`` of such a class is built while
+    tracing (its ``__init__`` inlined); anything fancier runs natively."""
+    if not isinstance(cls, type) or type(cls) is not type or cls.__module__ == "builtins":
+        return False
+    if cls.__module__.split(".")[0] == "torch" or issubclass(cls, BaseException):
+        return False
+    plain = (cls.__new__ is object.__new__ and cls.__setattr__ is object.__setattr__
+             and cls.__getattribute__ is object.__getattribute__
+             and inspect.getattr_static(cls, "__getattr__", None) is None)
+    init = inspect.getattr_static(cls, "__init__")
+    return plain and (init is object.__init__ or isinstance(init, types.FunctionType))
+
+
+def python_class_method(cls: Any, name: str) -> Any:
+    """``cls.name`` when it is Python code: a function, staticmethod or classmethod (the
+    classmethod comes back bound to ``cls``); None otherwise."""
+    if not isinstance(cls, type):
+        return None
+    static = inspect.getattr_static(cls, name, None)
+    func = static.__func__ if isinstance(static, (staticmethod, classmethod)) else static
+    return getattr(cls, name) if isinstance(func, types.FunctionType) else None
+
+
 class ConstantVariable(VariableTracker):
     def __init__(self, value: Any, source=None):
         super().__init__(source)
@@ -63,9 +92,17 @@ class ConstantVariable(VariableTracker):
         return ConstantVariable(attr)
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
-        """Calling a class: namedtuples (``Pair(x, y)``) and ``functools.partial`` are built
-        while tracing."""
+        """Calling a class: namedtuples (``Pair(x, y)``), ``functools.partial`` and instances of
+        plain user classes are built while tracing; ``torch.finfo(x.dtype)`` and friends fold."""
         cls = self.value
+        all_const = all(a.is_python_constant() for a in [*args, *kwargs.values()])
+        if cls in FOLDED_CLASSES and all_const:  # torch.finfo(torch.float32).eps is a constant
+            return ConstantVariable(cls(*(a.as_python_constant() for a in args),
+                                        **{k: v.as_python_constant() for k, v in kwargs.items()}))
+        if is_plain_user_class(cls):
+            from .misc import UserDefinedObjectVariable
+
+            return UserDefinedObjectVariable.construct(tx, cls, args, kwargs)
         if cls is functools.partial and args:
             from .functions import FunctoolsPartialVariable
 
@@ -82,6 +119,13 @@ class ConstantVariable(VariableTracker):
 
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
         if not all(a.is_python_constant() for a in [*args, *kwargs.values()]):
+            method = python_class_method(self.value, name)
+            if method is not None:  # Calc.st(x), Calc.cm(x): inlined like any user function
+                from ..source import AttrSource
+                from .builder import VariableBuilder
+
+                source = AttrSource(self.source, name) if self.source else None
+                return VariableBuilder(tx, source).wrap(method).call_function(tx, args, kwargs)
             unimplemented(f"{type(self.value).__name__}.{name} with non-constant arguments")
         method = getattr(self.value, name)
         const_args = [a.as_python_constant() for a in args]

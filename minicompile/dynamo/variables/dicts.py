@@ -54,13 +54,8 @@ class ConstDictVariable(VariableTracker):
         if name == "get":
             k = const(args[0])
             return self.items.get(k, args[1] if len(args) > 1 else ConstantVariable(None))
-        if name == "keys":
-            return ListVariable([ConstantVariable(k) for k in self.items])
-        if name == "values":
-            return ListVariable(list(self.items.values()))
-        if name == "items":
-            return ListVariable([TupleVariable([ConstantVariable(k), v])
-                                 for k, v in self.items.items()])
+        if name in ("keys", "values", "items") and not args:
+            return DictViewVariable(self, name)
         if name in ("__contains__", "__len__"):
             value = const(args[0]) in self.items if name == "__contains__" else len(self.items)
             return ConstantVariable(value)
@@ -99,3 +94,45 @@ class ConstDictVariable(VariableTracker):
 
     def _repr_body(self) -> str:
         return ", ".join(f"{k!r}: {v!r}" for k, v in self.items.items())
+
+
+class DictViewVariable(VariableTracker):
+    """``d.keys()`` / ``d.values()`` / ``d.items()``: a live view, not a copy -- a key added to
+    ``d`` later shows up in it, so its items are read from the dict's tracker each time, and it
+    is rebuilt as ``<d>.items()`` on the very dict the transformed code passes on."""
+
+    def __init__(self, dict_vt: ConstDictVariable, kind: str):
+        super().__init__()
+        self.dict_vt, self.kind = dict_vt, kind
+
+    def python_type(self) -> type:
+        return type(getattr({}, self.kind)())
+
+    def unpack_var_sequence(self, tx) -> list[VariableTracker]:
+        items = self.dict_vt.items
+        if self.kind == "keys":
+            return [ConstantVariable(k) for k in items]
+        if self.kind == "values":
+            return list(items.values())
+        return [TupleVariable([ConstantVariable(k), v]) for k, v in items.items()]
+
+    def truth(self, tx) -> bool:
+        return bool(self.dict_vt.items)
+
+    def identity(self) -> Any:
+        return self
+
+    def call_method(self, tx, name, args, kwargs) -> VariableTracker:
+        if name == "__len__":
+            return ConstantVariable(len(self.dict_vt.items))
+        if name == "__contains__" and self.kind == "keys":
+            return ConstantVariable(args[0].as_python_constant() in self.dict_vt.items)
+        if name == "__contains__":
+            return ListVariable(self.unpack_var_sequence(tx)).call_method(tx, name, args, kwargs)
+        unimplemented(f"dict_{self.kind}.{name}")
+
+    def reconstruct(self, codegen) -> str:
+        return f"{codegen(self.dict_vt)}.{self.kind}()"
+
+    def _repr_body(self) -> str:
+        return f"{self.dict_vt!r}.{self.kind}()"

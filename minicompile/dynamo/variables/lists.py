@@ -204,10 +204,83 @@ class RangeVariable(VariableTracker):
             return RangeVariable(item) if isinstance(item, range) else ConstantVariable(item)
         if name == "__len__":
             return ConstantVariable(len(self.value))
+        if name in ("__contains__", "index", "count") and args[0].is_python_constant():
+            needle = args[0].as_python_constant()  # 5 in range(2, 10, 3): arithmetic, no loop
+            if name == "index" and needle not in self.value:
+                unimplemented(f"range.index({needle!r}) raises ValueError")
+            return ConstantVariable(getattr(self.value, name)(needle))
         unimplemented(f"range.{name}")
 
     def reconstruct(self, codegen) -> str:
         return repr(self.value)
+
+    def _repr_body(self) -> str:
+        return repr(self.value)
+
+
+class SetVariable(VariableTracker):
+    """A set or frozenset of constants (``{1, 2, 3}``, ``set(names)``, a set comprehension); in
+    real Dynamo SetVariable lives in dicts.py. It holds a real set: ``in``, ``len``, iteration
+    and every method run on it while tracing, so iteration order is the order eager sees.
+    Mutation is trace-time bookkeeping for a set made while tracing; a set from outside (it has
+    a source, guarded by value) is not mutated."""
+
+    MUTATORS = {"add", "discard", "remove", "pop", "clear", "update", "difference_update",
+                "intersection_update", "symmetric_difference_update"}
+
+    def __init__(self, value: set | frozenset, source=None):
+        super().__init__(source)
+        self.value = value
+
+    @classmethod
+    def of(cls, items: list[VariableTracker], frozen: bool = False) -> "SetVariable":
+        """BUILD_SET / set(xs): the items must be constants (they are hashed now)."""
+        if not all(i.is_python_constant() for i in items):
+            unimplemented("a set of non-constant items (tensors hash by identity)")
+        values = [i.as_python_constant() for i in items]
+        return cls(frozenset(values) if frozen else set(values))
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def as_python_constant(self) -> set | frozenset:
+        return self.value
+
+    def unpack_var_sequence(self, tx) -> list[VariableTracker]:
+        return [ConstantVariable(v) for v in self.value]
+
+    def truth(self, tx) -> bool:
+        return bool(self.value)
+
+    def identity(self) -> Any:
+        return self
+
+    def call_method(self, tx, name, args, kwargs) -> VariableTracker:
+        from .builder import SourcelessBuilder
+
+        if not all(a.is_python_constant() for a in [*args, *kwargs.values()]):
+            unimplemented(f"{self.python_type().__name__}.{name} with a non-constant argument")
+        if name in self.MUTATORS and (self.source is not None or type(self.value) is frozenset):
+            unimplemented(f"mutating a set from outside the frame (.{name})")
+        method = getattr(self.value, name, None)
+        if method is None:
+            unimplemented(f"{self.python_type().__name__}.{name}")
+        try:
+            result = method(*(a.as_python_constant() for a in args),
+                            **{k: v.as_python_constant() for k, v in kwargs.items()})
+        except Exception as e:  # s.remove(missing): run eagerly so it raises for real
+            unimplemented(f"set.{name} raised {type(e).__name__}: {e} while tracing")
+        return SourcelessBuilder.wrap(tx, result)
+
+    def reconstruct(self, codegen) -> str:
+        if self.source is not None:
+            return self.source.expr()
+        from .constant import _LITERAL_TYPES
+
+        if all(isinstance(v, _LITERAL_TYPES) for v in self.value) and self.value:
+            return repr(self.value)  # {1, 2} / frozenset({1, 2})
+        name = self.python_type().__name__
+        return f"{name}({codegen.install_global('const', tuple(self.value))})"
 
     def _repr_body(self) -> str:
         return repr(self.value)

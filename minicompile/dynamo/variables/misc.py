@@ -11,7 +11,8 @@ from typing import Any
 import torch
 
 from ..exc import unimplemented
-from ..source import AttrSource
+from ..guards import Guard, GuardKind
+from ..source import AttrSource, TypeSource
 from .base import VariableTracker
 from .constant import ConstantVariable
 
@@ -143,11 +144,42 @@ class SuperVariable(VariableTracker):
 
 
 class UserDefinedObjectVariable(VariableTracker):
-    """An instance of a user class: attributes are read (and guarded), methods are inlined."""
+    """An instance of a user class: attributes are read (and guarded), methods are inlined.
 
-    def __init__(self, value: Any, source=None):
+    An object built while tracing (``Calc(5)``, see :meth:`construct`) keeps its instance
+    attributes here, in ``attrs``: nothing outside the frame can see it, so its ``__init__``'s
+    stores are trace-time bookkeeping, not side effects to replay."""
+
+    def __init__(self, value: Any, source=None, attrs: dict[str, VariableTracker] | None = None):
         super().__init__(source)
         self.value = value
+        self.attrs = attrs  # None: an object from outside (its attributes are real)
+
+    @classmethod
+    def construct(cls, tx, klass: type, args, kwargs) -> "UserDefinedObjectVariable":
+        """``klass(*args)`` for a plain user class: an empty real instance (for its type and
+        class attributes) plus an inlined ``__init__`` that fills ``attrs``."""
+        from .functions import UserMethodVariable
+
+        obj = cls(object.__new__(klass), None, attrs={})
+        init = inspect.getattr_static(klass, "__init__")
+        if isinstance(init, types.FunctionType):
+            UserMethodVariable(init, obj).call_function(tx, args, kwargs)
+        elif args or kwargs:
+            unimplemented(f"{klass.__name__}() takes no arguments")
+        return obj
+
+    def store_attr(self, name: str, value: VariableTracker) -> None:
+        self.attrs[name] = value
+
+    def reconstruct(self, codegen) -> str:
+        """An object built while tracing and still live (returned, or a local at a graph
+        break) is built for real: a new instance of its class with the traced attributes."""
+        if self.source is not None or self.attrs is None:
+            return super().reconstruct(codegen)
+        cls = codegen.install_global(type(self.value).__name__, type(self.value))
+        attrs = ", ".join(f"{k!r}: {codegen(v)}" for k, v in self.attrs.items())
+        return f"{codegen.install_global('new_object', new_object)}({cls}, {{{attrs}}})"
 
     def python_type(self) -> type:
         return type(self.value)
@@ -163,8 +195,14 @@ class UserDefinedObjectVariable(VariableTracker):
         static = inspect.getattr_static(self.value, name, None)
         if isinstance(static, property):
             return UserFunctionVariable(static.fget).call_function(tx, [self], {})
+        if self.attrs is not None and name in self.attrs:  # set by code traced so far
+            return self.attrs[name]
         if isinstance(static, (types.FunctionType, staticmethod, classmethod)):
             if isinstance(static, types.FunctionType):
+                if self.source is not None and name not in getattr(self.value, "__dict__", {}):
+                    # C.go = ... later must recompile: guard the class attribute's identity
+                    tx.output.add_guard(Guard(AttrSource(TypeSource(self.source), name),
+                                              GuardKind.ID_MATCH, static, tx.user_line()))
                 return UserMethodVariable(static, self, source)
         if not hasattr(self.value, name):
             unimplemented(f"{type(self.value).__name__} has no attribute {name!r}")
@@ -180,3 +218,10 @@ class UserDefinedObjectVariable(VariableTracker):
 
     def _repr_body(self) -> str:
         return type(self.value).__name__
+
+
+def new_object(cls: type, attrs: dict[str, Any]) -> Any:
+    """What the transformed code calls to rebuild an object built while tracing."""
+    obj = object.__new__(cls)
+    obj.__dict__.update(attrs)
+    return obj

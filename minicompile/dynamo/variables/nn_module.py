@@ -25,6 +25,9 @@ from .base import VariableTracker
 from .constant import ConstantVariable
 
 CONTAINERS = (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict)
+# Methods answered at trace time from the real module (its parameters, children, ...).
+INTROSPECTION = ("children", "named_children", "parameters", "named_parameters", "buffers",
+                 "named_buffers", "modules", "named_modules")
 
 
 def _has_hooks(module: torch.nn.Module) -> bool:
@@ -70,6 +73,10 @@ class NNModuleVariable(VariableTracker):
         static = inspect.getattr_static(m, name, None)
         if isinstance(static, property):
             return UserFunctionVariable(static.fget).call_function(tx, [self], {})
+        if name in INTROSPECTION and static is getattr(torch.nn.Module, name):
+            from .misc import GetAttrVariable  # answered by call_method, not by inlining torch's
+
+            return GetAttrVariable(self, name)
         if isinstance(static, types.FunctionType):
             return UserMethodVariable(static, self)
         if isinstance(static, staticmethod):
@@ -85,6 +92,11 @@ class NNModuleVariable(VariableTracker):
 
         if _has_hooks(self.value):
             unimplemented(f"calling {type(self.value).__name__} with forward hooks registered")
+        if "forward" in self.value.__dict__:  # m.forward = ... on the instance
+            unimplemented(f"{type(self.value).__name__}.forward replaced on the instance")
+        if self.source is not None:  # a hook added or forward replaced later: recompile
+            tx.output.add_guard(Guard(self.source, GuardKind.NN_MODULE_CALL, type(self.value),
+                                      tx.user_line()))
         forward = inspect.getattr_static(self.value, "forward", None)
         if not isinstance(forward, types.FunctionType):
             unimplemented(f"{type(self.value).__name__}.forward is not a Python function")
@@ -128,10 +140,11 @@ class NNModuleVariable(VariableTracker):
             return ConstantVariable(len(m))
         if name == "__getitem__" and isinstance(m, CONTAINERS):
             key = args[0].as_python_constant()
-            if isinstance(key, slice):  # self.layers[1:]: a list of the sliced submodules
-                return self._sliced(tx, key)
+            if isinstance(key, slice):  # self.layers[1:]: a new container of the same modules
+                return NNModuleSliceVariable(self, key)
             if isinstance(key, int) and not isinstance(m, torch.nn.ModuleDict):
-                key = key % len(m)
+                key, sub = self._items()[key]  # a negative index counts from the end
+                return self._item(tx, key, sub)
             return self._item(tx, key, m[key])
         if name == "__contains__" and isinstance(m, torch.nn.ModuleDict):
             return ConstantVariable(args[0].as_python_constant() in m)
@@ -141,16 +154,9 @@ class NNModuleVariable(VariableTracker):
             rows = {"keys": keys, "values": vals,
                     "items": [TupleVariable([k, v]) for k, v in zip(keys, vals)]}
             return ListVariable(rows[name])
-        if name in ("children", "named_children", "parameters", "named_parameters", "buffers",
-                    "named_buffers", "modules", "named_modules"):
+        if name in INTROSPECTION:
             return self._introspect(tx, name, args, kwargs)
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
-
-    def _sliced(self, tx, key: slice) -> VariableTracker:
-        from .lists import ListVariable
-
-        items = self._items()[key]
-        return ListVariable([self._item(tx, k, v) for k, v in items])
 
     def _introspect(self, tx, name, args, kwargs) -> VariableTracker:
         """``self.parameters()`` and friends: a list of trackers with their sources."""
@@ -166,13 +172,56 @@ class NNModuleVariable(VariableTracker):
                 named = {"children": "named_children", "parameters": "named_parameters",
                          "buffers": "named_buffers", "modules": "named_modules"}[name]
                 path = next(p for p, v in getattr(self.value, named)() if v is value)
-            source = self.source
-            for part in filter(None, path.split(".")) if source else ():
-                source = AttrSource(source, part)
+            source = self._path_source(path)
             item = self._wrap_child(tx, value, source)
             out.append(TupleVariable([ConstantVariable(path), item]) if name.startswith("named")
                        else item)
         return ListVariable(out)
 
+    def _path_source(self, path: str):
+        """The source of ``named_parameters()``'s ``"layers.0.weight"``: ``.layers[0].weight``
+        (a child named by a number is indexed; another name that is no identifier is looked
+        up in ``_modules``)."""
+        source, module = self.source, self.value
+        for part in filter(None, path.split(".")) if source else ():
+            if part.isdigit() and isinstance(module, (torch.nn.Sequential, torch.nn.ModuleList)):
+                source = GetItemSource(source, int(part))
+            elif part.isidentifier():
+                source = AttrSource(source, part)
+            else:
+                source = GetItemSource(AttrSource(source, "_modules"), part)
+            module = getattr(module, part, None)
+        return source
+
     def _repr_body(self) -> str:
         return type(self.value).__name__
+
+
+class NNModuleSliceVariable(NNModuleVariable):
+    """``seq[1:]`` of a Sequential or ModuleList: eager makes a *new* container of the same
+    submodules on every call, so this one has no source and no guard of its own. Its items are
+    the parent's items, under the parent's sources (``L['self'].seq[1]``), so calling it inlines
+    ``Sequential.forward`` over them and iterating it unrolls over them. Rebuilt, it is the same
+    slice of the parent again (``L['self'].seq[slice(1, None, None)]``)."""
+
+    def __init__(self, parent: NNModuleVariable, key: slice):
+        super().__init__(parent.value[key], None)  # a real container, for type and forward
+        self.parent, self.key = parent, key
+
+    def _guard_contents(self, tx) -> None:
+        self.parent._guard_contents(tx)
+
+    def _items(self) -> list[tuple[Any, torch.nn.Module]]:
+        return self.parent._items()[self.key]  # keyed as in the parent
+
+    def _item(self, tx, key: Any, sub: torch.nn.Module) -> VariableTracker:
+        return self.parent._item(tx, key, sub)
+
+    def _introspect(self, tx, name, args, kwargs) -> VariableTracker:
+        unimplemented(f"{name}() of a sliced {type(self.value).__name__}")
+
+    def reconstruct(self, codegen) -> str:
+        return f"{codegen(self.parent)}[{self.key!r}]"
+
+    def _repr_body(self) -> str:
+        return f"{self.parent._repr_body()}[{self.key.start}:{self.key.stop}:{self.key.step}]"

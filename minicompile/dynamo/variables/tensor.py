@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from ..exc import unimplemented
+from ..source import AttrSource, CallMethodSource
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .symnode import wrap_tensor_metadata
@@ -53,7 +54,7 @@ class TensorVariable(VariableTracker):
         return False
 
     def identity(self) -> Any:
-        return self
+        return self.proxy.node  # one node, one tensor (the same input under two names too)
 
     def truth(self, tx) -> bool:
         unimplemented("data-dependent branching: the truth value of a tensor depends on its data "
@@ -71,6 +72,8 @@ class TensorVariable(VariableTracker):
             return (wrap_tensor_metadata(tx, self, "size", [], self.example_value.shape)
                     or SourcelessBuilder.wrap(tx, self.example_value.shape))
         if name in METADATA_ATTRS:
+            if name == "is_leaf" and self.source is not None:  # not part of TENSOR_MATCH
+                self._guard_answer(tx, AttrSource(self.source, name), self.example_value.is_leaf)
             return SourcelessBuilder.wrap(tx, getattr(self.example_value, name))
         if name in VIEW_ATTRS:
             return call_op(tx, "call_function", getattr, [self, ConstantVariable(name)], {})
@@ -91,6 +94,13 @@ class TensorVariable(VariableTracker):
             value = getattr(self.example_value, name)(*cargs, **ckwargs)
             return (wrap_tensor_metadata(tx, self, name, cargs, value)  # symbolic sizes
                     or SourcelessBuilder.wrap(tx, value))
+        if name == "storage_offset" and not args and not kwargs:
+            # The answer follows the inputs' offsets (a view of a view...): guard them all.
+            for gi in tx.output.graph_inputs:
+                if isinstance(gi.example, torch.Tensor):
+                    self._guard_answer(tx, CallMethodSource(gi.source, name),
+                                       gi.example.storage_offset())
+            return ConstantVariable(self.example_value.storage_offset())
         if name == "type" and not args and not kwargs:  # x.type() -> 'torch.FloatTensor'
             return ConstantVariable(self.example_value.type())
         if name == "__getitem__":
@@ -101,6 +111,13 @@ class TensorVariable(VariableTracker):
         if name == "__len__":
             return ConstantVariable(len(self.example_value))
         return call_op(tx, "call_method", name, [self, *args], kwargs)
+
+    @staticmethod
+    def _guard_answer(tx, source, value) -> None:
+        """A metadata answer TENSOR_MATCH does not cover is baked in: guard it by value."""
+        from ..guards import Guard, GuardKind
+
+        tx.output.add_guard(Guard(source, GuardKind.EQUALS_MATCH, value, tx.user_line()))
 
     def unpack_var_sequence(self, tx) -> list[VariableTracker]:
         if self.example_value.dim() == 0:
