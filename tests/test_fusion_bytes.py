@@ -144,9 +144,31 @@ BYTE_CASES = [
     # views of an intermediate: no copy, the intermediate stays in registers
     ("view of an intermediate", lambda x: x.cos().view(5, 20).sum(1), [r(10, 10)], f32(100 + 5)),
     ("transposed output", lambda x: x.cos().t(), [r(10, 10)], f32(100 + 100)),
+    # part of an intermediate: it is computed only where it is read (inlining.py), never stored
+    ("column of an intermediate", lambda x: (x * 2)[:, 0] + 1, [r(10, 10)], f32(10 + 10)),
+    ("rows of an intermediate", lambda x: (x * 2)[:5].sum(1), [r(10, 10)], f32(50 + 5)),
+    ("row of an intermediate as output", lambda x: x.cos()[3], [r(10, 10)], f32(10 + 10)),
+    ("strided slice of an intermediate", lambda x: x.exp()[:, ::2].mean(), [r(6, 10)], f32(30 + 1)),
+    ("diagonal of an intermediate", lambda x: x.cos().diagonal() + 1, [r(5, 5)], f32(5 + 5)),
+    ("broadcast an intermediate", lambda x: x.sin().unsqueeze(0).expand(3, 10) + 1, [r(10)],
+     f32(10 + 30)),
+    ("cat of intermediates", lambda x, y: torch.cat([x.cos(), y.sin()]), [r(3, 4), r(5, 4)],
+     f32(12 + 20 + 32)),
+    ("stack of intermediates", lambda x, y: torch.stack([x + 1, y * 2]), [r(4), r(4)],
+     f32(4 + 4 + 8)),
+    ("pad an intermediate", lambda x: F.pad(x.cos(), (1, 1)), [r(3, 4)], f32(12 + 18)),
+    ("flip", lambda x: x.flip(0) + 1, [r(10)], f32(10 + 10)),
+    ("diagonal", lambda x: x.diagonal() + 1, [r(5, 5)], f32(5 + 5)),
+    # the whole intermediate is returned too: stored once, the row is read back from it
+    ("intermediate and its row", lambda x: ((y := x.cos()), y[3] + 1), [r(10, 10)],
+     f32(100 + 100) + f32(10 + 10)),
     # an extern kernel needs its input in memory: cos is written (100) and mm reads it back
     ("cos feeds mm and an output", lambda x, w: (x.cos() @ w, x.cos() + 1), [r(10, 10), r(10, 10)],
      f32(100 + 100 + 100) + f32(100 + 100 + 100)),
+    # a library call reads only the elements of the strided view it is given
+    ("bmm of a slice", lambda a, b: torch.bmm(a[:, :2], b), [r(3, 4, 5), r(3, 5, 6)],
+     f32(30 + 90 + 36)),
+    ("mm of a broadcast row", lambda a, w: a.expand(6, 5) @ w, [r(1, 5), r(5, 3)], f32(5 + 15 + 18)),
     # a gather: 5 distinct rows of 8 from a 20x8 table (an upper bound, exact when rows differ)
     ("embedding", lambda i, w: F.embedding(i, w), [torch.tensor([3, 0, 7, 19, 12]), r(20, 8)],
      5 * I64 + f32(40 + 40)),

@@ -210,6 +210,9 @@ VIEWS = [
     lambda a: torch.stack([a, a + 1], 0), lambda a: a.narrow(1, 2, 3) * 3, lambda a: a.repeat(2, 3) + 1,
     lambda a: a.transpose(0, 1).contiguous().view(7, 15)[:, ::2] + 1,
     lambda a: a.tril() + a.triu(1), lambda a: a.as_strided((3, 4), (2, 1), 1) + 1,
+    lambda a: a.flip(0) + 1, lambda a: a.flip(0, 1).t() * 2, lambda a: a[:7].diagonal() + 1,
+    lambda a: a.diagonal(2) * 2, lambda a: a.diagonal(-3).exp(),
+    lambda a: a.reshape(3, 5, 7).diagonal(1, 0, 2) + 1,
 ]
 
 
@@ -217,6 +220,24 @@ VIEWS = [
 def test_views(fn):
     check(fn, x(15, 7))
     check(fn, xt(15, 7))
+
+
+# views returned as outputs, and views read by a library call: same values and same strides as
+# eager (a flipped view has a negative stride, so a library call gets a copy)
+VIEW_OUTPUTS = [
+    lambda a, w: (a.flip(1), a.flip(1) @ w), lambda a, w: (a.diagonal(), a.diagonal(1) * 2),
+    lambda a, w: a.cos()[3], lambda a, w: a.cos()[:, 2], lambda a, w: (a.sin(), a.sin()[1:4]),
+    lambda a, w: (a.exp()[2:5], a.exp() @ w), lambda a, w: a.cos().flip(0)[:, 1:],
+]
+
+
+@pytest.mark.parametrize("fn", VIEW_OUTPUTS)
+def test_view_outputs_keep_eager_strides(fn):
+    a, w = x(7, 7), x(7, 3)
+    graph = check(fn, a, w)
+    outs, refs = GraphExecutor(graph)(a, w), fn(a, w)
+    for out, ref in zip(*(o if isinstance(o, tuple) else (o,) for o in (outs, refs))):
+        assert out.stride() == ref.stride(), (out.stride(), ref.stride())
 
 
 def test_gathers():

@@ -75,6 +75,29 @@ def test_non_contiguous_and_odd_inputs():
     assert len(s.kernels) == 1
 
 
+def test_producer_read_over_other_loops_is_inlined_not_stored():
+    # (x * 2)[:, 0] + 1: the consumer loops over 10 elements, x * 2 over 100; they cannot share a
+    # kernel, so x * 2 is substituted into the consumer and computed only at column 0
+    s = schedule(lambda x: (x * 2)[:, 0] + 1, torch.randn(10, 10))
+    assert "buf0" in str(s.graph) and len(s.graph.buffers) == 2  # the lowered graph keeps it
+    assert [n.get_name() for n in s.nodes] == ["buf1"]
+    assert "load(x_1, 10*i0)" in s.describe() and "buf0" not in s.describe()
+
+
+def test_producer_also_needed_whole_stays_a_buffer():
+    # y is an output: it is stored anyway, and the consumer of its row reads it back
+    s = schedule(lambda x: ((y := x.cos()), y[3] + 1), torch.randn(10, 10))
+    assert [n.get_name() for n in s.nodes] == ["buf0", "buf1"]
+    # x @ y is a library call: it needs all of y in memory, so y stays a buffer
+    s = schedule(lambda x: (lambda y: (x @ y, y[:, 0] * 2))(x.exp()), torch.randn(6, 6))
+    assert "buf0" in {n.get_name() for n in s.nodes}
+
+
+def test_unfused_baseline_does_not_inline():
+    s = schedule(lambda x: (x * 2)[:, 0] + 1, torch.randn(10, 10), fuse=False)
+    assert len(s.kernels) == 2 and s.num_bytes_accessed == (100 + 100 + 10 + 10) * 4
+
+
 # --- what does not fuse, and why ------------------------------------------------------------------
 
 def test_extern_kernel_is_not_fused():

@@ -8,6 +8,9 @@ Files, each mirroring its torch/_inductor counterpart:
     ir/             the loop IR (see ir/__init__.py)
     lowering.py     ATen op -> IR: the ``lowerings`` table, fallbacks for everything else
     graph.py        GraphLowering: walks the ATen graph, lowers each node, collects buffers
+    inlining.py     substitutes a pointwise producer into consumers over other loops (a slice,
+                    a broadcast, a cat of it), so it is never stored just to be read back
+    scheduler.py    which nodes share a kernel (fusion.py: the rules; loop_order.py; bytes moved)
     executor.py     the reference executor: runs IR nodes on torch tensors over index grids
     compile_fx.py   compile_fx_inner(aten_gm, example_inputs) -> callable
     backend.py      the "inductor" backend: AOT autograd + compile_fx_inner
@@ -47,7 +50,8 @@ Views (never copies): ``View(data, size, reindex)``; ``ReinterpretView(buffer, l
 ``as_strided_layout(node)`` turns an affine chain of views into a ReinterpretView.
 
 Fusion as substitution: ``inline_producers(consumer, [pointwise producers])`` returns a copy of
-the consumer whose loads of the producers are replaced by their bodies.
+the consumer whose loads of the producers are replaced by their bodies. The scheduler fuses
+nodes over the same loops; ``inlining.inline_unfusable_producers`` handles the rest first.
 
 Running: ``executor.run_nodes(nodes, buffers, sizes)`` runs any list of nodes (in order) against
 a dict ``buffer name -> flat storage tensor``; a fused kernel is just such a list.

@@ -164,8 +164,14 @@ def footprint(deps: Iterable[Dep], numel: sympy.Expr) -> sympy.Expr:
     """Distinct elements of one buffer (holding ``numel``) that ``deps`` touch (see the module
     docstring for the three ways of counting)."""
     deps = list(deps)
-    if any(isinstance(d, StarDep) for d in deps):
-        return numel  # a library call reads (or writes) the whole buffer
+    stars = [d for d in deps if isinstance(d, StarDep)]
+    if stars:  # a library call reads the elements of its (strided view of the) buffer
+        if len(stars) < len(deps):
+            return numel
+        total = sympy.Add(*[d.numel for d in stars])  # views may overlap: at most the buffer
+        if total.is_number and numel.is_number:
+            return sympy.Integer(min(int(total), int(numel)))
+        return total if len(stars) == 1 and total == numel else sympy.Min(total, numel)
     deps = [d.restricted() for d in deps]  # a masked load touches only its unmasked points
     groups = list({access_key(d): d for d in deps}.values())
     if not groups:

@@ -12,6 +12,7 @@ After ``run``: ``buffers`` (every buffer in program order: what the scheduler sc
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import operator
 from typing import Any
@@ -20,7 +21,8 @@ import sympy
 import torch
 import torch.utils._pytree as pytree
 
-from .ir import Buffer, InputBuffer, IRNode, Layout, Loops, layout_of
+from .ir import (Buffer, ComputedBuffer, ExternKernel, InputBuffer, IRNode, Layout, Loops,
+                 Pointwise, View, as_strided_layout, layout_of)
 from .sizevars import Expr, FloorDiv, ModularIndexing
 from .virtualized import V
 
@@ -193,10 +195,39 @@ class GraphLowering:
             Loops, lambda x: x if is_scalar_constant(x) else realize(x), result)
 
     def output(self, result: Any) -> None:
-        from .lowering import realize_strided
+        from .lowering import realize, realize_strided
 
         leaves, self.output_spec = pytree.tree_flatten(result)
-        self.graph_outputs = [realize_strided(x) if isinstance(x, IRNode) else x for x in leaves]
+        self.graph_outputs = [
+            realize(Pointwise(x.get_device(), x.get_dtype(), x.make_loader(), x.get_size()))
+            if self._copy_part_of_intermediate(x, leaves) else
+            realize_strided(x) if isinstance(x, IRNode) else x for x in leaves]
+
+    def _copy_part_of_intermediate(self, x: Any, outputs: list) -> bool:
+        """Return ``x``, a view of part of a pointwise intermediate, as its own smaller buffer?
+
+        As a view, the whole intermediate is stored to be returned through it
+        (``x.cos()[3]`` writes 100 elements to return 10). As a copy, the intermediate is only
+        computed where the view reads it (``inlining.py``). Done when the copy has the view's
+        strides (row-major), so the caller sees the same tensor, and when nothing else needs
+        the whole intermediate in memory (another output, a library call).
+        """
+        if not isinstance(x, View):
+            return False
+        base = x.unwrap()
+        if not (isinstance(base, ComputedBuffer) and isinstance(base.data, Pointwise)):
+            return False
+        if not sympy.sympify(base.get_numel() - x.get_numel()).is_positive:
+            return False
+        view = as_strided_layout(x)
+        if view is None or not dataclasses.replace(view.layout, offset=0).is_contiguous():
+            return False
+        shared = any(o is not x and isinstance(o, IRNode)
+                     and (o is base or isinstance(o, View) and o.unwrap() is base) for o in outputs)
+        read_by_library = any(isinstance(b, ExternKernel)
+                              and base.name in b.get_read_writes().read_names()
+                              for b in self.buffers)
+        return not shared and not read_by_library
 
     # --- printing --------------------------------------------------------------------------
     def __str__(self) -> str:

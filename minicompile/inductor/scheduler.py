@@ -30,6 +30,7 @@ import torch
 from .._logging import trace_artifact
 from ..metrics import metrics
 from .dependencies import footprint
+from .inlining import inline_unfusable_producers
 from .ir import Buffer, ComputedBuffer, ExternKernel, MultiOutput, ReadWrites
 
 
@@ -180,10 +181,12 @@ class Scheduler:
             inputs.update(graph.constant_buffers)
             output_names = [o.get_name() for o in graph.graph_outputs if hasattr(o, "get_name")]
             nodes = graph.buffers
-        self.buffers: dict[str, Buffer] = dict(inputs or {})
-        self.buffers.update({n.get_name(): n for n in nodes})
         self.input_names = set(inputs or {})
         self.output_names = set(output_names)
+        if fuse:  # a producer its consumer reads over other loops is substituted into it
+            nodes = inline_unfusable_producers(nodes, self.output_names)
+        self.buffers: dict[str, Buffer] = dict(inputs or {})
+        self.buffers.update({n.get_name(): n for n in nodes})
         self.nodes = [create_scheduler_node(n, i) for i, n in enumerate(nodes)]
         self.decisions: list[FusionDecision] = []
         self.kernels: list[BaseSchedulerNode] = list(self.nodes)

@@ -17,6 +17,7 @@ import sympy
 import torch
 import torch.utils._pytree as pytree
 
+from ..sizevars import Expr
 from .layout import Layout
 from .nodes import Buffer, IRNode
 from .read_writes import ReadWrites, StarDep
@@ -55,7 +56,7 @@ class ExternKernel(Buffer):
         return [a for a in leaves if isinstance(a, IRNode)]
 
     def get_read_writes(self) -> ReadWrites:
-        reads = [StarDep(a.get_name(), a.get_numel()) for a in self.inputs()]
+        reads = [StarDep(a.get_name(), distinct_elements(a)) for a in self.inputs()]
         writes = [StarDep(self.name, self.layout.numel())] if self.layout is not None else []
         return ReadWrites(reads, writes, {})
 
@@ -93,6 +94,15 @@ class MultiOutput(Buffer):
     def __str__(self) -> str:
         path = "".join(f"[{i}]" for i in self.indices)
         return f"{self.name}: {self.layout} = {self.parent.name}{path}"
+
+
+def distinct_elements(node: IRNode) -> Expr:
+    """Elements of its buffer a library call reads through ``node``: a strided view reads only
+    its own elements, and each once however often a stride-0 (broadcast) dim repeats it."""
+    stride = node.get_stride() if hasattr(node, "get_stride") else None
+    if stride is None:
+        return node.get_numel()
+    return sympy.Mul(*[n for n, st in zip(node.get_size(), stride) if st != 0])
 
 
 def layout_of(val: torch.Tensor) -> Layout:

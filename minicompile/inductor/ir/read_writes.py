@@ -63,7 +63,8 @@ class MemoryDep:
 
 @dataclass(frozen=True)
 class StarDep:
-    """The whole of buffer ``name`` (``numel`` elements), e.g. the input of an extern kernel."""
+    """All ``numel`` elements a library call (extern kernel) reads or writes of buffer
+    ``name``: the whole buffer, or the elements of a strided view of it."""
 
     name: str
     numel: Expr

@@ -127,7 +127,7 @@ def as_strided_layout(node: IRNode) -> ReinterpretView | None:
     strides = []
     for v in index:
         coeff = flat.coeff(v)
-        if v in coeff.free_symbols:
+        if v in coeff.free_symbols or coeff.is_negative:  # torch strides are never negative
             return None
         strides.append(coeff)
     offset = sympy.expand(flat - sympy.Add(*[c * v for c, v in zip(strides, index)]))

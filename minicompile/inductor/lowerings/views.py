@@ -2,11 +2,12 @@
 copied; the formulas compose and ``sizevars.simplify_index`` cleans them up.
 
     permute(x, [1, 0])       (i0, i1) -> (i1, i0)
+    x.diagonal() of [5, 5]   (i0,)    -> (i0, i0)
     x.view(24) of [4, 6]     (i0,)    -> (i0 // 6, i0 % 6)
     x[:, 2:10:2]             (i0, i1) -> (i0, 2 + 2*i1)
     x.expand(8, 4) of [1, 4] (i0, i1) -> (0, i1)
 
-``cat``, ``constant_pad_nd`` and the gathers (``index``, ``gather``, ``embedding``) are not
+``cat``, ``constant_pad_nd``, ``flip`` and the gathers (``index``, ``gather``, ``embedding``) are not
 views (they read several tensors or read at run-time positions): they are ``Pointwise`` bodies
 with masked or indirect loads.
 """
@@ -158,6 +159,25 @@ def unfold(x: IRNode, dim: int, size: int, step: int):
     return View(x, out_size(), reindex)
 
 
+@register_lowering(aten.diagonal)
+def diagonal(x: IRNode, offset: int = 0, dim1: int = 0, dim2: int = 1):
+    """``out[..., k] = x[..., k, k + offset]`` over dims ``dim1, dim2`` (the diagonal goes last)."""
+    size = x.get_size()
+    dim1, dim2 = _dim(dim1, len(size)), _dim(dim2, len(size))
+    kept = [d for d in range(len(size)) if d not in (dim1, dim2)]
+    row, col = (sympy.Integer(0), sympy.Integer(offset)) if offset >= 0 else (
+        sympy.Integer(-offset), sympy.Integer(0))
+
+    def reindex(index):
+        old = [sympy.Integer(0)] * len(size)
+        for k, d in enumerate(kept):
+            old[d] = index[k]
+        old[dim1], old[dim2] = row + index[-1], col + index[-1]
+        return old
+
+    return View(x, out_size(), reindex)
+
+
 @register_lowering(aten.alias, aten.detach, aten.lift_fresh)
 def alias(x: IRNode):
     return x
@@ -249,6 +269,21 @@ def constant_pad_nd(x: IRNode, pad, value=0.0):
         return ops.masked(mask, lambda: load(src), value)
 
     return Pointwise(device(), x.get_dtype(), inner_fn, new)
+
+
+@register_lowering(aten.flip)
+def flip(x: IRNode, dims):
+    """``out[i] = x[size - 1 - i]`` along each flipped dim. Eager returns a new tensor (a stride
+    can't be negative), so this is a ``Pointwise``: a consumer over the same loops fuses with it,
+    one over other loops inlines it, and a slice of the result has eager's strides."""
+    size = x.get_size()
+    flipped = {_dim(d, len(size)) for d in dims}
+    load = x.make_loader()
+
+    def inner_fn(index):
+        return load([size[d] - 1 - i if d in flipped else i for d, i in enumerate(index)])
+
+    return Pointwise(device(), x.get_dtype(), inner_fn, list(size))
 
 
 @register_lowering(aten.index.Tensor)

@@ -1,0 +1,85 @@
+"""Inline a pointwise producer into a consumer that cannot share its loops (Inductor does this
+at lowering time by leaving such a producer unrealized: ``StorageBox.realize`` is never called
+for it, and the consumer's loader evaluates its body).
+
+The scheduler fuses nodes that run over the same loops. A consumer that reads only part of a
+producer, or reads it broadcast, runs over other loops, so the two can never share a kernel and
+the producer would be written to memory just to be read back:
+
+    buf0[i0, i1] = load(x, 10*i0 + i1) * 2        # x * 2: 100 elements
+    buf1[i0]     = load(buf0, 10*i0) + 1          # (x * 2)[:, 0] + 1: 10 elements
+
+Substituting the producer's body into the consumer (``ir/inline.py``) removes the round trip:
+
+    buf1[i0]     = load(x, 10*i0) * 2 + 1         # reads 10 elements of x, buf0 is gone
+
+The producer is recomputed where the consumer needs it. That never costs memory traffic: the
+consumer reads the producer's inputs at the elements it needs, instead of the producer's buffer.
+A producer stays a buffer when the caller receives it or a library call (extern kernel) reads
+it; consumers over the same loops keep reading it and the scheduler fuses them.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Iterable, Sequence
+
+import sympy
+
+from .ir import Buffer, ComputedBuffer, Pointwise, inline_producers
+
+log = logging.getLogger(__name__)
+
+
+def _same(a: sympy.Expr, b: sympy.Expr) -> bool:
+    return sympy.expand(a - b) == 0
+
+
+def shares_loops(producer: ComputedBuffer, consumer: ComputedBuffer) -> bool:
+    """Could the scheduler put ``producer`` in ``consumer``'s kernel? (the loop sizes of
+    ``fusion.tile``: the same elements, or, next to a reduction over ``n x r``, ``n`` or
+    ``n * r`` of them)."""
+    numel = producer.get_numel()
+    sizes, rsizes = consumer.get_ranges()
+    n, r = sympy.Mul(*sizes), sympy.Mul(*rsizes)
+    return _same(numel, n) or (bool(rsizes) and _same(numel, n * r))
+
+
+def inlinable(node: Buffer, output_names: set[str]) -> bool:
+    return (isinstance(node, ComputedBuffer) and isinstance(node.data, Pointwise)
+            and node.get_name() not in output_names and node.layout.is_contiguous())
+
+
+def inline_unfusable_producers(nodes: Sequence[Buffer],
+                               output_names: Iterable[str]) -> list[Buffer]:
+    """``nodes`` (program order) with every pointwise producer substituted into the loop
+    consumers it cannot share loops with; a producer nobody reads any more is dropped.
+
+    Later producers go first, so a chain of views over views (``(x * 2)[::2][:, 0]``) collapses
+    into its last consumer. Consumers are replaced by copies: the lowered graph is unchanged.
+    """
+    outputs = set(output_names)
+    nodes = list(nodes)
+    for pos in range(len(nodes) - 1, -1, -1):
+        producer = nodes[pos]
+        if not inlinable(producer, outputs):
+            continue
+        name = producer.get_name()
+        readers = [k for k in range(pos + 1, len(nodes))
+                   if name in nodes[k].get_read_writes().read_names()]
+        inlined = []
+        for k in readers:
+            consumer = nodes[k]
+            if isinstance(consumer, ComputedBuffer) and not shares_loops(producer, consumer):
+                nodes[k] = inline_producers(consumer, [producer])
+                inlined.append(consumer.get_name())
+        if inlined and len(inlined) == len(readers):
+            nodes[pos] = None  # type: ignore[call-overload]  # read by nobody now
+        if inlined:
+            log.debug("inlined %s into %s (other loops)%s", name, ", ".join(inlined),
+                      "; dropped" if len(inlined) == len(readers) else "")
+        nodes = [n for n in nodes if n is not None]
+    return nodes
+
+
+__all__ = ["inline_unfusable_producers", "shares_loops"]
