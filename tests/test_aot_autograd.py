@@ -159,6 +159,24 @@ def test_inplace_on_intermediate_is_functionalized():
     torch.testing.assert_close(x.grad, rx.grad)
 
 
+def test_inplace_op_whose_functional_overload_has_another_name():
+    # pow_.Scalar(Tensor self, Scalar exponent) is pow.Tensor_Scalar, not pow.Scalar (a Scalar
+    # base); the backward of vector_norm(x, 3) calls it, and so does this forward
+    def f(x, e):
+        y = x.abs() + 1
+        y.pow_(1.5)
+        y.pow_(e)
+        return torch.linalg.vector_norm(y, 3, -1)
+
+    x, e = torch.randn(4, 6, requires_grad=True), torch.rand(6)
+    mc.metrics.reset()
+    out, ref, (x, _), (rx, _) = _run_both(f, x, e)
+    torch.testing.assert_close(out, ref)
+    out.sum().backward(), ref.sum().backward()
+    torch.testing.assert_close(x.grad, rx.grad)
+    assert mc.metrics.eager_fallbacks == 0
+
+
 def test_mutation_seen_through_an_earlier_view_falls_back():
     def f(x):
         y = x * 2

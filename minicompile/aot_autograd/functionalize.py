@@ -71,16 +71,25 @@ def is_mutating(op) -> bool:
 
 
 def functional_variant(op: torch._ops.OpOverload) -> torch._ops.OpOverload:
-    """aten.add_.Tensor -> aten.add.Tensor (same overload, no underscore), or the override."""
+    """aten.add_.Tensor -> aten.add.Tensor: the op without the underscore whose arguments have
+    the same types. Usually the same overload name, not always: ``pow_.Scalar(Tensor self,
+    Scalar exponent)`` is ``pow.Tensor_Scalar`` (``pow.Scalar`` takes a Scalar base)."""
     if op in FUNCTIONAL_OVERRIDES:
         return FUNCTIONAL_OVERRIDES[op]
     name = op._schema.name.split("::")[1]
-    if name.endswith("_"):
-        packet = getattr(aten, name[:-1], None)
-        overload = getattr(packet, op._overloadname, None) if packet else None
-        if overload is not None and not overload._schema.is_mutable:
-            return overload
+    packet = getattr(aten, name[:-1], None) if name.endswith("_") else None
+    if packet is not None:
+        same_name = getattr(packet, op._overloadname, None)
+        others = [getattr(packet, o) for o in packet.overloads()]
+        for overload in [same_name, *others]:
+            if (overload is not None and not overload._schema.is_mutable
+                    and _arg_types(overload) == _arg_types(op)):
+                return overload
     raise Unsupported(f"no functional variant of the mutating op {op}")
+
+
+def _arg_types(op: torch._ops.OpOverload) -> list[str]:
+    return [str(a.type) for a in op._schema.arguments]
 
 
 def _written_args(op: torch._ops.OpOverload) -> list[int]:
