@@ -148,6 +148,9 @@ BYTE_CASES = [
     ("column of an intermediate", lambda x: (x * 2)[:, 0] + 1, [r(10, 10)], f32(10 + 10)),
     ("rows of an intermediate", lambda x: (x * 2)[:5].sum(1), [r(10, 10)], f32(50 + 5)),
     ("row of an intermediate as output", lambda x: x.cos()[3], [r(10, 10)], f32(10 + 10)),
+    ("column of an intermediate as output", lambda x: x.cos()[:, 3], [r(10, 10)], f32(10 + 10)),
+    ("strided part of an intermediate as output", lambda x: (x + 1)[::2, 1::3], [r(10, 10)],
+     f32(15 + 15)),
     ("strided slice of an intermediate", lambda x: x.exp()[:, ::2].mean(), [r(6, 10)], f32(30 + 1)),
     ("diagonal of an intermediate", lambda x: x.cos().diagonal() + 1, [r(5, 5)], f32(5 + 5)),
     ("broadcast an intermediate", lambda x: x.sin().unsqueeze(0).expand(3, 10) + 1, [r(10)],
@@ -159,6 +162,9 @@ BYTE_CASES = [
     ("pad an intermediate", lambda x: F.pad(x.cos(), (1, 1)), [r(3, 4)], f32(12 + 18)),
     ("flip", lambda x: x.flip(0) + 1, [r(10)], f32(10 + 10)),
     ("diagonal", lambda x: x.diagonal() + 1, [r(5, 5)], f32(5 + 5)),
+    # a cheap intermediate (one input) needed by two kernels is recomputed by each, not stored
+    ("x**2 reduced over both dims", lambda x: (x.pow(2).mean(1), x.pow(2).mean(0)), [r(6, 7)],
+     f32(42 + 6) + f32(42 + 7)),
     # the whole intermediate is returned too: stored once, the row is read back from it
     ("intermediate and its row", lambda x: ((y := x.cos()), y[3] + 1), [r(10, 10)],
      f32(100 + 100) + f32(10 + 10)),

@@ -12,7 +12,6 @@ After ``run``: ``buffers`` (every buffer in program order: what the scheduler sc
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import operator
 from typing import Any
@@ -22,7 +21,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from .ir import (Buffer, ComputedBuffer, ExternKernel, InputBuffer, IRNode, Layout, Loops,
-                 Pointwise, View, as_strided_layout, layout_of)
+                 Pointwise, View, layout_of)
 from .sizevars import Expr, FloorDiv, ModularIndexing
 from .virtualized import V
 
@@ -207,10 +206,11 @@ class GraphLowering:
         """Return ``x``, a view of part of a pointwise intermediate, as its own smaller buffer?
 
         As a view, the whole intermediate is stored to be returned through it
-        (``x.cos()[3]`` writes 100 elements to return 10). As a copy, the intermediate is only
-        computed where the view reads it (``inlining.py``). Done when the copy has the view's
-        strides (row-major), so the caller sees the same tensor, and when nothing else needs
-        the whole intermediate in memory (another output, a library call).
+        (``x.cos()[:, 0]`` writes 100 elements to return 10). As a copy, the intermediate is
+        only computed where the view reads it (``inlining.py``). Done when nothing else needs the
+        whole intermediate in memory (another output, a library call). The copy is row-major:
+        where eager's view is not (a column), its strides differ from eager's, but not its
+        values; the intermediate it was a view of is never visible to the caller.
         """
         if not isinstance(x, View):
             return False
@@ -218,9 +218,6 @@ class GraphLowering:
         if not (isinstance(base, ComputedBuffer) and isinstance(base.data, Pointwise)):
             return False
         if not sympy.sympify(base.get_numel() - x.get_numel()).is_positive:
-            return False
-        view = as_strided_layout(x)
-        if view is None or not dataclasses.replace(view.layout, offset=0).is_contiguous():
             return False
         shared = any(o is not x and isinstance(o, IRNode)
                      and (o is base or isinstance(o, View) and o.unwrap() is base) for o in outputs)

@@ -16,7 +16,10 @@ Substituting the producer's body into the consumer (``ir/inline.py``) removes th
 The producer is recomputed where the consumer needs it. That never costs memory traffic: the
 consumer reads the producer's inputs at the elements it needs, instead of the producer's buffer.
 A producer stays a buffer when the caller receives it or a library call (extern kernel) reads
-it; consumers over the same loops keep reading it and the scheduler fuses them.
+it; consumers over the same loops keep reading it and the scheduler fuses them. A cheap producer
+(one input) with several readers is substituted into all of them, as Inductor leaves a pointwise
+node with several users unrealized: whichever kernels the readers end up in, none waits for a
+stored copy of it.
 """
 
 from __future__ import annotations
@@ -45,6 +48,16 @@ def shares_loops(producer: ComputedBuffer, consumer: ComputedBuffer) -> bool:
     return _same(numel, n) or (bool(rsizes) and _same(numel, n * r))
 
 
+def recompute_everywhere(producer: ComputedBuffer, readers: list[Buffer]) -> bool:
+    """Substitute ``producer`` into all its readers, even those over the same loops? Yes when
+    it reads at most one buffer and has several readers, all loop nests: each reader then reads
+    that buffer at the elements it needs (never more than it would read of the producer), and
+    the producer is never written. ``(x**2).mean(0), (x**2).mean(1)``: two kernels, each
+    reads x; no kernel writes x**2 for the other to read back."""
+    return (len(readers) > 1 and all(isinstance(r, ComputedBuffer) for r in readers)
+            and len(producer.get_read_writes().read_names()) <= 1)
+
+
 def inlinable(node: Buffer, output_names: set[str]) -> bool:
     return (isinstance(node, ComputedBuffer) and isinstance(node.data, Pointwise)
             and node.get_name() not in output_names and node.layout.is_contiguous())
@@ -67,10 +80,12 @@ def inline_unfusable_producers(nodes: Sequence[Buffer],
         name = producer.get_name()
         readers = [k for k in range(pos + 1, len(nodes))
                    if name in nodes[k].get_read_writes().read_names()]
+        everywhere = recompute_everywhere(producer, [nodes[k] for k in readers])
         inlined = []
         for k in readers:
             consumer = nodes[k]
-            if isinstance(consumer, ComputedBuffer) and not shares_loops(producer, consumer):
+            if isinstance(consumer, ComputedBuffer) and (
+                    everywhere or not shares_loops(producer, consumer)):
                 nodes[k] = inline_producers(consumer, [producer])
                 inlined.append(consumer.get_name())
         if inlined and len(inlined) == len(readers):
@@ -82,4 +97,4 @@ def inline_unfusable_producers(nodes: Sequence[Buffer],
     return nodes
 
 
-__all__ = ["inline_unfusable_producers", "shares_loops"]
+__all__ = ["inline_unfusable_producers", "recompute_everywhere", "shares_loops"]
