@@ -3,6 +3,7 @@ next to real Dynamo's, fullgraph errors, explain() against mc.metrics."""
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import logging
 import random
@@ -220,6 +221,17 @@ def two_breaks_in_no_grad(x):
     return a, b
 
 
+def break_in_nullcontext(x, no_grad):
+    ctx = torch.no_grad() if no_grad else contextlib.nullcontext()  # a common pattern
+    with ctx:
+        a = x * 2
+        print("break")
+        b = a + 1
+    with contextlib.nullcontext(a) as c:  # `as` binds the enter_result
+        d = c * b
+    return d
+
+
 def iterator_live_across_break(x):
     it = iter([x, x * 2, x * 3])
     a = next(it)
@@ -314,6 +326,8 @@ PROGRAMS = [
     (print_in_try_finally, lambda: (torch.randn(3),)),
     (star_and_double_star_call, lambda: (torch.randn(3), torch.randn(3))),
     (calls_module_whose_forward_breaks, lambda: (torch.randn(4, 3),)),
+    (break_in_nullcontext, lambda: (torch.randn(3, requires_grad=True), False)),
+    (break_in_nullcontext, lambda: (torch.randn(3, requires_grad=True), True)),
 ]
 IDS = [f"{fn.__name__}-{i}" for i, (fn, _) in enumerate(PROGRAMS)]
 

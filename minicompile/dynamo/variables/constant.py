@@ -7,6 +7,7 @@ trace may depend on. Operations on constants run for real while tracing (constan
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import math
@@ -103,6 +104,10 @@ class ConstantVariable(VariableTracker):
             from .misc import UserDefinedObjectVariable
 
             return UserDefinedObjectVariable.construct(tx, cls, args, kwargs)
+        if cls is contextlib.nullcontext and len(args) + len(kwargs) <= 1:
+            from .misc import NullContextVariable
+
+            return NullContextVariable(next(iter([*args, *kwargs.values()]), None))
         if cls is functools.partial and args:
             from .functions import FunctoolsPartialVariable
 

@@ -106,6 +106,28 @@ class GradModeVariable(VariableTracker):
         return f"grad_enabled={self.target}"
 
 
+class NullContextVariable(VariableTracker):
+    """``contextlib.nullcontext(enter_result)``: a ``with`` that changes nothing; ``as`` binds
+    ``enter_result`` (real Dynamo's ``NullContextVariable``). Across a break the resume
+    function enters a fresh ``nullcontext()``."""
+
+    def __init__(self, enter_result: VariableTracker | None = None):
+        super().__init__()
+        self.enter_result = enter_result if enter_result is not None else ConstantVariable(None)
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if name in ("__enter__", "__exit__"):
+            return GetAttrVariable(self, name)
+        unimplemented(f"nullcontext attribute {name}")
+
+    def call_method(self, tx, name, args, kwargs) -> VariableTracker:
+        if name == "__enter__":
+            return self.enter_result
+        if name == "__exit__":
+            return ConstantVariable(False)
+        unimplemented(f"nullcontext .{name}()")
+
+
 class WithExitFunctionVariable(VariableTracker):
     """What BEFORE_WITH leaves on the stack: the normal exit path calls it with three Nones."""
 
