@@ -632,3 +632,26 @@ def test_sorting_tensors_by_value_is_not_folded():
     assert e.graph_break_count == 1 and "comparing" in str(e.break_reasons[0])
     d = {"b": x4(), "a": x4()}
     check(lambda d: [v * 2 for k, v in sorted(d.items())], d)
+
+
+def test_ordered_and_default_dicts_built_while_tracing():
+    import collections
+
+    def f(x):
+        groups = collections.defaultdict(list)
+        for k in "abca":  # iterating a constant string
+            groups[k].append(x * len(groups))
+        counts = collections.defaultdict(int)
+        counts["n"] += 2
+        od = collections.OrderedDict(first=x)
+        od["second"] = sum(groups["a"]) * counts["n"]
+        return od, groups
+
+    x = torch.randn(3)
+    explained = mc.explain(f)(x)
+    assert explained.graph_count == 1 and explained.graph_break_count == 0
+    (od, groups), (ref_od, ref_groups) = mc.compile(f, backend="eager")(x), f(x)
+    assert type(od) is collections.OrderedDict and list(od) == ["first", "second"]
+    assert type(groups) is collections.defaultdict and groups.default_factory is list
+    torch.testing.assert_close(od["second"], ref_od["second"])
+    assert list(groups) == list(ref_groups) and len(groups["a"]) == 2

@@ -7,6 +7,7 @@ trace may depend on. Operations on constants run for real while tracing (constan
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import inspect
@@ -74,6 +75,12 @@ class ConstantVariable(VariableTracker):
     def python_type(self) -> type:
         return type(self.value)
 
+    def unpack_var_sequence(self, tx) -> list[VariableTracker]:
+        """A constant string, bytes, tuple or range iterates into constants (``for c in "abc"``)."""
+        if isinstance(self.value, (str, bytes, tuple, frozenset, range)):
+            return [ConstantVariable(v) for v in self.value]
+        return super().unpack_var_sequence(tx)
+
     def truth(self, tx) -> bool:
         return bool(self.value)
 
@@ -108,6 +115,8 @@ class ConstantVariable(VariableTracker):
             from .misc import NullContextVariable
 
             return NullContextVariable(next(iter([*args, *kwargs.values()]), None))
+        if cls in (collections.OrderedDict, collections.defaultdict):
+            return _user_dict(tx, cls, args, kwargs)
         if cls is functools.partial and args:
             from .functions import FunctoolsPartialVariable
 
@@ -151,3 +160,18 @@ class ConstantVariable(VariableTracker):
 
     def _repr_body(self) -> str:
         return repr(self.value)
+
+
+def _user_dict(tx, cls: type, args: list, kwargs: dict) -> VariableTracker:
+    """``OrderedDict(...)`` / ``defaultdict(factory, ...)`` built while tracing: a dict tracker
+    that remembers its class (and factory), so reading a missing key and reconstructing work."""
+    from .builtin import BuiltinVariable
+    from .dicts import ConstDictVariable
+
+    factory = None
+    if cls is collections.defaultdict:
+        factory, args = (args[0], args[1:]) if args else (None, args)
+        if isinstance(factory, ConstantVariable) and factory.value is None:
+            factory = None
+    plain = BuiltinVariable(dict).call_function(tx, list(args), kwargs)
+    return ConstDictVariable(plain.items, user_cls=cls, default_factory=factory)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import collections
 from typing import Any
 
 from ..exc import unimplemented
@@ -12,12 +13,17 @@ from .lists import ListVariable, TupleVariable
 
 
 class ConstDictVariable(VariableTracker):
-    def __init__(self, items: dict[Any, VariableTracker], source=None):
+    """``user_cls``: ``dict``, or ``OrderedDict`` / ``defaultdict`` built while tracing; a
+    defaultdict's ``default_factory`` (a tracker, called for a missing key) fills it on read."""
+
+    def __init__(self, items: dict[Any, VariableTracker], source=None, user_cls: type = dict,
+                 default_factory: VariableTracker | None = None):
         super().__init__(source)
         self.items = dict(items)
+        self.user_cls, self.default_factory = user_cls, default_factory
 
     def python_type(self) -> type:
-        return dict
+        return self.user_cls
 
     def as_python_constant(self) -> dict:
         return {k: v.as_python_constant() for k, v in self.items.items()}
@@ -37,8 +43,12 @@ class ConstDictVariable(VariableTracker):
     def identity(self) -> Any:
         return self
 
-    def getitem(self, key: VariableTracker) -> VariableTracker:
+    def getitem(self, key: VariableTracker, tx=None) -> VariableTracker:
         k = key.as_python_constant()
+        if k not in self.items and self.default_factory is not None and tx is not None:
+            value = self.default_factory.call_function(tx, [], {})  # a read that inserts
+            self._check_mutable(tx, "__setitem__", [key, value], {})
+            self.items[k] = value
         if k not in self.items:
             unimplemented(f"KeyError {k!r} while tracing")
         return self.items[k]
@@ -50,7 +60,7 @@ class ConstDictVariable(VariableTracker):
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
         const = lambda a: a.as_python_constant()  # noqa: E731
         if name == "__getitem__":
-            return self.getitem(args[0])
+            return self.getitem(args[0], tx)
         if name == "get":
             k = const(args[0])
             return self.items.get(k, args[1] if len(args) > 1 else ConstantVariable(None))
@@ -60,7 +70,8 @@ class ConstDictVariable(VariableTracker):
             value = const(args[0]) in self.items if name == "__contains__" else len(self.items)
             return ConstantVariable(value)
         if name == "copy":
-            return ConstDictVariable(self.items)
+            return ConstDictVariable(self.items, user_cls=self.user_cls,
+                                     default_factory=self.default_factory)
         if name in ("__setitem__", "update", "pop", "setdefault", "__delitem__", "clear"):
             self._check_mutable(tx, name, args, kwargs)
             return self._mutate(tx, name, args, kwargs)
@@ -90,7 +101,26 @@ class ConstDictVariable(VariableTracker):
     def reconstruct(self, codegen) -> str:
         if self.source is not None:
             return self.source.expr()
-        return "{" + ", ".join(f"{k!r}: {codegen(v)}" for k, v in self.items.items()) + "}"
+        literal = "{" + ", ".join(f"{k!r}: {codegen(v)}" for k, v in self.items.items()) + "}"
+        if self.user_cls is dict:
+            return literal
+        cls = codegen.install_global(self.user_cls.__name__, self.user_cls)
+        if self.user_cls is collections.defaultdict:
+            return f"{cls}({self._factory_expr(codegen)}, {literal})"
+        return f"{cls}({literal})"
+
+    def _factory_expr(self, codegen) -> str:
+        """The default factory by name: a builtin (``list``, ``int``) or a function from outside
+        is installed as a global; anything else is rebuilt by its tracker."""
+        factory = self.default_factory
+        if factory is None:
+            return "None"
+        value = getattr(factory, "fn", None)
+        if value is None and factory.is_python_constant():
+            value = factory.as_python_constant()
+        if callable(value) and getattr(factory, "source", None) is None:
+            return codegen.install_global(getattr(value, "__name__", "factory"), value)
+        return codegen(factory)
 
     def _repr_body(self) -> str:
         return ", ".join(f"{k!r}: {v!r}" for k, v in self.items.items())
