@@ -28,7 +28,6 @@ while the user functions it calls are still compiled as their own frames.
 from __future__ import annotations
 
 import builtins
-import contextlib
 import inspect
 import types
 from typing import Any
@@ -140,7 +139,7 @@ class BreakWriter:
                 kinds.append(NULL)
             elif isinstance(vt, WithExitFunctionVariable):
                 kinds.append(CONTEXT)  # a fresh context manager; the prologue enters it
-                exprs.append(self.fresh_context(vt.ctx))
+                exprs.append(vt.ctx.fresh(self))
             elif isinstance(vt, ListIteratorVariable):  # a tuple the prologue calls iter() on
                 kinds.append(ITERATOR)
                 exprs.append(iterator_items(vt, self.codegen))
@@ -148,16 +147,6 @@ class BreakWriter:
                 kinds.append(VALUE)
                 exprs.append(self.value(vt))
         return tuple(kinds), exprs
-
-    def fresh_context(self, ctx) -> str:
-        """A new, not yet entered, context manager acting like the active ``ctx``."""
-        from .variables.misc import NullContextVariable
-
-        if isinstance(ctx, NullContextVariable):  # `as` was bound when it was entered
-            return f"{self.codegen.install_global('nullcontext', contextlib.nullcontext)}()"
-        # a grad mode switches only in __enter__ (a set_grad_enabled(b) object is rebuilt as
-        # the no_grad/enable_grad it acts as)
-        return f"{self.torch}.{'enable_grad' if ctx.target else 'no_grad'}()"
 
     def resume_call(self, offset: int, kinds: tuple[str, ...], stack_exprs: list[str]) -> str:
         """``__resume_at_<offset>_<n>(stack..., live locals...)`` for continuing at ``offset``."""

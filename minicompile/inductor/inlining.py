@@ -73,28 +73,26 @@ def inline_unfusable_producers(nodes: Sequence[Buffer],
     """
     outputs = set(output_names)
     nodes = list(nodes)
+    reads = [n.get_read_writes().read_names() for n in nodes]  # refreshed when a node changes
+    dropped: set[int] = set()
     for pos in range(len(nodes) - 1, -1, -1):
         producer = nodes[pos]
         if not inlinable(producer, outputs):
             continue
         name = producer.get_name()
-        readers = [k for k in range(pos + 1, len(nodes))
-                   if name in nodes[k].get_read_writes().read_names()]
+        readers = [k for k in range(pos + 1, len(nodes)) if k not in dropped and name in reads[k]]
         everywhere = recompute_everywhere(producer, [nodes[k] for k in readers])
-        inlined = []
-        for k in readers:
-            consumer = nodes[k]
-            if isinstance(consumer, ComputedBuffer) and (
-                    everywhere or not shares_loops(producer, consumer)):
-                nodes[k] = inline_producers(consumer, [producer])
-                inlined.append(consumer.get_name())
-        if inlined and len(inlined) == len(readers):
-            nodes[pos] = None  # type: ignore[call-overload]  # read by nobody now
+        inlined = [k for k in readers if isinstance(nodes[k], ComputedBuffer)
+                   and (everywhere or not shares_loops(producer, nodes[k]))]
+        for k in inlined:
+            nodes[k] = inline_producers(nodes[k], [producer])
+            reads[k] = nodes[k].get_read_writes().read_names()
         if inlined:
-            log.debug("inlined %s into %s (other loops)%s", name, ", ".join(inlined),
-                      "; dropped" if len(inlined) == len(readers) else "")
-        nodes = [n for n in nodes if n is not None]
-    return nodes
-
+            gone = len(inlined) == len(readers)  # read by nobody now
+            if gone:
+                dropped.add(pos)
+            log.debug("inlined %s into %s%s", name,
+                      ", ".join(nodes[k].get_name() for k in inlined), "; dropped" if gone else "")
+    return [n for k, n in enumerate(nodes) if k not in dropped]
 
 __all__ = ["inline_unfusable_producers", "recompute_everywhere", "shares_loops"]

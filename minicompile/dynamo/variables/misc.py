@@ -4,6 +4,7 @@ and instances of user classes."""
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import types
 from typing import Any
@@ -62,7 +63,35 @@ class PythonModuleVariable(VariableTracker):
         return self.value.__name__
 
 
-class GradModeVariable(VariableTracker):
+class ContextManagerVariable(VariableTracker):
+    """A context manager traced through ``with``: ``__enter__``/``__exit__`` call ``enter`` and
+    ``exit``; ``fresh(writer)`` is the source of a new, not yet entered, one that a resume
+    function enters again after a break inside the ``with`` (``writer``: the break's
+    ``BreakWriter``, which names globals)."""
+
+    def enter(self, tx) -> VariableTracker:
+        raise NotImplementedError
+
+    def exit(self, tx) -> VariableTracker:
+        return ConstantVariable(False)  # False: exceptions are not swallowed
+
+    def fresh(self, writer) -> str:
+        raise NotImplementedError
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if name in ("__enter__", "__exit__"):
+            return GetAttrVariable(self, name)
+        unimplemented(f"{type(self).__name__} attribute {name}")
+
+    def call_method(self, tx, name, args, kwargs) -> VariableTracker:
+        if name == "__enter__":
+            return self.enter(tx)
+        if name == "__exit__":
+            return self.exit(tx)
+        unimplemented(f"{type(self).__name__}.{name}()")
+
+
+class GradModeVariable(ContextManagerVariable):
     """``torch.no_grad()`` / ``torch.enable_grad()`` / ``torch.set_grad_enabled(b)``.
 
     Entering it changes grad mode in the graph (a ``torch._C._set_grad_enabled`` node, as real
@@ -88,44 +117,31 @@ class GradModeVariable(VariableTracker):
         self.set_mode(tx, self.prev)
         if tx.block_stack and tx.block_stack[-1] is self:
             tx.block_stack.pop()
-        return ConstantVariable(False)  # False: exceptions are not swallowed
+        return super().exit(tx)
 
-    def var_getattr(self, tx, name: str) -> VariableTracker:
-        if name in ("__enter__", "__exit__"):
-            return GetAttrVariable(self, name)
-        unimplemented(f"grad-mode context attribute {name}")
-
-    def call_method(self, tx, name, args, kwargs) -> VariableTracker:
-        if name == "__enter__":
-            return self.enter(tx)
-        if name == "__exit__":
-            return self.exit(tx)
-        unimplemented(f"grad-mode context .{name}()")
+    def fresh(self, writer) -> str:
+        # switches only in __enter__: a set_grad_enabled(b) object is rebuilt as the
+        # no_grad/enable_grad it acts as
+        return f"{writer.torch}.{'enable_grad' if self.target else 'no_grad'}()"
 
     def _repr_body(self) -> str:
         return f"grad_enabled={self.target}"
 
 
-class NullContextVariable(VariableTracker):
+class NullContextVariable(ContextManagerVariable):
     """``contextlib.nullcontext(enter_result)``: a ``with`` that changes nothing; ``as`` binds
     ``enter_result`` (real Dynamo's ``NullContextVariable``). Across a break the resume
-    function enters a fresh ``nullcontext()``."""
+    function enters a fresh ``nullcontext()`` (``as`` was bound when it was entered)."""
 
     def __init__(self, enter_result: VariableTracker | None = None):
         super().__init__()
         self.enter_result = enter_result if enter_result is not None else ConstantVariable(None)
 
-    def var_getattr(self, tx, name: str) -> VariableTracker:
-        if name in ("__enter__", "__exit__"):
-            return GetAttrVariable(self, name)
-        unimplemented(f"nullcontext attribute {name}")
+    def enter(self, tx) -> VariableTracker:
+        return self.enter_result
 
-    def call_method(self, tx, name, args, kwargs) -> VariableTracker:
-        if name == "__enter__":
-            return self.enter_result
-        if name == "__exit__":
-            return ConstantVariable(False)
-        unimplemented(f"nullcontext .{name}()")
+    def fresh(self, writer) -> str:
+        return f"{writer.codegen.install_global('nullcontext', contextlib.nullcontext)}()"
 
 
 class WithExitFunctionVariable(VariableTracker):
