@@ -12,6 +12,8 @@ kernels) -> cudagraphs/.
 
 from __future__ import annotations
 
+import functools
+
 from typing import Any, Callable
 
 from ._logging import set_logs
@@ -46,7 +48,10 @@ def compile(
                                   "not part of minicompile yet; use mode=None")
     from .dynamo.eval_frame import optimize
 
-    return optimize(model, backend=lookup_backend(backend), fullgraph=fullgraph, dynamic=dynamic)
+    compiler = lookup_backend(backend)
+    if backend == "inductor" and mode not in (None, "default"):  # the mode reaches inductor
+        compiler = functools.wraps(compiler)(functools.partial(compiler, mode=mode))
+    return optimize(model, backend=compiler, fullgraph=fullgraph, dynamic=dynamic)
 
 
 def explain(fn: Callable) -> Callable[..., Any]:

@@ -18,3 +18,23 @@ inline_inbuilt_nn_modules = True
 # --- debugging --------------------------------------------------------------------------------------
 debug = os.environ.get("MINICOMPILE_DEBUG", "0") not in ("", "0")
 debug_dir = os.environ.get("MINICOMPILE_DEBUG_DIR", os.path.join(os.getcwd(), "minicompile_debug"))
+
+
+# --- inductor ---------------------------------------------------------------------------------------
+class inductor:
+    """Knobs of the back half (torch/_inductor/config.py). ``mc.compile(mode=...)`` overrides them
+    for one compiled function: ``compile_fx_inner(..., options={"cudagraphs": True})``."""
+
+    # which scheduling backend generates kernels for CPU tensors (codegen/__init__.py)
+    cpu_backend = os.environ.get("MINICOMPILE_CPU_BACKEND", "reference")
+    cuda_backend = "triton"
+    cudagraphs = False  # mode="reduce-overhead": replay the wrapper's launches as a CUDA graph
+    max_autotune = False  # mode="max-autotune": try more kernel configurations
+
+
+MODE_OPTIONS = {  # mc.compile(mode=...) -> inductor options (torch._inductor.list_mode_options)
+    None: {}, "default": {},
+    "reduce-overhead": {"cudagraphs": True},
+    "max-autotune": {"max_autotune": True, "cudagraphs": True},
+    "max-autotune-no-cudagraphs": {"max_autotune": True},
+}

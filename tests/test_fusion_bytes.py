@@ -15,7 +15,8 @@ from torch.fx.experimental.proxy_tensor import make_fx
 
 import minicompile as mc
 from minicompile.inductor.fx_passes import run_graph_passes
-from minicompile.inductor.executor import GraphExecutor
+from minicompile.inductor.scheduler_report import describe
+from minicompile.viz.schedule import run_scheduled
 from minicompile.inductor.graph import lower_graph
 from minicompile.inductor.scheduler import Scheduler
 
@@ -25,7 +26,7 @@ def schedule(fn, *args, fuse=True):
     run_graph_passes(gm)  # CSE: x.sum(1) written twice is computed once
     graph = lower_graph(gm, list(args))
     s = Scheduler(graph, fuse=fuse)
-    out = GraphExecutor(graph, s.ordered_nodes())(*args)  # the schedule computes the right thing
+    out = run_scheduled(s, *args)  # the schedule computes the right thing
     torch.testing.assert_close(out, fn(*args))
     return s
 
@@ -77,7 +78,7 @@ CASES = [
 @pytest.mark.parametrize("name, fn, args, elements", CASES, ids=[c[0] for c in CASES])
 def test_fused_bytes_are_the_analytical_minimum(name, fn, args, elements):
     s = schedule(fn, *args)
-    assert s.num_bytes_accessed == elements * 4, s.describe()
+    assert s.num_bytes_accessed == elements * 4, describe(s)
     assert mc.metrics.num_bytes_accessed == elements * 4
 
 
@@ -184,7 +185,7 @@ BYTE_CASES = [
 @pytest.mark.parametrize("name, fn, args, nbytes", BYTE_CASES, ids=[c[0] for c in BYTE_CASES])
 def test_fused_bytes_by_hand(name, fn, args, nbytes):
     s = schedule(fn, *args)
-    assert s.num_bytes_accessed == nbytes, s.describe()
+    assert s.num_bytes_accessed == nbytes, describe(s)
 
 
 def test_one_kernel_each():
@@ -193,7 +194,7 @@ def test_one_kernel_each():
                lambda x: torch.var_mean(x, -1), lambda x: x.softmax(0),
                lambda x: F.log_softmax(x, 0), lambda x: x - x.mean(0)):
         s = schedule(fn, r(7, 9))
-        assert len(s.kernels) == 1, s.describe()
+        assert len(s.kernels) == 1, describe(s)
 
 
 SYMBOLIC = [  # (fn, input shape, bytes as a formula of the two size symbols (a, b))
@@ -217,13 +218,13 @@ def test_symbolic_sizes_fuse_and_count(k):
     gm = make_fx(fn, decomposition_table=core_aten_decompositions(), tracing_mode="symbolic")(x)
     graph = lower_graph(gm, [x])
     s = Scheduler(graph)
-    assert len(s.kernels) == 1, s.describe()
+    assert len(s.kernels) == 1, describe(s)
     (a, _), (b, _) = sorted(graph.size_hints.items(), key=lambda kv: kv[1])  # a=5, b=7
     assert sympy.expand(s.num_bytes_accessed - expected(a, b)) == 0, s.num_bytes_accessed
     assert mc.metrics.num_bytes_accessed == expected(5, 7)  # reported at the traced sizes
     for shape in [(3, 11), (1, 2)]:
         y = r(*shape)
-        torch.testing.assert_close(GraphExecutor(graph, s.ordered_nodes())(y), fn(y))
+        torch.testing.assert_close(run_scheduled(s, y), fn(y))
 
 
 def test_symbolic_union_is_an_upper_bound():

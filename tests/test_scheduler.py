@@ -10,7 +10,8 @@ from torch._decomp import core_aten_decompositions
 from torch.fx.experimental.proxy_tensor import make_fx
 
 from minicompile.inductor import scheduler as scheduler_module
-from minicompile.inductor.executor import GraphExecutor
+from minicompile.inductor.scheduler_report import describe
+from minicompile.viz.schedule import run_scheduled
 from minicompile.inductor.fusion import can_fuse
 from minicompile.inductor.fx_passes import run_graph_passes
 from minicompile.inductor.graph import lower_graph
@@ -28,7 +29,7 @@ def lower(fn, *args):
 def schedule(fn, *args, fuse=True):
     graph = lower(fn, *args)
     s = Scheduler(graph, fuse=fuse)
-    out = GraphExecutor(graph, s.ordered_nodes())(*args)
+    out = run_scheduled(s, *args)
     torch.testing.assert_close(out, fn(*args))
     return s
 
@@ -49,7 +50,7 @@ def test_seed_chain_is_one_kernel():
     assert isinstance(s.kernels[0], FusedSchedulerNode)
     [d] = s.decisions
     assert d.fused and d.kind == "vertical"
-    assert "never stored: buf0" in s.describe()
+    assert "never stored: buf0" in describe(s)
 
 
 def test_reduction_with_prologue_and_epilogue_is_one_kernel():
@@ -81,7 +82,7 @@ def test_producer_read_over_other_loops_is_inlined_not_stored():
     s = schedule(lambda x: (x * 2)[:, 0] + 1, torch.randn(10, 10))
     assert "buf0" in str(s.graph) and len(s.graph.buffers) == 2  # the lowered graph keeps it
     assert [n.get_name() for n in s.nodes] == ["buf1"]
-    assert "load(x_1, 10*i0)" in s.describe() and "buf0" not in s.describe()
+    assert "load(x_1, 10*i0)" in describe(s) and "buf0" not in describe(s)
 
 
 def test_producer_also_needed_whole_stays_a_buffer():
@@ -164,9 +165,9 @@ NON_LAST_DIM = {
 @pytest.mark.parametrize("name", sorted(NON_LAST_DIM))
 def test_reduction_over_a_non_last_dim_is_one_kernel(name):
     s = schedule(NON_LAST_DIM[name], torch.randn(12, 7))
-    assert len(s.kernels) == 1, s.describe()
+    assert len(s.kernels) == 1, describe(s)
     assert any("after reordering" in str(d) for d in s.decisions)
-    assert "loops reordered" in s.describe()
+    assert "loops reordered" in describe(s)
 
 
 def test_order_to_match_reads_the_order_off_a_shared_buffer():
@@ -196,7 +197,7 @@ def test_reordering_is_undone_when_fusion_still_fails():
         tiles = {(n.numel, n.rnumel) for n in k.get_nodes() if n.is_reduction()}
         for n in k.get_nodes():
             if hasattr(n, "is_reordered") and n.is_reordered():
-                assert tiles == {(10, 6)}, s.describe()  # reordered only to join the columns
+                assert tiles == {(10, 6)}, describe(s)  # reordered only to join the columns
 
 
 @pytest.mark.parametrize("fn, shape", [
@@ -210,15 +211,15 @@ def test_every_fused_read_is_from_its_own_row(fn, shape):
     """The fusion's proof (SymPy or enumeration) checked on every loop point: in each fused
     kernel, a row-bound value is read only by the row that computed it."""
     from minicompile.inductor.dependencies import addresses_and_rows
-    from minicompile.inductor.fusion import row_bound, tile
+    from minicompile.inductor.fusion import runs_per_row, tile
 
     s = schedule(fn, torch.randn(*shape))
     for k in s.kernels:
         members = k.get_nodes()
         if k.is_extern() or not k.is_reduction():
             continue
-        n_rows, _ = tile(members)
-        bound = row_bound(members)
+        n_rows, r = tile(members)
+        bound = {m.get_name() for m in members if runs_per_row(m, n_rows, r)}
         writes = {d.name: d for m in members for d in m.read_writes.writes}
         for m in members:
             for dep in m.read_writes.reads:
@@ -227,7 +228,7 @@ def test_every_fused_read_is_from_its_own_row(fn, shape):
                     r_addr, r_row = addresses_and_rows(dep, int(n_rows))
                     row_of = dict(zip(w_addr.tolist(), w_row.tolist()))
                     assert all(row_of[a] == b for a, b in zip(r_addr.tolist(),
-                                                              r_row.tolist())), s.describe()
+                                                              r_row.tolist())), describe(s)
 
 
 # --- memory planning ------------------------------------------------------------------------------
@@ -262,7 +263,7 @@ def _compiler(schedulers: list):
         graph = lower_graph(gm, list(example_inputs))
         s = Scheduler(graph)
         schedulers.append(s)
-        return GraphExecutor(graph, s.ordered_nodes())
+        return lambda *args: run_scheduled(s, *args)
 
     return compile_graph
 

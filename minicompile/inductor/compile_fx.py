@@ -5,12 +5,14 @@
 
 Steps: run the FX graph passes (``fx_passes``: CSE, algebraic simplification, constant and
 conv-batchnorm folding, dead-code elimination), lower the graph to loop IR (``GraphLowering``),
-schedule and fuse it (``Scheduler``), then run it. Until code generation exists the kernels run
-on the reference executor, so every compiled graph is already checked against eager in the tests.
+schedule and fuse it (``Scheduler``), then generate code: ``Scheduler.codegen`` hands every kernel
+object to its device's backend (``codegen/``) and ``WrapperCodeGen`` writes the program that
+allocates buffers and launches the kernels. The result is a ``CompiledFxGraph``: the output code
+(``MINICOMPILE_LOGS=output_code``), the callable, and the graph and scheduler for inspection.
 
 Symbolic sizes: a graph traced with ``dynamic=True`` has ``Sym(s0)`` placeholders and fake
 tensors of size ``(s0, 7)``. The lowering keeps ``s0`` as a SymPy symbol in every size and index
-and remembers which input dim holds it; the executor reads it from the runtime inputs on each
+and remembers which input dim holds it; the wrapper reads it from the runtime inputs on each
 call, so one compiled graph serves every size (the backend declares ``supports_dynamic_shapes``).
 
 What ``MINICOMPILE_LOGS=ir_pre_fusion,ir_post_fusion,fusion`` prints, once per graph and each
@@ -25,25 +27,58 @@ here, so a test can see that one compile served many sizes.
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
 
+from .. import config
 from .._logging import trace_artifact
-from .executor import GraphExecutor
+from .codegen import backend_name
+from .codegen.wrapper import WrapperCodeGen, unflatten_outputs
 from .fx_passes import run_graph_passes
 from .graph import GraphLowering
 from .scheduler import Scheduler
+
+log = logging.getLogger(__name__)
 
 # "graphs": graphs compiled; "symbolic_graphs": those with symbolic sizes (never reset by
 # mc.reset, like torch's counters: take differences)
 counters: Counter[str] = Counter()
 
 
+@dataclass(eq=False)
+class CompiledFxGraph:
+    """One compiled ATen graph (Inductor's ``CompiledFxGraph``): call it like the graph."""
+
+    name: str
+    source: str  # the output code: kernels, then the wrapper program ``call(args)``
+    call: Callable[[list], tuple]
+    graph: GraphLowering
+    scheduler: Scheduler
+    pass_report: Any
+    backends: dict[str, str]  # device type -> the backend that generated its kernels
+
+    def __call__(self, *args: Any) -> Any:
+        with torch.no_grad():
+            return unflatten_outputs(self.graph, self.call(list(args)))
+
+
+def inductor_options(options: dict | None) -> dict:
+    """``config.inductor`` with ``options`` (from ``mc.compile(mode=...)``) on top."""
+    knobs = {k: v for k, v in vars(config.inductor).items() if not k.startswith("_")}
+    unknown = set(options or {}) - set(knobs)
+    if unknown:
+        raise ValueError(f"unknown inductor options {sorted(unknown)}; known: {sorted(knobs)}")
+    return {**knobs, **(options or {})}
+
+
 def compile_fx_inner(gm: torch.fx.GraphModule, example_inputs: list,
-                     graph_kind: str = "graph") -> Callable:
+                     graph_kind: str = "graph", options: dict | None = None) -> CompiledFxGraph:
     """``graph_kind`` ("forward", "backward", "inference") only names the graph in the logs."""
+    options = inductor_options(options)
     name = f"{graph_kind} graph {counters['graphs']}"
     counters["graphs"] += 1
     report = run_graph_passes(gm)
@@ -52,17 +87,13 @@ def compile_fx_inner(gm: torch.fx.GraphModule, example_inputs: list,
         counters["symbolic_graphs"] += 1
     trace_artifact("ir_pre_fusion", lambda: _pre_fusion_text(report, graph),
                    title=f"{name}: loop IR before fusion")
-    scheduler = Scheduler(graph)  # logs "fusion" and "ir_post_fusion"
-    executor = GraphExecutor(graph, scheduler.ordered_nodes())
-
-    def compiled(*args: Any) -> Any:
-        with torch.no_grad():
-            return executor(*args)
-
-    compiled.graph = graph  # for inspection in notebooks and tests
-    compiled.scheduler = scheduler
-    compiled.pass_report = report
-    return compiled
+    scheduler = Scheduler(graph, options=options)  # logs "fusion" and "ir_post_fusion"
+    wrapper = WrapperCodeGen(graph, scheduler)
+    source, call = wrapper.generate(lambda w: scheduler.codegen(w, options))
+    trace_artifact("output_code", lambda: source, title=f"{name}: output code")
+    devices = {g.device.type for g in scheduler.kernel_groups if g.is_loop_kernel()}
+    return CompiledFxGraph(name, source, call, graph, scheduler, report,
+                           {d: backend_name(torch.device(d), options) for d in devices})
 
 
 def _pre_fusion_text(report: Any, graph: GraphLowering) -> str:

@@ -4,7 +4,7 @@
 A kernel is one loop nest. Pointwise kernels loop over ``numel`` elements; a reduction kernel
 loops over ``n`` rows of ``r`` elements each (its "tile" ``(n, r)``). A node can join a kernel
 when its own loops fit that tile, and when every value it needs from the kernel is available at
-the point where it needs it. :data:`RULES` lists the checks in order; the first that fails gives
+the point where it needs it (the same element, or the same row). :data:`RULES` lists the checks in order; the first that fails gives
 the refusal's reason.
 """
 
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Callable
 
 import sympy
 
+from .codegen import get_scheduling
 from .dependencies import rows_line_up
 
 if TYPE_CHECKING:
@@ -53,15 +54,10 @@ def tile(members: list) -> tuple[sympy.Expr, sympy.Expr] | str:
     return first, sympy.Integer(1)
 
 
-def row_bound(members: list) -> set[str]:
-    """Buffers whose values in a fused kernel exist only row by row: reduction results, and
-    pointwise values computed from them. A pointwise value from inputs alone can be recomputed
-    at any index (its body is inlined), so it is not row-bound."""
-    bound: set[str] = set()
-    for m in sorted(members, key=lambda m: m.index):
-        if m.is_reduction() or m.read_writes.read_names() & bound:
-            bound.add(m.get_name())
-    return bound
+def runs_per_row(m, n: sympy.Expr, r: sympy.Expr) -> bool:
+    """Does member ``m`` of a kernel over ``n`` rows of ``r`` produce one value per row (a
+    reduction, or an epilogue over ``n`` points) rather than one per element?"""
+    return m.is_reduction() or (not same(r, 1) and same(m.numel, n))
 
 
 # --- the checks, in order ------------------------------------------------------------------------
@@ -79,24 +75,42 @@ def _loops_fit(s: "Scheduler", a: "BaseSchedulerNode", b: "BaseSchedulerNode") -
     return (False, t) if isinstance(t, str) else (True, "")
 
 
-def _rows_line_up(s: "Scheduler", a: "BaseSchedulerNode", b: "BaseSchedulerNode") -> Verdict:
-    """Each read of a row-bound buffer must come from the row that wrote it."""
+def _reads_line_up(s: "Scheduler", a: "BaseSchedulerNode", b: "BaseSchedulerNode") -> Verdict:
+    """In a kernel, a value produced by one member reaches another as a value, never through
+    memory (``codegen/common.py``), so each such read must be of the value computed at the
+    reader's own point: the same element, or for a per-row value (a reduction's result) the
+    same row."""
     members = a.get_nodes() + b.get_nodes()
-    n_rows, r = tile(members)
-    if same(r, 1):
-        return True, ""  # no reduction: every value is recomputable anywhere
-    bound = row_bound(members)
+    n, r = tile(members)
+    by_name = {m.get_name(): m for m in members}
     writes = {d.name: d for m in members for d in m.read_writes.writes}
     for m in members:
         for dep in m.read_writes.reads:
-            if dep.name in bound and dep.name != m.get_name():
-                if not rows_line_up(writes[dep.name], dep, n_rows):
+            writer = by_name.get(dep.name)
+            if writer is None or writer is m:
+                continue
+            if runs_per_row(writer, n, r):
+                if not rows_line_up(writes[dep.name], dep, n):
                     return False, (f"{m.get_name()} reads {dep} outside the row that computes it "
                                    f"(needs the whole of {dep.name} first)")
+            elif runs_per_row(m, n, r) and not m.is_reduction():
+                return False, (f"{m.get_name()} runs once per row but reads {dep.name}, which "
+                               "has a value per element")
+            elif not rows_line_up(writes[dep.name], dep, n * r):
+                return False, (f"{m.get_name()} reads {dep} at another point than the one that "
+                               f"computes it in the same kernel")
     return True, ""
 
 
-RULES: list[Callable[..., Verdict]] = [_no_extern, _loops_fit, _rows_line_up]
+
+
+def _backend_allows(s: "Scheduler", a: "BaseSchedulerNode", b: "BaseSchedulerNode") -> Verdict:
+    """The code generator of the kernel's device may veto (``BaseScheduling.can_fuse``)."""
+    device = a.get_nodes()[0].node.get_device()
+    return get_scheduling(device, s.options).can_fuse(a, b)
+
+
+RULES: list[Callable[..., Verdict]] = [_no_extern, _loops_fit, _reads_line_up, _backend_allows]
 
 
 def can_fuse(s: "Scheduler", a: "BaseSchedulerNode", b: "BaseSchedulerNode") -> Verdict:

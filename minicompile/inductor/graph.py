@@ -83,11 +83,22 @@ class GraphLowering:
         return f"buf{len(self.buffers)}"
 
     def register_buffer(self, buf: Buffer) -> Buffer:
+        # the ATen ops this buffer computes (its loop body's, and the node being lowered): they
+        # name the kernel it ends up in (``triton_poi_fused_add_mul_0``)
+        buf.origins = set(getattr(getattr(buf, "data", None), "origins", ())) | set(
+            self.current_origins())
         if buf.name in self.name_to_buffer:  # a name taken by a buffer made in between
             buf.name = f"buf{len(self.buffers)}_{len(self.name_to_buffer)}"
         self.buffers.append(buf)
         self.name_to_buffer[buf.name] = buf
         return buf
+
+    def current_origins(self) -> list[str]:
+        node = self.current_node
+        if node is None or node.op != "call_function":
+            return []
+        name = getattr(node.target, "__name__", str(node.target)).split(".")[0]
+        return [name.lstrip("_") or name]
 
     def get_buffer(self, name: str) -> Buffer:
         return self.name_to_buffer.get(name) or self.graph_inputs[name]  # type: ignore[return-value]
@@ -189,6 +200,11 @@ class GraphLowering:
             result = lower(*args, **kwargs)
         except Unsupported as e:
             return make_fallback(target, args, kwargs, str(e))
+        # an unrealized result carries the ops inlined into it (they name its kernel)
+        inlined = {o for a in pytree.tree_leaves((args, kwargs)) for o in getattr(a, "origins", ())}
+        for loops in pytree.tree_leaves(result):
+            if isinstance(loops, Loops):
+                loops.origins = inlined | set(self.current_origins())
         # every value gets a buffer, but a scalar constant: its readers inline it
         return pytree.tree_map_only(
             Loops, lambda x: x if is_scalar_constant(x) else realize(x), result)

@@ -4,7 +4,7 @@
 torch/_inductor/scheduler.py, Inductor's "loop ordering after fusion").
 
 A reduction kernel runs ``n`` rows of ``r`` elements, and a pointwise node joins it only when its
-loops, flattened in their order, cut into the same rows (``fusion._rows_line_up``).
+loops, flattened in their order, cut into the same rows (``fusion._reads_line_up``).
 ``softmax(x, 0)`` on a (5, 7) x reduces each *column*: the reduction's loops are
 ``for i1 in range(7): for r0 in range(5): load(x, i1 + 7*r0)``, and a pointwise node such as
 ``exp(x - max)`` loops ``for i0 in range(5): for i1 in range(7)`` (row-major), so its row ``k``

@@ -29,9 +29,14 @@ import torch
 
 from .._logging import trace_artifact
 from ..metrics import metrics
+from .codegen import BaseScheduling, get_scheduling
 from .dependencies import footprint
+from .fusion import can_fuse, fusion_score
 from .inlining import inline_unfusable_producers
 from .ir import Buffer, ComputedBuffer, ExternKernel, MultiOutput, ReadWrites
+from .kernel_group import KernelGroup, build_kernel_group
+from .loop_order import describe_orders, permute_deps, reorder_to_fuse
+from .scheduler_report import describe as describe_schedule
 
 
 class BaseSchedulerNode:
@@ -81,8 +86,6 @@ class SchedulerNode(BaseSchedulerNode):
     def reorder_loops(self, order: list[sympy.Symbol]) -> None:
         """Visit the same points in another loop order (``loop_order.py``): the accesses are the
         same, only which points form a kernel row changes."""
-        from .loop_order import permute_deps
-
         self._order = list(order)
         self.read_writes = permute_deps(self._natural_read_writes, order)
 
@@ -168,13 +171,16 @@ class Scheduler:
     ``nodes``: the graph's ComputedBuffers/ExternKernels in program order; ``inputs``: every other
     buffer a node may read (graph inputs, constants), by name; ``output_names``: buffers the
     caller receives. ``fuse=False`` keeps one kernel per node (the unfused baseline).
-    ``Scheduler(graph)`` with a ``GraphLowering`` takes all three from it.
+    ``Scheduler(graph)`` with a ``GraphLowering`` takes all three from it. After fusion,
+    ``kernel_groups`` holds one kernel object per kernel (``kernel_group.py``), and
+    ``codegen(wrapper)`` hands them to the backends.
     """
 
     def __init__(self, nodes: Sequence[Buffer], inputs: dict[str, Buffer] | None = None,
                  output_names: Iterable[str] = (), fuse: bool = True,
-                 record_metrics: bool = True):
+                 record_metrics: bool = True, options: dict | None = None):
         self.graph = None
+        self.options = options  # inductor options: which backend may veto a fusion
         if hasattr(nodes, "graph_inputs"):  # a GraphLowering: take everything from it
             graph = self.graph = nodes
             inputs = {k: v for k, v in graph.graph_inputs.items() if isinstance(v, Buffer)}
@@ -198,7 +204,10 @@ class Scheduler:
         title = getattr(self.graph, "name", "graph")
         trace_artifact("fusion", lambda: "\n".join(map(str, self.decisions)) or "(no candidates)",
                        title=f"{title}: fusion decisions")
-        trace_artifact("ir_post_fusion", self.describe, title=f"{title}: kernels after fusion")
+        self.kernel_groups: list[KernelGroup] = [build_kernel_group(self, k, i)
+                                                  for i, k in enumerate(self.kernels)]
+        trace_artifact("ir_post_fusion", self.describe,
+                       title=f"{title}: kernels after fusion")
         if record_metrics and self.bytes_hint() is not None:
             metrics.num_bytes_accessed = self.bytes_hint()
 
@@ -238,8 +247,6 @@ class Scheduler:
     # --- fusion -------------------------------------------------------------------------------
 
     def fuse_nodes(self, max_rounds: int = 10) -> None:
-        from .fusion import can_fuse, fusion_score
-
         seen: set[tuple[str, str]] = set()
         for _ in range(max_rounds):
             candidates = self.candidate_pairs()
@@ -269,9 +276,6 @@ class Scheduler:
                               reason: str) -> tuple[bool, str]:
         """A refused pair may fuse once the pointwise side loops in the reduction's order
         (``loop_order.py``); if it still may not, the old orders come back."""
-        from .fusion import can_fuse
-        from .loop_order import describe_orders, reorder_to_fuse
-
         changed = reorder_to_fuse(a, b)
         if not changed:
             return False, reason
@@ -363,56 +367,25 @@ class Scheduler:
     def stored_buffers(self, kernel: BaseSchedulerNode) -> list[str]:
         return [n.get_name() for n in kernel.get_nodes() if self.is_stored(n.get_name(), kernel)]
 
-    # --- printing and running -----------------------------------------------------------------
-
     def describe(self) -> str:
-        """The ``ir_post_fusion`` artifact: kernels in order, each with its loop nests."""
-        out = []
-        for i, k in enumerate(self.kernels):
-            r, w = self.kernel_bytes(k)
-            kind = "extern" if k.is_extern() else ("reduction" if k.is_reduction() else "pointwise")
-            stored = set(self.stored_buffers(k))
-            kept = [n.get_name() for n in k.get_nodes() if n.get_name() not in stored]
-            head = f"kernel {i} ({kind}): {', '.join(n.get_name() for n in k.get_nodes())}"
-            head += f"  # read {r} B, write {w} B"
-            if kept:
-                head += f"; never stored: {', '.join(kept)}"
-            out.append(head + "\n" + "\n".join("  " + _member_text(n).replace("\n", "\n  ")
-                                              for n in k.get_nodes()))
-        return "\n\n".join(out)
+        """The ``ir_post_fusion`` artifact (``scheduler_report.py``)."""
+        return describe_schedule(self)
 
-    def run(self, storage: dict[str, torch.Tensor], sizes: dict | None = None) -> None:
-        """Run every kernel in order with the reference executor (``storage``: name -> tensor)."""
-        from .executor import run_nodes
+    # --- code generation ----------------------------------------------------------------------
 
-        for k in self.kernels:
-            run_nodes([n.node for n in k.get_nodes()], storage, sizes or {})
-
-
-def _member_text(n: BaseSchedulerNode) -> str:
-    """A member's loop nest, with its loop order when fusion changed it (``loop_order.py``)."""
-    text = str(n.node)
-    if isinstance(n, SchedulerNode) and n.is_reordered():
-        text = f"# loops reordered: {', '.join(map(str, n.loop_order()))} (outermost first)\n" + text
-    return text
-
-
-def schedule_function(fn, *args, fuse: bool = True, record_metrics: bool = True) -> Scheduler:
-    """Notebook shorthand: trace ``fn`` to ATen (make_fx with minicompile's decompositions), run
-    the graph passes, lower, and schedule. ``run_scheduled(s, *args)`` then runs it."""
-    from torch.fx.experimental.proxy_tensor import make_fx
-
-    from ..decompositions import decomposition_table
-    from .fx_passes import run_graph_passes
-    from .graph import lower_graph
-
-    gm = make_fx(fn, decomposition_table=decomposition_table)(*args)
-    run_graph_passes(gm)
-    return Scheduler(lower_graph(gm, list(args)), fuse=fuse, record_metrics=record_metrics)
-
-
-def run_scheduled(s: Scheduler, *args):
-    """Run a scheduled graph on ``args`` with the reference executor, kernel after kernel."""
-    from .executor import GraphExecutor
-
-    return GraphExecutor(s.graph, s.ordered_nodes())(*args)
+    def codegen(self, wrapper, options: dict | None = None) -> None:
+        """Hand each kernel to its device's backend and each library call to the wrapper, in
+        order (Inductor's ``Scheduler.codegen``), then let every backend flush."""
+        backends: dict[str, BaseScheduling] = {}
+        for group in self.kernel_groups:
+            wrapper.begin_kernel(group)
+            if group.is_loop_kernel():
+                device = group.device.type
+                if device not in backends:
+                    backends[device] = get_scheduling(group.device, options)
+                backends[device].codegen_kernel(group, wrapper)
+            else:
+                wrapper.codegen_extern(group)
+            wrapper.end_kernel(group)
+        for backend in backends.values():
+            backend.flush()

@@ -1,0 +1,53 @@
+"""Code generation: kernel objects in, kernels and a wrapper program out (mini
+torch/_inductor/codegen/).
+
+Reading map:
+
+    common.py     BaseScheduling (the interface of a backend), KernelBodyHandler (local values
+                  forwarded between fused members), IndentedBuffer and CSE (the kernel writer),
+                  KernelSignature (a kernel's arguments)
+    reference.py  ReferenceScheduling: runs kernel objects with torch ops, a block of rows at a
+                  time (the oracle, and the CPU backend before code generation)
+    wrapper.py    WrapperCodeGen: the Python program that allocates, launches and frees
+                  (``MINICOMPILE_LOGS=output_code``)
+
+A backend registers for a device type (Inductor's ``register_backend_for_device``); which one
+runs CPU tensors is ``config.inductor.cpu_backend`` (``MINICOMPILE_CPU_BACKEND``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+from ... import config
+from .common import BaseScheduling
+from .reference import ReferenceScheduling
+
+# backend name -> how to make its scheduling object (modules added as backends land)
+BACKENDS: dict[str, Callable[[], BaseScheduling]] = {"reference": ReferenceScheduling}
+
+
+def register_backend(name: str, make: Callable[[], BaseScheduling]) -> None:
+    BACKENDS[name] = make
+
+
+def backend_name(device: torch.device, options: dict[str, Any] | None = None) -> str:
+    """Which backend runs kernels for ``device``: the CPU one is a config knob."""
+    options = options or {}
+    if torch.device(device).type == "cpu":
+        return options.get("cpu_backend", config.inductor.cpu_backend)
+    return options.get("cuda_backend", config.inductor.cuda_backend)
+
+
+def get_scheduling(device: torch.device, options: dict[str, Any] | None = None) -> BaseScheduling:
+    name = backend_name(device, options)
+    if name not in BACKENDS:
+        known = ", ".join(sorted(BACKENDS))
+        raise ValueError(f"no code generator {name!r} for {torch.device(device).type} tensors "
+                         f"(known: {known}; set MINICOMPILE_CPU_BACKEND)")
+    return BACKENDS[name]()
+
+
+__all__ = ["BaseScheduling", "BACKENDS", "register_backend", "get_scheduling", "backend_name"]

@@ -1,0 +1,182 @@
+"""What every code generator shares (mirrors torch/_inductor/codegen/common.py: ``IndentedBuffer``,
+``CSE``, ``Kernel``, and ``BaseScheduling`` in torch/_inductor/scheduler.py).
+
+- ``BaseScheduling``: the interface a backend implements for one device type. The scheduler asks
+  it whether two nodes may fuse (``can_fuse``: a backend may veto what the generic rules allow),
+  hands it each loop kernel (``codegen_kernel``) and tells it when the graph is done (``flush``).
+  Extern (library) calls are written by the wrapper itself: they are ATen calls on any device.
+- ``KernelBodyHandler``: wraps a backend's ``ops`` handler while a kernel's members run. A value
+  a member stores into a buffer that lives in the same kernel is *forwarded*: its readers get the
+  value (a register, a tensor), not a load from memory. Fusion's promise that every such read is
+  at the same point (or the same row) is what makes this right; a wrong fusion rule shows up as a
+  wrong answer in the tests, whichever backend runs them.
+- ``IndentedBuffer`` and ``CSE``: the kernel writer (lines, indentation, one temporary per
+  distinct expression), shared by the Triton and C++ generators.
+- ``KernelSignature``: the kernel's arguments, buffers first (inputs, then outputs), then sizes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import sympy
+
+from ..kernel_group import KernelGroup, KernelMember
+from ..virtualized import set_ops_handler
+
+
+class BaseScheduling:
+    """One backend for one device type (Inductor's ``BaseScheduling``)."""
+
+    name = "base"
+
+    def can_fuse(self, a: Any, b: Any) -> tuple[bool, str]:
+        """A backend's veto on a fusion the generic rules allow (``(True, "")``: no veto)."""
+        return True, ""
+
+    def codegen_kernel(self, group: KernelGroup, wrapper: Any) -> None:
+        """Define a kernel for ``group`` and write the wrapper line that launches it."""
+        raise NotImplementedError
+
+    def flush(self) -> None:
+        """Called once after the last kernel of a graph (compile what was batched)."""
+
+
+@dataclass
+class KernelSignature:
+    """``kernel(in_ptr0, in_ptr1, out_ptr0, ks0)``: which buffers and sizes, in order."""
+
+    inputs: list[str]
+    outputs: list[str]
+    sizes: list[sympy.Symbol]
+
+    @classmethod
+    def of(cls, group: KernelGroup) -> "KernelSignature":
+        return cls(list(group.reads), list(group.stored), group.size_symbols())
+
+    def buffers(self) -> list[str]:
+        return self.inputs + self.outputs
+
+    def call_args(self) -> list[str]:
+        """Arguments as the wrapper passes them: buffer names, then size symbols."""
+        return self.buffers() + [str(s) for s in self.sizes]
+
+
+class KernelBodyHandler:
+    """Forwards kernel-local values between members; everything else goes to ``inner``.
+
+    ``scope`` holds the values stored so far in this kernel (by buffer name). A load of a buffer
+    written in this kernel returns its value; when the value belongs to an earlier loop over the
+    row (a looped reduction's phases), ``recompute`` re-emits the producer in the current loop.
+    """
+
+    def __init__(self, inner: Any, group: KernelGroup, scope: dict[str, Any],
+                 member: KernelMember | None = None, store_to_memory: bool = True):
+        self.inner, self.group, self.scope = inner, group, scope
+        self.member, self.store_to_memory = member, store_to_memory
+        self.written = set(group.written_names())
+        self.stored = set(group.stored)
+
+    def load(self, name: str, index: sympy.Expr) -> Any:
+        if name not in self.written:
+            return self.inner.load(name, index)
+        if name not in self.scope:
+            self.recompute(name)
+        return self.scope[name]
+
+    def store(self, name: str, index: sympy.Expr, value: Any) -> None:
+        self.scope[name] = value
+        if name in self.stored and self.store_to_memory:
+            self.inner.store(name, index, value)
+
+    def recompute(self, name: str) -> None:
+        """Re-emit an element-level producer whose value lived in an earlier loop."""
+        producer = self.group.member(name)
+        if producer.level != "element" or producer.is_reduction():
+            raise RuntimeError(f"{name} is read in kernel {self.group.position} before it is "
+                               "computed: the fusion broke the kernel's order")
+        handler = KernelBodyHandler(self.inner, self.group, self.scope, producer,
+                                    store_to_memory=False)
+        with set_ops_handler(handler):
+            producer.emit()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def emit_members(members: list[KernelMember], inner: Any, group: KernelGroup,
+                 scope: dict[str, Any]) -> None:
+    """Run each member's body under ``inner`` (a backend's handler), forwarding local values."""
+    for member in members:
+        with set_ops_handler(KernelBodyHandler(inner, group, scope, member)):
+            member.emit()
+
+
+class IndentedBuffer:
+    """Lines of generated code with an indentation level (Inductor's ``IndentedBuffer``)."""
+
+    tabwidth = 4
+
+    def __init__(self, initial_indent: int = 0):
+        self.lines: list[str] = []
+        self.level = initial_indent
+
+    def writeline(self, line: str) -> None:
+        self.lines.append(" " * (self.tabwidth * self.level) + line if line.strip() else "")
+
+    def writelines(self, lines: list[str]) -> None:
+        for line in lines:
+            self.writeline(line)
+
+    def splice(self, other: "IndentedBuffer") -> None:
+        """Append ``other``'s lines at this buffer's indentation."""
+        for line in other.lines:
+            self.writeline(line)
+
+    @contextlib.contextmanager
+    def indent(self, offset: int = 1) -> Iterator[None]:
+        self.level += offset
+        try:
+            yield
+        finally:
+            self.level -= offset
+
+    def getvalue(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+    def __bool__(self) -> bool:
+        return bool(self.lines)
+
+
+class CSE:
+    """One temporary per distinct expression: ``cse.generate(buf, "a + b")`` writes
+    ``tmp3 = a + b`` into ``buf`` the first time and returns ``tmp3`` every time."""
+
+    def __init__(self, prefix: str = "tmp", assign: str = "{name} = {expr}"):
+        self.prefix, self.assign = prefix, assign
+        self.cache: dict[str, str] = {}
+        self.count = 0
+
+    def newvar(self) -> str:
+        name = f"{self.prefix}{self.count}"
+        self.count += 1
+        return name
+
+    def generate(self, buffer: IndentedBuffer, expr: str, **fmt: str) -> str:
+        if expr in self.cache:
+            return self.cache[expr]
+        name = self.newvar()
+        buffer.writeline(self.assign.format(name=name, expr=expr, **fmt))
+        self.cache[expr] = name
+        return name
+
+    @contextlib.contextmanager
+    def scoped(self) -> Iterator[None]:
+        """Names made inside (a masked block, a loop) are forgotten after it."""
+        saved = dict(self.cache)
+        try:
+            yield
+        finally:
+            self.cache = saved

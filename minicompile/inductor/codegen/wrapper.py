@@ -1,0 +1,255 @@
+"""The wrapper: one straight-line Python program per graph that allocates buffers, launches the
+kernels, calls the library and returns the outputs (mirrors torch/_inductor/codegen/wrapper.py,
+``PythonWrapperCodegen``: what ``TORCH_LOGS=output_code`` prints as ``def call(args)``).
+
+    def call(args):
+        arg0_1, arg1_1 = args
+        s0 = arg0_1.size(0)                                 # sizes read off the inputs
+        arg0_1 = storage(arg0_1, (s0, 8), (8, 1), 0)        # flat storage the kernels index
+        buf0 = empty((s0,), dtype=torch.float32, device='cpu')
+        triton_per_fused_sum_0(arg0_1, buf0, s0)            # a generated kernel
+        buf1 = storage(aten.mm.default(reinterpret(...), ...), ...)   # a library call
+        del buf0                                            # last reader done: memory back
+        return (reinterpret(buf1, (s0, 4), (4, 1), 0),)
+
+Every buffer is a flat tensor holding its storage; kernels index it with the IR's flat SymPy
+indices (offsets included), and ``reinterpret`` gives the strided view a library call or the
+caller sees. The memory plan is made here: a buffer is allocated before the kernel that first
+stores it, its storage is handed to a later buffer of the same device, dtype and size once its
+last reader has run (``buf5 = buf2  # reuse``), and it is deleted otherwise (Inductor's
+``AllocateLine``, ``ReuseLine``, ``FreeIfNotReusedLine``). Local buffers never appear.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any, Callable
+
+import sympy
+import torch
+import torch.utils._pytree as pytree
+from sympy.printing.str import StrPrinter
+
+from ..ir import Buffer, ExternKernel, IRNode, MultiOutput, ReinterpretView
+from ..kernel_group import KernelGroup
+from .common import IndentedBuffer
+
+
+class PythonPrinter(StrPrinter):
+    """SymPy size expressions as Python integer arithmetic (``FloorDiv`` prints as ``//``)."""
+
+    def _print_Max(self, expr):
+        return f"max({', '.join(map(self._print, expr.args))})"
+
+    def _print_Min(self, expr):
+        return f"min({', '.join(map(self._print, expr.args))})"
+
+    def _print_floor(self, expr):
+        num, den = expr.args[0].as_numer_denom()
+        return f"(({self._print(num)}) // ({self._print(den)}))"
+
+    def _print_ceiling(self, expr):
+        num, den = expr.args[0].as_numer_denom()
+        return f"(-((-({self._print(num)})) // ({self._print(den)})))"
+
+    def _print_Mod(self, expr):
+        return f"(({self._print(expr.args[0])}) % ({self._print(expr.args[1])}))"
+
+
+def pexpr(expr: Any) -> str:
+    return PythonPrinter().doprint(sympy.sympify(expr))
+
+
+def ptuple(values: list) -> str:
+    items = [pexpr(v) for v in values]
+    return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+
+
+# --- runtime helpers the program calls --------------------------------------------------------
+
+def storage(x: torch.Tensor, size: tuple, stride: tuple, offset: int) -> torch.Tensor:
+    """The flat storage (from its first element) that ``x`` is a ``size/stride/offset`` view of;
+    a laid-out copy when ``x`` is laid out otherwise (never a wrong read)."""
+    if tuple(x.shape) == size and x.stride() == stride and x.storage_offset() == offset:
+        n = x.untyped_storage().nbytes() // x.element_size()
+        return x.as_strided((n,), (1,), 0)
+    numel = offset + sum((sz - 1) * st for sz, st in zip(size, stride)) + 1 if all(size) else 0
+    out = torch.empty((numel,), dtype=x.dtype, device=x.device)
+    torch.as_strided(out, size, stride, offset).copy_(x)
+    return out
+
+
+def reinterpret(buf: torch.Tensor, size: tuple, stride: tuple, offset: int) -> torch.Tensor:
+    return torch.as_strided(buf, size, stride, offset)
+
+
+RUNTIME = {"storage": storage, "reinterpret": reinterpret, "empty": torch.empty, "torch": torch,
+           "aten": torch.ops.aten, "inf": math.inf, "nan": math.nan}
+
+
+class WrapperCodeGen:
+    """Builds the program for one scheduled graph; ``generate()`` returns ``(source, call)``."""
+
+    def __init__(self, graph: Any, scheduler: Any):
+        self.graph, self.scheduler = graph, scheduler
+        self.namespace: dict[str, Any] = dict(RUNTIME)
+        self.kernel_sources: list[tuple[str, str]] = []  # (name, source) for the output code
+        self.body = IndentedBuffer(1)
+        self.free: dict[tuple, list[str]] = {}  # reuse key -> storages whose buffers died
+        self._counter = itertools.count()
+        self._consts = itertools.count()
+
+    # --- called by the backends -----------------------------------------------------------
+    def kernel_name(self, prefix: str, group: KernelGroup) -> str:
+        return f"{prefix}_{group.fused_name()}_{next(self._counter)}"
+
+    def define_kernel(self, name: str, kernel: Callable, source: str) -> None:
+        self.namespace[name] = kernel
+        self.kernel_sources.append((name, source))
+
+    def write_kernel_call(self, name: str, call_args: list[str], group: KernelGroup) -> None:
+        self.body.writeline(f"{name}({', '.join(call_args)})")
+
+    # --- the program ------------------------------------------------------------------------
+    def bind(self, value: Any, prefix: str = "const") -> str:
+        """A name in the program's namespace for a value that has no literal form."""
+        name = f"_{prefix}{next(self._consts)}"
+        self.namespace[name] = value
+        return name
+
+    def layout_args(self, layout) -> str:
+        return f"{ptuple(layout.size)}, {ptuple(layout.stride)}, {pexpr(layout.offset)}"
+
+    def codegen_inputs(self) -> None:
+        graph = self.graph
+        names = list(graph.graph_inputs)
+        self.body.writeline(f"{', '.join(names)}{',' if len(names) == 1 else ''} = args"
+                            if names else "pass")
+        for symbol, (pos, kind, dim) in sorted(graph.symbol_sources.items(), key=str):
+            source = names[pos] if kind == "value" else f"{names[pos]}.{kind}({dim})"
+            self.body.writeline(f"{symbol} = {source}")
+        for name, buf in graph.graph_inputs.items():
+            if isinstance(buf, Buffer):
+                self.body.writeline(f"{name} = storage({name}, {self.layout_args(buf.layout)})")
+        for name, value in graph.constants.items():
+            self.namespace[name] = storage(value, tuple(value.shape), value.stride(),
+                                           value.storage_offset())
+
+    # --- the memory plan ----------------------------------------------------------------------
+    def plan_lifetimes(self) -> None:
+        """Which kernel reads each buffer last; buffers the caller receives live on."""
+        groups = self.scheduler.kernel_groups
+        self.last_use: dict[str, int] = {}
+        for g in groups:
+            for name in g.reads:
+                self.last_use[name] = g.position
+        self.keep = {o.data.get_name() if isinstance(o, ReinterpretView) else o.get_name()
+                     for o in self.graph.graph_outputs if isinstance(o, (Buffer, ReinterpretView))}
+        self.to_allocate = [name for g in groups if g.is_loop_kernel() for name in g.stored]
+
+    def reuse_key(self, name: str) -> tuple | None:
+        layout = getattr(self.scheduler.buffers.get(name), "layout", None)
+        if layout is None:
+            return None
+        return (str(layout.device), layout.dtype, sympy.expand(layout.storage_size()))
+
+    def begin_kernel(self, group: KernelGroup) -> None:
+        """Allocate (or take over a dead buffer's storage for) what a loop kernel stores."""
+        if not group.is_loop_kernel():
+            return
+        for name in group.stored:
+            self.to_allocate.remove(name)
+            layout = self.scheduler.buffers[name].layout
+            pool = self.free.get(self.reuse_key(name))
+            if pool:
+                old = pool.pop()
+                self.body.writeline(f"{name} = {old}; del {old}  # reuse")
+            else:
+                self.body.writeline(f"{name} = empty(({pexpr(layout.storage_size())},), "
+                                    f"dtype={layout.dtype}, device='{layout.device}')")
+
+    def end_kernel(self, group: KernelGroup) -> None:
+        """Buffers whose last reader just ran: keep the storage for a later buffer of the same
+        kind, or delete them."""
+        dead = [n for n in group.reads if self.last_use.get(n) == group.position
+                and n in self.scheduler.buffers and n not in self.keep
+                and n not in self.graph.graph_inputs and n not in self.graph.constants]
+        wanted = [self.reuse_key(n) for n in self.to_allocate]
+        for name in dead:
+            key = self.reuse_key(name)
+            if key is not None and key in wanted:
+                wanted.remove(key)
+                self.free.setdefault(key, []).append(name)
+            else:
+                self.body.writeline(f"del {name}")
+
+    def arg(self, a: Any) -> str:
+        """An extern kernel's argument as Python source."""
+        if isinstance(a, ReinterpretView):
+            return f"reinterpret({a.data.get_name()}, {self.layout_args(a.layout)})"
+        if isinstance(a, Buffer):
+            return f"reinterpret({a.get_name()}, {self.layout_args(a.layout)})"
+        if isinstance(a, IRNode):
+            raise NotImplementedError(f"extern argument {a} is not a buffer")
+        if isinstance(a, sympy.Basic):
+            return pexpr(a)
+        if isinstance(a, (list, tuple)):
+            inner = ", ".join(self.arg(x) for x in a)
+            return f"[{inner}]" if isinstance(a, list) else f"({inner}{',' if len(a) == 1 else ''})"
+        if isinstance(a, torch.dtype):
+            return str(a)
+        if isinstance(a, torch.device):
+            return f"torch.device({str(a)!r})"
+        if a is None or isinstance(a, (bool, int, str)):
+            return repr(a)
+        if isinstance(a, float):
+            return repr(a) if math.isfinite(a) else ("inf" if a > 0 else "-inf" if a < 0 else "nan")
+        return self.bind(a)
+
+    def codegen_extern(self, group: KernelGroup) -> None:
+        node = group.extern
+        name = node.get_name()
+        if isinstance(node, MultiOutput):
+            value = node.parent.get_name() + "".join(f"[{i}]" for i in node.indices)
+        else:
+            op = node.kernel
+            op_name = str(op) if str(op).startswith("aten.") else self.bind(op, "extern")
+            args = [self.arg(a) for a in node.args]
+            args += [f"{k}={self.arg(v)}" for k, v in node.kwargs.items()]
+            value = f"{op_name}({', '.join(args)})"
+        if node.layout is None:  # several outputs: MultiOutput lines take them apart
+            self.body.writeline(f"{name} = {value}")
+        else:
+            self.body.writeline(f"{name} = storage({value}, {self.layout_args(node.layout)})")
+
+    def codegen_outputs(self) -> None:
+        outs = []
+        for o in self.graph.graph_outputs:
+            if isinstance(o, ReinterpretView):
+                outs.append(f"reinterpret({o.data.get_name()}, {self.layout_args(o.layout)})")
+            elif isinstance(o, Buffer):
+                outs.append(f"reinterpret({o.get_name()}, {self.layout_args(o.layout)})")
+            elif isinstance(o, sympy.Basic):
+                outs.append(pexpr(o))
+            else:
+                outs.append(self.arg(o))
+        self.body.writeline(f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
+
+    def generate(self, codegen_kernels: Callable[["WrapperCodeGen"], None]) -> tuple[str, Callable]:
+        """``codegen_kernels(self)`` writes every kernel's lines (``Scheduler.codegen``)."""
+        self.codegen_inputs()
+        self.plan_lifetimes()
+        codegen_kernels(self)
+        self.codegen_outputs()
+        program = "def call(args):\n" + self.body.getvalue()
+        exec(compile(program, f"<minicompile wrapper {self.graph.name}>", "exec"), self.namespace)
+        return self.output_code(program), self.namespace["call"]
+
+    def output_code(self, program: str) -> str:
+        kernels = "\n".join(f"# kernel {name}\n{src}" for name, src in self.kernel_sources)
+        return f"{kernels}\n\n{program}" if kernels else program
+
+
+def unflatten_outputs(graph: Any, outs: tuple) -> Any:
+    return pytree.tree_unflatten(list(outs), graph.output_spec)
