@@ -26,7 +26,7 @@ from torch.utils._pytree import tree_flatten
 
 from .functionalize import functionalize
 from ..decompositions.rnn import rnn_decompositions
-from ..dynamo.symbolic_shapes import has_symbolic_sizes, symbolic_dispatch
+from ..shapes.symbolic_shapes import has_symbolic_sizes, symbolic_dispatch
 from .tracer import DispatchTracer, PreAutogradDecompositions, Unsupported, storage_key
 
 

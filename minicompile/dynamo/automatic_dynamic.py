@@ -129,6 +129,6 @@ def specialize_per_shape(backend: Callable) -> Callable:
 
 
 def _has_symbols(value: Any) -> bool:
-    from .symbolic_shapes import has_symbolic_sizes, is_symbolic
+    from ..shapes.symbolic_shapes import has_symbolic_sizes, is_symbolic
 
     return is_symbolic(value) or has_symbolic_sizes(value)

@@ -66,7 +66,7 @@ class TensorSpec:
     @classmethod
     def of(cls, t: torch.Tensor, fake: torch.Tensor | None = None) -> TensorSpec:
         """The spec of ``t``; sizes and strides that are symbolic in ``fake`` become None."""
-        from .symbolic_shapes import is_symbolic
+        from ..shapes.symbolic_shapes import is_symbolic
 
         shape, stride = tuple(t.shape), tuple(t.stride())
         if fake is not None:
@@ -275,7 +275,7 @@ class GuardFn:
 def expand_shape_env(guards: list[Guard]) -> list[Guard]:
     """A SHAPE_ENV guard holding the frame's ShapeEnv stands for every relation it recorded
     (known only once tracing is over): one guard per relation, each with its user line."""
-    from .symbolic_shapes import PythonPrinter, ShapeEnv
+    from ..shapes.symbolic_shapes import PythonPrinter, ShapeEnv
 
     out, shape = [], []
     for g in guards:

@@ -29,7 +29,7 @@ from .guards import Guard, GuardKind, TensorSpec, global_state
 from .side_effects import SideEffects
 from .automatic_dynamic import current_policy, handles_dynamic_shapes, specialize_per_shape
 from .source import Source, graph_input_name, module_attr_name
-from .symbolic_shapes import (ShapeEnv, fake_from_sizes, has_symbolic_scalars,
+from ..shapes.symbolic_shapes import (ShapeEnv, fake_from_sizes, has_symbolic_scalars,
                               specialize_scalars, symbolic_dispatch)
 
 _compiled_fn_ids = itertools.count()  # __compiled_fn_0, __compiled_fn_1, ...
