@@ -17,7 +17,7 @@ from __future__ import annotations
 import dis
 from collections import deque
 
-from .bytecode_transformation import Instruction
+from .bytecode import Instruction
 
 # Instructions after which control never falls through to the next instruction.
 TERMINAL = {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE", "JUMP_FORWARD",

@@ -249,7 +249,7 @@ def break_at(tx, index: int, error: Unsupported):
     elif inst.opname in JUMPS:
         kinds, stack_exprs = w.stack_args(tx.stack[:-1])
         cond = w.value(tx.stack[-1])
-        target = w.resume_call(tx.instructions[inst.target].offset, kinds, stack_exprs)
+        target = w.resume_call(inst.target.offset, kinds, stack_exprs)
         fall = w.resume_call(_next_offset(tx, index), kinds, stack_exprs)
         test = cond if JUMPS[inst.opname] else f"not {cond}"
         body = [f"if {test}:", f"    return {target}", f"return {fall}"]

@@ -22,7 +22,7 @@ import sys
 import types
 from typing import Callable
 
-from .bytecode import Instruction, cleaned_instructions, expansion_start
+from .bytecode import Instruction, cleaned_instructions, expansion_start, indexof
 from .exc import Unsupported, unimplemented
 from .output_graph import OutputGraph
 from .source import AttrSource, GlobalSource, LocalSource
@@ -64,6 +64,7 @@ class InstructionTranslatorBase:
                  output: OutputGraph, parent: InstructionTranslatorBase | None = None):
         self.code, self.f_globals, self.output, self.parent = code, f_globals, output, parent
         self.instructions = cleaned_instructions(code)
+        self.indexof = indexof(self.instructions)  # jump target -> its index
         self.symbolic_locals = symbolic_locals
         self.cells = cells  # cell and free variables by name (LOAD_DEREF / STORE_DEREF)
         self.stack: list[VariableTracker] = []
@@ -136,7 +137,7 @@ class InstructionTranslatorBase:
             self.output.current_tx = prev
 
     def jump(self, inst: Instruction) -> None:
-        self.index = inst.target
+        self.index = self.indexof[inst.target]
 
     def user_line(self) -> str:
         inst = self.current_instruction
