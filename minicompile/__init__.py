@@ -17,6 +17,11 @@ from typing import Any, Callable
 from ._logging import set_logs
 from .backends import list_backends, lookup_backend, register_backend
 from .metrics import metrics
+from .aot_autograd.joint import PRE_AUTOGRAD_DECOMPOSITIONS
+from .decompositions import rnn_decompositions
+
+# The composition root wires the stages: AOT autograd unrolls RNNs with decompositions/rnn.py.
+PRE_AUTOGRAD_DECOMPOSITIONS.update(rnn_decompositions)
 
 __all__ = ["compile", "explain", "reset", "mark_dynamic", "metrics", "set_logs",
            "list_backends", "register_backend"]

@@ -15,7 +15,7 @@ import minicompile as mc
 from minicompile.aot_autograd import (aot_function, aot_module_simplified, default_partition,
                                       min_cut_rematerialization_partition, trace_graph,
                                       trace_module)
-from minicompile.aot_autograd.backend import aot_eager
+from minicompile.backends.aot_eager import aot_eager
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
 

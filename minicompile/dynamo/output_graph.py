@@ -251,12 +251,10 @@ class OutputGraph:
     # -- finishing the frame --------------------------------------------------------------------
     def compile_and_codegen(self, return_value) -> FrameResult:
         """Compile the graph (if it does anything) and write the transformed function."""
-        from .graph_break import reconstruct
-
         codegen = self.codegen()
         codegen.share_repeated([return_value, *self.side_effects.values()])
         ret_expr = codegen(return_value)
-        temps, replay = self.side_effects.codegen(codegen, reconstruct)
+        temps, replay = self.side_effects.codegen(codegen)
         outputs = [vt.proxy for vt in codegen.graph_outputs]
         self.graph.output(tuple(p.node for p in outputs))
         self.dead_code_elimination()

@@ -77,7 +77,7 @@ class InstructionTranslatorBase:
         self.depth = 0 if parent is None else parent.depth + 1
         self.break_index: int | None = None  # root frame: stop here and graph-break
         self.break_error: Unsupported | None = None
-        self.break_result = None  # the FrameResult written by graph_break.break_at
+        self.stopped_at_break = False  # run() stopped at break_index: convert_frame writes it
 
     # -- the stack --------------------------------------------------------------------------
     def push(self, vt: VariableTracker) -> None:
@@ -119,9 +119,7 @@ class InstructionTranslatorBase:
                 if self.index >= len(self.instructions):
                     unimplemented("ran past the last instruction")
                 if self.parent is None and self.index == self.break_index:  # graph_break.py
-                    from .graph_break import break_at
-
-                    self.break_result = break_at(self, self.index, self.break_error)
+                    self.stopped_at_break = True
                     return
                 self.step()
             unimplemented(f"more than {MAX_STEPS} instructions: a loop that does not end?")
@@ -237,33 +235,3 @@ class InliningInstructionTranslator(InstructionTranslatorBase):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.generated_items: list[VariableTracker] = []  # YIELD_VALUE of an inlined generator
-
-
-def instruction_table() -> str:
-    """docs/instructions.md: every instruction of 3.11/3.12 the interpreter meets, as a
-    Markdown table generated from the handler registry (so it stays true)."""
-    from . import handlers_data, handlers_flow  # noqa: F401  (fill the registry)
-    from .bytecode import EXCEPTION_PATH, EXPANSIONS, ONLY_311, ONLY_312, RENAMES, dis_link
-
-    names = set(OPCODE_HANDLERS) | set(RENAMES) | set(EXPANSIONS) | EXCEPTION_PATH
-    names -= {"LOAD_SUPER_METHOD", "CACHE"}  # internal names, not real instructions
-    rows = ["| instruction | 3.11 | 3.12 | supported | handler | notes |",
-            "|---|---|---|---|---|---|"]
-    for name in sorted(names):
-        on311, on312 = name not in ONLY_312, name not in ONLY_311
-        target = RENAMES.get(name, name)
-        fn = OPCODE_HANDLERS.get(target)
-        if name in EXCEPTION_PATH:
-            supported, where, note = "not needed", "-", "exception path only"
-        elif fn is None and name in EXPANSIONS:
-            supported, where, note = "yes", "(normalised)", EXPANSIONS[name]
-        elif fn is None:
-            supported, where, note = "no", "-", "Unsupported"
-        else:
-            supported = "yes" if getattr(fn, "supported", True) else "no (Unsupported)"
-            where = f"`{fn.__module__.rsplit('.', 1)[-1]}.{fn.__name__}`"
-            note = f"-> {target}" if target != name else EXPANSIONS.get(name, "")
-        link = f"[{name}]({dis_link(name, '3.12' if on312 else '3.11')})"
-        rows.append(f"| {link} | {'yes' if on311 else '-'} | {'yes' if on312 else '-'} | "
-                    f"{supported} | {where} | {note} |")
-    return "\n".join(rows) + "\n"
