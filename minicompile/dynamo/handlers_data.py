@@ -1,5 +1,5 @@
 """Instruction handlers for data: the stack, loads and stores, operators, containers
-(part of symbolic_convert.py in real Dynamo). Each handler names its ``dis`` entry:
+(part of torch/_dynamo/symbolic_convert.py in real Dynamo). Each handler names its ``dis`` entry:
 https://docs.python.org/3/library/dis.html#opcode-<NAME>.
 """
 

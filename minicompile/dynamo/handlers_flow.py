@@ -1,5 +1,5 @@
 """Instruction handlers for control flow: jumps, loops, calls, making functions, ``with``,
-return (part of symbolic_convert.py in real Dynamo). Branches are decided at trace time from
+return (part of torch/_dynamo/symbolic_convert.py in real Dynamo). Branches are decided at trace time from
 constants; ``for`` loops unroll because FOR_ITER's iterator holds every item already.
 """
 
