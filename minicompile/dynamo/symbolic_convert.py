@@ -27,6 +27,7 @@ from .exc import Unsupported, unimplemented
 from .output_graph import OutputGraph
 from .source import AttrSource, GlobalSource, LocalSource
 from .variables.base import VariableTracker
+from .variables.builder import SourcelessBuilder, VariableBuilder
 from .variables.functions import ClosureCell
 from .variables.lists import ListIteratorVariable
 
@@ -145,8 +146,6 @@ class InstructionTranslatorBase:
 
     # -- names ----------------------------------------------------------------------------------
     def load_global(self, name: str) -> VariableTracker:
-        from .variables.builder import VariableBuilder
-
         stored = self.output.side_effects.load_global(self.f_globals, name)
         if stored is not None:  # assigned earlier in this trace (STORE_GLOBAL)
             return stored
@@ -186,8 +185,6 @@ class InstructionTranslator(InstructionTranslatorBase):
 
     def __init__(self, code: types.CodeType, f_globals: dict, f_locals: dict, closure: tuple,
                  output: OutputGraph):
-        from .variables.builder import VariableBuilder
-
         super().__init__(code, f_globals, {}, {}, output)
         output.root_tx = output.current_tx = self
         self.current_instruction = self.instructions[0]
@@ -214,8 +211,6 @@ class InliningInstructionTranslator(InstructionTranslatorBase):
         module = fn.get_globals().get("__name__", "").split(".")[0]
         if getattr(fn, "fn", None) in TRACE_TIME_CALLS and all(
                 a.is_python_constant() for a in [*args, *kwargs.values()]):
-            from .variables.builder import SourcelessBuilder
-
             return SourcelessBuilder.wrap(parent, fn.fn(*[a.as_python_constant() for a in args],
                                                         **{k: v.as_python_constant()
                                                            for k, v in kwargs.items()}))
