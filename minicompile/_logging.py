@@ -17,6 +17,8 @@ import os
 import sys
 from typing import Callable
 
+from . import config, debug
+
 # Artifact names follow TORCH_LOGS wherever a counterpart exists.
 ARTIFACTS = {
     "bytecode": "original and transformed bytecode of each compiled frame",
@@ -76,8 +78,6 @@ def get_artifact_logger(name: str) -> logging.Logger:
 
 def trace_artifact(name: str, text: str | Callable[[], str], title: str = "") -> None:
     """Report one artifact: log it if enabled, dump it if debugging, else do nothing."""
-    from . import config, debug
-
     if not (is_enabled(name) or config.debug):
         return
     body = text() if callable(text) else text

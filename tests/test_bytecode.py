@@ -97,7 +97,7 @@ def test_tensor_instructions_in_one_graph():
 def test_instruction_table_doc_is_current():
     import os
 
-    from minicompile.dynamo.symbolic_convert import instruction_table
+    from minicompile.course.instruction_table import instruction_table
 
     path = os.path.join(os.path.dirname(__file__), "..", "docs", "instructions.md")
     assert instruction_table() in open(path).read(), "regenerate docs/instructions.md"
