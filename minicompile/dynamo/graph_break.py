@@ -336,8 +336,11 @@ def eager_with_compiled_callees(fn: types.FunctionType, backend, cache) -> types
     if _writes_globals(fn.__code__):
         return fn
     wrappers = cache.wrappers.setdefault(backend, {})
-    if ("eager", fn) in wrappers:
-        return wrappers[("eager", fn)]
+    eager = wrappers.get(("eager", fn))
+    if eager is not None and eager.__code__ is fn.__code__:
+        # the copy must follow the original: ``__defaults__`` may have been reassigned since
+        eager.__defaults__, eager.__kwdefaults__ = fn.__defaults__, fn.__kwdefaults__
+        return eager
 
     def wrap(value: Any) -> Any:
         module = (getattr(value, "__module__", None) or "").split(".")[0]
