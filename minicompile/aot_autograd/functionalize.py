@@ -189,6 +189,13 @@ def _scatter_into(graph: fx.Graph, base: fx.Node, view_value: fx.Node,
     if not _is_dense(base_val):
         raise Unsupported("a write through a view of a tensor that is itself not dense")
     offset = view.storage_offset() - base_val.storage_offset()
+    if base.op == "placeholder":
+        # ATen reads the offset in the base's own storage; an input may start anywhere in
+        # its storage (``x[4:8]``, and offsets are not guarded): scatter into a fresh copy
+        with graph.inserting_after(after):
+            base = graph.call_function(aten.clone.default, (base,))
+        base.meta["val"] = base_val = base_val.clone()
+        after = base
     with graph.inserting_after(after):
         node = graph.call_function(aten.as_strided_scatter.default, (
             base, view_value, list(view.shape), list(view.stride()), offset))
