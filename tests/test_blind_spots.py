@@ -350,6 +350,11 @@ FUSION_CASES = [
     (lambda x: (x.sum(1).exp() + 1).flip(0).view(-1, 1) * x, (8, 8)),  # rows read reversed
     (lambda x: x.cumsum(1) - x.sum(1, keepdim=True).roll(1, 0), (6, 5)),
     (lambda x: (x * 2).sum(0).exp() + x.amax(0), (12, 7)),
+    # a value computed from a reduction and stored (it is also returned): row-bound too
+    (lambda x: (x - (x.sum(1, keepdim=True) * x[:, :1]).t(), x.sum(1, keepdim=True) * x[:, :1]),
+     (8, 8)),
+    (lambda x: ((x.amax(1, keepdim=True) * x[:, -1:]).flip(0) * x,
+                x.amax(1, keepdim=True) * x[:, -1:]), (8, 8)),
 ]
 
 
@@ -376,3 +381,57 @@ def test_strided_windows_inductor(name):
     fn, shape = WINDOWS[name]
     x = torch.randn(*shape)
     torch.testing.assert_close(mc.compile(fn, backend="inductor")(x), fn(x))
+
+
+# ---- more mechanisms the mutation script plants bugs in -----------------------------------------
+def divide_by(x, s):
+    return x / s  # s = 0.0 and s = -0.0 give +inf and -inf
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_float_argument_signed_zero(backend):
+    cfn = mc.compile(divide_by, backend=backend)
+    x = torch.ones(3)
+    for s in (0.0, -0.0, 0.0, 2.0, -0.0):
+        torch.testing.assert_close(cfn(x, s), divide_by(x, s))
+
+
+def scaled_cumsum(x, w):
+    return (x * w).cumsum(1)
+
+
+@pytest.mark.parametrize("backend", AOT_BACKENDS)
+def test_backward_with_non_contiguous_grad(backend):
+    x = torch.randn(4, 6, requires_grad=True)
+    w = torch.randn(4, 6)
+    x_ref = x.detach().clone().requires_grad_()
+    out = mc.compile(scaled_cumsum, backend=backend)(x, w)
+    grad = torch.randn(6, 4).t()  # a transposed, non-contiguous incoming gradient
+    out.backward(grad)
+    scaled_cumsum(x_ref, w).backward(grad)
+    torch.testing.assert_close(x.grad, x_ref.grad)
+
+
+def branches_on_grad_mode(x):
+    return x * 2 if torch.is_grad_enabled() else x * 3
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_grad_mode_change_recompiles(backend):
+    cfn = mc.compile(branches_on_grad_mode, backend=backend)
+    x = torch.randn(4, requires_grad=True)
+    for grad in (False, True, False):
+        with torch.set_grad_enabled(grad):
+            out, ref = cfn(x), branches_on_grad_mode(x)
+        torch.testing.assert_close(out, ref)
+        assert out.requires_grad == ref.requires_grad
+
+
+@pytest.mark.parametrize("backend", AOT_BACKENDS)
+def test_relu_grad_at_exact_zeros(backend):
+    x = torch.tensor([-1.0, 0.0, 2.0, 0.0, -0.0, 3.0], requires_grad=True)  # relu'(0) = 0
+    x_ref = x.detach().clone().requires_grad_()
+    fn = lambda x: (torch.relu(x) * torch.arange(6.0)).sum()  # noqa: E731
+    mc.compile(fn, backend=backend)(x).backward()
+    fn(x_ref).backward()
+    torch.testing.assert_close(x.grad, x_ref.grad)
