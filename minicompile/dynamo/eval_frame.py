@@ -91,9 +91,11 @@ class FrameCache:
             code = fn.__code__
             eager = types.FunctionType(code, _CompilingGlobals(fn.__globals__, wrap),
                                        code.co_name, fn.__defaults__, fn.__closure__)
-            eager.__kwdefaults__ = fn.__kwdefaults__
             wrappers[("eager", fn)] = eager
-        return wrappers[("eager", fn)]
+        eager = wrappers[("eager", fn)]
+        # the copy must follow the original: ``__defaults__`` may have been reassigned since
+        eager.__defaults__, eager.__kwdefaults__ = fn.__defaults__, fn.__kwdefaults__
+        return eager
 
 
 class _CompilingGlobals(dict):
