@@ -28,6 +28,7 @@ import torch
 
 from ..ir import MemoryDep
 from ..kernel_group import RINDEX, XINDEX, KernelGroup, KernelMember
+from ..sizevars import simplify_index
 from ..ops_handler import add_elementwise_ops
 from .common import CSE, IndentedBuffer, KernelSignature, emit_members
 from .triton_ops import (TRITON_OPS, compute_dtype, paren, result_dtype, texpr,
@@ -190,7 +191,7 @@ class TritonKernel:
     def pointer(self, name: str, index: sympy.Expr) -> str:
         """``in_ptr0 + (index)``; an index without a kernel variable is broadcast to the block,
         so that the masked load or store has one address per lane."""
-        text = texpr(index)
+        text = texpr(simplify_index(index, self.group.var_ranges()))
         if not self.is_block_index(index):
             shape = "[XBLOCK]" if self.kind == "pointwise" else "[XBLOCK, 1]"
             text = f"{text} + tl.zeros({shape}, tl.int32)"
@@ -323,11 +324,8 @@ class TritonKernel:
                 f"{acc}, {acc}_index, {value}, rindex)",
                 f"{acc} = tl.where({mask}, {acc}_next, {acc})",
                 f"{acc}_index = tl.where({mask}, {acc}_index_next, {acc}_index)"])
-            self.after_loop.writeline(
-                f"{acc}_value, {acc}_rows = tl.reduce(({acc}, {acc}_index), 1, "
-                f"triton_helpers.{rtype}_combine)")
-            result = self.generate(f"{acc}_rows[:, None].to(tl.int64)", torch.int64,
-                                   self.after_loop)
+            result = self.generate(f"triton_helpers.{rtype}({acc}, {acc}_index, 1)[:, None]"
+                                   ".to(tl.int64)", torch.int64, self.after_loop)
         else:
             acc_dtype = torch.int8 if rtype == "any" else dtype
             init = triton_constant(NEUTRAL[rtype](acc_dtype))

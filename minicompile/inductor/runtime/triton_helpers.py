@@ -1,8 +1,8 @@
 """Helpers that generated Triton kernels call (mirrors torch/_inductor/runtime/triton_helpers.py).
 
-- combine functions for ``tl.reduce``: ``maximum``/``minimum`` that propagate NaN like
-  ``torch.max`` (``tl.maximum`` does not), ``prod``, ``argmax``/``argmin`` that return the first
-  index among ties (and of the first NaN) like eager, and Welford's merge of (mean, m2, weight);
+- reductions as eager computes them: ``maximum``/``max2`` propagate NaN like ``torch.max``
+  (``tl.maximum`` and ``tl.max`` do not), ``argmax``/``argmin`` return the first index among
+  ties (and of the first NaN), ``welford`` merges per-lane (mean, m2, weight) summaries;
 - Python's integer semantics where Triton follows C: ``floordiv`` rounds down and ``remainder``
   takes the divisor's sign (Triton's ``//`` and ``%`` truncate, as in C);
 - ``libdevice``: the CUDA math library on a GPU (``libdevice.tanh``, as Inductor writes it).
@@ -38,12 +38,19 @@ def minimum(a, b):
 
 @triton.jit
 def max2(a, dim):
-    return tl.reduce(a, dim, maximum)
+    """``tl.max`` skips NaN (on a GPU and in the interpreter alike); a row holding one is NaN."""
+    if a.dtype.is_floating():
+        has_nan = tl.max((a != a).to(tl.int8), dim) != 0
+        return tl.where(has_nan, float("nan"), tl.max(a, dim)).to(a.dtype)
+    return tl.max(a, dim)
 
 
 @triton.jit
 def min2(a, dim):
-    return tl.reduce(a, dim, minimum)
+    if a.dtype.is_floating():
+        has_nan = tl.max((a != a).to(tl.int8), dim) != 0
+        return tl.where(has_nan, float("nan"), tl.min(a, dim)).to(a.dtype)
+    return tl.min(a, dim)
 
 
 @triton.jit
@@ -77,28 +84,36 @@ def argmin_combine(a_value, a_index, b_value, b_index):
 
 @triton.jit
 def argmax(value, index, dim):
-    _, i = tl.reduce((value, index), dim, argmax_combine)
-    return i
+    """The smallest index holding the maximum (or the first NaN), without a combine function:
+    a max, then a min over the indices that hold it (fast on a GPU and in the interpreter,
+    which runs a combine function once per element)."""
+    best = max2(value, dim)
+    if value.dtype.is_floating():
+        hit = (value == tl.expand_dims(best, dim)) | ((value != value) & tl.expand_dims(best != best, dim))
+    else:
+        hit = value == tl.expand_dims(best, dim)
+    return tl.min(tl.where(hit, index, 2147483647), dim)
 
 
 @triton.jit
 def argmin(value, index, dim):
-    _, i = tl.reduce((value, index), dim, argmin_combine)
-    return i
-
-
-@triton.jit
-def welford_combine(mean_1, m2_1, weight_1, mean_2, m2_2, weight_2):
-    """Chan et al.'s merge of two (mean, m2, weight) summaries of disjoint sets."""
-    delta = mean_2 - mean_1
-    weight = weight_1 + weight_2
-    frac = tl.where(weight == 0.0, 0.0, weight_2 / weight)
-    return mean_1 + delta * frac, m2_1 + m2_2 + delta * delta * weight_1 * frac, weight
+    best = min2(value, dim)
+    if value.dtype.is_floating():
+        hit = (value == tl.expand_dims(best, dim)) | ((value != value) & tl.expand_dims(best != best, dim))
+    else:
+        hit = value == tl.expand_dims(best, dim)
+    return tl.min(tl.where(hit, index, 2147483647), dim)
 
 
 @triton.jit
 def welford(mean, m2, weight, dim):
-    return tl.reduce((mean, m2, weight), dim, welford_combine)
+    """Merge the lanes' summaries along ``dim`` at once: the combined mean is the weighted mean,
+    and m2 gains each lane's weight times its squared distance from it (Chan et al.)."""
+    total = tl.sum(weight, dim)
+    safe = tl.where(total == 0.0, 1.0, total)
+    row_mean = tl.sum(mean * weight, dim) / safe
+    delta = mean - tl.expand_dims(row_mean, dim)
+    return row_mean, tl.sum(m2 + weight * delta * delta, dim), total
 
 
 @triton.jit
