@@ -3,6 +3,8 @@
 ``TRITON_INTERPRET=1`` (conftest sets it), compared with eager. Sizes are small and odd: the
 interpreter is slow, and powers of two would hide mask bugs."""
 
+import os
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -16,7 +18,10 @@ pytest.importorskip("triton")
 
 
 @pytest.fixture(autouse=True)
-def triton_cpu(monkeypatch):
+def triton_cpu(monkeypatch, request):
+    if request.node.get_closest_marker("gpu") is None and \
+            os.environ.get("TRITON_INTERPRET", "0") in ("", "0"):
+        pytest.skip("Triton kernels on CPU tensors need TRITON_INTERPRET=1")
     monkeypatch.setattr(config.inductor, "cpu_backend", "triton")
 
 
@@ -252,4 +257,4 @@ def test_cuda_kernels():
              (lambda x: (x.amax(1), x.argmax(1)), [(37, 5000)]),
              (lambda x: F.layer_norm(x, x.shape[-1:]).half(), [(64, 1000)])]
     for fn, shapes in cases:
-        check(fn, *[torch.randn(s, device="cuda") for s in shapes])
+        check(fn, *[torch.randn(s, device="cuda") for s in shapes], atol=2e-3, rtol=2e-3)
