@@ -35,6 +35,7 @@ ARTIFACTS = {
     "fusion": "fusion decisions, and the reason for each refused fusion",
     "output_code": "the generated wrapper and kernels",
     "cudagraphs": "CUDA graph captures and replays",
+    "autotuning": "block sizes timed for each Triton kernel and the one chosen",
 }
 
 _enabled: set[str] = set()
