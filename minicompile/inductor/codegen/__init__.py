@@ -6,6 +6,8 @@ Reading map:
     common.py     BaseScheduling (the interface of a backend), KernelBodyHandler (local values
                   forwarded between fused members), IndentedBuffer and CSE (the kernel writer),
                   KernelSignature (a kernel's arguments)
+    cpp.py        CppScheduling: C++/OpenMP loop nests (cpp_ops.py: the ops as C++,
+                  cpp_build.py: g++ and the kernel cache, cpp_prefix.h: the C++ helpers)
     reference.py  ReferenceScheduling: runs kernel objects with torch ops, a block of rows at a
                   time (the oracle, and the CPU backend before code generation)
     wrapper.py    WrapperCodeGen: the Python program that allocates, launches and frees
@@ -23,10 +25,12 @@ import torch
 
 from ... import config
 from .common import BaseScheduling
+from .cpp import CppScheduling
 from .reference import ReferenceScheduling
 
 # backend name -> how to make its scheduling object (modules added as backends land)
-BACKENDS: dict[str, Callable[[], BaseScheduling]] = {"reference": ReferenceScheduling}
+BACKENDS: dict[str, Callable[[], BaseScheduling]] = {"reference": ReferenceScheduling,
+                                                     "cpp": CppScheduling}
 
 
 def register_backend(name: str, make: Callable[[], BaseScheduling]) -> None:
