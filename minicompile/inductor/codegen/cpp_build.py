@@ -14,6 +14,11 @@ one), and the call is one line: data pointers as ``c_void_p``, sizes as ``c_int6
 ``build`` is the whole on-disk cache until the shared one (``codecache.py``) lands: a private
 directory, files named by the SHA-256 of source + prefix header + compiler + flags, compiled to a
 temporary name and renamed into place atomically, so that a reader never sees half a file.
+
+Most of a kernel's compile time is parsing the C++ headers ``cpp_prefix.h`` includes, so the
+prefix is precompiled once per cache (``cpp_prefix.h.gch`` next to a copy of the header, as
+Inductor does): about 0.2 s per kernel instead of 0.7 s. ``g++`` ignores a precompiled header that
+does not match its flags and parses the header instead: slower, never wrong.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 from typing import Callable
 
 from .common import CodegenError
@@ -36,8 +42,7 @@ FLAGS = [
     "-fno-math-errno",  # sqrt may be one instruction and vectorise: torch never reads errno
     "-std=c++17", "-shared", "-fPIC",
 ]
-PREFIX_DIR = os.path.dirname(os.path.abspath(__file__))  # where cpp_prefix.h lives
-with open(os.path.join(PREFIX_DIR, "cpp_prefix.h")) as _f:
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpp_prefix.h")) as _f:
     PREFIX = _f.read()
 CACHE_DIR: str | None = None  # None: a private folder under the system temp dir
 
@@ -46,8 +51,8 @@ class CppCompileError(CodegenError):
     """The C++ compiler rejected a kernel (or there is none)."""
 
 
-def command(source_path: str, output_path: str) -> list[str]:
-    return [CXX, *FLAGS, "-I", PREFIX_DIR, source_path, "-o", output_path]
+def command(source_path: str, output_path: str, include_dir: str = "<cache>") -> list[str]:
+    return [CXX, *FLAGS, "-I", include_dir, source_path, "-o", output_path]
 
 
 def cache_dir() -> str:
@@ -55,6 +60,29 @@ def cache_dir() -> str:
     os.makedirs(path, mode=0o700, exist_ok=True)
     if os.stat(path).st_uid != os.getuid():  # someone else's folder: never load its code
         raise CppCompileError(f"kernel cache {path} belongs to another user")
+    return path
+
+
+def _write_atomically(path: str, text: str) -> None:
+    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def precompiled_prefix(directory: str) -> str:
+    """A folder holding ``cpp_prefix.h`` and its precompiled form, built once per cache."""
+    key = hashlib.sha256("\0".join([PREFIX, CXX, *FLAGS]).encode()).hexdigest()[:16]
+    path = os.path.join(directory, f"prefix-{key}")
+    header, pch = os.path.join(path, "cpp_prefix.h"), os.path.join(path, "cpp_prefix.h.gch")
+    if not os.path.exists(pch):
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        _write_atomically(header, PREFIX)
+        tmp = f"{pch}.{os.getpid()}.{threading.get_ident()}.tmp"
+        flags = [f for f in FLAGS if f != "-shared"]
+        if subprocess.run([CXX, *flags, "-x", "c++-header", header, "-o", tmp],
+                          capture_output=True).returncode == 0:
+            os.replace(tmp, pch)  # if it failed, kernels parse the header itself
     return path
 
 
@@ -69,15 +97,15 @@ def build(source: str, name: str) -> str:
         raise CppCompileError(f"no C++ compiler {CXX!r} to build kernel {name}: install g++, set "
                               "CXX, or use MINICOMPILE_CPU_BACKEND=reference")
     source_path = os.path.join(directory, f"{key}.cpp")
-    tmp = f".{os.getpid()}.{id(source)}.tmp"  # unique to this build: concurrent builds never clash
-    with open(source_path + tmp, "w") as f:
-        f.write(source)
-    os.replace(source_path + tmp, source_path)
-    result = subprocess.run(command(source_path, so_path + tmp), capture_output=True, text=True)
+    _write_atomically(source_path, source)
+    include_dir = precompiled_prefix(directory)
+    tmp = f"{so_path}.{os.getpid()}.{threading.get_ident()}.tmp"  # concurrent builds never clash
+    result = subprocess.run(command(source_path, tmp, include_dir), capture_output=True, text=True)
     if result.returncode != 0:
+        cmd = " ".join(command(source_path, so_path, include_dir))
         raise CppCompileError(f"{CXX} could not compile kernel {name} (source: {source_path}):\n"
-                              f"{' '.join(command(source_path, so_path))}\n{result.stderr[-4000:]}")
-    os.replace(so_path + tmp, so_path)
+                              f"{cmd}\n{result.stderr[-4000:]}")
+    os.replace(tmp, so_path)
     return so_path
 
 

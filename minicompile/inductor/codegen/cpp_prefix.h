@@ -3,7 +3,8 @@
 // with torch: Python's floor division and remainder, NaN-propagating max/min, 16-bit floats,
 // and the accumulators of the reductions C++ has no operator for (argmax, Welford).
 // No torch header is used: a kernel compiles in a fraction of a second against the C++ library.
-#pragma once
+#ifndef MINICOMPILE_CPP_PREFIX_H
+#define MINICOMPILE_CPP_PREFIX_H
 
 #include <omp.h>
 
@@ -170,3 +171,5 @@ MC_DECLARE_MINMAX(int16_t)
 MC_DECLARE_MINMAX(int8_t)
 MC_DECLARE_MINMAX(uint8_t)
 MC_DECLARE_MINMAX(bool)
+
+#endif  // MINICOMPILE_CPP_PREFIX_H
