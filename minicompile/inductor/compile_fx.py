@@ -9,6 +9,9 @@ schedule and fuse it (``Scheduler``), then generate code: ``Scheduler.codegen`` 
 object to its device's backend (``codegen/``) and ``WrapperCodeGen`` writes the program that
 allocates buffers and launches the kernels. The result is a ``CompiledFxGraph``: the output code
 (``MINICOMPILE_LOGS=output_code``), the callable, and the graph and scheduler for inspection.
+A backend that cannot write or compile a kernel raises ``CodegenError``; the graph is then
+generated again by the reference backend, with a warning (a missing C++ compiler costs speed,
+never a failed compile).
 
 Symbolic sizes: a graph traced with ``dynamic=True`` has ``Sym(s0)`` placeholders and fake
 tensors of size ``(s0, 7)``. The lowering keeps ``s0`` as a SymPy symbol in every size and index
@@ -37,6 +40,7 @@ import torch
 from .. import config
 from .._logging import trace_artifact
 from .codegen import backend_name
+from .codegen.common import CodegenError
 from .codegen.wrapper import WrapperCodeGen, unflatten_outputs
 from .fx_passes import run_graph_passes
 from .graph import GraphLowering
@@ -89,12 +93,24 @@ def compile_fx_inner(gm: torch.fx.GraphModule, example_inputs: list,
     trace_artifact("ir_pre_fusion", lambda: _pre_fusion_text(report, graph),
                    title=f"{name}: loop IR before fusion")
     scheduler = Scheduler(graph, options=options)  # logs "fusion" and "ir_post_fusion"
-    wrapper = WrapperCodeGen(graph, scheduler)
-    source, call = wrapper.generate(lambda w: scheduler.codegen(w, options))
+    try:
+        source, call = generate(graph, scheduler, options)
+    except CodegenError as error:  # a kernel the backend cannot write or compile
+        if options["cpu_backend"] == "reference":
+            raise
+        log.warning("%s: %s\nfalling back to the reference backend", name, error)
+        options = {**options, "cpu_backend": "reference"}
+        source, call = generate(graph, scheduler, options)
     trace_artifact("output_code", lambda: source, title=f"{name}: output code")
     devices = {g.device.type for g in scheduler.kernel_groups if g.is_loop_kernel()}
     return CompiledFxGraph(name, source, call, graph, scheduler, report,
                            {d: backend_name(torch.device(d), options) for d in devices}, options)
+
+
+def generate(graph: GraphLowering, scheduler: Scheduler, options: dict) -> tuple[str, Callable]:
+    """The output code and the callable: each kernel by its device's backend, then the wrapper."""
+    wrapper = WrapperCodeGen(graph, scheduler)
+    return wrapper.generate(lambda w: scheduler.codegen(w, options))
 
 
 def _pre_fusion_text(report: Any, graph: GraphLowering) -> str:

@@ -6,6 +6,8 @@ Reading map:
     common.py     BaseScheduling (the interface of a backend), KernelBodyHandler (local values
                   forwarded between fused members), IndentedBuffer and CSE (the kernel writer),
                   KernelSignature (a kernel's arguments)
+    cpp.py        CppScheduling: C++/OpenMP loop nests (cpp_ops.py: the ops as C++,
+                  cpp_build.py: g++ and the kernel cache, cpp_prefix.h: the C++ helpers)
     reference.py  ReferenceScheduling: runs kernel objects with torch ops, a block of rows at a
                   time (the oracle, and the CPU backend before code generation)
     triton.py     TritonScheduling: Triton kernels (triton_kernel.py writes one, triton_ops.py
@@ -25,6 +27,7 @@ import torch
 
 from ... import config
 from .common import BaseScheduling
+from .cpp import CppScheduling
 from .reference import ReferenceScheduling
 
 try:  # Triton is optional on CPU machines: without it, only the other backends exist
@@ -33,8 +36,9 @@ except ImportError:  # pragma: no cover
     TritonScheduling = None
 
 # backend name -> how to make its scheduling object (modules added as backends land)
-BACKENDS: dict[str, Callable[[], BaseScheduling]] = {"reference": ReferenceScheduling}
-if TritonScheduling is not None:
+BACKENDS: dict[str, Callable[[], BaseScheduling]] = {"reference": ReferenceScheduling,
+                                                     "cpp": CppScheduling}
+if TritonScheduling is not None:  # Triton is optional where it is not installed
     BACKENDS["triton"] = TritonScheduling
 
 

@@ -27,6 +27,11 @@ from ..kernel_group import KernelGroup, KernelMember
 from ..virtualized import set_ops_handler
 
 
+class CodegenError(RuntimeError):
+    """A backend could not produce a kernel (a construct it cannot write, a compiler that
+    rejects the code); ``compile_fx`` then regenerates the graph with the reference backend."""
+
+
 class BaseScheduling:
     """One backend for one device type (Inductor's ``BaseScheduling``)."""
 

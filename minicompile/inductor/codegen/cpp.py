@@ -1,0 +1,257 @@
+"""The C++/OpenMP backend: one loop nest per kernel, compiled with ``g++ -fopenmp`` (mini
+version of torch/_inductor/codegen/cpp.py, ``CppScheduling`` and ``CppKernel``).
+
+A pointwise kernel splits its ``xnumel`` points into blocks: the blocks are shared among threads
+(``#pragma omp parallel for``) and each block is one vectorisable inner loop (``#pragma omp
+simd``), short enough to stay in cache, long enough to amortise the loop overhead:
+
+    #pragma omp parallel for num_threads(num_threads) if(xnumel >= 32768)
+    for (int64_t xblock = 0; xblock < xnumel; xblock += 1024)
+        #pragma omp simd
+        for (int64_t xindex = xblock; xindex < std::min(xblock + 1024, xnumel); xindex++)
+            out_ptr0[xindex] = std::sin(in_ptr0[xindex]) * 2;
+
+A reduction kernel gives each thread whole rows (``omp parallel for`` over ``xindex``), so every
+accumulator is a local variable of one thread: no atomics, no locks. Within a row the kernel's
+phases (``KernelGroup.phases``) run in order: a loop over the row (``for rindex``) for each run
+of element-level members, per-row code between (the epilogue that stores a reduced value):
+
+    for (int64_t xindex ...)                     // rows, in parallel
+        float acc0 = -inf;                        // the max of the row
+        #pragma omp simd reduction(mc_max:acc0)
+        for (int64_t rindex ...)  acc0 = mc::maximum(acc0, in_ptr0[...]);
+        float acc1 = 0;                           // then the sum of exp(x - max)
+        #pragma omp simd reduction(+:acc1)
+        for (int64_t rindex ...)  acc1 = acc1 + std::exp(in_ptr0[...] - acc0);
+        for (int64_t rindex ...)  out_ptr0[...] = std::exp(in_ptr0[...] - acc0) / acc1;
+
+Vectorisation is asked of the compiler with ``#pragma omp simd`` (not written with intrinsics,
+as Inductor's ``CppVecKernel`` does): the loop stays one readable scalar body, and an explicit
+``reduction(op:acc)`` clause is what lets ``g++`` keep one partial sum per vector lane (it may
+not reorder a float sum on its own, and without the clause the row loop stays scalar). max/min
+use NaN-propagating reductions declared in ``cpp_prefix.h`` (the built-in ``max`` drops NaNs).
+argmax/argmin and Welford have no clause: their loops are plain loops.
+
+A single-row reduction (``xnumel == 1``: ``x.sum()``) has no rows to share, so its loops are
+parallel over ``rindex`` instead: one partial accumulator per thread, combined after the loop by
+OpenMP's ``reduction`` clause (sum, prod, any, max, min) or, for argmax and Welford, by hand
+from an array of per-thread partials, in thread order (the first maximum still wins).
+
+Sizes are ``int64_t`` arguments (one compiled kernel serves every size of a dynamic graph) and
+the thread count is the last argument, read from ``torch.get_num_threads()`` at every call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sympy
+import torch
+
+from ..kernel_group import KernelGroup, KernelMember
+from . import cpp_build
+from .common import (BaseScheduling, CodegenError, IndentedBuffer, KernelSignature,
+                     emit_members)
+from .cpp_ops import DTYPES, CppOpsHandler, LoopCode, cexpr, storage_type
+
+XBLOCK = 1024  # points per inner (vectorised) loop of a pointwise kernel
+PARALLEL_MIN_ELEMENTS = 32768  # less work than this runs on one thread (no fork/join)
+
+
+class CppKernel:
+    """One generated kernel: its C++ source, and once built, ``kernel(*buffers, *sizes)``."""
+
+    def __init__(self, group: KernelGroup, name: str, dtypes: dict[str, torch.dtype]):
+        self.group, self.name = group, name
+        self.signature = KernelSignature.of(group)
+        unsupported = {n: d for n, d in dtypes.items() if d not in DTYPES}
+        if unsupported:
+            raise CodegenError(f"kernel {name}: no C++ type for {unsupported}")
+        self.dtypes = dtypes
+        self.pointers = {n: f"in_ptr{i}" for i, n in enumerate(self.signature.inputs)}
+        self.pointers.update({n: f"out_ptr{i}" for i, n in enumerate(self.signature.outputs)})
+        self.ops = CppOpsHandler(self.pointers, dtypes, group.var_ranges())
+        self.source = self.codegen()
+        self.command = " ".join(cpp_build.command(f"{name}.cpp", f"{name}.so"))
+        self._fn = None
+
+    # --- the source ---------------------------------------------------------------------------
+    def arguments(self) -> list[str]:
+        args = [f"const {storage_type(self.dtypes[n])}* {self.pointers[n]}"
+                for n in self.signature.inputs]
+        args += [f"{storage_type(self.dtypes[n])}* {self.pointers[n]}"
+                 for n in self.signature.outputs]
+        return args + [f"int64_t {s}" for s in self.signature.sizes] + ["int64_t num_threads"]
+
+    def header(self) -> list[str]:
+        """Inductor's kernel comment: what is fused, which argument is which, the traffic."""
+        g = self.group
+        members = ", ".join(f"{m.get_name()} ({m.node.data.reduction_type})" if m.is_reduction()
+                            else m.get_name() for m in g.members)
+        args = ", ".join(f"{self.pointers[n]}={n}" for n in self.signature.buffers())
+        return [f"// {self.name}: {g.kind} kernel, {g.numel} x {g.rnumel}",
+                f"// fused nodes: {members}" + (f"; local: {', '.join(g.local)}" if g.local else ""),
+                f"// arguments: {args}",
+                f"// bytes: read {g.read_bytes}, written {g.write_bytes}",
+                f"// built with: {cpp_build.CXX} {' '.join(cpp_build.FLAGS)}"]
+
+    def codegen(self) -> str:
+        code = IndentedBuffer()
+        code.writeline('#include "cpp_prefix.h"')
+        code.writeline("")
+        code.writelines(self.header())
+        code.writeline(f'extern "C" void {self.name}({", ".join(self.arguments())})')
+        code.writeline("{")
+        with code.indent():
+            code.writeline(f"const int64_t xnumel = {cexpr(self.group.numel)};")
+            if self.group.kind == "pointwise":
+                self.pointwise_loops(code)
+            else:
+                code.writeline(f"const int64_t rnumel = {cexpr(self.group.rnumel)};")
+                if sympy.sympify(self.group.numel) == 1:
+                    self.single_row_reduction(code)
+                else:
+                    self.row_reductions(code)
+        code.writeline("}")
+        return code.getvalue()
+
+    def emit(self, members: list[KernelMember], scope: dict[str, Any]) -> LoopCode:
+        """Run ``members`` under the C++ ops handler: the lines of one loop (or row) body."""
+        self.ops.code, self.ops.scope = LoopCode(), scope
+        emit_members(members, self.ops, self.group, scope)
+        return self.ops.code
+
+    def pointwise_loops(self, code: IndentedBuffer) -> None:
+        with self.ops.cse.scoped():
+            body = self.emit(self.group.members, {})
+        code.writeline(f"#pragma omp parallel for num_threads(num_threads) "
+                       f"if(xnumel >= {PARALLEL_MIN_ELEMENTS})")
+        code.writeline(f"for (int64_t xblock = 0; xblock < xnumel; xblock += {XBLOCK})")
+        code.writeline("{")
+        with code.indent():
+            code.writeline(f"const int64_t xend = std::min<int64_t>(xblock + {XBLOCK}, xnumel);")
+            code.writeline("#pragma omp simd")
+            self.write_loop(code, "xindex", "xblock", "xend", body)
+        code.writeline("}")
+
+    @staticmethod
+    def write_loop(code: IndentedBuffer, var: str, start: str, end: str, body: LoopCode) -> None:
+        code.writeline(f"for (int64_t {var} = {start}; {var} < {end}; {var}++)")
+        code.writeline("{")
+        with code.indent():
+            code.splice(body.body)
+        code.writeline("}")
+
+    def phases(self):
+        """Yield ``(kind, LoopCode)`` per phase: each loop phase sees the values of the per-row
+        code before it (a shared row scope) but none of an earlier loop's element values (a
+        fresh element scope: a later loop recomputes what it needs)."""
+        row_scope: dict[str, Any] = {}
+        for phase in self.group.phases():
+            if phase.kind == "row":
+                yield "row", self.emit(phase.members, row_scope)
+                continue
+            scope = dict(row_scope)
+            with self.ops.cse.scoped():
+                loop = self.emit(phase.members, scope)
+            row_scope.update({m.get_name(): scope[m.get_name()]
+                              for m in phase.members if m.is_reduction()})
+            yield "loop", loop
+
+    def row_reductions(self, code: IndentedBuffer) -> None:
+        code.writeline(f"#pragma omp parallel for num_threads(num_threads) "
+                       f"if(xnumel * rnumel >= {PARALLEL_MIN_ELEMENTS})")
+        code.writeline("for (int64_t xindex = 0; xindex < xnumel; xindex++)")
+        code.writeline("{")
+        with code.indent():
+            for kind, loop in self.phases():
+                if kind == "row":
+                    code.splice(loop.body)
+                    continue
+                code.splice(loop.prefix)
+                clauses = simd_clauses(loop)
+                if clauses is not None:  # argmax/Welford loops have no clause: plain loops
+                    code.writeline(f"#pragma omp simd{clauses}")
+                self.write_loop(code, "rindex", "0", "rnumel", loop)
+                code.splice(loop.suffix)
+        code.writeline("}")
+
+    def single_row_reduction(self, code: IndentedBuffer) -> None:
+        code.writeline("const int64_t xindex = 0;  // one row: its loops run in parallel")
+        parallel = (f"num_threads(num_threads) if(rnumel >= {PARALLEL_MIN_ELEMENTS})")
+        for kind, loop in self.phases():
+            if kind == "row":
+                code.splice(loop.body)
+                continue
+            code.splice(loop.prefix)
+            clauses = simd_clauses(loop)
+            if clauses is not None:
+                code.writeline(f"#pragma omp parallel for simd {parallel}{clauses}")
+                self.write_loop(code, "rindex", "0", "rnumel", loop)
+            else:
+                self.partials_loop(code, loop, parallel)
+            code.splice(loop.suffix)
+
+    def partials_loop(self, code: IndentedBuffer, loop: LoopCode, parallel: str) -> None:
+        """One partial accumulator per thread, each over a contiguous chunk of the row, combined
+        in thread order after the loop (argmax keeps the first maximum)."""
+        by_hand = [a for a in loop.accumulators if a.kind.omp is None]
+        clauses = "".join(f" reduction({a.kind.omp}:{a.name})" for a in loop.accumulators
+                          if a.kind.omp is not None)
+        for a in by_hand:
+            code.writeline(f"std::vector<{a.ctype}> {a.name}_parts(num_threads, {a.name});")
+        code.writeline(f"#pragma omp parallel {parallel}")
+        code.writeline("{")
+        with code.indent():
+            for a in by_hand:  # this thread's partial, shadowing the total inside the region
+                code.writeline(f"auto {a.name} = {a.name}_parts[omp_get_thread_num()];")
+            code.writeline(f"#pragma omp for schedule(static){clauses}")
+            self.write_loop(code, "rindex", "0", "rnumel", loop)
+            for a in by_hand:
+                code.writeline(f"{a.name}_parts[omp_get_thread_num()] = {a.name};")
+        code.writeline("}")
+        for a in by_hand:
+            combine = a.kind.combine.format(a=a.name, b="part")
+            code.writeline(f"for (const auto& part : {a.name}_parts) {a.name} = {combine};")
+
+    # --- running it -----------------------------------------------------------------------------
+    def build(self) -> None:
+        n_buf, n_size = len(self.signature.buffers()), len(self.signature.sizes)
+        argtypes = [cpp_build.ctypes.c_void_p] * n_buf + [cpp_build.ctypes.c_int64] * (n_size + 1)
+        self._fn = cpp_build.load(self.source, self.name, argtypes)
+
+    def __call__(self, *args: Any) -> None:
+        if self._fn is None:
+            self.build()
+        n_buf = len(self.signature.buffers())
+        self._fn(*[t.data_ptr() for t in args[:n_buf]], *args[n_buf:], torch.get_num_threads())
+
+
+def simd_clauses(loop: LoopCode) -> str | None:
+    """`` reduction(+:acc0) reduction(mc_max:acc1)`` for a loop's accumulators, or None when one
+    of them has no OpenMP reduction (the loop must then not be split among lanes or threads)."""
+    if any(a.kind.omp is None for a in loop.accumulators):
+        return None
+    return "".join(f" reduction({a.kind.omp}:{a.name})" for a in loop.accumulators)
+
+
+class CppScheduling(BaseScheduling):
+    """Writes each loop kernel as C++; ``flush`` compiles the graph's kernels in parallel."""
+
+    name = "cpp"
+
+    def __init__(self) -> None:
+        self.pending: list[CppKernel] = []
+
+    def codegen_kernel(self, group: KernelGroup, wrapper: Any) -> None:
+        name = wrapper.kernel_name("cpp", group)
+        names = KernelSignature.of(group).buffers()
+        dtypes = {n: wrapper.scheduler.buffers[n].get_dtype() for n in names}
+        kernel = CppKernel(group, name, dtypes)
+        wrapper.define_kernel(name, kernel, kernel.source)
+        wrapper.write_kernel_call(name, kernel.signature.call_args(), group)
+        self.pending.append(kernel)
+
+    def flush(self) -> None:
+        kernels, self.pending = self.pending, []
+        cpp_build.compile_many([k.build for k in kernels])

@@ -1,0 +1,358 @@
+"""The ``ops`` handler of the C++ backend: each op becomes one line of C++ (mirrors
+``CppOverrides`` and ``CppPrinter`` in torch/_inductor/codegen/cpp.py and cpp_utils.py).
+
+    ops.exp(tmp0)            ->  auto tmp1 = std::exp(tmp0);
+    ops.load("buf0", i + 3)  ->  auto tmp2 = in_ptr0[xindex + 3];
+    ops.maximum(a, b)        ->  auto tmp3 = mc::maximum(tmp1, tmp2);   // NaN-propagating
+
+Values are C++ variables declared ``auto``: the IR is already type-promoted (every binary op
+gets operands of one dtype, casts are explicit ``to_dtype``), so C++'s own inference gives each
+temporary its torch dtype; the ops whose C++ meaning differs from torch's (floor division,
+remainder, max/min with NaN, integer pow) call helpers of ``cpp_prefix.h``. bfloat16 and float16
+are stored as their bits and computed in float: a load converts up, a store rounds down.
+
+Reductions are written in three places: the accumulator's declaration before the loop over the
+row (``prefix``), its update in the loop (``body``) and the read-out after it (``suffix``);
+``CppKernel`` (``cpp.py``) arranges the loops. Index expressions print from SymPy:
+``FloorDiv`` as C's ``/`` (exact when the operands are non-negative, as the IR's are),
+``ModularIndexing`` as ``(x / d) % m``, ``Min``/``Max`` as ``std::min``/``std::max``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import sympy
+import torch
+from sympy.printing.str import StrPrinter
+
+from ..ops_handler import add_elementwise_ops
+from ..sizevars import FloorDiv, simplify_index
+from .common import CSE, IndentedBuffer
+
+# dtype -> (C++ type in memory, C++ type computed in)
+DTYPES: dict[torch.dtype, tuple[str, str]] = {
+    torch.float32: ("float", "float"),
+    torch.float64: ("double", "double"),
+    torch.float16: ("mc::float16", "float"),
+    torch.bfloat16: ("mc::bfloat16", "float"),
+    torch.int64: ("int64_t", "int64_t"),
+    torch.int32: ("int32_t", "int32_t"),
+    torch.int16: ("int16_t", "int16_t"),
+    torch.int8: ("int8_t", "int8_t"),
+    torch.uint8: ("uint8_t", "uint8_t"),
+    torch.bool: ("bool", "bool"),
+}
+HALF_DTYPES = (torch.float16, torch.bfloat16)
+
+
+def storage_type(dtype: torch.dtype) -> str:
+    return DTYPES[dtype][0]
+
+
+def compute_type(dtype: torch.dtype) -> str:
+    return DTYPES[dtype][1]
+
+
+# --- index expressions --------------------------------------------------------------------------
+
+class CppPrinter(StrPrinter):
+    """SymPy index and size expressions as C++ ``int64_t`` arithmetic."""
+
+    printmethod = "_cppcode"  # not ``_sympystr``: FloorDiv would print itself as Python's ``//``
+
+    def _print_Integer(self, expr):
+        return str(int(expr))
+
+    def _print_Symbol(self, expr):
+        return expr.name
+
+    def _print_Pow(self, expr):
+        base, exp = expr.args
+        if exp.is_Integer and exp > 0:
+            return "(" + " * ".join([self.paren(base)] * int(exp)) + ")"
+        raise NotImplementedError(f"cannot print {expr} as C++ integer arithmetic")
+
+    def paren(self, expr) -> str:
+        text = self._print(expr)
+        return text if expr.is_Atom or isinstance(expr, sympy.Function) else f"({text})"
+
+    def _print_FloorDiv(self, expr):
+        base, div = expr.args
+        if base.is_nonnegative and div.is_positive:  # C's truncation is floor here
+            return f"({self.paren(base)} / {self.paren(div)})"
+        return f"mc::floordiv<int64_t>({self._print(base)}, {self._print(div)})"
+
+    def _print_ModularIndexing(self, expr):
+        base, div, mod = expr.args
+        quotient = self._print(FloorDiv(base, div, evaluate=False)) if div != 1 else self.paren(base)
+        if base.is_nonnegative:
+            return f"({quotient} % {self.paren(mod)})"
+        return f"mc::remainder<int64_t>({quotient}, {self._print(mod)})"
+
+    def _print_Mod(self, expr):
+        base, mod = expr.args
+        if base.is_nonnegative:
+            return f"({self.paren(base)} % {self.paren(mod)})"
+        return f"mc::remainder<int64_t>({self._print(base)}, {self._print(mod)})"
+
+    def _print_floor(self, expr):  # floor(s0/3): exact integer division
+        num, den = expr.args[0].as_numer_denom()
+        return self._print(FloorDiv(num, den, evaluate=False))
+
+    def _print_ceiling(self, expr):
+        num, den = expr.args[0].as_numer_denom()
+        return f"mc::floordiv<int64_t>({self._print(num)} + {self._print(den)} - 1, {self._print(den)})"
+
+    def _minmax(self, fn: str, args) -> str:
+        out = self._print(args[0])
+        for a in args[1:]:
+            out = f"std::{fn}<int64_t>({out}, {self._print(a)})"
+        return out
+
+    def _print_Min(self, expr):
+        return self._minmax("min", expr.args)
+
+    def _print_Max(self, expr):
+        return self._minmax("max", expr.args)
+
+
+def cexpr(expr: Any) -> str:
+    return CppPrinter().doprint(sympy.sympify(expr))
+
+
+def literal(value: Any, dtype: torch.dtype) -> str:
+    """A scalar as a typed C++ expression: ``static_cast<float>(0.5)``."""
+    ctype = compute_type(dtype)
+    if isinstance(value, sympy.Basic) and not value.is_number:  # a size: ``s0``
+        return f"static_cast<{ctype}>({cexpr(value)})"
+    if isinstance(value, bool) or dtype == torch.bool:
+        return "true" if value else "false"
+    value = float(value) if dtype.is_floating_point else int(value)
+    if isinstance(value, float) and math.isnan(value):
+        return f"std::numeric_limits<{ctype}>::quiet_NaN()"
+    if isinstance(value, float) and math.isinf(value):
+        return f"{'' if value > 0 else '-'}std::numeric_limits<{ctype}>::infinity()"
+    if value == -(2 ** 63):
+        return "std::numeric_limits<int64_t>::min()"
+    return f"static_cast<{ctype}>({value!r})"
+
+
+# --- elementwise ops: one C++ expression each -------------------------------------------------
+
+STD_UNARY = ["exp", "exp2", "expm1", "log", "log1p", "log2", "sqrt", "sin", "cos", "tan", "tanh",
+             "sinh", "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "erf", "erfc",
+             "lgamma", "signbit"]
+MC_UNARY = ["abs", "floor", "ceil", "round", "trunc", "sign", "relu", "sigmoid", "rsqrt",
+            "reciprocal", "bitwise_not", "isnan", "isinf"]
+MC_BINARY = ["floordiv", "truncdiv", "fmod", "remainder", "pow", "maximum", "minimum"]
+STD_BINARY = ["atan2", "hypot", "copysign"]
+INFIX = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "eq": "==", "ne": "!=", "lt": "<",
+         "le": "<=", "gt": ">", "ge": ">=", "logical_and": "&&", "logical_or": "||",
+         "bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^",
+         "bitwise_left_shift": "<<", "bitwise_right_shift": ">>"}
+
+# ops name -> C++ format string over the operands {0}, {1}
+C_OPS: dict[str, str] = {
+    **{op: f"std::{op}({{0}})" for op in STD_UNARY},
+    **{op: f"mc::{op}({{0}})" for op in MC_UNARY},
+    **{op: f"mc::{op}({{0}}, {{1}})" for op in MC_BINARY},
+    **{op: f"std::{op}({{0}}, {{1}})" for op in STD_BINARY},
+    **{op: f"{{0}} {sym} {{1}}" for op, sym in INFIX.items()},
+    "neg": "-{0}",
+    "square": "{0} * {0}",
+    "logical_not": "!{0}",
+    "logical_xor": "static_cast<bool>({0}) != static_cast<bool>({1})",
+    "mod": "mc::remainder({0}, {1})",  # Python's %: the sign of the divisor
+}
+
+
+# --- reductions -----------------------------------------------------------------------------------
+
+@dataclass
+class ReductionKind:
+    """How one reduction type is written in C++."""
+
+    init: str  # the accumulator's start, ``{t}`` being the value's compute type
+    update: str  # the new accumulator from ``{acc}`` and ``{value}`` (``{rindex}``: position)
+    readout: tuple[str, ...] = ("{acc}",)  # the result(s) after the loop
+    acc_type: str = "{t}"
+    omp: str | None = None  # the OpenMP reduction identifier; None: combine partials by hand
+    combine: str = ""  # merges two partial accumulators ``{a}``, ``{b}``, when ``omp`` is None
+
+
+REDUCTIONS: dict[str, ReductionKind] = {
+    "sum": ReductionKind("0", "{acc} + {value}", omp="+"),
+    "prod": ReductionKind("1", "{acc} * {value}", omp="*"),
+    "any": ReductionKind("false", "{acc} || {value}", omp="||"),
+    "max": ReductionKind("mc::lowest<{t}>()", "mc::maximum({acc}, {value})", omp="mc_max"),
+    "min": ReductionKind("mc::highest<{t}>()", "mc::minimum({acc}, {value})", omp="mc_min"),
+    "argmax": ReductionKind("{{mc::lowest<{t}>(), std::numeric_limits<int64_t>::max()}}",
+                            "mc::argmax_combine({acc}, mc::ArgAcc<{t}>{{{value}, {rindex}}})",
+                            ("{acc}.index",), "mc::ArgAcc<{t}>",
+                            combine="mc::argmax_combine({a}, {b})"),
+    "argmin": ReductionKind("{{mc::highest<{t}>(), std::numeric_limits<int64_t>::max()}}",
+                            "mc::argmin_combine({acc}, mc::ArgAcc<{t}>{{{value}, {rindex}}})",
+                            ("{acc}.index",), "mc::ArgAcc<{t}>",
+                            combine="mc::argmin_combine({a}, {b})"),
+    "welford_reduce": ReductionKind("{{}}", "mc::welford_add({acc}, {value})",
+                                    ("mc::welford_mean({acc})", "{acc}.m2", "{acc}.weight"),
+                                    "mc::Welford<{t}>",
+                                    combine="mc::welford_combine({a}, {b})"),
+}
+
+
+@dataclass
+class Accumulator:
+    """One reduction's accumulator variable in the loop being written."""
+
+    name: str
+    kind: ReductionKind
+    ctype: str
+
+
+@dataclass
+class LoopCode:
+    """The code of one loop over a row, as the ops handler fills it."""
+
+    prefix: IndentedBuffer = field(default_factory=IndentedBuffer)  # before the loop
+    body: IndentedBuffer = field(default_factory=IndentedBuffer)  # inside it
+    suffix: IndentedBuffer = field(default_factory=IndentedBuffer)  # after it
+    accumulators: list[Accumulator] = field(default_factory=list)
+    readouts: set[str] = field(default_factory=set)  # results of this loop's reductions
+
+
+class CppOpsHandler:
+    """``ops`` -> C++ lines in ``self.code.body`` (one temporary per distinct expression)."""
+
+    def __init__(self, pointers: dict[str, str], dtypes: dict[str, torch.dtype],
+                 var_ranges: dict[sympy.Symbol, sympy.Expr]):
+        self.pointers = pointers  # buffer name -> kernel argument (``in_ptr0``)
+        self.dtypes = dtypes  # buffer name -> dtype
+        self.var_ranges = var_ranges  # xindex, rindex -> their sizes
+        self._indices: dict[sympy.Expr, str] = {}
+        self.cse = CSE("tmp", "auto {name} = {expr};")
+        self.code = LoopCode()
+        self.reductions: dict[tuple, Any] = {}  # (type, dtype, value) -> its read-out(s)
+        self.scope: dict[str, Any] = {}  # the forwarded values (``common.emit_members``)
+        self._counts = {"acc": 0, "indirect": 0, "masked": 0}
+
+    def _fresh(self, prefix: str) -> str:
+        n = self._counts[prefix]
+        self._counts[prefix] += 1
+        return f"{prefix}{n}"
+
+    def _emit(self, expr: str) -> str:
+        return self.cse.generate(self.code.body, expr)
+
+    def index(self, expr: sympy.Expr) -> str:
+        """An index in C++, simplified over the kernel's ranges first: a member's loop variables
+        are ``xindex`` split into digits, which its indexer often joins again
+        (``781*(xindex / 781) + xindex % 781`` is ``xindex``: no division in the inner loop)."""
+        if expr not in self._indices:
+            self._indices[expr] = cexpr(simplify_index(expr, self.var_ranges))
+        return self._indices[expr]
+
+    # --- memory -------------------------------------------------------------------------------
+    def load(self, name: str, index: sympy.Expr) -> str:
+        value = f"{self.pointers[name]}[{self.index(index)}]"
+        if self.dtypes[name] in HALF_DTYPES:
+            value = f"static_cast<float>({value})"
+        return self._emit(value)
+
+    def store(self, name: str, index: sympy.Expr, value: str) -> None:
+        # a reduction's result exists after its loop: its store goes there too
+        out = self.code.suffix if value in self.code.readouts else self.code.body
+        ctype = storage_type(self.dtypes[name])
+        out.writeline(f"{self.pointers[name]}[{self.index(index)}] = static_cast<{ctype}>({value});")
+
+    # --- values -------------------------------------------------------------------------------
+    def constant(self, value: Any, dtype: torch.dtype) -> str:
+        return literal(value, dtype)
+
+    def index_expr(self, expr: sympy.Expr, dtype: torch.dtype) -> str:
+        return self._emit(f"static_cast<{compute_type(dtype)}>({self.index(expr)})")
+
+    def to_dtype(self, x: str, dtype: torch.dtype) -> str:
+        if dtype in HALF_DTYPES:  # round to the 16-bit type, keep computing in float
+            return self._emit(f"static_cast<float>(static_cast<{storage_type(dtype)}>({x}))")
+        return self._emit(f"static_cast<{compute_type(dtype)}>({x})")
+
+    def where(self, cond: str, a: str, b: str) -> str:
+        return self._emit(f"{cond} ? {a} : {b}")
+
+    def masked(self, mask: str, body: Callable[[], str], other: Any) -> str:
+        """``body`` runs in a lambda called only where ``mask`` holds, so its loads never read
+        outside the mask (cat, pad); values it makes stay inside the lambda."""
+        lam = self._fresh("masked")
+        outer, inner = self.code.body, IndentedBuffer()
+        forwarded = dict(self.scope)
+        self.code.body = inner
+        try:
+            with self.cse.scoped():
+                result = body()
+        finally:
+            self.code.body = outer
+            self.scope.clear()
+            self.scope.update(forwarded)  # recomputed producers lived in the lambda
+        outer.writeline(f"auto {lam} = [&] {{")
+        with outer.indent():
+            outer.splice(inner)
+            outer.writeline(f"return {result};")
+        outer.writeline("};")
+        if isinstance(other, float) and math.isnan(other):
+            fill = f"std::numeric_limits<decltype({lam}())>::quiet_NaN()"
+        elif isinstance(other, float) and math.isinf(other):
+            fill = f"{'' if other > 0 else '-'}std::numeric_limits<decltype({lam}())>::infinity()"
+        else:
+            fill = f"static_cast<decltype({lam}())>({other!r})".replace("True", "true").replace(
+                "False", "false")
+        return self._emit(f"{mask} ? {lam}() : {fill}")
+
+    def indirect_indexing(self, value: str, size: sympy.Expr) -> sympy.Symbol:
+        """A loaded integer used inside an index; ``x[-1]`` is ``x[size - 1]``."""
+        var = self._fresh("indirect")
+        self.code.body.writeline(f"const int64_t {var} = {value} < 0 ? "
+                                 f"{value} + {cexpr(size)} : static_cast<int64_t>({value});")
+        return sympy.Symbol(var, integer=True)
+
+    def reduction(self, dtype: torch.dtype, src_dtype: torch.dtype, reduction_type: str,
+                  value: str) -> str | tuple[str, ...]:
+        key = (reduction_type, dtype, value)
+        if key in self.reductions:  # welford's mean and m2 nodes share one accumulator
+            return self.reductions[key]
+        kind = REDUCTIONS[reduction_type]
+        # argmax compares values of the source dtype; the others accumulate in ``dtype``
+        t = compute_type(src_dtype if reduction_type in ("argmax", "argmin") else dtype)
+        acc = Accumulator(self._fresh("acc"), kind, kind.acc_type.format(t=t))
+        self.code.accumulators.append(acc)
+        self.code.prefix.writeline(f"{acc.ctype} {acc.name} = {kind.init.format(t=t)};")
+        update = kind.update.format(acc=acc.name, value=value, rindex="rindex", t=t)
+        self.code.body.writeline(f"{acc.name} = {update};")
+        outs = []
+        for readout in kind.readout:
+            expr = readout.format(acc=acc.name)
+            if expr == acc.name:
+                outs.append(expr)
+            else:
+                outs.append(self.cse.newvar())
+                self.code.suffix.writeline(f"auto {outs[-1]} = {expr};")
+        self.code.readouts.update(outs)
+        result = tuple(outs) if len(outs) > 1 else outs[0]
+        self.reductions[key] = result
+        return result
+
+
+def _make_op(name: str) -> Callable:
+    template = C_OPS[name]
+
+    def op(self: CppOpsHandler, *args: str) -> str:
+        return self._emit(template.format(*args))
+
+    op.__name__ = name
+    return op
+
+
+add_elementwise_ops(CppOpsHandler, _make_op)

@@ -1,0 +1,175 @@
+// The header every generated C++ kernel includes (mini version of
+// torch/_inductor/codegen/cpp_prefix.h). It holds what the ops mean in C++ where C++ disagrees
+// with torch: Python's floor division and remainder, NaN-propagating max/min, 16-bit floats,
+// and the accumulators of the reductions C++ has no operator for (argmax, Welford).
+// No torch header is used: a kernel compiles in a fraction of a second against the C++ library.
+#ifndef MINICOMPILE_CPP_PREFIX_H
+#define MINICOMPILE_CPP_PREFIX_H
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+namespace mc {
+
+// --- 16-bit floats: stored as their bits, computed in float -------------------------------------
+
+inline uint32_t bits_of(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
+inline float float_of(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
+
+// bfloat16 is the top half of a float32: round to nearest even, keep NaN a NaN.
+struct bfloat16 {
+    uint16_t bits;
+    bfloat16() = default;
+    explicit bfloat16(float f) {
+        uint32_t u = bits_of(f);
+        if ((u & 0x7fffffffu) > 0x7f800000u) { bits = 0x7fc0; return; }  // NaN
+        u += 0x7fffu + ((u >> 16) & 1u);  // round half to even
+        bits = static_cast<uint16_t>(u >> 16);
+    }
+    operator float() const { return float_of(static_cast<uint32_t>(bits) << 16); }
+};
+
+// IEEE half: the branch-free conversions of c10/util/Half.h (from the FP16 library).
+struct float16 {
+    uint16_t bits;
+    float16() = default;
+    explicit float16(float f) {
+        float base = (std::fabs(f) * 0x1.0p+112f) * 0x1.0p-110f;  // rounds into half's range
+        const uint32_t w = bits_of(f), shl1_w = w + w, sign = w & 0x80000000u;
+        uint32_t bias = shl1_w & 0xff000000u;
+        if (bias < 0x71000000u) bias = 0x71000000u;
+        base = float_of((bias >> 1) + 0x07800000u) + base;
+        const uint32_t b = bits_of(base);
+        const uint32_t nonsign = ((b >> 13) & 0x00007c00u) + (b & 0x00000fffu);
+        bits = static_cast<uint16_t>((sign >> 16) | (shl1_w > 0xff000000u ? 0x7e00u : nonsign));
+    }
+    operator float() const {
+        const uint32_t w = static_cast<uint32_t>(bits) << 16, sign = w & 0x80000000u;
+        const uint32_t two_w = w + w;
+        const float normalized = float_of((two_w >> 4) + (0xe0u << 23)) * 0x1.0p-112f;
+        const float denormalized = float_of((two_w >> 17) | (126u << 23)) - 0.5f;
+        return float_of(sign | (two_w < (1u << 27) ? bits_of(denormalized) : bits_of(normalized)));
+    }
+};
+
+// the start of a max (min) reduction: -inf (+inf) for floats, so that a row of -inf still
+// reports its first position to argmax
+template <typename T> constexpr T lowest() {
+    if constexpr (std::numeric_limits<T>::has_infinity) return -std::numeric_limits<T>::infinity();
+    else return std::numeric_limits<T>::lowest();
+}
+template <typename T> constexpr T highest() {
+    if constexpr (std::numeric_limits<T>::has_infinity) return std::numeric_limits<T>::infinity();
+    else return std::numeric_limits<T>::max();
+}
+
+// --- ops whose C++ meaning differs from torch's -------------------------------------------------
+
+// NaN wins, as in torch.maximum and amax (a NaN b is false, so b is picked when b is NaN);
+// one select, so that a vectorised loop can blend instead of branching
+template <typename T> inline T maximum(T a, T b) { return (a > b || a != a) ? a : b; }
+template <typename T> inline T minimum(T a, T b) { return (a < b || a != a) ? a : b; }
+
+template <typename T> inline T floordiv(T a, T b) {  // Python's a // b
+    if constexpr (std::is_integral_v<T>) {
+        T q = a / b;
+        return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+    } else {
+        return std::floor(a / b);
+    }
+}
+template <typename T> inline T truncdiv(T a, T b) {  // C's a / b
+    if constexpr (std::is_integral_v<T>) return a / b; else return std::trunc(a / b);
+}
+template <typename T> inline T fmod(T a, T b) {  // remainder with the sign of a (C)
+    if constexpr (std::is_integral_v<T>) return a % b; else return std::fmod(a, b);
+}
+template <typename T> inline T remainder(T a, T b) {  // remainder with the sign of b (Python)
+    T r = mc::fmod(a, b);
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+template <typename T> inline T pow(T a, T b) {
+    if constexpr (std::is_integral_v<T>) {  // exact integer power (torch.pow on ints)
+        T result = 1;
+        for (; b > 0; b >>= 1, a *= a) if (b & 1) result *= a;
+        return result;
+    } else {
+        return std::pow(a, b);
+    }
+}
+
+// rounding ops are the identity on integers (std::floor(int) would return a double)
+template <typename T> inline T floor(T x) { if constexpr (std::is_integral_v<T>) return x; else return std::floor(x); }
+template <typename T> inline T ceil(T x) { if constexpr (std::is_integral_v<T>) return x; else return std::ceil(x); }
+template <typename T> inline T trunc(T x) { if constexpr (std::is_integral_v<T>) return x; else return std::trunc(x); }
+template <typename T> inline T round(T x) {  // half to even, like torch.round
+    if constexpr (std::is_integral_v<T>) return x; else return std::nearbyint(x);
+}
+template <typename T> inline T abs(T x) { if constexpr (std::is_same_v<T, bool>) return x; else return x < 0 ? -x : x; }
+template <typename T> inline T sign(T x) { return static_cast<T>((T(0) < x) - (x < T(0))); }
+template <typename T> inline T relu(T x) { return x < T(0) ? T(0) : x; }  // NaN stays NaN
+template <typename T> inline T sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
+template <typename T> inline T rsqrt(T x) { return T(1) / std::sqrt(x); }
+template <typename T> inline T reciprocal(T x) { return T(1) / x; }
+template <typename T> inline T bitwise_not(T x) { if constexpr (std::is_same_v<T, bool>) return !x; else return ~x; }
+template <typename T> inline bool isnan(T x) { if constexpr (std::is_integral_v<T>) return false; else return std::isnan(x); }
+template <typename T> inline bool isinf(T x) { if constexpr (std::is_integral_v<T>) return false; else return std::isinf(x); }
+
+// --- accumulators of the reductions ------------------------------------------------------------
+
+// argmax/argmin: the value and its flat position in the row; the first position wins a tie,
+// and a NaN beats every number (torch.argmax returns the first NaN).
+template <typename T> struct ArgAcc { T value; int64_t index; };
+
+template <typename T> inline bool arg_better(bool is_max, ArgAcc<T> a, ArgAcc<T> b) {
+    if (mc::isnan(a.value)) return !mc::isnan(b.value) || a.index < b.index;
+    if (mc::isnan(b.value)) return false;
+    if (a.value == b.value) return a.index < b.index;
+    return is_max ? a.value > b.value : a.value < b.value;
+}
+template <typename T> inline ArgAcc<T> argmax_combine(ArgAcc<T> a, ArgAcc<T> b) { return arg_better(true, a, b) ? a : b; }
+template <typename T> inline ArgAcc<T> argmin_combine(ArgAcc<T> a, ArgAcc<T> b) { return arg_better(false, a, b) ? a : b; }
+
+// Welford's running (mean, m2, weight): one pass, no cancellation of sum(x^2) - sum(x)^2/n.
+template <typename T> struct Welford { T mean = 0, m2 = 0, weight = 0; };
+
+template <typename T> inline Welford<T> welford_add(Welford<T> acc, T x) {
+    const T weight = acc.weight + 1, delta = x - acc.mean, mean = acc.mean + delta / weight;
+    return {mean, acc.m2 + delta * (x - mean), weight};
+}
+template <typename T> inline Welford<T> welford_combine(Welford<T> a, Welford<T> b) {  // Chan et al.
+    if (b.weight == 0) return a;
+    const T weight = a.weight + b.weight, delta = b.mean - a.mean, frac = b.weight / weight;
+    return {a.mean + delta * frac, a.m2 + b.m2 + delta * delta * a.weight * frac, weight};
+}
+template <typename T> inline T welford_mean(Welford<T> acc) {  // the mean of no elements is NaN
+    return acc.weight == 0 ? std::numeric_limits<T>::quiet_NaN() : acc.mean;
+}
+
+}  // namespace mc
+
+// NaN-propagating max/min as OpenMP reductions (the built-in max/min drop NaNs), so that a
+// `#pragma omp simd` or `parallel for` loop may keep one partial result per lane or thread.
+#define MC_PRAGMA(text) _Pragma(#text)
+#define MC_DECLARE_MINMAX(T)                                                                  \
+    MC_PRAGMA(omp declare reduction(mc_max : T : omp_out = mc::maximum(omp_out, omp_in))     \
+              initializer(omp_priv = mc::lowest<T>()))                       \
+    MC_PRAGMA(omp declare reduction(mc_min : T : omp_out = mc::minimum(omp_out, omp_in))     \
+              initializer(omp_priv = mc::highest<T>()))
+MC_DECLARE_MINMAX(float)
+MC_DECLARE_MINMAX(double)
+MC_DECLARE_MINMAX(int64_t)
+MC_DECLARE_MINMAX(int32_t)
+MC_DECLARE_MINMAX(int16_t)
+MC_DECLARE_MINMAX(int8_t)
+MC_DECLARE_MINMAX(uint8_t)
+MC_DECLARE_MINMAX(bool)
+
+#endif  // MINICOMPILE_CPP_PREFIX_H
