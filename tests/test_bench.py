@@ -56,3 +56,23 @@ def test_pointwise_row_and_ratios(capsys, tmp_path):
     (result,) = data["results"]
     assert result["status"] == {"tc": "ok", "mc": "ok"}
     assert result["bytes"] == 2 * 4096 * 4  # read 4K float32 once, write once
+
+
+def test_wrong_result_is_reported_and_not_timed(monkeypatch):
+    """A compiler whose output differs from eager shows WRONG in its column and gets no time."""
+    from minicompile.bench import run
+    from minicompile.bench.cases import CASES
+    from minicompile.bench.report import row
+
+    def off_by_a_little(fn):
+        return lambda *args: fn(*args) + 1e-2
+
+    monkeypatch.setattr(run, "COMPILERS", {
+        "mc": run.Compiler("minicompile", lambda: None, off_by_a_little)})
+    workload = CASES["pointwise"].make("cpu", *CASES["pointwise"].sizes["tiny"][0])
+    result = run.run_case("pointwise", workload, "cpu", "tiny", progress=lambda what: None)
+    assert result.status == {"mc": "WRONG"}
+    assert "mc" not in result.ms and "eager" in result.ms
+    assert any("WRONG" in note for note in result.notes)
+    cells = row(result, copy_gbs=1.0)
+    assert cells[4] == "WRONG" and cells[5] == "-"  # minicompile ms, mc/eager
