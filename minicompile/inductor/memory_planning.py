@@ -70,9 +70,8 @@ def plan_memory(scheduler: "Scheduler") -> MemoryPlan:
             if layout is None:
                 continue  # a tuple-returning extern kernel: its MultiOutputs hold the data
             nbytes = sympy.sympify(layout.storage_size() * scheduler.itemsize(name)).subs(hints)
-            if not nbytes.is_number:
-                raise ValueError(f"{name} has a size with no traced value: {nbytes}")
-            lifetime[name] = BufferLifetime(name, int(nbytes), i, i, name,
+            # a size no input had when traced (a SymInt argument): counted as 0 in the report
+            lifetime[name] = BufferLifetime(name, int(nbytes) if nbytes.is_number else 0, i, i, name,
                                             name in scheduler.output_names)
         for name in k.read_names():
             if name in lifetime:
