@@ -102,14 +102,14 @@ def test_wrapper_frees_dead_buffers_and_reuses_their_storage():
     torch.testing.assert_close(call(list(args))[0], fn(*args))
 
 
-def test_output_code_log_prints_the_wrapper(capsys):
+def test_output_code_log_prints_the_wrapper(capfd):
     mc.set_logs("output_code")
     try:
         f = mc.compile(lambda x: x.sin() + 1)
         f(torch.randn(4))
     finally:
         mc.set_logs("")
-    err = capsys.readouterr()
+    err = capfd.readouterr()
     assert "def call(args):" in err.out + err.err
 
 
