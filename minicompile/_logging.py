@@ -42,6 +42,21 @@ _enabled: set[str] = set()
 _handler: logging.Handler | None = None
 
 
+class _CurrentStderrHandler(logging.StreamHandler):
+    """Writes to whatever ``sys.stderr`` is *now*, not the stream in place when logging began.
+
+    Jupyter kernels and pytest swap ``sys.stderr``; a handler bound to the old object would print
+    into a stream nobody reads any more.
+    """
+
+    def __init__(self) -> None:
+        logging.Handler.__init__(self)
+
+    @property
+    def stream(self):  # type: ignore[override]
+        return sys.stderr
+
+
 def _parse(spec: str) -> set[str]:
     names = {s.strip().lstrip("+") for s in spec.split(",") if s.strip()}
     if "all" in names:
@@ -60,7 +75,7 @@ def set_logs(*names: str) -> None:
     _enabled.update(_parse(",".join(names)))
     root = logging.getLogger("minicompile")
     if _enabled and _handler is None:
-        _handler = logging.StreamHandler(sys.stderr)
+        _handler = _CurrentStderrHandler()
         _handler.setFormatter(logging.Formatter("[%(name)s] %(message)s"))
         root.addHandler(_handler)
         root.setLevel(logging.INFO)

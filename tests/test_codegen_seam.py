@@ -126,3 +126,18 @@ def test_unknown_cpu_backend_is_a_clear_error(monkeypatch):
     s = schedule_function(lambda x: x + 1, torch.randn(3))
     with pytest.raises(ValueError, match="no code generator 'fortran'"):
         run_scheduled(s, torch.randn(3))
+
+
+def test_logs_follow_a_swapped_stderr(monkeypatch):
+    """Jupyter and pytest replace sys.stderr; logging must write to the stream in place now."""
+    import io
+
+    first, second = io.StringIO(), io.StringIO()
+    monkeypatch.setattr("sys.stderr", first)
+    mc.set_logs("output_code")
+    try:
+        monkeypatch.setattr("sys.stderr", second)
+        mc.compile(lambda x: x.cos() * 2)(torch.randn(3))
+    finally:
+        mc.set_logs("")
+    assert "def call(args):" in second.getvalue()
