@@ -27,6 +27,7 @@ import concurrent.futures
 import ctypes
 import hashlib
 import os
+import platform
 import shutil
 import subprocess
 import tempfile
@@ -35,13 +36,25 @@ from typing import Callable
 
 from .common import CodegenError
 
+def libmvec_flags() -> list[str]:
+    """Link glibc's vector math (sin, exp... 8 at a time in `omp simd` loops) where it exists:
+    x86-64 Linux, glibc >= 2.22 (2.35 added tanh, erf, log1p...); see cpp_prefix.h."""
+    version = os.confstr("CS_GNU_LIBC_VERSION") if hasattr(os, "confstr") else None
+    if platform.machine() != "x86_64" or not version or not version.startswith("glibc "):
+        return []
+    major, minor = (int(p) for p in version.split()[1].split(".")[:2])
+    level = 235 if (major, minor) >= (2, 35) else 222 if (major, minor) >= (2, 22) else 0
+    return [f"-DMC_LIBMVEC={level}"] if level else []
+
+
 CXX = os.environ.get("CXX", "g++")
 FLAGS = [
     "-O3", "-march=native",  # vector instructions of this machine (AVX2/AVX-512 where present)
     "-fopenmp",  # the parallel loops and `omp simd` reductions
     "-fno-math-errno",  # sqrt may be one instruction and vectorise: torch never reads errno
-    "-std=c++17", "-shared", "-fPIC",
+    "-std=c++17", "-shared", "-fPIC", *libmvec_flags(),
 ]
+LIBS = ["-lmvec"] if libmvec_flags() else []  # after the source: the linker drops unused ones
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpp_prefix.h")) as _f:
     PREFIX = _f.read()
 CACHE_DIR: str | None = None  # None: a private folder under the system temp dir
@@ -52,7 +65,7 @@ class CppCompileError(CodegenError):
 
 
 def command(source_path: str, output_path: str, include_dir: str = "<cache>") -> list[str]:
-    return [CXX, *FLAGS, "-I", include_dir, source_path, "-o", output_path]
+    return [CXX, *FLAGS, "-I", include_dir, source_path, "-o", output_path, *LIBS]
 
 
 def cache_dir() -> str:
@@ -88,7 +101,7 @@ def precompiled_prefix(directory: str) -> str:
 
 def build(source: str, name: str) -> str:
     """The path of ``source`` compiled to a shared object, compiling only on a cache miss."""
-    key = hashlib.sha256("\0".join([source, PREFIX, CXX, *FLAGS]).encode()).hexdigest()
+    key = hashlib.sha256("\0".join([source, PREFIX, CXX, *FLAGS, *LIBS]).encode()).hexdigest()
     directory = cache_dir()
     so_path = os.path.join(directory, f"{key}.so")
     if os.path.exists(so_path):
