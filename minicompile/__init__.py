@@ -19,6 +19,14 @@ from typing import Any, Callable
 from ._logging import set_logs
 from .backends import list_backends, lookup_backend, register_backend
 from .metrics import metrics
+from .aot_autograd.joint import PRE_AUTOGRAD_DECOMPOSITIONS
+from .decompositions import rnn_decompositions
+from .dynamo.eval_frame import optimize
+from .dynamo.eval_frame import reset as dynamo_reset
+from .dynamo.explain import explain as dynamo_explain
+
+# The composition root wires the stages: AOT autograd unrolls RNNs with decompositions/rnn.py.
+PRE_AUTOGRAD_DECOMPOSITIONS.update(rnn_decompositions)
 
 __all__ = ["compile", "explain", "reset", "mark_dynamic", "metrics", "set_logs",
            "list_backends", "register_backend"]
@@ -46,8 +54,6 @@ def compile(
     if mode == "reduce-overhead":
         raise NotImplementedError("mode='reduce-overhead' needs the CUDA-graphs stage, which is "
                                   "not part of minicompile yet; use mode=None")
-    from .dynamo.eval_frame import optimize
-
     compiler = lookup_backend(backend)
     if backend == "inductor" and mode not in (None, "default"):  # the mode reaches inductor
         compiler = functools.wraps(compiler)(functools.partial(compiler, mode=mode))
@@ -56,16 +62,12 @@ def compile(
 
 def explain(fn: Callable) -> Callable[..., Any]:
     """``mc.explain(fn)(*args)`` -> ExplainOutput: graphs, breaks with reasons, guards, program."""
-    from .dynamo.explain import explain as _explain
-
-    return _explain(fn)
+    return dynamo_explain(fn)
 
 
 def reset() -> None:
     """Drop every cache entry and compiled artifact (mirrors ``torch._dynamo.reset``)."""
-    from .dynamo.eval_frame import reset as _reset
-
-    _reset()
+    dynamo_reset()
 
 
 def mark_dynamic(tensor: Any, dim: int | list[int]) -> None:

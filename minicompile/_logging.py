@@ -17,6 +17,8 @@ import os
 import sys
 from typing import Callable
 
+from . import config, debug
+
 # Artifact names follow TORCH_LOGS wherever a counterpart exists.
 ARTIFACTS = {
     "bytecode": "original and transformed bytecode of each compiled frame",
@@ -33,6 +35,7 @@ ARTIFACTS = {
     "fusion": "fusion decisions, and the reason for each refused fusion",
     "output_code": "the generated wrapper and kernels",
     "cudagraphs": "CUDA graph captures and replays",
+    "autotuning": "block sizes timed for each Triton kernel and the one chosen",
 }
 
 _enabled: set[str] = set()
@@ -76,8 +79,6 @@ def get_artifact_logger(name: str) -> logging.Logger:
 
 def trace_artifact(name: str, text: str | Callable[[], str], title: str = "") -> None:
     """Report one artifact: log it if enabled, dump it if debugging, else do nothing."""
-    from . import config, debug
-
     if not (is_enabled(name) or config.debug):
         return
     body = text() if callable(text) else text

@@ -11,9 +11,7 @@ import os
 # --- dynamo ---------------------------------------------------------------------------------------
 recompile_limit = 8  # entries per code object before the frame runs eagerly (cache_size_limit)
 automatic_dynamic_shapes = True  # a dim whose size changed becomes symbolic on the next compile
-assume_static_by_default = True  # first compile specialises every size (dynamic=None)
 specialize_int = False  # an int argument that changed becomes a SymInt instead of a constant
-inline_inbuilt_nn_modules = True
 
 # --- debugging --------------------------------------------------------------------------------------
 debug = os.environ.get("MINICOMPILE_DEBUG", "0") not in ("", "0")

@@ -1,5 +1,5 @@
 """``MINICOMPILE_DEBUG=1``: write every stage's artifact of every compile into a folder
-(mirrors TORCH_COMPILE_DEBUG's torch_compile_debug/ tree).
+(mirrors TORCH_COMPILE_DEBUG's torch_compile_debug/ tree, written by torch/_inductor/debug.py).
 
 Layout: ``<debug_dir>/run_<pid>/<NNN>_<artifact>.txt``, numbered in the order produced, so
 reading the folder top to bottom replays the pipeline.

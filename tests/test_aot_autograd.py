@@ -15,7 +15,7 @@ import minicompile as mc
 from minicompile.aot_autograd import (aot_function, aot_module_simplified, default_partition,
                                       min_cut_rematerialization_partition, trace_graph,
                                       trace_module)
-from minicompile.aot_autograd.backend import aot_eager
+from minicompile.backends.aot_eager import aot_eager
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
 
@@ -579,7 +579,7 @@ def test_variant_traced_after_the_guards_were_made_may_not_add_guards():
     """The first variant is traced while Dynamo compiles, before it renders its guards; one
     traced later (another requires-grad pattern) that specialises a dynamic size would need a
     guard nobody checks any more: it falls back to eager instead."""
-    from minicompile.dynamo.symbolic_shapes import ShapeEnv
+    from minicompile.shapes.symbolic_shapes import ShapeEnv
 
     def specialising_sum(x, dims, keepdim=False, **kwargs):
         int(x.shape[0])  # reads a size as a Python int: a guard n == 3

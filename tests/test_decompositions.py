@@ -223,7 +223,7 @@ def test_core_aten_report():
 # --- the prims level --------------------------------------------------------------------------
 from models import MODELS  # noqa: E402
 
-from minicompile.decompositions.levels import trace_levels  # noqa: E402
+from minicompile.course.levels import trace_levels  # noqa: E402
 from minicompile.decompositions.prims import promote  # noqa: E402
 
 # ops with no public prim: library calls (matmul, convolution) and views handled as indexing
@@ -282,7 +282,7 @@ def test_recurrent_layers_unrolled_match_eager(make):
     import copy
 
     import minicompile as mc
-    from minicompile.aot_autograd.backend import aot_eager
+    from minicompile.backends.aot_eager import aot_eager
 
     torch.manual_seed(0)
     model = _RNNHead(make())

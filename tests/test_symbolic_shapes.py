@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch._subclasses import FakeTensorMode
 
-from minicompile.dynamo.sym_node import SymNode
-from minicompile.dynamo.symbolic_shapes import (
+from minicompile.shapes.sym_node import SymNode
+from minicompile.shapes.symbolic_shapes import (
     ShapeEnv,
     expr_of,
     fake_from_sizes,

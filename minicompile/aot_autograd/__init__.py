@@ -7,7 +7,9 @@
     partitioners.py    default and min-cut partitions into forward and backward graphs
     runtime_wrappers.py  the torch.autograd.Function that runs them
     aot_autograd.py    aot_module_simplified / aot_function
-    backend.py         the aot_eager backend
+
+The aot_eager backend (AOT autograd + decompositions) is composed in backends/aot_eager.py;
+comparisons with real AOTAutograd are course tooling (course/compare.py).
 """
 
 from .aot_autograd import aot_function, aot_module_simplified, trace_module

@@ -88,6 +88,23 @@ def functional_variant(op: torch._ops.OpOverload) -> torch._ops.OpOverload:
     raise Unsupported(f"no functional variant of the mutating op {op}")
 
 
+def _fill_defaults(node: fx.Node, op: torch._ops.OpOverload) -> None:
+    """Write out every argument the traced call left to ``op``'s defaults. The functional
+    variant's defaults may differ or be missing: ``bernoulli_.float(self, float p=0.5)`` becomes
+    ``bernoulli.p(self, float p)``, so ``x.bernoulli_()`` must become ``bernoulli.p(x, 0.5)``."""
+    args, kwargs = list(node.args), dict(node.kwargs)
+    for i, a in enumerate(op._schema.arguments):
+        if not a.has_default_value() or a.name in kwargs or (not a.kwarg_only and i < len(args)):
+            continue
+        if a.kwarg_only:
+            kwargs[a.name] = a.default_value
+        elif i == len(args):
+            args.append(a.default_value)
+        else:  # unreachable: positional arguments are contiguous
+            raise Unsupported(f"{op}: argument {a.name} out of order")
+    node.args, node.kwargs = tuple(args), kwargs
+
+
 def _arg_types(op: torch._ops.OpOverload) -> list[str]:
     return [str(a.type) for a in op._schema.arguments]
 
@@ -140,6 +157,7 @@ def functionalize(gm: fx.GraphModule) -> dict[str, fx.Node]:
             if written != [0] or op._schema.returns[0].alias_info is None:
                 raise Unsupported(f"{op} writes arguments {written}; only `self` is handled")
             node.target = functional_variant(op)
+            _fill_defaults(node, op)  # the variant may require what the in-place op defaulted
             new_versions = [(node.args[0], node)]  # the node itself is x's new version
         for old, new in new_versions:
             owner = owner_of.get(old.meta.get("storage"), old)
@@ -171,6 +189,13 @@ def _scatter_into(graph: fx.Graph, base: fx.Node, view_value: fx.Node,
     if not _is_dense(base_val):
         raise Unsupported("a write through a view of a tensor that is itself not dense")
     offset = view.storage_offset() - base_val.storage_offset()
+    if base.op == "placeholder":
+        # ATen reads the offset in the base's own storage; an input may start anywhere in
+        # its storage (``x[4:8]``, and offsets are not guarded): scatter into a fresh copy
+        with graph.inserting_after(after):
+            base = graph.call_function(aten.clone.default, (base,))
+        base.meta["val"] = base_val = base_val.clone()
+        after = base
     with graph.inserting_after(after):
         node = graph.call_function(aten.as_strided_scatter.default, (
             base, view_value, list(view.shape), list(view.stride()), offset))

@@ -25,9 +25,13 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils._pytree import tree_flatten
 
 from .functionalize import functionalize
-from ..decompositions.rnn import rnn_decompositions
-from ..dynamo.symbolic_shapes import has_symbolic_sizes, symbolic_dispatch
+from ..shapes.symbolic_shapes import has_symbolic_sizes, symbolic_dispatch
 from .tracer import DispatchTracer, PreAutogradDecompositions, Unsupported, storage_key
+
+# Python-level functions replaced before autograd sees them (torch._VF.lstm -> cell equations:
+# decompositions/rnn.py). Filled by the composition root (minicompile/__init__.py), so this
+# stage never imports the later decompositions stage.
+PRE_AUTOGRAD_DECOMPOSITIONS: dict[Callable, Callable] = {}
 
 
 @dataclass
@@ -132,7 +136,7 @@ def trace_graph(fn: Callable, fake_args: list, requires_grad: list[bool],
             primals = _prepare_inputs(fake_args, requires_grad)
             for i, p in enumerate(primals):
                 tracer.placeholder(f"primals_{i + 1}", p)
-            with tracer, PreAutogradDecompositions(rnn_decompositions):
+            with tracer, PreAutogradDecompositions(PRE_AUTOGRAD_DECOMPOSITIONS):
                 outs = tree_flatten(fn(*primals))[0]  # any output structure -> flat list
             aliases = output_aliases(outs, primals)
             outs = [o for i, o in enumerate(outs) if i not in aliases]  # the graph's outputs

@@ -20,7 +20,7 @@ Backend = Callable  # (gm, example_inputs) -> compiled callable
 _REGISTRY: dict[str, Backend] = {}
 _LAZY: dict[str, str] = {
     "eager": "minicompile.backends.simple:eager",
-    "aot_eager": "minicompile.aot_autograd.backend:aot_eager",
+    "aot_eager": "minicompile.backends.aot_eager:aot_eager",
     "inductor": "minicompile.inductor.backend:inductor",
     "torch-inductor": "minicompile.backends.simple:torch_inductor",
     "torch-aot_eager": "minicompile.backends.simple:torch_aot_eager",

@@ -8,7 +8,13 @@
     reductions.py    mean, var, var_mean, std, sum
     linear.py        addmm, linear, t, addcmul, ...
     losses.py        mse_loss, nll_loss, cross_entropy and backwards; dropout
-    rnn.py           LSTM, GRU, RNN unrolled into cell equations (applied before autograd)
+    rnn.py           LSTM, GRU, RNN unrolled into cell equations (applied before autograd: the
+                     composition root hands this table to aot_autograd/joint.py)
+    prims.py         prims rows under core ATen (torch/_refs), for the levels notebook
+    registry.py      the table, register_decomposition, get_decompositions, op counting
+    util.py          helpers the rows share (dtype promotion, reduction dims)
+
+The three-levels view (ATen, core ATen, prims) is course tooling: course/levels.py.
 """
 
 from . import activations, linear, losses, norms, reductions, softmax  # noqa: F401 (register rows)

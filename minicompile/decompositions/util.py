@@ -1,4 +1,5 @@
-"""Helpers shared by the decomposition rows: dtype handling and dimension lists."""
+"""Helpers shared by the decomposition rows: dtype handling and dimension lists (no counterpart:
+torch/_decomp/decompositions.py keeps such helpers next to its rows)."""
 
 from __future__ import annotations
 

@@ -17,7 +17,8 @@ File map (each mirrors the file of the same name under torch/_dynamo/ unless not
     guards.py            Guard, guard kinds as a codegen table, the generated guard(L, G)
     explain.py           mc.explain(fn)(*args) -> ExplainOutput
     exc.py               Unsupported (the reason + user line of everything not captured)
-    symbolic_shapes.py, bytecode_transformation.py, resume_execution.py: later stages
+    symbolic_shapes.py, sym_node.py: re-export minicompile/shapes/ (the shared layer)
+    bytecode_transformation.py, resume_execution.py: later stages
 
 Read in this order: eval_frame -> convert_frame -> symbolic_convert -> handlers_* -> variables/.
 """

@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterator
 import torch
 
 from .. import config
+from ..shapes.symbolic_shapes import has_symbolic_sizes, is_symbolic
 
 CHANGED = None  # a remembered size that has differed between compiles
 
@@ -129,6 +130,4 @@ def specialize_per_shape(backend: Callable) -> Callable:
 
 
 def _has_symbols(value: Any) -> bool:
-    from .symbolic_shapes import has_symbolic_sizes, is_symbolic
-
     return is_symbolic(value) or has_symbolic_sizes(value)

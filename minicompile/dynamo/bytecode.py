@@ -24,30 +24,68 @@ from __future__ import annotations
 import dis
 import sys
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 PY312 = sys.version_info >= (3, 12)
 DIS_DOCS = "https://docs.python.org/{v}/library/dis.html#opcode-{op}"
 
 
-@dataclass
-class Instruction:
-    """One normalised instruction; ``target`` is the index (not offset) of a jump's destination."""
+@dataclass(eq=False)
+class ExnTabEntry:
+    """Where an exception raised by the instructions carrying this entry goes.
 
+    ``depth``: the stack is popped down to this many items before the handler runs; ``lasti``:
+    the raising instruction's offset is pushed too (``with`` cleanups use it to re-raise).
+    """
+
+    target: Instruction
+    depth: int
+    lasti: bool
+
+    def key(self) -> tuple[int, int, bool]:
+        return (id(self.target), self.depth, self.lasti)
+
+
+@dataclass(eq=False)  # identity semantics: instructions are dict keys and jump targets
+class Instruction:
+    """One instruction (torch/_dynamo/bytecode_transformation.py's ``Instruction``), used both by
+    the interpreter (``cleaned_instructions``: the normalised set) and by bytecode editing
+    (``instructions_from_code``: the real set). ``target`` is the *instruction* a jump goes to,
+    never an index or an offset: the interpreter finds its index with ``indexof``."""
+
+    opcode: int  # -1 for a normalised name the running Python has no opcode for (LOAD_METHOD)
     opname: str
-    arg: int | None
-    argval: Any
-    argrepr: str
-    offset: int  # offset of the original instruction (shared by the parts of an expansion)
-    lineno: int | None
-    original: str  # the opname dis printed on this Python
-    target: int | None = None
+    arg: int | None = None
+    argval: Any = None
+    offset: int | None = None  # the original offset (shared by the parts of an expansion)
+    positions: dis.Positions | None = None  # source line and columns, for tracebacks
+    target: Instruction | None = None  # jumps only
+    exn_tab_entry: ExnTabEntry | None = None
+    extended_args: int = field(default=0, repr=False)  # EXTENDED_ARG prefixes, set by assemble
+    argrepr: str = ""  # as dis prints the argument
+    lineno: int | None = None  # the source line in force here (cleaned_instructions sets it)
+    original: str | None = None  # the opname dis printed, when normalising renamed it
+
+    @property
+    def starts_line(self) -> int | None:
+        return self.positions.lineno if self.positions else None
 
     def __repr__(self) -> str:
-        renamed = "" if self.original == self.opname else f"  (was {self.original})"
-        arg = f" {self.argrepr}" if self.argrepr else ""
-        return f"{self.offset:>4} {self.opname}{arg}{renamed}"
+        arg = ""
+        if self.target is not None:
+            arg = f" -> {self.target.offset if self.target.offset is not None else '?'}"
+        elif self.argrepr:
+            arg = f" {self.argrepr}"
+        elif self.arg is not None or self.argval is not None:
+            arg = f" {self.argval!r}"
+        renamed = "" if self.original in (None, self.opname) else f"  (was {self.original})"
+        return f"{self.offset if self.offset is not None else '?':>4} {self.opname}{arg}{renamed}"
+
+
+def indexof(instructions: list[Instruction]) -> dict[Instruction, int]:
+    """Each instruction's position in the list (a jump's ``target`` -> where to continue)."""
+    return {inst: i for i, inst in enumerate(instructions)}
 
 
 # Plain renames: the interpreter only knows the right-hand names.
@@ -98,7 +136,8 @@ def _expand(ins: dis.Instruction, code: types.CodeType) -> list[tuple[str, Any, 
 
 
 def cleaned_instructions(code: types.CodeType) -> list[Instruction]:
-    """The code object's instructions, normalised, with jump targets resolved to indices."""
+    """The code object's instructions, normalised, each jump's ``target`` an instruction of the
+    list."""
     out: list[Instruction] = []
     first_index: dict[int, int] = {}  # original offset -> index of its first normalised part
     lineno = code.co_firstlineno
@@ -108,12 +147,15 @@ def cleaned_instructions(code: types.CodeType) -> list[Instruction]:
             lineno = ins.positions.lineno
         first_index[ins.offset] = len(out)
         for opname, val, rep, arg in _expand(ins, code):
-            out.append(Instruction(opname, arg, val, rep, ins.offset, lineno, ins.opname))
+            out.append(Instruction(dis.opmap.get(opname, -1), opname, arg, val, ins.offset,
+                                   ins.positions, argrepr=rep, lineno=lineno,
+                                   original=ins.opname))
     for inst, ins in zip_parts(out, raw):
         if ins.opcode in dis.hasjrel or ins.opcode in dis.hasjabs:
-            inst.target = first_index[ins.argval]
-            if out[inst.target].opname == "END_FOR":  # 3.12: FOR_ITER really resumes after it
-                inst.target += 1
+            target = first_index[ins.argval]
+            if out[target].opname == "END_FOR":  # 3.12: FOR_ITER really resumes after it
+                target += 1
+            inst.target = out[target]
     return out
 
 

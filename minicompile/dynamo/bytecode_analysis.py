@@ -15,9 +15,10 @@ instruction unless this one ends the block, the jump target, and the exception h
 from __future__ import annotations
 
 import dis
+import types
 from collections import deque
 
-from .bytecode_transformation import Instruction
+from .bytecode import Instruction
 
 # Instructions after which control never falls through to the next instruction.
 TERMINAL = {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE", "JUMP_FORWARD",
@@ -37,6 +38,13 @@ STACK_EFFECT_OVERRIDES = {
     # the stack, and the POP_TOP that follows removes it.
     "RETURN_GENERATOR": 1,
 }
+
+
+def writes_globals(code: types.CodeType) -> bool:
+    """Whether ``code`` (or a function nested in it) stores or deletes a global: such a frame
+    can't run with a proxy for its globals (eval_frame.py's ``_CompilingGlobals``)."""
+    return any(i.opname in ("STORE_GLOBAL", "DELETE_GLOBAL") for i in dis.get_instructions(code)) \
+        or any(writes_globals(c) for c in code.co_consts if isinstance(c, types.CodeType))
 
 
 def _stack_effect(inst: Instruction, jump: bool) -> int:

@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import dis
 import sys
-from dataclasses import dataclass, field
 from types import CodeType
 from typing import Any, Iterable
+
+from .bytecode import ExnTabEntry, Instruction  # noqa: F401  (re-exported: the one instruction class)
+from .bytecode_analysis import stacksize_analysis
 
 _NOTHING = object()  # "argval not given" (None is a real argval: LOAD_CONST None)
 
@@ -40,47 +42,6 @@ CACHE = dis.opmap["CACHE"]
 def cache_entries(opcode: int) -> int:
     """Inline CACHE code units that follow ``opcode`` (3.11+ specialization scratch space)."""
     return dis._inline_cache_entries[opcode]
-
-
-@dataclass(eq=False)
-class ExnTabEntry:
-    """Where an exception raised by the instructions carrying this entry goes.
-
-    ``depth``: the stack is popped down to this many items before the handler runs; ``lasti``:
-    the raising instruction's offset is pushed too (``with`` cleanups use it to re-raise).
-    """
-
-    target: Instruction
-    depth: int
-    lasti: bool
-
-    def key(self) -> tuple[int, int, bool]:
-        return (id(self.target), self.depth, self.lasti)
-
-
-@dataclass(eq=False)  # identity semantics: instructions are dict keys and jump targets
-class Instruction:
-    opcode: int
-    opname: str
-    arg: int | None = None
-    argval: Any = None
-    offset: int | None = None  # set by decoding and by assemble(); meaningless while editing
-    positions: dis.Positions | None = None  # source line and columns, for tracebacks
-    target: Instruction | None = None  # jumps only
-    exn_tab_entry: ExnTabEntry | None = None
-    extended_args: int = field(default=0, repr=False)  # EXTENDED_ARG prefixes, set by assemble
-
-    @property
-    def starts_line(self) -> int | None:
-        return self.positions.lineno if self.positions else None
-
-    def __repr__(self) -> str:
-        arg = ""
-        if self.target is not None:
-            arg = f" -> {self.target.offset if self.target.offset is not None else '?'}"
-        elif self.arg is not None or self.argval is not None:
-            arg = f" {self.argval!r}"
-        return f"{self.offset if self.offset is not None else '?':>4} {self.opname}{arg}"
 
 
 def create_instruction(
@@ -325,8 +286,6 @@ def code_from_instructions(
     insts: list[Instruction], template: CodeType, **replace: Any
 ) -> CodeType:
     """Assemble ``insts`` into a copy of ``template`` (co_* fields overridable via ``replace``)."""
-    from .bytecode_analysis import stacksize_analysis
-
     varnames = replace.get("co_varnames", template.co_varnames)
     cellvars = replace.get("co_cellvars", template.co_cellvars)
     freevars = replace.get("co_freevars", template.co_freevars)

@@ -72,12 +72,12 @@ class PyCodegen:
         def visit(vt) -> None:
             if not hasattr(vt, "source"):
                 return
-            if is_built_container(vt):
+            if vt.is_built_container():
                 if id(vt) in seen:
                     self.shared.add(id(vt))
                     return
                 seen.add(id(vt))
-            for child in children(vt):
+            for child in vt.children():
                 visit(child)
 
         for root in roots:
@@ -100,27 +100,6 @@ class PyCodegen:
         name = f"__{hint}_{next(_unique)}"
         self.installed[name] = value
         return name
-
-
-def is_built_container(vt) -> bool:
-    """A list or dict made while tracing: rebuilding it makes a new object each time."""
-    from .variables.dicts import ConstDictVariable
-    from .variables.lists import ListVariable
-    from .variables.misc import UserDefinedObjectVariable
-
-    if isinstance(vt, UserDefinedObjectVariable):  # an object built while tracing (Calc(5))
-        return vt.source is None and vt.attrs is not None
-    return vt.source is None and isinstance(vt, (ListVariable, ConstDictVariable))
-
-
-def children(vt) -> list:
-    """The trackers ``vt`` is rebuilt from."""
-    items = getattr(vt, "items", None)
-    found = list(items.values()) if isinstance(items, dict) else \
-        list(items) if isinstance(items, (list, tuple)) else []
-    found += [getattr(vt, a) for a in ("obj", "dict_vt") if hasattr(vt, a)]
-    found += list((getattr(vt, "attrs", None) or {}).values())  # an object built while tracing
-    return found
 
 
 def make_function(source: str, name: str, f_globals: dict, installed: dict[str, Any]) -> Callable:

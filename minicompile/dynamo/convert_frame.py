@@ -19,6 +19,7 @@ from ..metrics import metrics
 from . import handlers_data, handlers_flow  # noqa: F401  (registers the instruction handlers)
 from .bytecode import format_listing
 from .exc import Unsupported
+from .graph_break import break_at
 from .guards import GuardFn, build_guard_fn
 from .output_graph import FrameResult, OutputGraph
 from .symbolic_convert import InstructionTranslator
@@ -49,7 +50,10 @@ def convert_frame(fn: types.FunctionType, f_locals: dict, backend: Callable,
             if break_error is not None:
                 tx.break_index, tx.break_error = break_error.root_index, break_error
             tx.run()
-            result = tx.break_result or output.compile_and_codegen(tx.return_value)
+            if tx.stopped_at_break:
+                result = break_at(tx, tx.index, break_error)
+            else:
+                result = output.compile_and_codegen(tx.return_value)
             break
         except Unsupported as e:  # graph_break.py: trace again, breaking where it failed
             if fullgraph or break_error is not None or getattr(e, "root_index", None) is None:

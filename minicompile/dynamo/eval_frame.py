@@ -21,6 +21,7 @@ are still compiled as their own frames (:func:`run_eagerly`).
 
 from __future__ import annotations
 
+import builtins
 import functools
 import inspect
 import types
@@ -33,8 +34,11 @@ import torch
 from .. import _logging, config
 from ..metrics import metrics
 from .automatic_dynamic import DynamicPolicy, FrameState, dynamic_policy
+from .bytecode_analysis import writes_globals
 from .convert_frame import CacheEntry, convert_frame
 from .exc import FullGraphError, Unsupported
+from .symbolic_convert import NATIVE_MODULES
+from .variables.nn_module import _has_hooks
 
 
 @dataclass
@@ -55,6 +59,57 @@ class FrameCache:
     def notify(self, event: str, payload: Any) -> None:
         for listener in self.listeners:
             listener(event, payload)
+
+    def compiled_callee(self, fn: types.FunctionType, backend: Callable,
+                        key: Any = None) -> Callable:
+        """``optimize(fn)`` for a frame compiled code calls natively (a resume function, a user
+        function a graph break calls, a callee of a frame that runs eagerly): one wrapper per
+        ``key`` (default ``fn``) and backend, so it keeps its compiled entries across calls."""
+        wrappers = self.wrappers.setdefault(backend, {})
+        key = fn if key is None else key
+        if key not in wrappers:
+            wrappers[key] = optimize(fn, backend, cache=self)
+        return wrappers[key]
+
+    def eager_frame(self, fn: types.FunctionType, backend: Callable) -> types.FunctionType:
+        """``fn`` to run eagerly, as a frame real Dynamo skips: the user functions it looks up
+        in its globals are wrapped by ``optimize``, so they are still compiled as their own
+        frames (``fn`` itself when its code writes globals: those writes must reach the real
+        module)."""
+        if writes_globals(fn.__code__):
+            return fn
+        wrappers = self.wrappers.setdefault(backend, {})
+        if ("eager", fn) not in wrappers:
+            def wrap(value: Any) -> Any:
+                module = (getattr(value, "__module__", None) or "").split(".")[0]
+                if not isinstance(value, types.FunctionType) \
+                        or module in NATIVE_MODULES | {"torch"} \
+                        or hasattr(value, "_minicompile_orig"):
+                    return value
+                return self.compiled_callee(value, backend)
+
+            code = fn.__code__
+            eager = types.FunctionType(code, _CompilingGlobals(fn.__globals__, wrap),
+                                       code.co_name, fn.__defaults__, fn.__closure__)
+            wrappers[("eager", fn)] = eager
+        eager = wrappers[("eager", fn)]
+        # the copy must follow the original: ``__defaults__`` may have been reassigned since
+        eager.__defaults__, eager.__kwdefaults__ = fn.__defaults__, fn.__kwdefaults__
+        return eager
+
+
+class _CompilingGlobals(dict):
+    """The globals a skipped frame runs with: a user function it looks up comes back wrapped
+    by ``optimize``, so the frames it calls are still compiled (real Dynamo's PEP 523 hook sees
+    every frame, skipped or not). Reads go to the module's real globals."""
+
+    def __init__(self, real: dict, wrap: Callable[[Any], Any]):
+        super().__init__(__builtins__=real.get("__builtins__", builtins), __name__=real.get(
+            "__name__"))
+        self.real, self.wrap = real, wrap
+
+    def __getitem__(self, name: str) -> Any:
+        return self.wrap(self.real[name])  # KeyError: CPython then looks in the builtins
 
 
 CACHE = FrameCache()
@@ -185,10 +240,8 @@ def run_frame(fn: types.FunctionType, args: tuple, kwargs: dict, backend: Callab
 def run_eagerly(fn: types.FunctionType, args: tuple, kwargs: dict, backend: Callable,
                 cache: FrameCache) -> Any:
     """Run a frame that falls back to eager. Real Dynamo's hook still sees the frames it calls,
-    so the user functions it calls are compiled as their own frames (graph_break.py)."""
-    from .graph_break import eager_with_compiled_callees
-
-    return eager_with_compiled_callees(fn, backend, cache)(*args, **kwargs)
+    so the user functions it calls are compiled as their own frames."""
+    return cache.eager_frame(fn, backend)(*args, **kwargs)
 
 
 class OptimizedModule(torch.nn.Module):
@@ -203,8 +256,6 @@ class OptimizedModule(torch.nn.Module):
         self._dynamic = dynamic
 
     def forward(self, *args, **kwargs):
-        from .variables.nn_module import _has_hooks
-
         forward = inspect.getattr_static(self._orig_mod, "forward", None)
         if not isinstance(forward, types.FunctionType) or _has_hooks(self._orig_mod):
             return self._orig_mod(*args, **kwargs)

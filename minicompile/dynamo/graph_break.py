@@ -5,7 +5,8 @@
 How a break happens (Dynamo's "restart analysis"): the root frame is traced; when an instruction
 of the *root* frame raises ``Unsupported`` (directly, or from inside a user function it was
 inlining), convert_frame records that instruction's index and traces the frame again from the
-start. This time, right before that instruction, :func:`break_at` stops tracing and writes::
+start. This time the interpreter stops right before that instruction, and convert_frame calls
+:func:`break_at`, which writes::
 
     def __transformed_code_3_f(x, y):
         graph_out_0 = __compiled_fn_4(x)             # graph 1: everything traced so far
@@ -23,66 +24,41 @@ Mutations traced before the break (side_effects.py) are replayed before the nati
 A break *inside a loop* (a jump after it goes back before it: Dynamo's ``maybe_has_backedge``)
 does not resume: like real Dynamo, the frame runs eagerly with no graph (:func:`skip_frame`),
 while the user functions it calls are still compiled as their own frames.
+
+The transformed function is written per opcode family (:data:`BREAK_WRITERS`: a call, a
+conditional jump, any other instruction), then one epilogue adds the graph, the replayed side
+effects and the record of the break. Whether a break can resume at all (inside a loop, a ``try``)
+is resume_execution.py's question; a function called natively or resumed goes through the frame
+cache (``FrameCache.compiled_callee``), so its own frame is compiled with its own cache entries.
 """
 
 from __future__ import annotations
 
-import builtins
 import inspect
 import types
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
 from .. import _logging
 from ..metrics import metrics
 from .bytecode import Instruction
-from .codegen import PyCodegen
+from .bytecode_analysis import writes_globals
+from .bytecode_transformation import instructions_from_code
 from .exc import Unsupported, unimplemented
 from .graph_break_hints import GraphBreak, classify_call
+from .output_graph import FrameResult, transformed_name
+from .resume_execution import (CONTEXT, ITERATOR, NULL, VALUE, ContinueExecutionCache, ResumeSpec,
+                               in_loop, in_try_block, live_locals, resume_blocker, resume_function)
 from .side_effects import reads_state
 from .symbolic_convert import NATIVE_MODULES
-from .resume_execution import (CONTEXT, ITERATOR, NULL, VALUE, ContinueExecutionCache, ResumeSpec,
-                               live_locals, resume_blocker, resume_function)
+from .variables.base import NullVariable
+from .variables.functions import UserFunctionVariable, UserMethodVariable
+from .variables.lists import ListIteratorVariable
+from .variables.misc import WithExitFunctionVariable
+from .variables.nn_module import NNModuleVariable, _has_hooks
 
 JUMPS = {"POP_JUMP_IF_FALSE": False, "POP_JUMP_IF_TRUE": True}  # jump when the value is ...
-
-
-def _wrappers(output) -> dict:
-    """The ``optimize`` wrappers of resume functions and natively called user functions of
-    this frame cache and backend (``FrameCache.wrappers``)."""
-    return output.frame_cache.wrappers.setdefault(output.backend, {})
-
-
-def reconstruct(vt, codegen: PyCodegen) -> str:
-    """A Python expression for ``vt`` in the transformed function (adds the kinds of values
-    that only appear on the stack mid-function to what ``VariableTracker.reconstruct`` knows)."""
-    from .variables.functions import UserFunctionVariable
-    from .variables.lists import ListIteratorVariable
-    from .variables.misc import GetAttrVariable, UserDefinedObjectVariable
-
-    if isinstance(vt, ListIteratorVariable):  # an iterator in a local: the items still to come
-        return f"iter({iterator_items(vt, codegen)})"
-    if isinstance(vt, GetAttrVariable):
-        return f"{reconstruct(vt.obj, codegen)}.{vt.name}"
-    if isinstance(vt, UserDefinedObjectVariable) and vt.source is None and vt.attrs is None:
-        # a logger, ... (an object built while tracing has no real counterpart: not this way)
-        return codegen.install_global(type(vt.value).__name__.lower(), vt.value)
-    if type(vt) is UserFunctionVariable and vt.source is None:
-        return codegen.install_global(vt.fn.__name__, vt.fn)
-    if hasattr(vt, "fn") and vt.source is None and not isinstance(vt, UserFunctionVariable):
-        name = getattr(vt.fn, "__name__", "")
-        if getattr(builtins, name, None) is vt.fn and name not in codegen.f_globals:
-            return name  # print, len, ...: readable, and the same object
-        return codegen.install_global(getattr(vt.fn, "__name__", "fn"), vt.fn)  # builtins, torch.*
-    return codegen(vt)
-
-
-def iterator_items(vt, codegen: PyCodegen) -> str:
-    """The tuple of the items an iterator has still to give (a loop in progress on the stack
-    is passed as this tuple: the resume function's prologue calls iter() on it)."""
-    rest = [reconstruct(v, codegen) for v in vt.items[vt.index:]]
-    return f"({''.join(r + ', ' for r in rest)})"
 
 
 def _callable_value(vt) -> Any:
@@ -95,12 +71,14 @@ def _callable_value(vt) -> Any:
     return None
 
 
-def _break_kind(fn_value: Any, reason: str) -> str:
+def _break_kind(fn_value: Any) -> str:
     if fn_value in (torch.Tensor.item, torch.Tensor.tolist):
         return "tensor_to_python"
     if fn_value is not None:
         return classify_call(fn_value)
     return "unsupported_construct"
+
+
 
 
 class BreakWriter:
@@ -114,7 +92,7 @@ class BreakWriter:
     def value(self, vt) -> str:
         """``vt``'s expression; one that reads outside state is copied into a temporary
         first when mutations will be replayed before the line that uses it."""
-        expr = reconstruct(vt, self.codegen)
+        expr = self.codegen(vt)
         if self.output.side_effects and reads_state(vt):
             name = f"__break_value_{len(self.temps)}"
             self.temps.append(f"{name} = {expr}")
@@ -129,10 +107,6 @@ class BreakWriter:
         return self.codegen.install_global("torch", torch)
 
     def stack_args(self, stack: list) -> tuple[tuple[str, ...], list[str]]:
-        from .variables.base import NullVariable
-        from .variables.lists import ListIteratorVariable
-        from .variables.misc import WithExitFunctionVariable
-
         kinds, exprs = [], []
         for vt in stack:
             if isinstance(vt, NullVariable):
@@ -142,7 +116,7 @@ class BreakWriter:
                 exprs.append(vt.ctx.fresh(self))
             elif isinstance(vt, ListIteratorVariable):  # a tuple the prologue calls iter() on
                 kinds.append(ITERATOR)
-                exprs.append(iterator_items(vt, self.codegen))
+                exprs.append(vt.remaining(self.codegen))
             else:
                 kinds.append(VALUE)
                 exprs.append(self.value(vt))
@@ -156,16 +130,14 @@ class BreakWriter:
         spec = ResumeSpec(original, offset, kinds, names)
         code = ContinueExecutionCache.lookup(spec)
         fn = self.output.root_fn
-        wrappers = _wrappers(self.output)
-        key = (code, id(fn.__closure__))
-        if key not in wrappers:
-            from .eval_frame import optimize
-
-            wrappers[key] = optimize(resume_function(code, fn), self.output.backend,
-                                     cache=self.output.frame_cache)
-        self.output.installed[code.co_name] = wrappers[key]
+        self.output.installed[code.co_name] = self.compiled(resume_function(code, fn),
+                                                            key=(code, id(fn.__closure__)))
         args = stack_exprs + [self.value(tx.symbolic_locals[n]) for n in names]
         return f"{code.co_name}({', '.join(args)})"
+
+    def compiled(self, fn: types.FunctionType, key: Any = None) -> Callable:
+        """``fn`` wrapped by ``optimize`` through the frame cache (one wrapper per function)."""
+        return self.output.frame_cache.compiled_callee(fn, self.output.backend, key)
 
     def graph_lines(self) -> list:
         """Compile the graph so far (its outputs: every tensor the code above needs)."""
@@ -193,181 +165,115 @@ def _next_offset(tx, index: int) -> int:
     unimplemented("graph break at the last instruction")
 
 
-def break_at(tx, index: int, error: Unsupported):
-    """Stop tracing before ``tx.instructions[index]``: return the FrameResult of the break."""
-    from .output_graph import FrameResult, transformed_name
-    from .variables.base import NullVariable
-
+def write_call(w: BreakWriter, tx, index: int, error: Unsupported) -> tuple[list, str, str]:
+    """CALL / CALL_FUNCTION_EX: call natively, then resume after it with the result on the
+    stack; under the grad mode in force at the break (inside ``with torch.no_grad():`` ...)."""
     inst = tx.instructions[index]
-    if in_loop(*ContinueExecutionCache.original(tx.code, inst.offset)):
+    if inst.opname == "CALL":
+        n = inst.arg + 2
+        kw_names = tx.kw_names or ()
+        below, call = tx.stack[:-n], tx.stack[-n:]
+        kinds, stack_exprs = w.stack_args(below)
+        first, second, args = call[0], call[1], call[2:]
+        fn_vt, args = (second, args) if isinstance(first, NullVariable) \
+            else (first, [second, *args])
+        call_args = [w.value(a) for a in args[:len(args) - len(kw_names)]] + [
+            f"{k}={w.value(a)}" for k, a in zip(kw_names, args[len(args) - len(kw_names):])]
+    else:  # f(*args) / f(*args, **kwargs): [NULL,] f, args[, kwargs]
+        n = 3 if inst.arg & 1 else 2
+        below, (fn_vt, *star) = tx.stack[:-n], tx.stack[-n:]
+        if below and isinstance(below[-1], NullVariable):
+            below = below[:-1]
+        kinds, stack_exprs = w.stack_args(below)
+        call_args = [f"*{w.value(star[0])}"] + [f"**{w.value(kw)}" for kw in star[1:]]
+    fn_value = _callable_value(fn_vt)
+    call_src = f"{_native_callable(fn_vt, fn_value, w)}({', '.join(call_args)})"
+    resume = w.resume_call(_next_offset(tx, index), kinds + (VALUE,),
+                           stack_exprs + ["__break_result"])
+    body = [f"__break_result = {call_src}", f"return {resume}"]
+    grad_now = torch.is_grad_enabled()
+    if grad_now != tx.output.initial_grad_mode:  # the graph left grad mode as it found it
+        ctx = "enable_grad" if grad_now else "no_grad"
+        body = [f"with {w.torch}.{ctx}():", f"    {body[0]}", body[1]]
+    kind = "inlined_call" if getattr(error, "inlined", False) else _break_kind(fn_value)
+    return body, kind, f"{error.reason} (call to {call_src.split('(')[0]})"
+
+
+def write_jump(w: BreakWriter, tx, index: int, error: Unsupported) -> tuple[list, str, str]:
+    """A data-dependent branch: one resume function per side, each compiled when taken."""
+    inst = tx.instructions[index]
+    kinds, stack_exprs = w.stack_args(tx.stack[:-1])
+    cond = w.value(tx.stack[-1])
+    target = w.resume_call(inst.target.offset, kinds, stack_exprs)
+    fall = w.resume_call(_next_offset(tx, index), kinds, stack_exprs)
+    test = cond if JUMPS[inst.opname] else f"not {cond}"
+    return [f"if {test}:", f"    return {target}", f"return {fall}"], \
+        "data_dependent_branch", error.reason
+
+
+def write_instruction(w: BreakWriter, tx, index: int, error: Unsupported) -> tuple[list, str, str]:
+    """Any other instruction: the resume function starts *at* it and runs it natively."""
+    inst = tx.instructions[index]
+    insts = instructions_from_code(tx.code)
+    orig = next(i for i in insts if i.offset == inst.offset)
+    if resume_blocker(insts, orig) or len(tx.output.graph.nodes) == len(tx.output.graph_inputs):
+        raise error  # nothing gained by breaking here: the frame runs eagerly
+    kinds, stack_exprs = w.stack_args(tx.stack)
+    return [f"return {w.resume_call(inst.offset, kinds, stack_exprs)}"], \
+        "unsupported_construct", error.reason
+
+
+# The transformed function's body at the break, per opcode family (default: write_instruction).
+BREAK_WRITERS: dict[str, Callable[..., tuple[list, str, str]]] = {
+    "CALL": write_call, "CALL_FUNCTION_EX": write_call,
+    **{name: write_jump for name in JUMPS},
+}
+
+
+def break_at(tx, index: int, error: Unsupported) -> FrameResult:
+    """The interpreter stopped before ``tx.instructions[index]``: the FrameResult of the break."""
+    inst = tx.instructions[index]
+    original = ContinueExecutionCache.original(tx.code, inst.offset)
+    if in_loop(*original):
         return skip_frame(tx, inst, error)
-    if in_try_block(*ContinueExecutionCache.original(tx.code, inst.offset)):
+    if in_try_block(*original):
         return skip_frame(tx, inst, error, "graph_break_in_try", "graph break inside a try block")
     if inst.opname == "BEFORE_WITH":  # a `with` we can't enter: its block can't be resumed into
         return skip_frame(tx, inst, error, "graph_break_in_with",
                           "a `with` on a context manager that is not traced")
+    if tx.code.co_cellvars:
+        unimplemented("graph break in a function whose locals are captured by closures")
     w = BreakWriter(tx, inst)
     w.codegen.share_repeated([*tx.stack, *tx.symbolic_locals.values(),
                               *tx.output.side_effects.values()])
-    # The graph leaves grad mode as it found it; the native instruction runs under the mode
-    # in force at the break (inside `with torch.no_grad():` ...).
-    grad_now = torch.is_grad_enabled()
-    grad_ctx = grad_now != tx.output.initial_grad_mode
-    if tx.code.co_cellvars:
-        unimplemented("graph break in a function whose locals are captured by closures")
-    if inst.opname in ("CALL", "CALL_FUNCTION_EX"):
-        if inst.opname == "CALL":
-            n = inst.arg + 2
-            kw_names = tx.kw_names or ()
-            below, call = tx.stack[:-n], tx.stack[-n:]
-            kinds, stack_exprs = w.stack_args(below)
-            first, second, args = call[0], call[1], call[2:]
-            fn_vt, args = (second, args) if isinstance(first, NullVariable) \
-                else (first, [second, *args])
-            call_args = [w.value(a) for a in args[:len(args) - len(kw_names)]] + [
-                f"{k}={w.value(a)}" for k, a in zip(kw_names, args[len(args) - len(kw_names):])]
-        else:  # f(*args) / f(*args, **kwargs): [NULL,] f, args[, kwargs]
-            n = 3 if inst.arg & 1 else 2
-            below, (fn_vt, *star) = tx.stack[:-n], tx.stack[-n:]
-            if below and isinstance(below[-1], NullVariable):
-                below = below[:-1]
-            kinds, stack_exprs = w.stack_args(below)
-            call_args = [f"*{w.value(star[0])}"] + [f"**{w.value(kw)}" for kw in star[1:]]
-        fn_value = _callable_value(fn_vt)
-        fn_expr = _native_callable(fn_vt, fn_value, w)
-        call_src = f"{fn_expr}({', '.join(call_args)})"
-        resume = w.resume_call(_next_offset(tx, index), kinds + (VALUE,),
-                               stack_exprs + ["__break_result"])
-        body = [f"__break_result = {call_src}", f"return {resume}"]
-        if grad_ctx:
-            ctx = "enable_grad" if grad_now else "no_grad"
-            body = [f"with {w.torch}.{ctx}():", f"    {body[0]}", body[1]]
-        kind = _break_kind(fn_value, error.reason)
-        if getattr(error, "inlined", False):
-            kind = "inlined_call"
-        reason = f"{error.reason} (call to {call_src.split('(')[0]})"
-    elif inst.opname in JUMPS:
-        kinds, stack_exprs = w.stack_args(tx.stack[:-1])
-        cond = w.value(tx.stack[-1])
-        target = w.resume_call(tx.instructions[inst.target].offset, kinds, stack_exprs)
-        fall = w.resume_call(_next_offset(tx, index), kinds, stack_exprs)
-        test = cond if JUMPS[inst.opname] else f"not {cond}"
-        body = [f"if {test}:", f"    return {target}", f"return {fall}"]
-        kind, reason = "data_dependent_branch", error.reason
-    else:
-        insts = _original_instructions(tx.code)
-        orig = next(i for i in insts if i.offset == inst.offset)
-        if resume_blocker(insts, orig) or len(tx.output.graph.nodes) == len(
-                tx.output.graph_inputs):
-            raise error  # nothing gained by breaking here: the frame runs eagerly
-        kinds, stack_exprs = w.stack_args(tx.stack)
-        body = [f"return {w.resume_call(inst.offset, kinds, stack_exprs)}"]
-        kind, reason = "unsupported_construct", error.reason
+    body, kind, reason = BREAK_WRITERS.get(inst.opname, write_instruction)(w, tx, index, error)
     # Mutations traced so far happen before the native instruction (program order).
-    temps, replay = tx.output.side_effects.codegen(w.codegen, reconstruct)
+    temps, replay = tx.output.side_effects.codegen(w.codegen)
     graph_lines, graphs = w.graph_lines()
     name = transformed_name(tx.code)
     lines = graph_lines + w.codegen.prelude + w.temps + temps + replay + body
     source = (f"def {name}({', '.join(tx.output.arg_names)}):\n"
               + "".join(f"    {line}\n" for line in lines))
-    gb = GraphBreak(kind, reason, error.user_line, inst.offset, tx.code.co_name)
-    metrics.increment("graph_breaks")
-    _logging.trace_artifact("graph_breaks", str(gb), title=f"GRAPH BREAK in {tx.code.co_name}")
-    tx.output.frame_cache.notify("graph_break", gb)
+    _record(tx, GraphBreak(kind, reason, error.user_line, inst.offset, tx.code.co_name))
     return FrameResult(source, tx.output.define(source, name), tx.output.guards, graphs)
 
 
-def in_loop(code: types.CodeType, offset: int) -> bool:
-    """Real Dynamo's ``maybe_has_backedge`` heuristic: a jump after ``offset`` (up to the first
-    return) that goes back before it means the break is inside a loop. Dynamo then skips the
-    frame (it runs eagerly): resuming would need a new resume function per iteration."""
-    for inst in _original_instructions(code):
-        if inst.offset is None or inst.offset <= offset:
-            continue
-        if inst.opname in ("RETURN_VALUE", "RETURN_CONST"):
-            return False
-        if inst.target is not None and inst.target.offset < offset:
-            return True
-    return False
-
-
-def in_try_block(code: types.CodeType, offset: int) -> bool:
-    """Whether the instruction at ``offset`` is guarded by a ``try`` (an exception-table entry
-    whose handler is not a ``with`` block's cleanup). Like real Dynamo, a break there does not
-    resume (the handler would have to cover the native call and the resume function): the
-    frame runs eagerly."""
-    insts = _original_instructions(code)
-    inst = next((i for i in insts if i.offset == offset), None)
-    entry = inst.exn_tab_entry if inst is not None else None
-    if entry is None:
-        return False
-    handler = insts[insts.index(entry.target):][:2]
-    return not any(i.opname == "WITH_EXCEPT_START" for i in handler)
-
-
-class _CompilingGlobals(dict):
-    """The globals a skipped frame runs with: a user function it looks up comes back wrapped
-    by ``optimize``, so the frames it calls are still compiled (real Dynamo's PEP 523 hook sees
-    every frame, skipped or not). Reads go to the module's real globals."""
-
-    def __init__(self, real: dict, wrap):
-        super().__init__(__builtins__=real.get("__builtins__", builtins), __name__=real.get(
-            "__name__"))
-        self.real, self.wrap = real, wrap
-
-    def __getitem__(self, name: str) -> Any:
-        return self.wrap(self.real[name])  # KeyError: CPython then looks in the builtins
-
-
-def _writes_globals(code: types.CodeType) -> bool:
-    """STORE_GLOBAL would write into the proxy, not the module: such frames run as they are."""
-    import dis
-
-    return any(i.opname in ("STORE_GLOBAL", "DELETE_GLOBAL") for i in dis.get_instructions(code)) \
-        or any(_writes_globals(c) for c in code.co_consts if isinstance(c, types.CodeType))
-
-
-def eager_with_compiled_callees(fn: types.FunctionType, backend, cache) -> types.FunctionType:
-    """``fn`` to run eagerly, as a frame real Dynamo skips: the user functions it looks up in
-    its globals are wrapped by ``optimize``, so they are still compiled as their own frames
-    (``fn`` itself when its code writes globals: those writes must reach the real module)."""
-    from .eval_frame import optimize
-
-    if _writes_globals(fn.__code__):
-        return fn
-    wrappers = cache.wrappers.setdefault(backend, {})
-    if ("eager", fn) in wrappers:
-        return wrappers[("eager", fn)]
-
-    def wrap(value: Any) -> Any:
-        module = (getattr(value, "__module__", None) or "").split(".")[0]
-        if not isinstance(value, types.FunctionType) or module in NATIVE_MODULES | {"torch"} \
-                or hasattr(value, "_minicompile_orig"):
-            return value
-        if value not in wrappers:
-            wrappers[value] = optimize(value, backend, cache=cache)
-        return wrappers[value]
-
-    code = fn.__code__
-    eager = types.FunctionType(code, _CompilingGlobals(fn.__globals__, wrap), code.co_name,
-                               fn.__defaults__, fn.__closure__)
-    eager.__kwdefaults__ = fn.__kwdefaults__
-    wrappers[("eager", fn)] = eager
-    return eager
+def _record(tx, gb: GraphBreak) -> None:
+    metrics.increment("graph_breaks")
+    _logging.trace_artifact("graph_breaks", str(gb), title=f"GRAPH BREAK in {gb.code_name}")
+    tx.output.frame_cache.notify("graph_break", gb)
 
 
 def skip_frame(tx, inst: Instruction, error: Unsupported, kind: str = "graph_break_in_loop",
-               why: str = "graph break in a for/while loop"):
+               why: str = "graph break in a for/while loop") -> FrameResult:
     """A break inside a loop (or at a ``with`` that can't be entered): the frame runs eagerly,
     without a graph (Dynamo's "graph break in loop" frame skip), but the user functions it
-    calls are compiled as their own frames."""
-    from .output_graph import FrameResult, transformed_name
-
+    calls are compiled as their own frames (``FrameCache.eager_frame``)."""
     reason = f"{why}: the frame runs eagerly ({error.reason})"
     fn, code = tx.output.root_fn, tx.code
-    if _writes_globals(code):
+    if writes_globals(code):
         unimplemented(reason)
-    eager = eager_with_compiled_callees(fn, tx.output.backend, tx.output.frame_cache)
+    eager = tx.output.frame_cache.eager_frame(fn, tx.output.backend)
     name = tx.output.codegen().install_global(f"eager_{code.co_name}", eager)
     n = code.co_argcount + code.co_kwonlyargcount
     params = list(code.co_varnames[:n + bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)])
@@ -380,49 +286,33 @@ def skip_frame(tx, inst: Instruction, error: Unsupported, kind: str = "graph_bre
     source = (f"def {transformed}({', '.join(tx.output.arg_names)}):\n"
               f"    # {reason.splitlines()[0][:90]}\n"
               f"    return {name}({', '.join(args)})\n")
-    gb = GraphBreak(kind, reason, error.user_line, inst.offset, code.co_name)
-    metrics.increment("graph_breaks")
-    _logging.trace_artifact("graph_breaks", str(gb), title=f"GRAPH BREAK in {code.co_name}")
-    tx.output.frame_cache.notify("graph_break", gb)
+    _record(tx, GraphBreak(kind, reason, error.user_line, inst.offset, code.co_name))
     return FrameResult(source, tx.output.define(source, transformed), tx.output.guards, [])
+
+
+def _user_code(fn: Any) -> bool:
+    module = (getattr(fn, "__module__", None) or "").split(".")[0]
+    return isinstance(fn, types.FunctionType) and module not in NATIVE_MODULES | {"torch"}
 
 
 def _native_callable(fn_vt, fn_value: Any, w: BreakWriter) -> str:
     """The callable as the transformed code calls it: a user function goes through ``optimize``
     so its own frame is compiled (with its own breaks), like a function real Dynamo intercepts."""
-    from .variables.functions import UserFunctionVariable, UserMethodVariable
-    from .variables.nn_module import NNModuleVariable, _has_hooks
-
     def compiled(fn: types.FunctionType) -> str:
-        from .eval_frame import optimize
+        return w.codegen.install_global(f"compiled_{fn.__name__}", w.compiled(fn))
 
-        wrappers = _wrappers(w.output)
-        if fn not in wrappers:
-            wrappers[fn] = optimize(fn, w.output.backend, cache=w.output.frame_cache)
-        return w.codegen.install_global(f"compiled_{fn.__name__}", wrappers[fn])
-
-    def user_code(fn: Any) -> bool:
-        module = (getattr(fn, "__module__", None) or "").split(".")[0]
-        return isinstance(fn, types.FunctionType) and module not in NATIVE_MODULES | {"torch"}
-
-    if type(fn_vt) is UserFunctionVariable and user_code(fn_value):
+    if type(fn_vt) is UserFunctionVariable and _user_code(fn_value):
         return compiled(fn_value)
     if isinstance(fn_vt, NNModuleVariable) and not _has_hooks(fn_vt.value) \
             and "forward" not in fn_vt.value.__dict__:  # self.block(x): its forward's frame
         forward = inspect.getattr_static(fn_vt.value, "forward", None)
-        if user_code(forward):
-            return f"{compiled(forward)}.__get__({reconstruct(fn_vt, w.codegen)})"
+        if _user_code(forward):
+            return f"{compiled(forward)}.__get__({w.codegen(fn_vt)})"
     if isinstance(fn_vt, UserMethodVariable):
-        owner = reconstruct(fn_vt.obj, w.codegen)
-        if user_code(fn_vt.fn):  # the compiled function, bound to the same object
+        owner = w.codegen(fn_vt.obj)
+        if _user_code(fn_vt.fn):  # the compiled function, bound to the same object
             return f"{compiled(fn_vt.fn)}.__get__({owner})"
         return f"{owner}.{fn_vt.fn.__name__}"
     if isinstance(fn_value, types.FunctionType):  # logging, numpy...: called as they are
         return w.codegen.install_global(fn_value.__name__, fn_value)
-    return reconstruct(fn_vt, w.codegen)
-
-
-def _original_instructions(code: types.CodeType):
-    from .bytecode_transformation import instructions_from_code
-
-    return instructions_from_code(code)
+    return w.codegen(fn_vt)

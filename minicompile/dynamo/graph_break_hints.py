@@ -19,6 +19,8 @@ import types
 from dataclasses import dataclass
 from typing import Any
 
+import torch
+
 
 @dataclass(frozen=True)
 class BreakKind:
@@ -113,8 +115,6 @@ def classify_call(fn: Any) -> str:
 
 
 def _is_tensor(value: Any) -> bool:
-    import torch
-
     return isinstance(value, torch.Tensor)
 
 

@@ -32,6 +32,7 @@ from typing import Any, Callable
 
 import torch
 
+from ..shapes.symbolic_shapes import PythonPrinter, ShapeEnv, is_symbolic
 from .source import Source
 
 
@@ -66,8 +67,6 @@ class TensorSpec:
     @classmethod
     def of(cls, t: torch.Tensor, fake: torch.Tensor | None = None) -> TensorSpec:
         """The spec of ``t``; sizes and strides that are symbolic in ``fake`` become None."""
-        from .symbolic_shapes import is_symbolic
-
         shape, stride = tuple(t.shape), tuple(t.stride())
         if fake is not None:
             shape = tuple(None if is_symbolic(f) else n for n, f in zip(shape, fake.shape))
@@ -275,8 +274,6 @@ class GuardFn:
 def expand_shape_env(guards: list[Guard]) -> list[Guard]:
     """A SHAPE_ENV guard holding the frame's ShapeEnv stands for every relation it recorded
     (known only once tracing is over): one guard per relation, each with its user line."""
-    from .symbolic_shapes import PythonPrinter, ShapeEnv
-
     out, shape = [], []
     for g in guards:
         if g.kind is GuardKind.SHAPE_ENV and isinstance(g.expected, ShapeEnv):

@@ -1,5 +1,5 @@
 """Instruction handlers for data: the stack, loads and stores, operators, containers
-(part of symbolic_convert.py in real Dynamo). Each handler names its ``dis`` entry:
+(part of torch/_dynamo/symbolic_convert.py in real Dynamo). Each handler names its ``dis`` entry:
 https://docs.python.org/3/library/dis.html#opcode-<NAME>.
 """
 
@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import operator
 import types
+
+import torch
 
 from .exc import unimplemented
 from .symbolic_convert import InstructionTranslatorBase as Tx
@@ -156,8 +158,6 @@ def LOAD_SUPER_ATTR(tx: Tx, inst: Inst) -> None:
 
 @handler("STORE_ATTR")  # dis#opcode-STORE_ATTR: TOS.name = TOS1, replayed after the graph
 def STORE_ATTR(tx: Tx, inst: Inst) -> None:
-    import torch
-
     obj, value = tx.pop(), tx.pop()
     if isinstance(obj, UserDefinedObjectVariable) and obj.attrs is not None:
         obj.store_attr(inst.argval, value)  # an object built while tracing (Calc(5))

@@ -1,15 +1,18 @@
 """Instruction handlers for control flow: jumps, loops, calls, making functions, ``with``,
-return (part of symbolic_convert.py in real Dynamo). Branches are decided at trace time from
+return (part of torch/_dynamo/symbolic_convert.py in real Dynamo). Branches are decided at trace time from
 constants; ``for`` loops unroll because FOR_ITER's iterator holds every item already.
 """
 
 from __future__ import annotations
+
+import sys
 
 from .bytecode import Instruction as Inst
 from .exc import unimplemented
 from .symbolic_convert import InstructionTranslatorBase as Tx
 from .symbolic_convert import handler
 from .variables.base import NullVariable
+from .variables.builder import SourcelessBuilder
 from .variables.builtin import BuiltinVariable
 from .variables.constant import ConstantVariable
 from .variables.dicts import ConstDictVariable
@@ -180,10 +183,6 @@ def RAISE_VARARGS(tx: Tx, inst: Inst) -> None:
 
 @handler("IMPORT_NAME")  # dis#opcode-IMPORT_NAME: only modules that are already imported
 def IMPORT_NAME(tx: Tx, inst: Inst) -> None:
-    import sys
-
-    from .variables.builder import SourcelessBuilder
-
     fromlist, level = tx.pop(), tx.pop()
     name = inst.argval
     if level.as_python_constant() != 0 or name not in sys.modules:

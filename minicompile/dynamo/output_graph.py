@@ -29,7 +29,9 @@ from .guards import Guard, GuardKind, TensorSpec, global_state
 from .side_effects import SideEffects
 from .automatic_dynamic import current_policy, handles_dynamic_shapes, specialize_per_shape
 from .source import Source, graph_input_name, module_attr_name
-from .symbolic_shapes import (ShapeEnv, fake_from_sizes, has_symbolic_scalars,
+from .variables.symnode import SymNodeVariable
+from .variables.tensor import TensorVariable
+from ..shapes.symbolic_shapes import (ShapeEnv, fake_from_sizes, has_symbolic_scalars,
                               specialize_scalars, symbolic_dispatch)
 
 _compiled_fn_ids = itertools.count()  # __compiled_fn_0, __compiled_fn_1, ...
@@ -163,8 +165,6 @@ class OutputGraph:
             return self.graph.placeholder(graph_input_name(source))
 
     def add_graph_input(self, source: Source, value: torch.Tensor):
-        from .variables.tensor import TensorVariable
-
         for gi in self.graph_inputs:
             if gi.source == source or gi.example is value:  # the same tensor: one input
                 if gi.source != source:  # under another name: `x is y` must stay true
@@ -199,8 +199,6 @@ class OutputGraph:
 
     def add_symint_input(self, source: Source, value: int):
         """An int argument that is dynamic: a ``Sym(s0)`` placeholder (real Dynamo does the same)."""
-        from .variables.symnode import SymNodeVariable
-
         for gi in self.graph_inputs:
             if gi.source == source:
                 return SymNodeVariable(gi.proxy, gi.proxy.node.meta["example_value"], source)
@@ -214,8 +212,6 @@ class OutputGraph:
 
     def register_attr_or_module(self, tx, value: torch.Tensor, source: Source | None):
         """A parameter, buffer or tensor attribute of a module: a ``get_attr`` node."""
-        from .variables.tensor import TensorVariable
-
         if source is not None:  # a parameter or buffer replaced on its module: recompile,
             line = tx.user_line() if tx else None  # and so does one changed in place (m.double())
             self.add_guard(Guard(source, GuardKind.ID_MATCH, value, line))
@@ -251,12 +247,10 @@ class OutputGraph:
     # -- finishing the frame --------------------------------------------------------------------
     def compile_and_codegen(self, return_value) -> FrameResult:
         """Compile the graph (if it does anything) and write the transformed function."""
-        from .graph_break import reconstruct
-
         codegen = self.codegen()
         codegen.share_repeated([return_value, *self.side_effects.values()])
         ret_expr = codegen(return_value)
-        temps, replay = self.side_effects.codegen(codegen, reconstruct)
+        temps, replay = self.side_effects.codegen(codegen)
         outputs = [vt.proxy for vt in codegen.graph_outputs]
         self.graph.output(tuple(p.node for p in outputs))
         self.dead_code_elimination()

@@ -89,6 +89,34 @@ def resume_blocker(insts: list[Instruction], inst: Instruction) -> str | None:
     return None
 
 
+def in_loop(code: CodeType, offset: int) -> bool:
+    """Real Dynamo's ``maybe_has_backedge`` heuristic: a jump after ``offset`` (up to the first
+    return) that goes back before it means the break is inside a loop. Dynamo then skips the
+    frame (it runs eagerly): resuming would need a new resume function per iteration."""
+    for inst in instructions_from_code(code):
+        if inst.offset is None or inst.offset <= offset:
+            continue
+        if inst.opname in ("RETURN_VALUE", "RETURN_CONST"):
+            return False
+        if inst.target is not None and inst.target.offset < offset:
+            return True
+    return False
+
+
+def in_try_block(code: CodeType, offset: int) -> bool:
+    """Whether the instruction at ``offset`` is guarded by a ``try`` (an exception-table entry
+    whose handler is not a ``with`` block's cleanup). Like real Dynamo, a break there does not
+    resume (the handler would have to cover the native call and the resume function): the
+    frame runs eagerly."""
+    insts = instructions_from_code(code)
+    inst = next((i for i in insts if i.offset == offset), None)
+    entry = inst.exn_tab_entry if inst is not None else None
+    if entry is None:
+        return False
+    handler = insts[insts.index(entry.target):][:2]
+    return not any(i.opname == "WITH_EXCEPT_START" for i in handler)
+
+
 def live_locals(code: CodeType, offset: int) -> list[str]:
     """Locals of ``code`` read after ``offset`` before being written: what a resume needs."""
     insts = instructions_from_code(code)

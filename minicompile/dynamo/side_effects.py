@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from .exc import unimplemented
 from .source import GlobalSource, LocalSource, Source
@@ -162,7 +162,7 @@ class SideEffects:
         """The trackers the replay rebuilds (for ``PyCodegen.share_repeated``)."""
         return [v for m in self.mutations for v in [*m.args, *m.kwargs.values()]]
 
-    def codegen(self, codegen, reconstruct: Callable) -> tuple[list[str], list[str]]:
+    def codegen(self, codegen) -> tuple[list[str], list[str]]:
         """(temporaries, replay lines): Python statements that apply every mutation in order.
 
         Call it before the graph's outputs are fixed: the values it rebuilds may be tensors
@@ -170,7 +170,7 @@ class SideEffects:
         temps, lines = [], []
 
         def value(vt) -> str:
-            expr = reconstruct(vt, codegen)
+            expr = codegen(vt)
             if reads_state(vt):  # read before any store is replayed
                 name = f"__side_effect_value_{next(_temp_ids)}"
                 temps.append(f"{name} = {expr}")

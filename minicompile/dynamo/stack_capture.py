@@ -1,4 +1,4 @@
-"""What is really on CPython's stack at an offset? Run the function and look (no real counterpart).
+"""What is really on CPython's stack at an offset? Run the function and look (no counterpart in torch/).
 
 Python cannot inspect a running frame's value stack, so to check a resume function against
 real execution we instrument a copy of the function: just before the instruction at

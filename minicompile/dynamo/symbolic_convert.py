@@ -22,11 +22,12 @@ import sys
 import types
 from typing import Callable
 
-from .bytecode import Instruction, cleaned_instructions, expansion_start
+from .bytecode import Instruction, cleaned_instructions, expansion_start, indexof
 from .exc import Unsupported, unimplemented
 from .output_graph import OutputGraph
 from .source import AttrSource, GlobalSource, LocalSource
 from .variables.base import VariableTracker
+from .variables.builder import SourcelessBuilder, VariableBuilder
 from .variables.functions import ClosureCell
 from .variables.lists import ListIteratorVariable
 
@@ -64,6 +65,7 @@ class InstructionTranslatorBase:
                  output: OutputGraph, parent: InstructionTranslatorBase | None = None):
         self.code, self.f_globals, self.output, self.parent = code, f_globals, output, parent
         self.instructions = cleaned_instructions(code)
+        self.indexof = indexof(self.instructions)  # jump target -> its index
         self.symbolic_locals = symbolic_locals
         self.cells = cells  # cell and free variables by name (LOAD_DEREF / STORE_DEREF)
         self.stack: list[VariableTracker] = []
@@ -76,7 +78,7 @@ class InstructionTranslatorBase:
         self.depth = 0 if parent is None else parent.depth + 1
         self.break_index: int | None = None  # root frame: stop here and graph-break
         self.break_error: Unsupported | None = None
-        self.break_result = None  # the FrameResult written by graph_break.break_at
+        self.stopped_at_break = False  # run() stopped at break_index: convert_frame writes it
 
     # -- the stack --------------------------------------------------------------------------
     def push(self, vt: VariableTracker) -> None:
@@ -118,9 +120,7 @@ class InstructionTranslatorBase:
                 if self.index >= len(self.instructions):
                     unimplemented("ran past the last instruction")
                 if self.parent is None and self.index == self.break_index:  # graph_break.py
-                    from .graph_break import break_at
-
-                    self.break_result = break_at(self, self.index, self.break_error)
+                    self.stopped_at_break = True
                     return
                 self.step()
             unimplemented(f"more than {MAX_STEPS} instructions: a loop that does not end?")
@@ -136,7 +136,7 @@ class InstructionTranslatorBase:
             self.output.current_tx = prev
 
     def jump(self, inst: Instruction) -> None:
-        self.index = inst.target
+        self.index = self.indexof[inst.target]
 
     def user_line(self) -> str:
         inst = self.current_instruction
@@ -146,8 +146,6 @@ class InstructionTranslatorBase:
 
     # -- names ----------------------------------------------------------------------------------
     def load_global(self, name: str) -> VariableTracker:
-        from .variables.builder import VariableBuilder
-
         stored = self.output.side_effects.load_global(self.f_globals, name)
         if stored is not None:  # assigned earlier in this trace (STORE_GLOBAL)
             return stored
@@ -187,8 +185,6 @@ class InstructionTranslator(InstructionTranslatorBase):
 
     def __init__(self, code: types.CodeType, f_globals: dict, f_locals: dict, closure: tuple,
                  output: OutputGraph):
-        from .variables.builder import VariableBuilder
-
         super().__init__(code, f_globals, {}, {}, output)
         output.root_tx = output.current_tx = self
         self.current_instruction = self.instructions[0]
@@ -215,8 +211,6 @@ class InliningInstructionTranslator(InstructionTranslatorBase):
         module = fn.get_globals().get("__name__", "").split(".")[0]
         if getattr(fn, "fn", None) in TRACE_TIME_CALLS and all(
                 a.is_python_constant() for a in [*args, *kwargs.values()]):
-            from .variables.builder import SourcelessBuilder
-
             return SourcelessBuilder.wrap(parent, fn.fn(*[a.as_python_constant() for a in args],
                                                         **{k: v.as_python_constant()
                                                            for k, v in kwargs.items()}))
@@ -236,33 +230,3 @@ class InliningInstructionTranslator(InstructionTranslatorBase):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.generated_items: list[VariableTracker] = []  # YIELD_VALUE of an inlined generator
-
-
-def instruction_table() -> str:
-    """docs/instructions.md: every instruction of 3.11/3.12 the interpreter meets, as a
-    Markdown table generated from the handler registry (so it stays true)."""
-    from . import handlers_data, handlers_flow  # noqa: F401  (fill the registry)
-    from .bytecode import EXCEPTION_PATH, EXPANSIONS, ONLY_311, ONLY_312, RENAMES, dis_link
-
-    names = set(OPCODE_HANDLERS) | set(RENAMES) | set(EXPANSIONS) | EXCEPTION_PATH
-    names -= {"LOAD_SUPER_METHOD", "CACHE"}  # internal names, not real instructions
-    rows = ["| instruction | 3.11 | 3.12 | supported | handler | notes |",
-            "|---|---|---|---|---|---|"]
-    for name in sorted(names):
-        on311, on312 = name not in ONLY_312, name not in ONLY_311
-        target = RENAMES.get(name, name)
-        fn = OPCODE_HANDLERS.get(target)
-        if name in EXCEPTION_PATH:
-            supported, where, note = "not needed", "-", "exception path only"
-        elif fn is None and name in EXPANSIONS:
-            supported, where, note = "yes", "(normalised)", EXPANSIONS[name]
-        elif fn is None:
-            supported, where, note = "no", "-", "Unsupported"
-        else:
-            supported = "yes" if getattr(fn, "supported", True) else "no (Unsupported)"
-            where = f"`{fn.__module__.rsplit('.', 1)[-1]}.{fn.__name__}`"
-            note = f"-> {target}" if target != name else EXPANSIONS.get(name, "")
-        link = f"[{name}]({dis_link(name, '3.12' if on312 else '3.11')})"
-        rows.append(f"| {link} | {'yes' if on311 else '-'} | {'yes' if on312 else '-'} | "
-                    f"{supported} | {where} | {note} |")
-    return "\n".join(rows) + "\n"

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import pkgutil
 import sys
 from dataclasses import dataclass
 from types import ModuleType
@@ -67,9 +68,7 @@ def exercise(id: str, points: int, hint: str) -> Callable:
 
 def load_checks() -> list[Exercise]:
     """Import every checks module, which registers its exercises."""
-    import pkgutil
-
-    from . import checks
+    from . import checks  # here: every checks module imports this package (exercise)
 
     for info in pkgutil.iter_modules(checks.__path__):
         importlib.import_module(f"{checks.__name__}.{info.name}")

@@ -10,10 +10,20 @@ Files, each mirroring its torch/_inductor counterpart:
     graph.py        GraphLowering: walks the ATen graph, lowers each node, collects buffers
     inlining.py     substitutes a pointwise producer into consumers over other loops (a slice,
                     a broadcast, a cat of it), so it is never stored just to be read back
-    scheduler.py    which nodes share a kernel (fusion.py: the rules; loop_order.py; bytes moved)
-    executor.py     the reference executor: runs IR nodes on torch tensors over index grids
-    compile_fx.py   compile_fx_inner(aten_gm, example_inputs) -> callable
+    dependencies.py what an access touches: footprints (bytes moved), whether rows line up
+    scheduler.py    which nodes share a kernel (fusion.py: the rules; loop_order.py: loop orders
+                    that let a reduction fuse; scheduler_report.py: the ir_post_fusion text)
+    memory_planning.py  lifetimes, reuse and peak memory of a schedule (a report)
+    kernel_group.py one scheduled kernel as an object: tile, members in kernel variables,
+                    stored / local buffers, loop phases (what every backend starts from)
+    ops_handler.py  the ``ops`` protocol every handler implements
+    code_writer.py  IndentedBuffer and CSE: the shared code writer
+    codegen/        backends per device (reference now), the wrapper program (codegen/__init__.py)
+    executor.py     runs IR nodes on torch tensors over index grids (the IR's oracle in tests)
+    compile_fx.py   compile_fx_inner(aten_gm, example_inputs) -> CompiledFxGraph
     backend.py      the "inductor" backend: AOT autograd + compile_fx_inner
+    fx_passes/      graph passes before lowering (CSE, algebra, folding, DCE)
+    lowerings/      the lowering table's rows, by op family
 
 IR API (stable; the scheduler builds on it)
 -------------------------------------------
@@ -53,8 +63,10 @@ Fusion as substitution: ``inline_producers(consumer, [pointwise producers])`` re
 the consumer whose loads of the producers are replaced by their bodies. The scheduler fuses
 nodes over the same loops; ``inlining.inline_unfusable_producers`` handles the rest first.
 
-Running: ``executor.run_nodes(nodes, buffers, sizes)`` runs any list of nodes (in order) against
-a dict ``buffer name -> flat storage tensor``; a fused kernel is just such a list.
+Running: ``compile_fx_inner`` schedules the graph, builds one ``KernelGroup`` per kernel and
+hands each to the backend of its device (``Scheduler.codegen``); the wrapper program allocates,
+launches and frees. ``executor.run_nodes(nodes, buffers, sizes)`` runs IR nodes one by one,
+unfused: the oracle the lowering tests use.
 ``GraphLowering(gm).run(*example_inputs)`` gives ``graph.buffers`` (every node in program
 order), ``graph.graph_inputs``, ``graph.graph_outputs``.
 """

@@ -64,6 +64,7 @@ class CompiledFxGraph:
     scheduler: Scheduler
     pass_report: Any
     backends: dict[str, str]  # device type -> the backend that generated its kernels
+    options: dict[str, Any]  # the inductor knobs it was compiled with (config.inductor + mode)
 
     def __call__(self, *args: Any) -> Any:
         with torch.no_grad():
@@ -103,7 +104,7 @@ def compile_fx_inner(gm: torch.fx.GraphModule, example_inputs: list,
     trace_artifact("output_code", lambda: source, title=f"{name}: output code")
     devices = {g.device.type for g in scheduler.kernel_groups if g.is_loop_kernel()}
     return CompiledFxGraph(name, source, call, graph, scheduler, report,
-                           {d: backend_name(torch.device(d), options) for d in devices})
+                           {d: backend_name(torch.device(d), options) for d in devices}, options)
 
 
 def generate(graph: GraphLowering, scheduler: Scheduler, options: dict) -> tuple[str, Callable]:

@@ -38,7 +38,7 @@ import torch
 
 from .executor import eval_index, index_grid
 from .ir import MemoryDep, StarDep
-from .sizevars import simplify_index, statically_less
+from .sizevars import FloorDiv, simplify_index, statically_less
 
 Dep = MemoryDep | StarDep
 
@@ -200,8 +200,6 @@ def row_formula(dep: MemoryDep, n_rows: sympy.Expr) -> sympy.Expr:
     for v, size in reversed(dep.var_ranges):
         flat, stride = flat + v * stride, stride * size
     per_row = sympy.cancel(stride / n_rows)
-    from .sizevars import FloorDiv
-
     return simplify_index(FloorDiv(flat, per_row), dict(dep.var_ranges))
 
 
@@ -226,8 +224,6 @@ def rows_line_up_symbolic(write: MemoryDep, read: MemoryDep, n_rows: sympy.Expr)
         owner = r_index
     elif same(w_index, _flat(write)):
         per_row = sympy.cancel(sympy.Mul(*[s for _, s in write.var_ranges]) / n_rows)
-        from .sizevars import FloorDiv
-
         owner = simplify_index(FloorDiv(read.index, per_row), dict(read.var_ranges))
     elif (point := corresponding_point(write, read)) is not None:
         row = row_formula(write, n_rows)

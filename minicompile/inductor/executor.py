@@ -25,8 +25,8 @@ import sympy
 import torch
 import torch.utils._pytree as pytree
 
-from .ir import (Buffer, ComputedBuffer, ExternKernel, IRNode, Layout, MultiOutput,
-                 ReinterpretView)
+from .ir import (Buffer, ComputedBuffer, ExternKernel, IRNode, Layout, Loops, MultiOutput,
+                 ReinterpretView, layout_of)
 from .sizevars import FloorDiv, ModularIndexing
 from .virtualized import BINARY_OPS, UNARY_OPS, set_ops_handler
 
@@ -321,8 +321,6 @@ def input_storage(x: torch.Tensor, layout: Layout, sizes: Mapping) -> torch.Tens
 
 
 def graph_layout(value: torch.Tensor) -> Layout:
-    from .ir import layout_of
-
     return layout_of(value)
 
 
@@ -362,8 +360,6 @@ def execute(node: Any, inputs: Mapping[str, torch.Tensor],
             sizes: Mapping[sympy.Symbol, int] | None = None) -> torch.Tensor:
     """Run one ``Pointwise``/``Reduction`` (or ``ComputedBuffer``) against named input tensors
     (contiguous, named like the ``InputBuffer``s the body loads) and return its output."""
-    from .ir import Loops
-
     sizes = dict(sizes or {})
     if isinstance(node, Loops):
         node = ComputedBuffer("out", Layout(node.get_device(), node.get_dtype(), node.get_size()),

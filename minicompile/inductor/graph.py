@@ -22,28 +22,12 @@ import torch.utils._pytree as pytree
 
 from .ir import (Buffer, ComputedBuffer, ExternKernel, InputBuffer, IRNode, Layout, Loops,
                  Pointwise, View, layout_of)
-from .sizevars import Expr, FloorDiv, ModularIndexing
+from ..shapes.functions import sym_to_sympy  # also imported from here by the lowerings
+from .sizevars import Expr, FloorDiv
 from .virtualized import V
 
 log = logging.getLogger(__name__)
 aten = torch.ops.aten
-
-# torch's own SymPy functions (in size expressions of symbolic traces) -> ours, by name
-_TORCH_SYMPY = {
-    "FloorDiv": FloorDiv, "CleanDiv": FloorDiv, "ModularIndexing": ModularIndexing,
-    "PythonMod": sympy.Mod, "Mod": sympy.Mod, "Max": sympy.Max, "Min": sympy.Min,
-}
-
-
-def sym_to_sympy(x: Any) -> Expr:
-    """An int or SymInt as a SymPy expression over the size symbols."""
-    if isinstance(x, (torch.SymInt, torch.SymFloat, torch.SymBool)):
-        expr = x.node.expr
-        return expr.replace(
-            lambda e: isinstance(e, sympy.Function) and type(e).__name__ in _TORCH_SYMPY,
-            lambda e: _TORCH_SYMPY[type(e).__name__](*e.args))
-    return sympy.sympify(x)
-
 
 # Nodes computing sizes rather than tensors: evaluated on SymPy at lowering time.
 SYMBOLIC_OPS = {

@@ -15,11 +15,13 @@ from typing import Any, Callable, Sequence
 
 import sympy
 import torch
+import torch.utils._pytree as pytree
 
 from .ir import (Buffer, ComputedBuffer, ExternKernel, FallbackKernel, IRNode, Layout, Loops, MultiOutput,
                  Pointwise, ReinterpretView, View, as_strided_layout, broadcast_index, layout_of)
+from .ir.read_writes import RecordReadWrites
 from .sizevars import Expr, sympify
-from .virtualized import V, ops
+from .virtualized import V, ops, set_ops_handler
 
 log = logging.getLogger(__name__)
 aten = torch.ops.aten
@@ -112,9 +114,6 @@ def is_scalar_constant(x: IRNode) -> bool:
     """A 0-d loop nest that reads no buffer (``scalar_tensor(0.0)``, ``full([], 2)``): its
     readers inline the value instead of a kernel writing it to a buffer of its own and
     every reader loading it back."""
-    from .ir.read_writes import RecordReadWrites
-    from .virtualized import set_ops_handler
-
     if not isinstance(x, Pointwise) or x.get_size():
         return False
     handler = RecordReadWrites({})
@@ -175,7 +174,6 @@ def make_fallback(target: Any, args: tuple, kwargs: dict, reason: str) -> Any:
 def make_extern(target: Any, args: tuple, kwargs: dict, cls: type = ExternKernel,
                 **extra: Any) -> Any:
     """An ATen call as an IR node; tuple outputs become ``MultiOutput`` buffers."""
-    import torch.utils._pytree as pytree
 
     args, kwargs = pytree.tree_map_only(IRNode, realize_strided, (args, kwargs))
     meta = out_meta()

@@ -6,7 +6,8 @@ torch/_inductor/memory.py's peak-memory estimate).
 Walking the kernels in order, a buffer is allocated by the kernel that stores it and dies after
 the last kernel that reads it (the caller keeps outputs alive). A new buffer takes over the
 storage of a dead one with the same device, dtype and size instead of allocating (the reuse rule
-of Inductor's wrapper): fewer allocator calls, the same peak. Buffers that fusion keeps inside a kernel never appear:
+of Inductor's wrapper): fewer allocator calls, the same peak. The wrapper program turns the
+plan into lines: ``empty(...)``, ``buf5 = buf2; del buf2  # reuse``, ``del buf3``. Buffers that fusion keeps inside a kernel never appear:
 that is fusion's memory win, next to its bandwidth win.
 """
 
@@ -14,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Hashable
+
+import sympy
 
 if TYPE_CHECKING:
     from .scheduler import Scheduler
@@ -50,20 +53,26 @@ class MemoryPlan:
 
 
 def plan_memory(scheduler: "Scheduler") -> MemoryPlan:
-    """Lifetimes, reuse and peak memory of ``scheduler.kernels`` (concrete sizes only)."""
+    """Lifetimes, reuse and peak memory of ``scheduler.kernels``: the plan the wrapper writes as
+    allocate / reuse / free lines (``codegen/wrapper.py``).
+
+    With symbolic sizes, reuse is decided on the SymPy size (two buffers of ``s0 * 4`` floats
+    share storage for every ``s0``), and the bytes and peak are reported at the traced sizes.
+    A library call allocates its own output, so only loop kernels' buffers take over storage.
+    """
     kernels = scheduler.kernels
     plan = MemoryPlan()
     lifetime: dict[str, BufferLifetime] = {}
+    hints = getattr(scheduler.graph, "size_hints", {})
     for i, k in enumerate(kernels):
         for name in scheduler.stored_buffers(k):
-            buf = scheduler.buffers[name]
-            if getattr(buf, "layout", None) is None:
+            layout = getattr(scheduler.buffers[name], "layout", None)
+            if layout is None:
                 continue  # a tuple-returning extern kernel: its MultiOutputs hold the data
-            numel = scheduler.numel(name)
-            if not numel.is_number:
-                raise ValueError(f"{name} has symbolic size {numel}: plan memory for given sizes")
-            lifetime[name] = BufferLifetime(name, int(numel) * scheduler.itemsize(name), i, i,
-                                            name, name in scheduler.output_names)
+            nbytes = sympy.sympify(layout.storage_size() * scheduler.itemsize(name)).subs(hints)
+            # a size no input had when traced (a SymInt argument): counted as 0 in the report
+            lifetime[name] = BufferLifetime(name, int(nbytes) if nbytes.is_number else 0, i, i, name,
+                                            name in scheduler.output_names)
         for name in k.read_names():
             if name in lifetime:
                 lifetime[name].last = max(lifetime[name].last, i)
@@ -71,10 +80,14 @@ def plan_memory(scheduler: "Scheduler") -> MemoryPlan:
         if b.is_output:
             b.last = len(kernels)
 
-    key = {b.name: (scheduler.buffers[b.name].get_device(), scheduler.buffers[b.name].get_dtype(),
-                    b.nbytes) for b in lifetime.values()}
+    def reuse_key(name: str) -> Hashable:
+        if scheduler.writer(name, kernels).is_extern():
+            return ("allocated by its library call", name)  # never shares storage
+        layout = scheduler.buffers[name].layout
+        return (str(layout.device), layout.dtype, sympy.expand(layout.storage_size()))
+
     names = [k.get_name() for k in kernels]
-    plan.timeline, plan.peak_bytes = assign_storage(list(lifetime.values()), names, key.__getitem__)
+    plan.timeline, plan.peak_bytes = assign_storage(list(lifetime.values()), names, reuse_key)
     plan.lifetimes = sorted(lifetime.values(), key=lambda b: b.first)
     return plan
 

@@ -48,9 +48,10 @@ class OpsHandler(Protocol[T]):
                   value: T) -> T | tuple[T, ...]: ...
 
 
-def missing_ops(handler_class: type) -> list[str]:
-    """The ops of the vocabulary that ``handler_class`` does not implement."""
-    return [op for op in OPS if not callable(getattr(handler_class, op, None))]
+def missing_ops(handler: Any) -> list[str]:
+    """The ops of the vocabulary that ``handler`` (a class, or an instance for handlers that
+    answer any op through ``__getattr__``) does not implement."""
+    return [op for op in OPS if not callable(getattr(handler, op, None))]
 
 
 def add_elementwise_ops(handler_class: type, make: Callable[[str], Callable]) -> type:

@@ -7,7 +7,8 @@ Every size, stride and memory index in the loop IR is a SymPy expression over
   a known range ``0 <= i < size``;
 - size symbols (``s0``, ``s1``, ... from symbolic tracing), positive integers.
 
-Views introduce integer division and modulo (``FloorDiv``, ``ModularIndexing``); the rules here
+Views introduce integer division and modulo (``FloorDiv``, ``ModularIndexing``: defined in the
+shared layer, minicompile/shapes/functions.py, and re-exported here); the rules here
 simplify them away again whenever the loop ranges prove it safe. ``simplify_loops`` merges
 contiguous dims and drops size-1 dims, so a contiguous 3-d add prints as a single loop.
 """
@@ -17,6 +18,8 @@ from __future__ import annotations
 from typing import Callable, Iterable, Sequence
 
 import sympy
+
+from ..shapes.functions import FloorDiv, ModularIndexing
 
 Expr = sympy.Expr
 
@@ -33,73 +36,6 @@ def size_var(name: str) -> sympy.Symbol:
 
 def sympify(x) -> Expr:
     return x if isinstance(x, sympy.Basic) else sympy.Integer(x)
-
-
-def _is_multiple(term: Expr, divisor: Expr) -> bool:
-    q = sympy.cancel(term / divisor)
-    return bool(q.is_integer)
-
-
-def _paren(printer, e: Expr) -> str:
-    text = printer.doprint(e)
-    return text if e.is_Atom or isinstance(e, sympy.Function) else f"({text})"
-
-
-class FloorDiv(sympy.Function):
-    """``base // divisor`` on non-negative integers (prints like Python)."""
-
-    nargs = (2,)
-    is_integer = True
-    is_nonnegative = True
-
-    @classmethod
-    def eval(cls, base, divisor):
-        if divisor == 1:  # x // 1 -> x
-            return base
-        if base == 0:  # 0 // d -> 0
-            return sympy.Integer(0)
-        if base.is_Integer and divisor.is_Integer:
-            return sympy.Integer(int(base) // int(divisor))
-        if isinstance(base, FloorDiv):  # (x // a) // b -> x // (a*b)
-            return FloorDiv(base.args[0], base.args[1] * divisor)
-        terms = sympy.Add.make_args(base)
-        whole = [t for t in terms if _is_multiple(t, divisor)]
-        if whole:  # (a*d + b) // d -> a + b // d
-            rest = sympy.Add(*[t for t in terms if t not in whole])
-            return sympy.Add(*[sympy.cancel(t / divisor) for t in whole]) + FloorDiv(rest, divisor)
-        return None
-
-    def _sympystr(self, printer) -> str:
-        base, divisor = (_paren(printer, a) for a in self.args)
-        return f"({base} // {divisor})"  # parenthesised: Python's // binds like *
-
-
-class ModularIndexing(sympy.Function):
-    """``(base // divisor) % modulus``: the coordinate a flat index has in one dim of a view."""
-
-    nargs = (3,)
-    is_integer = True
-    is_nonnegative = True
-
-    @classmethod
-    def eval(cls, base, divisor, modulus):
-        if modulus == 1 or base == 0:  # anything % 1 -> 0
-            return sympy.Integer(0)
-        if base.is_Integer and divisor.is_Integer and modulus.is_Integer:
-            return sympy.Integer((int(base) // int(divisor)) % int(modulus))
-        terms = sympy.Add.make_args(base)
-        period = divisor * modulus
-        dropped = [t for t in terms if _is_multiple(t, period)]
-        if dropped:  # (a*d*m + b) // d % m -> b // d % m
-            return ModularIndexing(sympy.Add(*[t for t in terms if t not in dropped]), divisor,
-                                   modulus)
-        return None
-
-    def _sympystr(self, printer) -> str:
-        base, divisor, modulus = (_paren(printer, a) for a in self.args)
-        if divisor == "1":
-            return f"({base} % {modulus})"
-        return f"({base} // {divisor} % {modulus})"
 
 
 # --------------------------------------------------------------------------------------------

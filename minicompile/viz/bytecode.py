@@ -19,6 +19,8 @@ from typing import Any, Callable
 
 import torch
 
+import minicompile as mc
+
 
 @dataclass
 class Row:
@@ -82,8 +84,6 @@ class BytecodeGraphTable:
 
 def bytecode_and_graph(fn: Callable, *args: Any, **kwargs: Any) -> BytecodeGraphTable:
     """Capture ``fn(*args)`` with mc.explain and line its bytecode up with its first graph."""
-    import minicompile as mc
-
     target = fn.forward if isinstance(fn, torch.nn.Module) else fn
     out = mc.explain(target)(*args, **kwargs)
     if not out.graphs:

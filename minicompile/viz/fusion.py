@@ -50,7 +50,7 @@ def draw_fusion(scheduler, title: str = "") -> graphviz.Digraph:
 def plot_memory_timeline(plans: dict, ax=None, title: str = "live memory per kernel"):
     """Step plot of the live bytes while each kernel runs, one line per plan (e.g. unfused vs
     fused), the peak marked."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: optional, and slow to import
 
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 3))

@@ -7,6 +7,8 @@ were compiled, the graphs of each, and the graph breaks with their kind and user
 
 from __future__ import annotations
 
+import linecache
+
 import graphviz
 
 
@@ -46,8 +48,6 @@ def break_chain(n_ops: int = 8, n_breaks: int = 0):
     """A straight-line function of ``n_ops`` pointwise steps with ``n_breaks`` prints spread
     between them (no loop: a break inside a loop would skip the whole frame), for measuring
     what breaks cost. Its source is registered with linecache so break reasons show lines."""
-    import linecache
-
     where = {round((k + 1) * n_ops / (n_breaks + 1)) - 1 for k in range(n_breaks)}
     body = "".join("    x = x * 1.01 + 0.1\n" + ("    print(end='')\n" if i in where else "")
                    for i in range(n_ops))

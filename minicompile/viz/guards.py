@@ -9,9 +9,14 @@ from __future__ import annotations
 
 import logging
 import re
+import timeit
 from typing import Any, Callable, Sequence
 
 import torch
+
+import minicompile as mc
+from ..dynamo.eval_frame import cache_entries, frame_locals
+from ..metrics import metrics
 
 
 class _Capture(logging.Handler):
@@ -26,7 +31,7 @@ class _Capture(logging.Handler):
 def torch_guards(fn: Callable, *args: Any, dynamic: bool | None = None) -> str:
     """The guard tree real ``torch.compile`` builds for ``fn(*args)`` (what TORCH_LOGS=guards
     prints), with object ids and torch-internal file references removed for readability."""
-    import torch._dynamo
+    import torch._dynamo  # lazy: real Dynamo is only needed for this comparison
 
     capture = _Capture()
     loggers = [logging.getLogger(n) for n in ("torch.__guards", "torch._dynamo.guards")]
@@ -58,8 +63,6 @@ def torch_guards(fn: Callable, *args: Any, dynamic: bool | None = None) -> str:
 def recompile_timeline(compiled_fn: Callable, inputs: Sequence[tuple]) -> list[int]:
     """Call ``compiled_fn(*args)`` for each args tuple; return ``mc.metrics.frames_compiled``
     after each call (a flat line means cache hits, a step means a recompile)."""
-    from ..metrics import metrics
-
     counts = []
     for args in inputs:
         compiled_fn(*args)
@@ -70,7 +73,7 @@ def recompile_timeline(compiled_fn: Callable, inputs: Sequence[tuple]) -> list[i
 def plot_recompile_timelines(timelines: dict[str, list[int]], sizes: Sequence[int],
                              title: str = "compiles as the input size changes", ax=None):
     """One step line per configuration: x = call number (labelled with the size), y = compiles."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: optional, and slow to import
 
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 3))
@@ -87,11 +90,6 @@ def plot_recompile_timelines(timelines: dict[str, list[int]], sizes: Sequence[in
 def guard_check_cost(input_counts: Sequence[int], reps: int = 2000) -> list[tuple[int, float]]:
     """(number of guards, microseconds per guard check) for a function of N tensor inputs:
     compile it once, then time its cache entry's guard function alone."""
-    import timeit
-
-    import minicompile as mc
-    from ..dynamo.eval_frame import cache_entries, frame_locals
-
     def add_all(*xs):
         out = xs[0]
         for x in xs[1:]:
@@ -113,7 +111,7 @@ def guard_check_cost(input_counts: Sequence[int], reps: int = 2000) -> list[tupl
 
 
 def plot_guard_cost(rows: list[tuple[int, float]], label: str = "minicompile (Python)", ax=None):
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: optional, and slow to import
 
     if ax is None:
         _, ax = plt.subplots(figsize=(5, 3))

@@ -21,7 +21,7 @@ _HEADER = re.compile(r"^(\S+): (\w*SchedulerNode\w*)\((.*)\)$")
 def real_ir_post_fusion(fn: Callable, *args: Any, return_compiled: bool = False):
     """Compile ``fn`` with the real ``torch.compile`` (caches off so the scheduler really runs)
     and return its ``ir_post_fusion`` artifact (and the compiled function if asked)."""
-    import torch._inductor.config as inductor_config
+    import torch._inductor.config as inductor_config  # lazy: real Inductor, for comparison only
 
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)

@@ -12,6 +12,8 @@ import tempfile
 import warnings
 from typing import Any, Callable, Iterator
 
+import torch
+
 
 def _trace_patch(inductor_config: Any, debug_dir: str) -> dict:
     """Config for a debug trace. The caches must be off: on a cache hit (the same graph compiled
@@ -37,8 +39,7 @@ def _quiet() -> Iterator[None]:
 
 
 def torch_ir_pre_fusion(fn: Callable, *args: Any, name: str = "ir_pre_fusion.txt") -> str:
-    import torch
-    import torch._inductor.config as inductor_config
+    import torch._inductor.config as inductor_config  # lazy: real Inductor, for comparison only
 
     torch._dynamo.reset()
     with tempfile.TemporaryDirectory() as tmp:

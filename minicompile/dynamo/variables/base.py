@@ -13,6 +13,7 @@ guards can check it. Values made while tracing (results of ops, new lists) have 
 
 from __future__ import annotations
 
+import builtins
 from typing import TYPE_CHECKING, Any
 
 from ..exc import unimplemented
@@ -89,6 +90,15 @@ class VariableTracker:
             return self.source.expr()
         unimplemented(f"returning {self} from a compiled frame")
 
+    def children(self) -> list[VariableTracker]:
+        """The trackers this one is rebuilt from (``PyCodegen.share_repeated`` walks them)."""
+        return []
+
+    def is_built_container(self) -> bool:
+        """A list, dict or object made while tracing: each ``reconstruct`` makes a new one, so
+        one reached twice is built once into a temporary (``PyCodegen.share_repeated``)."""
+        return False
+
     def __repr__(self) -> str:
         src = f", source={self.source.name()}" if self.source else ""
         return f"{type(self).__name__}({self._repr_body()}{src})"
@@ -113,6 +123,16 @@ class KnownCallableVariable(VariableTracker):
 
     def identity(self) -> Any:
         return self.fn
+
+    def reconstruct(self, codegen: PyCodegen) -> str:
+        """A builtin by its own name (``print``: readable, and the same object); anything else
+        (torch.*, a module's function) as an installed name."""
+        if self.source is not None:
+            return self.source.expr()
+        name = getattr(self.fn, "__name__", "")
+        if getattr(builtins, name, None) is self.fn and name not in codegen.f_globals:
+            return name
+        return codegen.install_global(name or "fn", self.fn)
 
 
 class NullVariable(VariableTracker):

@@ -21,7 +21,7 @@ import torch
 from ..exc import unimplemented
 from ..guards import Guard, GuardKind, TensorSpec
 from ..source import GetItemSource, LocalSource, Source
-from ..symbolic_shapes import is_symbolic
+from ...shapes.symbolic_shapes import is_symbolic
 from .base import VariableTracker
 from .builtin import BUILTIN_CALLABLES, BuiltinVariable
 from .constant import ConstantVariable, is_constant

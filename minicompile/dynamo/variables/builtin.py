@@ -19,10 +19,18 @@ import operator
 from typing import Any, Callable
 
 from ..exc import unimplemented
+from ..guards import Guard, GuardKind
 from .base import KnownCallableVariable, VariableTracker
 from .constant import ConstantVariable
+from .dicts import ConstDictVariable
+from .functions import BaseUserFunctionVariable, FunctoolsPartialVariable
 from .iter import ITER_HANDLERS
-from .lists import BaseListVariable, ListIteratorVariable, ListVariable, RangeVariable, TupleVariable
+from .lists import (BaseListVariable, ListIteratorVariable, ListVariable, RangeVariable, SetVariable,
+                    TupleVariable)
+from .misc import GetAttrVariable, SuperVariable, UserDefinedObjectVariable
+from .nn_module import NNModuleVariable
+from .symnode import SymNodeVariable, symbolic_builtin
+from .tensor import TensorVariable, call_op
 
 # Builtins that have side effects or need real objects: never run them on constants while tracing.
 NOT_FOLDABLE = {print, input, open, id, setattr, delattr, exec, eval, globals, locals, vars,
@@ -45,9 +53,7 @@ def _const(v: VariableTracker) -> Any:
 
 class BuiltinVariable(KnownCallableVariable):
     def call_function(self, tx, args, kwargs) -> VariableTracker:
-        from .builder import SourcelessBuilder
-        from .symnode import SymNodeVariable, symbolic_builtin
-        from .tensor import TensorVariable, call_op
+        from .builder import SourcelessBuilder  # a cycle: builder wraps values in BuiltinVariable
 
         handler = HANDLERS.get(self.fn)
         if handler is not None:
@@ -118,7 +124,6 @@ def _setitem(tx, obj, key, value):
 
 
 def _contains(tx, container, item):
-    from .tensor import TensorVariable
 
     if isinstance(container, TensorVariable):
         return None  # `x in tensor` is a tensor op
@@ -202,7 +207,6 @@ def _sequence(cls):
 
 
 def _dict(tx, *args, **kwargs):
-    from .dicts import ConstDictVariable
 
     items = {}
     if args:
@@ -289,8 +293,6 @@ def _reduce(tx, fn, seq, *initial):
 
 def _set(cls):
     def build(tx, seq=None):
-        from .lists import SetVariable
-
         items = [] if seq is None else seq.unpack_var_sequence(tx)
         return SetVariable.of(items, frozen=cls is frozenset)
 
@@ -312,8 +314,6 @@ def _getattr(tx, obj, name, *default):
 
 def _real_value(tx, obj) -> Any:
     """The real object behind ``obj`` (a tensor input's real tensor), or None."""
-    from .tensor import TensorVariable
-
     if isinstance(obj, TensorVariable):
         if obj.source is None:  # made by the graph: only torch.Tensor's own attributes
             return None
@@ -323,8 +323,6 @@ def _real_value(tx, obj) -> Any:
 
 
 def _hasattr(tx, obj, name):
-    from ..guards import Guard, GuardKind
-    from .tensor import TensorVariable
 
     name = _const(name)
     if name in (getattr(obj, "attrs", None) or {}):  # set by the code traced so far
@@ -345,12 +343,6 @@ def _type(tx, obj):
 
 
 def _callable(tx, obj):
-    from .dicts import ConstDictVariable
-    from .functions import BaseUserFunctionVariable, FunctoolsPartialVariable
-    from .lists import SetVariable
-    from .misc import GetAttrVariable, UserDefinedObjectVariable
-    from .nn_module import NNModuleVariable
-    from .tensor import TensorVariable
 
     if isinstance(obj, (BaseUserFunctionVariable, KnownCallableVariable, GetAttrVariable,
                         NNModuleVariable, FunctoolsPartialVariable)):
@@ -363,7 +355,6 @@ def _callable(tx, obj):
 
 
 def _super(tx, *args):
-    from .misc import SuperVariable
 
     if args:
         return SuperVariable(_const(args[0]), args[1])

@@ -98,6 +98,12 @@ class ConstDictVariable(VariableTracker):
             self.items.clear()
         return ConstantVariable(None)
 
+    def children(self) -> list[VariableTracker]:
+        return list(self.items.values())
+
+    def is_built_container(self) -> bool:
+        return self.source is None
+
     def reconstruct(self, codegen) -> str:
         if self.source is not None:
             return self.source.expr()
@@ -163,6 +169,9 @@ class DictViewVariable(VariableTracker):
 
     def reconstruct(self, codegen) -> str:
         return f"{codegen(self.dict_vt)}.{self.kind}()"
+
+    def children(self) -> list[VariableTracker]:
+        return [self.dict_vt]
 
     def _repr_body(self) -> str:
         return f"{self.dict_vt!r}.{self.kind}()"

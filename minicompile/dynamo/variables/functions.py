@@ -108,6 +108,11 @@ class UserFunctionVariable(BaseUserFunctionVariable):
     def identity(self) -> Any:
         return self.fn
 
+    def reconstruct(self, codegen) -> str:
+        if self.source is not None:
+            return self.source.expr()
+        return codegen.install_global(self.fn.__name__, self.fn)  # a function made while tracing
+
     def get_code(self) -> types.CodeType:
         return self.fn.__code__
 
@@ -156,6 +161,12 @@ class UserMethodVariable(UserFunctionVariable):
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         return super().call_function(tx, [self.obj, *args], kwargs)
+
+    def children(self) -> list[VariableTracker]:
+        return [self.obj]
+
+    def reconstruct(self, codegen) -> str:  # not as a plain function: it is bound to obj
+        return VariableTracker.reconstruct(self, codegen)
 
     def as_python_constant(self) -> Any:
         unimplemented("a bound method is not a constant")

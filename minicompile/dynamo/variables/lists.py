@@ -81,6 +81,9 @@ class BaseListVariable(VariableTracker):
             return f"({body},)" if len(self.items) == 1 else f"({body})"
         return f"[{body}]"
 
+    def children(self) -> list[VariableTracker]:
+        return list(self.items)
+
     def _repr_body(self) -> str:
         return ", ".join(map(repr, self.items))
 
@@ -150,6 +153,9 @@ class SizeVariable(TupleVariable):
 
 class ListVariable(BaseListVariable):
     python_cls = list
+
+    def is_built_container(self) -> bool:
+        return self.source is None
 
     def _check_mutable(self, tx, name: str, args, kwargs) -> None:
         if self.source is not None:  # a list from outside: replayed after the graph
@@ -326,3 +332,15 @@ class ListIteratorVariable(VariableTracker):
 
     def python_type(self) -> type:
         return type(iter([]))
+
+    def remaining(self, codegen) -> str:
+        """The tuple of the items still to come (a loop in progress is passed across a graph
+        break as this tuple: the resume function's prologue calls iter() on it)."""
+        rest = [codegen(v) for v in self.items[self.index:]]
+        return f"({''.join(r + ', ' for r in rest)})"
+
+    def reconstruct(self, codegen) -> str:
+        return f"iter({self.remaining(codegen)})"  # an iterator in a local: the items to come
+
+    def children(self) -> list[VariableTracker]:
+        return list(self.items)

@@ -28,6 +28,12 @@ class GetAttrVariable(VariableTracker):
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         return self.obj.call_method(tx, self.name, args, kwargs)
 
+    def reconstruct(self, codegen) -> str:
+        return f"{codegen(self.obj)}.{self.name}"
+
+    def children(self) -> list[VariableTracker]:
+        return [self.obj]
+
     def _repr_body(self) -> str:
         return f"{self.obj!r}.{self.name}"
 
@@ -174,6 +180,9 @@ class SuperVariable(VariableTracker):
         super().__init__()
         self.cls, self.obj = cls, obj
 
+    def children(self) -> list[VariableTracker]:
+        return [self.obj]
+
     def var_getattr(self, tx, name: str) -> VariableTracker:
         value = getattr(self.obj, "value", None)
         if value is None:
@@ -210,11 +219,19 @@ class UserDefinedObjectVariable(VariableTracker):
     def store_attr(self, name: str, value: VariableTracker) -> None:
         self.attrs[name] = value
 
+    def children(self) -> list[VariableTracker]:
+        return list((self.attrs or {}).values())
+
+    def is_built_container(self) -> bool:
+        return self.source is None and self.attrs is not None
+
     def reconstruct(self, codegen) -> str:
         """An object built while tracing and still live (returned, or a local at a graph
         break) is built for real: a new instance of its class with the traced attributes."""
-        if self.source is not None or self.attrs is None:
-            return super().reconstruct(codegen)
+        if self.source is not None:
+            return self.source.expr()
+        if self.attrs is None:  # a logger, ...: passed as the object itself
+            return codegen.install_global(type(self.value).__name__.lower(), self.value)
         cls = codegen.install_global(type(self.value).__name__, type(self.value))
         attrs = ", ".join(f"{k!r}: {codegen(v)}" for k, v in self.attrs.items())
         return f"{codegen.install_global('new_object', new_object)}({cls}, {{{attrs}}})"

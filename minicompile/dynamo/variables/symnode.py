@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import torch
 
-from ..symbolic_shapes import hint_of, is_symbolic
+from ...shapes.symbolic_shapes import hint_of, is_symbolic
 from .base import VariableTracker
 from .constant import ConstantVariable
 

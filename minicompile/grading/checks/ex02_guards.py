@@ -7,7 +7,7 @@ import random
 import sympy
 import torch
 
-from minicompile.dynamo.symbolic_shapes import ShapeEnv
+from minicompile.shapes.symbolic_shapes import ShapeEnv
 from minicompile.grading import exercise
 
 

@@ -10,6 +10,8 @@ Reading map:
                   cpp_build.py: g++ and the kernel cache, cpp_prefix.h: the C++ helpers)
     reference.py  ReferenceScheduling: runs kernel objects with torch ops, a block of rows at a
                   time (the oracle, and the CPU backend before code generation)
+    triton.py     TritonScheduling: Triton kernels (triton_kernel.py writes one, triton_ops.py
+                  holds the op templates; runtime/ launches them)
     wrapper.py    WrapperCodeGen: the Python program that allocates, launches and frees
                   (``MINICOMPILE_LOGS=output_code``)
 
@@ -28,9 +30,16 @@ from .common import BaseScheduling
 from .cpp import CppScheduling
 from .reference import ReferenceScheduling
 
+try:  # Triton is optional on CPU machines: without it, only the other backends exist
+    from .triton import TritonScheduling
+except ImportError:  # pragma: no cover
+    TritonScheduling = None
+
 # backend name -> how to make its scheduling object (modules added as backends land)
 BACKENDS: dict[str, Callable[[], BaseScheduling]] = {"reference": ReferenceScheduling,
                                                      "cpp": CppScheduling}
+if TritonScheduling is not None:  # Triton is optional where it is not installed
+    BACKENDS["triton"] = TritonScheduling
 
 
 def register_backend(name: str, make: Callable[[], BaseScheduling]) -> None:

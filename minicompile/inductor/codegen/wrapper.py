@@ -33,6 +33,7 @@ from sympy.printing.str import StrPrinter
 
 from ..ir import Buffer, ExternKernel, IRNode, MultiOutput, ReinterpretView
 from ..kernel_group import KernelGroup
+from ..memory_planning import BufferLifetime, plan_memory
 from .common import IndentedBuffer
 
 
@@ -96,7 +97,6 @@ class WrapperCodeGen:
         self.namespace: dict[str, Any] = dict(RUNTIME)
         self.kernel_sources: list[tuple[str, str]] = []  # (name, source) for the output code
         self.body = IndentedBuffer(1)
-        self.free: dict[tuple, list[str]] = {}  # reuse key -> storages whose buffers died
         self._counter = itertools.count()
         self._consts = itertools.count()
 
@@ -136,53 +136,39 @@ class WrapperCodeGen:
             self.namespace[name] = storage(value, tuple(value.shape), value.stride(),
                                            value.storage_offset())
 
-    # --- the memory plan ----------------------------------------------------------------------
+    # --- the memory plan (memory_planning.py) as lines --------------------------------------
     def plan_lifetimes(self) -> None:
-        """Which kernel reads each buffer last; buffers the caller receives live on."""
-        groups = self.scheduler.kernel_groups
-        self.last_use: dict[str, int] = {}
-        for g in groups:
-            for name in g.reads:
-                self.last_use[name] = g.position
-        self.keep = {o.data.get_name() if isinstance(o, ReinterpretView) else o.get_name()
-                     for o in self.graph.graph_outputs if isinstance(o, (Buffer, ReinterpretView))}
-        self.to_allocate = [name for g in groups if g.is_loop_kernel() for name in g.stored]
-
-    def reuse_key(self, name: str) -> tuple | None:
-        layout = getattr(self.scheduler.buffers.get(name), "layout", None)
-        if layout is None:
-            return None
-        return (str(layout.device), layout.dtype, sympy.expand(layout.storage_size()))
+        plan = plan_memory(self.scheduler)
+        self.starts = {b.name: b for b in plan.lifetimes}
+        self.ends: dict[int, list[BufferLifetime]] = {}
+        for b in plan.lifetimes:
+            if not b.is_output:
+                self.ends.setdefault(b.last, []).append(b)
+        self.holder: dict[str, str] = {}  # storage -> the buffer variable that holds it now
+        self.plan = plan
 
     def begin_kernel(self, group: KernelGroup) -> None:
-        """Allocate (or take over a dead buffer's storage for) what a loop kernel stores."""
+        """Allocate what a loop kernel stores, or take over a dead buffer's storage."""
         if not group.is_loop_kernel():
             return
         for name in group.stored:
-            self.to_allocate.remove(name)
+            b = self.starts[name]
             layout = self.scheduler.buffers[name].layout
-            pool = self.free.get(self.reuse_key(name))
-            if pool:
-                old = pool.pop()
-                self.body.writeline(f"{name} = {old}; del {old}  # reuse")
-            else:
+            if b.storage == name:
                 self.body.writeline(f"{name} = empty(({pexpr(layout.storage_size())},), "
                                     f"dtype={layout.dtype}, device='{layout.device}')")
+            else:
+                old = self.holder[b.storage]
+                self.body.writeline(f"{name} = {old}; del {old}  # reuse")
+            self.holder[b.storage] = name
 
     def end_kernel(self, group: KernelGroup) -> None:
-        """Buffers whose last reader just ran: keep the storage for a later buffer of the same
-        kind, or delete them."""
-        dead = [n for n in group.reads if self.last_use.get(n) == group.position
-                and n in self.scheduler.buffers and n not in self.keep
-                and n not in self.graph.graph_inputs and n not in self.graph.constants]
-        wanted = [self.reuse_key(n) for n in self.to_allocate]
-        for name in dead:
-            key = self.reuse_key(name)
-            if key is not None and key in wanted:
-                wanted.remove(key)
-                self.free.setdefault(key, []).append(name)
-            else:
-                self.body.writeline(f"del {name}")
+        """Delete buffers whose last reader just ran, unless a later buffer takes them over."""
+        for b in self.ends.get(group.position, []):
+            later = any(o.storage == b.storage and o.first > group.position
+                        for o in self.plan.lifetimes)
+            if not later:
+                self.body.writeline(f"del {self.holder.get(b.storage, b.name)}")
 
     def arg(self, a: Any) -> str:
         """An extern kernel's argument as Python source."""

@@ -21,6 +21,8 @@ import operator
 
 import torch
 import torch.fx
+from .constant_folding import _fetch_attr, _fresh_name
+from .dce import eliminate_dead_code
 
 aten = torch.ops.aten
 
@@ -83,7 +85,6 @@ def fold_conv_bn(gm: torch.fx.GraphModule) -> int:
                 u.replace_all_uses_with(new_conv)
         folded += 1
     if folded:
-        from .dce import eliminate_dead_code
 
         eliminate_dead_code(gm)
         gm.recompile()
@@ -128,7 +129,6 @@ def _channel_vector(const: torch.Tensor, out_shape: torch.Size) -> bool:
 
 def fold_conv_binary(gm: torch.fx.GraphModule) -> int:
     """Fold ``conv(x, W, b) op constant`` into the conv's weight and bias; return how many."""
-    from .constant_folding import _fetch_attr, _fresh_name
 
     folded, g = 0, gm.graph
     for node in list(g.nodes):
@@ -160,7 +160,6 @@ def fold_conv_binary(gm: torch.fx.GraphModule) -> int:
         node.replace_all_uses_with(new_conv)
         folded += 1
     if folded:
-        from .dce import eliminate_dead_code
 
         eliminate_dead_code(gm)
         gm.recompile()

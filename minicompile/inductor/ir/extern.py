@@ -17,6 +17,7 @@ import sympy
 import torch
 import torch.utils._pytree as pytree
 
+from ...shapes.functions import sym_to_sympy
 from ..sizevars import Expr
 from .layout import Layout
 from .nodes import Buffer, IRNode
@@ -107,7 +108,5 @@ def distinct_elements(node: IRNode) -> Expr:
 
 def layout_of(val: torch.Tensor) -> Layout:
     """The layout of a (fake) tensor, sizes and strides converted to SymPy."""
-    from ..graph import sym_to_sympy
-
     return Layout(val.device, val.dtype, [sym_to_sympy(s) for s in val.shape],
                   [sym_to_sympy(s) for s in val.stride()], sym_to_sympy(val.storage_offset()))

@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 import sympy
 
+from ..code_writer import CSE
 from ..sizevars import simplify_index
 from ..virtualized import BINARY_OPS, UNARY_OPS, set_ops_handler
 from .layout import dtype_name
@@ -32,18 +33,14 @@ class PrintHandler:
         self.var_ranges = var_ranges or {}
         self.lines: list[tuple[int, str]] = []  # (extra indent, text)
         self.reduction_line: int | None = None  # lines up to here sit inside the reduction loop
-        self._cse: dict[str, str] = {}
+        self.cse = CSE()  # the same expression twice is one temporary
         self._depth = 0
-        self._n = 0
+
+    def writeline(self, line: str) -> None:
+        self.lines.append((self._depth, line))
 
     def _emit(self, expr: str) -> str:
-        if expr in self._cse:  # the same expression twice is one temporary (CSE)
-            return self._cse[expr]
-        name = f"tmp{self._n}"
-        self._n += 1
-        self.lines.append((self._depth, f"{name} = {expr}"))
-        self._cse[expr] = name
-        return name
+        return self.cse.generate(self, expr)
 
     def _index(self, index) -> str:
         return str(simplify_index(index, self.var_ranges))
@@ -75,9 +72,8 @@ class PrintHandler:
     def masked(self, mask: str, body: Callable[[], str], other) -> str:
         self.lines.append((self._depth, f"if {mask}:  # masked: no load outside the mask"))
         self._depth += 1
-        saved, self._cse = self._cse, dict(self._cse)  # names made inside stay inside
-        value = body()
-        self._cse = saved
+        with self.cse.scoped():  # names made inside stay inside
+            value = body()
         self._depth -= 1
         return self._emit(f"{value} if {mask} else {other!r}")
 

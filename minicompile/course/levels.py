@@ -13,8 +13,9 @@ from typing import Callable
 import torch
 import torch.fx as fx
 
-from .prims import prims_table
-from .registry import decomposition_table, ops_used
+from ..aot_autograd import trace_module
+from ..decompositions.prims import prims_table
+from ..decompositions.registry import decomposition_table, ops_used
 
 __all__ = ["trace_levels", "op_count_table", "count_ops", "unfused_bytes", "fused_bytes", "LEVELS"]
 
@@ -27,7 +28,6 @@ LEVELS: dict[str, Callable[[], dict]] = {
 
 def trace_levels(model, inputs: list, joint: bool = False) -> dict[str, fx.GraphModule]:
     """Trace ``model(*inputs)`` once per level (forward only unless ``joint``)."""
-    from ..aot_autograd import trace_module
 
     return {level: trace_module(model, inputs, table(), joint=joint)[0]
             for level, table in LEVELS.items()}

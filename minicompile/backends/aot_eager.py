@@ -13,7 +13,7 @@ from typing import Callable
 import torch.fx as fx
 
 from ..decompositions import decomposition_table
-from .aot_autograd import aot_module_simplified
+from ..aot_autograd import aot_module_simplified
 
 
 def aot_eager(gm: fx.GraphModule, example_inputs: list, partition_fn: str = "default",

@@ -16,6 +16,11 @@ from typing import Callable
 import torch
 import torch.fx as fx
 
+from ..aot_autograd import trace_module
+from ..aot_autograd.partitioners import (default_partition, is_sym,
+                                         min_cut_rematerialization_partition, tensor_bytes)
+from ..decompositions import decomposition_table
+
 
 @dataclass
 class SavedTensor:
@@ -74,7 +79,6 @@ def num_saved(fw: fx.GraphModule, bw: fx.GraphModule) -> int:
 
 def saved_bytes(bw: fx.GraphModule) -> int:
     """Bytes of the tensors a backward graph receives from its forward (not the tangents)."""
-    from .partitioners import is_sym, tensor_bytes
     return sum(tensor_bytes(n) for n in bw.graph.nodes if n.op == "placeholder"
                and not n.name.startswith("tangents") and not is_sym(n))
 
@@ -83,9 +87,6 @@ def partition_report(model: torch.nn.Module, inputs: list) -> list[dict]:
     """Saved values, saved bytes and op counts of the forward/backward graphs of ``model``:
     real AOTAutograd (its default and min-cut partitioners, no decomposition, like its
     ``aot_eager``), next to ours on the same ATen level and on core ATen (our table)."""
-    from ..decompositions import decomposition_table
-    from .aot_autograd import trace_module
-    from .partitioners import default_partition, min_cut_rematerialization_partition
 
     def ops(gm):
         return sum(n.op == "call_function" for n in gm.graph.nodes)

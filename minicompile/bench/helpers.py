@@ -74,7 +74,7 @@ def format_profile(rows: list[tuple[str, int, float]], limit: int = 12) -> str:
 
 def plot_times(times: dict[str, float], title: str = "", unit: str = "us", ax=None):
     """Bar chart of named timings (seconds in, shown in ``unit``)."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: optional, and slow to import
 
     scale = {"s": 1, "ms": 1e3, "us": 1e6}[unit]
     if ax is None:

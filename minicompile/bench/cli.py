@@ -1,0 +1,78 @@
+"""``python -m minicompile.bench``: eager vs real torch.compile vs minicompile, side by side.
+
+    python -m minicompile.bench                          # every case, on CUDA when there is a GPU
+    python -m minicompile.bench --device cpu --quick     # small sizes, fewer repetitions
+    python -m minicompile.bench --cases softmax,layernorm --json out.json --plot out.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import sys
+
+import torch
+
+from .cases import CASES
+from .progress import Progress
+from .report import format_table, header, plot, write_json
+from .run import STEPS_PER_CASE, run_case, warm_up
+from .timing import copy_bandwidth_gbs
+
+# elements per buffer of the copy-bandwidth measurement: far larger than any cache
+COPY_NUMEL = {"cuda": {"full": 1 << 28, "quick": 1 << 26, "tiny": 1 << 20},
+              "cpu": {"full": 1 << 26, "quick": 1 << 24, "tiny": 1 << 20}}
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="python -m minicompile.bench",
+        description="Time eager PyTorch, real torch.compile (inductor) and minicompile "
+                    "(mc.compile(fn, backend='inductor')) in one process; outputs are checked "
+                    "against eager before timing. Cases: " + ", ".join(CASES) + ".")
+    p.add_argument("--device", choices=["cpu", "cuda"],
+                   default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--quick", action="store_true", help="smaller sizes, fewer repetitions")
+    p.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)  # the test's sizes
+    p.add_argument("--cases", default=",".join(CASES),
+                   help="comma-separated case names (default: all)")
+    p.add_argument("--json", metavar="PATH", help="write every number to a JSON file")
+    p.add_argument("--plot", metavar="PATH", help="save a time and GB/s plot (matplotlib Agg)")
+    args = p.parse_args(argv)
+    args.cases = [c.strip() for c in args.cases.split(",") if c.strip()]
+    unknown = [c for c in args.cases if c not in CASES]
+    if unknown:
+        p.error(f"unknown case(s) {', '.join(unknown)}; known: {', '.join(CASES)}")
+    if args.device == "cuda" and not torch.cuda.is_available():
+        p.error("--device cuda but torch.cuda.is_available() is False")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    budget = "tiny" if args.tiny else "quick" if args.quick else "full"
+    scale = "tiny" if args.tiny else f"{args.device}-quick" if args.quick else args.device
+    plan = [(name, size) for name in args.cases for size in CASES[name].sizes[scale]]
+
+    h = header(args.device, copy_bandwidth_gbs(args.device, COPY_NUMEL[args.device][budget],
+                                               budget))
+    print(f"minicompile.bench: {len(plan)} case(s) on {args.device}, {budget} sizes", file=sys.stderr)
+    progress = Progress(1 + STEPS_PER_CASE * len(plan))
+    progress("warm-up compile (one-time process costs)")
+    warm_up(args.device)
+    results = []
+    for name, size in plan:
+        workload = CASES[name].make(args.device, *size)
+        results.append(run_case(name, workload, args.device, budget, progress))
+        del workload  # free the large inputs before the next case
+        gc.collect()
+        if args.device == "cuda":
+            torch.cuda.empty_cache()
+    progress.close()
+
+    print(format_table(results, h))
+    if args.json:
+        write_json(args.json, results, h)
+    if args.plot:
+        plot(args.plot, results, h)
+    return 0

@@ -1,0 +1,122 @@
+"""Runs one benchmark case: eager, real ``torch.compile`` and minicompile in one process.
+
+For each compiler: drop its caches, compile, time the first call (cold compile), check the result
+against eager (outputs, and gradients for training), and only then time it. A compiler whose
+result differs is reported as WRONG and not timed; one that raises is reported as ERROR.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+import minicompile as mc
+
+from .cases import Workload
+from .timing import cold_inductor, first_call_s, time_ms
+
+
+@dataclass
+class Compiler:
+    name: str
+    reset: Callable[[], None]
+    compile: Callable[[Callable], Callable]
+    cold: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
+
+
+COMPILERS: dict[str, Compiler] = {  # key -> how to compile cold; eager is the baseline
+    "tc": Compiler("torch.compile", torch._dynamo.reset,
+                   lambda fn: torch.compile(fn, backend="inductor"), cold_inductor),
+    "mc": Compiler("minicompile", mc.reset, lambda fn: mc.compile(fn, backend="inductor")),
+}
+
+
+@dataclass
+class Result:
+    case: str
+    size: str
+    kind: str                                             # memory | compute | train
+    bytes: int = 0                                        # fewest bytes one step must move
+    flops: float = 0.0
+    ms: dict[str, float] = field(default_factory=dict)    # eager / tc / mc -> median ms
+    cold_s: dict[str, float] = field(default_factory=dict)  # tc / mc -> first-call seconds
+    status: dict[str, str] = field(default_factory=dict)  # tc / mc -> ok | WRONG | ERROR
+    notes: list[str] = field(default_factory=list)
+
+    def ratio(self, key: str, base: str) -> float | None:
+        """``ms[key] / ms[base]``: below 1 means ``key`` is faster."""
+        if key in self.ms and base in self.ms:
+            return self.ms[key] / self.ms[base]
+        return None
+
+    def gbs(self, key: str) -> float | None:
+        return self.bytes / (self.ms[key] * 1e-3) / 1e9 if key in self.ms else None
+
+    def tflops(self, key: str) -> float | None:
+        return self.flops / (self.ms[key] * 1e-3) / 1e12 if key in self.ms else None
+
+
+def check(workload: Workload, out: Any, expected: list[torch.Tensor]) -> None:
+    rtol, atol = workload.tolerance()
+    torch.testing.assert_close(workload.results(out), expected, rtol=rtol, atol=atol)
+
+
+STEPS_PER_CASE = 2 + 2 * len(COMPILERS)  # eager check, compile each, time eager and each
+
+
+def run_case(name: str, workload: Workload, device: str, budget: str,
+             progress: Callable[[str], None]) -> Result:
+    result = Result(name, workload.size, workload.kind, flops=workload.flops)
+    expected = workload.results(workload.step(workload.fn))  # eager is the oracle
+    if workload.kind == "memory":
+        result.bytes = workload.min_bytes(expected)
+    progress(f"{name} {workload.size}: eager")
+    runnable: dict[str, Callable] = {"eager": workload.fn}
+    for key, compiler in COMPILERS.items():
+        progress(f"{name} {workload.size}: compile {compiler.name}")
+        compiler.reset()
+        try:
+            compiled = compiler.compile(workload.fn)
+            with compiler.cold():
+                out, result.cold_s[key] = first_call_s(lambda: workload.step(compiled), device)
+            check(workload, out, expected)
+        except AssertionError as e:  # assert_close: wrong answer, never timed
+            result.status[key] = "WRONG"
+            result.notes.append(f"{compiler.name} WRONG: {_first_line(e)}")
+            continue
+        except Exception as e:  # noqa: BLE001 -- one broken case must not stop the run
+            result.status[key] = "ERROR"
+            result.notes.append(f"{compiler.name} ERROR: {type(e).__name__}: {_first_line(e)}")
+            continue
+        result.status[key] = "ok"
+        runnable[key] = compiled
+    for key in ("eager", *COMPILERS):
+        if key not in runnable:
+            progress(f"{name} {workload.size}: {key} not timed")
+            continue
+        progress(f"{name} {workload.size}: timing {key}")
+        fn = runnable[key]
+        result.ms[key] = time_ms(lambda: workload.step(fn), device, budget)
+    return result
+
+
+def warm_up(device: str) -> None:
+    """Compile a throwaway function once with each compiler, so one-time costs of the process
+    (imports, Inductor's worker pool, C++ toolchain checks) don't land in the first case's cold
+    compile time."""
+    def add_one(x):
+        return x * 2 + 1
+
+    x = torch.randn(64, device=device)
+    for compiler in COMPILERS.values():
+        compiler.reset()
+        compiler.compile(add_one)(x)
+        compiler.reset()
+
+
+def _first_line(e: BaseException) -> str:
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    return "; ".join(lines[:3])[:300]

@@ -1,0 +1,70 @@
+"""How the benchmark times things (the role of ``triton.testing.do_bench`` in
+torch/_inductor/runtime/benchmarking.py, and of ``torch.utils.benchmark`` on the CPU).
+
+GPU: CUDA events around each call, the L2 cache flushed between calls, the median of the reps
+(``do_bench(..., return_mode="median")``). CPU: ``Timer.blocked_autorange`` medians with as many
+threads as torch uses. Never one wall-clock reading per call.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+
+import torch
+import torch._inductor.config as inductor_config
+from torch.utils import benchmark
+
+try:  # triton is a GPU dependency; the CPU path never needs it
+    from triton.testing import do_bench
+except ImportError:  # pragma: no cover
+    do_bench = None
+
+# (warm-up, repeat) for do_bench in milliseconds; CPU: min_run_time in seconds
+GPU_BUDGET = {"full": (25, 100), "quick": (10, 30), "tiny": (1, 5)}
+CPU_BUDGET = {"full": 1.0, "quick": 0.2, "tiny": 0.01}
+
+
+def sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def time_ms(step: Callable[[], Any], device: str, budget: str = "full") -> float:
+    """Median milliseconds of one ``step()``."""
+    if device == "cuda":
+        warmup, rep = GPU_BUDGET[budget]
+        return float(do_bench(step, warmup=warmup, rep=rep, return_mode="median"))
+    step()  # warm up outside the measurement
+    timer = benchmark.Timer(stmt="step()", globals={"step": step},
+                            num_threads=torch.get_num_threads())
+    return timer.blocked_autorange(min_run_time=CPU_BUDGET[budget]).median * 1e3
+
+
+def copy_bandwidth_gbs(device: str, numel: int, budget: str = "full") -> float:
+    """Achieved GB/s of a large device-to-device ``y.copy_(x)``, counting bytes read + written:
+    the ceiling every memory-bound case is compared against."""
+    x = torch.randn(numel, device=device)
+    y = torch.empty_like(x)
+    ms = time_ms(lambda: y.copy_(x), device, budget)
+    return 2 * x.numel() * x.element_size() / (ms * 1e-3) / 1e9
+
+
+@contextmanager
+def cold_inductor() -> Iterator[None]:
+    """No cache of real Inductor may answer: FX graph cache, AOT autograd cache, kernel caches."""
+    with inductor_config.patch(force_disable_caches=True), \
+            torch.compiler.config.patch(force_disable_caches=True), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*force disabled by.*force_disable_caches")
+        yield
+
+
+def first_call_s(step: Callable[[], Any], device: str) -> tuple[Any, float]:
+    """Wall seconds of the first call (tracing + compiling + running once), and its result."""
+    sync(device)
+    start = time.perf_counter()
+    out = step()
+    sync(device)
+    return out, time.perf_counter() - start

@@ -1,0 +1,12 @@
+"""Course tooling: helpers notebooks and tests use to show and compare the stages. It sits
+above every stage (it may import any of them; no stage imports it) and has no counterpart in
+torch. Files:
+
+    artifacts.py          compile_with_artifacts: every stage's artifact of one function
+    compare.py            our AOT graphs next to eager autograd's and real AOTAutograd's; timings
+    levels.py             one program at the ATen, core ATen and prims levels, op counts, bytes
+    instruction_table.py  docs/instructions.md, generated from the interpreter's handler registry
+
+Also course tooling, in their own places: viz/ (graph renderings), grading/ and grade.py
+(exercises), bench.py (benchmarks).
+"""

@@ -1,0 +1,133 @@
+"""The Triton backend: one ``@triton.jit`` kernel per loop kernel (mirrors ``TritonScheduling``
+in torch/_inductor/codegen/triton.py; the kernel writer is ``triton_kernel.py``, the op
+templates ``triton_ops.py``, the launcher ``runtime/triton_heuristics.py``).
+
+For each ``KernelGroup`` it writes a module of Triton source, loads it (``@triton.jit`` reads
+its function's source with ``inspect``, so the module must be a real file), wraps the kernel in
+a ``TritonLauncher`` and writes the wrapper line that calls it::
+
+    triton_per_fused__softmax_0(arg0_1, buf2, 8, 33)      # buffers, sizes, xnumel, rnumel
+
+On CUDA tensors the kernels compile for the GPU; on CPU tensors (``MINICOMPILE_CPU_BACKEND=
+triton``) they run under ``TRITON_INTERPRET=1``, Triton's NumPy interpreter: slow, but the same
+source, so every kernel can be tested on a machine without a GPU.
+
+``TritonKernelObject.bytes_from_code`` counts the bytes the generated loads and stores touch
+(each distinct buffer and index once, as ``dependencies.footprint`` counts the scheduler's
+``num_bytes_accessed``), so the metric can be checked against the code that really runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import sympy
+
+from ...metrics import metrics
+from ..dependencies import footprint
+from ..kernel_group import KernelGroup
+from ..runtime.triton_heuristics import TritonLauncher
+from .common import BaseScheduling
+from .triton_kernel import TritonKernel
+from .wrapper import pexpr
+
+PREFIX = {"pointwise": "triton_poi", "persistent": "triton_per", "looped": "triton_red"}
+
+MODULE_HEADER = """\
+import triton
+import triton.language as tl
+
+from minicompile.inductor.runtime import triton_helpers
+from minicompile.inductor.runtime.triton_helpers import libdevice
+
+
+"""
+
+_source_dir: str | None = None
+
+
+def _load_source(source: str) -> ModuleType:
+    """Write ``source`` to a private directory and import it (until the on-disk kernel cache of
+    ``codecache.py`` takes this over: same contract, ``source -> module``)."""
+    global _source_dir
+    if _source_dir is None:
+        _source_dir = tempfile.mkdtemp(prefix="minicompile-triton-")  # mode 0700
+    key = hashlib.sha256(source.encode()).hexdigest()[:24]
+    path = os.path.join(_source_dir, f"k{key}.py")
+    if not os.path.exists(path):
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            f.write(source)
+        os.replace(tmp, path)  # atomic: a reader never sees half a file
+    name = f"minicompile_triton_k{key}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sys.modules[name] = module
+    return module
+
+
+@dataclass
+class CodeBytes:
+    """Bytes the generated code reads and writes, counted from its loads and stores."""
+
+    read: sympy.Expr
+    write: sympy.Expr
+
+    @property
+    def total(self) -> sympy.Expr:
+        return self.read + self.write
+
+
+def count_code_bytes(kernel: TritonKernel, scheduler: Any) -> CodeBytes:
+    """Each buffer's distinct elements over every load (store) of it, times its item size."""
+    totals = {"load": sympy.Integer(0), "store": sympy.Integer(0)}
+    for kind in totals:
+        deps: dict[str, dict] = {}
+        for k, name, dep in kernel.accesses:
+            if k == kind:
+                deps.setdefault(name, {})[(dep.index, dep.var_ranges)] = dep
+        for name, by_index in deps.items():
+            elements = footprint(list(by_index.values()), scheduler.numel(name))
+            totals[kind] += elements * scheduler.itemsize(name)
+    return CodeBytes(totals["load"], totals["store"])
+
+
+class TritonKernelObject(TritonLauncher):
+    """The launcher, plus what a reader of the generated code asks about it: its kernel group
+    and the bytes its loads and stores touch."""
+
+    def __init__(self, name: str, fn: Any, kind: str, source: str, group: KernelGroup,
+                 bytes_from_code: CodeBytes):
+        super().__init__(name, fn, kind, source)
+        self.group, self.bytes_from_code = group, bytes_from_code
+
+
+class TritonScheduling(BaseScheduling):
+    """Generates Triton kernels (``cuda_backend``; ``MINICOMPILE_CPU_BACKEND=triton``)."""
+
+    name = "triton"
+
+    def codegen_kernel(self, group: KernelGroup, wrapper: Any) -> None:
+        scheduler = wrapper.scheduler
+        kernel = TritonKernel(group, "kernel", lambda n: scheduler.buffers[n].get_dtype())
+        name = wrapper.kernel_name(PREFIX[kernel.kind], group)
+        kernel.name = name
+        source = MODULE_HEADER + kernel.codegen()
+        fn = getattr(_load_source(source), name)
+        launcher = TritonKernelObject(name, fn, kernel.kind, source, group,
+                                      count_code_bytes(kernel, scheduler))
+        metrics.kernels_generated += 1
+        wrapper.define_kernel(name, launcher, source)
+        numels = [pexpr(group.numel)] + ([] if kernel.kind == "pointwise"
+                                         else [pexpr(group.rnumel)])
+        wrapper.write_kernel_call(name, kernel.signature.call_args() + numels, group)

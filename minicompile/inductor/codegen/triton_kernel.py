@@ -1,0 +1,353 @@
+"""One Triton kernel written from one ``KernelGroup`` (mirrors ``TritonKernel`` in
+torch/_inductor/codegen/triton.py and ``SIMDKernel`` in codegen/simd.py).
+
+The kernel is the ``ops`` handler: each call appends a line to the kernel body and returns the
+name of a temporary (``tmp3``). Three shapes of kernel, as Inductor's:
+
+    triton_poi_*  pointwise: a program owns XBLOCK points, ``xindex`` is (XBLOCK,)
+    triton_per_*  persistent reduction: a program owns XBLOCK whole rows; ``xindex`` is
+                  (XBLOCK, 1), ``rindex`` (1, RBLOCK) with RBLOCK >= rnumel, so an element value
+                  is (XBLOCK, RBLOCK) and a row value (XBLOCK, 1); a reduction is one ``tl.sum``
+    triton_red_*  looped reduction (long rows): one ``for roffset`` loop per loop phase of the
+                  group (``KernelGroup.phases``), each reduction kept in (XBLOCK, RBLOCK)
+                  accumulators inside the loop and reduced across lanes after it; per-row code
+                  runs between the loops
+
+Loads and stores are masked (``xmask``, ``rmask``, and the masks of enclosing ``ops.masked``);
+half-precision values are computed in float32 (upcast after a load, downcast at a store).
+Indices are int32 (``tl.arange``): a buffer over 2**31 elements would need int64 indexing,
+which Inductor switches to by size; this kernel writer does not.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import sympy
+import torch
+
+from ..ir import MemoryDep
+from ..kernel_group import RINDEX, XINDEX, KernelGroup, KernelMember
+from ..sizevars import simplify_index
+from ..ops_handler import add_elementwise_ops
+from .common import CSE, IndentedBuffer, KernelSignature, emit_members
+from .triton_ops import (TRITON_OPS, compute_dtype, paren, result_dtype, texpr,
+                         triton_constant, triton_dtype)
+
+PERSISTENT_RNUMEL = 1024  # rows up to this long are reduced in one block: no loop
+
+# reduction type -> the value a masked-off lane contributes (by the value's dtype)
+def _lowest(dtype: torch.dtype) -> Any:
+    return float("-inf") if dtype.is_floating_point else (
+        0 if dtype == torch.bool else torch.iinfo(dtype).min)
+
+
+def _highest(dtype: torch.dtype) -> Any:
+    return float("inf") if dtype.is_floating_point else (
+        1 if dtype == torch.bool else torch.iinfo(dtype).max)
+
+
+NEUTRAL: dict[str, Callable[[torch.dtype], Any]] = {
+    "sum": lambda d: 0, "prod": lambda d: 1, "any": lambda d: 0,
+    "max": _lowest, "argmax": _lowest, "min": _highest, "argmin": _highest,
+}
+
+# reduction type -> (XBLOCK, RBLOCK) block reduced across its rows, as a persistent kernel and
+# after a loop writes it
+REDUCE_ROWS = {
+    "sum": "tl.sum({0}, 1)[:, None]",
+    "prod": "triton_helpers.prod({0}, 1)[:, None]",
+    "max": "triton_helpers.max2({0}, 1)[:, None]",
+    "min": "triton_helpers.min2({0}, 1)[:, None]",
+    "any": "tl.max({0}.to(tl.int8), 1)[:, None] != 0",
+}
+
+# reduction type -> one looped step: combine the accumulator ``{acc}`` with a new value ``{v}``
+COMBINE = {
+    "sum": "{acc} + {v}", "prod": "{acc} * {v}", "any": "{acc} | ({v} != 0)",
+    "max": "triton_helpers.maximum({acc}, {v})", "min": "triton_helpers.minimum({acc}, {v})",
+}
+
+
+class TritonKernel:
+    """Writes the source of one kernel; ``codegen()`` returns it."""
+
+    def __init__(self, group: KernelGroup, name: str, dtype_of: Callable[[str], torch.dtype]):
+        self.group, self.name = group, name
+        self.buffer_dtype = dtype_of  # buffer name -> its torch dtype
+        self.signature = KernelSignature.of(group)
+        self.args = {n: f"in_ptr{i}" for i, n in enumerate(self.signature.inputs)}
+        self.args.update({n: f"out_ptr{i}" for i, n in enumerate(self.signature.outputs)})
+        if group.kind == "pointwise":
+            self.kind = "pointwise"
+        else:
+            rnumel = sympy.sympify(group.rnumel)
+            self.kind = ("persistent" if rnumel.is_number and int(rnumel) <= PERSISTENT_RNUMEL
+                         else "looped")
+        self.cse = CSE()
+        self.dtypes: dict[str, torch.dtype] = {}  # temporary -> its dtype
+        self.body = IndentedBuffer()  # where lines go now (a loop body inside a looped phase)
+        self.before_loop = self.after_loop = None  # accumulators' set-up and final reductions
+        self.row_values: set[str] = set()  # results of this loop's reductions (after the loop)
+        self.masks: list[str] = []  # the masks of the enclosing ops.masked calls
+        self.level = "element"  # the member being emitted runs per element or per row
+        self.accesses: list[tuple[str, str, MemoryDep]] = []  # ("load"|"store", buffer, dep)
+        self._indirect = 0
+
+    # --- the kernel's structure --------------------------------------------------------------
+    def codegen(self) -> str:
+        """The kernel's source: a ``@triton.jit`` function."""
+        scope: dict[str, Any] = {}
+        if self.kind == "looped":
+            body = self.codegen_looped(scope)
+        else:
+            for member in self.group.members:
+                self.emit(member, scope)
+            body = self.body
+        code = IndentedBuffer()
+        code.writeline("@triton.jit")
+        code.writeline(f"def {self.name}({', '.join(self.parameters())}):")
+        with code.indent():
+            code.writelines(self.header_comment())
+            code.writelines(self.prologue())
+            code.splice(body)
+        return code.getvalue()
+
+    def parameters(self) -> list[str]:
+        params = [self.args[n] for n in self.signature.buffers()]
+        params += [str(s) for s in self.signature.sizes] + ["xnumel"]
+        if self.kind == "pointwise":
+            return params + ["XBLOCK: tl.constexpr"]
+        return params + ["rnumel", "XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"]
+
+    def header_comment(self) -> list[str]:
+        g = self.group
+        fused = ", ".join(m.get_name() + ("" if m.level == "element" else " (per row)")
+                          for m in g.members)
+        return [f"# fuses {fused}", f"# aten: {', '.join(g.origins) or '-'}",
+                f"# reads {', '.join(g.reads) or '-'}; writes {', '.join(g.stored) or '-'}",
+                f"# bytes: read {g.read_bytes}, write {g.write_bytes}"]
+
+    def prologue(self) -> list[str]:
+        if self.kind == "pointwise":
+            return ["xoffset = tl.program_id(0) * XBLOCK",
+                    "xindex = xoffset + tl.arange(0, XBLOCK)",
+                    "xmask = xindex < xnumel"]
+        lines = ["xoffset = tl.program_id(0) * XBLOCK",
+                 "xindex = xoffset + tl.arange(0, XBLOCK)[:, None]",
+                 "xmask = xindex < xnumel"]
+        if self.kind == "persistent":
+            return lines + ["rindex = tl.arange(0, RBLOCK)[None, :]", "rmask = rindex < rnumel"]
+        return lines + ["rbase = tl.arange(0, RBLOCK)[None, :]"]
+
+    def emit(self, member: KernelMember, scope: dict[str, Any]) -> None:
+        self.level = member.level
+        emit_members([member], self, self.group, scope)
+
+    def codegen_looped(self, scope: dict[str, Any]) -> IndentedBuffer:
+        """Row code at the top level; each loop phase one ``for roffset`` loop."""
+        top = IndentedBuffer()
+        elementwise = {m.get_name() for m in self.group.members
+                       if m.level == "element" and not m.is_reduction()}
+        for phase in self.group.phases():
+            if phase.kind == "row":
+                self.body = top
+                for member in phase.members:
+                    self.emit(member, scope)
+                continue
+            for name in elementwise & set(scope):  # an earlier loop's values: recomputed
+                del scope[name]
+            self.body, self.before_loop, self.after_loop = (IndentedBuffer(), IndentedBuffer(),
+                                                            IndentedBuffer())
+            with self.cse.scoped():
+                for member in phase.members:
+                    self.emit(member, scope)
+            top.splice(self.before_loop)
+            top.writeline("for roffset in range(0, rnumel, RBLOCK):")
+            with top.indent():
+                top.writelines(["rindex = roffset + rbase", "rmask = rindex < rnumel"])
+                top.splice(self.body)
+            top.splice(self.after_loop)
+            self.row_values.clear()
+        return top
+
+    # --- temporaries --------------------------------------------------------------------------
+    def generate(self, expr: str, dtype: torch.dtype, buffer: IndentedBuffer | None = None) -> str:
+        name = self.cse.generate(self.body if buffer is None else buffer, expr)
+        self.dtypes.setdefault(name, dtype)
+        return name
+
+    def dtype(self, value: str) -> torch.dtype:
+        return self.dtypes[value]
+
+    def is_block_index(self, index: sympy.Expr) -> bool:
+        return any(s in (XINDEX, RINDEX) or s.name.startswith("indirect")
+                   for s in index.free_symbols)
+
+    def mask(self, element: bool) -> str:
+        parts = ["xmask"] + (["rmask"] if element and self.kind != "pointwise" else [])
+        return " & ".join(parts + self.masks)
+
+    def pointer(self, name: str, index: sympy.Expr) -> str:
+        """``in_ptr0 + (index)``; an index without a kernel variable is broadcast to the block,
+        so that the masked load or store has one address per lane."""
+        text = texpr(simplify_index(index, self.group.var_ranges()))
+        if not self.is_block_index(index):
+            shape = "[XBLOCK]" if self.kind == "pointwise" else "[XBLOCK, 1]"
+            text = f"{text} + tl.zeros({shape}, tl.int32)"
+        return f"{self.args[name]} + ({text})"
+
+    def record(self, kind: str, name: str, index: sympy.Expr) -> None:
+        ranges = tuple((v, r) for v, r in self.group.var_ranges().items()
+                       if v in index.free_symbols)
+        self.accesses.append((kind, name, MemoryDep(name, index, ranges)))
+
+    # --- the ops handler ----------------------------------------------------------------------
+    def load(self, name: str, index: sympy.Expr) -> str:
+        index = sympy.sympify(index)
+        self.record("load", name, index)
+        dtype = self.buffer_dtype(name)
+        element = self.level == "element"
+        other = "" if self.kind == "pointwise" and not self.masks else ", other=0"
+        expr = f"tl.load({self.pointer(name, index)}, {self.mask(element)}{other})"
+        if compute_dtype(dtype) != dtype:
+            expr += f".to({triton_dtype(compute_dtype(dtype))})"
+        return self.generate(expr, compute_dtype(dtype))
+
+    def store(self, name: str, index: sympy.Expr, value: str) -> None:
+        index = sympy.sympify(index)
+        self.record("store", name, index)
+        dtype = self.buffer_dtype(name)
+        target = self.after_loop if value in self.row_values else self.body
+        if self.dtype(value) != dtype:
+            value = f"{paren(value)}.to({triton_dtype(dtype)})"
+        target.writeline(f"tl.store({self.pointer(name, index)}, {value}, "
+                         f"{self.mask(RINDEX in index.free_symbols)})")
+
+    def constant(self, value: Any, dtype: torch.dtype) -> str:
+        dtype = compute_dtype(dtype)
+        value = texpr(value) if isinstance(value, sympy.Basic) else triton_constant(value)
+        return self.generate(f"tl.full([1], {value}, {triton_dtype(dtype)})", dtype)
+
+    def index_expr(self, expr: sympy.Expr, dtype: torch.dtype) -> str:
+        expr = sympy.sympify(expr)
+        if not self.is_block_index(expr):
+            return self.constant(expr, dtype)
+        return self.generate(f"({texpr(expr)}).to({triton_dtype(compute_dtype(dtype))})",
+                             compute_dtype(dtype))
+
+    def to_dtype(self, x: str, dtype: torch.dtype) -> str:
+        if self.dtype(x) == dtype:
+            return x
+        expr = f"{paren(x)}.to({triton_dtype(dtype)})"
+        if compute_dtype(dtype) != dtype:  # round to half precision, keep computing in float32
+            expr += f".to({triton_dtype(compute_dtype(dtype))})"
+        return self.generate(expr, compute_dtype(dtype))
+
+    def where(self, cond: str, a: str, b: str) -> str:
+        return self.generate(f"tl.where({cond}, {a}, {b})",
+                             result_dtype("where", [self.dtype(a), self.dtype(b)]))
+
+    def masked(self, mask: str, body: Callable[[], str], other: Any) -> str:
+        self.masks.append(mask)
+        try:
+            value = body()
+        finally:
+            self.masks.pop()
+        return self.generate(f"tl.where({mask}, {value}, {triton_constant(other)})",
+                             self.dtype(value))
+
+    def indirect_indexing(self, value: str, size: sympy.Expr) -> sympy.Symbol:
+        """A loaded index as a symbol of the index expression; ``x[-1]`` is ``x[size - 1]``."""
+        name = f"indirect{self._indirect}"
+        self._indirect += 1
+        self.body.writeline(f"{name} = tl.where({value} < 0, {value} + {texpr(size)}, {value})")
+        return sympy.Symbol(name, integer=True)
+
+    def reduction(self, dtype: torch.dtype, src_dtype: torch.dtype, reduction_type: str,
+                  value: str) -> str | tuple[str, ...]:
+        key = f"reduction {reduction_type} {value}"
+        if key not in self.cse.cache:
+            if reduction_type in ("sum", "prod") and self.dtype(value) != compute_dtype(dtype):
+                value = self.to_dtype(value, dtype)
+            if reduction_type == "any" and self.dtype(value) != torch.bool:
+                value = self.generate(f"{paren(value)} != 0", torch.bool)
+            reduce = self.reduce_looped if self.kind == "looped" else self.reduce_persistent
+            self.cse.cache[key] = reduce(reduction_type, value, compute_dtype(dtype))
+        return self.cse.cache[key]
+
+    def reduce_persistent(self, rtype: str, value: str, dtype: torch.dtype):
+        mask = "xmask & rmask"
+        if rtype == "welford_reduce":  # two passes over the registers: sum, then squares
+            count = self.generate(f"tl.sum(tl.where({mask}, 1.0, 0.0), 1)[:, None]", dtype)
+            total = self.generate(f"tl.sum(tl.where({mask}, {value}, 0.0), 1)[:, None]", dtype)
+            mean = self.generate(f"{total} / {count}", dtype)
+            dev = self.generate(f"tl.where({mask}, {value} - {mean}, 0.0)", dtype)
+            return mean, self.generate(f"tl.sum({dev} * {dev}, 1)[:, None]", dtype), count
+        neutral = triton_constant(NEUTRAL[rtype](self.dtype(value)))
+        masked = self.generate(f"tl.where({mask}, {value}, {neutral})", self.dtype(value))
+        if rtype in ("argmax", "argmin"):
+            rindex = self.generate("tl.broadcast_to(rindex, [XBLOCK, RBLOCK])", torch.int32)
+            return self.generate(f"triton_helpers.{rtype}({masked}, {rindex}, 1)[:, None]"
+                                 ".to(tl.int64)", torch.int64)
+        return self.generate(REDUCE_ROWS[rtype].format(masked),
+                             torch.bool if rtype == "any" else dtype)
+
+    def reduce_looped(self, rtype: str, value: str, dtype: torch.dtype):
+        """Accumulators of the block's shape, combined lane by lane in the loop, across lanes
+        after it."""
+        acc = f"_{self.cse.newvar()}"
+        mask, block = "xmask & rmask", "[XBLOCK, RBLOCK]"
+        if rtype == "welford_reduce":
+            names = [f"{acc}_mean", f"{acc}_m2", f"{acc}_weight"]
+            for n in names:
+                self.before_loop.writeline(f"{n} = tl.zeros({block}, tl.float32)")
+            nexts = [f"{n}_next" for n in names]
+            self.body.writeline(f"{', '.join(nexts)} = triton_helpers.welford_reduce({value}, "
+                                f"{', '.join(names)})")
+            for n, nxt in zip(names, nexts):
+                self.body.writeline(f"{n} = tl.where({mask}, {nxt}, {n})")
+            rows = [f"{n}_rows" for n in names]
+            self.after_loop.writeline(f"{', '.join(rows)} = triton_helpers.welford("
+                                      f"{', '.join(names)}, 1)")
+            results = tuple(self.generate(f"{r}[:, None]", dtype, self.after_loop) for r in rows)
+            self.row_values.update(results)
+            return results
+        vdtype = self.dtype(value)
+        if rtype in ("argmax", "argmin"):
+            init = triton_constant(NEUTRAL[rtype](vdtype))
+            self.before_loop.writelines([
+                f"{acc} = tl.full({block}, {init}, {triton_dtype(vdtype)})",
+                f"{acc}_index = tl.full({block}, 2147483647, tl.int32)"])
+            self.body.writelines([
+                f"{acc}_next, {acc}_index_next = triton_helpers.{rtype}_combine("
+                f"{acc}, {acc}_index, {value}, rindex)",
+                f"{acc} = tl.where({mask}, {acc}_next, {acc})",
+                f"{acc}_index = tl.where({mask}, {acc}_index_next, {acc}_index)"])
+            result = self.generate(f"triton_helpers.{rtype}({acc}, {acc}_index, 1)[:, None]"
+                                   ".to(tl.int64)", torch.int64, self.after_loop)
+        else:
+            acc_dtype = torch.int8 if rtype == "any" else dtype
+            init = triton_constant(NEUTRAL[rtype](acc_dtype))
+            self.before_loop.writeline(f"{acc} = tl.full({block}, {init}, "
+                                       f"{triton_dtype(acc_dtype)})")
+            step = COMBINE[rtype].format(acc=acc, v=value)
+            self.body.writeline(f"{acc} = tl.where({mask}, {step}, {acc})")
+            result = self.generate(REDUCE_ROWS[rtype].format(acc),
+                                   torch.bool if rtype == "any" else dtype, self.after_loop)
+        self.row_values.add(result)
+        return result
+
+
+def _make_op(name: str) -> Callable:
+    template = TRITON_OPS[name]
+
+    def op(self: TritonKernel, *args: str) -> str:
+        dtype = result_dtype(name, [self.dtype(a) for a in args])
+        return self.generate(template.format(*[paren(a) for a in args]), dtype)
+
+    op.__name__ = name
+    return op
+
+
+add_elementwise_ops(TritonKernel, _make_op)

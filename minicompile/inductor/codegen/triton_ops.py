@@ -1,0 +1,154 @@
+"""How each ``ops`` call reads in Triton (mirrors ``TritonOverrides`` and ``TritonPrinter`` in
+torch/_inductor/codegen/triton.py).
+
+- ``TritonPrinter``: SymPy index expressions as Triton integer arithmetic. Every index here is
+  non-negative, so Triton's C-style ``//`` and ``%`` agree with Python's: ``FloorDiv(a, b)``
+  prints ``(a // b)``, ``ModularIndexing(a, b, m)`` prints ``((a // b) % m)``, ``Min``/``Max``
+  print ``tl.minimum``/``tl.maximum``.
+- ``TRITON_OPS``: op name -> expression template, one row per op of the vocabulary
+  (``virtualized.UNARY_OPS``/``BINARY_OPS``). Ops Triton lacks go through ``triton_helpers``
+  (NaN-propagating ``maximum``, Python's ``floordiv``) or ``libdevice`` (``tanh``, ``expm1``).
+- ``result_dtype``: the dtype of an op's result, which the kernel writer tracks per temporary
+  (it decides a reduction's neutral element and where a cast is needed).
+"""
+
+from __future__ import annotations
+
+import sympy
+import torch
+from sympy.printing.str import StrPrinter
+
+# torch dtype -> Triton dtype, as written in kernel source
+TRITON_DTYPES = {
+    torch.float32: "tl.float32", torch.float16: "tl.float16", torch.bfloat16: "tl.bfloat16",
+    torch.float64: "tl.float64", torch.int64: "tl.int64", torch.int32: "tl.int32",
+    torch.int16: "tl.int16", torch.int8: "tl.int8", torch.uint8: "tl.uint8",
+    torch.bool: "tl.int1",
+}
+
+# half-precision values are computed in float32: upcast after a load, downcast at a store
+COMPUTE_DTYPES = {torch.float16: torch.float32, torch.bfloat16: torch.float32}
+
+
+def compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    return COMPUTE_DTYPES.get(dtype, dtype)
+
+
+def triton_dtype(dtype: torch.dtype) -> str:
+    return TRITON_DTYPES[dtype]
+
+
+def triton_constant(value) -> str:
+    """A Python scalar as a Triton literal (``float("inf")`` has no literal of its own)."""
+    if isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return f'float("{value}")'
+    return repr(value)
+
+
+class TritonPrinter(StrPrinter):
+    """Index expressions as Triton source; symbols print as their names (``xindex``, ``s0``).
+    SymPy dispatches ``_print_<ClassName>``, so ``sizevars.FloorDiv`` lands in
+    ``_print_FloorDiv``."""
+
+    def _print_FloorDiv(self, expr):
+        base, divisor = (self._print(a) for a in expr.args)
+        return f"(({base}) // ({divisor}))"
+
+    def _print_ModularIndexing(self, expr):
+        base, divisor, modulus = (self._print(a) for a in expr.args)
+        if expr.args[1] == 1:
+            return f"(({base}) % ({modulus}))"
+        return f"((({base}) // ({divisor})) % ({modulus}))"
+
+    def _print_Mod(self, expr):
+        return f"(({self._print(expr.args[0])}) % ({self._print(expr.args[1])}))"
+
+    def _print_Min(self, expr):
+        return self._nest("tl.minimum", expr.args)
+
+    def _print_Max(self, expr):
+        return self._nest("tl.maximum", expr.args)
+
+    def _nest(self, fn: str, args) -> str:
+        text = self._print(args[0])
+        for a in args[1:]:
+            text = f"{fn}({text}, {self._print(a)})"
+        return text
+
+    def _print_Pow(self, expr):  # x**2 -> (x * x): integer powers only occur in indices
+        base, exp = expr.args
+        if exp.is_Integer and int(exp) > 0:
+            return "(" + " * ".join([self._print(base)] * int(exp)) + ")"
+        raise NotImplementedError(f"index power {expr}")
+
+
+def texpr(expr) -> str:
+    return TritonPrinter().doprint(sympy.sympify(expr))
+
+
+# op name -> Triton expression of its operands {0}, {1}
+TRITON_OPS = {
+    # arithmetic
+    "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "truediv": "{0} / {1}",
+    "floordiv": "triton_helpers.floordiv({0}, {1})",
+    "truncdiv": "triton_helpers.truncdiv({0}, {1})",
+    "mod": "triton_helpers.remainder({0}, {1})",
+    "remainder": "triton_helpers.remainder({0}, {1})",
+    "fmod": "libdevice.fmod({0}, {1})", "pow": "libdevice.pow({0}, {1})",
+    "neg": "-{0}", "abs": "tl.abs({0})", "reciprocal": "1 / {0}", "square": "{0} * {0}",
+    "sign": "triton_helpers.sign({0})",
+    "maximum": "triton_helpers.maximum({0}, {1})",  # NaN wins, as in torch
+    "minimum": "triton_helpers.minimum({0}, {1})",
+    "relu": "tl.where({0} < 0, 0, {0})",  # relu(nan) is nan
+    # transcendental: tl where Triton has it, libdevice otherwise
+    "exp": "tl.exp({0})", "exp2": "tl.exp2({0})", "log": "tl.log({0})", "log2": "tl.log2({0})",
+    "sqrt": "tl.sqrt({0})", "rsqrt": "tl.rsqrt({0})", "sin": "tl.sin({0})",
+    "cos": "tl.cos({0})", "erf": "tl.erf({0})", "sigmoid": "tl.sigmoid({0})",
+    "floor": "tl.floor({0})", "ceil": "tl.ceil({0})",
+    "expm1": "libdevice.expm1({0})", "log1p": "libdevice.log1p({0})",
+    "tan": "libdevice.tan({0})", "tanh": "libdevice.tanh({0})", "sinh": "libdevice.sinh({0})",
+    "cosh": "libdevice.cosh({0})", "asin": "libdevice.asin({0})",
+    "acos": "libdevice.acos({0})", "atan": "libdevice.atan({0})",
+    "asinh": "libdevice.asinh({0})", "acosh": "libdevice.acosh({0})",
+    "atanh": "libdevice.atanh({0})", "erfc": "libdevice.erfc({0})",
+    "lgamma": "libdevice.lgamma({0})", "round": "libdevice.nearbyint({0})",  # half to even
+    "trunc": "libdevice.trunc({0})", "atan2": "libdevice.atan2({0}, {1})",
+    "hypot": "libdevice.hypot({0}, {1})", "copysign": "libdevice.copysign({0}, {1})",
+    # tests
+    "isnan": "{0} != {0}", "isinf": "tl.abs({0}) == float(\"inf\")",
+    "signbit": "libdevice.signbit({0}) != 0",
+    "eq": "{0} == {1}", "ne": "{0} != {1}", "lt": "{0} < {1}", "le": "{0} <= {1}",
+    "gt": "{0} > {1}", "ge": "{0} >= {1}",
+    # logic and bits
+    "logical_not": "{0} == 0", "logical_and": "({0} != 0) & ({1} != 0)",
+    "logical_or": "({0} != 0) | ({1} != 0)", "logical_xor": "({0} != 0) ^ ({1} != 0)",
+    "bitwise_not": "~{0}", "bitwise_and": "{0} & {1}", "bitwise_or": "{0} | {1}",
+    "bitwise_xor": "{0} ^ {1}", "bitwise_left_shift": "{0} << {1}",
+    "bitwise_right_shift": "{0} >> {1}",
+}
+
+BOOL_RESULT = {"isnan", "isinf", "signbit", "eq", "ne", "lt", "le", "gt", "ge", "logical_not",
+               "logical_and", "logical_or", "logical_xor"}
+FLOAT_RESULT = {"truediv", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "erf",
+                "sigmoid", "expm1", "log1p", "tan", "tanh", "sinh", "cosh", "asin", "acos",
+                "atan", "asinh", "acosh", "atanh", "erfc", "lgamma", "atan2", "hypot",
+                "reciprocal"}
+
+
+def result_dtype(op: str, dtypes: list[torch.dtype]) -> torch.dtype:
+    """The dtype of ``op`` applied to operands of ``dtypes`` (torch's promotion rules)."""
+    if op in BOOL_RESULT:
+        return torch.bool
+    promoted = dtypes[0]
+    for d in dtypes[1:]:
+        promoted = torch.promote_types(promoted, d)
+    if op in FLOAT_RESULT and not promoted.is_floating_point:
+        return torch.float32
+    return promoted
+
+
+def paren(expr: str) -> str:
+    """``expr`` as an operand: parenthesised unless it is a name."""
+    return expr if expr.isidentifier() else f"({expr})"

@@ -1,0 +1,192 @@
+"""Helpers that generated Triton kernels call (mirrors torch/_inductor/runtime/triton_helpers.py).
+
+- reductions as eager computes them: ``maximum``/``max2`` propagate NaN like ``torch.max``
+  (``tl.maximum`` and ``tl.max`` do not), ``argmax``/``argmin`` return the first index among
+  ties (and of the first NaN), ``welford`` merges per-lane (mean, m2, weight) summaries;
+- Python's integer semantics where Triton follows C: ``floordiv`` rounds down and ``remainder``
+  takes the divisor's sign (Triton's ``//`` and ``%`` truncate, as in C);
+- ``libdevice``: the CUDA math library on a GPU (``libdevice.tanh``, as Inductor writes it).
+  Triton's interpreter cannot call it, so on CPU tensors the same names are NumPy functions
+  applied to the interpreter's arrays.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import triton
+import triton.language as tl
+from triton.runtime.interpreter import TensorHandle
+
+INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+# --- reductions ---------------------------------------------------------------------------
+
+@triton.jit
+def maximum(a, b):
+    """``max`` with NaN winning, as ``torch.maximum`` and ``torch.amax``."""
+    return tl.where((a > b) | (a != a), a, b)
+
+
+@triton.jit
+def minimum(a, b):
+    return tl.where((a < b) | (a != a), a, b)
+
+
+@triton.jit
+def max2(a, dim):
+    """``tl.max`` skips NaN (on a GPU and in the interpreter alike); a row holding one is NaN."""
+    if a.dtype.is_floating():
+        has_nan = tl.max((a != a).to(tl.int8), dim) != 0
+        return tl.where(has_nan, float("nan"), tl.max(a, dim)).to(a.dtype)
+    return tl.max(a, dim)
+
+
+@triton.jit
+def min2(a, dim):
+    if a.dtype.is_floating():
+        has_nan = tl.max((a != a).to(tl.int8), dim) != 0
+        return tl.where(has_nan, float("nan"), tl.min(a, dim)).to(a.dtype)
+    return tl.min(a, dim)
+
+
+@triton.jit
+def _prod_combine(a, b):
+    return a * b
+
+
+@triton.jit
+def prod(a, dim):
+    return tl.reduce(a, dim, _prod_combine)
+
+
+@triton.jit
+def argmax_combine(a_value, a_index, b_value, b_index):
+    """Keep the larger value; among equal values (or two NaNs) the smaller index."""
+    a_nan, b_nan = a_value != a_value, b_value != b_value
+    greater = (a_value > b_value) | (a_nan & ~b_nan)
+    equal = (a_value == b_value) | (a_nan & b_nan)
+    pick_a = greater | (equal & (a_index < b_index))
+    return tl.where(pick_a, a_value, b_value), tl.where(pick_a, a_index, b_index)
+
+
+@triton.jit
+def argmin_combine(a_value, a_index, b_value, b_index):
+    a_nan, b_nan = a_value != a_value, b_value != b_value
+    less = (a_value < b_value) | (a_nan & ~b_nan)
+    equal = (a_value == b_value) | (a_nan & b_nan)
+    pick_a = less | (equal & (a_index < b_index))
+    return tl.where(pick_a, a_value, b_value), tl.where(pick_a, a_index, b_index)
+
+
+@triton.jit
+def argmax(value, index, dim):
+    """The smallest index holding the maximum (or the first NaN), without a combine function:
+    a max, then a min over the indices that hold it (fast on a GPU and in the interpreter,
+    which runs a combine function once per element)."""
+    best = max2(value, dim)
+    if value.dtype.is_floating():
+        hit = (value == tl.expand_dims(best, dim)) | ((value != value) & tl.expand_dims(best != best, dim))
+    else:
+        hit = value == tl.expand_dims(best, dim)
+    return tl.min(tl.where(hit, index, 2147483647), dim)
+
+
+@triton.jit
+def argmin(value, index, dim):
+    best = min2(value, dim)
+    if value.dtype.is_floating():
+        hit = (value == tl.expand_dims(best, dim)) | ((value != value) & tl.expand_dims(best != best, dim))
+    else:
+        hit = value == tl.expand_dims(best, dim)
+    return tl.min(tl.where(hit, index, 2147483647), dim)
+
+
+@triton.jit
+def welford(mean, m2, weight, dim):
+    """Merge the lanes' summaries along ``dim`` at once: the combined mean is the weighted mean,
+    and m2 gains each lane's weight times its squared distance from it (Chan et al.)."""
+    total = tl.sum(weight, dim)
+    safe = tl.where(total == 0.0, 1.0, total)
+    row_mean = tl.sum(mean * weight, dim) / safe
+    delta = mean - tl.expand_dims(row_mean, dim)
+    return row_mean, tl.sum(m2 + weight * delta * delta, dim), total
+
+
+@triton.jit
+def welford_reduce(value, mean, m2, weight):
+    """Absorb one more element per lane into a running (mean, m2, weight)."""
+    delta = value - mean
+    weight = weight + 1
+    mean = mean + delta / weight
+    return mean, m2 + delta * (value - mean), weight
+
+
+# --- Python's integer division --------------------------------------------------------------
+
+@triton.jit
+def floordiv(a, b):
+    if a.dtype.is_floating() or b.dtype.is_floating():
+        return tl.floor(a / b)
+    quotient = a // b  # truncated, as in C
+    return quotient - ((a % b != 0) & ((a < 0) != (b < 0))).to(quotient.dtype)
+
+
+@triton.jit
+def remainder(a, b):
+    r = a % b  # the dividend's sign, as C's fmod
+    return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
+
+
+@triton.jit
+def truncdiv(a, b):
+    if a.dtype.is_floating() or b.dtype.is_floating():
+        q = a / b
+        return tl.where(q < 0, tl.ceil(q), tl.floor(q))
+    return a // b
+
+
+@triton.jit
+def sign(x):
+    return tl.where(x > 0, 1, tl.where(x < 0, -1, 0)).to(x.dtype)
+
+
+# --- libdevice ------------------------------------------------------------------------------
+
+class _NumpyLibdevice:
+    """``libdevice.<name>`` under Triton's interpreter: NumPy on the interpreter's arrays."""
+
+    FUNCS = {
+        "tanh": np.tanh, "expm1": np.expm1, "log1p": np.log1p, "tan": np.tan, "sinh": np.sinh,
+        "cosh": np.cosh, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan,
+        "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh, "atan2": np.arctan2,
+        "hypot": np.hypot, "copysign": np.copysign, "pow": np.power, "nearbyint": np.rint,
+        "trunc": np.trunc, "fmod": np.fmod, "signbit": np.signbit,
+        "erfc": np.vectorize(math.erfc, otypes=[np.float64]),
+        "lgamma": np.vectorize(math.lgamma, otypes=[np.float64]),
+    }
+
+    def __getattr__(self, name: str):
+        fn = self.FUNCS[name]
+
+        def call(*args):
+            first = next(a for a in args if isinstance(a, tl.core.tensor))
+            data = [a.handle.data if isinstance(a, tl.core.tensor) else a for a in args]
+            out = np.asarray(fn(*data))
+            dtype, ty = first.handle.dtype, first.type
+            if out.dtype == np.bool_:
+                dtype, ty = tl.int1, tl.block_type(tl.int1, first.shape) if first.shape else tl.int1
+            else:
+                out = out.astype(first.handle.data.dtype)
+            return tl.core.tensor(TensorHandle(out, dtype), ty)
+
+        return call
+
+
+if INTERPRET:
+    libdevice = _NumpyLibdevice()
+else:
+    from triton.language.extra.cuda import libdevice  # noqa: F401

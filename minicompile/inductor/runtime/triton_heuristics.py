@@ -1,0 +1,111 @@
+"""Launching a generated Triton kernel (mirrors ``CachingAutotuner`` and the ``pointwise`` /
+``persistent_reduction`` / ``reduction`` heuristics in torch/_inductor/runtime/triton_heuristics.py).
+
+The wrapper calls a kernel as ``triton_poi_fused_add_0(in0, buf1, s0, 37*s0)``: buffers, size
+symbols, then ``xnumel`` (and ``rnumel`` for reductions), computed by the call line from the sizes.
+``TritonLauncher`` picks block sizes (a *config*), computes the grid ``cdiv(xnumel, XBLOCK)`` and
+launches. On a GPU it times a few configs the first time it sees a size class (sizes rounded up
+to powers of two) and keeps the fastest (``MINICOMPILE_LOGS=autotuning`` shows the choice); under
+Triton's interpreter every config computes the same thing slowly, so it takes one, with big
+blocks (fewer programs, each one a few NumPy calls).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import triton
+from triton.testing import do_bench
+
+from ..._logging import trace_artifact
+
+INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+INTERPRETER_BLOCK = 1 << 14  # elements per program under the interpreter
+
+
+@dataclass(frozen=True)
+class Config:
+    XBLOCK: int
+    RBLOCK: int | None = None
+    num_warps: int = 4
+
+    def kwargs(self) -> dict[str, int]:
+        out = {"XBLOCK": self.XBLOCK, "num_warps": self.num_warps}
+        if self.RBLOCK is not None:
+            out["RBLOCK"] = self.RBLOCK
+        return out
+
+    def __str__(self) -> str:
+        r = f", RBLOCK={self.RBLOCK}" if self.RBLOCK is not None else ""
+        return f"XBLOCK={self.XBLOCK}{r}, num_warps={self.num_warps}"
+
+
+def pow2(n: int) -> int:
+    return triton.next_power_of_2(max(1, n))
+
+
+def candidate_configs(kind: str, xnumel: int, rnumel: int) -> list[Config]:
+    """Configs worth trying for a kernel of ``kind`` at these sizes (the first is the default)."""
+    xcap = pow2(xnumel)
+    if kind == "pointwise":
+        if INTERPRET:
+            return [Config(min(xcap, INTERPRETER_BLOCK))]
+        return list(dict.fromkeys(Config(min(xcap, x), None, w)
+                                  for x, w in ((1024, 4), (512, 4), (256, 4), (128, 4))))
+    if kind == "persistent":
+        rblock = pow2(rnumel)
+        if INTERPRET:
+            return [Config(max(1, min(xcap, INTERPRETER_BLOCK // rblock)), rblock)]
+        xblocks = [x for x in (1, 8, 32) if x * rblock <= 8192] or [1]
+        return list(dict.fromkeys(Config(min(xcap, x), rblock, 4 if x * rblock <= 2048 else 8)
+                                  for x in xblocks))
+    rcap = pow2(rnumel)  # looped
+    if INTERPRET:
+        rblock = min(rcap, 1024)
+        return [Config(max(1, min(xcap, INTERPRETER_BLOCK // rblock)), rblock)]
+    return list(dict.fromkeys(Config(min(xcap, x), min(rcap, r), w)
+                              for x, r, w in ((1, 2048, 8), (8, 512, 8), (64, 64, 4))))
+
+
+class TritonLauncher:
+    """A callable kernel: ``launcher(*buffers, *sizes, xnumel[, rnumel])``."""
+
+    def __init__(self, name: str, fn: Any, kind: str, source: str, autotune: bool = True):
+        self.name, self.fn, self.kind, self.source = name, fn, kind, source
+        self.autotune = autotune and not INTERPRET
+        self.best: dict[tuple[int, int], Config] = {}  # size class -> chosen config
+
+    def __call__(self, *args: Any) -> None:
+        if self.kind == "pointwise":
+            xnumel, rnumel = int(args[-1]), 1
+        else:
+            xnumel, rnumel = int(args[-2]), int(args[-1])
+        if xnumel == 0:
+            return
+        key = (pow2(xnumel), pow2(rnumel))
+        if key not in self.best:
+            self.best[key] = self.choose(args, xnumel, rnumel)
+        self.launch(self.best[key], args, xnumel)
+
+    def launch(self, config: Config, args: tuple, xnumel: int) -> None:
+        grid = (triton.cdiv(xnumel, config.XBLOCK),)
+        self.fn[grid](*args, **config.kwargs())
+
+    def choose(self, args: tuple, xnumel: int, rnumel: int) -> Config:
+        """The fastest candidate (each writes the same outputs, so timing them is harmless)."""
+        configs = candidate_configs(self.kind, xnumel, rnumel)
+        if not self.autotune or len(configs) == 1:
+            return configs[0]
+        timings = {c: do_bench(lambda c=c: self.launch(c, args, xnumel), warmup=5, rep=20)
+                   for c in configs}
+        best = min(timings, key=timings.get)
+        trace_artifact("autotuning", lambda: "\n".join(
+            f"  {c}: {t * 1e3:.1f} us{'  <- chosen' if c == best else ''}"
+            for c, t in timings.items()),
+            title=f"{self.name} (xnumel={xnumel}, rnumel={rnumel})")
+        return best
+
+    def __repr__(self) -> str:
+        return f"<TritonLauncher {self.name} ({self.kind})>"

@@ -1,0 +1,104 @@
+"""Integer functions for size and index expressions (mini version of
+torch/utils/_sympy/functions.py), shared by every stage.
+
+Views introduce integer division and modulo into index expressions: ``FloorDiv(a, d)`` is
+``a // d`` and ``ModularIndexing(a, d, m)`` is ``(a // d) % m``, both on non-negative integers.
+Each simplifies itself on construction where the algebra is exact (rules in trailing comments);
+range-aware simplification lives in inductor/sizevars.py.
+
+``sym_to_sympy`` turns an int or a ``torch.SymInt`` (whose expression may use torch's own
+``FloorDiv``, ``ModularIndexing``, ...) into a SymPy expression over ours.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sympy
+import torch
+
+Expr = sympy.Expr
+
+
+def _is_multiple(term: Expr, divisor: Expr) -> bool:
+    q = sympy.cancel(term / divisor)
+    return bool(q.is_integer)
+
+
+def _paren(printer, e: Expr) -> str:
+    text = printer.doprint(e)
+    return text if e.is_Atom or isinstance(e, sympy.Function) else f"({text})"
+
+
+class FloorDiv(sympy.Function):
+    """``base // divisor`` on non-negative integers (prints like Python)."""
+
+    nargs = (2,)
+    is_integer = True
+    is_nonnegative = True
+
+    @classmethod
+    def eval(cls, base, divisor):
+        if divisor == 1:  # x // 1 -> x
+            return base
+        if base == 0:  # 0 // d -> 0
+            return sympy.Integer(0)
+        if base.is_Integer and divisor.is_Integer:
+            return sympy.Integer(int(base) // int(divisor))
+        if isinstance(base, FloorDiv):  # (x // a) // b -> x // (a*b)
+            return FloorDiv(base.args[0], base.args[1] * divisor)
+        terms = sympy.Add.make_args(base)
+        whole = [t for t in terms if _is_multiple(t, divisor)]
+        if whole:  # (a*d + b) // d -> a + b // d
+            rest = sympy.Add(*[t for t in terms if t not in whole])
+            return sympy.Add(*[sympy.cancel(t / divisor) for t in whole]) + FloorDiv(rest, divisor)
+        return None
+
+    def _sympystr(self, printer) -> str:
+        base, divisor = (_paren(printer, a) for a in self.args)
+        return f"({base} // {divisor})"  # parenthesised: Python's // binds like *
+
+
+class ModularIndexing(sympy.Function):
+    """``(base // divisor) % modulus``: the coordinate a flat index has in one dim of a view."""
+
+    nargs = (3,)
+    is_integer = True
+    is_nonnegative = True
+
+    @classmethod
+    def eval(cls, base, divisor, modulus):
+        if modulus == 1 or base == 0:  # anything % 1 -> 0
+            return sympy.Integer(0)
+        if base.is_Integer and divisor.is_Integer and modulus.is_Integer:
+            return sympy.Integer((int(base) // int(divisor)) % int(modulus))
+        terms = sympy.Add.make_args(base)
+        period = divisor * modulus
+        dropped = [t for t in terms if _is_multiple(t, period)]
+        if dropped:  # (a*d*m + b) // d % m -> b // d % m
+            return ModularIndexing(sympy.Add(*[t for t in terms if t not in dropped]), divisor,
+                                   modulus)
+        return None
+
+    def _sympystr(self, printer) -> str:
+        base, divisor, modulus = (_paren(printer, a) for a in self.args)
+        if divisor == "1":
+            return f"({base} % {modulus})"
+        return f"({base} // {divisor} % {modulus})"
+
+
+# torch's own SymPy functions (in size expressions of symbolic traces) -> ours, by name
+_TORCH_SYMPY = {
+    "FloorDiv": FloorDiv, "CleanDiv": FloorDiv, "ModularIndexing": ModularIndexing,
+    "PythonMod": sympy.Mod, "Mod": sympy.Mod, "Max": sympy.Max, "Min": sympy.Min,
+}
+
+
+def sym_to_sympy(x: Any) -> Expr:
+    """An int or SymInt as a SymPy expression over the size symbols."""
+    if isinstance(x, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        expr = x.node.expr
+        return expr.replace(
+            lambda e: isinstance(e, sympy.Function) and type(e).__name__ in _TORCH_SYMPY,
+            lambda e: _TORCH_SYMPY[type(e).__name__](*e.args))
+    return sympy.sympify(x)

@@ -1,0 +1,178 @@
+"""The curated mutants ``python -m tests.mutate`` plants, one at a time (see tests/mutate.py).
+
+Each is a plausible one-line bug in a core mechanism: the file, a distinctive snippet of the
+original code (it must occur exactly once in the file, or the script says so), its replacement,
+and the targeted test files (or ``file::test`` ids, or ``file -k expr``) that must fail with it.
+To update after a refactor: fix ``original`` to the new spelling of the same line. A mutant that
+cannot change any answer is marked ``equivalent=...`` with the reason; it is applied and run but
+not counted.
+
+The first nine are the blind spots of issue 17 (bugs the suite once did not notice); the others
+cover the remaining mechanisms of guards, graph breaks, AOT autograd, decompositions, inductor
+lowering and fusion. Inductor's scheduler/executor are being rewritten: prefer fusion.py,
+lowerings/ and decompositions/ for new inductor mutants.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    file: str  # relative to the repository root
+    original: str  # a snippet that occurs exactly once in ``file``
+    replacement: str
+    tests: tuple[str, ...]  # pytest arguments: files, node ids, "-k", expressions
+    why: str = ""  # the bug, in words
+    equivalent: str | None = None  # why no test can catch it (not counted in the kill rate)
+
+
+BS = "tests/test_blind_spots.py"
+
+MUTANTS: list[Mutant] = [
+    # ---- the blind spots of issue 17 -----------------------------------------------------------
+    Mutant("guard_ignores_strides", "minicompile/dynamo/guards.py",
+           'for what, dims in (("shape", spec.shape), ("stride()", spec.stride)):',
+           'for what, dims in (("shape", spec.shape),):',
+           (BS, "-k", "transpose"),
+           "TENSOR_MATCH checks sizes but not strides: a graph traced for a contiguous input "
+           "is reused for its transpose"),
+    Mutant("property_test_finds_stride_change", "minicompile/dynamo/guards.py",
+           'for what, dims in (("shape", spec.shape), ("stride()", spec.stride)):',
+           'for what, dims in (("shape", spec.shape),):',
+           (f"{BS}::test_guard_property_stride_and_requires_grad",),
+           "the same planted bug, caught by the hypothesis property test alone (every run)"),
+    Mutant("property_test_finds_requires_grad_change", "minicompile/dynamo/guards.py",
+           'parts.append(f"{v}.requires_grad == {spec.requires_grad}")',
+           "pass",
+           (f"{BS}::test_guard_property_stride_and_requires_grad",),
+           "TENSOR_MATCH forgets requires_grad, caught by the property test alone"),
+    Mutant("other_module_global_unguarded", "minicompile/dynamo/symbolic_convert.py",
+           "return AttrSource(GlobalSource(alias), name)",
+           "return None",
+           (BS, "-k", "other_module"),
+           "a global read by an inlined helper of another module gets no source, so no guard"),
+    Mutant("break_in_no_grad_runs_native_call_with_grad", "minicompile/dynamo/graph_break.py",
+           "if grad_ctx:",
+           "if False:",
+           (BS, "-k", "grad_mode"),
+           "the native call at a break inside `with torch.no_grad()` runs with grad enabled"),
+    Mutant("inference_input_mutation_dropped", "minicompile/aot_autograd/runtime_wrappers.py",
+           "_copy_back_mutations(args, outs[n:sig.num_fwd_outputs], sig)",
+           "pass",
+           (BS, "-k", "inference_input_mutation or running_stats"),
+           "the inference wrapper forgets to copy mutated inputs back (x.add_, BN stats)"),
+    Mutant("output_view_ignores_input_offset", "minicompile/aot_autograd/joint.py",
+           "return base.as_strided(size, stride, base.storage_offset() + offset)",
+           "return base.as_strided(size, stride, offset)",
+           (BS, "-k", "offset_input"),
+           "an output view of an input is rebuilt at the offset relative to the input, as if "
+           "the input started its storage"),
+    Mutant("logsumexp_no_inf_mask", "minicompile/decompositions/softmax.py",
+           "aten.full_like.default(m, 0), m)  # all -inf rows",
+           "m, m)  # all -inf rows",
+           (BS, "-k", "special or masked"),
+           "logsumexp of a fully masked row computes -inf - -inf = nan instead of -inf"),
+    Mutant("softmax_without_max_subtraction", "minicompile/decompositions/softmax.py",
+           "e = aten.exp.default(aten.sub.Tensor(xf, aten.amax.default(xf, [dim], True)))",
+           "e = aten.exp.default(xf)",
+           (BS, "-k", "special"),
+           "softmax forgets to subtract the row max: exp overflows on large rows"),
+    Mutant("layer_norm_one_pass_variance", "minicompile/decompositions/norms.py",
+           "var = aten.div.Tensor(aten.sum.dim_IntList(aten.mul.Tensor(centered, centered), "
+           "dims, True), n)\n    rstd = aten.rsqrt.default(aten.add.Tensor(var, eps))  # (B, 1)",
+           "var = aten.sub.Tensor(aten.div.Tensor(aten.sum.dim_IntList(aten.mul.Tensor(xf, xf), "
+           "dims, True), n), aten.mul.Tensor(mean, mean))\n"
+           "    rstd = aten.rsqrt.default(aten.add.Tensor(var, eps))  # (B, 1)",
+           (BS, "-k", "special"),
+           "layer norm's variance as E[x^2] - E[x]^2: catastrophic cancellation on "
+           "near-constant rows"),
+    Mutant("fusion_row_bound_forgets_pointwise_of_reduction", "minicompile/inductor/fusion.py",
+           "if m.is_reduction() or m.read_writes.read_names() & bound:",
+           "if m.is_reduction():",
+           (BS, "-k", "independent_oracle"),
+           "a pointwise value computed from a reduction is treated as recomputable anywhere, so "
+           "a kernel may read it from another row"),
+    Mutant("unfold_ignores_step", "minicompile/inductor/lowerings/views.py",
+           "old[dim] = index[dim] * step + index[-1]",
+           "old[dim] = index[dim] + index[-1]",
+           (BS, "-k", "windows"),
+           "unfold's windows advance by 1 instead of step"),
+    # ---- guards --------------------------------------------------------------------------------
+    Mutant("grad_mode_guard_always_true", "minicompile/dynamo/guards.py",
+           'else "not torch.is_grad_enabled()"),',
+           'else "True"),',
+           (BS, "-k", "grad_mode_change"),
+           "a graph traced under no_grad is reused with grad enabled"),
+    Mutant("float_guard_confuses_signed_zero", "minicompile/dynamo/guards.py",
+           "(e != e or e == 0 or abs(e) == float(\"inf\"))",
+           "(e != e or abs(e) == float(\"inf\"))",
+           (BS, "-k", "signed_zero"),
+           "a float guard compares -0.0 == 0.0 as equal, so 1 / x keeps the wrong sign"),
+    Mutant("dedupe_across_guard_kinds", "minicompile/dynamo/guards.py",
+           "key = (g.name, g.kind, g.expected if g.kind is GuardKind.SHAPE_ENV else None)",
+           "key = (g.name, g.expected if g.kind is GuardKind.SHAPE_ENV else None)",
+           ("tests/test_guards.py", "tests/test_recompiles.py"),
+           "two guards of different kinds on one source are deduplicated into one"),
+    # ---- graph breaks --------------------------------------------------------------------------
+    Mutant("break_drops_side_effect_replay", "minicompile/dynamo/graph_break.py",
+           "lines = graph_lines + w.codegen.prelude + w.temps + temps + replay + body",
+           "lines = graph_lines + w.codegen.prelude + w.temps + temps + body",
+           ("tests/test_graph_breaks_side_effects.py",),
+           "mutations traced before a break are not replayed before the native instruction"),
+    Mutant("break_leaves_grad_mode_changed", "minicompile/dynamo/graph_break.py",
+           "if out.initial_grad_mode != torch.is_grad_enabled():  # leave grad mode as we found it",
+           "if False:",
+           ("tests/test_graph_breaks.py",),
+           "the graph before a break inside no_grad does not restore grad mode"),
+    # ---- AOT autograd --------------------------------------------------------------------------
+    Mutant("functionalize_rebinds_earlier_readers", "minicompile/aot_autograd/functionalize.py",
+           "order.get(user, -1) > order[after]",
+           "order.get(user, -1) >= 0",
+           ("tests/test_aot_autograd.py",),
+           "readers of a tensor *before* its in-place update are rewritten to read the new value"),
+    Mutant("training_input_mutation_dropped", "minicompile/aot_autograd/runtime_wrappers.py",
+           "_copy_back_mutations(args, outs[sig.num_user_outputs:], sig)",
+           "pass",
+           ("tests/test_aot_autograd.py",),
+           "the training wrapper forgets to copy mutated inputs back (BN running stats)"),
+    Mutant("functionalize_drops_defaults", "minicompile/aot_autograd/functionalize.py",
+           "_fill_defaults(node, op)  # the variant",
+           "pass  # the variant",
+           ("tests/test_regressions.py",),
+           "issue 17's first bug: x.bernoulli_() becomes bernoulli.p(x) with p missing"),
+    # ---- decompositions ------------------------------------------------------------------------
+    Mutant("var_default_correction_zero", "minicompile/decompositions/reductions.py",
+           "n - (1 if correction is None else correction)",
+           "n - (0 if correction is None else correction)",
+           ("tests/test_decompositions.py",),
+           "var/std default to the biased estimator"),
+    Mutant("layer_norm_eps_outside_rsqrt", "minicompile/decompositions/norms.py",
+           "rstd = aten.rsqrt.default(aten.add.Tensor(var, eps))  # (B, 1)",
+           "rstd = aten.add.Tensor(aten.rsqrt.default(var), eps)  # (B, 1)",
+           ("tests/test_decompositions.py",),
+           "eps added after the rsqrt instead of under it"),
+    Mutant("relu_grad_at_zero", "minicompile/decompositions/activations.py",
+           "aten.where.self(aten.le.Scalar(x, threshold),",
+           "aten.where.self(aten.lt.Scalar(x, threshold),",
+           (BS, "-k", "relu_grad"),
+           "threshold_backward passes the gradient where x == threshold (relu at exactly 0)"),
+    # ---- inductor lowering and fusion ----------------------------------------------------------
+    Mutant("clamp_upper_bound_reads_lower", "minicompile/inductor/lowerings/pointwise.py",
+           "v = ops.minimum(v, bs[k])",
+           "v = ops.minimum(v, bs[0])",
+           ("tests/test_lowering.py",),
+           "clamp(x, lo, hi) lowered with lo as the upper bound too"),
+    Mutant("fusion_skips_row_check", "minicompile/inductor/fusion.py",
+           "if same(r, 1):\n        return True, \"\"  # no reduction",
+           "if True:\n        return True, \"\"  # no reduction",
+           (BS, "-k", "independent_oracle"),
+           "fusion never checks that reads of row-bound values stay in their row"),
+    Mutant("diagonal_offset_sign", "minicompile/inductor/lowerings/views.py",
+           "sympy.Integer(-offset), sympy.Integer(0))",
+           "sympy.Integer(0), sympy.Integer(-offset))",
+           (BS, "-k", "windows"),
+           "a diagonal below the main one is read above it"),
+]

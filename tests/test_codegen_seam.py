@@ -1,0 +1,128 @@
+"""The code-generation seam: kernel objects, backends, the wrapper program, compiled graphs.
+
+Every backend runs the scheduler's kernels one at a time with local values forwarded between
+fused members, so a wrong fusion decision gives a wrong answer here (and in every test that
+compiles with ``backend="inductor"``)."""
+
+import pytest
+import torch
+
+import minicompile as mc
+from minicompile import config
+from minicompile.inductor import compile_fx, fusion
+from minicompile.inductor.codegen.reference import BlockHandler
+from minicompile.inductor.executor import TorchHandler
+from minicompile.inductor.ir import PrintHandler, RecordReadWrites
+from minicompile.inductor.kernel_group import RINDEX, XINDEX
+from minicompile.inductor.ops_handler import missing_ops
+from minicompile.viz.schedule import run_scheduled, schedule_function
+
+
+@pytest.mark.parametrize("handler", [PrintHandler, TorchHandler, BlockHandler,
+                                     RecordReadWrites({})], ids=lambda h: getattr(
+                                         h, "__name__", type(h).__name__))
+def test_every_handler_implements_every_op(handler):
+    assert missing_ops(handler) == []
+
+
+def test_kernel_object_records_tile_members_and_locals():
+    s = schedule_function(lambda x: torch.softmax(x * 2, -1), torch.randn(6, 10))
+    (group,) = s.kernel_groups
+    assert (group.kind, group.numel, group.rnumel) == ("reduction", 6, 10)
+    assert group.stored == [s.graph.graph_outputs[0].get_name()]
+    assert set(group.local) == set(group.written_names()) - set(group.stored)
+    # the elementwise members index by (xindex, rindex); the reductions' results are per row
+    levels = {m.get_name(): m.level for m in group.members}
+    assert levels[group.stored[0]] == "element"
+    for m in group.members:
+        free = set().union(*[e.free_symbols for e in m.index + m.rindex])
+        assert free <= {XINDEX, RINDEX}
+    # long rows: max, then the sum of exponentials, then the division: three loops over a row
+    assert [p.kind for p in group.phases()] == ["loop", "loop", "loop"]
+
+
+@pytest.mark.parametrize("fn, shape", [
+    (lambda x: x - x.sum(1, keepdim=True).t(), (8, 8)),  # row j reads the sum of row j
+    (lambda x: (x.cos() * 2).t() + x, (9, 9)),  # a value read at another point
+    (lambda x: x.softmax(0), (12, 7)),
+])
+def test_a_fusion_rule_broken_on_purpose_gives_a_wrong_answer(monkeypatch, fn, shape):
+    """Let every pair that shares loops fuse, whatever it reads: the kernels forward values
+    between members, so a read of another row's (or point's) value is wrong, not slow."""
+    x = torch.randn(*shape)
+    torch.testing.assert_close(run_scheduled(schedule_function(fn, x), x), fn(x))
+    allow_all = [r for r in fusion.RULES if r.__name__ != "_reads_line_up"]
+    monkeypatch.setattr(fusion, "RULES", allow_all)
+    broken = run_scheduled(schedule_function(fn, x), x)
+    assert not torch.allclose(broken, fn(x))
+
+
+@pytest.fixture
+def compiled_graphs(monkeypatch):
+    """Every CompiledFxGraph the inductor backend makes while the test runs."""
+    import minicompile.inductor.backend as backend_module
+
+    graphs = []
+
+    def spy(gm, example_inputs, **kwargs):
+        graphs.append(compile_fx.compile_fx_inner(gm, example_inputs, **kwargs))
+        return graphs[-1]
+
+    monkeypatch.setattr(backend_module, "compile_fx_inner", spy)
+    mc.reset()
+    return graphs
+
+
+def test_compile_fx_returns_a_compiled_graph_with_its_output_code(compiled_graphs):
+    f = mc.compile(lambda x, w: (torch.relu(x @ w) * 2).sum(1))
+    x, w = torch.randn(5, 7), torch.randn(7, 3)
+    torch.testing.assert_close(f(x, w), (torch.relu(x @ w) * 2).sum(1))
+    (g,) = compiled_graphs
+    assert isinstance(g, compile_fx.CompiledFxGraph)
+    assert "def call(args):" in g.source and "aten.mm.default(" in g.source
+    assert g.backends == {"cpu": config.inductor.cpu_backend}
+    # a local value of a fused kernel is never allocated by the wrapper
+    for group in g.scheduler.kernel_groups:
+        for name in group.local:
+            assert f"{name} = empty(" not in g.source
+
+
+def test_wrapper_frees_dead_buffers_and_reuses_their_storage():
+    def fn(x, w):
+        a = x.cos() @ w
+        b = a.sin() @ w
+        return b.exp() @ w
+
+    s = schedule_function(fn, torch.randn(16, 16), torch.randn(16, 16))
+    from minicompile.inductor.codegen.wrapper import WrapperCodeGen
+
+    source, call = WrapperCodeGen(s.graph, s).generate(lambda w: s.codegen(w))
+    assert "# reuse" in source or "del buf" in source
+    args = torch.randn(16, 16), torch.randn(16, 16)
+    torch.testing.assert_close(call(list(args))[0], fn(*args))
+
+
+def test_output_code_log_prints_the_wrapper(capfd):
+    mc.set_logs("output_code")
+    try:
+        f = mc.compile(lambda x: x.sin() + 1)
+        f(torch.randn(4))
+    finally:
+        mc.set_logs("")
+    err = capfd.readouterr()
+    assert "def call(args):" in err.out + err.err
+
+
+def test_mode_reaches_inductor(compiled_graphs):
+    f = mc.compile(lambda x: x * 3, mode="max-autotune-no-cudagraphs")
+    f(torch.randn(3))
+    assert compiled_graphs[0].options["max_autotune"] is True
+    with pytest.raises(ValueError, match="unknown mode"):
+        mc.compile(lambda x: x, mode="fastest")
+
+
+def test_unknown_cpu_backend_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(config.inductor, "cpu_backend", "fortran")
+    s = schedule_function(lambda x: x + 1, torch.randn(3))
+    with pytest.raises(ValueError, match="no code generator 'fortran'"):
+        run_scheduled(s, torch.randn(3))

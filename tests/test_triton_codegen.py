@@ -1,0 +1,260 @@
+"""The Triton backend (minicompile/inductor/codegen/triton.py): whole graphs compiled with
+``backend="inductor"`` and their kernels generated as Triton, run on CPU tensors under
+``TRITON_INTERPRET=1`` (conftest sets it), compared with eager. Sizes are small and odd: the
+interpreter is slow, and powers of two would hide mask bugs."""
+
+import os
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import minicompile as mc
+from minicompile import config
+from minicompile.inductor.codegen import BACKENDS
+from minicompile.inductor.codegen.wrapper import WrapperCodeGen
+
+pytest.importorskip("triton")
+
+
+@pytest.fixture(autouse=True)
+def triton_cpu(monkeypatch, request):
+    if request.node.get_closest_marker("gpu") is None and \
+            os.environ.get("TRITON_INTERPRET", "0") in ("", "0"):
+        pytest.skip("Triton kernels on CPU tensors need TRITON_INTERPRET=1")
+    monkeypatch.setattr(config.inductor, "cpu_backend", "triton")
+
+
+@pytest.fixture
+def kernels(monkeypatch):
+    """Every kernel defined while the test runs: (name, kernel object, source)."""
+    seen: list = []
+    define = WrapperCodeGen.define_kernel
+
+    def record(self, name, kernel, source):
+        seen.append((name, kernel, source))
+        return define(self, name, kernel, source)
+
+    monkeypatch.setattr(WrapperCodeGen, "define_kernel", record)
+    return seen
+
+
+def check(fn, *args, atol=1e-5, rtol=1e-4, **compile_kwargs):
+    compiled = mc.compile(fn, backend="inductor", **compile_kwargs)
+    torch.testing.assert_close(compiled(*args), fn(*args), atol=atol, rtol=rtol, equal_nan=True)
+    return compiled
+
+
+def test_registered():
+    assert "triton" in BACKENDS
+
+
+# --- pointwise ------------------------------------------------------------------------------
+
+POINTWISE = {
+    "chain": (lambda x, y: (x * 2).sin() + y.exp() - 1, [(37, 129), (37, 129)]),
+    "broadcast_row": (lambda x, y: x * y + y, [(37, 29), (29,)]),
+    "broadcast_col": (lambda x, y: x - y, [(13, 29), (13, 1)]),
+    "where_relu": (lambda x, y: torch.where(x > y, x.relu(), y.tanh()), [(33, 17), (33, 17)]),
+    "transcendental": (lambda x: x.sigmoid() + x.abs().log1p() + x.expm1() * x.erf(),
+                       [(5, 41)]),
+    "clamp_minmax": (lambda x, y: torch.maximum(x, y).clamp(-0.5, 0.5) + torch.minimum(x, y),
+                     [(7, 9), (7, 9)]),
+    "div_floor_rem": (lambda x, y: torch.remainder(x, y.abs() + 1) + torch.floor(x / 0.3),
+                      [(7, 19), (7, 19)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(POINTWISE))
+def test_pointwise(name):
+    fn, shapes = POINTWISE[name]
+    check(fn, *[torch.randn(s) for s in shapes])
+
+
+def test_noncontiguous_inputs():
+    x = torch.randn(29, 37)
+    check(lambda a, b: a.t() * 2 + b[::2, 1:], x, torch.randn(74, 30))
+
+
+def test_sliced_and_expanded():
+    base = torch.randn(40, 50)
+    check(lambda a: (a[3:20, 5:45:3] + 1).cos(), base)
+    check(lambda a: a.expand(6, 11, 9) * 3, torch.randn(1, 11, 9))
+
+
+def test_integer_and_bool():
+    x = torch.randint(-50, 50, (13, 17))
+    check(lambda a: (a * 3 - 7) // 4 + a % 5, x)
+    check(lambda a: (a > 0) & (a < 20) | (a == -3), x)
+    check(lambda a: a.to(torch.float32) / 3 + a.bool().float(), x)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision(dtype):
+    x, y = torch.randn(19, 33, dtype=dtype), torch.randn(19, 33, dtype=dtype)
+    check(lambda a, b: (a * b + a.exp()).to(dtype), x, y, atol=1e-2, rtol=1e-2)
+    check(lambda a: a.softmax(-1), x, atol=1e-2, rtol=1e-2)
+    check(lambda a: a.float().sum(1), x, atol=1e-2, rtol=1e-2)
+
+
+# --- reductions -----------------------------------------------------------------------------
+
+REDUCTIONS = {
+    "sum_rows": lambda x: x.sum(1),
+    "sum_cols": lambda x: x.sum(0),
+    "sum_all": lambda x: x.sum(),
+    "mean_keepdim": lambda x: x - x.mean(1, keepdim=True),
+    "softmax": lambda x: x.softmax(-1),
+    "log_softmax": lambda x: F.log_softmax(x, -1),
+    "layernorm": lambda x: F.layer_norm(x, x.shape[-1:]),
+    "var_mean": lambda x: torch.var_mean(x, 1),
+    "var": lambda x: x.var(0),
+    "argmax": lambda x: x.argmax(1),
+    "argmin": lambda x: x.argmin(0),
+    "amax_amin": lambda x: (x.amax(1), x.amin(0)),
+    "prod": lambda x: (x * 0.1 + 1).prod(1),
+    "any": lambda x: (x > 1.5).any(1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REDUCTIONS))
+@pytest.mark.parametrize("shape", [(37, 129), (3, 1500)], ids=["persistent", "looped"])
+def test_reduction(name, shape):
+    check(REDUCTIONS[name], torch.randn(shape))
+
+
+def test_max_propagates_nan_and_argmax_picks_first():
+    x = torch.randn(6, 1100)
+    x[1, 7] = float("nan")
+    x[2, :] = 3.0  # every element ties: the first index wins
+    x[3, 5] = x[3, 900] = 50.0
+    for cols in (1100, 33):  # looped and persistent
+        mc.reset()
+        check(lambda a: (a.amax(1), a.amin(1), a.argmax(1), a.argmin(1)), x[:, :cols])
+
+
+def test_int_reductions():
+    x = torch.randint(-9, 9, (11, 23))
+    check(lambda a: (a.sum(1), a.amax(0), a.argmax(1), (a > 3).sum(0)), x)
+
+
+def test_welford_stable_with_large_mean():
+    x = torch.randn(9, 2000) * 0.01 + 1000.0  # sum(x^2) - sum(x)^2/n would lose every digit
+    check(lambda a: torch.var_mean(a, 1), x, rtol=1e-3, atol=1e-3)
+
+
+# --- masked and indirect loads -------------------------------------------------------------
+
+def test_cat_and_pad():
+    a, b = torch.randn(7, 13), torch.randn(7, 5)
+    check(lambda x, y: torch.cat([x.sin(), y * 2], 1), a, b)
+    check(lambda x: F.pad(x, (2, 3, 1, 0), value=-1.0) + 1, a)
+    check(lambda x: F.pad(x, (0, 3)).sum(1), a)
+
+
+def test_embedding_and_gather():
+    w, idx = torch.randn(50, 16), torch.randint(0, 50, (4, 7))
+    check(lambda w, i: F.embedding(i, w) * 2, w, idx)
+    x, j = torch.randn(9, 12), torch.randint(0, 12, (9, 4))
+    check(lambda x, j: torch.gather(x, 1, j) + 1, x, j)
+    check(lambda x: x[torch.tensor([-1, 0, 3])] * 2, x)  # negative indices wrap
+
+
+def test_iota_and_index_expr():
+    check(lambda x: x + torch.arange(x.shape[1], dtype=torch.float32), torch.randn(5, 11))
+    check(lambda x: torch.tril(x), torch.randn(9, 9))
+
+
+# --- dynamic shapes --------------------------------------------------------------------------
+
+def test_dynamic_shapes_one_kernel_set(kernels):
+    fn = lambda x: (x * 2 + 1).softmax(-1).sum(0)  # noqa: E731
+    compiled = mc.compile(fn, backend="inductor", dynamic=True)
+    x = torch.randn(7, 21)
+    torch.testing.assert_close(compiled(x), fn(x))
+    count = len(kernels)
+    assert count > 0
+    for shape in [(11, 21), (5, 2000)]:
+        y = torch.randn(shape)
+        torch.testing.assert_close(compiled(y), fn(y), atol=1e-5, rtol=1e-4)
+    assert len(kernels) == count  # the same kernels serve every size
+    assert any(name.startswith("triton_red") for name, _, _ in kernels)  # rnumel symbolic: looped
+
+
+# --- models, forward and backward -------------------------------------------------------------
+
+def test_mlp_forward_backward():
+    model = torch.nn.Sequential(torch.nn.Linear(12, 31), torch.nn.GELU(), torch.nn.Linear(31, 5))
+    x = torch.randn(9, 12, requires_grad=True)
+    compiled = mc.compile(model, backend="inductor")
+    out = compiled(x)
+    out.square().sum().backward()
+    grads = [p.grad.clone() for p in model.parameters()] + [x.grad.clone()]
+    model.zero_grad()
+    x.grad = None
+    ref = model(x)
+    ref.square().sum().backward()
+    torch.testing.assert_close(out, ref)
+    torch.testing.assert_close(grads, [p.grad for p in model.parameters()] + [x.grad])
+
+
+@pytest.mark.parametrize("name", ["layernorm_residual", "softmax_attention", "rmsnorm",
+                                  "cross_entropy_step", "nanogpt_block"])
+def test_model_zoo(name):
+    from models import MODELS
+
+    model, inputs = MODELS[name]()
+    compiled = mc.compile(model, backend="inductor")
+    out = compiled(*inputs)
+    (out.sum() if out.dim() else out).backward()
+    params = list(model.parameters()) + [x for x in inputs if x.requires_grad]
+    grads = [p.grad.clone() for p in params]
+    for p in params:
+        p.grad = None
+    ref = model(*inputs)
+    (ref.sum() if ref.dim() else ref).backward()
+    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(grads, [p.grad for p in params], rtol=1e-4, atol=1e-5)
+
+
+# --- the generated source and its bytes -------------------------------------------------------
+
+def test_generated_source_is_readable(kernels):
+    check(lambda x, y: (x + y).sin() * 2, torch.randn(8, 9), torch.randn(8, 9))
+    check(lambda x: x.softmax(-1), torch.randn(8, 9))
+    (name0, k0, src0), (name1, k1, src1) = kernels
+    assert name0.startswith("triton_poi_fused_") and "sin" in name0
+    assert name1.startswith("triton_per_fused_")
+    assert "@triton.jit" in src0 and "tl.load(in_ptr0 + (xindex), xmask)" in src0
+    assert f"# bytes: read {8 * 9 * 4 * 2}, write {8 * 9 * 4}" in src0
+    assert "xmask & rmask" in src1 and "tl.sum(" in src1
+
+
+@pytest.mark.parametrize("fn, shapes", [
+    (lambda x, y: x * y + 1, [(13, 17), (13, 17)]),  # contiguous pointwise
+    (lambda x: x.sum(1), [(13, 17)]),  # row reduction
+    (lambda x, y: x + y, [(13, 17), (17,)]),  # broadcast read: y counted once
+    (lambda x: x.sum(1), [(3, 3000)]),  # looped row reduction
+], ids=["pointwise", "row_reduction", "broadcast", "looped"])
+def test_bytes_from_code_match_the_scheduler(kernels, fn, shapes):
+    check(fn, *[torch.randn(s) for s in shapes])
+    assert kernels
+    for _, kernel, _ in kernels:
+        g = kernel.group
+        assert kernel.bytes_from_code.read == g.read_bytes
+        assert kernel.bytes_from_code.write == g.write_bytes
+    assert sum(int(k.bytes_from_code.total) for _, k, _ in kernels) == \
+        mc.metrics.num_bytes_accessed
+
+
+# --- on a GPU ---------------------------------------------------------------------------------
+
+@pytest.mark.gpu
+def test_cuda_kernels():
+    cases = [(lambda x, y: (x * y).sin() + 1, [(1823, 781), (1823, 781)]),
+             (lambda x: x.softmax(-1), [(1823, 781)]),
+             (lambda x: torch.var_mean(x, 1), [(37, 5000)]),
+             (lambda x: (x.amax(1), x.argmax(1)), [(37, 5000)]),
+             (lambda x: F.layer_norm(x, x.shape[-1:]).half(), [(64, 1000)])]
+    for fn, shapes in cases:
+        check(fn, *[torch.randn(s, device="cuda") for s in shapes], atol=2e-3, rtol=2e-3)
