@@ -52,6 +52,9 @@ FLAGS = [
     "-O3", "-march=native",  # vector instructions of this machine (AVX2/AVX-512 where present)
     "-fopenmp",  # the parallel loops and `omp simd` reductions
     "-fno-math-errno",  # sqrt may be one instruction and vectorise: torch never reads errno
+    # nor the floating-point exception flags: without this g++ 12 keeps a select (relu, where)
+    # next to a vector call (sin, exp) as a branch, and the whole loop stays scalar
+    "-fno-trapping-math",
     "-std=c++17", *libmvec_flags(),  # (the cache adds -shared -fPIC)
 ]
 LIBS = ["-lmvec"] if libmvec_flags() else []  # after the source: the linker drops unused ones
