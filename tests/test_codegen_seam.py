@@ -99,7 +99,9 @@ def test_wrapper_frees_dead_buffers_and_reuses_their_storage():
     source, call = WrapperCodeGen(s.graph, s).generate(lambda w: s.codegen(w))
     assert "# reuse" in source or "del buf" in source
     args = torch.randn(16, 16), torch.randn(16, 16)
-    torch.testing.assert_close(call(list(args))[0], fn(*args))
+    # three matmuls through sin and exp: eager itself is 1e-4 off in float64's eyes, so a kernel
+    # whose sin is an ulp closer (glibc's, in the C++ backend) lands as far away on the other side
+    torch.testing.assert_close(call(list(args))[0], fn(*args), rtol=1e-4, atol=1e-4)
 
 
 def test_output_code_log_prints_the_wrapper(capfd):

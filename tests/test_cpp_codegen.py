@@ -203,31 +203,20 @@ def test_generated_source(graphs):
 
 def test_compile_error_falls_back_to_the_reference_backend(graphs, monkeypatch, tmp_path, caplog):
     monkeypatch.setattr(cpp_build, "CXX", "false")  # a "compiler" that always fails
-    monkeypatch.setattr(cpp_build, "CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("MINICOMPILE_CACHE_DIR", str(tmp_path))
     fn = lambda x: torch.cos(x) + 1
     x = torch.randn(19, 5)
     with caplog.at_level(logging.WARNING, logger="minicompile"):
         out = mc.compile(fn, backend="inductor")(x)
     torch.testing.assert_close(out, fn(x))
-    assert "could not compile kernel cpp_fused_add_cos_0" in caplog.text
+    assert "cpp_fused_add_cos_0 failed to compile" in caplog.text
     assert str(tmp_path) in caplog.text  # the message shows where the source is
+    assert "falling back to the reference backend" in caplog.text
     assert graphs[0].backends == {"cpu": "reference"}
 
 
 def test_no_compiler_is_a_clear_error(monkeypatch, tmp_path):
     monkeypatch.setattr(cpp_build, "CXX", "no-such-compiler-xyz")
-    monkeypatch.setattr(cpp_build, "CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("MINICOMPILE_CACHE_DIR", str(tmp_path))
     with pytest.raises(cpp_build.CppCompileError, match="no C\\+\\+ compiler"):
-        cpp_build.build('extern "C" void k() {}', "k")
-
-
-def test_cache_reuses_and_rebuilds_a_corrupted_object(monkeypatch, tmp_path):
-    monkeypatch.setattr(cpp_build, "CACHE_DIR", str(tmp_path))
-    source = '#include "cpp_prefix.h"\nextern "C" void k(int64_t* out) { out[0] = 42; }\n'
-    path = cpp_build.build(source, "k")
-    assert cpp_build.build(source, "k") == path  # a hit: same file
-    with open(path, "wb") as f:
-        f.write(b"garbage")
-    out = torch.zeros(1, dtype=torch.int64)
-    cpp_build.load(source, "k", [cpp_build.ctypes.c_void_p])(out.data_ptr())
-    assert out.item() == 42
+        cpp_build.load('extern "C" void k() {}', "k", [])

@@ -26,11 +26,11 @@ def lower(fn, *args):
     return lower_graph(gm, list(args))
 
 
-def schedule(fn, *args, fuse=True):
+def schedule(fn, *args, fuse=True, **tolerance):
     graph = lower(fn, *args)
     s = Scheduler(graph, fuse=fuse)
     out = run_scheduled(s, *args)
-    torch.testing.assert_close(out, fn(*args))
+    torch.testing.assert_close(out, fn(*args), **tolerance)
     return s
 
 
@@ -239,7 +239,9 @@ def test_memory_plan_reuses_dead_buffers_and_reports_peak():
         b = a.sin() @ w
         return b.exp() @ w
 
-    s = schedule(fn, torch.randn(16, 16), torch.randn(16, 16))
+    # three matmuls through sin and exp: eager itself is 1e-4 off in float64's eyes, so a kernel
+    # whose sin is an ulp closer (glibc's, in the C++ backend) lands as far away on the other side
+    s = schedule(fn, torch.randn(16, 16), torch.randn(16, 16), rtol=1e-4, atol=1e-4)
     plan = plan_memory(s)
     assert plan.reuses, str(plan)  # a later buffer takes over a dead one's storage
     assert plan.peak_bytes == 2 * 1024  # never more than the input and output of one kernel

@@ -93,7 +93,7 @@ class CppKernel:
                 f"// fused nodes: {members}" + (f"; local: {', '.join(g.local)}" if g.local else ""),
                 f"// arguments: {args}",
                 f"// bytes: read {g.read_bytes}, written {g.write_bytes}",
-                f"// built with: {cpp_build.CXX} {' '.join(cpp_build.FLAGS)}"]
+                f"// built with: {' '.join(cpp_build.command('<source>', '<object>'))}"]
 
     def codegen(self) -> str:
         code = IndentedBuffer()

@@ -27,47 +27,49 @@ import concurrent.futures
 import ctypes
 import hashlib
 import os
+import platform
 import shutil
 import subprocess
 import tempfile
-import threading
 from typing import Callable
 
+from .. import codecache
 from .common import CodegenError
+
+def libmvec_flags() -> list[str]:
+    """Link glibc's vector math (sin, exp... 8 at a time in `omp simd` loops) where it exists:
+    x86-64 Linux, glibc >= 2.22 (2.35 added tanh, erf, log1p...); see cpp_prefix.h."""
+    version = os.confstr("CS_GNU_LIBC_VERSION") if hasattr(os, "confstr") else None
+    if platform.machine() != "x86_64" or not version or not version.startswith("glibc "):
+        return []
+    major, minor = (int(p) for p in version.split()[1].split(".")[:2])
+    level = 235 if (major, minor) >= (2, 35) else 222 if (major, minor) >= (2, 22) else 0
+    return [f"-DMC_LIBMVEC={level}"] if level else []
+
 
 CXX = os.environ.get("CXX", "g++")
 FLAGS = [
     "-O3", "-march=native",  # vector instructions of this machine (AVX2/AVX-512 where present)
     "-fopenmp",  # the parallel loops and `omp simd` reductions
     "-fno-math-errno",  # sqrt may be one instruction and vectorise: torch never reads errno
-    "-std=c++17", "-shared", "-fPIC",
+    # nor the floating-point exception flags: without this g++ 12 keeps a select (relu, where)
+    # next to a vector call (sin, exp) as a branch, and the whole loop stays scalar
+    "-fno-trapping-math",
+    "-std=c++17", *libmvec_flags(),  # (the cache adds -shared -fPIC)
 ]
+LIBS = ["-lmvec"] if libmvec_flags() else []  # after the source: the linker drops unused ones
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpp_prefix.h")) as _f:
     PREFIX = _f.read()
-CACHE_DIR: str | None = None  # None: a private folder under the system temp dir
 
 
 class CppCompileError(CodegenError):
-    """The C++ compiler rejected a kernel (or there is none)."""
+    """The C++ compiler rejected a kernel (or there is none): ``compile_fx`` falls back."""
 
 
 def command(source_path: str, output_path: str, include_dir: str = "<cache>") -> list[str]:
-    return [CXX, *FLAGS, "-I", include_dir, source_path, "-o", output_path]
-
-
-def cache_dir() -> str:
-    path = CACHE_DIR or os.path.join(tempfile.gettempdir(), f"minicompile_{os.getuid()}", "cpp")
-    os.makedirs(path, mode=0o700, exist_ok=True)
-    if os.stat(path).st_uid != os.getuid():  # someone else's folder: never load its code
-        raise CppCompileError(f"kernel cache {path} belongs to another user")
-    return path
-
-
-def _write_atomically(path: str, text: str) -> None:
-    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    """The compiler command of a kernel, as ``codecache.CppCodeCache`` runs it."""
+    return [CXX, source_path, *FLAGS, "-I", include_dir, *LIBS, "-shared", "-fPIC", "-o",
+            output_path]
 
 
 def precompiled_prefix(directory: str) -> str:
@@ -75,49 +77,28 @@ def precompiled_prefix(directory: str) -> str:
     key = hashlib.sha256("\0".join([PREFIX, CXX, *FLAGS]).encode()).hexdigest()[:16]
     path = os.path.join(directory, f"prefix-{key}")
     header, pch = os.path.join(path, "cpp_prefix.h"), os.path.join(path, "cpp_prefix.h.gch")
-    if not os.path.exists(pch):
+    if not os.path.exists(pch) and shutil.which(CXX) is not None:
         os.makedirs(path, mode=0o700, exist_ok=True)
-        _write_atomically(header, PREFIX)
-        tmp = f"{pch}.{os.getpid()}.{threading.get_ident()}.tmp"
-        flags = [f for f in FLAGS if f != "-shared"]
-        if subprocess.run([CXX, *flags, "-x", "c++-header", header, "-o", tmp],
-                          capture_output=True).returncode == 0:
+        if not os.path.exists(header):
+            codecache.write_atomic(header, PREFIX.encode())
+        fd, tmp = tempfile.mkstemp(dir=path, prefix=".cpp_prefix.", suffix=".gch")
+        os.close(fd)
+        result = subprocess.run([CXX, *FLAGS, "-fPIC", "-x", "c++-header", header, "-o", tmp],
+                                capture_output=True)
+        if result.returncode == 0:
             os.replace(tmp, pch)  # if it failed, kernels parse the header itself
+        else:
+            os.unlink(tmp)
     return path
 
 
-def build(source: str, name: str) -> str:
-    """The path of ``source`` compiled to a shared object, compiling only on a cache miss."""
-    key = hashlib.sha256("\0".join([source, PREFIX, CXX, *FLAGS]).encode()).hexdigest()
-    directory = cache_dir()
-    so_path = os.path.join(directory, f"{key}.so")
-    if os.path.exists(so_path):
-        return so_path
-    if shutil.which(CXX) is None:
-        raise CppCompileError(f"no C++ compiler {CXX!r} to build kernel {name}: install g++, set "
-                              "CXX, or use MINICOMPILE_CPU_BACKEND=reference")
-    source_path = os.path.join(directory, f"{key}.cpp")
-    _write_atomically(source_path, source)
-    include_dir = precompiled_prefix(directory)
-    tmp = f"{so_path}.{os.getpid()}.{threading.get_ident()}.tmp"  # concurrent builds never clash
-    result = subprocess.run(command(source_path, tmp, include_dir), capture_output=True, text=True)
-    if result.returncode != 0:
-        cmd = " ".join(command(source_path, so_path, include_dir))
-        raise CppCompileError(f"{CXX} could not compile kernel {name} (source: {source_path}):\n"
-                              f"{cmd}\n{result.stderr[-4000:]}")
-    os.replace(tmp, so_path)
-    return so_path
-
-
 def load(source: str, name: str, argtypes: list) -> Callable:
-    """The kernel's C function, built if needed; a cached file that no longer loads (truncated,
-    corrupted) is removed and rebuilt once."""
-    path = build(source, name)
+    """The kernel's C function, compiled on a cache miss."""
     try:
-        lib = ctypes.CDLL(path)
-    except OSError:
-        os.remove(path)
-        lib = ctypes.CDLL(build(source, name))
+        include_dir = precompiled_prefix(codecache.cache_dir())
+        lib = codecache.CppCodeCache.load(source, name, [*FLAGS, "-I", include_dir, *LIBS], CXX)
+    except codecache.CompileError as error:
+        raise CppCompileError(str(error)) from error
     fn = getattr(lib, name)
     fn.argtypes, fn.restype = argtypes, None
     return fn
