@@ -435,3 +435,24 @@ def test_relu_grad_at_exact_zeros(backend):
     mc.compile(fn, backend=backend)(x).backward()
     fn(x_ref).backward()
     torch.testing.assert_close(x.grad, x_ref.grad)
+
+
+def three_writes_through_views(y):
+    y[1:].mul_(10)
+    y[:2].add_(1)
+    y[2:3].sub_(100)
+    return y + 1
+
+
+@pytest.mark.parametrize("backend", [
+    "aot_eager",
+    pytest.param("inductor", marks=pytest.mark.xfail(
+        reason="inductor: several writes through views of an input that starts inside its "
+               "storage come out wrong; found in issue 17, left to the inductor rewrite")),
+])
+@pytest.mark.parametrize("start", [0, 2, 4])
+def test_several_writes_through_views_of_offset_input(backend, start):
+    base, base_ref = torch.arange(12.0), torch.arange(12.0)
+    out = mc.compile(three_writes_through_views, backend=backend)(base[start:start + 4])
+    torch.testing.assert_close(out, three_writes_through_views(base_ref[start:start + 4]))
+    torch.testing.assert_close(base, base_ref)

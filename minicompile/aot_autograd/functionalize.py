@@ -191,10 +191,12 @@ def _scatter_into(graph: fx.Graph, base: fx.Node, view_value: fx.Node,
     offset = view.storage_offset() - base_val.storage_offset()
     if base.op == "placeholder":
         # ATen reads the offset in the base's own storage; an input may start anywhere in
-        # its storage (``x[4:8]``, and offsets are not guarded): scatter into a fresh copy
+        # its storage (``x[4:8]``, and offsets are not guarded): scatter into a fresh copy,
+        # which starts at 0. Its meta keeps the input's geometry, so the offsets of later
+        # writes stay relative to the input's start, as this one is.
         with graph.inserting_after(after):
             base = graph.call_function(aten.clone.default, (base,))
-        base.meta["val"] = base_val = base_val.clone()
+        base.meta["val"] = base_val
         after = base
     with graph.inserting_after(after):
         node = graph.call_function(aten.as_strided_scatter.default, (
