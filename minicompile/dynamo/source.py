@@ -148,13 +148,22 @@ class DefaultsSource(Source):
         return f"{self.base.expr()}.{field}[{self.index!r}]"
 
 
+# ``._modules['0']``, ``._parameters['weight']``: how guards read a module's children (fast dict
+# lookups); a name made for a reader spells them as the attribute path ``.0.weight``
+_MODULE_TABLE = re.compile(r"\._(?:modules|parameters|buffers)\['([^']*)'\]")
+
+
+def _path_name(source: Source) -> str:
+    return _MODULE_TABLE.sub(r".\1", source.name())
+
+
 def graph_input_name(source: Source) -> str:
     """A valid Python identifier for a placeholder, like Dynamo's ``L_self_fc_weight_``."""
-    return re.sub(r"[^0-9a-zA-Z_]+", "_", source.name()).strip("_") + "_"
+    return re.sub(r"[^0-9a-zA-Z_]+", "_", _path_name(source)).strip("_") + "_"
 
 
 def module_attr_name(source: Source) -> str:
     """The attribute name of a parameter or submodule on the output GraphModule
     (Dynamo spells ``L['self'].fc.weight`` as ``L__self___fc_weight``)."""
-    name = re.sub(r"\[(\d+)\]", r"_\1", source.name())  # [0] -> _0
+    name = re.sub(r"\[(\d+)\]", r"_\1", _path_name(source))  # [0] -> _0
     return re.sub(r"[^0-9a-zA-Z_]", "_", name.replace(".", "_"))

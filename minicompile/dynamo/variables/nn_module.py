@@ -53,6 +53,15 @@ class NNModuleVariable(VariableTracker):
             return None
         return AttrSource(self.source, key) if attr else GetItemSource(self.source, key)
 
+    def _submodule_source(self, sub: torch.nn.Module):
+        """``L['self']._modules['0']``, as real Dynamo writes it: a container's item is read
+        from its ``_modules`` dict, not through ``Sequential.__getitem__``, which costs a few
+        microseconds per call in Python, on every guard check of every call."""
+        if self.source is None:
+            return None
+        name = next(k for k, v in self.value._modules.items() if v is sub)
+        return GetItemSource(AttrSource(self.source, "_modules"), name)
+
     def _wrap_child(self, tx, value: Any, source) -> VariableTracker:
         from .builder import VariableBuilder
 
@@ -66,7 +75,8 @@ class NNModuleVariable(VariableTracker):
         m, source = self.value, self._child_source(name, attr=True)
         for table in ("_parameters", "_buffers", "_modules"):
             d = m.__dict__.get(table, {})
-            if name in d:
+            if name in d:  # read from the table, as nn.Module.__getattr__ does, minus its cost
+                source = self.source and GetItemSource(AttrSource(self.source, table), name)
                 return self._wrap_child(tx, d[name], source)
         if name in m.__dict__:
             return self._wrap_child(tx, m.__dict__[name], source)
@@ -120,7 +130,7 @@ class NNModuleVariable(VariableTracker):
 
     def _item(self, tx, key: Any, sub: torch.nn.Module) -> VariableTracker:
         self._guard_contents(tx)
-        source = self._child_source(key, attr=False)
+        source = self._submodule_source(sub)
         if source is not None:
             tx.output.add_guard(Guard(source, GuardKind.ID_MATCH, sub, tx.user_line()))
         return NNModuleVariable(sub, source)
@@ -179,14 +189,12 @@ class NNModuleVariable(VariableTracker):
         return ListVariable(out)
 
     def _path_source(self, path: str):
-        """The source of ``named_parameters()``'s ``"layers.0.weight"``: ``.layers[0].weight``
-        (a child named by a number is indexed; another name that is no identifier is looked
-        up in ``_modules``)."""
+        """The source of ``named_parameters()``'s ``"layers.0.weight"``:
+        ``.layers._modules['0'].weight`` (a child whose name is no identifier is looked up in
+        ``_modules``)."""
         source, module = self.source, self.value
         for part in filter(None, path.split(".")) if source else ():
-            if part.isdigit() and isinstance(module, (torch.nn.Sequential, torch.nn.ModuleList)):
-                source = GetItemSource(source, int(part))
-            elif part.isidentifier():
+            if part.isidentifier():
                 source = AttrSource(source, part)
             else:
                 source = GetItemSource(AttrSource(source, "_modules"), part)

@@ -35,6 +35,10 @@ from .triton_ops import (TRITON_OPS, compute_dtype, paren, result_dtype, texpr,
                          triton_constant, triton_dtype)
 
 PERSISTENT_RNUMEL = 1024  # rows up to this long are reduced in one block: no loop
+# A kernel that goes over its row more than once (softmax: max, then sum of exp, then the
+# quotient) keeps rows up to this long in registers, so it reads each row once, not three times:
+# at 8192 floats a row is 32 per thread with 8 warps (Triton's fused-softmax tutorial does this).
+PERSISTENT_MULTIPASS_RNUMEL = 16384
 
 # reduction type -> the value a masked-off lane contributes (by the value's dtype)
 def _lowest(dtype: torch.dtype) -> Any:
@@ -81,9 +85,7 @@ class TritonKernel:
         if group.kind == "pointwise":
             self.kind = "pointwise"
         else:
-            rnumel = sympy.sympify(group.rnumel)
-            self.kind = ("persistent" if rnumel.is_number and int(rnumel) <= PERSISTENT_RNUMEL
-                         else "looped")
+            self.kind = "persistent" if self.fits_in_one_block(group) else "looped"
         self.cse = CSE()
         self.dtypes: dict[str, torch.dtype] = {}  # temporary -> its dtype
         self.body = IndentedBuffer()  # where lines go now (a loop body inside a looped phase)
@@ -93,6 +95,16 @@ class TritonKernel:
         self.level = "element"  # the member being emitted runs per element or per row
         self.accesses: list[tuple[str, str, MemoryDep]] = []  # ("load"|"store", buffer, dep)
         self._indirect = 0
+
+    @staticmethod
+    def fits_in_one_block(group: KernelGroup) -> bool:
+        """Persistent (the whole row in one block) or looped (an ``RBLOCK`` loop per phase)."""
+        rnumel = sympy.sympify(group.rnumel)
+        if not rnumel.is_number:
+            return False  # RBLOCK is a compile-time constant; a symbolic row needs the loop
+        loops = sum(phase.kind == "loop" for phase in group.phases())
+        limit = PERSISTENT_MULTIPASS_RNUMEL if loops > 1 else PERSISTENT_RNUMEL
+        return int(rnumel) <= limit
 
     # --- the kernel's structure --------------------------------------------------------------
     def codegen(self) -> str:

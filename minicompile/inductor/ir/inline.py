@@ -72,7 +72,11 @@ def inline_producers(consumer: ComputedBuffer, producers: list[ComputedBuffer]) 
             return inner(*args)
 
     data = dataclasses.replace(consumer.data, inner_fn=inner_fn)
-    return dataclasses.replace(consumer, data=data)
+    inlined = dataclasses.replace(consumer, data=data)
+    # the ATen ops it computes now include the producers' (they name its kernel)
+    inlined.origins = set(getattr(consumer, "origins", ())).union(
+        *(getattr(p, "origins", ()) for p in producers))
+    return inlined
 
 
 __all__ = ["inline_producers", "unflatten_index", "InlineLoads"]

@@ -58,6 +58,8 @@ def candidate_configs(kind: str, xnumel: int, rnumel: int) -> list[Config]:
         rblock = pow2(rnumel)
         if INTERPRET:
             return [Config(max(1, min(xcap, INTERPRETER_BLOCK // rblock)), rblock)]
+        if rblock > 2048:  # one long row per program: warps to spread the row over
+            return [Config(1, rblock, w) for w in (8, 16, 32) if rblock // (32 * w) >= 4]
         xblocks = [x for x in (1, 8, 32) if x * rblock <= 8192] or [1]
         return list(dict.fromkeys(Config(min(xcap, x), rblock, 4 if x * rblock <= 2048 else 8)
                                   for x in xblocks))
