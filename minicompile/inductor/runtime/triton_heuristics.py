@@ -8,6 +8,10 @@ launches. On a GPU it times a few configs the first time it sees a size class (s
 to powers of two) and keeps the fastest (``MINICOMPILE_LOGS=autotuning`` shows the choice); under
 Triton's interpreter every config computes the same thing slowly, so it takes one, with big
 blocks (fewer programs, each one a few NumPy calls).
+
+After the first launch of a config with given argument properties, later launches call the
+compiled binary's launcher directly (``CompiledLaunch``), skipping ``JITFunction.run``'s argument
+binding and cache lookup, which on a launch-bound graph costs more than the kernel.
 """
 
 from __future__ import annotations
@@ -16,13 +20,19 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+import torch
 import triton
+from triton import knobs
+from triton.runtime import driver
 from triton.testing import do_bench
 
 from ..._logging import trace_artifact
 
 INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 INTERPRETER_BLOCK = 1 << 14  # elements per program under the interpreter
+# launch compiled binaries directly (``CompiledLaunch``); MINICOMPILE_TRITON_FAST_LAUNCH=0 goes
+# through ``JITFunction.run`` on every call instead
+FAST_LAUNCH = os.environ.get("MINICOMPILE_TRITON_FAST_LAUNCH", "1") != "0"
 
 
 @dataclass(frozen=True)
@@ -71,6 +81,32 @@ def candidate_configs(kind: str, xnumel: int, rnumel: int) -> list[Config]:
                               for x, r, w in ((1, 2048, 8), (8, 512, 8), (64, 64, 4))))
 
 
+def specialization(args: tuple) -> tuple:
+    """What Triton compiles a separate binary for: each tensor's dtype and 16-byte alignment,
+    each integer's being 1, a multiple of 16, or beyond 32 bits (``JITFunction.run``'s key)."""
+    return tuple((a.dtype, a.device, a.data_ptr() % 16 == 0) if isinstance(a, torch.Tensor)
+                 else (a == 1, a % 16 == 0, -2**31 <= a < 2**31) for a in args)
+
+
+class CompiledLaunch:
+    """One compiled binary, launched straight through its launcher: ``JITFunction.run`` binds
+    and specialises the arguments again on every call (tens of microseconds of Python on a
+    launch-bound graph); real Inductor's ``CachingAutotuner`` calls the launcher directly too."""
+
+    def __init__(self, kernel: Any, config: Config):
+        kernel._init_handles()
+        self.kernel, self.constexprs = kernel, tuple(
+            v for k, v in config.kwargs().items() if k != "num_warps")
+
+    def __call__(self, grid_0: int, args: tuple) -> None:
+        k = self.kernel
+        stream = driver.active.get_current_stream(driver.active.get_current_device())
+        bound = (*args, *self.constexprs)
+        k.run(grid_0, 1, 1, stream, k.function, k.packed_metadata,
+              k.launch_metadata((grid_0, 1, 1), stream, *bound),
+              knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook, *bound)
+
+
 class TritonLauncher:
     """A callable kernel: ``launcher(*buffers, *sizes, xnumel[, rnumel])``."""
 
@@ -78,6 +114,7 @@ class TritonLauncher:
         self.name, self.fn, self.kind, self.source = name, fn, kind, source
         self.autotune = autotune and not INTERPRET
         self.best: dict[tuple[int, int], Config] = {}  # size class -> chosen config
+        self.binaries: dict[tuple, CompiledLaunch] = {}  # (config, specialization) -> binary
 
     def __call__(self, *args: Any) -> None:
         if self.kind == "pointwise":
@@ -93,7 +130,17 @@ class TritonLauncher:
 
     def launch(self, config: Config, args: tuple, xnumel: int) -> None:
         grid = (triton.cdiv(xnumel, config.XBLOCK),)
-        self.fn[grid](*args, **config.kwargs())
+        if INTERPRET:
+            self.fn[grid](*args, **config.kwargs())
+            return
+        key = (config, specialization(args))
+        binary = self.binaries.get(key)
+        if binary is not None:
+            binary(grid[0], args)
+            return
+        kernel = self.fn[grid](*args, **config.kwargs())  # compiles (or finds) and launches
+        if FAST_LAUNCH:
+            self.binaries[key] = CompiledLaunch(kernel, config)
 
     def choose(self, args: tuple, xnumel: int, rnumel: int) -> Config:
         """The fastest candidate (each writes the same outputs, so timing them is harmless)."""
