@@ -28,35 +28,6 @@ MAX_LINES = 400
 
 # (check, module) -> why it is still so. Delete the entry once the violation is gone.
 KNOWN_VIOLATIONS: dict[tuple[str, str], str] = {
-    ("cycle", "minicompile.inductor.graph"): "graph <-> lowering (lowerings import sym_to_sympy "
-                                             "and V.graph from graph inside functions)",
-    ("cycle", "minicompile.inductor.lowering"): "lowering <-> lowerings/* register rows into it",
-    ("cycle", "minicompile.inductor.lowerings"): "lowerings/* <-> lowering (the table)",
-    ("cycle", "minicompile.inductor.lowerings.creation"): "imports lowering; lowering imports it",
-    ("cycle", "minicompile.inductor.lowerings.extern"): "imports lowering; lowering imports it",
-    ("cycle", "minicompile.inductor.lowerings.nn"): "imports lowering; lowering imports it",
-    ("cycle", "minicompile.inductor.lowerings.pointwise"): "imports lowering; lowering imports it",
-    ("cycle", "minicompile.inductor.lowerings.reductions"): "imports lowering; lowering imports "
-                                                            "it",
-    ("cycle", "minicompile.inductor.lowerings.views"): "imports lowering; lowering imports it",
-    ("cycle", "minicompile.inductor.dependencies"): "dependencies <-> ir (read_writes) <-> "
-                                                    "executor, through function-level imports",
-    ("cycle", "minicompile.inductor.executor"): "executor <-> ir.nodes (function-level imports)",
-    ("cycle", "minicompile.inductor.ir"): "ir package <-> its modules and dependencies",
-    ("cycle", "minicompile.inductor.ir.extern"): "ir.extern <-> ir.nodes/read_writes",
-    ("cycle", "minicompile.inductor.ir.inline"): "ir.inline <-> ir.nodes",
-    ("cycle", "minicompile.inductor.ir.nodes"): "ir.nodes <-> executor, dependencies, ir.*",
-    ("cycle", "minicompile.inductor.ir.printer"): "ir.printer <-> ir.nodes",
-    ("cycle", "minicompile.inductor.ir.read_writes"): "ir.read_writes <-> dependencies",
-    ("cycle", "minicompile.inductor.ir.views"): "ir.views <-> ir.nodes",
-    ("docstring", "minicompile.inductor.inlining"): "docstring names no torch/ counterpart",
-    ("docstring", "minicompile.inductor.lowerings.creation"): "docstring names no torch/ file",
-    ("docstring", "minicompile.inductor.lowerings.pointwise"): "docstring names no torch/ file",
-    ("docstring", "minicompile.inductor.lowerings.reductions"): "docstring names no torch/ file",
-    ("docstring", "minicompile.inductor.lowerings.views"): "docstring names no torch/ file",
-    ("layer", "minicompile.dynamo.automatic_dynamic"): "handles_dynamic_shapes asks the backend "
-                                                       "registry (backends/) which are built in",
-    ("layer", "minicompile.dynamo.explain"): "explain() defaults to backends.simple.eager",
 }
 
 SHARED_MODULES = {"_logging", "config", "metrics", "debug", "shapes"}

@@ -28,3 +28,8 @@ def torch_aot_eager(gm: torch.fx.GraphModule, example_inputs: list) -> callable:
     from torch._dynamo.backends.debugging import aot_eager
 
     return aot_eager(gm, example_inputs)
+
+
+# The real stages compile for the example inputs' sizes: compile them once per shape instead.
+torch_inductor.supports_dynamic_shapes = False
+torch_aot_eager.supports_dynamic_shapes = False

@@ -93,14 +93,10 @@ def current_policy() -> DynamicPolicy:
 
 # ---- backends that specialise on their example inputs --------------------------------------------
 def handles_dynamic_shapes(backend: Callable) -> bool:
-    """A backend handles symbolic sizes when it says so (``backend.supports_dynamic_shapes``,
-    as minicompile's "eager" backend does), or when it is a user's own callable (it gets the graph
-    with Sym(s0) inputs)."""
-    from ..backends import _REGISTRY
-
-    if getattr(backend, "supports_dynamic_shapes", False):
-        return True
-    return not any(backend is b for b in _REGISTRY.values())
+    """A backend handles symbolic sizes unless it says otherwise: minicompile's backends set
+    ``supports_dynamic_shapes`` (``torch-inductor`` sets it False: it bakes the example sizes
+    in); a user's own callable gets the graph with Sym(s0) inputs."""
+    return getattr(backend, "supports_dynamic_shapes", True)
 
 
 def specialize_per_shape(backend: Callable) -> Callable:

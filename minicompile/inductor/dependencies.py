@@ -31,16 +31,18 @@ Two questions, both answered from ``MemoryDep(name, index, var_ranges)``:
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 import sympy
 import torch
 
-from .executor import eval_index, index_grid
-from .ir import MemoryDep, StarDep
+from .index_eval import eval_index, index_grid
 from .sizevars import FloorDiv, simplify_index, statically_less
 
-Dep = MemoryDep | StarDep
+if TYPE_CHECKING:  # the accesses themselves are IR (ir/read_writes.py), which counts with this
+    from .ir.read_writes import MemoryDep, StarDep
+
+Dep = "MemoryDep | StarDep"  # an access: at an index, or everywhere in a (view of a) buffer
 
 # Above this many loop points an access is counted in closed form instead of enumerated
 # (2**24 int64 offsets = 128 MiB of scratch; bigger kernels fall back to the upper bound).
@@ -164,7 +166,7 @@ def footprint(deps: Iterable[Dep], numel: sympy.Expr) -> sympy.Expr:
     """Distinct elements of one buffer (holding ``numel``) that ``deps`` touch (see the module
     docstring for the three ways of counting)."""
     deps = list(deps)
-    stars = [d for d in deps if isinstance(d, StarDep)]
+    stars = [d for d in deps if d.whole_view]
     if stars:  # a library call reads the elements of its (strided view of the) buffer
         if len(stars) < len(deps):
             return numel

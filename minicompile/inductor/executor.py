@@ -17,8 +17,6 @@ callable running a whole lowered graph.
 
 from __future__ import annotations
 
-import functools
-import operator
 from typing import Any, Iterable, Mapping
 
 import sympy
@@ -27,55 +25,8 @@ import torch.utils._pytree as pytree
 
 from .ir import (Buffer, ComputedBuffer, ExternKernel, IRNode, Layout, Loops, MultiOutput,
                  ReinterpretView, layout_of)
-from .sizevars import FloorDiv, ModularIndexing
+from .index_eval import eval_index, evaluate_size, index_grid
 from .virtualized import BINARY_OPS, UNARY_OPS, set_ops_handler
-
-
-def _max(a, b):
-    return torch.maximum(torch.as_tensor(a), torch.as_tensor(b)) if isinstance(
-        a, torch.Tensor) or isinstance(b, torch.Tensor) else max(a, b)
-
-
-def _min(a, b):
-    return torch.minimum(torch.as_tensor(a), torch.as_tensor(b)) if isinstance(
-        a, torch.Tensor) or isinstance(b, torch.Tensor) else min(a, b)
-
-
-# SymPy node type -> how to compute it on ints or int tensors
-INDEX_FUNCS = [
-    (sympy.Add, lambda *a: functools.reduce(operator.add, a)),
-    (sympy.Mul, lambda *a: functools.reduce(operator.mul, a)),
-    (sympy.Pow, lambda a, b: a ** b),
-    (FloorDiv, lambda a, b: a // b),
-    (ModularIndexing, lambda a, b, m: (a // b) % m),
-    (sympy.Mod, lambda a, b: a % b),
-    (sympy.Max, lambda *a: functools.reduce(_max, a)),
-    (sympy.Min, lambda *a: functools.reduce(_min, a)),
-]
-
-
-def eval_index(expr: Any, env: Mapping[sympy.Symbol, Any]) -> Any:
-    """Evaluate a SymPy index expression with symbols bound to ints or int tensors."""
-    if not isinstance(expr, sympy.Basic):
-        return expr
-    if expr.is_Integer:
-        return int(expr)
-    if expr.is_Number:
-        return float(expr)
-    if expr.is_Symbol:
-        return env[expr]
-    if isinstance(expr, (sympy.floor, sympy.ceiling)):  # floor(s0/3): exact integer division
-        num, den = expr.args[0].as_numer_denom()
-        num, den = eval_index(num, env), eval_index(den, env)
-        return num // den if isinstance(expr, sympy.floor) else -((-num) // den)
-    for kind, fn in INDEX_FUNCS:
-        if isinstance(expr, kind):
-            return fn(*[eval_index(a, env) for a in expr.args])
-    raise NotImplementedError(f"cannot evaluate {type(expr).__name__} in index {expr}")
-
-
-def evaluate_size(expr: Any, sizes: Mapping[sympy.Symbol, int]) -> int:
-    return int(eval_index(sympy.sympify(expr), sizes))
 
 
 # reduction type -> reduce the last dim of a tensor
@@ -219,13 +170,6 @@ def strided(storage: torch.Tensor, layout: Layout, sizes: Mapping) -> torch.Tens
 def allocate(layout: Layout, sizes: Mapping) -> torch.Tensor:
     return torch.zeros(evaluate_size(layout.storage_size(), sizes), dtype=layout.dtype,
                        device=layout.device)
-
-
-def index_grid(sizes_: list[int]) -> list[torch.Tensor]:
-    """One int64 tensor per dim, shaped to broadcast over the grid (a lazy meshgrid)."""
-    n = len(sizes_)
-    return [torch.arange(s).view([-1 if d == k else 1 for d in range(n)])
-            for k, s in enumerate(sizes_)]
 
 
 def run_computed(node: ComputedBuffer, buffers: dict, sizes: Mapping) -> None:

@@ -22,7 +22,10 @@ import torch.utils._pytree as pytree
 
 from .ir import (Buffer, ComputedBuffer, ExternKernel, InputBuffer, IRNode, Layout, Loops,
                  Pointwise, View, layout_of)
-from ..shapes.functions import sym_to_sympy  # also imported from here by the lowerings
+from ..shapes.functions import sym_to_sympy
+from . import lowerings as _families  # noqa: F401  (the op families register their rows)
+from .lowering import (Unsupported, fallback_reason, is_scalar_constant, lowerings, make_fallback,
+                       realize, realize_strided)
 from .sizevars import Expr, FloorDiv
 from .virtualized import V
 
@@ -169,9 +172,6 @@ class GraphLowering:
         return buf
 
     def call_function(self, node: torch.fx.Node, args: tuple, kwargs: dict) -> Any:
-        from .lowering import (Unsupported, fallback_reason, is_scalar_constant, lowerings,
-                               make_fallback, realize)
-
         target = node.target
         if target is operator.getitem:
             return args[0][args[1]]
@@ -194,8 +194,6 @@ class GraphLowering:
             Loops, lambda x: x if is_scalar_constant(x) else realize(x), result)
 
     def output(self, result: Any) -> None:
-        from .lowering import realize, realize_strided
-
         leaves, self.output_spec = pytree.tree_flatten(result)
         self.graph_outputs = [
             realize(Pointwise(x.get_device(), x.get_dtype(), x.make_loader(), x.get_size()))

@@ -1,6 +1,6 @@
 """Inline a pointwise producer into a consumer that cannot share its loops (Inductor does this
-at lowering time by leaving such a producer unrealized: ``StorageBox.realize`` is never called
-for it, and the consumer's loader evaluates its body).
+at lowering time by leaving such a producer unrealized: ``StorageBox.realize`` in
+torch/_inductor/ir.py is never called for it, and the consumer's loader evaluates its body).
 
 The scheduler fuses nodes that run over the same loops. A consumer that reads only part of a
 producer, or reads it broadcast, runs over other loops, so the two can never share a kernel and

@@ -20,6 +20,7 @@ import torch.utils._pytree as pytree
 from .ir import (Buffer, ComputedBuffer, ExternKernel, FallbackKernel, IRNode, Layout, Loops, MultiOutput,
                  Pointwise, ReinterpretView, View, as_strided_layout, broadcast_index, layout_of)
 from .ir.read_writes import RecordReadWrites
+from ..shapes.functions import sym_to_sympy
 from .sizevars import Expr, sympify
 from .virtualized import V, ops, set_ops_handler
 
@@ -57,8 +58,6 @@ def out_meta() -> Any:
 
 
 def out_size() -> list[Expr]:
-    from .graph import sym_to_sympy
-
     return [sym_to_sympy(s) for s in out_meta().shape]
 
 
@@ -196,6 +195,3 @@ def make_extern(target: Any, args: tuple, kwargs: dict, cls: type = ExternKernel
 def view(x: IRNode, size: Sequence[Any], reindex: Callable) -> View:
     return View(x, [sympify(s) for s in size], reindex)
 
-
-# The op families register themselves on import.
-from . import lowerings as _families  # noqa: E402,F401

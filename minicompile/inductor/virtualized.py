@@ -37,6 +37,13 @@ BINARY_OPS = [
     "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor",
     "bitwise_left_shift", "bitwise_right_shift",
 ]
+
+# reduction type -> the value a reduction starts from (``ops.reduction``'s vocabulary)
+REDUCTION_INIT = {
+    "sum": 0, "prod": 1, "max": float("-inf"), "min": float("inf"), "any": False,
+    "argmax": float("-inf"), "argmin": float("inf"), "welford_reduce": (0.0, 0.0, 0),
+}
+
 # Special ops (explicit methods on every handler):
 #   load(name, index)                 read buffer ``name`` at flat SymPy ``index``
 #   store(name, index, value)         write it

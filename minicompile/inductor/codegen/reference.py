@@ -19,7 +19,8 @@ from typing import Any
 
 import torch
 
-from ..executor import TorchHandler, eval_index
+from ..executor import TorchHandler
+from ..index_eval import eval_index
 from ..kernel_group import RINDEX, XINDEX, KernelGroup
 from .common import BaseScheduling, KernelSignature, emit_members
 

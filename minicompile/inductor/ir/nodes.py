@@ -25,8 +25,10 @@ import sympy
 import torch
 
 from ..sizevars import Expr, index_var
-from ..virtualized import ops
+from ..virtualized import REDUCTION_INIT, ops
 from .layout import Layout, dtype_name
+from .printer import format_loop_nest
+from .read_writes import ReadWrites, extract_read_writes
 
 Index = Sequence[Expr]
 
@@ -94,10 +96,6 @@ class Pointwise(Loops):
 
 
 # What each reduction starts from (printing, executor and codegen share this table).
-REDUCTION_INIT = {
-    "sum": 0, "prod": 1, "max": float("-inf"), "min": float("inf"), "any": False,
-    "argmax": float("-inf"), "argmin": float("inf"), "welford_reduce": (0.0, 0.0, 0),
-}
 
 
 @dataclass(eq=False)
@@ -160,8 +158,6 @@ class Buffer(IRNode):
 
     def get_read_writes(self):
         """Reads and writes as (buffer name, SymPy index) pairs; see ``read_writes``."""
-        from .read_writes import ReadWrites
-
         return ReadWrites()
 
     def __str__(self) -> str:
@@ -197,13 +193,9 @@ class ComputedBuffer(Buffer):
         return self.data.store_output(self.name, self.layout.make_indexer(), index, rindex)
 
     def get_read_writes(self):
-        from .read_writes import extract_read_writes
-
         return extract_read_writes(self)
 
     def __str__(self) -> str:
-        from .printer import format_loop_nest
-
         return format_loop_nest(self)
 
     def describe(self) -> str:

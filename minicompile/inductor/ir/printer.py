@@ -14,7 +14,7 @@ import sympy
 
 from ..code_writer import CSE
 from ..sizevars import simplify_index
-from ..virtualized import BINARY_OPS, UNARY_OPS, set_ops_handler
+from ..virtualized import BINARY_OPS, REDUCTION_INIT, UNARY_OPS, set_ops_handler
 from .layout import dtype_name
 
 # op -> how it prints; ops not listed print as a call, ``exp(tmp0)``.
@@ -132,6 +132,4 @@ def format_loop_nest(node) -> str:
 
 
 def _init(node) -> str:
-    from .nodes import REDUCTION_INIT
-
     return repr(REDUCTION_INIT[node.data.reduction_type])

@@ -15,6 +15,7 @@ from typing import Any
 
 import sympy
 
+from ..dependencies import closed_form, footprint
 from ..sizevars import Expr, simplify_index
 from ..virtualized import set_ops_handler
 
@@ -30,6 +31,7 @@ class MemoryDep:
     # (var, lo, hi): the access happens only for lo <= var < hi (a load under ``ops.masked``,
     # e.g. one input of a ``cat`` or the inside of a pad); () = at every loop point
     bounds: tuple[tuple[sympy.Symbol, Expr, Expr], ...] = ()
+    whole_view = False  # the points of ``index`` over the ranges (``StarDep``: all elements)
 
     def ranges(self) -> dict[sympy.Symbol, Expr]:
         return dict(self.var_ranges)
@@ -37,8 +39,6 @@ class MemoryDep:
     def num_elements(self) -> Expr:
         """Distinct elements touched (exact for concrete sizes and for affine injective indices;
         see ``dependencies.footprint``, which also unions several accesses to one buffer)."""
-        from ..dependencies import closed_form, footprint
-
         return footprint([self], closed_form(self))
 
     def is_indirect(self) -> bool:
@@ -68,6 +68,7 @@ class StarDep:
 
     name: str
     numel: Expr
+    whole_view = True  # the elements of a buffer (or of a view of it), at no index in particular
 
     def num_elements(self) -> Expr:
         return self.numel

@@ -1,5 +1,6 @@
 """Tensors made from nothing (full, arange, iota, empty) and casts/copies into a given dtype:
-bodies that read no buffer, only constants and index expressions."""
+bodies that read no buffer, only constants and index expressions (the ``full``, ``arange``,
+``iota`` and ``to_dtype`` lowerings of torch/_inductor/lowering.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import torch
 from ..ir import Pointwise
 from ..lowering import (Unsupported, device, make_pointwise, out_dtype, out_meta, out_size,
                         realize, register_lowering)
+from ...shapes.functions import sym_to_sympy
 from ..virtualized import ops
 
 aten = torch.ops.aten
@@ -94,7 +96,6 @@ def tril_triu(x, diagonal=0):
 def empty_like_meta(k: int):
     """A zero-filled buffer shaped like output ``k`` of the current node (unused outputs)."""
     meta = out_meta()[k]
-    from ..graph import sym_to_sympy
 
     return realize(_constant(0, meta.dtype, [sym_to_sympy(s) for s in meta.shape]))
 

@@ -1,4 +1,5 @@
-"""Pointwise lowerings: one ``ops`` body per ATen op, broadcast and type-promoted.
+"""Pointwise lowerings: one ``ops`` body per ATen op, broadcast and type-promoted (mirrors
+``make_pointwise`` and the ``register_lowering`` rows of torch/_inductor/lowering.py).
 
 Most ops are a row in a table: ATen op -> ``ops`` name. The composite ones (gelu, clamp, the
 ``*_backward`` formulas) are short bodies written with ``ops`` calls.

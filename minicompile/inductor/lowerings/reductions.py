@@ -1,4 +1,5 @@
-"""Reduction lowerings: ``Reduction`` nodes, and the normalisations built from them.
+"""Reduction lowerings: ``Reduction`` nodes, and the normalisations built from them (mirrors
+``make_reduction`` in torch/_inductor/lowering.py and ``Reduction.create`` in torch/_inductor/ir.py).
 
 A reduction over ``dims`` of ``x`` loops over the kept dims (``ranges``) outside and the reduced
 dims (``reduction_ranges``) inside; the body rebuilds x's full index from both. Composite ops
@@ -13,10 +14,12 @@ from typing import Callable, Sequence
 import sympy
 import torch
 
-from ..ir import IRNode, Reduction
+from ..ir import IRNode, Reduction, View
 from ..lowering import (Unsupported, device, make_pointwise, out_meta, realize, register_lowering)
 from ..sizevars import Expr
 from ..virtualized import ops
+from .creation import empty_like_meta
+from .views import reshape_reindex
 
 aten = torch.ops.aten
 
@@ -109,9 +112,6 @@ def mean(x, dims=None, keepdim=False, *, dtype=None):
 def _arg(reduction_type: str):
     def lower(x, dim=None, keepdim=False):
         if dim is None:  # argmax of the flattened tensor
-            from .views import reshape_reindex
-            from ..ir import View
-
             x = View(x, [x.get_numel()], reshape_reindex(x.get_size(), [x.get_numel()]))
             dim = 0
         return make_reduction(x, [dim], keepdim, reduction_type, torch.int64)
@@ -287,6 +287,4 @@ def batch_norm_eval(x, weight, bias, running_mean, running_var, *args):
         return y
 
     out = make_pointwise(body, [x, *stats, *affine], dtype, size=size)
-    from .creation import empty_like_meta
-
     return out, empty_like_meta(1), empty_like_meta(2)

@@ -1,5 +1,6 @@
-"""View lowerings: new size + ``reindex`` (index into the view -> index into the base). Nothing is
-copied; the formulas compose and ``sizevars.simplify_index`` cleans them up.
+"""View lowerings: new size + ``reindex`` (index into the view -> index into the base), as
+``View.create`` / ``GenericView`` in torch/_inductor/ir.py. Nothing is copied; the formulas
+compose and ``sizevars.simplify_index`` cleans them up.
 
     permute(x, [1, 0])       (i0, i1) -> (i1, i0)
     x.diagonal() of [5, 5]   (i0,)    -> (i0, i0)
@@ -24,6 +25,7 @@ from ..ir.layout import Layout, contiguous_strides
 from ..lowering import (Unsupported, device, out_dtype, out_meta, out_size, realize_strided,
                         register_lowering)
 from ..sizevars import Expr, FloorDiv, ModularIndexing, sympify
+from ...shapes.functions import sym_to_sympy
 from ..virtualized import ops
 
 aten = torch.ops.aten
@@ -199,8 +201,6 @@ def split(x: IRNode, sizes, dim=0):
     if isinstance(sizes, int) and size[dim].is_number:  # split.Tensor: chunks of equal size
         sizes = [min(sizes, int(size[dim]) - s) for s in range(0, int(size[dim]), sizes)]
     elif not isinstance(sizes, (list, tuple)):  # symbolic chunk size or dim: the trace's outputs
-        from ..graph import sym_to_sympy
-
         sizes = [sym_to_sympy(t.shape[dim]) for t in out_meta()]  # say how many chunks, how big
     outs, start = [], sympy.Integer(0)
     for n in sizes:
