@@ -176,6 +176,15 @@ BYTE_CASES = [
     ("bmm of a slice", lambda a, b: torch.bmm(a[:, :2], b), [r(3, 4, 5), r(3, 5, 6)],
      f32(30 + 90 + 36)),
     ("mm of a broadcast row", lambda a, w: a.expand(6, 5) @ w, [r(1, 5), r(5, 3)], f32(5 + 15 + 18)),
+    # no-op calls disappear before lowering (fx_passes/noop.py)
+    ("pad of a cat of intermediates", lambda a, b: F.pad(torch.cat([a.sin(), b.cos()]), (1, 1)),
+     [r(4, 8), r(4, 8)], f32(64 + 80)),
+    ("slice_scatter over the whole tensor", lambda a, b: torch.slice_scatter(a, b.sin()) + 1,
+     [r(4, 8), r(4, 8)], f32(32 + 32)),  # a is never read
+    ("clone before a library call", lambda a, w: a.clone() @ w, [r(4, 4), r(4, 4)],
+     f32(16 + 16 + 16)),
+    ("ceil of integers", lambda a: torch.ceil(a) * 3, [torch.arange(10)], 8 * (10 + 10)),
+    ("cat of one tensor", lambda a: torch.cat([a.sin()]) * 2, [r(10)], f32(10 + 10)),
     # a gather: 5 distinct rows of 8 from a 20x8 table (an upper bound, exact when rows differ)
     ("embedding", lambda i, w: F.embedding(i, w), [torch.tensor([3, 0, 7, 19, 12]), r(20, 8)],
      5 * I64 + f32(40 + 40)),

@@ -8,6 +8,7 @@ import torch
 from torch._decomp import core_aten_decompositions
 from torch.fx.experimental.proxy_tensor import make_fx
 
+import minicompile as mc
 from minicompile.inductor import fx_passes
 from minicompile.inductor.fx_passes import (
     eliminate_common_subexpressions,
@@ -338,3 +339,52 @@ def test_binary_folding_leaves_non_channel_constants_alone():
     gm = aten_graph(model, x)
     assert fx_passes.fold_conv_binary(gm) == 0
     torch.testing.assert_close(gm(x), model(x))
+
+
+# --- no-op elimination -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("fn, args, op", [
+    (lambda a, b: torch.slice_scatter(a, b.sin()) * 2, (torch.randn(4, 5), torch.randn(4, 5)),
+     torch.ops.aten.slice_scatter.default),
+    (lambda a: torch.ceil(a) * 2, (torch.arange(7),), torch.ops.aten.ceil.default),
+    (lambda a: torch.round(a * 3) + 1, (torch.arange(7),), torch.ops.aten.round.default),
+    (lambda a: torch.cat([a.cos()]) + 1, (torch.randn(6),), torch.ops.aten.cat.default),
+    (lambda a, w: torch.mm(a.clone(), w), (torch.randn(3, 3), torch.randn(3, 3)),
+     torch.ops.aten.clone.default),
+])
+def test_noop_removed(fn, args, op):
+    gm = check_pass(fn, args, fx_passes.remove_noop_ops)
+    assert count(gm, op) == 0
+
+
+@pytest.mark.parametrize("fn, args", [
+    (lambda a: torch.ceil(a) * 2, (torch.randn(7) * 5,)),  # floats: ceil computes something
+    (lambda a, b: torch.slice_scatter(a, b, 0, 1, 3) + 1,  # a part only
+     (torch.randn(4, 5), torch.randn(2, 5))),
+    (lambda a, b: torch.slice_scatter(a, b.t().sin()) + 1,  # src has other strides
+     (torch.randn(4, 4), torch.randn(4, 4))),
+])
+def test_noop_kept_when_it_computes(fn, args):
+    check_pass(fn, args, fx_passes.remove_noop_ops, expect_change=False)
+
+
+def test_clone_returned_stays_a_fresh_tensor():
+    """``x.clone()`` returned to the caller must not become ``x``: writing into the result would
+    write into the input (and two outputs must not share memory either)."""
+    fn = lambda x: (x.clone(), x * 2, (x * 2).clone())  # noqa: E731
+    x = torch.randn(5)
+    out = mc.compile(fn, backend="inductor")(x)
+    for o, e in zip(out, fn(x)):
+        torch.testing.assert_close(o, e)
+    out[0].add_(1)
+    out[2].add_(1)
+    torch.testing.assert_close(out[1], x * 2)  # untouched by the write into out[2]
+    assert out[0].data_ptr() != x.data_ptr()
+
+
+def test_equal_outputs_merged_by_cse_stay_two_tensors():
+    fn = lambda x: (x * 2, x * 2)  # noqa: E731  (eager returns two tensors)
+    x = torch.randn(5)
+    a, b = mc.compile(fn, backend="inductor")(x)
+    a.add_(1)
+    torch.testing.assert_close(b, x * 2)

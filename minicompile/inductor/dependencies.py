@@ -181,7 +181,9 @@ def footprint(deps: Iterable[Dep], numel: sympy.Expr) -> sympy.Expr:
     if len(groups) == 1:
         affine = affine_strides(groups[0])
         if affine is not None and is_injective(affine[1]):
-            return closed_form(groups[0])
+            count = closed_form(groups[0])  # never more than the buffer holds (loose masks)
+            return (sympy.Integer(min(int(count), int(numel))) if count.is_number
+                    and numel.is_number else count)
     # enumerating needs every number concrete: loop ranges, and no size symbol in the index
     enumerable = all(not d.is_indirect() and is_concrete(*[s for _, s in d.var_ranges])
                      and d.index.free_symbols <= {v for v, _ in d.var_ranges} for d in groups)

@@ -195,10 +195,16 @@ class GraphLowering:
 
     def output(self, result: Any) -> None:
         leaves, self.output_spec = pytree.tree_flatten(result)
-        self.graph_outputs = [
-            realize(Pointwise(x.get_device(), x.get_dtype(), x.make_loader(), x.get_size()))
-            if self._copy_part_of_intermediate(x, leaves) else
-            realize_strided(x) if isinstance(x, IRNode) else x for x in leaves]
+        outputs: list = []
+        for k, x in enumerate(leaves):
+            if self._copy_part_of_intermediate(x, leaves) or (
+                    isinstance(x, IRNode) and any(x is y for y in leaves[:k])):
+                # a copy: a part of an intermediate, or a value already returned (CSE merged two
+                # equal computations; the caller must still get two tensors, as eager gives)
+                x = realize(Pointwise(x.get_device(), x.get_dtype(), x.make_loader(),
+                                      x.get_size()))
+            outputs.append(realize_strided(x) if isinstance(x, IRNode) else x)
+        self.graph_outputs = outputs
 
     def _copy_part_of_intermediate(self, x: Any, outputs: list) -> bool:
         """Return ``x``, a view of part of a pointwise intermediate, as its own smaller buffer?

@@ -6,7 +6,9 @@ print it. :func:`run_graph_passes` runs them in an order where each one feeds th
 
 1. :func:`fold_conv_bn` - eval batchnorm after a constant-weight conv folds into the conv;
 2. :func:`eliminate_common_subexpressions` - ``sin(x)`` computed twice is computed once;
-3. :func:`simplify_algebra` - the rewrite table in ``algebraic.py`` (``x*1 -> x``, ...);
+3. :func:`simplify_algebra` - the rewrite table in ``algebraic.py`` (``x*1 -> x``, ...), then
+   :func:`remove_noop_ops` - calls that compute nothing (``clone`` read by other computations,
+   a whole-tensor ``slice_scatter``, ``ceil`` of integers, ``cat`` of one tensor) disappear;
 4. :func:`fold_constants` - anything computable from constants alone (the folded conv weights);
 5. :func:`fold_conv_binary` - ``conv * c``, ``conv + c`` with per-channel constants ``c`` fold into
    the conv (decomposed eval batchnorm is such a chain), alternating with constant folding;
@@ -26,11 +28,12 @@ from .binary_folding import fold_conv_binary, fold_conv_bn
 from .constant_folding import fold_constants
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
+from .noop import NOOPS, remove_noop_ops
 from .pattern_matcher import Op, Var, rewrite
 
 __all__ = ["run_graph_passes", "PassReport", "eliminate_dead_code",
            "eliminate_common_subexpressions", "fold_constants", "simplify_algebra", "fold_conv_bn",
-           "fold_conv_binary",
+           "fold_conv_binary", "remove_noop_ops", "NOOPS",
            "RULES", "Op", "Var", "rewrite"]
 
 
@@ -39,6 +42,7 @@ class PassReport:
     """What :func:`run_graph_passes` changed, pass by pass."""
 
     conv_bn_folded: int = 0  # batchnorms, or per-channel ops of decomposed ones, folded into convs
+    noops_removed: list[tuple[str, str]] = field(default_factory=list)  # (node, op)
     cse_merged: int = 0
     rewrites: list[tuple[str, str]] = field(default_factory=list)  # (node, rule)
     constants_folded: int = 0
@@ -46,7 +50,8 @@ class PassReport:
 
     def __str__(self) -> str:
         rules = "".join(f"\n    {node}: {rule}" for node, rule in self.rewrites)
-        return (f"folded into convs: {self.conv_bn_folded}, CSE merged: {self.cse_merged}, "
+        noops = f"no-ops removed: {len(self.noops_removed)}, " if self.noops_removed else ""
+        return (f"folded into convs: {self.conv_bn_folded}, {noops}CSE merged: {self.cse_merged}, "
                 f"constants folded: {self.constants_folded}, dead removed: {self.dead_removed}, "
                 f"rewrites: {len(self.rewrites)}{rules}")
 
@@ -58,6 +63,7 @@ def run_graph_passes(gm: torch.fx.GraphModule) -> PassReport:
     report.cse_merged = eliminate_common_subexpressions(gm)
     report.rewrites = simplify_algebra(gm)
     report.cse_merged += eliminate_common_subexpressions(gm)  # rewrites can expose duplicates
+    report.noops_removed = remove_noop_ops(gm)  # after CSE: the outputs it merged are visible
     report.constants_folded = fold_constants(gm)
     while n := fold_conv_binary(gm):  # each fold leaves new weights for constant folding
         report.conv_bn_folded += n

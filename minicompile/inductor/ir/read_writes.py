@@ -139,6 +139,20 @@ def _bound(rel, var_ranges) -> tuple[sympy.Symbol, Expr | None, Expr | None] | N
             "<": (v, None, -rest), "<=": (v, None, -rest + 1)}[kind]
 
 
+def _within(rel, lo: dict, hi: dict):
+    """``rel`` simplified knowing ``lo[v] <= v < hi[v]``: under ``pad``'s mask ``1 <= i1 < 9``,
+    ``cat``'s test ``i0 + (i1 - 1)//8 >= 4`` is ``i0 >= 4``, a bound on one variable."""
+    if not isinstance(rel, sympy.core.relational.Relational):
+        return rel
+    shift = {v: sympy.Dummy(v.name, integer=True, nonnegative=True) for v in lo}
+    ranges = {shift[v]: hi[v] - lo[v] for v in lo}
+    if not all(sympy.sympify(r).is_number for r in ranges.values()):
+        return rel  # symbolic bounds: keep the relation as it is
+    e = simplify_index((rel.lhs - rel.rhs).subs({v: shift[v] + lo[v] for v in lo}), ranges)
+    e = e.subs({shift[v]: v - lo[v] for v in lo})
+    return type(rel)(sympy.expand(e), 0)
+
+
 class RecordReadWrites:
     """``ops`` handler recording loads and stores; index arithmetic and comparisons are kept as
     SymPy (so a mask built from indices bounds the loads under it), any other op returns a
@@ -156,12 +170,20 @@ class RecordReadWrites:
             return ()  # no mask, or one computed from data: count every loop point
         lo = {v: sympy.Integer(0) for v in self.var_ranges}
         hi = dict(self.var_ranges)
-        for rel in (r for m in self._masks for r in m.relations):
-            b = _bound(rel, self.var_ranges)
-            if b is not None:
+        pending = [r for m in self._masks for r in m.relations]
+        while pending:  # a bound found can simplify another relation into a bound: cat in pad
+            left = []
+            for rel in pending:
+                b = _bound(_within(rel, lo, hi), self.var_ranges)
+                if b is None:
+                    left.append(rel)
+                    continue
                 v, low, high = b
                 lo[v] = lo[v] if low is None else sympy.Max(lo[v], low)
                 hi[v] = hi[v] if high is None else sympy.Min(hi[v], high)
+            if len(left) == len(pending):
+                break
+            pending = left
         return tuple((v, lo[v], hi[v]) for v in self.var_ranges
                      if lo[v] != 0 or hi[v] != self.var_ranges[v])
 
