@@ -24,7 +24,7 @@ from typing import Any, Callable
 import torch
 import torch.fx as fx
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
-from torch.utils._pytree import tree_flatten, tree_unflatten
+from torch.utils._pytree import tree_flatten, tree_structure, tree_unflatten
 
 from .._logging import trace_artifact
 from ..metrics import metrics
@@ -82,6 +82,15 @@ def _shape_env_of(fakes: list) -> Any:
     return None
 
 
+def _restructure(run: Callable, spec: Any) -> Callable:
+    """``run``'s flat outputs in the user's structure; a flat tuple or list (the usual case)
+    without a pytree walk on every call."""
+    if spec.type in (tuple, list) and spec == tree_structure(spec.type(range(spec.num_leaves))):
+        container = spec.type
+        return lambda *args: container(run(*args))
+    return lambda *args: tree_unflatten(run(*args), spec)
+
+
 def _graph_text(gm: fx.GraphModule) -> str:
     text = gm.print_readable(print_output=False, include_stride=False, include_device=False)
     return "\n".join(line for line in text.splitlines() if "No stacktrace found" not in line)
@@ -129,7 +138,7 @@ def aot_module_simplified(
         if not joint:
             trace_artifact("aot_graphs", lambda: _graph_text(graph), "inference graph")
             run = make_inference_wrapper(inference_compiler(graph, fakes), sig)
-            return lambda *args: tree_unflatten(run(*args), spec)
+            return _restructure(run, spec)
         trace_artifact("aot_graphs", lambda: _graph_text(graph), "joint graph")
         part = partition_fn(graph, sig.num_fwd_outputs)
         trace_artifact("aot_graphs", lambda: _graph_text(part.fw_module),
@@ -138,7 +147,7 @@ def aot_module_simplified(
         fw = fw_compiler(part.fw_module, fakes)
         bw = bw_compiler(part.bw_module, _placeholder_vals(part.bw_module))
         run = make_training_wrapper(fw, bw, sig, part.num_saved_tensors)
-        return lambda *args: tree_unflatten(run(*args), spec)
+        return _restructure(run, spec)
 
     def variant_key(args) -> tuple[bool, ...]:
         grad = torch.is_grad_enabled()

@@ -24,6 +24,8 @@ from .joint import GraphSignature
 
 
 def _copy_back_mutations(args: list, new_values: list, sig: GraphSignature) -> None:
+    if not sig.mutated_inputs:
+        return
     with torch.no_grad():
         for i, new in zip(sig.mutated_inputs, new_values):
             args[i].copy_(new)
@@ -31,6 +33,8 @@ def _copy_back_mutations(args: list, new_values: list, sig: GraphSignature) -> N
 
 def _user_outputs(args: list, graph_outs: list, sig: GraphSignature) -> list:
     """The graph's user outputs with the input aliases put back at their positions."""
+    if not sig.output_aliases:
+        return graph_outs
     outs = list(graph_outs)
     for pos in sorted(sig.output_aliases):
         outs.insert(pos, sig.output_aliases[pos].regenerate(args))

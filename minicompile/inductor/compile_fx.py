@@ -67,8 +67,12 @@ class CompiledFxGraph:
     options: dict[str, Any]  # the inductor knobs it was compiled with (config.inductor + mode)
 
     def __call__(self, *args: Any) -> Any:
-        with torch.no_grad():
+        grad = torch.is_grad_enabled()  # kernels and library calls record no autograd graph
+        torch._C._set_grad_enabled(False)  # (torch.no_grad() without building an object per call)
+        try:
             return unflatten_outputs(self.graph, self.call(list(args)))
+        finally:
+            torch._C._set_grad_enabled(grad)
 
 
 def inductor_options(options: dict | None) -> dict:

@@ -43,6 +43,14 @@ SYMBOLIC_OPS = {
 }
 
 
+def is_flat(spec: pytree.TreeSpec) -> bool:
+    """A list or tuple of leaves (``[buf0, buf1]``): returned without a pytree walk per call."""
+    try:
+        return spec == pytree.tree_structure(spec.type(range(spec.num_leaves)))
+    except Exception:  # a dict, a namedtuple...: not constructible from a range
+        return False
+
+
 class GraphLowering:
     def __init__(self, gm: torch.fx.GraphModule, example_inputs: list | None = None,
                  name: str = "graph"):
@@ -195,6 +203,7 @@ class GraphLowering:
 
     def output(self, result: Any) -> None:
         leaves, self.output_spec = pytree.tree_flatten(result)
+        self.output_is_flat_list = is_flat(self.output_spec)
         outputs: list = []
         for k, x in enumerate(leaves):
             if self._copy_part_of_intermediate(x, leaves) or (

@@ -238,4 +238,6 @@ class WrapperCodeGen:
 
 
 def unflatten_outputs(graph: Any, outs: tuple) -> Any:
+    if graph.output_is_flat_list:  # what an ATen graph returns: no pytree walk per call
+        return list(outs)
     return pytree.tree_unflatten(list(outs), graph.output_spec)
