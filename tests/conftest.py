@@ -34,3 +34,21 @@ def _fresh_compiler_state():
     except ImportError:  # before dynamo exists
         pass
     yield
+
+
+@pytest.fixture
+def compiled_graphs(monkeypatch):
+    """Every CompiledFxGraph the inductor backend makes while the test runs."""
+    import minicompile as mc
+    import minicompile.inductor.backend as backend_module
+    from minicompile.inductor import compile_fx
+
+    graphs = []
+
+    def spy(gm, example_inputs, **kwargs):
+        graphs.append(compile_fx.compile_fx_inner(gm, example_inputs, **kwargs))
+        return graphs[-1]
+
+    monkeypatch.setattr(backend_module, "compile_fx_inner", spy)
+    mc.reset()
+    return graphs

@@ -57,22 +57,6 @@ def test_a_fusion_rule_broken_on_purpose_gives_a_wrong_answer(monkeypatch, fn, s
     assert not torch.allclose(broken, fn(x))
 
 
-@pytest.fixture
-def compiled_graphs(monkeypatch):
-    """Every CompiledFxGraph the inductor backend makes while the test runs."""
-    import minicompile.inductor.backend as backend_module
-
-    graphs = []
-
-    def spy(gm, example_inputs, **kwargs):
-        graphs.append(compile_fx.compile_fx_inner(gm, example_inputs, **kwargs))
-        return graphs[-1]
-
-    monkeypatch.setattr(backend_module, "compile_fx_inner", spy)
-    mc.reset()
-    return graphs
-
-
 def test_compile_fx_returns_a_compiled_graph_with_its_output_code(compiled_graphs):
     f = mc.compile(lambda x, w: (torch.relu(x @ w) * 2).sum(1))
     x, w = torch.randn(5, 7), torch.randn(7, 3)

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from torch._decomp import core_aten_decompositions
 from torch.fx.experimental.proxy_tensor import make_fx
 
+import minicompile as mc
 from minicompile.inductor.executor import GraphExecutor
 from minicompile.inductor.graph import GraphLowering
 from minicompile.inductor.lowering import lowerings
@@ -351,3 +352,34 @@ def test_fallbacks_say_why(k):
     graph = GraphLowering(make_fx(fn)(*args)).run()
     assert graph.fallbacks and words in graph.fallbacks[0][1], graph.fallbacks
     torch.testing.assert_close(GraphExecutor(graph)(*args), fn(*args))
+
+
+# --- split reductions: a large full reduction as partials, then the partials ----------------
+SPLIT_CASES = [
+    (lambda a: a.sum(), torch.randn(1 << 16)),  # divides into the splits: no mask
+    (lambda a: a.sum(), torch.randn(300, 301)),  # does not: the last chunk is masked
+    (lambda a: a.t().sum(), torch.randn(300, 301)),  # non-contiguous
+    (lambda a: a.mean(), torch.randn(256, 300)),
+    (lambda a: a.amax(), torch.randn(70001) - 50),  # all negative: a 0 in a masked lane shows
+    (lambda a: a.amin(), torch.randn(70001) + 50),
+    (lambda a: a.max(), torch.randint(-100, -1, (70001,))),  # integer extremes as identities
+    (lambda a: a.sum(), torch.randint(-100, 100, (70001,))),
+    (lambda a: (a > 3.5).any(), torch.randn(70001)),
+    (lambda a: (a > -9).all(), torch.randn(70001)),
+    (lambda a: (a ** 2).sum(dtype=torch.float64), torch.randn(70001)),
+]
+
+
+@pytest.mark.parametrize("case", range(len(SPLIT_CASES)))
+def test_large_full_reduction_is_split(case, compiled_graphs):
+    fn, a = SPLIT_CASES[case]
+    out = mc.compile(fn)(a)
+    torch.testing.assert_close(out, fn(a), rtol=1e-4, atol=1e-3)
+    kinds = [g.kind for g in compiled_graphs[-1].scheduler.kernel_groups]
+    assert kinds.count("reduction") == 2, kinds  # the partials, then their reduction
+
+
+def test_split_reduction_gradient():
+    a = torch.randn(70001, requires_grad=True)
+    mc.compile(lambda t: (t.sin() ** 2).sum())(a).backward()
+    torch.testing.assert_close(a.grad, (2 * a.sin() * a.cos()).detach())

@@ -9,12 +9,13 @@ pointwise body, as Inductor does; the scheduler fuses them back into one kernel.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import sympy
 import torch
 
-from ..ir import IRNode, Reduction, View
+from ..ir import REDUCTION_INIT, IRNode, Reduction, View
+from ..ir.inline import unflatten_index
 from ..lowering import (Unsupported, device, make_pointwise, out_meta, realize, register_lowering)
 from ..sizevars import Expr
 from ..virtualized import ops
@@ -57,8 +58,61 @@ def make_reduction(x: IRNode, dims, keepdim: bool, reduction_type: str, dtype: t
             value = ops.to_dtype(value, src_dtype)
         return body(value) if body else value
 
-    return Reduction(device(), dtype, inner_fn, ranges, [size[d] for d in dims], reduction_type,
-                     src_dtype, output_index)
+    rsizes = [size[d] for d in dims]
+    if output_index is None and should_split(ranges, rsizes, reduction_type):
+        return split_reduction(inner_fn, ranges, rsizes, reduction_type, dtype, src_dtype)
+    return Reduction(device(), dtype, inner_fn, ranges, rsizes, reduction_type, src_dtype,
+                     output_index)
+
+
+# --- split reductions: a large full reduction in two kernels ---------------------------------
+# One row of 64M elements is one program's loop: on a GPU, one of ~130 SMs busy. Splitting it
+# (Inductor's ``Reduction.num_splits``) reduces ``SPLITS`` chunks in parallel into partials,
+# then the partials; each type below combines its partials with itself. Welford and arg
+# reductions carry more than one value per partial: they stay in one kernel.
+SPLIT_ABOVE = 1 << 15  # elements of a full reduction worth a second kernel
+SPLITS = 512
+SPLITTABLE = {"sum", "prod", "max", "min", "any"}
+
+
+def should_split(ranges: list[Expr], rsizes: list[Expr], reduction_type: str) -> bool:
+    rnumel = sympy.Mul(*rsizes)
+    return (reduction_type in SPLITTABLE and sympy.Mul(*ranges) == 1 and rnumel.is_number
+            and int(rnumel) >= SPLIT_ABOVE)
+
+
+def _neutral(reduction_type: str, dtype: torch.dtype) -> Any:
+    """What a lane past the end contributes (``REDUCTION_INIT``, with integer extremes)."""
+    if reduction_type in ("max", "min") and not dtype.is_floating_point:
+        info = torch.iinfo(dtype) if dtype != torch.bool else None
+        low, high = (0, 1) if info is None else (info.min, info.max)
+        return low if reduction_type == "max" else high
+    return REDUCTION_INIT[reduction_type]
+
+
+def split_reduction(inner_fn: Callable, ranges: list[Expr], rsizes: list[Expr],
+                    reduction_type: str, dtype: torch.dtype, src_dtype: torch.dtype) -> Reduction:
+    """``reduce(x)`` as ``reduce(reduce(chunk) for chunk in x)``: ``SPLITS`` partials of
+    ``chunk`` elements each (the last chunk masked where it runs past the end)."""
+    n = int(sympy.Mul(*rsizes))
+    chunk = -(-n // SPLITS)
+    splits = -(-n // chunk)
+    strides = [sympy.Mul(*rsizes[k + 1:]) for k in range(len(rsizes))]
+    whole = [sympy.Integer(0)] * len(ranges)
+
+    def partial_fn(index, rindex):
+        flat = index[0] * chunk + rindex[0]
+        value = lambda: inner_fn(whole, unflatten_index(flat, rsizes, strides, 0))  # noqa: E731
+        if splits * chunk == n:
+            return value()
+        inside = ops.lt(ops.index_expr(flat, torch.int64), ops.constant(n, torch.int64))
+        return ops.masked(inside, value, _neutral(reduction_type, src_dtype))
+
+    partials = realize(Reduction(device(), dtype, partial_fn, [sympy.Integer(splits)],
+                                 [sympy.Integer(chunk)], reduction_type, src_dtype))
+    load = partials.make_loader()
+    return Reduction(device(), dtype, lambda index, rindex: load([rindex[0]]), ranges,
+                     [sympy.Integer(splits)], reduction_type, dtype)
 
 
 def _numel(x: IRNode, dims) -> Expr:
