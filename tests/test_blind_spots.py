@@ -444,15 +444,30 @@ def three_writes_through_views(y):
     return y + 1
 
 
-@pytest.mark.parametrize("backend", [
-    "aot_eager",
-    pytest.param("inductor", marks=pytest.mark.xfail(
-        reason="inductor: several writes through views of an input that starts inside its "
-               "storage come out wrong; found in issue 17, left to the inductor rewrite")),
-])
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
 @pytest.mark.parametrize("start", [0, 2, 4])
 def test_several_writes_through_views_of_offset_input(backend, start):
     base, base_ref = torch.arange(12.0), torch.arange(12.0)
     out = mc.compile(three_writes_through_views, backend=backend)(base[start:start + 4])
     torch.testing.assert_close(out, three_writes_through_views(base_ref[start:start + 4]))
+    torch.testing.assert_close(base, base_ref)
+
+
+def writes_through_2d_views(y):
+    y[:, 1].mul_(-3)
+    y[1:].add_(y[0])
+    y.t()[0].sub_(7)
+    return y.sum(0) * 2
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+@pytest.mark.parametrize("window", [(0, 0), (1, 2), (2, 1)])
+def test_writes_through_views_of_a_2d_window(backend, window):
+    """An input that is a window of a larger matrix (offset and row stride both not its own)."""
+    r, c = window
+    base = torch.randn(6, 7)
+    base_ref = base.clone()
+    out = mc.compile(writes_through_2d_views, backend=backend)(base[r:r + 3, c:c + 4])
+    ref = writes_through_2d_views(base_ref[r:r + 3, c:c + 4])
+    torch.testing.assert_close(out, ref)
     torch.testing.assert_close(base, base_ref)

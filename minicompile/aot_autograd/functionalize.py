@@ -188,20 +188,24 @@ def _scatter_into(graph: fx.Graph, base: fx.Node, view_value: fx.Node,
         raise Unsupported("a write through a view with symbolic sizes")
     if not _is_dense(base_val):
         raise Unsupported("a write through a view of a tensor that is itself not dense")
-    offset = view.storage_offset() - base_val.storage_offset()
+    # The traced views' offsets count from the start of the *input's* storage; the copy they
+    # are scattered into starts at 0. ``view_origin``: where the input started, kept on every
+    # copy, so each write's offset is relative to the input's first element.
+    origin = base.meta.get("view_origin", base_val.storage_offset())
+    offset = view.storage_offset() - origin
     if base.op == "placeholder":
         # ATen reads the offset in the base's own storage; an input may start anywhere in
-        # its storage (``x[4:8]``, and offsets are not guarded): scatter into a fresh copy,
-        # which starts at 0. Its meta keeps the input's geometry, so the offsets of later
-        # writes stay relative to the input's start, as this one is.
+        # its storage (``x[4:8]``, and offsets are not guarded): scatter into a fresh copy
         with graph.inserting_after(after):
             base = graph.call_function(aten.clone.default, (base,))
-        base.meta["val"] = base_val
+        base.meta["val"] = base_val = base_val.clone()  # what it is: same strides, offset 0
+        base.meta["view_origin"] = origin
         after = base
     with graph.inserting_after(after):
         node = graph.call_function(aten.as_strided_scatter.default, (
             base, view_value, list(view.shape), list(view.stride()), offset))
     node.meta["val"] = base_val
+    node.meta["view_origin"] = origin
     node.meta["storage"] = base.meta.get("storage")
     return node
 
