@@ -23,8 +23,11 @@ class inductor:
     """Knobs of the back half (torch/_inductor/config.py). ``mc.compile(mode=...)`` overrides them
     for one compiled function: ``compile_fx_inner(..., options={"cudagraphs": True})``."""
 
-    # which scheduling backend generates kernels for CPU tensors (codegen/__init__.py)
-    cpu_backend = os.environ.get("MINICOMPILE_CPU_BACKEND", "reference")
+    # which scheduling backend generates kernels for CPU tensors (codegen/__init__.py): "cpp"
+    # (C++/OpenMP through the system g++; a graph it cannot build runs on "reference" with a
+    # warning), "reference" (torch ops over blocks of rows: the oracle), "triton" (the Triton
+    # kernels, run by Triton's interpreter under TRITON_INTERPRET=1)
+    cpu_backend = os.environ.get("MINICOMPILE_CPU_BACKEND", "cpp")
     cuda_backend = "triton"
     cudagraphs = False  # mode="reduce-overhead": replay the wrapper's launches as a CUDA graph
     max_autotune = False  # mode="max-autotune": try more kernel configurations
