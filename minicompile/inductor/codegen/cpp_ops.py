@@ -346,10 +346,8 @@ class CppOpsHandler:
 
 
 def _make_op(name: str) -> Callable:
-    template = C_OPS[name]
-
     def op(self: CppOpsHandler, *args: str) -> str:
-        return self._emit(template.format(*args))
+        return self._emit(C_OPS[name].format(*args))  # looked up now: a row can be swapped
 
     op.__name__ = name
     return op
