@@ -29,6 +29,8 @@ class inductor:
     # kernels, run by Triton's interpreter under TRITON_INTERPRET=1)
     cpu_backend = os.environ.get("MINICOMPILE_CPU_BACKEND", "cpp")
     cuda_backend = "triton"
+    cpp_vectorize = True  # C++: `#pragma omp simd` inner loops; False writes scalar loops and
+    #                       builds with -fno-tree-vectorize (notebook 09 measures the difference)
     cudagraphs = False  # mode="reduce-overhead": replay the wrapper's launches as a CUDA graph
     max_autotune = False  # mode="max-autotune": try more kernel configurations
 

@@ -48,6 +48,7 @@ from typing import Any
 import sympy
 import torch
 
+from ... import config
 from ..kernel_group import KernelGroup, KernelMember
 from . import cpp_build
 from .common import (BaseScheduling, CodegenError, IndentedBuffer, KernelSignature,
@@ -130,7 +131,8 @@ class CppKernel:
         code.writeline("{")
         with code.indent():
             code.writeline(f"const int64_t xend = std::min<int64_t>(xblock + {XBLOCK}, xnumel);")
-            code.writeline("#pragma omp simd")
+            if config.inductor.cpp_vectorize:
+                code.writeline("#pragma omp simd")
             self.write_loop(code, "xindex", "xblock", "xend", body)
         code.writeline("}")
 
@@ -170,8 +172,8 @@ class CppKernel:
                     continue
                 code.splice(loop.prefix)
                 clauses = simd_clauses(loop)
-                if clauses is not None:  # argmax/Welford loops have no clause: plain loops
-                    code.writeline(f"#pragma omp simd{clauses}")
+                if clauses is not None and config.inductor.cpp_vectorize:  # (argmax/Welford:
+                    code.writeline(f"#pragma omp simd{clauses}")  # no clause, plain loops)
                 self.write_loop(code, "rindex", "0", "rnumel", loop)
                 code.splice(loop.suffix)
         code.writeline("}")
@@ -186,7 +188,8 @@ class CppKernel:
             code.splice(loop.prefix)
             clauses = simd_clauses(loop)
             if clauses is not None:
-                code.writeline(f"#pragma omp parallel for simd {parallel}{clauses}")
+                simd = "simd " if config.inductor.cpp_vectorize else ""
+                code.writeline(f"#pragma omp parallel for {simd}{parallel}{clauses}")
                 self.write_loop(code, "rindex", "0", "rnumel", loop)
             else:
                 self.partials_loop(code, loop, parallel)

@@ -33,6 +33,7 @@ import subprocess
 import tempfile
 from typing import Callable
 
+from ... import config
 from .. import codecache
 from .common import CodegenError
 
@@ -66,15 +67,20 @@ class CppCompileError(CodegenError):
     """The C++ compiler rejected a kernel (or there is none): ``compile_fx`` falls back."""
 
 
+def flags() -> list[str]:
+    """``FLAGS``, and ``-fno-tree-vectorize`` when ``config.inductor.cpp_vectorize`` is off."""
+    return FLAGS + ([] if config.inductor.cpp_vectorize else ["-fno-tree-vectorize"])
+
+
 def command(source_path: str, output_path: str, include_dir: str = "<cache>") -> list[str]:
     """The compiler command of a kernel, as ``codecache.CppCodeCache`` runs it."""
-    return [CXX, source_path, *FLAGS, "-I", include_dir, *LIBS, "-shared", "-fPIC", "-o",
+    return [CXX, source_path, *flags(), "-I", include_dir, *LIBS, "-shared", "-fPIC", "-o",
             output_path]
 
 
 def precompiled_prefix(directory: str) -> str:
     """A folder holding ``cpp_prefix.h`` and its precompiled form, built once per cache."""
-    key = hashlib.sha256("\0".join([PREFIX, CXX, *FLAGS]).encode()).hexdigest()[:16]
+    key = hashlib.sha256("\0".join([PREFIX, CXX, *flags()]).encode()).hexdigest()[:16]
     path = os.path.join(directory, f"prefix-{key}")
     header, pch = os.path.join(path, "cpp_prefix.h"), os.path.join(path, "cpp_prefix.h.gch")
     if not os.path.exists(pch) and shutil.which(CXX) is not None:
@@ -83,7 +89,7 @@ def precompiled_prefix(directory: str) -> str:
             codecache.write_atomic(header, PREFIX.encode())
         fd, tmp = tempfile.mkstemp(dir=path, prefix=".cpp_prefix.", suffix=".gch")
         os.close(fd)
-        result = subprocess.run([CXX, *FLAGS, "-fPIC", "-x", "c++-header", header, "-o", tmp],
+        result = subprocess.run([CXX, *flags(), "-fPIC", "-x", "c++-header", header, "-o", tmp],
                                 capture_output=True)
         if result.returncode == 0:
             os.replace(tmp, pch)  # if it failed, kernels parse the header itself
@@ -96,7 +102,7 @@ def load(source: str, name: str, argtypes: list) -> Callable:
     """The kernel's C function, compiled on a cache miss."""
     try:
         include_dir = precompiled_prefix(codecache.cache_dir())
-        lib = codecache.CppCodeCache.load(source, name, [*FLAGS, "-I", include_dir, *LIBS], CXX)
+        lib = codecache.CppCodeCache.load(source, name, [*flags(), "-I", include_dir, *LIBS], CXX)
     except codecache.CompileError as error:
         raise CppCompileError(str(error)) from error
     fn = getattr(lib, name)

@@ -1,0 +1,89 @@
+"""Generated code side by side, and timings of generated kernels, for notebooks 08 and 09.
+
+    output_code(fn, *args)              # minicompile's kernels and wrapper for fn(*args)
+    real_output_code(fn, *args)         # what real torch.compile generates for the same call
+    real_kernels(code)                  # the kernels inside real Inductor's output code
+    time_compiled(fn, args, threads=n)  # median seconds per call (torch.utils.benchmark)
+
+Real Inductor writes its output code as a Python module whose kernels are strings handed to
+``async_compile.cpp_pybinding`` / ``async_compile.triton`` (torch/_inductor/codegen/wrapper.py);
+``torch._inductor.utils.run_and_get_code`` returns it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from typing import Any, Callable, Iterator
+
+import torch
+import torch.utils.benchmark as benchmark
+
+from .. import compile as mc_compile
+from .. import config, reset
+from ..inductor import backend as inductor_backend
+
+
+@contextlib.contextmanager
+def inductor_options(**knobs: Any) -> Iterator[None]:
+    """``config.inductor`` knobs (``cpu_backend="cpp"``, ``cpp_vectorize=False``) for a block."""
+    saved = {k: getattr(config.inductor, k) for k in knobs}
+    for k, v in knobs.items():
+        setattr(config.inductor, k, v)
+    reset()
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            setattr(config.inductor, k, v)
+        reset()
+
+
+def output_code(fn: Callable, *args: Any) -> str:
+    """The output code (kernels, then the wrapper) of every graph ``mc.compile(fn)`` makes."""
+    sources: list[str] = []
+    compile_graph = inductor_backend.compile_fx_inner
+
+    def spy(gm, example_inputs, **kwargs):
+        compiled = compile_graph(gm, example_inputs, **kwargs)
+        sources.append(compiled.source)
+        return compiled
+
+    inductor_backend.compile_fx_inner = spy
+    reset()
+    try:
+        mc_compile(fn)(*args)
+    finally:
+        inductor_backend.compile_fx_inner = compile_graph
+    return "\n".join(sources)
+
+
+def real_output_code(fn: Callable, *args: Any) -> str:
+    from torch._inductor.utils import run_and_get_code
+
+    torch._dynamo.reset()
+    _, codes = run_and_get_code(torch.compile(fn), *args)
+    return "\n".join(codes)
+
+
+_KERNEL = re.compile(r"^(\w+) = async_compile\.\w+\((?:\[.*?\], )?r?'''\n(.*?)'''", re.S | re.M)
+
+
+def real_kernels(code: str) -> dict[str, str]:
+    """``{kernel name: source}`` of the kernels in real Inductor's output code."""
+    return {name: body.strip() for name, body in _KERNEL.findall(code)}
+
+
+def time_compiled(fn: Callable, args: tuple, threads: int | None = None,
+                  min_run_time: float = 0.2) -> float:
+    """Median seconds per call of ``fn(*args)`` (after a warm-up call), on ``threads`` threads."""
+    saved = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        fn(*args)
+        timer = benchmark.Timer("fn(*args)", globals={"fn": fn, "args": args},
+                                num_threads=torch.get_num_threads())
+        return timer.blocked_autorange(min_run_time=min_run_time).median
+    finally:
+        torch.set_num_threads(saved)
