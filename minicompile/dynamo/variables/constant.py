@@ -102,33 +102,9 @@ class ConstantVariable(VariableTracker):
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         """Calling a class: namedtuples (``Pair(x, y)``), ``functools.partial`` and instances of
         plain user classes are built while tracing; ``torch.finfo(x.dtype)`` and friends fold."""
-        cls = self.value
-        all_const = all(a.is_python_constant() for a in [*args, *kwargs.values()])
-        if cls in FOLDED_CLASSES and all_const:  # torch.finfo(torch.float32).eps is a constant
-            return ConstantVariable(cls(*(a.as_python_constant() for a in args),
-                                        **{k: v.as_python_constant() for k, v in kwargs.items()}))
-        if is_plain_user_class(cls):
-            from .misc import UserDefinedObjectVariable
-
-            return UserDefinedObjectVariable.construct(tx, cls, args, kwargs)
-        if cls is contextlib.nullcontext and len(args) + len(kwargs) <= 1:
-            from .misc import NullContextVariable
-
-            return NullContextVariable(next(iter([*args, *kwargs.values()]), None))
-        if cls in (collections.OrderedDict, collections.defaultdict):
-            return _user_dict(tx, cls, args, kwargs)
-        if cls is functools.partial and args:
-            from .functions import FunctoolsPartialVariable
-
-            return FunctoolsPartialVariable(args[0], args[1:], kwargs)
-        if isinstance(cls, type) and issubclass(cls, tuple) and hasattr(cls, "_fields"):
-            from .lists import NamedTupleVariable
-
-            bound = inspect.signature(cls).bind(*args, **kwargs)
-            bound.apply_defaults()
-            items = [v if isinstance(v, VariableTracker) else ConstantVariable(v)
-                     for v in bound.arguments.values()]
-            return NamedTupleVariable(items, cls)
+        for applies, build in CLASS_CALLS:
+            if applies(self.value, args, kwargs):
+                return build(tx, self.value, args, kwargs)
         return super().call_function(tx, args, kwargs)
 
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
@@ -175,3 +151,60 @@ def _user_dict(tx, cls: type, args: list, kwargs: dict) -> VariableTracker:
             factory = None
     plain = BuiltinVariable(dict).call_function(tx, list(args), kwargs)
     return ConstDictVariable(plain.items, user_cls=cls, default_factory=factory)
+
+
+# --- calling a class while tracing ----------------------------------------------------------------
+
+def _all_constant(args: list, kwargs: dict) -> bool:
+    return all(a.is_python_constant() for a in [*args, *kwargs.values()])
+
+
+def _fold_class(tx, cls, args, kwargs) -> VariableTracker:  # torch.finfo(torch.float32).eps
+    return ConstantVariable(cls(*(a.as_python_constant() for a in args),
+                                **{k: v.as_python_constant() for k, v in kwargs.items()}))
+
+
+def _user_object(tx, cls, args, kwargs) -> VariableTracker:
+    from .misc import UserDefinedObjectVariable
+
+    return UserDefinedObjectVariable.construct(tx, cls, args, kwargs)
+
+
+def _null_context(tx, cls, args, kwargs) -> VariableTracker:
+    from .misc import NullContextVariable
+
+    return NullContextVariable(next(iter([*args, *kwargs.values()]), None))
+
+
+def _partial(tx, cls, args, kwargs) -> VariableTracker:
+    from .functions import FunctoolsPartialVariable
+
+    return FunctoolsPartialVariable(args[0], args[1:], kwargs)
+
+
+def _namedtuple(tx, cls, args, kwargs) -> VariableTracker:
+    from .lists import NamedTupleVariable
+
+    bound = inspect.signature(cls).bind(*args, **kwargs)
+    bound.apply_defaults()
+    items = [v if isinstance(v, VariableTracker) else ConstantVariable(v)
+             for v in bound.arguments.values()]
+    return NamedTupleVariable(items, cls)
+
+
+def _is_namedtuple_class(cls: Any) -> bool:
+    return isinstance(cls, type) and issubclass(cls, tuple) and hasattr(cls, "_fields")
+
+
+# (does this row build ``cls(*args, **kwargs)``?, how): the first row that applies builds it;
+# any other class call is unsupported (VariableTracker.call_function says why)
+CLASS_CALLS = [
+    (lambda cls, args, kwargs: cls in FOLDED_CLASSES and _all_constant(args, kwargs), _fold_class),
+    (lambda cls, args, kwargs: is_plain_user_class(cls), _user_object),
+    (lambda cls, args, kwargs: cls is contextlib.nullcontext and len(args) + len(kwargs) <= 1,
+     _null_context),
+    (lambda cls, args, kwargs: cls in (collections.OrderedDict, collections.defaultdict),
+     _user_dict),
+    (lambda cls, args, kwargs: cls is functools.partial and bool(args), _partial),
+    (lambda cls, args, kwargs: _is_namedtuple_class(cls), _namedtuple),
+]

@@ -61,8 +61,6 @@ def is_torch_callable(value: Any) -> bool:
 
 class TorchVariable(KnownCallableVariable):
     def call_function(self, tx, args, kwargs) -> VariableTracker:
-        from .builder import SourcelessBuilder
-        from .misc import GradModeVariable
         from .tensor import call_op
 
         fn = self.fn
@@ -70,22 +68,10 @@ class TorchVariable(KnownCallableVariable):
             unimplemented(f"{self._name()}: {UNSUPPORTED[fn]}")
         if is_explicit_break(fn):
             unimplemented("torch._dynamo.graph_break()")
-        if fn is torch.no_grad or fn is torch.enable_grad:
-            return GradModeVariable(target=fn is torch.enable_grad)
-        if fn is torch.set_grad_enabled:  # switches now; also usable as a context manager
-            prev = torch.is_grad_enabled()
-            GradModeVariable.set_mode(tx, args[0].as_python_constant())
-            return GradModeVariable(args[0].as_python_constant(), entered_prev=prev)
-        if fn in IS_COMPILING:
-            return ConstantVariable(True)
-        if fn in CONSTANT_FOLD:
-            value = fn(*[a.as_fake() for a in args], **{k: v.as_fake() for k, v in kwargs.items()})
-            return SourcelessBuilder.wrap(tx, value)
-        if fn is torch.Size:
-            from .lists import SizeVariable
-
-            return SizeVariable(args[0].unpack_var_sequence(tx) if args else [])
-        return call_op(tx, "call_function", fn, args, kwargs)
+        handler = CALL_HANDLERS.get(fn)
+        if handler is not None:
+            return handler(tx, fn, args, kwargs)
+        return call_op(tx, "call_function", fn, args, kwargs)  # a node of the graph
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         from .builder import VariableBuilder
@@ -97,3 +83,49 @@ class TorchVariable(KnownCallableVariable):
 
     def _repr_body(self) -> str:
         return self._name()
+
+
+# --- torch functions traced by running them, not recorded as graph nodes -------------------------
+
+def _grad_mode(tx, fn, args, kwargs) -> VariableTracker:  # torch.no_grad(), torch.enable_grad()
+    from .misc import GradModeVariable
+
+    return GradModeVariable(target=fn is torch.enable_grad)
+
+
+def _set_grad_enabled(tx, fn, args, kwargs) -> VariableTracker:
+    """Switches grad mode now; the result also works as a context manager."""
+    from .misc import GradModeVariable
+
+    prev = torch.is_grad_enabled()
+    GradModeVariable.set_mode(tx, args[0].as_python_constant())
+    return GradModeVariable(args[0].as_python_constant(), entered_prev=prev)
+
+
+def _compiling(tx, fn, args, kwargs) -> VariableTracker:  # torch.compiler.is_compiling()
+    return ConstantVariable(True)
+
+
+def _fold(tx, fn, args, kwargs) -> VariableTracker:
+    """Computed on the fake values while tracing (``torch.is_floating_point(x)``...)."""
+    from .builder import SourcelessBuilder
+
+    value = fn(*[a.as_fake() for a in args], **{k: v.as_fake() for k, v in kwargs.items()})
+    return SourcelessBuilder.wrap(tx, value)
+
+
+def _size(tx, fn, args, kwargs) -> VariableTracker:  # torch.Size([2, 3])
+    from .lists import SizeVariable
+
+    return SizeVariable(args[0].unpack_var_sequence(tx) if args else [])
+
+
+# torch function -> how a call of it is traced; any other torch function becomes a graph node
+CALL_HANDLERS: dict[Callable, Callable] = {
+    torch.no_grad: _grad_mode,
+    torch.enable_grad: _grad_mode,
+    torch.set_grad_enabled: _set_grad_enabled,
+    torch.Size: _size,
+    **{fn: _compiling for fn in IS_COMPILING},
+    **{fn: _fold for fn in CONSTANT_FOLD},
+}
