@@ -13,16 +13,20 @@ Files, each mirroring its torch/_inductor counterpart:
     dependencies.py what an access touches: footprints (bytes moved), whether rows line up
     scheduler.py    which nodes share a kernel (fusion.py: the rules; loop_order.py: loop orders
                     that let a reduction fuse; scheduler_report.py: the ir_post_fusion text)
-    memory_planning.py  lifetimes, reuse and peak memory of a schedule (a report)
+    memory_planning.py  lifetimes, reuse and peak memory of a schedule (the wrapper's plan)
     kernel_group.py one scheduled kernel as an object: tile, members in kernel variables,
                     stored / local buffers, loop phases (what every backend starts from)
     ops_handler.py  the ``ops`` protocol every handler implements
     code_writer.py  IndentedBuffer and CSE: the shared code writer
-    codegen/        backends per device (reference now), the wrapper program (codegen/__init__.py)
+    codegen/        a backend per device (reference, cpp: the CPU default, triton: CUDA and
+                    the interpreter), the wrapper program, the kernel cache (codegen/__init__.py)
+    codecache.py    source -> loaded kernel, on disk in a private, content-addressed cache
+    runtime/        what generated Triton code imports: helpers, the launcher and autotuner
     executor.py     runs IR nodes on torch tensors over index grids (the IR's oracle in tests)
+    index_eval.py   evaluates SymPy index expressions on ints and int tensors
     compile_fx.py   compile_fx_inner(aten_gm, example_inputs) -> CompiledFxGraph
     backend.py      the "inductor" backend: AOT autograd + compile_fx_inner
-    fx_passes/      graph passes before lowering (CSE, algebra, folding, DCE)
+    fx_passes/      graph passes before lowering (CSE, algebra, no-op removal, folding, DCE)
     lowerings/      the lowering table's rows, by op family
 
 IR API (stable; the scheduler builds on it)
