@@ -303,3 +303,16 @@ def test_size_symbol_in_an_index_is_counted_symbolically():
     count = footprint(reads, 3 * s1)
     assert count.free_symbols == {s1}
     assert count.subs(s1, 5) == 15  # capped at the buffer: 12 + 12 points, 15 elements
+
+
+def test_bytes_accumulate_over_forward_and_backward(compiled_graphs):
+    """``num_bytes_accessed`` sums every graph since ``metrics.reset()`` (as
+    torch._inductor.metrics does): a training step adds its forward and its backward."""
+    x = torch.randn(16, 32, requires_grad=True)
+    mc.metrics.reset()
+    out = mc.compile(lambda t: (t.sin() * 2).softmax(-1))(x)
+    out.sum().backward()
+    kinds = sorted(g.name.split()[0] for g in compiled_graphs)
+    assert kinds == ["backward", "forward"], kinds
+    assert mc.metrics.num_bytes_accessed == sum(g.scheduler.bytes_hint() for g in compiled_graphs)
+    assert mc.metrics.num_bytes_accessed > compiled_graphs[0].scheduler.bytes_hint()

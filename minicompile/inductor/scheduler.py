@@ -208,8 +208,8 @@ class Scheduler:
                                                   for i, k in enumerate(self.kernels)]
         trace_artifact("ir_post_fusion", self.describe,
                        title=f"{title}: kernels after fusion")
-        if record_metrics and self.bytes_hint() is not None:
-            metrics.num_bytes_accessed = self.bytes_hint()
+        if record_metrics and self.bytes_hint() is not None:  # summed over every graph since
+            metrics.num_bytes_accessed += self.bytes_hint()  # metrics.reset(), as Inductor does
 
     def bytes_hint(self) -> int | None:
         """``num_bytes_accessed`` as a number: with symbolic sizes, at the sizes the graph was
