@@ -258,3 +258,29 @@ def test_cuda_kernels():
              (lambda x: F.layer_norm(x, x.shape[-1:]).half(), [(64, 1000)])]
     for fn, shapes in cases:
         check(fn, *[torch.randn(s, device="cuda") for s in shapes], atol=2e-3, rtol=2e-3)
+
+
+def _debug_run(monkeypatch, tmp_path, device):
+    monkeypatch.setattr(config, "debug", True)
+    monkeypatch.setattr(config, "debug_dir", str(tmp_path))
+    mc.compile(lambda x: (x.sin() * 2).sum(-1))(torch.randn(4, 8, device=device))
+    return {p.name for p in tmp_path.rglob("*.txt")}
+
+
+def test_debug_folder_holds_each_kernel_source(monkeypatch, tmp_path):
+    """MINICOMPILE_DEBUG=1 writes each Triton kernel's source into the debug folder."""
+    names = _debug_run(monkeypatch, tmp_path, "cpu")
+    kernels = [n for n in names if "_triton_kernel_" in n]
+    assert kernels, sorted(names)
+    text = next(tmp_path.rglob("*_triton_kernel_*.txt")).read_text()
+    assert "@triton.jit" in text and "def triton_" in text
+
+
+@pytest.mark.gpu
+def test_debug_folder_holds_ttir_and_ptx(monkeypatch, tmp_path):
+    """On a GPU each compiled kernel also leaves its TTIR and PTX (Triton's lowering stages)."""
+    names = _debug_run(monkeypatch, tmp_path, "cuda")
+    for stage in ("triton_kernel", "triton_ttir", "triton_ptx"):
+        assert any(f"_{stage}_" in n for n in names), (stage, sorted(names))
+    ptx = next(tmp_path.rglob("*_triton_ptx_*.txt")).read_text()
+    assert ".entry" in ptx  # a PTX kernel entry point

@@ -30,6 +30,7 @@ from typing import Any
 
 import sympy
 
+from ... import config, debug
 from ...metrics import metrics
 from ..dependencies import footprint
 from ..kernel_group import KernelGroup
@@ -124,6 +125,8 @@ class TritonScheduling(BaseScheduling):
         kernel.name = name
         source = MODULE_HEADER + kernel.codegen()
         fn = getattr(_load_source(source), name)
+        if config.debug:  # each kernel's source in the debug folder (the GPU adds TTIR and PTX)
+            debug.dump_artifact("triton_kernel", source, title=name)
         launcher = TritonKernelObject(name, fn, kernel.kind, source, group,
                                       count_code_bytes(kernel, scheduler))
         metrics.kernels_generated += 1

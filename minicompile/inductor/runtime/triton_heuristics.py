@@ -26,6 +26,7 @@ from triton import knobs
 from triton.runtime import driver
 from triton.testing import do_bench
 
+from ... import config, debug
 from ..._logging import trace_artifact
 
 INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
@@ -93,10 +94,10 @@ class CompiledLaunch:
     and specialises the arguments again on every call (tens of microseconds of Python on a
     launch-bound graph); real Inductor's ``CachingAutotuner`` calls the launcher directly too."""
 
-    def __init__(self, kernel: Any, config: Config):
+    def __init__(self, kernel: Any, cfg: Config):
         kernel._init_handles()
         self.kernel, self.constexprs = kernel, tuple(
-            v for k, v in config.kwargs().items() if k != "num_warps")
+            v for k, v in cfg.kwargs().items() if k != "num_warps")
 
     def __call__(self, grid_0: int, args: tuple) -> None:
         k = self.kernel
@@ -105,6 +106,19 @@ class CompiledLaunch:
         k.run(grid_0, 1, 1, stream, k.function, k.packed_metadata,
               k.launch_metadata((grid_0, 1, 1), stream, *bound),
               knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook, *bound)
+
+
+COMPILED_STAGES = ("ttir", "ttgir", "llir", "ptx")  # Triton's lowering: our source -> ... -> PTX
+
+
+def dump_compiled(name: str, kernel: Any, cfg: Config) -> None:
+    """``MINICOMPILE_DEBUG=1`` on a GPU: each compiled stage of the kernel into the debug folder
+    (``kernel.asm`` holds them; the interpreter compiles nothing)."""
+    for stage in COMPILED_STAGES:
+        text = getattr(kernel, "asm", {}).get(stage)
+        if text:
+            debug.dump_artifact(f"triton_{stage}", text if isinstance(text, str) else repr(text),
+                                title=f"{name} {cfg}")
 
 
 class TritonLauncher:
@@ -128,19 +142,21 @@ class TritonLauncher:
             self.best[key] = self.choose(args, xnumel, rnumel)
         self.launch(self.best[key], args, xnumel)
 
-    def launch(self, config: Config, args: tuple, xnumel: int) -> None:
-        grid = (triton.cdiv(xnumel, config.XBLOCK),)
+    def launch(self, cfg: Config, args: tuple, xnumel: int) -> None:
+        grid = (triton.cdiv(xnumel, cfg.XBLOCK),)
         if INTERPRET:
-            self.fn[grid](*args, **config.kwargs())
+            self.fn[grid](*args, **cfg.kwargs())
             return
-        key = (config, specialization(args))
+        key = (cfg, specialization(args))
         binary = self.binaries.get(key)
         if binary is not None:
             binary(grid[0], args)
             return
-        kernel = self.fn[grid](*args, **config.kwargs())  # compiles (or finds) and launches
+        kernel = self.fn[grid](*args, **cfg.kwargs())  # compiles (or finds) and launches
         if FAST_LAUNCH:
-            self.binaries[key] = CompiledLaunch(kernel, config)
+            self.binaries[key] = CompiledLaunch(kernel, cfg)
+        if config.debug:
+            dump_compiled(self.name, kernel, cfg)
 
     def choose(self, args: tuple, xnumel: int, rnumel: int) -> Config:
         """The fastest candidate (each writes the same outputs, so timing them is harmless)."""
