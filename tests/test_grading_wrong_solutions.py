@@ -64,7 +64,7 @@ WRONG = {
     "9.1": {
         "maximum with std::max (drops a NaN in the second operand)":
             _ops(maximum="std::max({0}, {1})"),
-        "minimum that only tests the first operand for NaN":
+        "minimum without a NaN test":
             _ops(minimum="({0} < {1} ? {0} : {1})"),
         "relu as x > 0 ? x : 0 (relu(NaN) becomes 0)": _ops(relu="({0} > 0 ? {0} : 0)"),
         "sigmoid with the sign of the exponent flipped": _ops(sigmoid="(1 / (1 + std::exp({0})))"),
@@ -88,6 +88,53 @@ WRONG = {
                                                "{acc} : {value})", "mc_min")),
     },
 }
+
+def _triton_ops(**rows):
+    def triton_nan_ops():
+        good = load_learner_module("ex08_triton_codegen", f"{REPO_ROOT}/solutions").triton_nan_ops()
+        return {**good, **rows}
+    return triton_nan_ops
+
+
+def _triton_printer(**kw):
+    c_printer = _printer(**kw)
+
+    def triton_index(expr):  # the same mistakes, with Triton's // for C's /
+        return c_printer(expr).replace("/", "//")
+    return triton_index
+
+
+def _persistent(**changes):
+    def persistent_reduction(reduction_type, dtype):
+        good = load_learner_module("ex08_triton_codegen", f"{REPO_ROOT}/solutions")
+        neutral, reduce = good.persistent_reduction(reduction_type, dtype)
+        change = changes.get(reduction_type, {})
+        return change.get("neutral", neutral), change.get("reduce", reduce)
+    return persistent_reduction
+
+
+WRONG.update({
+    "8.1": {
+        "maximum without the NaN test": _triton_ops(maximum="tl.where({0} > {1}, {0}, {1})"),
+        "minimum that tests only the second operand for NaN":
+            _triton_ops(minimum="tl.where(({1} != {1}) | ({0} < {1}), {0}, {1})"),
+        "remainder as %, the sign of the dividend (C's fmod)": _triton_ops(remainder="{0} % {1}"),
+    },
+    "8.2": {
+        "a sum printed without parentheses": _triton_printer(add="bare"),
+        "ModularIndexing that forgets to divide":
+            _triton_printer(mod=lambda a: f"(({a[0]}) % ({a[2]}))"),
+        "a power printed with ^": _triton_printer(pow_=lambda a, e: f"(({a[0]}) ^ {e})"),
+    },
+    "8.3": {
+        "max's masked lanes filled with 0 (an all-negative row's max is 0)":
+            _persistent(max={"neutral": 0}),
+        "max with tl.max (a NaN in the row is dropped)":
+            _persistent(max={"reduce": "tl.max({0}, 1)[:, None]"}),
+        "prod's masked lanes filled with 0": _persistent(prod={"neutral": 0}),
+        "min's masked lanes filled with 0": _persistent(min={"neutral": 0}),
+    },
+})
 
 CASES = [(ex, name, fn) for ex, variants in WRONG.items() for name, fn in variants.items()]
 

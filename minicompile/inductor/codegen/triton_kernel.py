@@ -352,10 +352,9 @@ class TritonKernel:
 
 
 def _make_op(name: str) -> Callable:
-    template = TRITON_OPS[name]
-
     def op(self: TritonKernel, *args: str) -> str:
         dtype = result_dtype(name, [self.dtype(a) for a in args])
+        template = TRITON_OPS[name]  # looked up now: a row can be swapped
         return self.generate(template.format(*[paren(a) for a in args]), dtype)
 
     op.__name__ = name
