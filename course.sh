@@ -48,6 +48,11 @@ run_tests() {
   "$PY" -m minicompile.grading.generate --check
   say "unit tests, graded exercises (solutions score full marks, stubs zero) and notebooks"
   "$PY" -m pytest tests notebooks --nbval-lax -q -p no:cacheprovider "$@"
+  if [ "${TRITON_INTERPRET:-0}" = 1 ]; then
+    say "the tests again with Triton kernels for CPU tensors (run by Triton's interpreter)"
+    MINICOMPILE_CPU_BACKEND=triton "$PY" -m pytest tests -q -p no:cacheprovider \
+      --deselect tests/test_bench.py "$@"
+  fi
 }
 
 case "${1:-}" in
