@@ -40,10 +40,14 @@ install_python_packages() {
   touch "$stamp"
 }
 
-run_tests() {
+triton_on_cpu_without_gpu() {
   # Triton kernels run on CPU tensors through Triton's interpreter when there is no GPU.
   "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" \
     || export TRITON_INTERPRET=1
+}
+
+run_tests() {
+  triton_on_cpu_without_gpu
   say "exercises/ must be exactly what solutions/ generates"
   "$PY" -m minicompile.grading.generate --check
   say "unit tests, graded exercises (solutions score full marks, stubs zero) and notebooks"
@@ -57,7 +61,7 @@ run_tests() {
 
 case "${1:-}" in
   lab)
-    shift; install_dot; install_python_packages
+    shift; install_dot; install_python_packages; triton_on_cpu_without_gpu
     say "opening the course: notebooks/00_tour.ipynb is the place to start"
     root_flag=(); [ "$(id -u)" = 0 ] && root_flag=(--allow-root)  # containers often run as root
     exec "$VENV/bin/jupyter" lab "${root_flag[@]}" "$@" notebooks/ ;;
