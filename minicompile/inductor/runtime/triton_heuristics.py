@@ -129,6 +129,7 @@ class TritonLauncher:
         self.autotune = autotune and not INTERPRET
         self.best: dict[tuple[int, int], Config] = {}  # size class -> chosen config
         self.binaries: dict[tuple, CompiledLaunch] = {}  # (config, specialization) -> binary
+        self.timings: dict[tuple[int, int], dict[Config, float]] = {}  # size class -> ms per config
 
     def __call__(self, *args: Any) -> None:
         if self.kind == "pointwise":
@@ -166,6 +167,7 @@ class TritonLauncher:
         timings = {c: do_bench(lambda c=c: self.launch(c, args, xnumel), warmup=5, rep=20)
                    for c in configs}
         best = min(timings, key=timings.get)
+        self.timings[(pow2(xnumel), pow2(rnumel))] = timings
         trace_artifact("autotuning", lambda: "\n".join(
             f"  {c}: {t * 1e3:.1f} us{'  <- chosen' if c == best else ''}"
             for c, t in timings.items()),
