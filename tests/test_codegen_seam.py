@@ -127,3 +127,22 @@ def test_logs_follow_a_swapped_stderr(monkeypatch):
     finally:
         mc.set_logs("")
     assert "def call(args):" in second.getvalue()
+
+
+def output_then_scratch(x, w):
+    y = x * 2  # kernel 0, returned: its storage must outlive the graph
+    m = x @ w  # a library call: kernel 1
+    t = (m + 1) @ w  # m + 1 (kernel 2) is stored for the next call, the same size as y
+    return y, t
+
+
+@pytest.mark.parametrize("backend", ["reference", "cpp"])
+def test_a_returned_buffer_is_never_reused(backend, monkeypatch):
+    """The memory plan must not hand a returned buffer's storage to a later one after its last
+    read inside the graph: the caller reads it after the graph ends."""
+    monkeypatch.setattr(config.inductor, "cpu_backend", backend)
+    x, w = torch.randn(8, 8), torch.randn(8, 8)
+    y, t = mc.compile(output_then_scratch)(x, w)
+    ref_y, ref_t = output_then_scratch(x, w)
+    torch.testing.assert_close(y, ref_y)
+    torch.testing.assert_close(t, ref_t)

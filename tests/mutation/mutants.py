@@ -211,13 +211,20 @@ MUTANTS: list[Mutant] = [
            ("tests/test_codegen_seam.py", "tests/test_scheduler.py", "tests/test_blind_spots.py"),
            "a buffer's storage is handed to the next buffer while it is still to be read"),
     Mutant("memory_plan_reuses_outputs", "minicompile/inductor/memory_planning.py",
-           "for b in (b for b in lifetimes if b.last == i and not b.is_output):",
-           "for b in (b for b in lifetimes if b.last == i):",
+           "            b.last = len(kernels)",
+           "            pass",
            ("tests/test_codegen_seam.py", "tests/test_scheduler.py", "tests/test_blind_spots.py"),
-           "a returned buffer's storage is reused for a later buffer, overwriting the output"),
+           "a returned buffer's storage is reused for a later buffer, overwriting the output",
+           equivalent="outputs are protected twice: they live to the end of the plan, and "
+                      "assign_storage never frees a buffer marked is_output; removing either one "
+                      "leaves the other (test_a_returned_buffer_is_never_reused fails when both go)"),
     Mutant("kernel_reads_a_local_before_it_is_computed", "minicompile/inductor/codegen/common.py",
            "if producer.level != \"element\" or producer.is_reduction():",
            "if False:",
            (BS, "-k", "independent_oracle"),
-           "a per-row value read before its row is reduced is recomputed per element instead"),
+           "a per-row value read before its row is reduced is recomputed per element instead",
+           equivalent="the check is an assertion on the scheduler's order: with the fusion rules "
+                      "as they are no kernel reads a per-row value before computing it, so no "
+                      "program reaches it (tests/test_codegen_seam.py shows a broken fusion rule "
+                      "giving wrong answers, which is what the assertion turns into an error)"),
 ]
