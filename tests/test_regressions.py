@@ -120,3 +120,28 @@ def test_kwdefaults_change_after_eager_fallback(capsys):
     torch.testing.assert_close(compiled(x), x * 2)
     fn.__kwdefaults__ = {"k": 5}
     torch.testing.assert_close(compiled(x), x * 5)
+
+
+@pytest.mark.parametrize("cpu_backend", ["reference", "cpp"])
+@pytest.mark.parametrize("n", [2, 5, 8])
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_cat_of_many_computed_inputs(cpu_backend, n, dim, monkeypatch):
+    """cat of n pointwise results then a pointwise op. Each input's loads must be masked to its
+    own slice: with only the upper bound, an input read before its start (a negative offset),
+    which raised IndexError from 5 inputs on and read outside the input's memory in kernels."""
+    monkeypatch.setattr(mc.config.inductor, "cpu_backend", cpu_backend)
+    xs = [torch.randn(3 + k, 4 + k, requires_grad=True) if dim == 0 else
+          torch.randn(3, 4 + k, requires_grad=True) for k in range(n)]
+    if dim == 0:
+        xs = [x[:, :4].detach().requires_grad_() for x in xs]
+
+    def fn(*ts):
+        return torch.cat([t * (k + 1) for k, t in enumerate(ts)], dim).sin() + 1
+
+    refs = [x.detach().clone().requires_grad_() for x in xs]
+    out, ref = mc.compile(fn)(*xs), fn(*refs)
+    torch.testing.assert_close(out, ref)
+    out.sum().backward()
+    ref.sum().backward()
+    for x, r in zip(xs, refs):
+        torch.testing.assert_close(x.grad, r.grad)

@@ -236,12 +236,15 @@ def cat(tensors, dim=0):
                 value = load(shifted)
                 return value if t.get_dtype() == dtype else ops.to_dtype(value, dtype)
 
+            # each input's loads are masked to its own slice [start, start + size): a load
+            # outside it would read before or past the input's memory
+            at = ops.index_expr(i, torch.int64)
+            mask = ops.ge(at, ops.constant(start, torch.int64))
             if value is None:  # the last input takes everything past its start
-                mask = ops.ge(ops.index_expr(i, torch.int64), ops.constant(start, torch.int64))
                 value = ops.masked(mask, body, 0)
             else:
-                mask = ops.lt(ops.index_expr(i, torch.int64),
-                              ops.constant(start + t.get_size()[dim], torch.int64))
+                below = ops.lt(at, ops.constant(start + t.get_size()[dim], torch.int64))
+                mask = below if start == 0 else ops.logical_and(mask, below)
                 value = ops.where(mask, ops.masked(mask, body, 0), value)
         return value
 
