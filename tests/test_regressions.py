@@ -145,3 +145,33 @@ def test_cat_of_many_computed_inputs(cpu_backend, n, dim, monkeypatch):
     ref.sum().backward()
     for x, r in zip(xs, refs):
         torch.testing.assert_close(x.grad, r.grad)
+
+
+class _Config:
+    """A config class whose class attributes a compiled function reads."""
+    scale = 2.0
+    mode = "a"
+
+    class Inner:
+        k = 3
+
+
+def _uses_config(x):
+    y = x * _Config.scale + _Config.Inner.k
+    return y if _Config.mode == "a" else -y
+
+
+def test_class_attribute_changes_are_guarded():
+    """Reading a class attribute guards it: a changed value recompiles instead of returning the
+    stale graph's result; an unchanged one reuses the graph."""
+    saved = (_Config.scale, _Config.mode, _Config.Inner.k)
+    f = mc.compile(_uses_config)
+    x = torch.randn(5)
+    try:
+        for scale, mode, k in [(2.0, "a", 3), (2.0, "a", 3), (5.0, "a", 3), (5.0, "b", 3),
+                               (5.0, "b", 7)]:
+            _Config.scale, _Config.mode, _Config.Inner.k = scale, mode, k
+            torch.testing.assert_close(f(x), _uses_config(x))
+        assert mc.metrics.frames_compiled == 4  # the repeated setting reused its graph
+    finally:
+        _Config.scale, _Config.mode, _Config.Inner.k = saved

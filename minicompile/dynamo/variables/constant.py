@@ -97,6 +97,13 @@ class ConstantVariable(VariableTracker):
             from .misc import GetAttrVariable
 
             return GetAttrVariable(self, name)
+        if isinstance(self.value, type) and self.source is not None:
+            # a class attribute (``Config.scale``) can be reassigned between calls: read it
+            # through its source, so it is guarded like any value reached from the frame
+            from ..source import AttrSource
+            from .builder import VariableBuilder
+
+            return VariableBuilder(tx, AttrSource(self.source, name)).wrap(attr)
         return ConstantVariable(attr)
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
