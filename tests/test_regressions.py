@@ -175,3 +175,28 @@ def test_class_attribute_changes_are_guarded():
         assert mc.metrics.frames_compiled == 4  # the repeated setting reused its graph
     finally:
         _Config.scale, _Config.mode, _Config.Inner.k = saved
+
+
+HOSTILE_NAMES = ["<lambda>", "<genexpr>", "a b", "it's", 'say "hi"', "class", "9lives", "naïve",
+                 "x-y", "__init__", "", "f\nnewline"]
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+def test_hostile_function_names_reach_no_generated_source(name):
+    """A callee with a graph break inside gets a compiled wrapper whose variable name is made
+    from the callee's name (a lambda's is ``<lambda>``, once a SyntaxError): every such name is
+    an identifier, whatever the function is called."""
+    def inner(x):
+        print(end="")  # a graph break inside the callee
+        return x.sin() + 1
+
+    inner.__name__ = inner.__qualname__ = name
+    inner.__code__ = inner.__code__.replace(co_name=name or "_")
+
+    def outer(x):
+        return inner(x * 2) * 3
+
+    outer.__name__ = name
+    x = torch.randn(4)
+    torch.testing.assert_close(mc.compile(outer)(x), outer(x))
+    torch.testing.assert_close(mc.compile(inner)(x), inner(x))

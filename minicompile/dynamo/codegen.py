@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import itertools
 import linecache
+import re
 from typing import Any, Callable
 
 _unique = itertools.count()
@@ -94,6 +95,7 @@ class PyCodegen:
     def install_global(self, hint: str, value: Any) -> str:
         """Give ``value`` a fresh name (``__const_3``) the transformed function can read; the name
         is one of its closure variables (Dynamo's name: it writes the frame's globals)."""
+        hint = re.sub(r"\W", "_", hint)  # "compiled_<lambda>" names a variable: no < >
         for name, v in self.installed.items():
             if name.startswith(f"__{hint}_") and v is value:
                 return name

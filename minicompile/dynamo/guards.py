@@ -228,7 +228,8 @@ def _comment(g: Guard) -> str:
     what = {GuardKind.ID_MATCH: getattr(g.expected, "__qualname__", type(g.expected).__name__)}
     extra = f" {what[g.kind]}" if g.kind in what else ""
     line = f" ({g.user_line})" if g.user_line else ""
-    return f"  # {g.kind.value}{extra}{line}"
+    text = f"{g.kind.value}{extra}{line}"  # names come from user code: one line, whatever they hold
+    return "  # " + text.replace("\r", "\\r").replace("\n", "\\n")
 
 
 class GuardFn:
