@@ -200,3 +200,54 @@ def test_hostile_function_names_reach_no_generated_source(name):
     x = torch.randn(4)
     torch.testing.assert_close(mc.compile(outer)(x), outer(x))
     torch.testing.assert_close(mc.compile(inner)(x), inner(x))
+
+
+class _Scaled(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, y, scale):
+        ctx.save_for_backward(x, y)
+        ctx.scale = scale  # a non-tensor on ctx
+        return x * y * scale, x + y
+
+    @staticmethod
+    def backward(ctx, g_prod, g_sum):
+        x, y = ctx.saved_tensors
+        gx = g_prod * y * ctx.scale + g_sum if ctx.needs_input_grad[0] else None
+        gy = g_prod * x * ctx.scale + g_sum if ctx.needs_input_grad[1] else None
+        return gx, gy, None
+
+
+class _StraightThrough(torch.autograd.Function):
+    """round() forward, identity backward: the gradient differs from the forward's derivative
+    (zero almost everywhere), so a wrong mechanism that differentiates forward is caught."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return torch.round(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+def _uses_functions(x, y):
+    p, s = _Scaled.apply(x.sin(), y, 3.0)
+    return (_StraightThrough.apply(p * 4) + s).sum(-1)
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+@pytest.mark.parametrize("y_requires_grad", [True, False])
+def test_autograd_function_apply_is_traced_with_its_backward(backend, y_requires_grad):
+    """autograd.Function.apply is captured in one graph (it failed with an AttributeError from
+    the graph), with the user's forward and backward, needs_input_grad and ctx attributes."""
+    x = torch.randn(4, 5, requires_grad=True)
+    y = torch.randn(4, 5, requires_grad=y_requires_grad)
+    xr, yr = x.detach().clone().requires_grad_(), y.detach().clone().requires_grad_(y_requires_grad)
+    out, ref = mc.compile(_uses_functions, backend=backend)(x, y), _uses_functions(xr, yr)
+    torch.testing.assert_close(out, ref)
+    out.sum().backward()
+    ref.sum().backward()
+    torch.testing.assert_close(x.grad, xr.grad)
+    if y_requires_grad:
+        torch.testing.assert_close(y.grad, yr.grad)
+    assert mc.explain(_uses_functions)(x, y).graph_count == 1

@@ -68,6 +68,8 @@ class TorchVariable(KnownCallableVariable):
             unimplemented(f"{self._name()}: {UNSUPPORTED[fn]}")
         if is_explicit_break(fn):
             unimplemented("torch._dynamo.graph_break()")
+        if is_function_apply(fn):  # MyFunction.apply(x): one node; AOT traces fwd and bwd
+            return call_op(tx, "call_function", AppliedFunction(fn.__self__), args, kwargs)
         handler = CALL_HANDLERS.get(fn)
         if handler is not None:
             return handler(tx, fn, args, kwargs)
@@ -83,6 +85,34 @@ class TorchVariable(KnownCallableVariable):
 
     def _repr_body(self) -> str:
         return self._name()
+
+
+# --- torch.autograd.Function subclasses ----------------------------------------------------------
+
+def is_function_apply(fn: Any) -> bool:
+    """``MyFunction.apply``: a user's autograd.Function called through its ``apply``."""
+    owner = getattr(fn, "__self__", None)
+    return (getattr(fn, "__name__", None) == "apply" and isinstance(owner, type)
+            and issubclass(owner, torch.autograd.Function))
+
+
+class AppliedFunction:
+    """The graph node's target for ``MyFunction.apply(...)``. The node calls the user's Function:
+    AOT autograd's tracing runs its ``forward`` (every op recorded), and the joint graph's
+    ``autograd.grad`` runs its ``backward`` (recorded too), as real Dynamo's autograd.Function
+    support ends up doing. (``torch.autograd.function.apply``, the name FX would print for
+    ``MyFunction.apply`` itself, does not exist.)"""
+
+    def __init__(self, function: type):
+        self.function = function
+        self.__name__ = f"{function.__name__}_apply"
+        self.__qualname__ = self.__name__
+
+    def __call__(self, *args: Any) -> Any:
+        return self.function.apply(*args)
+
+    def __repr__(self) -> str:
+        return f"{self.function.__name__}.apply"
 
 
 # --- torch functions traced by running them, not recorded as graph nodes -------------------------
