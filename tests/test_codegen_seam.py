@@ -146,3 +146,9 @@ def test_a_returned_buffer_is_never_reused(backend, monkeypatch):
     ref_y, ref_t = output_then_scratch(x, w)
     torch.testing.assert_close(y, ref_y)
     torch.testing.assert_close(t, ref_t)
+
+
+def test_an_artifact_nothing_produces_yet_says_so():
+    with pytest.warns(UserWarning, match="cudagraphs prints nothing yet"):
+        mc.set_logs("cudagraphs")
+    mc.set_logs("")
