@@ -1,4 +1,10 @@
-"""Shared test set-up: the ``gpu`` marker skips without CUDA; every test starts with a fresh cache."""
+"""Shared test set-up: the ``gpu`` marker skips without CUDA; every test starts with a fresh cache.
+
+``MINICOMPILE_TEST_DEVICE=cuda`` runs the whole suite on the GPU: tensors a test creates without
+naming a device are made on CUDA (``torch.set_default_device``), so every test that compiles with
+``backend="inductor"`` runs real Triton kernels. Tests about CPU code generation (marked
+``cpu_only``) keep CPU tensors.
+"""
 
 import os
 
@@ -12,15 +18,55 @@ if not torch.cuda.is_available():  # Triton kernels run on CPU tensors through i
 def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: needs a CUDA device; skipped without one")
     config.addinivalue_line("markers", "slow: takes more than a few seconds")
+    config.addinivalue_line(
+        "markers", "cpu_only: about CPU code generation; keeps CPU tensors under MINICOMPILE_TEST_DEVICE"
+    )
+
+
+# Exercises whose checks build C++ kernels, which take CPU tensors
+CPU_ONLY_EXERCISES = ("9.",)
 
 
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        param = getattr(item, "callspec", None)
+        if item.module.__name__.startswith("test_grading") and param is not None and \
+                param.id.startswith(CPU_ONLY_EXERCISES):
+            item.add_marker(pytest.mark.cpu_only)
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs CUDA")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+TEST_DEVICE = os.environ.get("MINICOMPILE_TEST_DEVICE", "cpu")
+
+
+def _use_test_device():
+    """Unplaced tensors, including modules built when test files are imported, go to TEST_DEVICE."""
+    if TEST_DEVICE == "cpu":
+        return
+    torch.set_default_device(TEST_DEVICE)
+    # Eager is the oracle: it must not round matmuls and convolutions to TF32 on the GPU.
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+
+
+_use_test_device()
+
+
+@pytest.fixture(autouse=True)
+def _cpu_only_tests_keep_cpu_tensors(request):
+    if TEST_DEVICE == "cpu" or "cpu_only" not in request.keywords:
+        yield
+        return
+    torch.set_default_device("cpu")
+    try:
+        yield
+    finally:
+        torch.set_default_device(TEST_DEVICE)
 
 
 @pytest.fixture(autouse=True)

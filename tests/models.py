@@ -1,9 +1,10 @@
 """A small zoo of models shared by the stage tests (AOT autograd, inductor, ...).
 
-Each entry of ``MODELS`` builds a fresh module and example inputs on a device:
+Each entry of ``MODELS`` builds a fresh module and example inputs on a device (by default where
+new tensors go: the CPU, or the GPU under ``MINICOMPILE_TEST_DEVICE=cuda``):
 
     from models import MODELS     # in tests/ (pytest puts this folder on sys.path)
-    model, inputs = MODELS["nanogpt_block"](device="cpu")
+    model, inputs = MODELS["nanogpt_block"]()
     out = model(*inputs)          # a tensor; training cases return a scalar loss
 
 Sizes are deliberately odd (7, 13, 24...) so that no kernel gets lucky with powers of two.
@@ -139,17 +140,17 @@ def _inputs(*shape, device):
 
 # name -> builder(device) -> (module, inputs)
 MODELS: dict[str, Callable[..., tuple[nn.Module, tuple]]] = {
-    "mlp_gelu": lambda device="cpu": (MLP().to(device), (_inputs(7, 24, device=device),)),
-    "layernorm_residual": lambda device="cpu": (
+    "mlp_gelu": lambda device=None: (MLP().to(device), (_inputs(7, 24, device=device),)),
+    "layernorm_residual": lambda device=None: (
         LayerNormResidual().to(device), (_inputs(3, 7, 24, device=device),)),
-    "softmax_attention": lambda device="cpu": (
+    "softmax_attention": lambda device=None: (
         SoftmaxAttention().to(device), (_inputs(2, 7, 24, device=device),)),
-    "nanogpt_block": lambda device="cpu": (
+    "nanogpt_block": lambda device=None: (
         NanoGPTBlock().to(device), (_inputs(2, 9, 24, device=device),)),
-    "resnet_basic_block_eval": lambda device="cpu": (
+    "resnet_basic_block_eval": lambda device=None: (
         BasicBlock().to(device).eval(), (_inputs(2, 6, 9, 7, device=device),)),
-    "rmsnorm": lambda device="cpu": (RMSNorm().to(device), (_inputs(5, 24, device=device),)),
-    "cross_entropy_step": lambda device="cpu": (
+    "rmsnorm": lambda device=None: (RMSNorm().to(device), (_inputs(5, 24, device=device),)),
+    "cross_entropy_step": lambda device=None: (
         CrossEntropyStep().to(device),
         (_inputs(11, 24, device=device), torch.randint(0, 13, (11,), device=device))),
 }
@@ -238,14 +239,14 @@ class LSTMTagger(nn.Module):
 
 
 MORE_MODELS: dict[str, Callable[..., tuple[nn.Module, tuple]]] = {
-    "swiglu": lambda device="cpu": (SwiGLU().to(device), (_inputs(3, 5, 20, device=device),)),
-    "embedding_lm": lambda device="cpu": (
+    "swiglu": lambda device=None: (SwiGLU().to(device), (_inputs(3, 5, 20, device=device),)),
+    "embedding_lm": lambda device=None: (
         EmbeddingLM().to(device), (torch.randint(0, 50, (4, 6), device=device),)),
-    "conv_bn_train": lambda device="cpu": (
+    "conv_bn_train": lambda device=None: (
         ConvBNTrain().to(device), (_inputs(2, 3, 11, 9, device=device),)),
-    "fused_attention": lambda device="cpu": (
+    "fused_attention": lambda device=None: (
         FusedAttention().to(device), (_inputs(2, 7, 24, device=device),)),
-    "activations": lambda device="cpu": (Activations().to(device), (_inputs(4, 10, device=device),)),
-    "losses": lambda device="cpu": (Losses().to(device), (_inputs(4, 6, device=device),)),
-    "lstm": lambda device="cpu": (LSTMTagger().to(device), (_inputs(2, 5, 6, device=device),)),
+    "activations": lambda device=None: (Activations().to(device), (_inputs(4, 10, device=device),)),
+    "losses": lambda device=None: (Losses().to(device), (_inputs(4, 6, device=device),)),
+    "lstm": lambda device=None: (LSTMTagger().to(device), (_inputs(2, 5, 6, device=device),)),
 }

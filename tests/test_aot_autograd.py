@@ -117,7 +117,7 @@ def test_min_cut_heuristics_on_a_transformer_block():
     matmuls never are; the result still matches eager (test_model_zoo_min_cut)."""
     from minicompile.aot_autograd.partitioners import ban_recomputation_reason
     from minicompile.decompositions import decomposition_table
-    model, (x,) = MODELS["nanogpt_block"]("cpu")
+    model, (x,) = MODELS["nanogpt_block"]()
     joint, sig = trace_module(model, [x], decompositions=decomposition_table)
     default = default_partition(joint, sig.num_fwd_outputs)
     part = min_cut_rematerialization_partition(joint, sig.num_fwd_outputs)
@@ -210,7 +210,7 @@ def test_logs_joint_forward_backward_and_decompositions(caplog):
     root.propagate = True  # let pytest's caplog see the records
     try:
         with caplog.at_level(logging.INFO, logger="minicompile"):
-            model, (x,) = MODELS["mlp_gelu"]("cpu")
+            model, (x,) = MODELS["mlp_gelu"]()
             aot_eager(fx.symbolic_trace(model), [x])
     finally:
         mc.set_logs()
@@ -294,7 +294,7 @@ def test_dropout_mask_and_grad_are_consistent():
 
 
 def test_inference_path_when_no_grad():
-    model, (x,) = MODELS["mlp_gelu"]("cpu")
+    model, (x,) = MODELS["mlp_gelu"]()
     x = x.detach()
     for p in model.parameters():
         p.requires_grad_(False)
@@ -306,7 +306,7 @@ def test_inference_path_when_no_grad():
 
 
 def test_no_grad_mode_uses_inference_then_training_variant():
-    model, (x,) = MODELS["layernorm_residual"]("cpu")
+    model, (x,) = MODELS["layernorm_residual"]()
     cf = aot_eager(fx.symbolic_trace(model), [x])
     with torch.no_grad():
         torch.testing.assert_close(cf(x), model(x))
@@ -316,7 +316,7 @@ def test_no_grad_mode_uses_inference_then_training_variant():
 
 def test_noncontiguous_input():
     x = torch.randn(24, 7).t().requires_grad_()  # (7, 24), strides (1, 7)
-    model, _ = MODELS["mlp_gelu"]("cpu")
+    model, _ = MODELS["mlp_gelu"]()
     cf = aot_eager(fx.symbolic_trace(model), [x])
     torch.testing.assert_close(cf(x), model(x))
 
@@ -402,7 +402,7 @@ def test_write_through_a_view_of_an_intermediate_is_functionalized():
 
 def test_dynamic_shapes_through_real_dynamo():
     torch._dynamo.reset()
-    model, (x,) = MODELS["nanogpt_block"]("cpu")
+    model, (x,) = MODELS["nanogpt_block"]()
     cf = torch.compile(model, backend=aot_eager, dynamic=True)
     for T in (5, 9, 4):
         x = torch.randn(3, T, 24, requires_grad=True)
@@ -445,7 +445,7 @@ def test_double_backward_raises_instead_of_a_wrong_answer():
                                   "cross_entropy_step"])
 def test_dynamic_shapes_through_minicompile(name):
     """mc.compile(dynamic=True): one graph with symbolic sizes serves every sequence length."""
-    model, inputs = MODELS[name]("cpu")
+    model, inputs = MODELS[name]()
     cf = mc.compile(model, backend="aot_eager", dynamic=True)
     for n in (5, 9, 4):
         x = inputs[0]

@@ -64,7 +64,8 @@ def test_compile_fx_returns_a_compiled_graph_with_its_output_code(compiled_graph
     (g,) = compiled_graphs
     assert isinstance(g, compile_fx.CompiledFxGraph)
     assert "def call(args):" in g.source and "aten.mm.default(" in g.source
-    assert g.backends == {"cpu": config.inductor.cpu_backend}
+    device = x.device.type
+    assert g.backends == {device: getattr(config.inductor, f"{device}_backend")}
     # a local value of a fused kernel is never allocated by the wrapper
     for group in g.scheduler.kernel_groups:
         for name in group.local:
@@ -107,11 +108,12 @@ def test_mode_reaches_inductor(compiled_graphs):
         mc.compile(lambda x: x, mode="fastest")
 
 
-def test_unknown_cpu_backend_is_a_clear_error(monkeypatch):
-    monkeypatch.setattr(config.inductor, "cpu_backend", "fortran")
-    s = schedule_function(lambda x: x + 1, torch.randn(3))
+def test_unknown_backend_is_a_clear_error(monkeypatch):
+    x = torch.randn(3)
+    monkeypatch.setattr(config.inductor, f"{x.device.type}_backend", "fortran")
+    s = schedule_function(lambda x: x + 1, x)
     with pytest.raises(ValueError, match="no code generator 'fortran'"):
-        run_scheduled(s, torch.randn(3))
+        run_scheduled(s, x)
 
 
 def test_logs_follow_a_swapped_stderr(monkeypatch):

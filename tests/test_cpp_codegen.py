@@ -17,7 +17,10 @@ from minicompile.inductor import backend as inductor_backend
 from minicompile.inductor.codegen import cpp_build
 from models import MODELS, MORE_MODELS
 
-pytestmark = pytest.mark.skipif(shutil.which(cpp_build.CXX) is None, reason="no C++ compiler")
+pytestmark = [
+    pytest.mark.skipif(shutil.which(cpp_build.CXX) is None, reason="no C++ compiler"),
+    pytest.mark.cpu_only,
+]
 
 
 @pytest.fixture(autouse=True)

@@ -51,6 +51,16 @@ def _bn_train_bw(weight):
     return ((r(2, 3, 5), x, weight, None, None, mean, rstd, True, 1e-5, [True, True, True]), {})
 
 
+def _bn_eval_bw():
+    """Eval mode: the forward's saved statistics are what its device returns (none on CPU; the
+    running statistics it normalised with on CUDA), and the backward uses the running ones."""
+    x, weight, mean, var = r(2, 3, 5), r(3), r(3), pos(3)
+    _, save_mean, save_rstd = aten._native_batch_norm_legit_no_training.default(
+        x, weight, None, mean, var, 0.1, 1e-5)
+    saved = (save_mean, save_rstd) if save_mean.numel() else (None, None)
+    return ((r(2, 3, 5), x, weight, mean, var, *saved, False, 1e-5, [True, True, True]), {})
+
+
 SAMPLES = {
     aten.gelu.default: lambda: [((r(13, 7),), {}), ((noncontig(5, 6),), {"approximate": "tanh"})],
     aten.gelu_backward.default: lambda: [((r(13, 7), r(13, 7)), {}),
@@ -95,9 +105,7 @@ SAMPLES = {
         ((r(2, 3, 5, 4), r(3), r(3), None, None, True, 0.1, 1e-5), {}),
         ((noncontig(7, 3), None, None, None, None, True, 0.1, 1e-5), {})],
     aten.native_batch_norm_backward.default: lambda: [
-        ((r(2, 3, 5), r(2, 3, 5), r(3), r(3), pos(3), None, None, False, 1e-5,
-          [True, True, True]), {}),
-        _bn_train_bw(r(3)), _bn_train_bw(None)],
+        _bn_eval_bw(), _bn_train_bw(r(3)), _bn_train_bw(None)],
     aten.addmm.default: lambda: [((r(7), r(5, 3), r(3, 7)), {}),
                                  ((r(5, 7), r(5, 3), noncontig(3, 7)), {"beta": 0.5, "alpha": 2})],
     aten.linear.default: lambda: [((r(2, 5, 3), r(7, 3), r(7)), {}), ((r(5, 3), r(7, 3)), {})],
@@ -128,11 +136,57 @@ SAMPLES = {
 if hasattr(aten, "_fused_rms_norm"):  # torch >= 2.9
     SAMPLES[aten._fused_rms_norm.default] = lambda: [((r(3, 5, 7), [7], r(7), 1e-6), {})]
 RANDOM_OPS = [aten.native_dropout.default, aten.dropout.default]  # checked by statistics
+# cuDNN's ops run only on CUDA tensors (MINICOMPILE_TEST_DEVICE=cuda); on CPU they are checked
+# against native_batch_norm below.
+CUDA_SAMPLES = {
+    aten.cudnn_batch_norm.default: lambda: [
+        ((r(2, 3, 5, 4), r(3), r(3), r(3), pos(3), False, 0.1, 1e-5), {}),
+        ((r(2, 3, 5, 4), r(3), r(3), r(3), pos(3), True, 0.1, 1e-5), {})],
+    aten.cudnn_batch_norm_backward.default: lambda: [_cudnn_bn_bw()],
+}
+if torch.empty(0).is_cuda:
+    SAMPLES.update(CUDA_SAMPLES)
 
 
 def test_table_has_at_least_40_rows_and_every_row_has_samples():
     assert len(decomposition_table) >= 40
-    assert set(SAMPLES) | set(RANDOM_OPS) == set(decomposition_table)
+    assert set(SAMPLES) | set(RANDOM_OPS) | set(CUDA_SAMPLES) == set(decomposition_table)
+
+
+def _cudnn_bn_bw():
+    x, w = r(2, 3, 5), r(3)
+    _, mean, rstd, reserve = aten.cudnn_batch_norm.default(x, w, None, r(3), pos(3), True, 0.1,
+                                                           1e-5)
+    return ((x, r(2, 3, 5), w, r(3), pos(3), mean, rstd, 1e-5, reserve), {})
+
+
+def test_cudnn_batch_norm_backward_is_the_training_backward():
+    x, grad, w = r(2, 3, 5), r(2, 3, 5), r(3)
+    _, mean, rstd = aten.native_batch_norm.default(x, w, None, None, None, True, 0.1, 1e-5)
+    got = decomposition_table[aten.cudnn_batch_norm_backward.default](
+        x, grad, w, None, None, mean, rstd, 1e-5, torch.empty(0, dtype=torch.uint8))
+    want = aten.native_batch_norm_backward.default(grad, x, w, None, None, mean, rstd, True, 1e-5,
+                                                   [True, True, True])
+    _close(got, want)
+
+
+def test_cudnn_batch_norm_updates_running_stats_in_training():
+    x, w, b = r(4, 3, 5), r(3), r(3)
+    mean, var = r(3), pos(3)
+    ref_mean, ref_var = mean.clone(), var.clone()
+    out, *_ = decomposition_table[aten.cudnn_batch_norm.default](x, w, b, mean, var, True, 0.1,
+                                                                 1e-5)
+    want = torch.nn.functional.batch_norm(x, ref_mean, ref_var, w, b, training=True, eps=1e-5)
+    _close((out, mean, var), (want, ref_mean, ref_var))
+
+
+def test_cudnn_batch_norm_is_native_batch_norm_and_an_empty_reserve():
+    x, w, b, mean, var = r(2, 3, 5, 4), r(3), r(3), r(3), pos(3)
+    out, save_mean, save_rstd, reserve = decomposition_table[aten.cudnn_batch_norm.default](
+        x, w, b, mean, var, False, 0.1, 1e-5)
+    torch.testing.assert_close(out, torch.nn.functional.batch_norm(x, mean, var, w, b, eps=1e-5))
+    assert save_mean.numel() == save_rstd.numel() == reserve.numel() == 0
+    assert reserve.dtype == torch.uint8
 
 
 def _close(got, want):
@@ -233,7 +287,7 @@ NOT_PRIMS = {"aten.mm.default", "aten.bmm.default", "aten.convolution.default",
 
 @pytest.mark.parametrize("name", list(MODELS))
 def test_every_level_computes_the_same_forward(name):
-    model, inputs = MODELS[name]("cpu")
+    model, inputs = MODELS[name]()
     model.eval()
     graphs = trace_levels(model, list(inputs))
     params = list(model.parameters()) + list(model.buffers())
@@ -289,10 +343,12 @@ def test_recurrent_layers_unrolled_match_eager(make):
     ref = copy.deepcopy(model)
     x = torch.randn(3, 5, 6, requires_grad=True)
     rx = x.detach().clone().requires_grad_()
+    # cuDNN's fused RNN kernels (eager on CUDA) add up the gates in their own order
+    tol = dict(rtol=1e-3, atol=1e-4) if x.is_cuda else dict(rtol=1e-4, atol=1e-5)
     out, want = aot_eager(fx.symbolic_trace(model), [x])(x), ref(rx)
-    torch.testing.assert_close(out, want, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(out, want, **tol)
     out.sum().backward(), want.sum().backward()
-    torch.testing.assert_close(x.grad, rx.grad, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(x.grad, rx.grad, **tol)
     for p, q in zip(model.parameters(), ref.parameters()):
-        torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(p.grad, q.grad, **tol)
     assert mc.metrics.eager_fallbacks == 0

@@ -124,7 +124,7 @@ def test_dynamic_model_forward_and_backward(name):
     from minicompile.inductor.compile_fx import counters
 
     before = dict(counters)
-    model, inputs = MODELS[name]("cpu")
+    model, inputs = MODELS[name]()
     cf = mc.compile(model, backend="inductor", dynamic=True)
     for n in (5, 9, 4):
         shape = list(inputs[0].shape)

@@ -13,7 +13,7 @@ from minicompile.inductor.virtualized import ops
 
 i0, i1, i2 = (index_var("i", k) for k in range(3))
 s0 = size_var("s0")
-CPU = torch.device("cpu")
+DEVICE = torch.empty(0).device  # where torch.randn puts the inputs these IR nodes describe
 
 
 def test_floordiv_and_modular_rules():
@@ -39,7 +39,7 @@ def test_simplify_loops_merges_contiguous_dims():
 
 
 def test_layout_indexer_and_strided_views():
-    x = InputBuffer("x", Layout(CPU, torch.float32, [s0, 6]))
+    x = InputBuffer("x", Layout(DEVICE, torch.float32, [s0, 6]))
     assert x.layout.make_indexer()([i0, i1]) == 6 * i0 + i1
     t = View(x, [6, s0], lambda idx: [idx[1], idx[0]])  # transpose
     rv = as_strided_layout(t)
@@ -50,17 +50,17 @@ def test_layout_indexer_and_strided_views():
 
 
 def _chain():
-    x = InputBuffer("x", Layout(CPU, torch.float32, [4, 5]))
-    y = InputBuffer("y", Layout(CPU, torch.float32, [5]))
+    x = InputBuffer("x", Layout(DEVICE, torch.float32, [4, 5]))
+    y = InputBuffer("y", Layout(DEVICE, torch.float32, [5]))
     lx, ly = x.make_loader(), y.make_loader()
-    b0 = ComputedBuffer("buf0", Layout(CPU, torch.float32, [4, 5]), Pointwise(
-        CPU, torch.float32, lambda i: ops.mul(lx(i), ops.constant(2.0, torch.float32)), [4, 5]))
+    b0 = ComputedBuffer("buf0", Layout(DEVICE, torch.float32, [4, 5]), Pointwise(
+        DEVICE, torch.float32, lambda i: ops.mul(lx(i), ops.constant(2.0, torch.float32)), [4, 5]))
     l0 = b0.make_loader()
-    b1 = ComputedBuffer("buf1", Layout(CPU, torch.float32, [4, 5]), Pointwise(
-        CPU, torch.float32, lambda i: ops.add(l0(i), ly([i[1]])), [4, 5]))
+    b1 = ComputedBuffer("buf1", Layout(DEVICE, torch.float32, [4, 5]), Pointwise(
+        DEVICE, torch.float32, lambda i: ops.add(l0(i), ly([i[1]])), [4, 5]))
     l1 = b1.make_loader()
-    b2 = ComputedBuffer("buf2", Layout(CPU, torch.float32, [4]), Reduction(
-        CPU, torch.float32, lambda i, r: l1([i[0], r[0]]), [4], [5], "sum"))
+    b2 = ComputedBuffer("buf2", Layout(DEVICE, torch.float32, [4]), Reduction(
+        DEVICE, torch.float32, lambda i, r: l1([i[0], r[0]]), [4], [5], "sum"))
     return b0, b1, b2
 
 

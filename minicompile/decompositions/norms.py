@@ -94,7 +94,9 @@ def batch_norm_inference(x, weight, bias, running_mean, running_var, momentum, e
         out = aten.mul.Tensor(out, aten.view.default(weight, shape))
     if bias is not None:
         out = aten.add.Tensor(out, aten.view.default(bias, shape))
-    empty = aten.full.default([0], 0, dtype=x.dtype, device=x.device)  # eval: no statistics
+    if x.device.type != "cpu":  # ATen's CUDA kernel returns the statistics it normalised with
+        return out, running_mean, rstd
+    empty = aten.full.default([0], 0, dtype=x.dtype, device=x.device)  # CPU's: none in eval
     return out, empty, empty
 
 
@@ -166,3 +168,26 @@ def native_batch_norm(x, weight, bias, running_mean, running_var, training, mome
     if training or running_mean is None:
         return NotImplemented
     return batch_norm_inference(x, weight, bias, running_mean, running_var, momentum, eps)
+
+
+@register_decomposition(aten.cudnn_batch_norm.default)
+def cudnn_batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps):
+    """What ``batch_norm`` becomes on CUDA tensors (cuDNN's op). It is ``native_batch_norm``
+    (called, so that it is decomposed or functionalised exactly as on the CPU) plus cuDNN's
+    fourth output, a reserve buffer nothing here needs. In eval mode cuDNN saves no statistics."""
+    out, save_mean, save_rstd = aten.native_batch_norm.default(
+        x, weight, bias, running_mean, running_var, training, momentum, eps)
+    reserve = aten.full.default([0], 0, dtype=torch.uint8, device=x.device)
+    if not training:
+        empty = aten.full.default([0], 0, dtype=weight.dtype, device=x.device)
+        save_mean, save_rstd = empty, empty
+    return out, save_mean, save_rstd, reserve
+
+
+@register_decomposition(aten.cudnn_batch_norm_backward.default)
+def cudnn_batch_norm_backward(x, grad, weight, running_mean, running_var, save_mean, save_rstd,
+                              eps, reserve):
+    """cuDNN's backward, which autograd records after ``cudnn_batch_norm`` in training mode:
+    ``native_batch_norm_backward`` with the batch statistics the forward saved."""
+    return native_batch_norm_backward(grad, x, weight, running_mean, running_var, save_mean,
+                                      save_rstd, True, eps, [True, True, True])

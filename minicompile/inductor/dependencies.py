@@ -31,6 +31,7 @@ Two questions, both answered from ``MemoryDep(name, index, var_ranges)``:
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Iterable
 
 import sympy
@@ -141,11 +142,20 @@ def access_key(dep: MemoryDep):
 
 
 # --- enumeration ---------------------------------------------------------------------------------
+# Enumerating addresses is compile-time arithmetic on small int tensors: always on the CPU, even
+# where ``torch.set_default_device`` sends new tensors elsewhere.
+def on_cpu(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with torch.device("cpu"):
+            return fn(*args, **kwargs)
+    return wrapper
 
 def _points(dep: MemoryDep) -> sympy.Expr:
     return closed_form(dep)
 
 
+@on_cpu
 def enumerate_offsets(dep: MemoryDep) -> torch.Tensor:
     """Every flat offset ``dep`` touches (concrete sizes), one per loop point of the loop
     variables its index uses."""
@@ -156,6 +166,7 @@ def enumerate_offsets(dep: MemoryDep) -> torch.Tensor:
     return offsets.reshape(-1) if used else offsets.reshape(1)
 
 
+@on_cpu
 def count_distinct(deps: list[MemoryDep]) -> int:
     return int(torch.unique(torch.cat([enumerate_offsets(d) for d in deps])).numel())
 
@@ -259,6 +270,7 @@ def corresponding_point(write: MemoryDep, read: MemoryDep) -> dict | None:
     return point
 
 
+@on_cpu
 def addresses_and_rows(dep: MemoryDep, n_rows: int) -> tuple[torch.Tensor, torch.Tensor]:
     """For every point of ``dep``'s loops (row-major): the element it touches and its row."""
     sizes = [int(s) for _, s in dep.var_ranges]
@@ -274,6 +286,7 @@ def addresses_and_rows(dep: MemoryDep, n_rows: int) -> tuple[torch.Tensor, torch
     return addr[live], rows[live]
 
 
+@on_cpu
 def rows_line_up(write: MemoryDep, read: MemoryDep, n_rows: sympy.Expr) -> bool:
     """True when every element ``read`` loads was stored by ``write`` in the same kernel row."""
     if rows_line_up_symbolic(write, read, n_rows):

@@ -50,14 +50,13 @@ def welford_reduce(v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.T
     one by one with Chan et al.'s merge (``welford_combine``). Never forms ``sum(x^2) -
     sum(x)^2/n``, whose cancellation loses every digit when the mean is large."""
     shape = v.shape[:-1]
-    mean, m2 = torch.zeros(shape, dtype=v.dtype), torch.zeros(shape, dtype=v.dtype)
-    n = torch.zeros(shape, dtype=v.dtype)
+    mean, m2, n = (v.new_zeros(shape) for _ in range(3))
     for block in v.split(WELFORD_BLOCK, dim=-1):
         b_mean = block.mean(-1)
         b_m2 = ((block - b_mean.unsqueeze(-1)) ** 2).sum(-1)
         mean, m2, n = welford_combine((mean, m2, n), (b_mean, b_m2, block.shape[-1]))
     if v.shape[-1] == 0:
-        mean = torch.full(shape, float("nan"), dtype=v.dtype)
+        mean = v.new_full(shape, float("nan"))
     return mean, m2, n
 
 
@@ -90,9 +89,10 @@ class TorchHandler:
         self.store_shape = list(shape) + [1] * len(rshape)  # reduction dims reduced to 1
         self.masks: list[torch.Tensor] = []
         self._indirect = 0
+        self.device = next(iter(buffers.values())).device if buffers else torch.device("cpu")
 
     def _index(self, index) -> torch.Tensor:
-        return torch.as_tensor(eval_index(index, self.env), dtype=torch.int64)
+        return torch.as_tensor(eval_index(index, self.env), dtype=torch.int64, device=self.device)
 
     def load(self, name: str, index) -> torch.Tensor:
         idx = self._index(index)
@@ -103,19 +103,23 @@ class TorchHandler:
     def store(self, name: str, index, value) -> None:
         out = self.buffers[name]
         idx = self._index(index).expand(self.store_shape).reshape(-1)
-        value = torch.as_tensor(value).to(out.dtype).expand(self.store_shape).reshape(-1)
+        value = self._tensor(value).to(out.dtype).expand(self.store_shape).reshape(-1)
         out[idx] = value
 
     def constant(self, value, dtype) -> torch.Tensor:
         if isinstance(value, sympy.Basic):  # a size (``s0``, ``3*s1``): bound at run time
             value = eval_index(value, self.env)
-        return torch.tensor(value, dtype=dtype)
+        return torch.tensor(value, dtype=dtype, device=self.device)
+
+    def _tensor(self, value) -> torch.Tensor:
+        """``value`` as a tensor on the buffers' device (Python numbers and index grids too)."""
+        return torch.as_tensor(value, device=self.device)
 
     def index_expr(self, expr, dtype) -> torch.Tensor:
-        return torch.as_tensor(eval_index(expr, self.env)).to(dtype)
+        return self._tensor(eval_index(expr, self.env)).to(dtype)
 
     def to_dtype(self, x, dtype) -> torch.Tensor:
-        return torch.as_tensor(x).to(dtype)
+        return self._tensor(x).to(dtype)
 
     def where(self, cond, a, b) -> torch.Tensor:
         return torch.where(cond, a, b)
@@ -127,7 +131,7 @@ class TorchHandler:
             value = body()
         finally:
             self.masks.pop()
-        return torch.where(mask, value, torch.tensor(other, dtype=value.dtype))
+        return torch.where(mask, value, torch.tensor(other, dtype=value.dtype, device=value.device))
 
     def indirect_indexing(self, value, size) -> sympy.Symbol:
         value = value.to(torch.int64)
@@ -139,7 +143,7 @@ class TorchHandler:
 
     def reduction(self, dtype, src_dtype, reduction_type: str, value):
         # flatten the reduction dims into one trailing dim and reduce it
-        value = torch.as_tensor(value).expand(self.full_shape).reshape(self.shape + [-1])
+        value = self._tensor(value).expand(self.full_shape).reshape(self.shape + [-1])
         result = REDUCE[reduction_type](value, dtype)
         if isinstance(result, tuple):  # welford: (mean, m2, weight)
             return tuple(r.reshape(self.store_shape) for r in result)
@@ -148,7 +152,7 @@ class TorchHandler:
 
 def _make_op(name: str):
     fn = TORCH_OPS.get(name) or getattr(torch, name)
-    return lambda self, *args: fn(*[torch.as_tensor(a) for a in args])
+    return lambda self, *args: fn(*[self._tensor(a) for a in args])
 
 
 for _name in UNARY_OPS + BINARY_OPS:
@@ -177,7 +181,7 @@ def run_computed(node: ComputedBuffer, buffers: dict, sizes: Mapping) -> None:
     shape = [evaluate_size(s, sizes) for s in ranges]
     rshape = [evaluate_size(s, sizes) for s in rranges]
     index, rindex = node.index_vars()
-    grid = index_grid(shape + rshape)
+    grid = index_grid(shape + rshape, device=node.layout.device)
     env = dict(sizes)
     env.update(zip(index + rindex, grid))
     if node.name not in buffers:

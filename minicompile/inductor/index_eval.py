@@ -64,8 +64,8 @@ def evaluate_size(expr: Any, sizes: Mapping[sympy.Symbol, int]) -> int:
     return int(eval_index(sympy.sympify(expr), sizes))
 
 
-def index_grid(sizes_: list[int]) -> list[torch.Tensor]:
+def index_grid(sizes_: list[int], device: torch.device | str = "cpu") -> list[torch.Tensor]:
     """One int64 tensor per dim, shaped to broadcast over the grid (a lazy meshgrid)."""
     n = len(sizes_)
-    return [torch.arange(s).view([-1 if d == k else 1 for d in range(n)])
+    return [torch.arange(s, device=device).view([-1 if d == k else 1 for d in range(n)])
             for k, s in enumerate(sizes_)]

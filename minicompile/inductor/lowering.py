@@ -66,7 +66,10 @@ def out_dtype() -> torch.dtype:
 
 
 def device() -> torch.device:
-    return V.graph.device
+    """Where the node being lowered puts its result: a factory op (``arange(n, device=...)``)
+    has no input to take a device from."""
+    meta = out_meta()
+    return meta.device if isinstance(meta, torch.Tensor) else V.graph.device
 
 
 # --- loaders ---------------------------------------------------------------------------------

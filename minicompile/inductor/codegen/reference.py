@@ -52,9 +52,10 @@ class ReferenceKernel:
         numel = int(eval_index(self.group.numel, sizes))
         rnumel = int(eval_index(self.group.rnumel, sizes))
         block = max(1, BLOCK_ELEMENTS // max(rnumel, 1))
-        rindex = torch.arange(rnumel).view(1, -1)
+        device = args[0].device if n_buf else torch.device("cpu")
+        rindex = torch.arange(rnumel, device=device).view(1, -1)
         for start in range(0, numel, block):
-            xindex = torch.arange(start, min(numel, start + block)).view(-1, 1)
+            xindex = torch.arange(start, min(numel, start + block), device=device).view(-1, 1)
             env: dict = dict(sizes)
             env.update({XINDEX: xindex, RINDEX: rindex})
             handler = BlockHandler(buffers, env, [xindex.numel()], [rnumel])

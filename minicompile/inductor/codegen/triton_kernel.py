@@ -31,8 +31,8 @@ from ..kernel_group import RINDEX, XINDEX, KernelGroup, KernelMember
 from ..sizevars import simplify_index
 from ..ops_handler import add_elementwise_ops
 from .common import CSE, IndentedBuffer, KernelSignature, emit_members
-from .triton_ops import (TRITON_OPS, compute_dtype, paren, result_dtype, texpr,
-                         triton_constant, triton_dtype)
+from .triton_ops import (SIGN_BIT, TRITON_OPS, compute_dtype, is_negative_zero, paren,
+                         result_dtype, texpr, triton_constant, triton_dtype)
 
 PERSISTENT_RNUMEL = 1024  # rows up to this long are reduced in one block: no loop
 # A kernel that goes over its row more than once (softmax: max, then sum of exp, then the
@@ -238,6 +238,12 @@ class TritonKernel:
 
     def constant(self, value: Any, dtype: torch.dtype) -> str:
         dtype = compute_dtype(dtype)
+        if is_negative_zero(value) and dtype in SIGN_BIT:
+            # Triton's compiler turns a constant equal to 0 into +0.0 (x / -0.0 would give +inf):
+            # spell -0.0 as its bits, the sign bit alone, reinterpreted as a float.
+            int_type, bits = SIGN_BIT[dtype]
+            return self.generate(f"tl.full([1], {bits}, {int_type}).to({triton_dtype(dtype)}, "
+                                 f"bitcast=True)", dtype)
         value = texpr(value) if isinstance(value, sympy.Basic) else triton_constant(value)
         return self.generate(f"tl.full([1], {value}, {triton_dtype(dtype)})", dtype)
 

@@ -14,6 +14,8 @@ torch/_inductor/codegen/triton.py).
 
 from __future__ import annotations
 
+import math
+
 import sympy
 import torch
 from sympy.printing.str import StrPrinter
@@ -36,6 +38,14 @@ def compute_dtype(dtype: torch.dtype) -> torch.dtype:
 
 def triton_dtype(dtype: torch.dtype) -> str:
     return TRITON_DTYPES[dtype]
+
+
+# float dtype -> (the integer type of its width, the integer whose bits are the sign bit alone)
+SIGN_BIT = {torch.float32: ("tl.int32", -2 ** 31), torch.float64: ("tl.int64", -2 ** 63)}
+
+
+def is_negative_zero(value) -> bool:
+    return isinstance(value, float) and value == 0.0 and math.copysign(1.0, value) < 0
 
 
 def triton_constant(value) -> str:

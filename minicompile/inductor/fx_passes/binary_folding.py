@@ -151,7 +151,7 @@ def fold_conv_binary(gm: torch.fx.GraphModule) -> int:
             bias = conv.args[2]
             if bias is None:  # a constant zero bias, so the next fold still sees a constant
                 name = _fresh_name(gm, "_folded_constant")
-                gm.register_buffer(name, torch.zeros(channels, dtype=out.dtype))
+                gm.register_buffer(name, torch.zeros(channels, dtype=out.dtype, device=out.device))
                 bias = g.get_attr(name)
             new_w, new_b = BINARY_FOLDS[node.target](emit, weight, bias, c)
             new_conv = g.call_function(aten.convolution.default,
