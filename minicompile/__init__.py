@@ -20,13 +20,14 @@ from ._logging import set_logs
 from .backends import list_backends, lookup_backend, register_backend
 from .metrics import metrics
 from .aot_autograd.joint import PRE_AUTOGRAD_DECOMPOSITIONS
-from .decompositions import rnn_decompositions
+from .decompositions import pre_autograd_decompositions
 from .dynamo.eval_frame import optimize
 from .dynamo.eval_frame import reset as dynamo_reset
 from .dynamo.explain import explain as dynamo_explain
 
-# The composition root wires the stages: AOT autograd unrolls RNNs with decompositions/rnn.py.
-PRE_AUTOGRAD_DECOMPOSITIONS.update(rnn_decompositions)
+# The composition root wires the stages: AOT autograd unrolls RNNs (decompositions/rnn.py) and
+# gives batch norm one form on every device (decompositions/norms.py) before autograd.
+PRE_AUTOGRAD_DECOMPOSITIONS.update(pre_autograd_decompositions)
 
 __all__ = ["compile", "explain", "reset", "mark_dynamic", "metrics", "set_logs",
            "list_backends", "register_backend"]

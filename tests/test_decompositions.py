@@ -48,7 +48,9 @@ def _bn_train_bw(weight):
     """Training mode: the saved batch statistics come from the forward."""
     x = r(2, 3, 5)
     _, mean, rstd = aten.native_batch_norm.default(x, weight, None, None, None, True, 0.1, 1e-5)
-    return ((r(2, 3, 5), x, weight, None, None, mean, rstd, True, 1e-5, [True, True, True]), {})
+    has_weight = weight is not None  # autograd asks no weight gradient of a missing weight
+    return ((r(2, 3, 5), x, weight, None, None, mean, rstd, True, 1e-5,
+             [True, has_weight, has_weight]), {})
 
 
 def _bn_eval_bw():
@@ -155,7 +157,7 @@ def test_table_has_at_least_40_rows_and_every_row_has_samples():
 
 def _cudnn_bn_bw():
     x, w = r(2, 3, 5), r(3)
-    _, mean, rstd, reserve = aten.cudnn_batch_norm.default(x, w, None, r(3), pos(3), True, 0.1,
+    _, mean, rstd, reserve = aten.cudnn_batch_norm.default(x, w, r(3), r(3), pos(3), True, 0.1,
                                                            1e-5)
     return ((x, r(2, 3, 5), w, r(3), pos(3), mean, rstd, 1e-5, reserve), {})
 

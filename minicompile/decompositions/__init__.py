@@ -18,9 +18,13 @@ The three-levels view (ATen, core ATen, prims) is course tooling: course/levels.
 """
 
 from . import activations, linear, losses, norms, reductions, softmax  # noqa: F401 (register rows)
+from .norms import norm_pre_autograd_decompositions
 from .rnn import rnn_decompositions
 from .registry import (core_aten_ops_used, decomposition_table, get_decompositions,
                        is_core_aten, ops_used, register_decomposition)
 
-__all__ = ["decomposition_table", "rnn_decompositions", "register_decomposition", "get_decompositions",
+# torch function -> replacement that aot_autograd's tracer applies before autograd records it
+pre_autograd_decompositions = {**rnn_decompositions, **norm_pre_autograd_decompositions}
+
+__all__ = ["decomposition_table", "pre_autograd_decompositions", "rnn_decompositions", "register_decomposition", "get_decompositions",
            "core_aten_ops_used", "ops_used", "is_core_aten"]

@@ -191,3 +191,17 @@ def cudnn_batch_norm_backward(x, grad, weight, running_mean, running_var, save_m
     ``native_batch_norm_backward`` with the batch statistics the forward saved."""
     return native_batch_norm_backward(grad, x, weight, running_mean, running_var, save_mean,
                                       save_rstd, True, eps, [True, True, True])
+
+
+def batch_norm_as_native(x, weight, bias, running_mean, running_var, training, momentum, eps,
+                         cudnn_enabled=True):
+    """``torch.batch_norm`` (what ``F.batch_norm`` calls), replaced before autograd sees it: on
+    CUDA it would dispatch to cuDNN's op, whose running-statistics update and reserve buffer
+    differ from the CPU's. ``native_batch_norm`` on every device gives one graph, one
+    functionalisation and one backward (``native_batch_norm_backward``)."""
+    return torch.ops.aten.native_batch_norm.default(
+        x, weight, bias, running_mean, running_var, training, momentum, eps)[0]
+
+
+# torch function -> replacement, applied by aot_autograd's tracer before autograd
+norm_pre_autograd_decompositions = {torch.batch_norm: batch_norm_as_native}

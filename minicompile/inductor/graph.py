@@ -174,6 +174,10 @@ class GraphLowering:
         value = getattr(self.gm, node.target)
         if not isinstance(value, torch.Tensor):
             return value
+        if value.dim() == 0 and value.device != self.device:
+            # ATen lets a 0-d CPU tensor take part in a CUDA op (``y[0] = 0`` makes one); a
+            # generated kernel reads only memory on its own device
+            value = value.to(self.device)
         buf = InputBuffer(node.name, layout_of(value))
         self.constants[node.name] = value
         self.constant_buffers[node.name] = buf

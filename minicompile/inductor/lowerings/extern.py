@@ -20,6 +20,9 @@ EXTERN_OPS = [
     aten._scaled_dot_product_cudnn_attention.default,
     aten.scaled_dot_product_attention.default,
     aten._scaled_dot_product_flash_attention_for_cpu_backward.default,
+    aten._scaled_dot_product_efficient_attention_backward.default,
+    aten._scaled_dot_product_flash_attention_backward.default,
+    aten._scaled_dot_product_cudnn_attention_backward.default,
     aten._cdist_forward.default,
 ]
 
