@@ -600,3 +600,14 @@ def test_variant_traced_after_the_guards_were_made_may_not_add_guards():
     torch.testing.assert_close(out, fn(x, 3))
     torch.testing.assert_close(torch.autograd.grad(out.sum(), x)[0], torch.full((1, 3), 6.0))
     assert mc.metrics.eager_fallbacks == 1
+
+
+def test_batch_norm_one_value_per_channel_in_training_raises_as_in_eager():
+    """Batch norm reaches the tracer as native_batch_norm on every device; F.batch_norm's own
+    check (more than one value per channel when training) still runs."""
+    bn = torch.nn.BatchNorm1d(3)
+    x = torch.randn(1, 3)
+    with pytest.raises(ValueError, match="more than 1 value per channel"):
+        bn(x)
+    with pytest.raises(ValueError, match="more than 1 value per channel"):
+        aot_eager(fx.symbolic_trace(bn), [x])(x)

@@ -203,5 +203,18 @@ def batch_norm_as_native(x, weight, bias, running_mean, running_var, training, m
         x, weight, bias, running_mean, running_var, training, momentum, eps)[0]
 
 
+def functional_batch_norm_as_native(x, running_mean, running_var, weight=None, bias=None,
+                                    training=False, momentum=0.1, eps=1e-5):
+    """``F.batch_norm``: the tracer's mode sees this call, not the ``torch.batch_norm`` inside
+    it. Keeps F's check that training mode has more than one value per channel."""
+    if training:
+        torch.nn.functional._verify_batch_size(x.size())
+    return batch_norm_as_native(x, weight, bias, running_mean, running_var, training, momentum,
+                                eps)
+
+
 # torch function -> replacement, applied by aot_autograd's tracer before autograd
-norm_pre_autograd_decompositions = {torch.batch_norm: batch_norm_as_native}
+norm_pre_autograd_decompositions = {
+    torch.batch_norm: batch_norm_as_native,
+    torch.nn.functional.batch_norm: functional_batch_norm_as_native,
+}
