@@ -610,4 +610,4 @@ def test_batch_norm_one_value_per_channel_in_training_raises_as_in_eager():
     with pytest.raises(ValueError, match="more than 1 value per channel"):
         bn(x)
     with pytest.raises(ValueError, match="more than 1 value per channel"):
-        aot_eager(fx.symbolic_trace(bn), [x])(x)
+        mc.compile(bn, backend="aot_eager")(x)
