@@ -48,6 +48,8 @@ def _use_test_device():
     """Unplaced tensors, including modules built when test files are imported, go to TEST_DEVICE."""
     if TEST_DEVICE == "cpu":
         return
+    if TEST_DEVICE == "cuda" and not torch.cuda.is_available():
+        raise pytest.UsageError("MINICOMPILE_TEST_DEVICE=cuda needs a CUDA device")
     torch.set_default_device(TEST_DEVICE)
     # Eager is the oracle: it must not round matmuls and convolutions to TF32 on the GPU.
     torch.backends.cuda.matmul.allow_tf32 = False
