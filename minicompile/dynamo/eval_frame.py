@@ -256,6 +256,17 @@ def run_eagerly(fn: types.FunctionType, args: tuple, kwargs: dict, backend: Call
     return cache.eager_frame(fn, backend)(*args, **kwargs)
 
 
+def _static_forward(mod: torch.nn.Module) -> Any:
+    """``inspect.getattr_static(mod, "forward")`` without its cost on every call: the
+    instance's own ``forward`` if it has one, else the first class in the MRO that defines it."""
+    if "forward" in mod.__dict__:
+        return mod.__dict__["forward"]
+    for klass in type(mod).__mro__:
+        if "forward" in klass.__dict__:
+            return klass.__dict__["forward"]
+    return None
+
+
 class OptimizedModule(torch.nn.Module):
     """``mc.compile(module)``: calling it runs ``type(module).forward`` through the cache with
     ``self`` bound (so ``L['self']`` is the module, and its attributes are guarded)."""
@@ -268,7 +279,7 @@ class OptimizedModule(torch.nn.Module):
         self._dynamic = dynamic
 
     def forward(self, *args, **kwargs):
-        forward = inspect.getattr_static(self._orig_mod, "forward", None)
+        forward = _static_forward(self._orig_mod)
         if not isinstance(forward, types.FunctionType) or _has_hooks(self._orig_mod):
             return self._orig_mod(*args, **kwargs)
         return run_frame(forward, (self._orig_mod, *args), kwargs, self._backend,

@@ -222,11 +222,12 @@ class CppKernel:
         n_buf, n_size = len(self.signature.buffers()), len(self.signature.sizes)
         argtypes = [cpp_build.ctypes.c_void_p] * n_buf + [cpp_build.ctypes.c_int64] * (n_size + 1)
         self._fn = cpp_build.load(self.source, self.name, argtypes)
+        self._n_buf = n_buf
 
     def __call__(self, *args: Any) -> None:
         if self._fn is None:
             self.build()
-        n_buf = len(self.signature.buffers())
+        n_buf = self._n_buf
         self._fn(*[t.data_ptr() for t in args[:n_buf]], *args[n_buf:], torch.get_num_threads())
 
 

@@ -23,6 +23,7 @@ from ..executor import TorchHandler
 from ..index_eval import eval_index
 from ..kernel_group import RINDEX, XINDEX, KernelGroup
 from .common import BaseScheduling, KernelSignature, emit_members
+from .wrapper import flat_storage
 
 BLOCK_ELEMENTS = 1 << 16  # elements of (rows x row length) per block
 
@@ -47,7 +48,8 @@ class ReferenceKernel:
 
     def __call__(self, *args: Any) -> None:
         n_buf = len(self.signature.buffers())
-        buffers = dict(zip(self.signature.buffers(), args[:n_buf]))
+        # a buffer argument starts its storage; the executor indexes that storage flat
+        buffers = dict(zip(self.signature.buffers(), map(flat_storage, args[:n_buf])))
         sizes = dict(zip(self.signature.sizes, args[n_buf:]))
         numel = int(eval_index(self.group.numel, sizes))
         rnumel = int(eval_index(self.group.rnumel, sizes))

@@ -70,18 +70,32 @@ def ptuple(values: list) -> str:
 # --- runtime helpers the program calls --------------------------------------------------------
 
 def storage(x: torch.Tensor, size: tuple, stride: tuple, offset: int) -> torch.Tensor:
-    """The flat storage (from its first element) that ``x`` is a ``size/stride/offset`` view of;
-    a laid-out copy when ``x`` is laid out otherwise (never a wrong read)."""
-    if tuple(x.shape) == size and x.stride() == stride and x.storage_offset() == offset:
-        n = x.untyped_storage().nbytes() // x.element_size()
-        return x.as_strided((n,), (1,), 0)
+    """A tensor whose data pointer is the first element of the storage that ``x`` is a
+    ``size/stride/offset`` view of: what kernels index from. That is ``x`` itself when it starts
+    its storage (the common case: no view to make); else a flat view of its storage; a laid-out
+    copy when ``x`` is laid out otherwise (never a wrong read)."""
+    if x.stride() == stride and tuple(x.shape) == size:
+        start = x.storage_offset()
+        if start == offset == 0:
+            return x
+        if start == offset:
+            return flat_storage(x)
     numel = offset + sum((sz - 1) * st for sz, st in zip(size, stride)) + 1 if all(size) else 0
     out = torch.empty((numel,), dtype=x.dtype, device=x.device)
     torch.as_strided(out, size, stride, offset).copy_(x)
     return out
 
 
+def flat_storage(x: torch.Tensor) -> torch.Tensor:
+    """All of ``x``'s storage as a 1-D tensor, from its first element."""
+    return x.as_strided((x.untyped_storage().nbytes() // x.element_size(),), (1,), 0)
+
+
 def reinterpret(buf: torch.Tensor, size: tuple, stride: tuple, offset: int) -> torch.Tensor:
+    """The ``size/stride/offset`` view of ``buf``'s storage: ``buf`` itself when it is that view
+    already (an input or an extern kernel's result passed straight on)."""
+    if offset == 0 and buf.stride() == stride and tuple(buf.shape) == size:
+        return buf  # (``storage`` only hands on a tensor that starts its storage)
     return torch.as_strided(buf, size, stride, offset)
 
 
