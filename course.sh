@@ -57,6 +57,31 @@ run_tests() {
     MINICOMPILE_CPU_BACKEND=triton "$PY" -m pytest tests -q -p no:cacheprovider \
       --deselect tests/test_bench.py "$@"
   fi
+  run_tests_python313
+}
+
+find_python313() {
+  command -v python3.13 2>/dev/null && return
+  ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.13*/bin/python3.13 2>/dev/null | tail -1
+}
+
+run_tests_python313() {
+  # The bytecode layer again under Python 3.13, where an interpreter for it is installed (its
+  # torch comes from PyPI: the CUDA build, a large download the first time).
+  local py313 venv313="${VENV}-py313"
+  py313="$(find_python313)"
+  if [ -z "$py313" ]; then say "no Python 3.13 here: the 3.13 pass is skipped"; return; fi
+  if [ ! -x "$venv313/bin/python" ] || ! "$venv313/bin/python" -c "import torch, pytest" 2>/dev/null; then
+    say "installing torch and the test packages for Python 3.13 into $venv313"
+    "$py313" -m venv "$venv313" && "$venv313/bin/python" -m pip install -q "$TORCH_SPEC" \
+      sympy networkx numpy matplotlib graphviz pytest hypothesis pytest-timeout \
+      || { say "could not install torch for Python 3.13: the 3.13 pass is skipped"; return; }
+  fi
+  say "bytecode, capture, guard and graph-break tests under Python 3.13"
+  PYTHONPATH="$PWD" "$venv313/bin/python" -m pytest -q -p no:cacheprovider \
+    tests/test_bytecode.py tests/test_dynamo_capture.py tests/test_guards.py \
+    tests/test_graph_breaks.py tests/test_graph_breaks_side_effects.py \
+    tests/test_resume_execution.py tests/test_recompiles.py
 }
 
 case "${1:-}" in

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from minicompile.dynamo.bytecode_analysis import READS, WRITES, TERMINAL
+from minicompile.dynamo.bytecode_analysis import READS, TERMINAL, WRITES, parts
 from minicompile.dynamo.bytecode_transformation import Instruction, create_instruction
 from minicompile.dynamo.resume_execution import CONTEXT, NULL, VALUE, stack_arg_name
 
@@ -21,9 +21,12 @@ def live_locals(insts: list[Instruction], start: int) -> set[str]:
     A local is *live* at ``insts[start]`` if some path of execution from there reads it before
     writing it. Walk the control-flow graph from ``start``: after instruction ``i`` control goes
     to ``insts[i + 1]`` unless ``i.opname in TERMINAL``, and also to ``i.target`` when it is not
-    None (a jump; ``insts.index(i.target)`` is its position). An instruction reads ``i.argval``
-    when ``i.opname in READS`` and writes it when ``i.opname in WRITES`` (reads happen first).
-    Ignore exception handlers. Tip: explore (position, set of names already written) states.
+    None (a jump; ``insts.index(i.target)`` is its position). ``parts(i)`` lists what ``i`` does
+    as ``(opname, argval)`` pairs, in order: one pair, or two for a Python 3.13
+    superinstruction (``LOAD_FAST_LOAD_FAST`` reads two locals). A part reads ``argval`` when
+    its opname is in ``READS`` and writes it when it is in ``WRITES`` (a part's read happens
+    before its write). Ignore exception handlers. Tip: explore (position, set of names already
+    written) states.
     """
     ### BEGIN SOLUTION 3.1: search every path from start for reads that come before writes
     live: set[str] = set()
@@ -35,10 +38,11 @@ def live_locals(insts: list[Instruction], start: int) -> set[str]:
             continue
         seen.add((pos, written))
         inst = insts[pos]
-        if inst.opname in READS and inst.argval not in written:
-            live.add(inst.argval)
-        if inst.opname in WRITES:
-            written = written | {inst.argval}
+        for opname, name in parts(inst):
+            if opname in READS and name not in written:
+                live.add(name)
+            if opname in WRITES:
+                written = written | {name}
         if inst.opname not in TERMINAL:
             work.append((pos + 1, written))
         if inst.target is not None:

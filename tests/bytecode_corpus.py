@@ -198,6 +198,9 @@ def f_extended_arg(a):  # EXTENDED_ARG: a jump over more than 255 instructions
         a = a + 1; a = a + 1; a = a + 1; a = a + 1; a = a + 1; a = a + 1; a = a + 1  # noqa: E702
         a = a + 1; a = a + 1; a = a + 1; a = a + 1; a = a + 1; a = a + 1; a = a + 1  # noqa: E702
         a = a + 1; a = a + 1; a = a + 1; a = a + 1; a = a + 1; a = a + 1; a = a + 1  # noqa: E702
+        a = a + 1; a = a + 1; a = a + 1; a = a + 1; a = a + 1; a = a + 1; a = a + 1  # noqa: E702
+        a = a + 1; a = a + 1; a = a + 1; a = a + 1; a = a + 1; a = a + 1; a = a + 1  # noqa: E702
+    a = a * 2  # (3.13 copies a bare `return a` into the jump's source: no long jump then)
     return a
 
 

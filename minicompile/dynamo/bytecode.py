@@ -1,4 +1,4 @@
-"""Read a code object's bytecode into one instruction set shared by CPython 3.11 and 3.12
+"""Read a code object's bytecode into one instruction set shared by CPython 3.11, 3.12 and 3.13
 (mirrors ``cleaned_instructions`` in torch/_dynamo/bytecode_transformation.py).
 
 Bytecode changes with every CPython minor release. The interpreter in ``symbolic_convert.py``
@@ -11,8 +11,17 @@ must not care, so every version difference is rewritten here, in one place, as a
     3.12 BINARY_SLICE / STORE_SLICE   -> BUILD_SLICE 2; BINARY_SUBSCR / STORE_SUBSCR
     3.12 CALL_INTRINSIC_1 list->tuple -> LIST_TO_TUPLE    (3.11 name)
     3.12 FOR_ITER exits past END_FOR  -> its target is the instruction after END_FOR (3.11 meaning)
-    LOAD_GLOBAL with the NULL bit     -> PUSH_NULL; LOAD_GLOBAL
+    LOAD_GLOBAL with the NULL bit     -> PUSH_NULL; LOAD_GLOBAL (3.13: LOAD_GLOBAL; PUSH_NULL)
+    3.13 LOAD_FAST_LOAD_FAST a, b     -> LOAD_FAST a; LOAD_FAST b (and the two other
+         superinstructions STORE_FAST_STORE_FAST, STORE_FAST_LOAD_FAST: two plain ones)
+    3.13 LOAD_FAST of a cell variable -> LOAD_CLOSURE     (the cell itself, for a closure)
+    3.13 FORMAT_SIMPLE / FORMAT_WITH_SPEC -> FORMAT_VALUE 0 / FORMAT_VALUE 4 (the 3.12 spelling)
+    3.13 FOR_ITER exits past END_FOR and the POP_TOP after it
 
+Where a NULL goes is the one layout difference that is kept, not normalised: up to 3.12 CPython
+expects ``NULL, callable, args`` for a CALL, 3.13 ``callable, NULL, args``. The symbolic stack
+mirrors the real one exactly, because a graph break hands it to real bytecode (a NULL in the
+wrong place crashes the 3.13 interpreter); the CALL handler accepts both layouts.
 The parts of an expansion share the original offset; a graph break may only happen before the
 first part (``expansion_start``), where the stack is the one the original instruction expects.
 
@@ -28,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 PY312 = sys.version_info >= (3, 12)
+PY313 = sys.version_info >= (3, 13)
 DIS_DOCS = "https://docs.python.org/{v}/library/dis.html#opcode-{op}"
 
 
@@ -107,6 +117,14 @@ RENAMES: dict[str, str] = {
     "CACHE": "NOP",
 }
 
+# 3.13 superinstructions: two plain instructions in one code unit, argval the pair of names
+SUPERINSTRUCTIONS = {
+    "LOAD_FAST_LOAD_FAST": ("LOAD_FAST", "LOAD_FAST"),
+    "STORE_FAST_STORE_FAST": ("STORE_FAST", "STORE_FAST"),
+    "STORE_FAST_LOAD_FAST": ("STORE_FAST", "LOAD_FAST"),
+}
+FORMAT_FLAGS = {"FORMAT_SIMPLE": 0, "FORMAT_WITH_SPEC": 4}  # FORMAT_VALUE's "has a spec" bit
+
 INTRINSICS_1 = {  # 3.12 CALL_INTRINSIC_1 argrepr -> the 3.11 instruction doing the same
     "INTRINSIC_LIST_TO_TUPLE": "LIST_TO_TUPLE",
     "INTRINSIC_UNARY_POSITIVE": "UNARY_POSITIVE",
@@ -119,7 +137,14 @@ def _expand(ins: dis.Instruction, code: types.CodeType) -> list[tuple[str, Any, 
     if op == "KW_NAMES":  # 3.11's dis shows the const index; 3.12's the names tuple
         return [("KW_NAMES", code.co_consts[arg], repr(code.co_consts[arg]), arg)]
     if op == "LOAD_GLOBAL" and arg is not None and arg & 1:
-        return [("PUSH_NULL", None, "", None), ("LOAD_GLOBAL", val, val, arg)]
+        parts = [("PUSH_NULL", None, "", None), ("LOAD_GLOBAL", val, val, arg)]
+        return parts[::-1] if PY313 else parts  # 3.13 pushes the NULL above the callable
+    if op in SUPERINSTRUCTIONS:
+        return [(part, name, name, None) for part, name in zip(SUPERINSTRUCTIONS[op], val)]
+    if op == "LOAD_FAST" and PY313 and val in code.co_cellvars + code.co_freevars:
+        return [("LOAD_CLOSURE", val, val, arg)]  # 3.13 spells LOAD_CLOSURE as LOAD_FAST
+    if op in FORMAT_FLAGS:
+        return [("FORMAT_VALUE", FORMAT_FLAGS[op], "", FORMAT_FLAGS[op])]
     if op == "LOAD_ATTR" and PY312 and arg is not None and arg & 1:
         return [("LOAD_METHOD", val, val, arg)]
     if op == "LOAD_SUPER_ATTR":  # 3.12 super().name: bit 0 = method load, bit 1 = two-arg form
@@ -154,7 +179,7 @@ def cleaned_instructions(code: types.CodeType) -> list[Instruction]:
         if ins.opcode in dis.hasjrel or ins.opcode in dis.hasjabs:
             target = first_index[ins.argval]
             if out[target].opname == "END_FOR":  # 3.12: FOR_ITER really resumes after it
-                target += 1
+                target += 2 if PY313 else 1  # 3.13: and after the POP_TOP of the iterator
             inst.target = out[target]
     return out
 
@@ -173,6 +198,11 @@ ONLY_311 = {"JUMP_IF_FALSE_OR_POP", "JUMP_IF_TRUE_OR_POP", "LIST_TO_TUPLE", "LOA
             "POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_FORWARD_IF_NONE",
             "POP_JUMP_FORWARD_IF_NOT_NONE", "POP_JUMP_FORWARD_IF_TRUE", "PRECALL",
             "UNARY_POSITIVE", "LOAD_CLASSDEREF", "PRINT_EXPR", "IMPORT_STAR"}
+# Real instructions 3.13 removed (from dis.opmap), and those it added that the interpreter meets.
+REMOVED_IN_313 = {"FORMAT_VALUE", "KW_NAMES"}
+ONLY_313 = {"LOAD_FAST_LOAD_FAST", "STORE_FAST_STORE_FAST", "STORE_FAST_LOAD_FAST", "TO_BOOL",
+            "CALL_KW", "SET_FUNCTION_ATTRIBUTE", "CONVERT_VALUE", "FORMAT_SIMPLE",
+            "FORMAT_WITH_SPEC"}
 ONLY_312 = {"BINARY_SLICE", "CALL_INTRINSIC_1", "CALL_INTRINSIC_2", "CLEANUP_THROW", "END_FOR",
             "END_SEND", "LOAD_FAST_AND_CLEAR", "LOAD_FAST_CHECK", "LOAD_FROM_DICT_OR_DEREF",
             "LOAD_FROM_DICT_OR_GLOBALS", "LOAD_LOCALS", "LOAD_SUPER_ATTR", "POP_JUMP_IF_FALSE",
@@ -188,7 +218,13 @@ EXPANSIONS = {
     "STORE_SLICE": "BUILD_SLICE 2; STORE_SUBSCR",
     "CALL_INTRINSIC_1": "LIST_TO_TUPLE or UNARY_POSITIVE (other intrinsics unsupported)",
     "KW_NAMES": "3.11: argval read from co_consts",
-    "FOR_ITER": "3.12: exit target moved past END_FOR",
+    "FOR_ITER": "3.12: exit target moved past END_FOR (3.13: and past its POP_TOP)",
+    "LOAD_FAST_LOAD_FAST": "3.13: LOAD_FAST; LOAD_FAST",
+    "STORE_FAST_STORE_FAST": "3.13: STORE_FAST; STORE_FAST",
+    "STORE_FAST_LOAD_FAST": "3.13: STORE_FAST; LOAD_FAST",
+    "LOAD_FAST": "3.13, of a cell variable: LOAD_CLOSURE",
+    "FORMAT_SIMPLE": "3.13: FORMAT_VALUE 0",
+    "FORMAT_WITH_SPEC": "3.13: FORMAT_VALUE 4 (a spec on the stack)",
 }
 # Reached only through the exception table (when the code raises): tracing never gets there.
 EXCEPTION_PATH = {"PUSH_EXC_INFO", "WITH_EXCEPT_START", "RERAISE", "POP_EXCEPT",

@@ -18,7 +18,7 @@ import dis
 import types
 from collections import deque
 
-from .bytecode import Instruction
+from .bytecode import SUPERINSTRUCTIONS, Instruction
 
 # Instructions after which control never falls through to the next instruction.
 TERMINAL = {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE", "JUMP_FORWARD",
@@ -30,6 +30,18 @@ READS = {"LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR", "DELETE_FAST", "
 WRITES = {"STORE_FAST", "STORE_DEREF", "DELETE_FAST", "DELETE_DEREF", "LOAD_FAST_AND_CLEAR"}
 # LOAD_FAST_AND_CLEAR (3.12 inlined comprehensions) saves a local on the stack and unbinds it;
 # DELETE_FAST needs the local bound (it raises UnboundLocalError otherwise), so both read.
+
+
+def parts(inst: Instruction) -> list[tuple[str, object]]:
+    """(opname, argval) of each plain instruction ``inst`` does, in order: two for a 3.13
+    superinstruction (``LOAD_FAST_LOAD_FAST`` with argval ``("x", "y")``), else itself."""
+    if inst.opname in SUPERINSTRUCTIONS:
+        return list(zip(SUPERINSTRUCTIONS[inst.opname], inst.argval))
+    return [(inst.opname, inst.argval)]
+
+
+def local_names(inst: Instruction) -> list[str]:
+    return [name for _, name in parts(inst) if isinstance(name, str)]
 
 
 # dis.stack_effect's answer differs from what the compiler assumes for these few.
@@ -146,11 +158,11 @@ def livevars_analysis(insts: list[Instruction]) -> dict[Instruction, frozenset[s
         changed = False
         for inst in reversed(insts):
             out = frozenset().union(*(live[s] for s in succs[inst]))
-            name = inst.argval
-            if inst.opname in WRITES:
-                out = out - {name}
-            if inst.opname in READS:
-                out = out | {name}
+            for opname, name in reversed(parts(inst)):
+                if opname in WRITES:
+                    out = out - {name}
+                if opname in READS:
+                    out = out | {name}
             if inst.exn_tab_entry is not None:
                 out = out | live[inst.exn_tab_entry.target]
             if out != live[inst]:
@@ -165,6 +177,7 @@ def live_locals_at(insts: list[Instruction], inst: Instruction, exclude: frozens
     live = livevars_analysis(insts)[inst] - exclude
     order = {}
     for i in insts:
-        if isinstance(i.argval, str) and i.argval in live:
-            order.setdefault(i.argval, len(order))
+        for name in local_names(i):
+            if name in live:
+                order.setdefault(name, len(order))
     return sorted(live, key=order.__getitem__)

@@ -14,7 +14,7 @@ the exception table (``co_exceptiontable``, "zero-cost" exceptions), the line/co
    prefixes until nothing moves (a fixed point), then re-encode the exception and line tables;
 4. :func:`code_from_instructions` builds the new code object with ``CodeType.replace``.
 
-Works on CPython 3.11 and 3.12; the table formats are documented in CPython's
+Works on CPython 3.11, 3.12 and 3.13; the table formats are documented in CPython's
 ``Objects/locations.md`` and ``Objects/exception_handling_notes.txt``.
 """
 
@@ -25,6 +25,7 @@ import sys
 from types import CodeType
 from typing import Any, Iterable
 
+from .bytecode import PY313, SUPERINSTRUCTIONS
 from .bytecode import ExnTabEntry, Instruction  # noqa: F401  (re-exported: the one instruction class)
 from .bytecode_analysis import stacksize_analysis
 
@@ -40,8 +41,12 @@ CACHE = dis.opmap["CACHE"]
 
 
 def cache_entries(opcode: int) -> int:
-    """Inline CACHE code units that follow ``opcode`` (3.11+ specialization scratch space)."""
-    return dis._inline_cache_entries[opcode]
+    """Inline CACHE code units that follow ``opcode`` (3.11+ specialization scratch space).
+    ``dis`` keeps the counts in a list by opcode up to 3.12, in a dict by name from 3.13."""
+    table = dis._inline_cache_entries
+    if isinstance(table, dict):
+        return table.get(dis.opname[opcode], 0)
+    return table[opcode]
 
 
 def create_instruction(
@@ -57,10 +62,25 @@ def create_instruction(
 
 
 def create_call(nargs: int) -> list[Instruction]:
-    """Call the callable under ``nargs`` arguments (with a NULL below it): 3.11 needs PRECALL."""
+    """Call the callable under ``nargs`` arguments (with its NULL, see ``push_callable``):
+    3.11 needs PRECALL."""
     if sys.version_info < (3, 12):
         return [create_instruction("PRECALL", arg=nargs), create_instruction("CALL", arg=nargs)]
     return [create_instruction("CALL", arg=nargs)]
+
+
+def push_callable(load: list[Instruction]) -> list[Instruction]:
+    """``load`` (instructions pushing a callable) with the NULL that CALL expects beside it:
+    below the callable up to 3.12, above it on 3.13. Assembled the other way round, the 3.13
+    interpreter crashes (it does not check)."""
+    null = create_instruction("PUSH_NULL")
+    return [*load, null] if PY313 else [null, *load]
+
+
+def create_load_closure(name: str) -> Instruction:
+    """Push the cell of ``name`` (for a closure tuple): LOAD_CLOSURE, which 3.13 spells
+    LOAD_FAST (a cell variable's fast slot holds the cell)."""
+    return create_instruction("LOAD_FAST" if PY313 else "LOAD_CLOSURE", argval=name)
 
 
 # ---------------------------------------------------------------------------------- decoding
@@ -275,11 +295,32 @@ def fix_args(insts: list[Instruction], fast_locals: list[str], consts: list[Any]
     Local-variable instructions are re-indexed by name (a resume function reorders
     co_varnames); new LOAD_CONSTs get their index, appending to ``consts`` when needed.
     """
+    split_wide_superinstructions(insts, fast_locals)
     for inst in insts:
-        if inst.opcode in LOCAL_OPCODES:
+        if inst.opname in SUPERINSTRUCTIONS:  # two 4-bit local indices in one argument
+            first, second = (fast_locals.index(name) for name in inst.argval)
+            inst.arg = (first << 4) | second
+        elif inst.opcode in LOCAL_OPCODES:
             inst.arg = fast_locals.index(inst.argval)
         elif inst.opcode in dis.hasconst and inst.arg is None:
             inst.arg = _const_index(consts, inst.argval)
+
+
+def split_wide_superinstructions(insts: list[Instruction], fast_locals: list[str]) -> None:
+    """A 3.13 superinstruction packs two local indices of 4 bits each. When a rewrite (a
+    resume function reorders the locals) gives one an index past 15, it becomes its two plain
+    instructions; the first keeps the object, so jumps and handlers that target it still do."""
+    i = 0
+    while i < len(insts):
+        inst = insts[i]
+        if inst.opname in SUPERINSTRUCTIONS and \
+                any(fast_locals.index(name) > 15 for name in inst.argval):
+            (op1, op2), (name1, name2) = SUPERINSTRUCTIONS[inst.opname], inst.argval
+            second = Instruction(dis.opmap[op2], op2, None, name2, positions=inst.positions,
+                                 exn_tab_entry=inst.exn_tab_entry)
+            inst.opcode, inst.opname, inst.argval = dis.opmap[op1], op1, name1
+            insts.insert(i + 1, second)
+        i += 1
 
 
 def code_from_instructions(

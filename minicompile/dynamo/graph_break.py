@@ -52,7 +52,7 @@ from .resume_execution import (CONTEXT, ITERATOR, NULL, VALUE, ContinueExecution
                                in_loop, in_try_block, live_locals, resume_blocker, resume_function)
 from .side_effects import reads_state
 from .symbolic_convert import NATIVE_MODULES
-from .variables.base import NullVariable
+from .variables.base import NullVariable, callable_and_args
 from .variables.functions import UserFunctionVariable, UserMethodVariable
 from .variables.lists import ListIteratorVariable
 from .variables.misc import WithExitFunctionVariable
@@ -169,20 +169,22 @@ def write_call(w: BreakWriter, tx, index: int, error: Unsupported) -> tuple[list
     """CALL / CALL_FUNCTION_EX: call natively, then resume after it with the result on the
     stack; under the grad mode in force at the break (inside ``with torch.no_grad():`` ...)."""
     inst = tx.instructions[index]
-    if inst.opname == "CALL":
+    if inst.opname in ("CALL", "CALL_KW"):
+        stack, kw_names = tx.stack, tx.kw_names or ()
+        if inst.opname == "CALL_KW":  # 3.13: the keyword names are on top
+            stack, kw_names = stack[:-1], tuple(stack[-1].as_python_constant())
         n = inst.arg + 2
-        kw_names = tx.kw_names or ()
-        below, call = tx.stack[:-n], tx.stack[-n:]
+        below, call = stack[:-n], stack[-n:]
         kinds, stack_exprs = w.stack_args(below)
-        first, second, args = call[0], call[1], call[2:]
-        fn_vt, args = (second, args) if isinstance(first, NullVariable) \
-            else (first, [second, *args])
+        fn_vt, args = callable_and_args(call[0], call[1], call[2:])
         call_args = [w.value(a) for a in args[:len(args) - len(kw_names)]] + [
             f"{k}={w.value(a)}" for k, a in zip(kw_names, args[len(args) - len(kw_names):])]
-    else:  # f(*args) / f(*args, **kwargs): [NULL,] f, args[, kwargs]
+    else:  # f(*args) / f(*args, **kwargs): [NULL,] f, args[, kwargs] (3.13: f, NULL, args...)
         n = 3 if inst.arg & 1 else 2
         below, (fn_vt, *star) = tx.stack[:-n], tx.stack[-n:]
-        if below and isinstance(below[-1], NullVariable):
+        if isinstance(fn_vt, NullVariable):
+            below, fn_vt = below[:-1], below[-1]
+        elif below and isinstance(below[-1], NullVariable):
             below = below[:-1]
         kinds, stack_exprs = w.stack_args(below)
         call_args = [f"*{w.value(star[0])}"] + [f"**{w.value(kw)}" for kw in star[1:]]
@@ -225,7 +227,7 @@ def write_instruction(w: BreakWriter, tx, index: int, error: Unsupported) -> tup
 
 # The transformed function's body at the break, per opcode family (default: write_instruction).
 BREAK_WRITERS: dict[str, Callable[..., tuple[list, str, str]]] = {
-    "CALL": write_call, "CALL_FUNCTION_EX": write_call,
+    "CALL": write_call, "CALL_KW": write_call, "CALL_FUNCTION_EX": write_call,
     **{name: write_jump for name in JUMPS},
 }
 

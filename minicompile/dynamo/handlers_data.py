@@ -140,11 +140,11 @@ def LOAD_ATTR(tx: Tx, inst: Inst) -> None:
     tx.push(stored if stored is not None else obj.var_getattr(tx, inst.argval))
 
 
-@handler("LOAD_METHOD")  # dis#opcode-LOAD_METHOD (3.11); 3.12 LOAD_ATTR with the method bit
+@handler("LOAD_METHOD")  # dis#opcode-LOAD_METHOD (3.11); 3.12+ LOAD_ATTR with the method bit
 def LOAD_METHOD(tx: Tx, inst: Inst) -> None:
     obj = tx.pop()
-    tx.push(NullVariable())  # [NULL, bound method] is a valid CALL layout on both versions
-    tx.push(obj.var_getattr(tx, inst.argval))
+    method = obj.var_getattr(tx, inst.argval)  # bound: called with a NULL for "no self"
+    tx.push_callable(method)
 
 
 @handler("LOAD_SUPER_ATTR", "LOAD_SUPER_METHOD")  # dis#opcode-LOAD_SUPER_ATTR (3.12)
@@ -152,8 +152,9 @@ def LOAD_SUPER_ATTR(tx: Tx, inst: Inst) -> None:
     obj, cls, _super = tx.pop(), tx.pop(), tx.pop()
     attr = SuperVariable(cls.as_python_constant(), obj).var_getattr(tx, inst.argval)
     if inst.opname == "LOAD_SUPER_METHOD":
-        tx.push(NullVariable())
-    tx.push(attr)
+        tx.push_callable(attr)
+    else:
+        tx.push(attr)
 
 
 @handler("STORE_ATTR")  # dis#opcode-STORE_ATTR: TOS.name = TOS1, replayed after the graph
@@ -283,6 +284,14 @@ def BUILD_SLICE(tx: Tx, inst: Inst) -> None:
 @handler("BUILD_STRING")  # dis#opcode-BUILD_STRING (f-strings)
 def BUILD_STRING(tx: Tx, inst: Inst) -> None:
     tx.push(ConstantVariable("".join(p.as_python_constant() for p in tx.popn(inst.arg))))
+
+
+@handler("CONVERT_VALUE")  # dis#opcode-CONVERT_VALUE (3.13): the !s, !r, !a of an f-string
+def CONVERT_VALUE(tx: Tx, inst: Inst) -> None:
+    value = tx.pop()
+    if not value.is_python_constant():
+        unimplemented(f"formatting {value} into a string")
+    tx.push(ConstantVariable({1: str, 2: repr, 3: ascii}[inst.arg](value.as_python_constant())))
 
 
 @handler("FORMAT_VALUE")  # dis#opcode-FORMAT_VALUE: flags & 3 = conversion, & 4 = has spec

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import sys
 
+from .bytecode import PY313
 from .bytecode import Instruction as Inst
 from .exc import unimplemented
 from .symbolic_convert import InstructionTranslatorBase as Tx
 from .symbolic_convert import handler
-from .variables.base import NullVariable
+from .variables.base import NullVariable, callable_and_args
 from .variables.builder import SourcelessBuilder
 from .variables.builtin import BuiltinVariable
 from .variables.constant import ConstantVariable
@@ -26,6 +27,17 @@ from .variables.torch import TorchVariable
 @handler("JUMP_FORWARD", "JUMP_BACKWARD")  # dis#opcode-JUMP_FORWARD, dis#opcode-JUMP_BACKWARD
 def JUMP(tx: Tx, inst: Inst) -> None:
     tx.jump(inst)
+
+
+@handler("TO_BOOL")  # dis#opcode-TO_BOOL (3.13): bool(TOS), before a jump or UNARY_NOT
+def TO_BOOL(tx: Tx, inst: Inst) -> None:
+    if tx.instructions[tx.index].opname in JUMPS_ON_TRUTH:
+        return  # the jump asks for the truth itself, and a break there resumes past it
+    # Anything else (UNARY_NOT) needs a real bool: a break here resumes *at* TO_BOOL
+    tx.push(ConstantVariable(tx.pop().truth(tx)))
+
+
+JUMPS_ON_TRUTH = {"POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE"}
 
 
 @handler("POP_JUMP_IF_FALSE")  # dis#opcode-POP_JUMP_IF_FALSE (3.11: ..._FORWARD/BACKWARD_...)
@@ -88,7 +100,7 @@ def FOR_ITER(tx: Tx, inst: Inst) -> None:
 
 @handler("END_FOR")  # dis#opcode-END_FOR (3.12): only reached by a jump, never by FOR_ITER
 def END_FOR(tx: Tx, inst: Inst) -> None:
-    tx.popn(2)
+    tx.popn(1 if PY313 else 2)  # 3.13: a POP_TOP follows for the iterator
 
 
 # -- calls ------------------------------------------------------------------------------------
@@ -104,33 +116,59 @@ def CALL(tx: Tx, inst: Inst) -> None:
     kwargs = dict(zip(kw_names, args[len(args) - len(kw_names):]))
     args = args[:len(args) - len(kw_names)]
     second, first = tx.pop(), tx.pop()
-    if isinstance(first, NullVariable):
-        fn = second
-    else:
-        fn, args = first, [second, *args]
+    fn, args = callable_and_args(first, second, args)
     tx.push(fn.call_function(tx, args, kwargs))
+
+
+@handler("CALL_KW")  # dis#opcode-CALL_KW (3.13): CALL whose keyword names are on top
+def CALL_KW(tx: Tx, inst: Inst) -> None:
+    tx.kw_names = tuple(tx.pop().as_python_constant())
+    CALL(tx, inst)
 
 
 @handler("CALL_FUNCTION_EX")  # dis#opcode-CALL_FUNCTION_EX: f(*args) / f(*args, **kwargs)
 def CALL_FUNCTION_EX(tx: Tx, inst: Inst) -> None:
     kwargs = tx.pop() if inst.arg & 1 else ConstDictVariable({})
     args, fn = tx.pop(), tx.pop()
-    if tx.stack and isinstance(tx.stack[-1], NullVariable):
+    if isinstance(fn, NullVariable):  # 3.13: the NULL is above the callable
+        fn = tx.pop()
+    elif tx.stack and isinstance(tx.stack[-1], NullVariable):
         tx.pop()
     if not isinstance(kwargs, ConstDictVariable):
         unimplemented(f"**{kwargs}")
     tx.push(fn.call_function(tx, args.unpack_var_sequence(tx), dict(kwargs.items)))
 
 
-@handler("MAKE_FUNCTION")  # dis#opcode-MAKE_FUNCTION: code on top; closure, annotations,
-def MAKE_FUNCTION(tx: Tx, inst: Inst) -> None:  # kwdefaults, defaults below, per flag bits
-    code = tx.pop().as_python_constant()
-    closure = tuple(cell.value for cell in tx.pop().items) if inst.arg & 0x08 else ()
-    if inst.arg & 0x04:
-        tx.pop()  # annotations: not needed to run the function
-    kwdefaults = tx.pop().items if inst.arg & 0x02 else {}
-    defaults = tuple(tx.pop().items) if inst.arg & 0x01 else ()
-    tx.push(NestedUserFunctionVariable(code, tx.f_globals, defaults, kwdefaults, closure))
+# MAKE_FUNCTION's flag bits (3.11, 3.12), SET_FUNCTION_ATTRIBUTE's argument (3.13)
+FUNCTION_ATTRIBUTES = {0x08: "closure", 0x04: "annotations", 0x02: "kwdefaults", 0x01: "defaults"}
+
+
+def function_attribute(flag: int, value) -> tuple[str, object]:
+    """(NestedUserFunctionVariable field, value) for one attribute popped off the stack."""
+    name = FUNCTION_ATTRIBUTES[flag]
+    if name == "closure":
+        return name, tuple(cell.value for cell in value.items)
+    if name == "kwdefaults":
+        return name, value.items
+    return name, tuple(value.items) if name == "defaults" else value
+
+
+@handler("MAKE_FUNCTION")  # dis#opcode-MAKE_FUNCTION: code on top; up to 3.12 closure,
+def MAKE_FUNCTION(tx: Tx, inst: Inst) -> None:  # annotations, kwdefaults, defaults below, per
+    code = tx.pop().as_python_constant()  # flag bit (3.13 sets them with SET_FUNCTION_ATTRIBUTE)
+    attrs = dict(function_attribute(flag, tx.pop()) for flag in FUNCTION_ATTRIBUTES
+                 if (inst.arg or 0) & flag)
+    tx.push(NestedUserFunctionVariable(code, tx.f_globals, attrs.get("defaults", ()),
+                                       attrs.get("kwdefaults", {}), attrs.get("closure", ())))
+
+
+@handler("SET_FUNCTION_ATTRIBUTE")  # dis#opcode-SET_FUNCTION_ATTRIBUTE (3.13): function on
+def SET_FUNCTION_ATTRIBUTE(tx: Tx, inst: Inst) -> None:  # top, the attribute's value below
+    fn = tx.pop()
+    name, value = function_attribute(inst.arg, tx.pop())
+    if name != "annotations":  # not needed to run the function
+        setattr(fn, name, value)
+    tx.push(fn)
 
 
 @handler("RETURN_VALUE")  # dis#opcode-RETURN_VALUE (3.12 RETURN_CONST is LOAD_CONST + this)

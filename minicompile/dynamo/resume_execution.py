@@ -27,6 +27,7 @@ import types
 from dataclasses import dataclass
 from types import CodeType
 
+from .bytecode import PY313
 from .bytecode_analysis import in_exception_handler, live_locals_at, remove_dead_code
 from .bytecode_transformation import (
     Instruction,
@@ -86,6 +87,10 @@ def resume_blocker(insts: list[Instruction], inst: Instruction) -> str | None:
         return "it is inside an exception handler (the exception state can't be rebuilt)"
     if inst.opname == "END_FOR":
         return "END_FOR is skipped at run time: an exhausted FOR_ITER jumps past it"
+    if PY313 and prev is not None and prev.opname == "END_FOR":
+        # 3.13's FOR_ITER jumps past END_FOR *and* this POP_TOP, counting their code units: no
+        # instruction may be put before it (CPython would land inside what was put there)
+        return "the POP_TOP after END_FOR is skipped at run time: FOR_ITER jumps past both"
     return None
 
 

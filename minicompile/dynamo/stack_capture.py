@@ -27,7 +27,9 @@ from .bytecode_transformation import (
     code_from_instructions,
     create_call,
     create_instruction,
+    create_load_closure,
     instructions_from_code,
+    push_callable,
 )
 from .resume_execution import NULL, VALUE, find_instruction
 
@@ -76,10 +78,9 @@ def instrument(fn: Callable, offset: int) -> Callable:
         return _Captured(FrameSnapshot(offset, stack, frame_locals, cells))
 
     snippet = [create_instruction("STORE_FAST", argval=n) for n in reversed(names)]
-    for cell, name in zip(code.co_cellvars, cell_names):  # LOAD_CLOSURE: the cell itself
-        snippet += [create_instruction("LOAD_CLOSURE", argval=cell),
-                    create_instruction("STORE_FAST", argval=name)]
-    snippet += [create_instruction("PUSH_NULL"), create_instruction("LOAD_CONST", argval=hook)]
+    for cell, name in zip(code.co_cellvars, cell_names):  # the cell itself
+        snippet += [create_load_closure(cell), create_instruction("STORE_FAST", argval=name)]
+    snippet += push_callable([create_instruction("LOAD_CONST", argval=hook)])
     snippet += create_call(0) + [create_instruction("RAISE_VARARGS", arg=1)]
     # Turn the target object itself into the snippet's head, so every jump to the target now
     # lands on the snippet, and put a copy of the original instruction after it.

@@ -22,11 +22,11 @@ import sys
 import types
 from typing import Callable
 
-from .bytecode import Instruction, cleaned_instructions, expansion_start, indexof
+from .bytecode import PY313, Instruction, cleaned_instructions, expansion_start, indexof
 from .exc import Unsupported, unimplemented
 from .output_graph import OutputGraph
 from .source import AttrSource, GlobalSource, LocalSource
-from .variables.base import VariableTracker
+from .variables.base import NullVariable, VariableTracker
 from .variables.builder import SourcelessBuilder, VariableBuilder
 from .variables.functions import ClosureCell
 from .variables.lists import ListIteratorVariable
@@ -84,6 +84,14 @@ class InstructionTranslatorBase:
     def push(self, vt: VariableTracker) -> None:
         assert isinstance(vt, VariableTracker), vt
         self.stack.append(vt)
+
+    def push_callable(self, fn: VariableTracker) -> None:
+        """Push ``fn`` with the NULL that CALL expects where the running CPython puts it: below
+        the callable up to 3.12, above it on 3.13 (the stack must match the real one)."""
+        if PY313:
+            self.stack += [fn, NullVariable()]
+        else:
+            self.stack += [NullVariable(), fn]
 
     def pop(self) -> VariableTracker:
         return self.stack.pop()

@@ -142,5 +142,15 @@ class NullVariable(VariableTracker):
         return "NULL"
 
 
+def callable_and_args(first, second, args: list) -> tuple:
+    """The callable and its positional arguments from the two stack slots under the arguments:
+    ``NULL, callable`` (3.11, 3.12), ``callable, NULL`` (3.13), or ``method, self`` (all)."""
+    if isinstance(first, NullVariable):
+        return second, args
+    if isinstance(second, NullVariable):
+        return first, args
+    return first, [second, *args]
+
+
 class DeletedVariable(VariableTracker):
     """What LOAD_FAST_AND_CLEAR pushes for a local that was unbound (3.12 comprehensions)."""
