@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import collections
 import inspect
+import sys
+import types
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -55,8 +57,20 @@ def case_registrar(origin: str) -> Callable:
 
 def assert_same(got: Any, expected: Any) -> None:
     """Eager is the oracle: tensors by assert_close (with requires_grad), containers item by
-    item with their exact type, numpy arrays by value, anything else by ``==`` and type."""
-    assert type(got) is type(expected), (type(got), type(expected))
+    item with their exact type, numpy arrays by value, anything else by ``==`` and type.
+
+    Two exceptions, because eager itself makes a new one on every call: a namedtuple class made
+    by the function is compared by module, name and fields, and a function it defines by its
+    code."""
+    if _made_per_call(expected):
+        same = (type(got).__module__, type(got).__qualname__, getattr(got, "_fields", None))
+        assert same == (type(expected).__module__, type(expected).__qualname__,
+                        getattr(expected, "_fields", None))
+        if isinstance(expected, types.FunctionType):
+            assert got.__code__ is expected.__code__
+            return
+    else:
+        assert type(got) is type(expected), (type(got), type(expected))
     if isinstance(expected, torch.Tensor):
         torch.testing.assert_close(got, expected, equal_nan=True)
         assert got.requires_grad == expected.requires_grad
@@ -74,3 +88,10 @@ def assert_same(got: Any, expected: Any) -> None:
         assert got != got
     else:
         assert got == expected, (got, expected)
+
+
+def _made_per_call(value: Any) -> bool:
+    return isinstance(value, types.FunctionType) or (
+        isinstance(value, tuple) and hasattr(value, "_fields")
+        and getattr(sys.modules.get(type(value).__module__), type(value).__qualname__, None)
+        is not type(value))

@@ -40,11 +40,33 @@ NOT_FOLDABLE = {print, input, open, id, setattr, delattr, exec, eval, globals, l
 TENSOR_BUILTINS = {abs, pow, divmod}
 
 
-def identity_equal(a: VariableTracker, b: VariableTracker) -> bool:
-    """``a is b or a == b`` as ``in`` and ``list.index`` use it; tensors only by identity."""
+def identity_equal(tx, a: VariableTracker, b: VariableTracker) -> bool:
+    """``a is b or a == b`` as ``in`` and ``list.index`` use it; tensors only by identity,
+    user objects through their ``__eq__``."""
     if a.is_python_constant() and b.is_python_constant():
         return a.as_python_constant() == b.as_python_constant()
-    return a.identity() is b.identity()
+    if a.identity() is b.identity():
+        return True
+    equal = _user_compare("__eq__")(tx, a, b)
+    return equal is not None and equal.truth(tx)
+
+
+def _user_compare(name: str) -> Callable:
+    """``a == b`` / ``a != b`` when a user object is an operand: Python's protocol -- the left
+    operand's method, then the right one's if the left returned NotImplemented, then identity
+    (``object``'s default). None (not handled here) when neither operand is a user object."""
+
+    def compare(tx, a, b):
+        users = [(x, y) for x, y in ((a, b), (b, a)) if isinstance(x, UserDefinedObjectVariable)]
+        for obj, other in users:
+            result = obj.rich_compare(tx, name, other)
+            if not (result.is_python_constant() and result.as_python_constant() is NotImplemented):
+                return result
+        if users:
+            return ConstantVariable((a.identity() is b.identity()) == (name == "__eq__"))
+        return None
+
+    return compare
 
 
 def _const(v: VariableTracker) -> Any:
@@ -330,6 +352,10 @@ def _hasattr(tx, obj, name):
     value = _real_value(tx, obj)
     if isinstance(obj, TensorVariable) and value is None:
         return ConstantVariable(hasattr(obj.example_value, name))
+    if value is None and isinstance(obj, (BaseListVariable, ConstDictVariable, SetVariable)):
+        # a tuple, list, dict or set (a namedtuple too) has no attributes of its own: its
+        # class answers (a namedtuple's fields are class descriptors)
+        return ConstantVariable(hasattr(obj.python_type(), name))
     if value is None and not obj.is_python_constant():
         unimplemented(f"hasattr on {obj}")
     found = hasattr(value if value is not None else _const(obj), name)
@@ -389,7 +415,8 @@ HANDLERS: dict[Callable, Callable] = {
     builtins.min: _min_max(min), builtins.max: _min_max(max), builtins.all: _all_any(all),
     builtins.any: _all_any(any), builtins.sorted: _sorted, builtins.getattr: _getattr, builtins.hasattr: _hasattr,
     builtins.type: _type, builtins.callable: _callable, builtins.super: _super,
-    builtins.print: _print, builtins.bool: lambda tx, v=None: _truth(tx, v) if v else None,
+    builtins.print: _print, operator.eq: _user_compare("__eq__"),
+    operator.ne: _user_compare("__ne__"), builtins.bool: lambda tx, v=None: _truth(tx, v) if v else None,
 }
 
 HANDLERS.update(ITER_HANDLERS)  # itertools, operator.itemgetter & co (iter.py)

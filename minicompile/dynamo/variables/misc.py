@@ -263,6 +263,23 @@ class UserDefinedObjectVariable(VariableTracker):
             unimplemented(f"{type(self.value).__name__} has no attribute {name!r}")
         return VariableBuilder(tx, source).wrap(getattr(self.value, name))
 
+    def rich_compare(self, tx, name: str, other: VariableTracker) -> VariableTracker:
+        """``self == other`` (name ``__eq__``) or ``self != other`` (``__ne__``): the class's
+        Python method is inlined; without one, ``!=`` negates ``==`` (as ``object.__ne__``
+        does) and ``==`` compares identities (``object.__eq__``'s answer, after its
+        NotImplemented). May return NotImplemented, for the caller to try the other operand."""
+        from .functions import UserMethodVariable
+
+        method = inspect.getattr_static(type(self.value), name, None)
+        if isinstance(method, types.FunctionType):
+            return UserMethodVariable(method, self).call_function(tx, [other], {})
+        if name == "__ne__":
+            eq = self.rich_compare(tx, "__eq__", other)
+            if eq.is_python_constant() and eq.as_python_constant() is NotImplemented:
+                return eq
+            return ConstantVariable(not eq.truth(tx))
+        return ConstantVariable(self.identity() is other.identity())
+
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         from .functions import UserMethodVariable
 
