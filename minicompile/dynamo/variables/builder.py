@@ -26,7 +26,8 @@ from .base import VariableTracker
 from .builtin import BUILTIN_CALLABLES, BuiltinVariable
 from .constant import ConstantVariable, is_constant
 from .dicts import ConstDictVariable
-from .functions import FunctoolsPartialVariable, UserFunctionVariable, UserMethodVariable
+from .functions import (CACHING_DECORATORS, CachingDecoratorVariable, FunctoolsPartialVariable,
+                        UserFunctionVariable, UserMethodVariable)
 from .lists import (ListVariable, NamedTupleVariable, RangeVariable, SetVariable, SizeVariable,
                     SliceVariable, TupleVariable)
 from .misc import GradModeVariable, PythonModuleVariable, UserDefinedObjectVariable
@@ -147,6 +148,15 @@ class VariableBuilder:
         return FunctoolsPartialVariable(part("func"), part("args").unpack_var_sequence(self.tx),
                                         keywords.items, self.source)
 
+    def wrap_lru_cache(self, value: Any, guard: bool) -> VariableTracker:
+        """A ``functools.lru_cache``-wrapped function is traced through its ``__wrapped__``
+        function, as real Dynamo does: the cache only remembers answers the function gives
+        anyway (a cached function is assumed pure), and the answer is now part of the graph."""
+        from ..source import AttrSource
+
+        source = AttrSource(self.source, "__wrapped__") if self.source else None
+        return VariableBuilder(self.tx, source).wrap(value.__wrapped__, guard)
+
     def wrap_set(self, value: set | frozenset, guard: bool) -> VariableTracker:
         if guard:  # compared with a copy: the guard must see a later mutation of the set
             self.install_guard(GuardKind.EQUALS_MATCH, type(value)(value))
@@ -189,10 +199,13 @@ class VariableBuilder:
         (lambda v: isinstance(v, slice), wrap_slice),
         (lambda v: isinstance(v, torch.nn.Module), _id_matched(NNModuleVariable)),
         (lambda v: isinstance(v, types.ModuleType), _id_matched(PythonModuleVariable)),
+        (lambda v: any(v is d for d in CACHING_DECORATORS), lambda self, v, g: CachingDecoratorVariable(v)),
         (is_torch_callable, _id_matched(TorchVariable)),
         (lambda v: isinstance(v, types.FunctionType), _id_matched(UserFunctionVariable)),
         (lambda v: isinstance(v, types.MethodType), wrap_method),
         (lambda v: type(v) is functools.partial, wrap_partial),
+        (lambda v: isinstance(v, functools._lru_cache_wrapper)
+         and isinstance(getattr(v, "__wrapped__", None), types.FunctionType), wrap_lru_cache),
         (lambda v: True, wrap_object),
     ]
 

@@ -125,6 +125,13 @@ class GradModeVariable(ContextManagerVariable):
             tx.block_stack.pop()
         return super().exit(tx)
 
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        """``torch.no_grad()(fn)`` -- the decorator form, ``@torch.no_grad()`` on a nested
+        ``def``: a function that runs ``fn`` inside this grad mode."""
+        if len(args) != 1 or kwargs or self.prev is not None:
+            unimplemented(f"calling {self} with {args}")
+        return GradModeWrappedFunction(self.target, args[0])
+
     def fresh(self, writer) -> str:
         # switches only in __enter__: a set_grad_enabled(b) object is rebuilt as the
         # no_grad/enable_grad it acts as
@@ -132,6 +139,32 @@ class GradModeVariable(ContextManagerVariable):
 
     def _repr_body(self) -> str:
         return f"grad_enabled={self.target}"
+
+
+class GradModeWrappedFunction(VariableTracker):
+    """What ``@torch.no_grad()`` / ``@torch.enable_grad()`` makes of a function: each call is
+    traced between entering and leaving the grad mode, as the ``with`` inside the real wrapper
+    would run it."""
+
+    def __init__(self, target: bool, fn: VariableTracker):
+        super().__init__()
+        self.target, self.fn = target, fn
+
+    def python_type(self) -> type:
+        return types.FunctionType
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        ctx = GradModeVariable(self.target)
+        ctx.enter(tx)
+        result = self.fn.call_function(tx, args, kwargs)
+        ctx.exit(tx)
+        return result
+
+    def children(self) -> list[VariableTracker]:
+        return [self.fn]
+
+    def _repr_body(self) -> str:
+        return f"grad_enabled={self.target}, {self.fn!r}"
 
 
 class NullContextVariable(ContextManagerVariable):
