@@ -253,12 +253,12 @@ class OutputGraph:
         temps, replay = self.side_effects.codegen(codegen)
         outputs = [vt.proxy for vt in codegen.graph_outputs]
         self.graph.output(tuple(p.node for p in outputs))
+        # Like real Dynamo, a graph is compiled when the trace recorded a call, even one that
+        # dead-code elimination then removes: graph counts match torch._dynamo.explain's
+        traced_calls = self._traced_calls()
         self.dead_code_elimination()
         lines, graphs = [], []
-        grad_switch_only = torch.is_grad_enabled() == self.initial_grad_mode  # net no change
-        if outputs or any(n.op not in ("placeholder", "output", "get_attr") and not (
-                grad_switch_only and n.target is torch._C._set_grad_enabled)
-                for n in self.graph.nodes):
+        if outputs or traced_calls:
             graph = self.compile_graph()
             args = ", ".join(gi.source.expr() for gi in self.graph_inputs)
             lines.append(f"{codegen.graph_out_name} = {graph.name}({args})")
@@ -271,6 +271,14 @@ class OutputGraph:
         name = transformed_name(self.code)
         source = f"def {name}({', '.join(self.arg_names)}):\n" + "".join(f"    {l}\n" for l in lines)
         return FrameResult(source, self.define(source, name), self.guards, graphs)
+
+    def _traced_calls(self) -> bool:
+        """Did the trace record an operation? A grad-mode switch that ends where it began
+        (``with torch.no_grad():`` around nothing) is not one."""
+        grad_switch_only = torch.is_grad_enabled() == self.initial_grad_mode  # net no change
+        return any(n.op not in ("placeholder", "output", "get_attr") and not (
+            grad_switch_only and n.target is torch._C._set_grad_enabled)
+            for n in self.graph.nodes)
 
     def dead_code_elimination(self) -> None:
         changed = True
