@@ -22,12 +22,12 @@ from ..exc import unimplemented
 from ..guards import Guard, GuardKind
 from .base import KnownCallableVariable, VariableTracker
 from .constant import ConstantVariable
-from .dicts import ConstDictVariable
+from .dicts import DICT_CLASS_METHODS, ConstDictVariable, DictClassMethodVariable, key_value_pairs
 from .functions import BaseUserFunctionVariable, FunctoolsPartialVariable
 from .iter import ITER_HANDLERS
 from .lists import (BaseListVariable, ListIteratorVariable, ListVariable, RangeVariable, SetVariable,
                     TupleVariable)
-from .misc import GetAttrVariable, SuperVariable, UserDefinedObjectVariable
+from .misc import GetAttrVariable, SuperVariable, UserDefinedObjectVariable, user_compare
 from .nn_module import NNModuleVariable
 from .symnode import SymNodeVariable, symbolic_builtin
 from .tensor import TensorVariable, call_op
@@ -38,35 +38,6 @@ NOT_FOLDABLE = {print, input, open, id, setattr, delattr, exec, eval, globals, l
 
 # Builtins a tensor argument turns into a graph node.
 TENSOR_BUILTINS = {abs, pow, divmod}
-
-
-def identity_equal(tx, a: VariableTracker, b: VariableTracker) -> bool:
-    """``a is b or a == b`` as ``in`` and ``list.index`` use it; tensors only by identity,
-    user objects through their ``__eq__``."""
-    if a.is_python_constant() and b.is_python_constant():
-        return a.as_python_constant() == b.as_python_constant()
-    if a.identity() is b.identity():
-        return True
-    equal = _user_compare("__eq__")(tx, a, b)
-    return equal is not None and equal.truth(tx)
-
-
-def _user_compare(name: str) -> Callable:
-    """``a == b`` / ``a != b`` when a user object is an operand: Python's protocol -- the left
-    operand's method, then the right one's if the left returned NotImplemented, then identity
-    (``object``'s default). None (not handled here) when neither operand is a user object."""
-
-    def compare(tx, a, b):
-        users = [(x, y) for x, y in ((a, b), (b, a)) if isinstance(x, UserDefinedObjectVariable)]
-        for obj, other in users:
-            result = obj.rich_compare(tx, name, other)
-            if not (result.is_python_constant() and result.as_python_constant() is NotImplemented):
-                return result
-        if users:
-            return ConstantVariable((a.identity() is b.identity()) == (name == "__eq__"))
-        return None
-
-    return compare
 
 
 def _const(v: VariableTracker) -> Any:
@@ -100,6 +71,8 @@ class BuiltinVariable(KnownCallableVariable):
         unimplemented(f"builtin {self._name()} with arguments {args}")
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
+        if self.fn is dict and name in DICT_CLASS_METHODS:  # dict.fromkeys
+            return DictClassMethodVariable(dict, name)
         try:  # itertools.chain.from_iterable: a builtin with its own handler
             attr = getattr(self.fn, name)
             if attr in HANDLERS:
@@ -229,15 +202,7 @@ def _sequence(cls):
 
 
 def _dict(tx, *args, **kwargs):
-
-    items = {}
-    if args:
-        if isinstance(args[0], ConstDictVariable):
-            items.update(args[0].items)
-        else:
-            for pair in args[0].unpack_var_sequence(tx):
-                k, v = pair.unpack_var_sequence(tx)
-                items[_const(k)] = v
+    items = key_value_pairs(tx, args[0]) if args else {}
     items.update(kwargs)
     return ConstDictVariable(items)
 
@@ -415,8 +380,8 @@ HANDLERS: dict[Callable, Callable] = {
     builtins.min: _min_max(min), builtins.max: _min_max(max), builtins.all: _all_any(all),
     builtins.any: _all_any(any), builtins.sorted: _sorted, builtins.getattr: _getattr, builtins.hasattr: _hasattr,
     builtins.type: _type, builtins.callable: _callable, builtins.super: _super,
-    builtins.print: _print, operator.eq: _user_compare("__eq__"),
-    operator.ne: _user_compare("__ne__"), builtins.bool: lambda tx, v=None: _truth(tx, v) if v else None,
+    builtins.print: _print, builtins.bool: lambda tx, v=None: _truth(tx, v) if v else None,
+    operator.eq: user_compare("__eq__"), operator.ne: user_compare("__ne__"),  # user __eq__
 }
 
 HANDLERS.update(ITER_HANDLERS)  # itertools, operator.itemgetter & co (iter.py)

@@ -88,6 +88,10 @@ class ConstantVariable(VariableTracker):
         return self.value
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
+        from .dicts import DICT_CLASS_METHODS, DICT_CLASSES, DictClassMethodVariable
+
+        if self.value in DICT_CLASSES and name in DICT_CLASS_METHODS:  # OrderedDict.fromkeys
+            return DictClassMethodVariable(self.value, name)
         # dtype.is_floating_point, device.type, (2.0).real, str.upper (a bound method, called next)
         try:
             attr = getattr(self.value, name)
@@ -183,6 +187,12 @@ def _null_context(tx, cls, args, kwargs) -> VariableTracker:
     return NullContextVariable(next(iter([*args, *kwargs.values()]), None))
 
 
+def _deque(tx, cls, args, kwargs) -> VariableTracker:
+    from .deques import DequeVariable
+
+    return DequeVariable.construct(tx, *args, **kwargs)
+
+
 def _partial(tx, cls, args, kwargs) -> VariableTracker:
     from .functions import FunctoolsPartialVariable
 
@@ -256,6 +266,7 @@ CLASS_CALLS = [
     (lambda cls, args, kwargs: cls in (collections.OrderedDict, collections.defaultdict),
      _user_dict),
     (lambda cls, args, kwargs: cls is functools.partial and bool(args), _partial),
+    (lambda cls, args, kwargs: cls is collections.deque, _deque),
     (lambda cls, args, kwargs: _is_namedtuple_class(cls), _namedtuple),
     (lambda cls, args, kwargs: _is_module_with_torch_init(cls), _new_module),
 ]

@@ -63,7 +63,7 @@ class BaseListVariable(VariableTracker):
         if name == "__len__":
             return ConstantVariable(len(self.items))
         if name in ("index", "count", "__contains__") and not kwargs:
-            from .builtin import identity_equal  # tensors compare by identity here, as in `in`
+            from .misc import identity_equal  # tensors compare by identity here, as in `in`
 
             needle = args[0]
             hits = [identity_equal(tx, i, needle) for i in self.items]

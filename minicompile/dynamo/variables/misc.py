@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import types
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -323,6 +323,35 @@ class UserDefinedObjectVariable(VariableTracker):
 
     def _repr_body(self) -> str:
         return type(self.value).__name__
+
+
+def identity_equal(tx, a: VariableTracker, b: VariableTracker) -> bool:
+    """``a is b or a == b`` as ``in`` and ``list.index`` use it; tensors only by identity,
+    user objects through their ``__eq__``."""
+    if a.is_python_constant() and b.is_python_constant():
+        return a.as_python_constant() == b.as_python_constant()
+    if a.identity() is b.identity():
+        return True
+    equal = user_compare("__eq__")(tx, a, b)
+    return equal is not None and equal.truth(tx)
+
+
+def user_compare(name: str) -> Callable:
+    """``a == b`` / ``a != b`` when a user object is an operand: Python's protocol -- the left
+    operand's method, then the right one's if the left returned NotImplemented, then identity
+    (``object``'s default). None (not handled here) when neither operand is a user object."""
+
+    def compare(tx, a, b):
+        users = [(x, y) for x, y in ((a, b), (b, a)) if isinstance(x, UserDefinedObjectVariable)]
+        for obj, other in users:
+            result = obj.rich_compare(tx, name, other)
+            if not (result.is_python_constant() and result.as_python_constant() is NotImplemented):
+                return result
+        if users:
+            return ConstantVariable((a.identity() is b.identity()) == (name == "__eq__"))
+        return None
+
+    return compare
 
 
 def new_object(cls: type, attrs: dict[str, Any]) -> Any:
