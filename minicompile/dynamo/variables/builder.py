@@ -193,6 +193,7 @@ class VariableBuilder:
         (lambda v: isinstance(v, (tuple, list)) and type(v) in (tuple, list, torch.Size),
          wrap_sequence),
         (is_constant, wrap_constant),
+        (lambda v: type(v).__module__ == "typing", wrap_constant),  # List[int], Any, Optional
         (lambda v: type(v) is dict, wrap_dict),
         (lambda v: type(v) in (set, frozenset) and all(is_constant(i) for i in v), wrap_set),
         (lambda v: isinstance(v, range), wrap_range),
