@@ -68,6 +68,9 @@ class BuiltinVariable(KnownCallableVariable):
             except Exception as e:  # the user's code raises here: run it eagerly to raise for real
                 unimplemented(f"{self._name()} raised {type(e).__name__}: {e} while tracing")
             return SourcelessBuilder.wrap(tx, value)
+        if any(type(getattr(a, "value", None)).__module__ == "numpy" for a in args):
+            unimplemented(f"builtin {self._name()} on a numpy value: numpy code is not traced "
+                          "(real Dynamo traces it through torch._numpy)")
         unimplemented(f"builtin {self._name()} with arguments {args}")
 
     def var_getattr(self, tx, name: str) -> VariableTracker:

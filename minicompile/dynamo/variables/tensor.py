@@ -90,6 +90,9 @@ class TensorVariable(VariableTracker):
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
         from .builder import SourcelessBuilder
 
+        if name == "numpy":
+            unimplemented("Tensor.numpy(): numpy code on tensors is not traced (real Dynamo "
+                          "traces it through torch._numpy)")
         if name in DATA_METHODS:
             unimplemented(f"Tensor.{name}() needs the tensor's data, which tracing does not have")
         if name in METADATA_METHODS:
