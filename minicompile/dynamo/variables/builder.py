@@ -103,6 +103,10 @@ class VariableBuilder:
                 and self.tx.output.dynamic.int_is_dynamic(self.source.name(), value)):
             self.install_guard(GuardKind.TYPE_MATCH, int)  # its value: the ShapeEnv's guards
             return self.tx.output.add_symint_input(self.source, value)
+        if (guard and type(value) is float and isinstance(self.source, LocalSource)
+                and self.tx.output.dynamic.float_is_dynamic()):
+            self.install_guard(GuardKind.TYPE_MATCH, float)  # its value: only where specialized
+            return self.tx.output.add_float_input(self.source, value)
         if guard:
             is_class = isinstance(value, type)
             self.install_guard(GuardKind.ID_MATCH if is_class else GuardKind.EQUALS_MATCH, value)
