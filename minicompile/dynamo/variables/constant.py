@@ -116,6 +116,10 @@ class ConstantVariable(VariableTracker):
         for applies, build in CLASS_CALLS:
             if applies(self.value, args, kwargs):
                 return build(tx, self.value, args, kwargs)
+        if isinstance(self.value, type):
+            unimplemented(f"building a {self.value.__module__}.{self.value.__qualname__} is not "
+                          "traced (only plain Python classes, namedtuples, dicts, deques, "
+                          "partials and stateless nn.Modules are built while tracing)")
         return super().call_function(tx, args, kwargs)
 
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
