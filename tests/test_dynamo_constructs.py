@@ -260,3 +260,16 @@ def test_float_input_through_the_inductor_backend():
     for lr in (0.5, 1.5, -0.5):
         torch.testing.assert_close(cf(x, lr), f(x, lr))
     assert mc.metrics.recompiles == 0 and mc.metrics.graphs_compiled == 1
+
+
+def test_numpy_on_tensors_breaks_with_its_own_reason():
+    """minicompile does not trace numpy through torch._numpy (real Dynamo does): the numpy part
+    runs natively, eager-equal, and the break says so."""
+    def f(x):
+        y = x.sin()
+        return torch.from_numpy(y.numpy() * 2) + 1
+
+    x = torch.randn(3)
+    torch.testing.assert_close(mc.compile(f, backend="eager")(x), f(x))
+    reasons = [str(r) for r in mc.explain(f)(x).break_reasons]
+    assert "torch._numpy" in reasons[0] and "Hint: write the computation with torch ops" in reasons[0]
