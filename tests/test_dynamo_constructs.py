@@ -273,3 +273,15 @@ def test_numpy_on_tensors_breaks_with_its_own_reason():
     torch.testing.assert_close(mc.compile(f, backend="eager")(x), f(x))
     reasons = [str(r) for r in mc.explain(f)(x).break_reasons]
     assert "torch._numpy" in reasons[0] and "Hint: write the computation with torch ops" in reasons[0]
+
+
+def test_eq_of_an_object_with_a_c_eq_is_not_folded_to_identity():
+    """An ndarray's == is elementwise C code: it must not be answered as object identity."""
+    import numpy as np
+
+    def f(x, arr):
+        return x + int((arr == 1).sum())
+
+    arr = np.arange(3)
+    torch.testing.assert_close(mc.compile(f, backend="eager")(torch.ones(2), arr),
+                               f(torch.ones(2), arr))

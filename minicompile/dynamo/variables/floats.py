@@ -50,8 +50,9 @@ class UnspecializedFloatVariable(VariableTracker):
     def as_python_constant(self) -> Any:
         """The value itself, used as a constant from now on: guarded by value."""
         if not self.guarded:
+            tx = self.output.current_tx
             self.output.add_guard(Guard(self.source, GuardKind.EQUALS_MATCH, self.value,
-                                        self.output.current_tx.user_line()))
+                                        tx.user_line() if tx is not None else None))
             self.guarded = True
         return self.value
 

@@ -306,6 +306,8 @@ class UserDefinedObjectVariable(VariableTracker):
         method = inspect.getattr_static(type(self.value), name, None)
         if isinstance(method, types.FunctionType):
             return UserMethodVariable(method, self).call_function(tx, [other], {})
+        if method is not getattr(object, name):  # C code of its own (an ndarray's ==)
+            unimplemented(f"{type(self.value).__name__}.{name} is not Python code")
         if name == "__ne__":
             eq = self.rich_compare(tx, "__eq__", other)
             if eq.is_python_constant() and eq.as_python_constant() is NotImplemented:
