@@ -204,7 +204,8 @@ class VariableBuilder:
         (lambda v: isinstance(v, slice), wrap_slice),
         (lambda v: isinstance(v, torch.nn.Module), _id_matched(NNModuleVariable)),
         (lambda v: isinstance(v, types.ModuleType), _id_matched(PythonModuleVariable)),
-        (lambda v: any(v is d for d in CACHING_DECORATORS), lambda self, v, g: CachingDecoratorVariable(v)),
+        (lambda v: any(v is d for d in CACHING_DECORATORS),
+         lambda self, v, g: CachingDecoratorVariable(v)),  # lru_cache applied in the frame
         (is_torch_callable, _id_matched(TorchVariable)),
         (lambda v: isinstance(v, types.FunctionType), _id_matched(UserFunctionVariable)),
         (lambda v: isinstance(v, types.MethodType), wrap_method),

@@ -23,7 +23,7 @@ from ..guards import Guard, GuardKind
 from .base import KnownCallableVariable, VariableTracker
 from .constant import ConstantVariable
 from .dicts import DICT_CLASS_METHODS, ConstDictVariable, DictClassMethodVariable, key_value_pairs
-from .floats import UnspecializedFloatVariable
+from .floats import float_operands
 from .functions import BaseUserFunctionVariable, FunctoolsPartialVariable
 from .iter import ITER_HANDLERS
 from .lists import (BaseListVariable, ListIteratorVariable, ListVariable, RangeVariable, SetVariable,
@@ -56,10 +56,8 @@ class BuiltinVariable(KnownCallableVariable):
                 return result
         if any(isinstance(a, TensorVariable) for a in [*args, *kwargs.values()]):
             if self.fn in TENSOR_OPERATORS or self.fn in TENSOR_BUILTINS:
-                tensor = next(a for a in args if isinstance(a, TensorVariable))
-                args = [a.operand_for(tx, self.fn, tensor)  # x * lr: lr's graph input
-                        if isinstance(a, UnspecializedFloatVariable) else a for a in args]
-                return call_op(tx, "call_function", self.fn, args, kwargs)
+                return call_op(tx, "call_function", self.fn, float_operands(tx, self.fn, args),
+                               kwargs)  # x * lr: an unspecialized float's graph input
             unimplemented(f"builtin {self._name()} on a tensor")
         if any(isinstance(a, SymNodeVariable) for a in [*args, *kwargs.values()]):
             return symbolic_builtin(tx, self, args, kwargs)  # sizes under dynamic shapes

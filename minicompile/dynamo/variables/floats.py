@@ -74,6 +74,16 @@ class UnspecializedFloatVariable(VariableTracker):
         return f"{self.value!r} (a graph input)"
 
 
+def float_operands(tx, op: Any, args: list[VariableTracker]) -> list[VariableTracker]:
+    """The arguments of tensor operator ``op``, each unspecialized float replaced by the
+    operand :meth:`UnspecializedFloatVariable.operand_for` gives."""
+    from .tensor import TensorVariable
+
+    tensor = next((a for a in args if isinstance(a, TensorVariable)), None)
+    return [a.operand_for(tx, op, tensor) if isinstance(a, UnspecializedFloatVariable)
+            and tensor is not None else a for a in args]
+
+
 class _Proxied(VariableTracker):
     """The float's graph input as a call_op argument (a 0-d float64 tensor)."""
 
