@@ -12,6 +12,7 @@ import os
 recompile_limit = 8  # entries per code object before the frame runs eagerly (cache_size_limit)
 automatic_dynamic_shapes = True  # a dim whose size changed becomes symbolic on the next compile
 specialize_int = False  # an int argument that changed becomes a SymInt instead of a constant
+specialize_float = False  # a float argument is a graph input, not a constant (variables/floats.py)
 
 # --- debugging --------------------------------------------------------------------------------------
 debug = os.environ.get("MINICOMPILE_DEBUG", "0") not in ("", "0")

@@ -629,7 +629,7 @@ def test_sorting_tensors_by_value_is_not_folded():
     (key, tensor) pairs whose keys differ never compares the tensors."""
     xs = [torch.randn(1), torch.randn(1)]
     e = mc.explain(lambda xs: sorted(xs))(xs)
-    assert e.graph_break_count == 1 and "comparing" in str(e.break_reasons[0])
+    assert len(e.break_reasons) == 1 and "comparing" in str(e.break_reasons[0])
     d = {"b": x4(), "a": x4()}
     check(lambda d: [v * 2 for k, v in sorted(d.items())], d)
 

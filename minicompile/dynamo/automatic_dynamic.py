@@ -73,6 +73,11 @@ class DynamicPolicy:
                           and self.state.ints[source_name] is CHANGED)
 
 
+    def float_is_dynamic(self) -> bool:
+        """Does a float argument become a graph input (not a constant) in this compile?"""
+        return not config.specialize_float and self.dynamic is not False
+
+
 _current: contextvars.ContextVar[DynamicPolicy | None] = contextvars.ContextVar(
     "minicompile_dynamic_policy", default=None)
 

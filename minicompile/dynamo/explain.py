@@ -37,13 +37,18 @@ class ExplainOutput:
     guards: list[Guard] = field(default_factory=list)
     entries: list[CacheEntry] = field(default_factory=list)
 
+    # graph_count and graph_break_count have torch._dynamo.explain's exact definitions, so the
+    # two can be compared side by side: the graphs handed to the backend, and one less than
+    # that (the breaks *between* graphs). A frame that runs eagerly adds no graph and so no
+    # break, and a function with no graph at all has -1 breaks, there as here. Every break and
+    # every frame left to eager is still listed, with its reason, in ``break_reasons``.
     @property
     def graph_count(self) -> int:
         return len(self.graphs)
 
     @property
     def graph_break_count(self) -> int:
-        return len(self.break_reasons)
+        return self.graph_count - 1
 
     @property
     def op_count(self) -> int:

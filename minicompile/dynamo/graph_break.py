@@ -66,14 +66,20 @@ def _callable_value(vt) -> Any:
     for attr in ("fn", "value"):
         if hasattr(vt, attr):
             return getattr(vt, attr)
-    if getattr(vt, "name", None) in ("item", "tolist") and hasattr(vt, "obj"):
-        return torch.Tensor.item if vt.name == "item" else torch.Tensor.tolist
+    method = getattr(torch.Tensor, getattr(vt, "name", ""), None)
+    if method in TENSOR_METHOD_KINDS and hasattr(vt, "obj"):  # x.item, x.numpy
+        return method
     return None
 
 
+# Tensor methods whose call is a break of their own kind (the unbound method is all we know)
+TENSOR_METHOD_KINDS = {torch.Tensor.item: "tensor_to_python", torch.Tensor.tolist:
+                       "tensor_to_python", torch.Tensor.numpy: "numpy"}
+
+
 def _break_kind(fn_value: Any) -> str:
-    if fn_value in (torch.Tensor.item, torch.Tensor.tolist):
-        return "tensor_to_python"
+    if fn_value in TENSOR_METHOD_KINDS:
+        return TENSOR_METHOD_KINDS[fn_value]
     if fn_value is not None:
         return classify_call(fn_value)
     return "unsupported_construct"

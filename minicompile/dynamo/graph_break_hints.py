@@ -49,6 +49,13 @@ BREAK_KINDS: dict[str, BreakKind] = {k.name: k for k in [
               "extension, or a builtin without a symbolic model",
               "use the torch equivalent (torch.rand instead of random.random, torch ops "
               "instead of numpy), or move the call out of the compiled function"),
+    BreakKind("numpy",
+              "numpy code (x.numpy(), np.* functions, ndarray arithmetic) is not traced: real "
+              "Dynamo rewrites numpy calls on tensors into torch ops (torch._numpy) and keeps "
+              "them in the graph; minicompile runs them natively, between graphs",
+              "write the computation with torch ops on the tensor (x * 2 rather than "
+              "x.numpy() * 2, torch.mean rather than np.mean), or convert after the compiled "
+              "call"),
     BreakKind("unsupported_construct",
               "a Python construct the symbolic interpreter does not model (generators, "
               "try/except around traced code, mutation of unknown objects, ...)",
@@ -103,9 +110,14 @@ def classify_call(fn: Any) -> str:
     if fn in PRINT_LIKE or isinstance(getattr(fn, "__self__", None), logging.Logger) \
             or getattr(fn, "__module__", None) == "logging" and not isinstance(fn, type):
         return "print_or_logging"
-    if getattr(fn, "__name__", None) in TENSOR_TO_PYTHON and _is_tensor(getattr(fn, "__self__", None)):
+    name, owner = getattr(fn, "__name__", None), getattr(fn, "__self__", None)
+    if name in ("numpy", "__array__") and _is_tensor(owner):
+        return "numpy"
+    if name in TENSOR_TO_PYTHON and _is_tensor(owner):
         return "tensor_to_python"
-    module = getattr(fn, "__module__", None) or type(getattr(fn, "__self__", None)).__module__
+    module = getattr(fn, "__module__", None) or type(owner).__module__
+    if module and module.split(".")[0] == "numpy":
+        return "numpy"
     if module and module.split(".")[0] in UNTRACEABLE_MODULES:
         return "untraceable_call"
     if isinstance(fn, types.FunctionType):  # user Python code: it was being inlined

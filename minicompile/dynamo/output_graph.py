@@ -49,6 +49,12 @@ class GraphInput:
     source: Source
     proxy: torch.fx.Proxy
     example: Any  # the real value passed to the backend as an example input
+    convert: Callable | None = None  # what the source's value becomes before the graph gets it
+
+
+def float_as_tensor(value: float) -> torch.Tensor:
+    """An unspecialized float's graph input (variables/floats.py): a 0-d float64 tensor."""
+    return torch.tensor(value, dtype=torch.float64)
 
 
 @dataclass
@@ -188,7 +194,8 @@ class OutputGraph:
         """Distinct tensor inputs must stay distinct objects (one guard over all of them): a
         graph traced for two tensors is wrong for one tensor passed twice (``x is y``, ``x.add_``
         seen through ``y``)."""
-        tensors = [gi.source for gi in self.graph_inputs if isinstance(gi.example, torch.Tensor)]
+        tensors = [gi.source for gi in self.graph_inputs
+                   if isinstance(gi.example, torch.Tensor) and gi.convert is None]
         if not tensors:
             return
         guard = next((g for g in self.guards if g.kind is GuardKind.NO_TENSOR_ALIASING), None)
@@ -209,6 +216,20 @@ class OutputGraph:
         proxy = torch.fx.Proxy(node, self.tracer)
         self.graph_inputs.append(GraphInput(source, proxy, value))
         return SymNodeVariable(proxy, symint, source)
+
+    def add_float_input(self, source: Source, value: float):
+        """A float argument that is not baked in (real Dynamo's ``specialize_float=False``):
+        the graph takes it as a 0-d float64 tensor, which :meth:`compile_graph` makes from
+        the float on every call."""
+        from .variables.floats import UnspecializedFloatVariable
+
+        example = float_as_tensor(value)
+        node = self._new_placeholder(source)
+        node.meta["example_value"] = self.fake_mode.from_tensor(example)
+        node.meta["source"] = source.name()
+        proxy = torch.fx.Proxy(node, self.tracer)
+        self.graph_inputs.append(GraphInput(source, proxy, example, convert=float_as_tensor))
+        return UnspecializedFloatVariable(self, proxy, value, source)
 
     def register_attr_or_module(self, tx, value: torch.Tensor, source: Source | None):
         """A parameter, buffer or tensor attribute of a module: a ``get_attr`` node."""
@@ -253,12 +274,12 @@ class OutputGraph:
         temps, replay = self.side_effects.codegen(codegen)
         outputs = [vt.proxy for vt in codegen.graph_outputs]
         self.graph.output(tuple(p.node for p in outputs))
+        # Like real Dynamo, a graph is compiled when the trace recorded a call, even one that
+        # dead-code elimination then removes: graph counts match torch._dynamo.explain's
+        traced_calls = self._traced_calls()
         self.dead_code_elimination()
         lines, graphs = [], []
-        grad_switch_only = torch.is_grad_enabled() == self.initial_grad_mode  # net no change
-        if outputs or any(n.op not in ("placeholder", "output", "get_attr") and not (
-                grad_switch_only and n.target is torch._C._set_grad_enabled)
-                for n in self.graph.nodes):
+        if outputs or traced_calls:
             graph = self.compile_graph()
             args = ", ".join(gi.source.expr() for gi in self.graph_inputs)
             lines.append(f"{codegen.graph_out_name} = {graph.name}({args})")
@@ -271,6 +292,14 @@ class OutputGraph:
         name = transformed_name(self.code)
         source = f"def {name}({', '.join(self.arg_names)}):\n" + "".join(f"    {l}\n" for l in lines)
         return FrameResult(source, self.define(source, name), self.guards, graphs)
+
+    def _traced_calls(self) -> bool:
+        """Did the trace record an operation? A grad-mode switch that ends where it began
+        (``with torch.no_grad():`` around nothing) is not one."""
+        grad_switch_only = torch.is_grad_enabled() == self.initial_grad_mode  # net no change
+        return any(n.op not in ("placeholder", "output", "get_attr") and not (
+            grad_switch_only and n.target is torch._C._set_grad_enabled)
+            for n in self.graph.nodes)
 
     def dead_code_elimination(self) -> None:
         changed = True
@@ -293,9 +322,19 @@ class OutputGraph:
                                 title=f"TRACED GRAPH {name} ({self.code.co_name})")
         _logging.trace_artifact("graph", lambda: _graph_table(gm), title=f"GRAPH {name}")
         compiled = self.backend(gm, [gi.example for gi in self.graph_inputs])
+        converts = [gi.convert for gi in self.graph_inputs]
+        if any(converts):  # an unspecialized float reaches the graph as a tensor
+            compiled = _converting_inputs(compiled, converts)
         metrics.increment("graphs_compiled")
         self.installed[name] = compiled  # the transformed function calls it by this name
         return CompiledGraph(name, gm, compiled)
+
+
+def _converting_inputs(compiled: Callable, converts: list[Callable | None]) -> Callable:
+    def call(*args: Any) -> Any:
+        return compiled(*(c(a) if c else a for c, a in zip(converts, args)))
+
+    return call
 
 
 def _target_name(target: Any) -> str:

@@ -15,6 +15,7 @@ called user function's bytecode against the same OutputGraph: one graph for the 
 from __future__ import annotations
 
 import builtins
+import collections
 import inspect
 import logging
 import linecache
@@ -39,9 +40,15 @@ MAX_INLINE_DEPTH = 48  # deeper than this is probably recursion
 # Python code of these modules is never inlined: logging and I/O must happen for real, in
 # program order, and numpy/random compute on data the graph cannot see (a graph break).
 NATIVE_MODULES = {"logging", "numpy", "random", "warnings"}
-# Pure lookups of those modules, called for real at trace time on constant arguments (their
-# result is the same object on every call), so only the logging call itself breaks the graph.
-TRACE_TIME_CALLS = {logging.getLogger}
+# Pure functions called for real at trace time on constant arguments (their result does not
+# depend on when they run), each with the keyword arguments that tie the result to the traced
+# frame: logging's lookups (only the logging call itself breaks the graph) and
+# ``collections.namedtuple`` (the class it makes belongs to the traced function's module, not
+# to the interpreter's, which is the frame it would find by itself).
+TRACE_TIME_CALLS: dict[Callable, Callable[["InstructionTranslatorBase"], dict]] = {
+    logging.getLogger: lambda tx: {},
+    collections.namedtuple: lambda tx: {"module": tx.f_globals.get("__name__")},
+}
 
 
 def handler(*opnames: str, supported: bool = True) -> Callable[[Handler], Handler]:
@@ -219,9 +226,11 @@ class InliningInstructionTranslator(InstructionTranslatorBase):
         module = fn.get_globals().get("__name__", "").split(".")[0]
         if getattr(fn, "fn", None) in TRACE_TIME_CALLS and all(
                 a.is_python_constant() for a in [*args, *kwargs.values()]):
+            frame_kwargs = TRACE_TIME_CALLS[fn.fn](parent)
             return SourcelessBuilder.wrap(parent, fn.fn(*[a.as_python_constant() for a in args],
-                                                        **{k: v.as_python_constant()
-                                                           for k, v in kwargs.items()}))
+                                                        **{**frame_kwargs,
+                                                           **{k: v.as_python_constant()
+                                                              for k, v in kwargs.items()}}))
         if module in NATIVE_MODULES:  # like Dynamo's trace_rules: run these natively
             unimplemented(f"call to {code.co_name} from the {module!r} module (not traced)")
         bound = fn.bind_args(parent, args, kwargs)

@@ -8,7 +8,9 @@
     tensor.py      TensorVariable: a tensor in the graph (call_op adds a node)
     symnode.py     SymNodeVariable: a symbolic int/float/bool in the graph
     lists.py       tuples, lists, torch.Size, range, slice, set, the FOR_ITER iterator
+    deques.py      DequeVariable: collections.deque built while tracing
     dicts.py       ConstDictVariable and dict views
+    floats.py      UnspecializedFloatVariable: a float argument that is a graph input
     functions.py   user functions, methods, closures (inlined), functools.partial
     iter.py        itertools and the ``operator`` getters
     misc.py        modules, attributes, super(), user objects, context managers

@@ -26,7 +26,8 @@ from .base import VariableTracker
 from .builtin import BUILTIN_CALLABLES, BuiltinVariable
 from .constant import ConstantVariable, is_constant
 from .dicts import ConstDictVariable
-from .functions import FunctoolsPartialVariable, UserFunctionVariable, UserMethodVariable
+from .functions import (CACHING_DECORATORS, CachingDecoratorVariable, FunctoolsPartialVariable,
+                        UserFunctionVariable, UserMethodVariable)
 from .lists import (ListVariable, NamedTupleVariable, RangeVariable, SetVariable, SizeVariable,
                     SliceVariable, TupleVariable)
 from .misc import GradModeVariable, PythonModuleVariable, UserDefinedObjectVariable
@@ -102,6 +103,10 @@ class VariableBuilder:
                 and self.tx.output.dynamic.int_is_dynamic(self.source.name(), value)):
             self.install_guard(GuardKind.TYPE_MATCH, int)  # its value: the ShapeEnv's guards
             return self.tx.output.add_symint_input(self.source, value)
+        if (guard and type(value) is float and isinstance(self.source, LocalSource)
+                and self.tx.output.dynamic.float_is_dynamic()):
+            self.install_guard(GuardKind.TYPE_MATCH, float)  # its value: only where specialized
+            return self.tx.output.add_float_input(self.source, value)
         if guard:
             is_class = isinstance(value, type)
             self.install_guard(GuardKind.ID_MATCH if is_class else GuardKind.EQUALS_MATCH, value)
@@ -147,6 +152,15 @@ class VariableBuilder:
         return FunctoolsPartialVariable(part("func"), part("args").unpack_var_sequence(self.tx),
                                         keywords.items, self.source)
 
+    def wrap_lru_cache(self, value: Any, guard: bool) -> VariableTracker:
+        """A ``functools.lru_cache``-wrapped function is traced through its ``__wrapped__``
+        function, as real Dynamo does: the cache only remembers answers the function gives
+        anyway (a cached function is assumed pure), and the answer is now part of the graph."""
+        from ..source import AttrSource
+
+        source = AttrSource(self.source, "__wrapped__") if self.source else None
+        return VariableBuilder(self.tx, source).wrap(value.__wrapped__, guard)
+
     def wrap_set(self, value: set | frozenset, guard: bool) -> VariableTracker:
         if guard:  # compared with a copy: the guard must see a later mutation of the set
             self.install_guard(GuardKind.EQUALS_MATCH, type(value)(value))
@@ -183,16 +197,21 @@ class VariableBuilder:
         (lambda v: isinstance(v, (tuple, list)) and type(v) in (tuple, list, torch.Size),
          wrap_sequence),
         (is_constant, wrap_constant),
+        (lambda v: type(v).__module__ == "typing", wrap_constant),  # List[int], Any, Optional
         (lambda v: type(v) is dict, wrap_dict),
         (lambda v: type(v) in (set, frozenset) and all(is_constant(i) for i in v), wrap_set),
         (lambda v: isinstance(v, range), wrap_range),
         (lambda v: isinstance(v, slice), wrap_slice),
         (lambda v: isinstance(v, torch.nn.Module), _id_matched(NNModuleVariable)),
         (lambda v: isinstance(v, types.ModuleType), _id_matched(PythonModuleVariable)),
+        (lambda v: any(v is d for d in CACHING_DECORATORS),
+         lambda self, v, g: CachingDecoratorVariable(v)),  # lru_cache applied in the frame
         (is_torch_callable, _id_matched(TorchVariable)),
         (lambda v: isinstance(v, types.FunctionType), _id_matched(UserFunctionVariable)),
         (lambda v: isinstance(v, types.MethodType), wrap_method),
         (lambda v: type(v) is functools.partial, wrap_partial),
+        (lambda v: isinstance(v, functools._lru_cache_wrapper)
+         and isinstance(getattr(v, "__wrapped__", None), types.FunctionType), wrap_lru_cache),
         (lambda v: True, wrap_object),
     ]
 

@@ -22,12 +22,13 @@ from ..exc import unimplemented
 from ..guards import Guard, GuardKind
 from .base import KnownCallableVariable, VariableTracker
 from .constant import ConstantVariable
-from .dicts import ConstDictVariable
+from .dicts import DICT_CLASS_METHODS, ConstDictVariable, DictClassMethodVariable, key_value_pairs
+from .floats import float_operands
 from .functions import BaseUserFunctionVariable, FunctoolsPartialVariable
 from .iter import ITER_HANDLERS
 from .lists import (BaseListVariable, ListIteratorVariable, ListVariable, RangeVariable, SetVariable,
                     TupleVariable)
-from .misc import GetAttrVariable, SuperVariable, UserDefinedObjectVariable
+from .misc import GetAttrVariable, SuperVariable, UserDefinedObjectVariable, user_compare
 from .nn_module import NNModuleVariable
 from .symnode import SymNodeVariable, symbolic_builtin
 from .tensor import TensorVariable, call_op
@@ -38,13 +39,6 @@ NOT_FOLDABLE = {print, input, open, id, setattr, delattr, exec, eval, globals, l
 
 # Builtins a tensor argument turns into a graph node.
 TENSOR_BUILTINS = {abs, pow, divmod}
-
-
-def identity_equal(a: VariableTracker, b: VariableTracker) -> bool:
-    """``a is b or a == b`` as ``in`` and ``list.index`` use it; tensors only by identity."""
-    if a.is_python_constant() and b.is_python_constant():
-        return a.as_python_constant() == b.as_python_constant()
-    return a.identity() is b.identity()
 
 
 def _const(v: VariableTracker) -> Any:
@@ -62,7 +56,8 @@ class BuiltinVariable(KnownCallableVariable):
                 return result
         if any(isinstance(a, TensorVariable) for a in [*args, *kwargs.values()]):
             if self.fn in TENSOR_OPERATORS or self.fn in TENSOR_BUILTINS:
-                return call_op(tx, "call_function", self.fn, args, kwargs)
+                return call_op(tx, "call_function", self.fn, float_operands(tx, self.fn, args),
+                               kwargs)  # x * lr: an unspecialized float's graph input
             unimplemented(f"builtin {self._name()} on a tensor")
         if any(isinstance(a, SymNodeVariable) for a in [*args, *kwargs.values()]):
             return symbolic_builtin(tx, self, args, kwargs)  # sizes under dynamic shapes
@@ -75,9 +70,14 @@ class BuiltinVariable(KnownCallableVariable):
             except Exception as e:  # the user's code raises here: run it eagerly to raise for real
                 unimplemented(f"{self._name()} raised {type(e).__name__}: {e} while tracing")
             return SourcelessBuilder.wrap(tx, value)
+        if any(type(getattr(a, "value", None)).__module__ == "numpy" for a in args):
+            unimplemented(f"builtin {self._name()} on a numpy value: numpy code is not traced "
+                          "(real Dynamo traces it through torch._numpy)")
         unimplemented(f"builtin {self._name()} with arguments {args}")
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
+        if self.fn is dict and name in DICT_CLASS_METHODS:  # dict.fromkeys
+            return DictClassMethodVariable(dict, name)
         try:  # itertools.chain.from_iterable: a builtin with its own handler
             attr = getattr(self.fn, name)
             if attr in HANDLERS:
@@ -207,15 +207,7 @@ def _sequence(cls):
 
 
 def _dict(tx, *args, **kwargs):
-
-    items = {}
-    if args:
-        if isinstance(args[0], ConstDictVariable):
-            items.update(args[0].items)
-        else:
-            for pair in args[0].unpack_var_sequence(tx):
-                k, v = pair.unpack_var_sequence(tx)
-                items[_const(k)] = v
+    items = key_value_pairs(tx, args[0]) if args else {}
     items.update(kwargs)
     return ConstDictVariable(items)
 
@@ -330,6 +322,10 @@ def _hasattr(tx, obj, name):
     value = _real_value(tx, obj)
     if isinstance(obj, TensorVariable) and value is None:
         return ConstantVariable(hasattr(obj.example_value, name))
+    if value is None and isinstance(obj, (BaseListVariable, ConstDictVariable, SetVariable)):
+        # a tuple, list, dict or set (a namedtuple too) has no attributes of its own: its
+        # class answers (a namedtuple's fields are class descriptors)
+        return ConstantVariable(hasattr(obj.python_type(), name))
     if value is None and not obj.is_python_constant():
         unimplemented(f"hasattr on {obj}")
     found = hasattr(value if value is not None else _const(obj), name)
@@ -390,6 +386,7 @@ HANDLERS: dict[Callable, Callable] = {
     builtins.any: _all_any(any), builtins.sorted: _sorted, builtins.getattr: _getattr, builtins.hasattr: _hasattr,
     builtins.type: _type, builtins.callable: _callable, builtins.super: _super,
     builtins.print: _print, builtins.bool: lambda tx, v=None: _truth(tx, v) if v else None,
+    operator.eq: user_compare("__eq__"), operator.ne: user_compare("__ne__"),  # user __eq__
 }
 
 HANDLERS.update(ITER_HANDLERS)  # itertools, operator.itemgetter & co (iter.py)

@@ -88,6 +88,10 @@ class ConstantVariable(VariableTracker):
         return self.value
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
+        from .dicts import DICT_CLASS_METHODS, DICT_CLASSES, DictClassMethodVariable
+
+        if self.value in DICT_CLASSES and name in DICT_CLASS_METHODS:  # OrderedDict.fromkeys
+            return DictClassMethodVariable(self.value, name)
         # dtype.is_floating_point, device.type, (2.0).real, str.upper (a bound method, called next)
         try:
             attr = getattr(self.value, name)
@@ -112,6 +116,10 @@ class ConstantVariable(VariableTracker):
         for applies, build in CLASS_CALLS:
             if applies(self.value, args, kwargs):
                 return build(tx, self.value, args, kwargs)
+        if isinstance(self.value, type):
+            unimplemented(f"building a {self.value.__module__}.{self.value.__qualname__} is not "
+                          "traced (only plain Python classes, namedtuples, dicts, deques, "
+                          "partials and stateless nn.Modules are built while tracing)")
         return super().call_function(tx, args, kwargs)
 
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
@@ -183,6 +191,12 @@ def _null_context(tx, cls, args, kwargs) -> VariableTracker:
     return NullContextVariable(next(iter([*args, *kwargs.values()]), None))
 
 
+def _deque(tx, cls, args, kwargs) -> VariableTracker:
+    from .deques import DequeVariable
+
+    return DequeVariable.construct(tx, *args, **kwargs)
+
+
 def _partial(tx, cls, args, kwargs) -> VariableTracker:
     from .functions import FunctoolsPartialVariable
 
@@ -199,6 +213,49 @@ def _namedtuple(tx, cls, args, kwargs) -> VariableTracker:
     return NamedTupleVariable(items, cls)
 
 
+def _module_arg(vt: VariableTracker) -> Any:
+    """A constructor argument as a real value: a constant, or a module built in this frame."""
+    from .nn_module import NNModuleVariable
+
+    if isinstance(vt, NNModuleVariable) and vt.source is None:
+        return vt.value
+    return vt.as_python_constant()
+
+
+def _new_module(tx, cls, args, kwargs) -> VariableTracker:
+    """``torch.nn.ReLU()``, ``nn.Sequential(nn.Tanh(), ...)``, a user's module class with
+    torch.nn's ``__init__``: built for real now, when it holds no state. With no parameters and no buffers, the instance behaves
+    the same on every call, so the one built at trace time stands for the ones eager would
+    build (its ``forward`` is then inlined like any module's). A module with parameters would
+    start from fresh random values on every eager call: that frame runs eagerly. The RNG is
+    restored afterwards, since an ``__init__`` that draws random numbers must not shift the
+    ones the program draws next."""
+    from .nn_module import NNModuleVariable
+
+    try:
+        real_args = [_module_arg(a) for a in args]
+        real_kwargs = {k: _module_arg(v) for k, v in kwargs.items()}
+    except Exception:
+        unimplemented(f"building {cls.__name__} from non-constant arguments")
+    with torch.random.fork_rng(devices=[]):
+        module = cls(*real_args, **real_kwargs)
+    if any(True for _ in module.parameters()) or any(True for _ in module.buffers()):
+        unimplemented(f"{cls.__name__} built inside the compiled function has parameters or "
+                      "buffers (fresh values on every call): build it outside and pass it in")
+    return NNModuleVariable(module)
+
+
+def _is_module_with_torch_init(cls: Any) -> bool:
+    """An nn.Module class whose ``__init__`` is torch.nn's own (``nn.ReLU``, or a user's
+    subclass that only adds ``forward``): running it at trace time only sets up the module.
+    A user's ``__init__`` could do anything once per call (count instances, log), so it is
+    not run early."""
+    if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)):
+        return False
+    defining = next(k for k in cls.__mro__ if "__init__" in vars(k))  # (not the function's
+    return defining.__module__.startswith("torch.nn")  # module: torch._dynamo patches it)
+
+
 def _is_namedtuple_class(cls: Any) -> bool:
     return isinstance(cls, type) and issubclass(cls, tuple) and hasattr(cls, "_fields")
 
@@ -213,5 +270,7 @@ CLASS_CALLS = [
     (lambda cls, args, kwargs: cls in (collections.OrderedDict, collections.defaultdict),
      _user_dict),
     (lambda cls, args, kwargs: cls is functools.partial and bool(args), _partial),
+    (lambda cls, args, kwargs: cls is collections.deque, _deque),
     (lambda cls, args, kwargs: _is_namedtuple_class(cls), _namedtuple),
+    (lambda cls, args, kwargs: _is_module_with_torch_init(cls), _new_module),
 ]

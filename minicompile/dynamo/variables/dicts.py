@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import collections
+import inspect
 from typing import Any
 
 from ..exc import unimplemented
@@ -72,7 +73,8 @@ class ConstDictVariable(VariableTracker):
         if name == "copy":
             return ConstDictVariable(self.items, user_cls=self.user_cls,
                                      default_factory=self.default_factory)
-        if name in ("__setitem__", "update", "pop", "setdefault", "__delitem__", "clear"):
+        if name in ("__setitem__", "update", "pop", "setdefault", "__delitem__", "clear") or (
+                name == "move_to_end" and issubclass(self.user_cls, collections.OrderedDict)):
             self._check_mutable(tx, name, args, kwargs)
             return self._mutate(tx, name, args, kwargs)
         unimplemented(f"dict.{name}")
@@ -82,10 +84,14 @@ class ConstDictVariable(VariableTracker):
             self.items[args[0].as_python_constant()] = args[1]
         elif name == "update":
             for other in args:
-                if not isinstance(other, ConstDictVariable):
-                    unimplemented("dict.update with a non-dict")
-                self.items.update(other.items)
+                self.items.update(key_value_pairs(tx, other))
             self.items.update(kwargs)
+        elif name == "move_to_end":
+            key = args[0].as_python_constant()
+            last = (args[1] if len(args) > 1 else kwargs.get("last", ConstantVariable(True)))
+            value = self.items.pop(key)
+            self.items = {**self.items, key: value} if last.as_python_constant() \
+                else {key: value, **self.items}
         elif name == "pop":
             k = args[0].as_python_constant()
             return self.items.pop(k, *args[1:])
@@ -132,6 +138,42 @@ class ConstDictVariable(VariableTracker):
         return ", ".join(f"{k!r}: {v!r}" for k, v in self.items.items())
 
 
+def key_value_pairs(tx, other: VariableTracker) -> dict[Any, VariableTracker]:
+    """What ``dict(other)`` / ``d.update(other)`` take from ``other``: a dict's items, or an
+    iterable of key-value pairs (``[("a", x), ["b", y]]``, ``zip(keys, values)``)."""
+    if isinstance(other, ConstDictVariable):
+        return dict(other.items)
+    pairs = {}
+    for pair in other.unpack_var_sequence(tx):
+        key, value = pair.unpack_var_sequence(tx)
+        pairs[key.as_python_constant()] = value
+    return pairs
+
+
+class DictClassMethodVariable(VariableTracker):
+    """``dict.fromkeys`` (``OrderedDict.fromkeys``, ``defaultdict.fromkeys``): a classmethod
+    of a dict class, making a dict of that class while tracing."""
+
+    def __init__(self, cls: type, name: str):
+        super().__init__()
+        self.cls, self.name = cls, name
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        if self.name != "fromkeys":
+            unimplemented(f"{self.cls.__name__}.{self.name}")
+        bound = inspect.signature(lambda iterable, value=None: None).bind(*args, **kwargs)
+        value = bound.arguments.get("value", ConstantVariable(None))
+        keys = [k.as_python_constant() for k in bound.arguments["iterable"].unpack_var_sequence(tx)]
+        return ConstDictVariable(dict.fromkeys(keys, value), user_cls=self.cls)
+
+    def _repr_body(self) -> str:
+        return f"{self.cls.__name__}.{self.name}"
+
+
+DICT_CLASSES = (dict, collections.OrderedDict, collections.defaultdict)
+DICT_CLASS_METHODS = ("fromkeys",)
+
+
 class DictViewVariable(VariableTracker):
     """``d.keys()`` / ``d.values()`` / ``d.items()``: a live view, not a copy -- a key added to
     ``d`` later shows up in it, so its items are read from the dict's tracker each time, and it
@@ -157,6 +199,14 @@ class DictViewVariable(VariableTracker):
 
     def identity(self) -> Any:
         return self
+
+    def as_python_constant(self) -> Any:
+        """A keys view (and an items view of constants) compares like a set (``==``, ``&``,
+        ``|``): its constant is a real view of the same keys, in the same order."""
+        if self.kind == "values":
+            unimplemented("a values view compares by identity: not a constant")
+        return getattr(self.dict_vt.as_python_constant() if self.kind == "items"
+                       else dict.fromkeys(self.dict_vt.items), self.kind)()
 
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
         if name == "__len__":

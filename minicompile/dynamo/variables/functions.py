@@ -15,7 +15,7 @@ from typing import Any
 
 from ..exc import unimplemented
 from ..source import ClosureSource, DefaultsSource
-from .base import VariableTracker
+from .base import KnownCallableVariable, VariableTracker
 
 # Generators are fine: an inlined generator runs to completion and yields a list iterator.
 _UNSUPPORTED_FLAGS = {inspect.CO_COROUTINE: "coroutine",
@@ -206,8 +206,42 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
         fn.__kwdefaults__ = dict(self.kwdefaults) or None
         return fn
 
+    def children(self) -> list[VariableTracker]:
+        cells = [c.value for c in self.closure if c.real is None and c.value is not None]
+        return [*self.defaults, *self.kwdefaults.values(), *cells]
+
+    def reconstruct(self, codegen) -> str:
+        """A function made while tracing that outlives the frame (returned) is made for real,
+        as MAKE_FUNCTION would have: its code, globals, defaults, and closure cells holding
+        the values the trace ended with (a cell of an enclosing real function is passed on
+        as it is, so it stays shared). Mirrors NestedUserFunctionVariable.reconstruct."""
+        make = codegen.install_global("make_function", make_function)
+        cells = ", ".join(self._cell_expr(codegen, c) for c in self.closure)
+        defaults = ", ".join(codegen(d) for d in self.defaults)
+        kwdefaults = ", ".join(f"{k!r}: {codegen(v)}" for k, v in self.kwdefaults.items())
+        return (f"{make}({codegen.install_global('code', self.code)}, "
+                f"{codegen.install_global('globals', self.f_globals)}, ({defaults}{',' * bool(defaults)}), "
+                f"{{{kwdefaults}}}, ({cells}{',' * bool(cells)}))")
+
+    @staticmethod
+    def _cell_expr(codegen, cell: ClosureCell) -> str:
+        if cell.real is not None:  # writes traced into it are replayed on it (side_effects)
+            return codegen.install_global("cell", cell.real)
+        if cell.value is None:  # not assigned yet when the function was made
+            return f"{codegen.install_global('CellType', types.CellType)}()"
+        return f"{codegen.install_global('CellType', types.CellType)}({codegen(cell.value)})"
+
     def _repr_body(self) -> str:
         return self.code.co_qualname
+
+
+def make_function(code: types.CodeType, f_globals: dict, defaults: tuple, kwdefaults: dict,
+                  closure: tuple) -> types.FunctionType:
+    """What the transformed code calls to rebuild a function made while tracing."""
+    fn = types.FunctionType(code, f_globals, code.co_name, defaults or None, closure or None)
+    fn.__kwdefaults__ = kwdefaults or None
+    fn.__qualname__ = code.co_qualname
+    return fn
 
 
 class FunctoolsPartialVariable(VariableTracker):
@@ -248,3 +282,21 @@ class FunctoolsPartialVariable(VariableTracker):
 
     def _repr_body(self) -> str:
         return f"{self.func}, {len(self.args)} args, {sorted(self.keywords)}"
+
+
+# Decorators that only cache: applied inside the frame, they leave the function as it is
+CACHING_DECORATORS = (functools.lru_cache, functools.cache)
+
+
+class CachingDecoratorVariable(KnownCallableVariable):
+    """``functools.lru_cache`` / ``functools.cache`` applied while tracing (``@lru_cache`` on a
+    nested ``def``): like a function wrapped outside the frame (builder.py), the function is
+    traced through its cache. ``lru_cache(maxsize=...)`` with constant options returns the
+    decorator itself, so ``@lru_cache(maxsize=None)`` works the same way."""
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        if len(args) == 1 and not kwargs and isinstance(args[0], BaseUserFunctionVariable):
+            return args[0]
+        if all(a.is_python_constant() for a in [*args, *kwargs.values()]):
+            return self
+        unimplemented(f"{self.fn.__name__} applied to {args}")

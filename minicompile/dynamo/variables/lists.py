@@ -9,6 +9,8 @@ a mutation of a list that came from outside (it has a source) is also recorded i
 
 from __future__ import annotations
 
+import inspect
+import types
 from typing import Any
 
 import torch
@@ -61,10 +63,10 @@ class BaseListVariable(VariableTracker):
         if name == "__len__":
             return ConstantVariable(len(self.items))
         if name in ("index", "count", "__contains__") and not kwargs:
-            from .builtin import identity_equal  # tensors compare by identity here, as in `in`
+            from .misc import identity_equal  # tensors compare by identity here, as in `in`
 
             needle = args[0]
-            hits = [identity_equal(i, needle) for i in self.items]
+            hits = [identity_equal(tx, i, needle) for i in self.items]
             if name == "count":
                 return ConstantVariable(sum(hits))
             if name == "__contains__":
@@ -115,7 +117,45 @@ class NamedTupleVariable(TupleVariable):
             else None
         if probe is not None and isinstance(getattr(probe, name, None), int):
             return self.items[getattr(probe, name)]  # structseq: find the field's position
+        if name in NAMEDTUPLE_METHODS:
+            from .misc import GetAttrVariable
+
+            return GetAttrVariable(self, name)
+        return self._class_attribute(tx, name)
+
+    def _class_attribute(self, tx, name: str) -> VariableTracker:
+        """A method the user wrote on a ``typing.NamedTuple`` (inlined, bound like Python binds
+        it) or a class attribute such as ``_fields`` (a constant of the class)."""
+        from .builder import SourcelessBuilder
+        from .functions import UserFunctionVariable, UserMethodVariable
+
+        static = inspect.getattr_static(self.tuple_cls, name, None)
+        if isinstance(static, types.FunctionType):
+            return UserMethodVariable(static, self)
+        if isinstance(static, staticmethod):
+            return UserFunctionVariable(static.__func__)
+        if isinstance(static, classmethod):
+            return UserMethodVariable(static.__func__, ConstantVariable(self.tuple_cls))
+        if static is not None and not callable(static):
+            return SourcelessBuilder.wrap(tx, getattr(self.tuple_cls, name))
         return super().var_getattr(tx, name)
+
+    def call_method(self, tx, name, args, kwargs) -> VariableTracker:
+        if name in NAMEDTUPLE_METHODS:
+            return NAMEDTUPLE_METHODS[name](self, tx, *args, **kwargs)
+        return super().call_method(tx, name, args, kwargs)
+
+    def _asdict(self, tx) -> VariableTracker:
+        from .dicts import ConstDictVariable
+
+        return ConstDictVariable(dict(zip(self.tuple_cls._fields, self.items)))
+
+    def _replace(self, tx, **changes: VariableTracker) -> VariableTracker:
+        unknown = set(changes) - set(self.tuple_cls._fields)
+        if unknown:
+            unimplemented(f"{self.tuple_cls.__name__}._replace: no fields {sorted(unknown)}")
+        items = [changes.get(f, item) for f, item in zip(self.tuple_cls._fields, self.items)]
+        return NamedTupleVariable(items, self.tuple_cls)
 
     def as_python_constant(self) -> Any:
         unimplemented("a named tuple is rebuilt, not folded")
@@ -124,6 +164,12 @@ class NamedTupleVariable(TupleVariable):
         cls = codegen.install_global(self.tuple_cls.__name__, self.tuple_cls)
         body = ", ".join(codegen(i) for i in self.items)
         return f"{cls}({body})" if hasattr(self.tuple_cls, "_fields") else f"{cls}(({body},))"
+
+
+# The methods collections.namedtuple writes in Python (their bodies call C helpers, so they are
+# answered here rather than inlined)
+NAMEDTUPLE_METHODS = {"_asdict": NamedTupleVariable._asdict,
+                      "_replace": NamedTupleVariable._replace}
 
 
 class SizeVariable(TupleVariable):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import types
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -125,6 +125,13 @@ class GradModeVariable(ContextManagerVariable):
             tx.block_stack.pop()
         return super().exit(tx)
 
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        """``torch.no_grad()(fn)`` -- the decorator form, ``@torch.no_grad()`` on a nested
+        ``def``: a function that runs ``fn`` inside this grad mode."""
+        if len(args) != 1 or kwargs or self.prev is not None:
+            unimplemented(f"calling {self} with {args}")
+        return GradModeWrappedFunction(self.target, args[0])
+
     def fresh(self, writer) -> str:
         # switches only in __enter__: a set_grad_enabled(b) object is rebuilt as the
         # no_grad/enable_grad it acts as
@@ -132,6 +139,32 @@ class GradModeVariable(ContextManagerVariable):
 
     def _repr_body(self) -> str:
         return f"grad_enabled={self.target}"
+
+
+class GradModeWrappedFunction(VariableTracker):
+    """What ``@torch.no_grad()`` / ``@torch.enable_grad()`` makes of a function: each call is
+    traced between entering and leaving the grad mode, as the ``with`` inside the real wrapper
+    would run it."""
+
+    def __init__(self, target: bool, fn: VariableTracker):
+        super().__init__()
+        self.target, self.fn = target, fn
+
+    def python_type(self) -> type:
+        return types.FunctionType
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        ctx = GradModeVariable(self.target)
+        ctx.enter(tx)
+        result = self.fn.call_function(tx, args, kwargs)
+        ctx.exit(tx)
+        return result
+
+    def children(self) -> list[VariableTracker]:
+        return [self.fn]
+
+    def _repr_body(self) -> str:
+        return f"grad_enabled={self.target}, {self.fn!r}"
 
 
 class NullContextVariable(ContextManagerVariable):
@@ -263,6 +296,25 @@ class UserDefinedObjectVariable(VariableTracker):
             unimplemented(f"{type(self.value).__name__} has no attribute {name!r}")
         return VariableBuilder(tx, source).wrap(getattr(self.value, name))
 
+    def rich_compare(self, tx, name: str, other: VariableTracker) -> VariableTracker:
+        """``self == other`` (name ``__eq__``) or ``self != other`` (``__ne__``): the class's
+        Python method is inlined; without one, ``!=`` negates ``==`` (as ``object.__ne__``
+        does) and ``==`` compares identities (``object.__eq__``'s answer, after its
+        NotImplemented). May return NotImplemented, for the caller to try the other operand."""
+        from .functions import UserMethodVariable
+
+        method = inspect.getattr_static(type(self.value), name, None)
+        if isinstance(method, types.FunctionType):
+            return UserMethodVariable(method, self).call_function(tx, [other], {})
+        if method is not getattr(object, name):  # C code of its own (an ndarray's ==)
+            unimplemented(f"{type(self.value).__name__}.{name} is not Python code")
+        if name == "__ne__":
+            eq = self.rich_compare(tx, "__eq__", other)
+            if eq.is_python_constant() and eq.as_python_constant() is NotImplemented:
+                return eq
+            return ConstantVariable(not eq.truth(tx))
+        return ConstantVariable(self.identity() is other.identity())
+
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         from .functions import UserMethodVariable
 
@@ -273,6 +325,35 @@ class UserDefinedObjectVariable(VariableTracker):
 
     def _repr_body(self) -> str:
         return type(self.value).__name__
+
+
+def identity_equal(tx, a: VariableTracker, b: VariableTracker) -> bool:
+    """``a is b or a == b`` as ``in`` and ``list.index`` use it; tensors only by identity,
+    user objects through their ``__eq__``."""
+    if a.is_python_constant() and b.is_python_constant():
+        return a.as_python_constant() == b.as_python_constant()
+    if a.identity() is b.identity():
+        return True
+    equal = user_compare("__eq__")(tx, a, b)
+    return equal is not None and equal.truth(tx)
+
+
+def user_compare(name: str) -> Callable:
+    """``a == b`` / ``a != b`` when a user object is an operand: Python's protocol -- the left
+    operand's method, then the right one's if the left returned NotImplemented, then identity
+    (``object``'s default). None (not handled here) when neither operand is a user object."""
+
+    def compare(tx, a, b):
+        users = [(x, y) for x, y in ((a, b), (b, a)) if isinstance(x, UserDefinedObjectVariable)]
+        for obj, other in users:
+            result = obj.rich_compare(tx, name, other)
+            if not (result.is_python_constant() and result.as_python_constant() is NotImplemented):
+                return result
+        if users:
+            return ConstantVariable((a.identity() is b.identity()) == (name == "__eq__"))
+        return None
+
+    return compare
 
 
 def new_object(cls: type, attrs: dict[str, Any]) -> Any:

@@ -77,7 +77,11 @@ class TensorVariable(VariableTracker):
             return SourcelessBuilder.wrap(tx, getattr(self.example_value, name))
         if name in VIEW_ATTRS:
             return call_op(tx, "call_function", getattr, [self, ConstantVariable(name)], {})
-        if name in ("grad", "data", "_version", "grad_fn", "__dict__"):
+        if name == "__class__":  # x.__class__.__name__; the type is part of TENSOR_MATCH
+            return ConstantVariable(self.python_type())
+        if name == "grad":
+            return self._grad(tx)
+        if name in ("data", "_version", "grad_fn", "__dict__"):
             unimplemented(f"tensor attribute .{name} is not captured")
         if callable(getattr(torch.Tensor, name, None)):
             return GetAttrVariable(self, name)
@@ -86,6 +90,9 @@ class TensorVariable(VariableTracker):
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
         from .builder import SourcelessBuilder
 
+        if name == "numpy":
+            unimplemented("Tensor.numpy(): numpy code on tensors is not traced (real Dynamo "
+                          "traces it through torch._numpy)")
         if name in DATA_METHODS:
             unimplemented(f"Tensor.{name}() needs the tensor's data, which tracing does not have")
         if name in METADATA_METHODS:
@@ -111,6 +118,19 @@ class TensorVariable(VariableTracker):
         if name == "__len__":
             return ConstantVariable(len(self.example_value))
         return call_op(tx, "call_method", name, [self, *args], kwargs)
+
+    def _grad(self, tx) -> VariableTracker:
+        """``x.grad`` when it is None -- an input with no gradient yet (guarded: a backward
+        pass in between fills it and recompiles), or a tensor the graph computes (not a leaf
+        of the user's autograd graph). A gradient that exists is not captured."""
+        if self.source is None:
+            return ConstantVariable(None)
+        real = next((gi.example for gi in tx.output.graph_inputs if gi.source == self.source),
+                    None)
+        if real is None or real.grad is not None:
+            unimplemented("tensor attribute .grad of an input that has a gradient is not captured")
+        self._guard_answer(tx, AttrSource(self.source, "grad"), None)
+        return ConstantVariable(None)
 
     @staticmethod
     def _guard_answer(tx, source, value) -> None:

@@ -144,6 +144,12 @@ def _fold(tx, fn, args, kwargs) -> VariableTracker:
     return SourcelessBuilder.wrap(tx, value)
 
 
+def _annotate(tx, fn, args, kwargs) -> VariableTracker:
+    """``torch.jit.annotate(the_type, the_value)`` is ``the_value`` (the type is for TorchScript)."""
+    bound = {**dict(zip(("the_type", "the_value"), args)), **kwargs}
+    return bound["the_value"]
+
+
 def _size(tx, fn, args, kwargs) -> VariableTracker:  # torch.Size([2, 3])
     from .lists import SizeVariable
 
@@ -156,6 +162,7 @@ CALL_HANDLERS: dict[Callable, Callable] = {
     torch.enable_grad: _grad_mode,
     torch.set_grad_enabled: _set_grad_enabled,
     torch.Size: _size,
+    torch.jit.annotate: _annotate,
     **{fn: _compiling for fn in IS_COMPILING},
     **{fn: _fold for fn in CONSTANT_FOLD},
 }

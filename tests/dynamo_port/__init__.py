@@ -1,0 +1,97 @@
+"""A port of PyTorch's own Dynamo test functions, as a corpus of small programs.
+
+The bodies come from ``test/dynamo/test_functions.py`` (``functions_corpus.py``) and
+``test/dynamo/test_misc.py`` (``misc_corpus.py``) in the pytorch/pytorch repository, re-typed and
+adapted: each test's function becomes a :class:`Case`, and ``tests/test_dynamo_port.py`` runs
+every case through ``mc.compile`` and through the real ``torch._dynamo``, compares both results
+with eager, and compares minicompile's graph count with the real one.
+
+As in PyTorch's ``make_test`` / ``standard_test``, a case's arguments are, unless it says
+otherwise, one ``torch.randn(10, 10)`` per parameter.
+"""
+
+from __future__ import annotations
+
+import collections
+import inspect
+import sys
+import types
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+
+@dataclass
+class Case:
+    fn: Callable
+    make_args: Callable[[], tuple]  # fresh arguments on each call (cases may mutate them)
+    origin: str  # the PyTorch test file the body comes from
+
+    @property
+    def name(self) -> str:
+        return self.fn.__name__
+
+
+CASES: list[Case] = []
+
+
+def _standard_args(fn: Callable) -> Callable[[], tuple]:
+    nargs = len(inspect.signature(fn).parameters)
+    return lambda: tuple(torch.randn(10, 10) for _ in range(nargs))
+
+
+def case_registrar(origin: str) -> Callable:
+    """``@case`` or ``@case(args=lambda: (...))`` for one corpus module."""
+
+    def case(fn: Callable | None = None, *, args: Callable[[], tuple] | None = None):
+        def register(fn: Callable) -> Callable:
+            CASES.append(Case(fn, args or _standard_args(fn), origin))
+            return fn
+
+        return register(fn) if fn is not None else register
+
+    return case
+
+
+def assert_same(got: Any, expected: Any) -> None:
+    """Eager is the oracle: tensors by assert_close (with requires_grad), containers item by
+    item with their exact type, numpy arrays by value, anything else by ``==`` and type.
+
+    Two exceptions, because eager itself makes a new one on every call: a namedtuple class made
+    by the function is compared by module, name and fields, and a function it defines by its
+    code."""
+    if _made_per_call(expected):
+        same = (type(got).__module__, type(got).__qualname__, getattr(got, "_fields", None))
+        assert same == (type(expected).__module__, type(expected).__qualname__,
+                        getattr(expected, "_fields", None))
+        if isinstance(expected, types.FunctionType):
+            assert got.__code__ is expected.__code__
+            return
+    else:
+        assert type(got) is type(expected), (type(got), type(expected))
+    if isinstance(expected, torch.Tensor):
+        torch.testing.assert_close(got, expected, equal_nan=True)
+        assert got.requires_grad == expected.requires_grad
+    elif isinstance(expected, (tuple, list, collections.deque)):
+        assert len(got) == len(expected)
+        for g, e in zip(got, expected):
+            assert_same(g, e)
+    elif isinstance(expected, dict):
+        assert list(got) == list(expected)
+        for k in expected:
+            assert_same(got[k], expected[k])
+    elif isinstance(expected, np.ndarray):
+        np.testing.assert_allclose(got, expected)
+    elif isinstance(expected, float) and expected != expected:  # nan
+        assert got != got
+    else:
+        assert got == expected, (got, expected)
+
+
+def _made_per_call(value: Any) -> bool:
+    return isinstance(value, types.FunctionType) or (
+        isinstance(value, tuple) and hasattr(value, "_fields")
+        and getattr(sys.modules.get(type(value).__module__), type(value).__qualname__, None)
+        is not type(value))
