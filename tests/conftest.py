@@ -29,9 +29,10 @@ CPU_ONLY_EXERCISES = ("9.",)
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        param = getattr(item, "callspec", None)
-        if item.module.__name__.startswith("test_grading") and param is not None and \
-                param.id.startswith(CPU_ONLY_EXERCISES):
+        param = getattr(item, "callspec", None)  # notebook cells (nbval) have neither
+        module = getattr(item, "module", None)
+        if module is not None and module.__name__.startswith("test_grading") and param is not None \
+                and param.id.startswith(CPU_ONLY_EXERCISES):
             item.add_marker(pytest.mark.cpu_only)
     if torch.cuda.is_available():
         return
