@@ -491,8 +491,14 @@ def test_every_resume_point_in_a_fresh_interpreter():
     failing exit status rather than the end of the test run."""
     import subprocess
 
+    import minicompile
+
+    # the child imports the minicompile under test (not another copy installed in the venv)
+    package_root = os.path.dirname(os.path.dirname(os.path.abspath(minicompile.__file__)))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [package_root, *filter(None, [os.environ.get("PYTHONPATH")])])}
     run = subprocess.run([sys.executable, __file__], capture_output=True, text=True,
-                         timeout=600, cwd=os.path.dirname(__file__))
+                         timeout=600, cwd=os.path.dirname(__file__), env=env)
     assert run.returncode == 0, f"exit status {run.returncode}\n{run.stdout}\n{run.stderr}"
     assert "resume points checked" in run.stdout
 
