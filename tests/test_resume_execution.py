@@ -3,8 +3,9 @@
 For every function of a corpus and every offset it reaches, we stop a real run there (an
 instrumented copy, see minicompile/dynamo/stack_capture.py), build a resume function at that
 offset from the captured stack and the *live* locals only, call it and compare with what the
-original function returns (or raises). This module needs no torch: it also runs as a script
-under Python 3.12 (``python tests/test_resume_execution.py``).
+original function returns (or raises). This module needs neither torch nor pytest: it also runs
+as a script under any supported Python (``PYTHONPATH=. python3.12 tests/test_resume_execution.py``),
+which is how ``course.sh test`` checks the versions it has no torch for.
 """
 
 from __future__ import annotations
