@@ -22,19 +22,9 @@ try:
 except ImportError:  # plain-script run (python3.12 without pytest): see the bottom of the file
     pytest = None
 
+from torch_free import load_bytecode_layer_without_torch
 
-def _load_bytecode_layer_without_torch() -> None:
-    """The bytecode layer needs no torch, but ``minicompile/__init__.py`` imports it. Under an
-    interpreter without torch, register the package without running its ``__init__``, so that
-    importing ``minicompile.dynamo.bytecode`` and its siblings loads just those modules."""
-    import importlib.util
-
-    if importlib.util.find_spec("torch") is None and "minicompile" not in sys.modules:
-        spec = importlib.util.find_spec("minicompile")
-        sys.modules["minicompile"] = importlib.util.module_from_spec(spec)
-
-
-_load_bytecode_layer_without_torch()
+load_bytecode_layer_without_torch()  # before the first import of minicompile
 
 from minicompile.dynamo.bytecode import cleaned_instructions, expansion_start
 from minicompile.dynamo.bytecode_analysis import live_locals_at, stack_depths
