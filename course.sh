@@ -12,6 +12,8 @@ PY="$VENV/bin/python"
 # CPU machines take the CPU build of torch: asking for this exact version first means the
 # range in pyproject.toml is already satisfied and pip never fetches the CUDA build.
 TORCH_SPEC="${MINICOMPILE_TORCH:-torch==2.13.0}"
+TORCH_CPU_INDEX="https://download.pytorch.org/whl/cpu"
+VENV313="${MINICOMPILE_VENV313:-${VENV}-py313}"  # Python 3.13 with torch, for a second pass
 
 say() { printf '\033[1m[course]\033[0m %s\n' "$*"; }
 
@@ -57,31 +59,51 @@ run_tests() {
     MINICOMPILE_CPU_BACKEND=triton "$PY" -m pytest tests -q -p no:cacheprovider \
       --deselect tests/test_bench.py "$@"
   fi
-  run_tests_python313
+  run_tests_other_pythons
 }
 
-find_python313() {
-  command -v python3.13 2>/dev/null && return
-  ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.13*/bin/python3.13 2>/dev/null | tail -1
+find_python() {
+  # the first python$1 that runs: a pyenv shim exists even where that version is not selected
+  local py
+  for py in "python$1" "${PYENV_ROOT:-$HOME/.pyenv}/versions/$1".*/bin/"python$1"; do
+    if "$py" -c "" 2>/dev/null; then command -v "$py"; return; fi
+  done
 }
 
-run_tests_python313() {
-  # The bytecode layer again under Python 3.13, where an interpreter for it is installed (its
-  # torch comes from PyPI: the CUDA build, a large download the first time).
-  local py313 venv313="${VENV}-py313"
-  py313="$(find_python313)"
-  if [ -z "$py313" ]; then say "no Python 3.13 here: the 3.13 pass is skipped"; return; fi
-  if [ ! -x "$venv313/bin/python" ] || ! "$venv313/bin/python" -c "import torch, pytest" 2>/dev/null; then
-    say "installing torch and the test packages for Python 3.13 into $venv313"
-    "$py313" -m venv "$venv313" && "$venv313/bin/python" -m pip install -q "$TORCH_SPEC" \
-      sympy networkx numpy matplotlib graphviz pytest hypothesis pytest-timeout \
-      || { say "could not install torch for Python 3.13: the 3.13 pass is skipped"; return; }
-  fi
-  say "bytecode, capture, guard and graph-break tests under Python 3.13"
-  PYTHONPATH="$PWD" "$venv313/bin/python" -m pytest -q -p no:cacheprovider \
-    tests/test_bytecode.py tests/test_dynamo_capture.py tests/test_guards.py \
-    tests/test_graph_breaks.py tests/test_graph_breaks_side_effects.py \
-    tests/test_resume_execution.py tests/test_recompiles.py
+venv313_with_torch() {
+  # $VENV313 has torch, or gets its CPU build from torch's own index: PyPI's build is the CUDA
+  # one, gigabytes for every fresh clone, too much for a pass over the bytecode layer.
+  "$VENV313/bin/python" -c "import torch, pytest" 2>/dev/null && return
+  say "installing torch's CPU build ($TORCH_SPEC) and the test packages for Python 3.13 into $VENV313"
+  "$1" -m venv "$VENV313" \
+    && "$VENV313/bin/python" -m pip install -q "$TORCH_SPEC" --index-url "$TORCH_CPU_INDEX" \
+    && "$VENV313/bin/python" -m pip install -q sympy networkx numpy matplotlib graphviz pytest \
+      hypothesis pytest-timeout \
+    || { say "no torch for Python 3.13 (MINICOMPILE_VENV313 may name a 3.13 venv that has it)"
+         return 1; }
+}
+
+run_tests_other_pythons() {
+  # Bytecode is what changes between CPython releases, so the bytecode layer is checked under
+  # the other supported versions installed here too. Under 3.13 with torch: the bytecode,
+  # capture, guard and graph-break tests. Otherwise tests/test_resume_execution.py as a script,
+  # which needs no torch (resume functions and the assembler at every offset of a corpus).
+  local version py main_version
+  main_version="$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+  for version in 3.11 3.12 3.13; do
+    py="$(find_python "$version")"
+    [ "$version" != "$main_version" ] && [ -n "$py" ] || continue
+    if [ "$version" = 3.13 ] && venv313_with_torch "$py"; then
+      say "bytecode, capture, guard and graph-break tests under Python 3.13"
+      PYTHONPATH="$PWD" "$VENV313/bin/python" -m pytest -q -p no:cacheprovider \
+        tests/test_bytecode.py tests/test_dynamo_capture.py tests/test_guards.py \
+        tests/test_graph_breaks.py tests/test_graph_breaks_side_effects.py \
+        tests/test_resume_execution.py tests/test_recompiles.py
+    else
+      say "resume functions and the bytecode assembler under Python $version (no torch needed)"
+      PYTHONPATH="$PWD" "$py" tests/test_resume_execution.py
+    fi
+  done
 }
 
 case "${1:-}" in

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 
-def f_stack(a, b):  # COPY / SWAP (chained comparison), POP_TOP
+def f_stack(a, b):  # COPY / SWAP (chained comparison), POP_TOP, (3.13) LOAD_FAST_LOAD_FAST
     [a, b]
     return 0 < a < 10, (a, b)[::-1]
 
@@ -60,13 +60,15 @@ def f_subscr(xs):  # BINARY_SUBSCR, BINARY_SLICE (3.12), STORE_SUBSCR, DELETE_SU
 
 
 def f_build(a, b):  # BUILD_TUPLE / LIST / MAP / CONST_KEY_MAP / SLICE / STRING, FORMAT_VALUE
+    # (3.13: FORMAT_SIMPLE, FORMAT_WITH_SPEC, CONVERT_VALUE)
     d = {"a": a, "b": b}
     e = {a: 1, b: 2}
     s = f"{a}-{b!r}-{a:>4}"
     return (a, b), [a, b], d, e, s, [0, 1, 2, 3, 4][1:a:2]
 
 
-def f_comprehension(xs):  # LIST_APPEND, MAP_ADD, (3.12) LOAD_FAST_AND_CLEAR, END_FOR
+def f_comprehension(xs):  # LIST_APPEND, MAP_ADD, (3.12) LOAD_FAST_AND_CLEAR, END_FOR,
+    # (3.13) STORE_FAST_LOAD_FAST
     return [x * 2 for x in xs], {x: x for x in xs}
 
 
@@ -76,7 +78,7 @@ def f_star(xs, d):  # LIST_EXTEND, LIST_TO_TUPLE / CALL_INTRINSIC_1, DICT_MERGE,
     return t, m, max(*xs), dict(**d)
 
 
-def f_unpack(xs):  # UNPACK_SEQUENCE, UNPACK_EX
+def f_unpack(xs):  # UNPACK_SEQUENCE, UNPACK_EX, (3.13) STORE_FAST_STORE_FAST
     a, b, c = xs
     first, *rest = xs
     return a + b + c, first, rest
@@ -96,7 +98,8 @@ def f_while(n):  # JUMP_BACKWARD, POP_JUMP_IF_*
     return i
 
 
-def f_branches(a, b=None):  # POP_JUMP_IF_FALSE/TRUE, POP_JUMP_IF_NONE/NOT_NONE, JUMP_FORWARD
+def f_branches(a, b=None):  # POP_JUMP_IF_FALSE/TRUE, POP_JUMP_IF_NONE/NOT_NONE, JUMP_FORWARD,
+    # (3.13) TO_BOOL
     if b is None:
         b = 1
     if a > 0:
@@ -118,7 +121,7 @@ def f_and_or(a, b):  # (3.11) JUMP_IF_FALSE_OR_POP / JUMP_IF_TRUE_OR_POP
     return (a and b), (a or b)
 
 
-def f_calls(a):  # PUSH_NULL, KW_NAMES, CALL, (3.11) PRECALL, LOAD_METHOD
+def f_calls(a):  # PUSH_NULL, KW_NAMES, CALL, (3.11) PRECALL, LOAD_METHOD, (3.13) CALL_KW
     fn = f_kw
     return round(a, ndigits=1), "x".upper(), f_kw(a, scale=2), fn(a)
 
@@ -131,7 +134,7 @@ def f_call_ex(args, kwargs):  # CALL_FUNCTION_EX
     return f_kw(*args, **kwargs)
 
 
-def f_make_function(a):  # MAKE_FUNCTION with defaults and closure
+def f_make_function(a):  # MAKE_FUNCTION with defaults and closure (3.13: SET_FUNCTION_ATTRIBUTE)
     def g(b, c=3):
         return a + b + c
 
@@ -253,6 +256,12 @@ CORPUS = {
     "LOAD_ASSERTION_ERROR": (f_assert, (1,)), "RAISE_VARARGS": (f_assert, (1,)),
     "LOAD_SUPER_ATTR": (Child.value, (Child(), 3)),
     "EXTENDED_ARG": (f_extended_arg, (1,)),
+    # new in 3.13
+    "LOAD_FAST_LOAD_FAST": (f_stack, (3, 4)), "STORE_FAST_STORE_FAST": (f_unpack, ([1, 2, 3],)),
+    "STORE_FAST_LOAD_FAST": (f_comprehension, ([1, 2],)), "TO_BOOL": (f_branches, (2,)),
+    "CALL_KW": (f_calls, (2.25,)), "SET_FUNCTION_ATTRIBUTE": (f_make_function, (2,)),
+    "FORMAT_SIMPLE": (f_build, (3, 4)), "FORMAT_WITH_SPEC": (f_build, (3, 4)),
+    "CONVERT_VALUE": (f_build, (3, 4)),
 }
 
 
@@ -280,6 +289,9 @@ if __name__ == "__main__":  # list what the normaliser makes of the corpus on th
     import sys
 
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+    from torch_free import load_bytecode_layer_without_torch
+
+    load_bytecode_layer_without_torch()
     from minicompile.dynamo.bytecode import cleaned_instructions
 
     here = os.path.join(os.path.dirname(__file__), "..", "minicompile", "dynamo")

@@ -106,3 +106,18 @@ def test_instruction_table_doc_is_current():
 
     path = os.path.join(os.path.dirname(__file__), "..", "docs", "instructions.md")
     assert instruction_table() in open(path).read(), "regenerate docs/instructions.md"
+
+
+def test_instruction_table_column_of_this_python_is_true():
+    """The table's yes/- for the running version is what its ``dis`` says is a real instruction
+    (so each CPython that runs the suite checks its own column)."""
+    from minicompile.course.instruction_table import instruction_table
+
+    column = {(3, 11): 1, (3, 12): 2, (3, 13): 3}[sys.version_info[:2]]
+    wrong = []
+    for row in instruction_table().splitlines()[2:]:
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        opname = cells[0][1:cells[0].index("]")]  # [NAME](link)
+        if (cells[column] == "yes") != exists_here(opname):
+            wrong.append(f"{opname}: {cells[column]}")
+    assert not wrong, f"Python {sys.version_info[:2]} column: {wrong}"

@@ -3,8 +3,9 @@
 For every function of a corpus and every offset it reaches, we stop a real run there (an
 instrumented copy, see minicompile/dynamo/stack_capture.py), build a resume function at that
 offset from the captured stack and the *live* locals only, call it and compare with what the
-original function returns (or raises). This module needs no torch: it also runs as a script
-under Python 3.12 (``python tests/test_resume_execution.py``).
+original function returns (or raises). This module needs neither torch nor pytest: it also runs
+as a script under any supported Python (``PYTHONPATH=. python3.12 tests/test_resume_execution.py``),
+which is how ``course.sh test`` checks the versions it has no torch for.
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ try:
     import pytest
 except ImportError:  # plain-script run (python3.12 without pytest): see the bottom of the file
     pytest = None
+
+from torch_free import load_bytecode_layer_without_torch
+
+load_bytecode_layer_without_torch()  # before the first import of minicompile
 
 from minicompile.dynamo.bytecode import cleaned_instructions, expansion_start
 from minicompile.dynamo.bytecode_analysis import live_locals_at, stack_depths
@@ -477,8 +482,14 @@ def test_every_resume_point_in_a_fresh_interpreter():
     failing exit status rather than the end of the test run."""
     import subprocess
 
+    import minicompile
+
+    # the child imports the minicompile under test (not another copy installed in the venv)
+    package_root = os.path.dirname(os.path.dirname(os.path.abspath(minicompile.__file__)))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [package_root, *filter(None, [os.environ.get("PYTHONPATH")])])}
     run = subprocess.run([sys.executable, __file__], capture_output=True, text=True,
-                         timeout=600, cwd=os.path.dirname(__file__))
+                         timeout=600, cwd=os.path.dirname(__file__), env=env)
     assert run.returncode == 0, f"exit status {run.returncode}\n{run.stdout}\n{run.stderr}"
     assert "resume points checked" in run.stdout
 

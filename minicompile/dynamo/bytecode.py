@@ -198,8 +198,9 @@ ONLY_311 = {"JUMP_IF_FALSE_OR_POP", "JUMP_IF_TRUE_OR_POP", "LIST_TO_TUPLE", "LOA
             "POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_FORWARD_IF_NONE",
             "POP_JUMP_FORWARD_IF_NOT_NONE", "POP_JUMP_FORWARD_IF_TRUE", "PRECALL",
             "UNARY_POSITIVE", "LOAD_CLASSDEREF", "PRINT_EXPR", "IMPORT_STAR"}
-# Real instructions 3.13 removed (from dis.opmap), and those it added that the interpreter meets.
-REMOVED_IN_313 = {"FORMAT_VALUE", "KW_NAMES"}
+# Real instructions 3.13 no longer has (LOAD_CLOSURE is only a pseudo-instruction of its compiler,
+# emitted as LOAD_FAST), and those it added that the interpreter meets.
+REMOVED_IN_313 = {"FORMAT_VALUE", "KW_NAMES", "LOAD_CLOSURE"}
 ONLY_313 = {"LOAD_FAST_LOAD_FAST", "STORE_FAST_STORE_FAST", "STORE_FAST_LOAD_FAST", "TO_BOOL",
             "CALL_KW", "SET_FUNCTION_ATTRIBUTE", "CONVERT_VALUE", "FORMAT_SIMPLE",
             "FORMAT_WITH_SPEC"}

@@ -39,7 +39,7 @@ def POP_TOP(tx: Tx, inst: Inst) -> None:
     tx.pop()
 
 
-@handler("PUSH_NULL")  # dis#opcode-PUSH_NULL: the NULL below a callable, for CALL
+@handler("PUSH_NULL")  # dis#opcode-PUSH_NULL: the NULL beside a callable (3.13: above), for CALL
 def PUSH_NULL(tx: Tx, inst: Inst) -> None:
     tx.push(NullVariable())
 

@@ -6,6 +6,7 @@ constants; ``for`` loops unroll because FOR_ITER's iterator holds every item alr
 from __future__ import annotations
 
 import sys
+from typing import Callable
 
 from .bytecode import PY313
 from .bytecode import Instruction as Inst
@@ -29,15 +30,15 @@ def JUMP(tx: Tx, inst: Inst) -> None:
     tx.jump(inst)
 
 
+JUMPS_ON_TRUTH = {"POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE"}
+
+
 @handler("TO_BOOL")  # dis#opcode-TO_BOOL (3.13): bool(TOS), before a jump or UNARY_NOT
 def TO_BOOL(tx: Tx, inst: Inst) -> None:
     if tx.instructions[tx.index].opname in JUMPS_ON_TRUTH:
         return  # the jump asks for the truth itself, and a break there resumes past it
     # Anything else (UNARY_NOT) needs a real bool: a break here resumes *at* TO_BOOL
     tx.push(ConstantVariable(tx.pop().truth(tx)))
-
-
-JUMPS_ON_TRUTH = {"POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE"}
 
 
 @handler("POP_JUMP_IF_FALSE")  # dis#opcode-POP_JUMP_IF_FALSE (3.11: ..._FORWARD/BACKWARD_...)
@@ -139,35 +140,37 @@ def CALL_FUNCTION_EX(tx: Tx, inst: Inst) -> None:
     tx.push(fn.call_function(tx, args.unpack_var_sequence(tx), dict(kwargs.items)))
 
 
-# MAKE_FUNCTION's flag bits (3.11, 3.12), SET_FUNCTION_ATTRIBUTE's argument (3.13)
-FUNCTION_ATTRIBUTES = {0x08: "closure", 0x04: "annotations", 0x02: "kwdefaults", 0x01: "defaults"}
+# MAKE_FUNCTION's flag bits (3.11, 3.12) and SET_FUNCTION_ATTRIBUTE's argument (3.13), in the
+# order MAKE_FUNCTION pops them: the field of NestedUserFunctionVariable each sets, and how its
+# value is read off the tracked stack value (annotations are not needed to run the function).
+FUNCTION_ATTRIBUTES: dict[int, tuple[str, Callable | None]] = {
+    0x08: ("closure", lambda cells: tuple(cell.value for cell in cells.items)),
+    0x04: ("annotations", None),
+    0x02: ("kwdefaults", lambda kwdefaults: kwdefaults.items),
+    0x01: ("defaults", lambda defaults: tuple(defaults.items)),
+}
 
 
-def function_attribute(flag: int, value) -> tuple[str, object]:
-    """(NestedUserFunctionVariable field, value) for one attribute popped off the stack."""
-    name = FUNCTION_ATTRIBUTES[flag]
-    if name == "closure":
-        return name, tuple(cell.value for cell in value.items)
-    if name == "kwdefaults":
-        return name, value.items
-    return name, tuple(value.items) if name == "defaults" else value
+def set_function_attribute(fn: NestedUserFunctionVariable, flag: int, value) -> None:
+    name, read = FUNCTION_ATTRIBUTES[flag]
+    if read is not None:
+        setattr(fn, name, read(value))
 
 
-@handler("MAKE_FUNCTION")  # dis#opcode-MAKE_FUNCTION: code on top; up to 3.12 closure,
-def MAKE_FUNCTION(tx: Tx, inst: Inst) -> None:  # annotations, kwdefaults, defaults below, per
-    code = tx.pop().as_python_constant()  # flag bit (3.13 sets them with SET_FUNCTION_ATTRIBUTE)
-    attrs = dict(function_attribute(flag, tx.pop()) for flag in FUNCTION_ATTRIBUTES
-                 if (inst.arg or 0) & flag)
-    tx.push(NestedUserFunctionVariable(code, tx.f_globals, attrs.get("defaults", ()),
-                                       attrs.get("kwdefaults", {}), attrs.get("closure", ())))
+@handler("MAKE_FUNCTION")  # dis#opcode-MAKE_FUNCTION: code on top; up to 3.12 the attributes
+def MAKE_FUNCTION(tx: Tx, inst: Inst) -> None:  # its flag bits name are below it
+    code = tx.pop().as_python_constant()
+    fn = NestedUserFunctionVariable(code, tx.f_globals, defaults=(), kwdefaults={}, closure=())
+    for flag in FUNCTION_ATTRIBUTES:  # always 0 on 3.13 (SET_FUNCTION_ATTRIBUTE follows)
+        if (inst.arg or 0) & flag:
+            set_function_attribute(fn, flag, tx.pop())
+    tx.push(fn)
 
 
 @handler("SET_FUNCTION_ATTRIBUTE")  # dis#opcode-SET_FUNCTION_ATTRIBUTE (3.13): function on
 def SET_FUNCTION_ATTRIBUTE(tx: Tx, inst: Inst) -> None:  # top, the attribute's value below
     fn = tx.pop()
-    name, value = function_attribute(inst.arg, tx.pop())
-    if name != "annotations":  # not needed to run the function
-        setattr(fn, name, value)
+    set_function_attribute(fn, inst.arg, tx.pop())
     tx.push(fn)
 
 

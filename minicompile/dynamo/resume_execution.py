@@ -38,7 +38,7 @@ from .bytecode_transformation import (
 
 # How the prologue rebuilds one stack slot (the kinds of values a break can leave there).
 VALUE = "value"  # an ordinary Python value, passed as an argument
-NULL = "null"  # the NULL that CPython pushes below a callable (PUSH_NULL, LOAD_GLOBAL's bit)
+NULL = "null"  # the NULL CPython pushes beside a callable (PUSH_NULL, LOAD_GLOBAL's bit)
 CONTEXT = "context"  # an active ``with``: the argument is a context manager, re-entered here
 ITERATOR = "iterator"  # a loop in progress: the argument is a tuple of the items still to come
 STACK_KINDS = (VALUE, NULL, CONTEXT, ITERATOR)

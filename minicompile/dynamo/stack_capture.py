@@ -6,12 +6,13 @@ real execution we instrument a copy of the function: just before the instruction
 
     STORE_FAST ___capture_stack<k> ... STORE_FAST ___capture_stack0   # pop the whole stack
     PUSH_NULL; LOAD_CONST <hook>; CALL 0; RAISE_VARARGS 1             # hook snapshots locals
+                                                 # (3.13: the NULL after the hook, above it)
 
 The hook reads the frame's locals (a NULL stack slot shows up as a missing local; the cells of
-cell variables are stored with LOAD_CLOSURE first) and returns an exception carrying them, which
-stops the function right there. The snippet
-has no exception-table entry, so no ``except``/``finally``/``with`` of the function runs on
-the way out. Built with our own assembler, so it doubles as a test of it.
+cell variables are stored with LOAD_CLOSURE first, which 3.13 spells LOAD_FAST) and returns an
+exception carrying them, which stops the function right there. The snippet has no
+exception-table entry, so no ``except``/``finally``/``with`` of the function runs on the way
+out. Built with our own assembler, so it doubles as a test of it.
 """
 
 from __future__ import annotations
