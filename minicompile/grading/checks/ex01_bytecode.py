@@ -4,6 +4,8 @@ the real interpreter, traces real functions, and compares with eager on random t
 from __future__ import annotations
 
 import contextlib
+import sys
+import types
 from typing import Callable
 
 import torch
@@ -52,12 +54,22 @@ def _patched(obj, name: str, value):
 
 
 def _captured_like_eager(fn: Callable, *args) -> None:
-    expected = fn(*args)
+    """``fn`` compiled returns what it returns in eager, leaves the caller's tensors as eager
+    leaves them (an in-place operator must update them), and is captured in one graph."""
+    eager_args = [_copy(a) for a in args]
+    expected = fn(*eager_args)
     mc.metrics.reset()
     got = mc.compile(fn, backend="eager")(*args)
-    torch.testing.assert_close(got, expected)
+    torch.testing.assert_close(got, expected, msg=lambda m: f"{fn.__name__} returned\n{m}")
+    for i, (arg, eager_arg) in enumerate(zip(args, eager_args)):
+        torch.testing.assert_close(arg, eager_arg, msg=lambda m: (
+            f"after {fn.__name__}, the caller's argument {i} is not what eager leaves\n{m}"))
     assert mc.metrics.graphs_compiled == 1 and mc.metrics.eager_fallbacks == 0 \
         and mc.metrics.graph_breaks == 0, f"{fn.__name__} was not captured in one graph"
+
+
+def _copy(value):
+    return [_copy(v) for v in value] if isinstance(value, list) else value.clone()
 
 
 # -- 1.1 ----------------------------------------------------------------------------------------
@@ -84,6 +96,14 @@ def _bits(i, j):
     return b
 
 
+def _updates_the_callers_tensors(x, y, i):
+    x += y  # x is the caller's tensor: an in-place operator must change it
+    x *= 2
+    i |= 4
+    i <<= 1
+    return x.sum() + i.sum()
+
+
 @exercise("1.1", points=10, hint="argrepr is '+', '+=', ...; operator.iadd is the in-place add")
 def check_binary_op_table(sol):
     """BINARY_OP handler table"""
@@ -92,6 +112,8 @@ def check_binary_op_table(sol):
     with _patched(handlers_data.__dict__, "BINARY_OPS", table):
         _captured_like_eager(_arith, torch.randn(5, 5), torch.randn(5, 5))
         _captured_like_eager(_bits, torch.randint(1, 9, (7,)), torch.randint(1, 9, (7,)))
+        _captured_like_eager(_updates_the_callers_tensors, torch.randn(3, 4), torch.randn(3, 4),
+                             torch.randint(0, 9, (5,)))
 
 
 # -- 1.2 ----------------------------------------------------------------------------------------
@@ -127,8 +149,14 @@ def _middle(x, *rest):
     return inner(x).relu()
 
 
+SCALE = 2.0  # a global of this module; _elsewhere.scaled reads its own module's SCALE
+_elsewhere = types.ModuleType("minicompile_grading_elsewhere")
+sys.modules[_elsewhere.__name__] = _elsewhere
+exec("SCALE = 3.0\n\ndef scaled(x):\n    return x * SCALE\n", _elsewhere.__dict__)
+
+
 def _calls(x, y):
-    return _middle(x, y, y) + _leaf(y, shift=1) + (lambda t: t.cos())(x)
+    return _middle(x, y, y) + _leaf(y, shift=1) + (lambda t: t.cos())(x) + _elsewhere.scaled(y)
 
 
 @exercise("1.3", points=10, hint="bind_args, then InliningInstructionTranslator(...).run()")

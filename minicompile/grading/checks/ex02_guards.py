@@ -22,12 +22,27 @@ def _reference_match(t: torch.Tensor, x, dynamic_dims: set[int]) -> bool:
 
 
 def _variants(t: torch.Tensor) -> list:
+    """Values a guard for ``t`` must tell apart: each differs from ``t`` in one property (two
+    for the grown tensor of another rank), plus a clone that must match."""
     shape = list(t.shape)
     grown = [n + 1 for n in shape]
     return [t.clone(), t.detach().clone().requires_grad_(not t.requires_grad), t.double(),
             torch.randn(grown), torch.randn(shape + [2]), torch.randn(shape[:-1]), 1.0, [t],
+            torch.randn(grown + [2]),  # another rank and other sizes: the rank is reported
             torch.randn(shape[::-1]).transpose(0, -1),  # same shape, other strides
+            torch.randn(shape + [2])[..., 0],  # same shape, strides doubled
+            torch.empty_strided(shape, t.stride(), device="meta"),  # same but the device
             torch.randn([shape[0] + 3] + shape[1:])]
+
+
+def _example(rng: random.Random) -> torch.Tensor:
+    """A random tensor to guard on: sometimes a non-contiguous view, so that a guard on
+    contiguity instead of strides is caught."""
+    shape = [rng.randint(2, 6) for _ in range(rng.randint(1, 3))]
+    t = torch.randn(*shape)
+    if rng.random() < 0.4:
+        t = torch.randn(shape[::-1]).transpose(0, -1)
+    return t.requires_grad_(rng.random() < 0.5)
 
 
 @exercise("2.1", points=10, hint="join 'L[name].dtype == torch.float32'-style checks with 'and'; "
@@ -36,15 +51,16 @@ def check_tensor_match_guard(sol):
     """Generate a TENSOR_MATCH guard"""
     rng = random.Random(0)
     for _ in range(12):
-        shape = [rng.randint(2, 6) for _ in range(rng.randint(1, 3))]
-        t = torch.randn(*shape).requires_grad_(rng.random() < 0.5)
+        t = _example(rng)
+        shape = list(t.shape)
         dynamic = {d for d in range(len(shape)) if rng.random() < 0.4}
         code = sol.tensor_match_guard("x", t, dynamic)
         assert isinstance(code, str), "return the guard as a Python expression string"
         for x in _variants(t):
             got = eval(code, {"torch": torch}, {"L": {"x": x}})
             want = _reference_match(t, x, dynamic)
-            desc = (f"x of {tuple(x.shape)} {x.dtype} requires_grad={x.requires_grad}"
+            desc = (f"x of {tuple(x.shape)}, strides {x.stride()}, {x.dtype} on {x.device}, "
+                    f"requires_grad={x.requires_grad}"
                     if isinstance(x, torch.Tensor) else repr(type(x)))
             assert bool(got) == want, (f"guard for {tuple(shape)} (dynamic dims {dynamic}) says "
                                        f"{bool(got)} for {desc}; expected {want}")
@@ -122,8 +138,8 @@ def check_tensor_mismatch_reason(sol):
 
     rng = random.Random(3)
     for _ in range(12):
-        shape = [rng.randint(2, 6) for _ in range(rng.randint(1, 3))]
-        t = torch.randn(*shape).requires_grad_(rng.random() < 0.5)
+        t = _example(rng)
+        shape = list(t.shape)
         spec = TensorSpec.of(t)
         if rng.random() < 0.5:  # some dims dynamic
             dyn = rng.randrange(len(shape))

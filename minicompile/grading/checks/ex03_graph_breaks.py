@@ -170,6 +170,13 @@ def check_restore_stack(sol):
         resume_execution.restore_stack = original
 
 
+class _CourseLogger(logging.Logger):
+    """A Logger subclass defined here: its methods' ``__module__`` is not ``logging``."""
+
+    def note(self, msg):
+        self.info(msg)
+
+
 @exercise("3.4", points=10, hint="check print/logging first (a Logger's methods too), then "
                                  "tensor methods, numpy/random, user functions, builtins")
 def check_classify_call(sol):
@@ -180,10 +187,12 @@ def check_classify_call(sol):
     logger = logging.getLogger("minicompile.exercise")
     cases = [
         (builtins.print, "print_or_logging"), (logging.info, "print_or_logging"),
-        (logger.warning, "print_or_logging"), (t.item, "tensor_to_python"),
+        (logger.warning, "print_or_logging"), (_CourseLogger("course").note, "print_or_logging"),
+        (t.item, "tensor_to_python"),
         (t.tolist, "tensor_to_python"), (np.sum, "untraceable_call"),
         (np.random.rand, "untraceable_call"), (random.random, "untraceable_call"),
         (random.Random(0).randint, "untraceable_call"), (math.floor, "untraceable_call"),
+        (random.Random.randint, "untraceable_call"), (np.isscalar, "untraceable_call"),
         (_scale, "inlined_call"), (pending_calls, "inlined_call"),
         (contextlib.nullcontext, "unsupported_construct"),
     ]

@@ -99,16 +99,52 @@ def check_make_compiled_function(sol):
     for name, fn, inputs in _cases()[1:]:
         joint, sig = _joint(fn, inputs)
         part = partition_with_saved(joint, default_saved_values(joint.graph, 1), 1)
-        run = sol.make_compiled_function(part.fw_module, part.bw_module, 1,
-                                         part.num_saved_tensors)
+        bw_calls = []
+
+        def bw(*args):
+            bw_calls.append(len(args))
+            return part.bw_module(*args)
+
+        run = sol.make_compiled_function(part.fw_module, bw, 1, part.num_saved_tensors)
         xs = [x.detach().clone().requires_grad_() for x in inputs]
         ref_xs = [x.detach().clone().requires_grad_() for x in inputs]
         (out,) = run(*xs)
         ref = fn(*ref_xs)
-        torch.testing.assert_close(out, ref)
+        torch.testing.assert_close(out, ref, msg=lambda m: f"{name}: forward output\n{m}")
         assert out.grad_fn is not None, f"{name}: the output must be differentiable"
         g = torch.randn_like(ref)
         out.backward(g)
         ref.backward(g)
+        assert bw_calls, f"{name}: the backward graph bw never ran (gradients must come from it)"
         for x, rx in zip(xs, ref_xs):
             torch.testing.assert_close(x.grad, rx.grad, msg=lambda m: f"{name}: grads\n{m}")
+    _check_saved_tensors_are_version_checked(sol)
+
+
+def _check_saved_tensors_are_version_checked(sol):
+    """Editing a saved input in place between forward and backward must raise, as in eager:
+    only ``ctx.save_for_backward`` notices it (a tensor kept as a ctx attribute gives silently
+    wrong gradients)."""
+    fn, inputs = lambda a, b: torch.tanh(torch.sin(a @ b)), [torch.randn(5, 7), torch.randn(7, 3)]
+    joint, sig = _joint(fn, inputs)
+    part = partition_with_saved(joint, default_saved_values(joint.graph, 1), 1)
+    run = sol.make_compiled_function(part.fw_module, part.bw_module, 1, part.num_saved_tensors)
+    assert "inplace" in (_backward_after_inplace_edit(fn, inputs) or ""), \
+        "eager no longer notices an in-place edit of a saved tensor"
+    assert _backward_after_inplace_edit(lambda a, b: run(a, b)[0], inputs) is not None, (
+        "after the forward, a saved input was edited in place: eager's backward raises, yours "
+        "computed gradients from the edited value (keep saved tensors with "
+        "ctx.save_for_backward)")
+
+
+def _backward_after_inplace_edit(fn, inputs) -> str | None:
+    """Run ``fn``, scale its first input in place, then backward: the error raised, or None."""
+    a, b = (x.detach().clone().requires_grad_() for x in inputs)
+    out = fn(a, b)
+    with torch.no_grad():
+        a.mul_(2)  # a is saved for the matmul's backward
+    try:
+        out.sum().backward()
+    except RuntimeError as e:
+        return str(e)
+    return None

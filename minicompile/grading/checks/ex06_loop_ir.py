@@ -12,9 +12,12 @@ from minicompile.inductor.executor import execute
 from minicompile.inductor.ir import InputBuffer, Layout, Pointwise, Reduction
 
 
-def _input(name: str, shape) -> InputBuffer:
-    device = torch.empty(0).device  # where torch.randn puts the check's inputs
-    return InputBuffer(name, Layout(device, torch.float32, list(shape)))
+def _input(name: str, x: torch.Tensor) -> InputBuffer:
+    """An IR input with the shape, dtype and device of the example tensor ``x``."""
+    return InputBuffer(name, Layout(x.device, x.dtype, list(x.shape)))
+
+
+F32, F64 = torch.float32, torch.float64  # a lowering keeps its input's dtype
 
 
 @exercise("6.1", points=10, hint="view y as (m, n): y[i] is x.t()[i // n, i % n] = x[i % n, i // n]")
@@ -35,19 +38,22 @@ def check_transpose_reshape_index(sol):
                                  "ops.constant(3.0, dtype); Pointwise(device, dtype, inner_fn, size)")
 def check_lower_hardsigmoid(sol):
     """Lower a pointwise op (hardsigmoid)"""
-    for shape in [(7,), (5, 13), (2, 3, 4)]:
-        node = sol.lower_hardsigmoid(_input("x", shape))
+    for shape, dtype in [((7,), F32), ((5, 13), F32), ((2, 3, 4), F32), ((5, 13), F64)]:
+        x = torch.randn(shape, dtype=dtype) * 5
+        node = sol.lower_hardsigmoid(_input("x", x))
         assert isinstance(node, Pointwise), "return a Pointwise"
-        x = torch.randn(shape) * 5
-        torch.testing.assert_close(execute(node, {"x": x}), F.hardsigmoid(x))
+        torch.testing.assert_close(execute(node, {"x": x}), F.hardsigmoid(x), msg=lambda m: (
+            f"hardsigmoid of a {x.dtype} input of {tuple(x.shape)}\n{m}"))
 
 
 @exercise("6.3", points=10, hint="full index = index[:dim] + [rindex[0]] + index[dim:]; "
                                  "Reduction(device, dtype, inner_fn, kept, [size[dim]], 'sum', dtype)")
 def check_lower_sum_of_squares(sol):
     """Write a reduction's inner_fn (sum of squares over a dim)"""
-    for shape, dim in [((5, 7), 1), ((5, 7), 0), ((3, 4, 6), 1), ((3, 4, 6), -1)]:
-        node = sol.lower_sum_of_squares(_input("x", shape), dim)
+    for shape, dim, dtype in [((5, 7), 1, F32), ((5, 7), 0, F32), ((3, 4, 6), 1, F32),
+                              ((3, 4, 6), -1, F32), ((4, 3), 0, F64)]:
+        x = torch.randn(shape, dtype=dtype)
+        node = sol.lower_sum_of_squares(_input("x", x), dim)
         assert isinstance(node, Reduction), "return a Reduction"
-        x = torch.randn(shape)
-        torch.testing.assert_close(execute(node, {"x": x}), (x ** 2).sum(dim))
+        torch.testing.assert_close(execute(node, {"x": x}), (x ** 2).sum(dim), msg=lambda m: (
+            f"(x ** 2).sum({dim}) of a {x.dtype} x of {tuple(x.shape)}\n{m}"))
