@@ -48,7 +48,7 @@ triton_on_cpu_without_gpu() {
 
 run_tests() {
   triton_on_cpu_without_gpu
-  say "exercises/ must be exactly what solutions/ generates"
+  say "the exercise stubs must be what solutions/ generates (your work in exercises/ is not read)"
   "$PY" -m minicompile.grading.generate --check
   say "unit tests, graded exercises (solutions score full marks, stubs zero) and notebooks"
   "$PY" -m pytest tests notebooks --nbval-lax -q -p no:cacheprovider "$@"

@@ -1,12 +1,26 @@
-"""The grader grades: solutions score full marks, untouched stubs score zero, stubs are fresh."""
+"""The grader grades: solutions score full marks, untouched stubs score zero, stubs are fresh,
+and a learner's solved exercises are never overwritten or counted as stale."""
+
+import os
+import shutil
+import subprocess
+import sys
 
 import pytest
 
 from minicompile.grade import format_table, grade, grade_one
 from minicompile.grading import REPO_ROOT, load_checks
-from minicompile.grading.generate import generate, make_stub
+from minicompile.grading.generate import make_stub, stale_manifest_entries, write_stubs
 
 EXERCISES = load_checks()
+
+
+@pytest.fixture(scope="module")
+def pristine_stubs(tmp_path_factory) -> str:
+    """Freshly generated stubs: the learner's exercises/ may hold solved exercises."""
+    folder = str(tmp_path_factory.mktemp("stubs"))
+    write_stubs(folder)
+    return folder
 
 
 def test_every_notebook_with_exercises_has_at_least_three():
@@ -16,8 +30,8 @@ def test_every_notebook_with_exercises_has_at_least_three():
     assert all(n >= 3 for n in per_module.values()), per_module
 
 
-def test_generated_stubs_are_committed():
-    assert generate(check=True) == [], "run: python -m minicompile.grading.generate"
+def test_generated_stubs_match_the_pristine_manifest():
+    assert stale_manifest_entries() == [], "run: python -m minicompile.grading.generate"
 
 
 def test_make_stub_replaces_region_and_counts_lines():
@@ -47,11 +61,62 @@ def test_solution_scores_full_marks(ex):
 
 
 @pytest.mark.parametrize("ex", EXERCISES, ids=lambda e: e.id)
-def test_untouched_stub_scores_zero(ex):
-    result = grade_one(ex, f"{REPO_ROOT}/exercises")
+def test_untouched_stub_scores_zero(ex, pristine_stubs):
+    result = grade_one(ex, pristine_stubs)
     assert result.score == 0 and result.status == "todo", result.detail
 
 
-def test_table_shows_total():
-    results = grade(f"{REPO_ROOT}/exercises", only="__none__", verbose=False)
+def test_table_shows_total(pristine_stubs):
+    results = grade(pristine_stubs, only="2.3", verbose=False)
     assert "total" in format_table(results)
+
+
+def _run(cwd, *args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", *args], cwd=cwd, capture_output=True, text=True)
+
+
+@pytest.fixture
+def learner_copy(tmp_path) -> str:
+    """A copy of the course in which the learner solved exercise file 02 (cwd comes first on
+    sys.path, so ``python -m minicompile...`` run there uses the copy)."""
+    skip = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for folder in ("minicompile", "solutions", "exercises"):
+        shutil.copytree(os.path.join(REPO_ROOT, folder), tmp_path / folder, ignore=skip)
+    shutil.copy(tmp_path / "solutions" / "ex02_guards.py", tmp_path / "exercises")
+    return str(tmp_path)
+
+
+def test_stub_check_passes_with_solved_exercises(learner_copy):
+    done = _run(learner_copy, "minicompile.grading.generate", "--check")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "ex02_guards.py" in done.stdout  # named as the learner's, kept
+
+
+def test_stub_check_fails_when_solutions_change_without_regenerating(learner_copy):
+    path = os.path.join(learner_copy, "solutions", "ex06_loop_ir.py")
+    with open(path) as f:
+        text = f.read()
+    with open(path, "w") as f:
+        f.write(text.replace("### BEGIN SOLUTION 6.2: ", "### BEGIN SOLUTION 6.2: now "))
+    done = _run(learner_copy, "minicompile.grading.generate", "--check")
+    assert done.returncode == 1 and "ex06_loop_ir.py" in done.stdout, done.stdout + done.stderr
+
+
+def test_generate_keeps_edited_exercises_unless_forced(learner_copy):
+    solved = os.path.join(learner_copy, "exercises", "ex02_guards.py")
+    with open(solved) as f:
+        work = f.read()
+    os.remove(os.path.join(learner_copy, "exercises", "ex05_decompositions.py"))
+    done = _run(learner_copy, "minicompile.grading.generate")
+    assert done.returncode == 0 and "--force" in done.stdout, done.stdout + done.stderr
+    with open(solved) as f:
+        assert f.read() == work, "generate overwrote the learner's solved exercise"
+    assert os.path.exists(os.path.join(learner_copy, "exercises", "ex05_decompositions.py"))
+    done = _run(learner_copy, "minicompile.grading.generate", "--force")
+    with open(solved) as f:
+        assert "NotImplementedError" in f.read(), done.stdout + done.stderr
+
+
+def test_solved_exercise_grades_in_the_learner_copy(learner_copy):
+    done = _run(learner_copy, "minicompile.grade", "-k", "02", "--expect", "full")
+    assert done.returncode == 0, done.stdout + done.stderr

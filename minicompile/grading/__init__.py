@@ -10,7 +10,8 @@ Layout (see CONVENTIONS.md, "Exercises"):
           ### END SOLUTION
 
 - ``exercises/exNN_topic.py`` is generated from it (``python -m minicompile.grading.generate``):
-  each region becomes ``raise NotImplementedError("Exercise 1.1: ... (roughly N lines)")``.
+  each region becomes ``raise NotImplementedError("Exercise 1.1: ... (roughly N lines)")``, and
+  ``stubs.sha256`` records every pristine stub (a learner's edited file is never overwritten).
 - ``minicompile/grading/checks/exNN_topic.py`` holds the checks, one per exercise::
 
       @exercise("1.1", points=10, hint="BINARY_OP's argrepr is the operator's symbol, e.g. '+'")
