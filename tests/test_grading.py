@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from minicompile.grade import format_table, grade, grade_one
+from minicompile.grade import format_table, grade, grade_one, hint, main, run_checks
 from minicompile.grading import REPO_ROOT, load_checks
 from minicompile.grading.generate import make_stub, stale_manifest_entries, write_stubs
 
@@ -67,8 +67,23 @@ def test_untouched_stub_scores_zero(ex, pristine_stubs):
 
 
 def test_table_shows_total(pristine_stubs):
-    results = grade(pristine_stubs, only="2.3", verbose=False)
-    assert "total" in format_table(results)
+    results = run_checks(pristine_stubs, only="2.3", verbose=False)
+    assert "total" in format_table(results) and [r.exercise.id for r in results] == ["2.3"]
+
+
+@pytest.mark.parametrize("only", ["nothing-like-this", "9.9", "42"])
+def test_a_selection_that_matches_nothing_is_an_error(only, capsys):
+    with pytest.raises(ValueError, match="no exercise matches"):
+        run_checks(f"{REPO_ROOT}/solutions", only)
+    with pytest.raises(SystemExit) as exit_:
+        main(["--solutions", "-k", only])
+    assert exit_.value.code == 2 and "no exercise matches" in capsys.readouterr().err
+
+
+def test_grade_in_process_prints_the_table(capsys):
+    grade("2.3", solutions=True)
+    out = capsys.readouterr().out
+    assert "2.3" in out and "10/10" in out and "total" in out
 
 
 def _run(cwd, *args) -> subprocess.CompletedProcess:
@@ -120,3 +135,16 @@ def test_generate_keeps_edited_exercises_unless_forced(learner_copy):
 def test_solved_exercise_grades_in_the_learner_copy(learner_copy):
     done = _run(learner_copy, "minicompile.grade", "-k", "02", "--expect", "full")
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_notebooks_grade_in_process():
+    """``!python -m ...`` runs whatever python is on PATH, not the notebook's own interpreter."""
+    import nbformat
+
+    shelled = []
+    for name in sorted(os.listdir(os.path.join(REPO_ROOT, "notebooks"))):
+        if name.endswith(".ipynb"):
+            nb = nbformat.read(os.path.join(REPO_ROOT, "notebooks", name), as_version=4)
+            shelled += [name for c in nb.cells if c.cell_type == "code"
+                        and any(line.lstrip().startswith("!") for line in c.source.splitlines())]
+    assert shelled == [], f"shell escapes in {shelled}: use from minicompile.grade import grade"

@@ -104,7 +104,7 @@ def _updates_the_callers_tensors(x, y, i):
     return x.sum() + i.sum()
 
 
-@exercise("1.1", points=10, hint="argrepr is '+', '+=', ...; operator.iadd is the in-place add")
+@exercise("1.1", points=10, hints="argrepr is '+', '+=', ...; operator.iadd is the in-place add")
 def check_binary_op_table(sol):
     """BINARY_OP handler table"""
     table = sol.binary_op_table()
@@ -128,7 +128,7 @@ def _loops(x, xs):
     return x, [t.sum() for t in xs]
 
 
-@exercise("1.2", points=10, hint="tx.stack[-1].next_item(); None means pop and tx.jump(inst)")
+@exercise("1.2", points=10, hints="tx.stack[-1].next_item(); None means pop and tx.jump(inst)")
 def check_for_iter(sol):
     """Unroll FOR_ITER over a range"""
     with _patched(OPCODE_HANDLERS, "FOR_ITER", sol.for_iter):
@@ -159,7 +159,7 @@ def _calls(x, y):
     return _middle(x, y, y) + _leaf(y, shift=1) + (lambda t: t.cos())(x) + _elsewhere.scaled(y)
 
 
-@exercise("1.3", points=10, hint="bind_args, then InliningInstructionTranslator(...).run()")
+@exercise("1.3", points=10, hints="bind_args, then InliningInstructionTranslator(...).run()")
 def check_inline_call(sol):
     """Inline a user function call"""
     inline = lambda self, fn, args, kwargs: sol.inline_call(self, fn, args, kwargs)  # noqa: E731

@@ -45,7 +45,7 @@ def _example(rng: random.Random) -> torch.Tensor:
     return t.requires_grad_(rng.random() < 0.5)
 
 
-@exercise("2.1", points=10, hint="join 'L[name].dtype == torch.float32'-style checks with 'and'; "
+@exercise("2.1", points=10, hints="join 'L[name].dtype == torch.float32'-style checks with 'and'; "
                                  "skip dynamic dims and, if any dim is dynamic, the strides")
 def check_tensor_match_guard(sol):
     """Generate a TENSOR_MATCH guard"""
@@ -77,7 +77,7 @@ class _LearnerShapeEnv(ShapeEnv):
         return sympy.sympify(self._learner_create_symbol(self, int(hint), source_name))
 
 
-@exercise("2.2", points=10, hint="0 and 1 stay ints; look the hint up in env.val_to_var before "
+@exercise("2.2", points=10, hints="0 and 1 stay ints; look the hint up in env.val_to_var before "
                                  "calling env.new_symbol")
 def check_duck_sizing(sol):
     """Duck sizing and 0/1 specialization"""
@@ -96,7 +96,7 @@ def check_duck_sizing(sol):
             f"guards for {shapes}: {mine.render_guards()} but expected {ref.render_guards()}"
 
 
-@exercise("2.3", points=10, hint="value = bool(relation.xreplace(var_to_val)); the guard is the "
+@exercise("2.3", points=10, hints="value = bool(relation.xreplace(var_to_val)); the guard is the "
                                  "relation or relation.negated")
 def check_evaluate_and_guard(sol):
     """Turn a symbolic comparison into a guard"""
@@ -129,7 +129,7 @@ def _spec_matches(spec, v) -> bool:
                for e, a in zip(dims, actual))
 
 
-@exercise("2.4", points=10, hint="check in order: type, dtype, device, requires_grad, rank, then "
+@exercise("2.4", points=10, hints="check in order: type, dtype, device, requires_grad, rank, then "
                                  "each size and stride that is not None; return None on a match")
 def check_tensor_mismatch_reason(sol):
     """Word the recompile reason of a TENSOR_MATCH"""

@@ -76,7 +76,7 @@ def _run_resume(fn, spec, snap, args):
     return resume(*args)
 
 
-@exercise("3.1", points=10, hint="depth-first search over (position, written-names) states; "
+@exercise("3.1", points=10, hints="depth-first search over (position, written-names) states; "
                                  "a READ counts only if that path has not written the name yet")
 def check_live_locals(sol):
     """Find the live locals at a break"""
@@ -103,7 +103,7 @@ def check_live_locals(sol):
             assert got == expected, f"{fn.__name__} resumed at {inst}: {got} != {expected}"
 
 
-@exercise("3.2", points=10, hint="NULL slots are pushed by the prologue, not passed; unbound "
+@exercise("3.2", points=10, hints="NULL slots are pushed by the prologue, not passed; unbound "
                                  "live locals are skipped; stack values come first")
 def check_resume_arguments(sol):
     """Build the resume function's argument list"""
@@ -142,7 +142,7 @@ def _with_fn(log, x):
     return log
 
 
-@exercise("3.3", points=10, hint="PUSH_NULL for NULL; LOAD_FAST ___stack<i> for a value; for a "
+@exercise("3.3", points=10, hints="PUSH_NULL for NULL; LOAD_FAST ___stack<i> for a value; for a "
                                  "context manager add BEFORE_WITH then POP_TOP")
 def check_restore_stack(sol):
     """Rebuild the stack in the resume function's prologue"""
@@ -177,7 +177,7 @@ class _CourseLogger(logging.Logger):
         self.info(msg)
 
 
-@exercise("3.4", points=10, hint="check print/logging first (a Logger's methods too), then "
+@exercise("3.4", points=10, hints="check print/logging first (a Logger's methods too), then "
                                  "tensor methods, numpy/random, user functions, builtins")
 def check_classify_call(sol):
     """Classify graph-break reasons"""

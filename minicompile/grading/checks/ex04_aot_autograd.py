@@ -62,7 +62,7 @@ def _check_runs(name, joint, sig, saved, fn, inputs):
     return part
 
 
-@exercise("4.1", points=10, hint="forward = ancestors(fw_outs) | primals; save n if a user is "
+@exercise("4.1", points=10, hints="forward = ancestors(fw_outs) | primals; save n if a user is "
                                  "outside forward (not the output node); tuples -> getitems")
 def check_default_saved_values(sol):
     """Write the default partition's saved set"""
@@ -75,7 +75,7 @@ def check_default_saved_values(sol):
         _check_runs(name, joint, sig, got, fn, inputs)
 
 
-@exercise("4.2", points=10, hint="capacity = bytes on n_in -> n_out; source -> primals and "
+@exercise("4.2", points=10, hints="capacity = bytes on n_in -> n_out; source -> primals and "
                                  "non-recomputable forward ops; tangent readers -> sink")
 def check_min_cut_saved_values(sol):
     """Compute the min-cut rematerialization saved set"""
@@ -92,7 +92,7 @@ def check_min_cut_saved_values(sol):
             assert [n.name for n in got] == ["primals_1"], "cos(cos(x)): save only x"
 
 
-@exercise("4.3", points=10, hint="forward: outs = fw(*inputs); ctx.save_for_backward(*saved); "
+@exercise("4.3", points=10, hints="forward: outs = fw(*inputs); ctx.save_for_backward(*saved); "
                                  "backward: bw(*ctx.saved_tensors, *grads)")
 def check_make_compiled_function(sol):
     """Write the runtime wrapper as a torch.autograd.Function"""

@@ -37,7 +37,7 @@ def _far_apart_rows() -> torch.Tensor:
     return torch.randn(5, 8) + offsets + torch.linspace(-300, 300, 8)
 
 
-@exercise("5.1", points=10, hint="0.5 * x * (1 + erf(x * (1/sqrt 2))); the tanh form uses "
+@exercise("5.1", points=10, hints="0.5 * x * (1 + erf(x * (1/sqrt 2))); the tanh form uses "
                                  "aten.pow.Tensor_Scalar(x, 3)")
 def check_gelu(sol):
     """Decompose gelu (erf and tanh forms)"""
@@ -49,7 +49,7 @@ def check_gelu(sol):
     assert "aten.gelu.default" not in ops and "aten.erf.default" in ops, ops
 
 
-@exercise("5.2", points=10, hint="m = aten.amax.default(x, [dim], True); return "
+@exercise("5.2", points=10, hints="m = aten.amax.default(x, [dim], True); return "
                                  "(x - m) - log(sum(exp(x - m), [dim], keepdim=True))")
 def check_log_softmax(sol):
     """Decompose log_softmax, numerically stable"""
@@ -65,7 +65,7 @@ def check_log_softmax(sol):
     assert "aten._log_softmax.default" not in ops, ops
 
 
-@exercise("5.3", points=10, hint="dims = the last len(normalized_shape) dims; keepdim=True "
+@exercise("5.3", points=10, hints="dims = the last len(normalized_shape) dims; keepdim=True "
                                  "sums; var is biased (divide by N); rstd = rsqrt(var + eps)")
 def check_native_layer_norm(sol):
     """Decompose layer_norm's forward (out, mean, rstd)"""

@@ -20,7 +20,7 @@ def _input(name: str, x: torch.Tensor) -> InputBuffer:
 F32, F64 = torch.float32, torch.float64  # a lowering keeps its input's dtype
 
 
-@exercise("6.1", points=10, hint="view y as (m, n): y[i] is x.t()[i // n, i % n] = x[i % n, i // n]")
+@exercise("6.1", points=10, hints="view y as (m, n): y[i] is x.t()[i // n, i % n] = x[i % n, i // n]")
 def check_transpose_reshape_index(sol):
     """Index formula of a transpose-then-reshape"""
     rng = random.Random(0)
@@ -34,7 +34,7 @@ def check_transpose_reshape_index(sol):
             assert flat[offset] == y[i], f"n={n}, m={m}: y[{i}] is x.flat[{offset}]?"
 
 
-@exercise("6.2", points=10, hint="ops.add, ops.maximum, ops.minimum, ops.truediv with "
+@exercise("6.2", points=10, hints="ops.add, ops.maximum, ops.minimum, ops.truediv with "
                                  "ops.constant(3.0, dtype); Pointwise(device, dtype, inner_fn, size)")
 def check_lower_hardsigmoid(sol):
     """Lower a pointwise op (hardsigmoid)"""
@@ -46,7 +46,7 @@ def check_lower_hardsigmoid(sol):
             f"hardsigmoid of a {x.dtype} input of {tuple(x.shape)}\n{m}"))
 
 
-@exercise("6.3", points=10, hint="full index = index[:dim] + [rindex[0]] + index[dim:]; "
+@exercise("6.3", points=10, hints="full index = index[:dim] + [rindex[0]] + index[dim:]; "
                                  "Reduction(device, dtype, inner_fn, kept, [size[dim]], 'sum', dtype)")
 def check_lower_sum_of_squares(sol):
     """Write a reduction's inner_fn (sum of squares over a dim)"""

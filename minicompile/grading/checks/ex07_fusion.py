@@ -27,7 +27,7 @@ def _reference_tile(loops):
     return None if isinstance(t, str) else (int(t[0]), int(t[1]))
 
 
-@exercise("7.1", points=10, hint="collect the reductions' (numel, rnumel) first: more than one "
+@exercise("7.1", points=10, hints="collect the reductions' (numel, rnumel) first: more than one "
                                  "distinct pair means None; then test each pointwise numel")
 def check_kernel_tile(sol):
     """Decide whether loop nests can share a kernel"""
@@ -59,7 +59,7 @@ def _schedules():
             yield Scheduler(graph, fuse=fuse, record_metrics=False)
 
 
-@exercise("7.2", points=10, hint="per kernel: reads = everything its nodes read minus what it "
+@exercise("7.2", points=10, hints="per kernel: reads = everything its nodes read minus what it "
                                  "computes; writes = what it computes that an output or another "
                                  "kernel needs; count each buffer once")
 def check_bytes_moved(sol):
@@ -74,7 +74,7 @@ def check_bytes_moved(sol):
             f"the scheduler counts {s.num_bytes_accessed}")
 
 
-@exercise("7.3", points=10, hint="keep a dict size -> list of free storage names; pop() to "
+@exercise("7.3", points=10, hints="keep a dict size -> list of free storage names; pop() to "
                                  "reuse, append() when a buffer dies after its last step")
 def check_plan_reuse(sol):
     """Plan buffer reuse and peak memory"""

@@ -46,7 +46,7 @@ def triton_backend() -> Iterator[list]:
 
 # --- 8.1 ------------------------------------------------------------------------------------------
 
-@exercise("8.1", points=10, hint="a comparison with NaN is false in Triton too: which operand "
+@exercise("8.1", points=10, hints="a comparison with NaN is false in Triton too: which operand "
                                  "does your tl.where pick when one of them is NaN?")
 def check_triton_nan_ops(sol):
     """Triton templates of maximum, minimum, remainder"""
@@ -69,7 +69,7 @@ def check_triton_nan_ops(sol):
 
 # --- 8.2 ------------------------------------------------------------------------------------------
 
-@exercise("8.2", points=10, hint="print the arguments first (recursively), then combine them; "
+@exercise("8.2", points=10, hints="print the arguments first (recursively), then combine them; "
                                  "what happens to (a + b) pasted into x * _ ?")
 def check_triton_index(sol):
     """Print SymPy index expressions as Triton"""
@@ -118,7 +118,7 @@ def _printer(print_index: Callable[[sympy.Expr], str]) -> Iterator[None]:
 REDUCTIONS = ("sum", "prod", "max", "min", "any")
 
 
-@exercise("8.3", points=10, hint="a lane past the end of a row must not change the result: for "
+@exercise("8.3", points=10, hints="a lane past the end of a row must not change the result: for "
                                  "max, which value is below every element, negative ones too?")
 def check_persistent_reduction(sol):
     """Neutral values and axis-1 reductions of a persistent kernel"""

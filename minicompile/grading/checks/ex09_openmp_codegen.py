@@ -93,7 +93,7 @@ def _special(dtype: torch.dtype, n: int = 37) -> torch.Tensor:
     return x.to(dtype)
 
 
-@exercise("9.1", points=10, hint="C++'s comparisons with NaN are all false: which branch of a "
+@exercise("9.1", points=10, hints="C++'s comparisons with NaN are all false: which branch of a "
                                  "?: does a NaN operand take in your template?")
 def check_nan_aware_ops(sol):
     """C++ templates of maximum, minimum, relu, sigmoid"""
@@ -133,7 +133,7 @@ def _index_graphs() -> list[tuple[str, Callable, tuple]]:
     ]
 
 
-@exercise("9.2", points=10, hint="print the arguments first (recursively), then combine them; "
+@exercise("9.2", points=10, hints="print the arguments first (recursively), then combine them; "
                                  "think of what happens to (a + b) when it is pasted into x * _")
 def check_print_index(sol):
     """Print SymPy index expressions as C++"""
@@ -192,7 +192,7 @@ def _rows_with_specials(dtype: torch.dtype) -> torch.Tensor:
     return x
 
 
-@exercise("9.3", points=10, hint="the accumulator must start at the value that changes nothing: "
+@exercise("9.3", points=10, hints="the accumulator must start at the value that changes nothing: "
                                  "for max, what is below every element, the most negative ones too?")
 def check_reduction_rows(sol):
     """C++ accumulators of sum, prod, max, min, any"""
