@@ -58,7 +58,7 @@ def _failure(e: BaseException, folder: str) -> str:
     lines = [f"{type(e).__name__}: {e}" if not isinstance(e, AssertionError) or not str(e)
              else str(e)]
     cause = e.__cause__
-    if cause is not None:
+    if cause is not None and str(cause) not in lines[0]:
         lines.append(f"caused by {type(cause).__name__}: {cause}")
     where = _learner_frames(cause or e, folder)
     if where:
@@ -73,8 +73,15 @@ def _learner_frames(e: BaseException, folder: str) -> list[str]:
     first."""
     folder = os.path.abspath(folder)
     frames = traceback.extract_tb(e.__traceback__)
-    return [f"{os.path.relpath(f.filename, REPO_ROOT)}:{f.lineno} in {f.name}"
+    return [f"{_shown_path(f.filename)}:{f.lineno} in {f.name}"
             for f in reversed(frames) if os.path.abspath(f.filename).startswith(folder + os.sep)]
+
+
+def _shown_path(path: str) -> str:
+    """Relative to the course when inside it (exercises/ex01_bytecode.py), else absolute."""
+    path = os.path.abspath(path)
+    inside = path.startswith(REPO_ROOT + os.sep)
+    return os.path.relpath(path, REPO_ROOT) if inside else path
 
 
 def select(only: str | None) -> list[Exercise]:

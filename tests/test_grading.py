@@ -148,3 +148,33 @@ def test_notebooks_grade_in_process():
             shelled += [name for c in nb.cells if c.cell_type == "code"
                         and any(line.lstrip().startswith("!") for line in c.source.splitlines())]
     assert shelled == [], f"shell escapes in {shelled}: use from minicompile.grade import grade"
+
+
+def _learner_folder(tmp_path, module: str, old: str, new: str) -> str:
+    """Pristine stubs, with ``module`` solved and then broken by replacing ``old`` by ``new``."""
+    write_stubs(str(tmp_path))
+    with open(os.path.join(REPO_ROOT, "solutions", f"{module}.py")) as f:
+        text = f.read()
+    assert old in text
+    with open(tmp_path / f"{module}.py", "w") as f:
+        f.write(text.replace(old, new))
+    return str(tmp_path)
+
+
+def test_feedback_shows_the_learners_own_exception_and_where(tmp_path):
+    folder = _learner_folder(tmp_path, "ex01_bytecode", "        tx.pop()\n",
+                             "        tx.pop()\n        tx.pop()\n")
+    result = grade_one(next(e for e in EXERCISES if e.id == "1.2"), folder)
+    assert result.status == "fail"
+    assert "IndexError" in result.detail and "not captured" not in result.detail
+    assert "ex01_bytecode.py:" in result.detail and "in for_iter" in result.detail
+
+
+def test_feedback_shows_the_numbers_and_the_input(tmp_path):
+    folder = _learner_folder(tmp_path, "ex05_decompositions",
+                             "aten.rsqrt.default(aten.add.Tensor(var, eps))",
+                             "aten.reciprocal.default(aten.add.Tensor(aten.sqrt.default(var), eps))")
+    result = grade_one(next(e for e in EXERCISES if e.id == "5.3"), folder)
+    assert result.status == "fail"
+    assert "Greatest absolute difference" in result.detail and "eps=0.1" in result.detail
+    assert "Greatest absolute difference" in format_table([result])  # the whole message

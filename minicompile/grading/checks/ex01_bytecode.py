@@ -17,20 +17,29 @@ from minicompile.grading import exercise
 
 
 class _Spy:
-    """Notices an untouched stub: the interpreter turns any error inside a handler into an eager
-    fallback, which would otherwise hide the stub's NotImplementedError."""
+    """Remembers the first exception the learner's piece raised: the interpreter turns any error
+    inside a handler into an eager fallback, which would otherwise hide the stub's
+    NotImplementedError, or the learner's own bug behind "not captured in one graph"."""
 
     def __init__(self, fn: Callable):
-        self.not_implemented: NotImplementedError | None = None
+        self.error: Exception | None = None
 
         def spying(*args, **kwargs):  # a plain function, so it still binds as a method
             try:
                 return fn(*args, **kwargs)
-            except NotImplementedError as e:
-                self.not_implemented = e
+            except Exception as e:
+                self.error = self.error or e
                 raise
 
         self.wrapper = spying
+
+    def reraise(self, name: str) -> None:
+        """Raise what the learner's piece raised, if it raised anything."""
+        if isinstance(self.error, NotImplementedError):
+            raise self.error from None
+        if self.error is not None:
+            raise AssertionError(f"your {name} raised {type(self.error).__name__}: "
+                                 f"{self.error} (the interpreter fell back to eager)") from self.error
 
 
 @contextlib.contextmanager
@@ -45,8 +54,8 @@ def _patched(obj, name: str, value):
     try:
         yield
     except AssertionError:
-        if spy is not None and spy.not_implemented is not None:
-            raise spy.not_implemented from None
+        if spy is not None:
+            spy.reraise(getattr(value, "__name__", name))
         raise
     finally:
         setter(name, old)
