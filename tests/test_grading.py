@@ -178,3 +178,31 @@ def test_feedback_shows_the_numbers_and_the_input(tmp_path):
     assert result.status == "fail"
     assert "Greatest absolute difference" in result.detail and "eps=0.1" in result.detail
     assert "Greatest absolute difference" in format_table([result])  # the whole message
+
+
+def _solution_lines(ex) -> set[str]:
+    """The code lines of exercise ``ex``'s solution region."""
+    with open(os.path.join(REPO_ROOT, "solutions", f"{ex.module}.py")) as f:
+        text = f.read()
+    region = text.split(f"### BEGIN SOLUTION {ex.id}:", 1)[1].split("### END SOLUTION", 1)[0]
+    return {line.strip() for line in region.splitlines()[1:]
+            if len(line.strip()) > 12 and not line.strip().startswith("#")}
+
+
+@pytest.mark.parametrize("ex", [e for e in EXERCISES if e.module < "ex08"], ids=lambda e: e.id)
+def test_hints_come_in_tiers_and_never_hold_the_solution(ex):
+    assert len(ex.hints) >= 2, "a nudge first, then more on request"
+    leaked = [line for line in _solution_lines(ex) for tier in ex.hints if line in tier]
+    assert leaked == [], f"a hint of {ex.id} holds solution code: {leaked}"
+    assert not any(ch in tier for tier in ex.hints for ch in ("==", "->", "lambda")), ex.hints
+
+
+def test_hint_prints_one_tier_more_per_level(capsys):
+    hint("2.3")
+    first = capsys.readouterr().out
+    hint("2.3", 2)
+    second = capsys.readouterr().out
+    assert "hint 1/3" in first and "hint 2/3" not in first and "hint('2.3', 2)" in first
+    assert "hint 2/3" in second
+    with pytest.raises(ValueError):
+        hint("2.9")

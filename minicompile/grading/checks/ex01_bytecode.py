@@ -38,8 +38,9 @@ class _Spy:
         if isinstance(self.error, NotImplementedError):
             raise self.error from None
         if self.error is not None:
-            raise AssertionError(f"your {name} raised {type(self.error).__name__}: "
-                                 f"{self.error} (the interpreter fell back to eager)") from self.error
+            error = f"{type(self.error).__name__}: {self.error}"
+            raise AssertionError(f"your {name} raised {error} (the interpreter fell back to "
+                                 f"eager)") from self.error
 
 
 @contextlib.contextmanager
@@ -113,7 +114,14 @@ def _updates_the_callers_tensors(x, y, i):
     return x.sum() + i.sum()
 
 
-@exercise("1.1", points=10, hints="argrepr is '+', '+=', ...; operator.iadd is the in-place add")
+@exercise("1.1", points=10, hints=(
+    "Look at what dis shows as the argrepr of a BINARY_OP: the table's keys are those "
+    "strings.",
+    "The operator module has a function for every binary operator, and a second, "
+    "'i'-prefixed one for each augmented assignment.",
+    "x += y must change the caller's tensor x: which of the two functions mutates its "
+    "first operand?",
+))
 def check_binary_op_table(sol):
     """BINARY_OP handler table"""
     table = sol.binary_op_table()
@@ -137,7 +145,13 @@ def _loops(x, xs):
     return x, [t.sum() for t in xs]
 
 
-@exercise("1.2", points=10, hints="tx.stack[-1].next_item(); None means pop and tx.jump(inst)")
+@exercise("1.2", points=10, hints=(
+    "FOR_ITER does one of two things, depending on whether the iterator has another item.",
+    "The iterator stays on the stack while the loop runs; peek at it rather than popping "
+    "it.",
+    "When it is exhausted, CPython removes it from the stack and continues at the "
+    "instruction's jump target.",
+))
 def check_for_iter(sol):
     """Unroll FOR_ITER over a range"""
     with _patched(OPCODE_HANDLERS, "FOR_ITER", sol.for_iter):
@@ -168,7 +182,13 @@ def _calls(x, y):
     return _middle(x, y, y) + _leaf(y, shift=1) + (lambda t: t.cos())(x) + _elsewhere.scaled(y)
 
 
-@exercise("1.3", points=10, hints="bind_args, then InliningInstructionTranslator(...).run()")
+@exercise("1.3", points=10, hints=(
+    "Inlining is running the callee's bytecode with a new translator that shares the "
+    "caller's graph.",
+    "The callee's locals start as its bound parameters, with defaults and keyword "
+    "arguments applied: fn can bind them for you.",
+    "A callee reads its own module's globals and its own closure cells, not the caller's.",
+))
 def check_inline_call(sol):
     """Inline a user function call"""
     inline = lambda self, fn, args, kwargs: sol.inline_call(self, fn, args, kwargs)  # noqa: E731

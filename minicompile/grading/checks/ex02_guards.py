@@ -45,8 +45,13 @@ def _example(rng: random.Random) -> torch.Tensor:
     return t.requires_grad_(rng.random() < 0.5)
 
 
-@exercise("2.1", points=10, hints="join 'L[name].dtype == torch.float32'-style checks with 'and'; "
-                                 "skip dynamic dims and, if any dim is dynamic, the strides")
+@exercise("2.1", points=10, hints=(
+    "A guard must be False for every value the compiled code would get wrong.",
+    "List every property of a tensor the compiled code depends on: its type, dtype, "
+    "device, requires_grad, rank, sizes, strides.",
+    "A dynamic dim's size may change, and then so may the strides; two tensors of the "
+    "same shape can still have different strides.",
+))
 def check_tensor_match_guard(sol):
     """Generate a TENSOR_MATCH guard"""
     rng = random.Random(0)
@@ -77,8 +82,13 @@ class _LearnerShapeEnv(ShapeEnv):
         return sympy.sympify(self._learner_create_symbol(self, int(hint), source_name))
 
 
-@exercise("2.2", points=10, hints="0 and 1 stay ints; look the hint up in env.val_to_var before "
-                                 "calling env.new_symbol")
+@exercise("2.2", points=10, hints=(
+    "Sizes 0 and 1 behave differently from the others (broadcasting, empty tensors), so "
+    "they are never symbolic.",
+    "Duck sizing: two sizes with the same value at the first call get the same symbol.",
+    "The ShapeEnv later guards that the sizes sharing a symbol stay equal: it needs to "
+    "know every source that uses it.",
+))
 def check_duck_sizing(sol):
     """Duck sizing and 0/1 specialization"""
     rng = random.Random(1)
@@ -96,8 +106,13 @@ def check_duck_sizing(sol):
             f"guards for {shapes}: {mine.render_guards()} but expected {ref.render_guards()}"
 
 
-@exercise("2.3", points=10, hints="value = bool(relation.xreplace(var_to_val)); the guard is the "
-                                 "relation or relation.negated")
+@exercise("2.3", points=10, hints=(
+    "Two things: the answer for the hints, and a condition under which that answer stays "
+    "right.",
+    "The answer comes from substituting the hints into the relation.",
+    "When the answer is False, the guard is the condition under which it stays False: a "
+    "SymPy relation can give you its opposite.",
+))
 def check_evaluate_and_guard(sol):
     """Turn a symbolic comparison into a guard"""
     rng = random.Random(2)
@@ -129,8 +144,12 @@ def _spec_matches(spec, v) -> bool:
                for e, a in zip(dims, actual))
 
 
-@exercise("2.4", points=10, hints="check in order: type, dtype, device, requires_grad, rank, then "
-                                 "each size and stride that is not None; return None on a match")
+@exercise("2.4", points=10, hints=(
+    "Check the fields in the order the docstring gives and return at the first "
+    "difference.",
+    "type(value) must be exactly the spec's type: a subclass (a Parameter) is a mismatch.",
+    "A None size or stride in the spec is dynamic: it never mismatches.",
+))
 def check_tensor_mismatch_reason(sol):
     """Word the recompile reason of a TENSOR_MATCH"""
     from minicompile.dynamo.guards import Guard, GuardKind, TensorSpec, _tensor_reason

@@ -62,8 +62,12 @@ def _check_runs(name, joint, sig, saved, fn, inputs):
     return part
 
 
-@exercise("4.1", points=10, hints="forward = ancestors(fw_outs) | primals; save n if a user is "
-                                 "outside forward (not the output node); tuples -> getitems")
+@exercise("4.1", points=10, hints=(
+    "The forward is everything the forward outputs need, plus the primals.",
+    "A forward node is saved when a node outside the forward reads it; the output node "
+    "does not count.",
+    "A node whose value is a tuple cannot be saved whole: save the getitems that read it.",
+))
 def check_default_saved_values(sol):
     """Write the default partition's saved set"""
     for name, fn, inputs in _cases():
@@ -75,8 +79,13 @@ def check_default_saved_values(sol):
         _check_runs(name, joint, sig, got, fn, inputs)
 
 
-@exercise("4.2", points=10, hints="capacity = bytes on n_in -> n_out; source -> primals and "
-                                 "non-recomputable forward ops; tangent readers -> sink")
+@exercise("4.2", points=10, hints=(
+    "Every node becomes an edge whose capacity is what saving it costs: cutting it means "
+    "saving it.",
+    "The source feeds what cannot be recomputed (the primals, and forward ops that are "
+    "not recomputable); the sink takes what reads a tangent.",
+    "A view costs nothing to recompute: its edge must never be cut.",
+))
 def check_min_cut_saved_values(sol):
     """Compute the min-cut rematerialization saved set"""
     for name, fn, inputs in _cases():
@@ -92,8 +101,12 @@ def check_min_cut_saved_values(sol):
             assert [n.name for n in got] == ["primals_1"], "cos(cos(x)): save only x"
 
 
-@exercise("4.3", points=10, hints="forward: outs = fw(*inputs); ctx.save_for_backward(*saved); "
-                                 "backward: bw(*ctx.saved_tensors, *grads)")
+@exercise("4.3", points=10, hints=(
+    "A torch.autograd.Function has a forward and a backward; run is its apply.",
+    "The forward graph returns more than the outputs: keep the rest for the backward.",
+    "Saved tensors must go where autograd can check that nobody edited them in place "
+    "before backward.",
+))
 def check_make_compiled_function(sol):
     """Write the runtime wrapper as a torch.autograd.Function"""
     for name, fn, inputs in _cases()[1:]:

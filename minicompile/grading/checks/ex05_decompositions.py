@@ -37,8 +37,11 @@ def _far_apart_rows() -> torch.Tensor:
     return torch.randn(5, 8) + offsets + torch.linspace(-300, 300, 8)
 
 
-@exercise("5.1", points=10, hints="0.5 * x * (1 + erf(x * (1/sqrt 2))); the tanh form uses "
-                                 "aten.pow.Tensor_Scalar(x, 3)")
+@exercise("5.1", points=10, hints=(
+    "Write the formula with aten ops only: each arithmetic step is one aten call.",
+    "A Python number works as the second operand of aten.mul.Tensor and aten.add.Tensor.",
+    "The result must keep the input's dtype: float64 in, float64 out.",
+))
 def check_gelu(sol):
     """Decompose gelu (erf and tanh forms)"""
     for x in _inputs():
@@ -49,8 +52,12 @@ def check_gelu(sol):
     assert "aten.gelu.default" not in ops and "aten.erf.default" in ops, ops
 
 
-@exercise("5.2", points=10, hints="m = aten.amax.default(x, [dim], True); return "
-                                 "(x - m) - log(sum(exp(x - m), [dim], keepdim=True))")
+@exercise("5.2", points=10, hints=(
+    "exp of a large logit overflows: shift the logits before exponentiating.",
+    "The shift may be any value per row; which one makes the largest exp equal to 1?",
+    "The shift must be per row (along dim): one value for the whole tensor underflows "
+    "rows far below it.",
+))
 def check_log_softmax(sol):
     """Decompose log_softmax, numerically stable"""
     for x in _inputs() + [torch.randn(5, 8) * 10 + 1000, _far_apart_rows()]:  # exp(1000) overflows
@@ -65,8 +72,12 @@ def check_log_softmax(sol):
     assert "aten._log_softmax.default" not in ops, ops
 
 
-@exercise("5.3", points=10, hints="dims = the last len(normalized_shape) dims; keepdim=True "
-                                 "sums; var is biased (divide by N); rstd = rsqrt(var + eps)")
+@exercise("5.3", points=10, hints=(
+    "Reduce over the last len(normalized_shape) dims, keeping them as size 1.",
+    "The variance is biased: divide by N, not N - 1.",
+    "Where does eps go? Compare with the definition of layer norm: rstd is 1 / sqrt(var +"
+    " eps).",
+))
 def check_native_layer_norm(sol):
     """Decompose layer_norm's forward (out, mean, rstd)"""
     small_variance = torch.randn(6, 10) * 0.05  # where eps matters: var ~ 0.0025

@@ -20,7 +20,14 @@ def _input(name: str, x: torch.Tensor) -> InputBuffer:
 F32, F64 = torch.float32, torch.float64  # a lowering keeps its input's dtype
 
 
-@exercise("6.1", points=10, hints="view y as (m, n): y[i] is x.t()[i // n, i % n] = x[i % n, i // n]")
+@exercise("6.1", points=10, hints=(
+    "Draw y for a small case (n=2, m=3) and write next to each y[i] the offset of x it "
+    "holds.",
+    "y is x.t() flattened: view it as an (m, n) tensor and find which row and column of "
+    "x.t() y[i] is.",
+    "Then turn that element of x.t() into an element of x, and that into a flat offset of"
+    " the contiguous x.",
+))
 def check_transpose_reshape_index(sol):
     """Index formula of a transpose-then-reshape"""
     rng = random.Random(0)
@@ -34,8 +41,12 @@ def check_transpose_reshape_index(sol):
             assert flat[offset] == y[i], f"n={n}, m={m}: y[{i}] is x.flat[{offset}]?"
 
 
-@exercise("6.2", points=10, hints="ops.add, ops.maximum, ops.minimum, ops.truediv with "
-                                 "ops.constant(3.0, dtype); Pointwise(device, dtype, inner_fn, size)")
+@exercise("6.2", points=10, hints=(
+    "inner_fn computes one element: load it, then apply the formula with ops.* calls.",
+    "Numbers enter the IR as ops.constant(value, dtype): use the input's dtype, not a "
+    "fixed one.",
+    "Mind the order: the clamp applies to x + 3.",
+))
 def check_lower_hardsigmoid(sol):
     """Lower a pointwise op (hardsigmoid)"""
     for shape, dtype in [((7,), F32), ((5, 13), F32), ((2, 3, 4), F32), ((5, 13), F64)]:
@@ -46,8 +57,13 @@ def check_lower_hardsigmoid(sol):
             f"hardsigmoid of a {x.dtype} input of {tuple(x.shape)}\n{m}"))
 
 
-@exercise("6.3", points=10, hints="full index = index[:dim] + [rindex[0]] + index[dim:]; "
-                                 "Reduction(device, dtype, inner_fn, kept, [size[dim]], 'sum', dtype)")
+@exercise("6.3", points=10, hints=(
+    "ranges are the kept dims; reduction_ranges the reduced one; inner_fn gets an index "
+    "into each.",
+    "x's full index is rebuilt from both: where does the reduced position go among the "
+    "kept ones?",
+    "dim may be negative, and the result keeps the input's dtype.",
+))
 def check_lower_sum_of_squares(sol):
     """Write a reduction's inner_fn (sum of squares over a dim)"""
     for shape, dim, dtype in [((5, 7), 1, F32), ((5, 7), 0, F32), ((3, 4, 6), 1, F32),

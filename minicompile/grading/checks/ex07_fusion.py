@@ -27,8 +27,12 @@ def _reference_tile(loops):
     return None if isinstance(t, str) else (int(t[0]), int(t[1]))
 
 
-@exercise("7.1", points=10, hints="collect the reductions' (numel, rnumel) first: more than one "
-                                 "distinct pair means None; then test each pointwise numel")
+@exercise("7.1", points=10, hints=(
+    "Start from the reductions: if there are any, they fix the tile.",
+    "Different reduction shapes cannot share a kernel.",
+    "A pointwise node fits a reduction's tile when it covers the reduced values (n) or "
+    "the whole input (n * r).",
+))
 def check_kernel_tile(sol):
     """Decide whether loop nests can share a kernel"""
     rng = random.Random(7)
@@ -59,9 +63,13 @@ def _schedules():
             yield Scheduler(graph, fuse=fuse, record_metrics=False)
 
 
-@exercise("7.2", points=10, hints="per kernel: reads = everything its nodes read minus what it "
-                                 "computes; writes = what it computes that an output or another "
-                                 "kernel needs; count each buffer once")
+@exercise("7.2", points=10, hints=(
+    "Count per kernel: what it reads from memory, and what it writes to memory.",
+    "A buffer read by two nodes of the same kernel is loaded once; one the kernel "
+    "computes itself is not loaded at all.",
+    "A computed buffer is stored only when someone outside the kernel needs it: the "
+    "caller, or another kernel.",
+))
 def check_bytes_moved(sol):
     """Count the bytes a schedule moves"""
     for s in _schedules():
@@ -74,8 +82,13 @@ def check_bytes_moved(sol):
             f"the scheduler counts {s.num_bytes_accessed}")
 
 
-@exercise("7.3", points=10, hints="keep a dict size -> list of free storage names; pop() to "
-                                 "reuse, append() when a buffer dies after its last step")
+@exercise("7.3", points=10, hints=(
+    "Walk the steps; at each: allocate what starts, measure, free what ends.",
+    "Freed storages wait in a pool per size; reuse takes from the pool of exactly the "
+    "buffer's size.",
+    "The pool is a stack: the most recently freed storage is taken first. The peak is "
+    "measured before the frees.",
+))
 def check_plan_reuse(sol):
     """Plan buffer reuse and peak memory"""
     rng = random.Random(3)
