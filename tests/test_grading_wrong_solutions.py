@@ -14,6 +14,8 @@ import torch
 
 from minicompile.grade import grade_one
 from minicompile.grading import REPO_ROOT, load_checks, load_learner_module
+from minicompile.inductor.dependencies import rows_line_up
+from minicompile.inductor.fusion import runs_per_row, tile
 from minicompile.inductor.sizevars import FloorDiv, ModularIndexing
 
 EXERCISES = {e.id: e for e in load_checks()}
@@ -749,6 +751,35 @@ def _plan_reuse(fifo=False, peak_after_frees=False, any_larger=False):
     return plan_reuse
 
 
+def _fusion_rule(per_row_slices="rows", per_element_slices="points", epilogue=True,
+                 always=None):
+    """A rule that reads a per-row value within ``per_row_slices`` and a per-element one within
+    ``per_element_slices`` ("rows": n slices, "points": n * r), or that answers ``always``."""
+    @_as("reads_line_up")
+    def reads_line_up(a, b):
+        if always is not None:
+            return always, "" if always else "never fuse"
+        members = a.get_nodes() + b.get_nodes()
+        n, r = tile(members)
+        slices = {"rows": n, "points": n * r}
+        by_name = {m.get_name(): m for m in members}
+        writes = {d.name: d for m in members for d in m.read_writes.writes}
+        for m in members:
+            for dep in m.read_writes.reads:
+                writer = by_name.get(dep.name)
+                if writer is None or writer is m:
+                    continue
+                if runs_per_row(writer, n, r):
+                    if not rows_line_up(writes[dep.name], dep, slices[per_row_slices]):
+                        return False, "outside the row"
+                elif epilogue and runs_per_row(m, n, r) and not m.is_reduction():
+                    return False, "an epilogue reading a per-element value"
+                elif not rows_line_up(writes[dep.name], dep, slices[per_element_slices]):
+                    return False, "at another point"
+        return True, ""
+    return reads_line_up
+
+
 WRONG.update({
     "7.1": {
         "a prologue over n * r elements refused": _tile(prologue=False),
@@ -765,6 +796,16 @@ WRONG.update({
         "the peak measured after the step's frees": _plan_reuse(peak_after_frees=True),
         "a larger free storage reused for a smaller buffer": _plan_reuse(any_larger=True),
     },
+    "7.4": {
+        "every pair fused (values read before they exist)": _fusion_rule(always=True),
+        "no pair fused (one kernel per node)": _fusion_rule(always=False),
+        "a reduction's result read only at the element that computes it":
+            _fusion_rule(per_row_slices="points"),
+        "a per-element value read anywhere in its row (a mirrored read fused)":
+            _fusion_rule(per_element_slices="rows"),
+        "an epilogue may read a per-element value (it sees the row's last one)":
+            _fusion_rule(epilogue=False),
+    },
 })
 
 # The correct setting of every parametrised family above passes: the variants differ from a right
@@ -774,7 +815,7 @@ CONTROLS = {"1.3": _inline(), "2.1": _guard(), "2.2": _create_symbol(), "2.4": _
             "3.4": _classify([_PRINT, _TENSOR, _NUMPY, _USER, _BUILTIN]),
             "4.1": _default_saved(), "4.2": _min_cut(), "5.1": _gelu(), "5.2": _log_softmax(),
             "5.3": _layer_norm(), "6.2": _hardsigmoid(), "6.3": _sum_of_squares(),
-            "7.1": _tile(), "7.2": _bytes_moved(), "7.3": _plan_reuse()}
+            "7.1": _tile(), "7.2": _bytes_moved(), "7.3": _plan_reuse(), "7.4": _fusion_rule()}
 
 
 @pytest.mark.parametrize("ex", sorted(CONTROLS), ids=str)
