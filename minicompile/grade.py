@@ -1,11 +1,12 @@
-"""The grader: ``python -m minicompile.grade [--solutions] [-k 04] [--hint 2.3]``.
+"""The grader: ``python -m minicompile.grade [--solutions] [-k 04] [--hint 2.3] [--pipeline]``.
 
 In a notebook, grade in-process (the same Python that runs the notebook, whatever ``python`` is
 on PATH)::
 
-    from minicompile.grade import grade, hint
+    from minicompile.grade import grade, hint, pipeline
     grade("02")          # every exercise of notebook 02; grade("2.3") for one
     hint("2.3")          # a nudge; hint("2.3", 2) says more
+    pipeline()           # the whole compiler with your solved pieces in it, on one model
 
 Runs every registered check against the learner's ``exercises/`` folder (or the reference
 ``solutions/``), printing progress as it goes and then a table of exercises, points and the total.
@@ -25,6 +26,7 @@ import traceback
 from dataclasses import dataclass
 
 from .grading import REPO_ROOT, Exercise, load_checks, load_learner_module
+from .grading.pipeline import PLUGS, run_pipeline
 
 
 @dataclass
@@ -148,6 +150,26 @@ def grade(only: str | None = None, *, solutions: bool = False, folder: str | Non
     print(format_table(results))
 
 
+def pipeline(*, solutions: bool = False, folder: str | None = None, verbose: bool = True) -> bool:
+    """Run the whole compiler with your pieces plugged in and print the report: each exercise
+    of ``grading.pipeline.PLUGS`` whose check passes puts your function into its stage, then
+    one model trains a step compiled end to end, against eager. True when it matches."""
+    folder = folder or os.path.join(REPO_ROOT, "solutions" if solutions else "exercises")
+    ids = {plug.exercise for plug in PLUGS}
+    exercises = [e for e in load_checks() if e.id in ids]
+    if verbose:
+        print(f"grading the {len(exercises)} exercises whose pieces plug into the compiler")
+    results = [grade_one(e, folder) for e in exercises]
+    passed = {r.exercise.module for r in results if r.status == "pass"}
+    modules = {name: load_learner_module(name, folder) for name in passed}
+    pieces = {r.exercise.id: modules[r.exercise.module] for r in results if r.status == "pass"}
+    reasons = {"todo": "not solved yet", "fail": "your check fails", "error": "your check fails"}
+    not_plugged = {r.exercise.id: reasons[r.status] for r in results if r.status != "pass"}
+    report = run_pipeline(pieces, not_plugged)
+    print(report.format())
+    return not report.error
+
+
 def hint(exercise_id: str, level: int = 1) -> None:
     """Print the hints of an exercise up to ``level`` (1: a nudge; each level says more)."""
     ex = next((e for e in load_checks() if e.id == exercise_id), None)
@@ -168,11 +190,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--expect", choices=["full", "zero"], help="exit 1 unless the score is this (CI)")
     p.add_argument("--hint", metavar="ID", help="print a hint for exercise ID instead of grading")
     p.add_argument("--level", type=int, default=1, help="with --hint: how much to say (1, 2, ...)")
+    p.add_argument("--pipeline", action="store_true",
+                   help="compile one model end to end with every solved piece plugged in")
     args = p.parse_args(argv)
     try:
         if args.hint:
             hint(args.hint, args.level)
             return 0
+        if args.pipeline:
+            return 0 if pipeline(solutions=args.solutions, folder=args.dir) else 1
         folder = args.dir or os.path.join(REPO_ROOT, "solutions" if args.solutions else "exercises")
         results = run_checks(folder, args.only)
     except ValueError as e:
