@@ -9,8 +9,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")"
 
 VENV="${MINICOMPILE_VENV:-.venv}"
 PY="$VENV/bin/python"
-# CPU machines take the CPU build of torch: asking for this exact version first means the
-# range in pyproject.toml is already satisfied and pip never fetches the CUDA build.
+# torch is installed before the course's packages, so that the range in pyproject.toml is already
+# satisfied and pip never swaps the build chosen here (see install_torch).
 TORCH_SPEC="${MINICOMPILE_TORCH:-torch==2.13.0}"
 TORCH_CPU_INDEX="https://download.pytorch.org/whl/cpu"
 VENV313="${MINICOMPILE_VENV313:-${VENV}-py313}"  # Python 3.13 with torch, for a second pass
@@ -30,13 +30,36 @@ install_dot() {
   fi
 }
 
+has_nvidia_gpu() { command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; }
+
+pip_has_local_source() {
+  # a wheel folder or a private index configured for pip (as on offline CI machines)
+  [ -n "${PIP_FIND_LINKS:-}${PIP_INDEX_URL:-}" ] \
+    || "$PY" -m pip config list 2>/dev/null | grep -qE '(find-links|index-url)='
+}
+
+install_torch() {
+  # MINICOMPILE_TORCH set: exactly that. An NVIDIA GPU: PyPI's default build (CUDA). No GPU:
+  # the CPU build from PyTorch's CPU wheel index (a few hundred MB instead of several GB); where
+  # pip has a local wheel folder or index configured, that is tried first, and each of the two
+  # is the other's fallback.
+  local plain=("$TORCH_SPEC") cpu=(--index-url "$TORCH_CPU_INDEX" "$TORCH_SPEC")
+  if [ -n "${MINICOMPILE_TORCH:-}" ] || has_nvidia_gpu; then
+    say "installing torch ($TORCH_SPEC)"; "$PY" -m pip install -q "${plain[@]}"; return
+  fi
+  local first=("${cpu[@]}") second=("${plain[@]}")
+  pip_has_local_source && { first=("${plain[@]}"); second=("${cpu[@]}"); }
+  say "no NVIDIA GPU: installing the CPU build of torch ($TORCH_SPEC)"
+  "$PY" -m pip install -q "${first[@]}" || "$PY" -m pip install -q "${second[@]}"
+}
+
 install_python_packages() {
   [ -x "$PY" ] || { say "creating $VENV"; python3 -m venv "$VENV"; }
   local stamp="$VENV/.minicompile-installed"
   if [ -f "$stamp" ] && [ "$stamp" -nt pyproject.toml ]; then return; fi
-  say "installing torch ($TORCH_SPEC) and the course's packages into $VENV"
+  say "installing torch and the course's packages into $VENV"
   "$PY" -m pip install -q --upgrade pip
-  "$PY" -c "import torch" 2>/dev/null || "$PY" -m pip install -q "$TORCH_SPEC"
+  "$PY" -c "import torch" 2>/dev/null || install_torch
   "$PY" -m pip install -q -e ".[course,test]"
   "$PY" -m ipykernel install --sys-prefix --name python3 >/dev/null
   touch "$stamp"
@@ -50,7 +73,7 @@ triton_on_cpu_without_gpu() {
 
 run_tests() {
   triton_on_cpu_without_gpu
-  say "exercises/ must be exactly what solutions/ generates"
+  say "the exercise stubs must be what solutions/ generates (your work in exercises/ is not read)"
   "$PY" -m minicompile.grading.generate --check
   say "unit tests, graded exercises (solutions score full marks, stubs zero) and notebooks"
   "$PY" -m pytest tests notebooks --nbval-lax -q -p no:cacheprovider "$@"
@@ -109,9 +132,12 @@ run_tests_other_pythons() {
 case "${1:-}" in
   lab)
     shift; install_dot; install_python_packages; triton_on_cpu_without_gpu
-    say "opening the course: notebooks/00_tour.ipynb is the place to start"
+    # trusted notebooks show their committed drawings (SVG output) on first open
+    "$VENV/bin/jupyter" trust notebooks/*.ipynb >/dev/null 2>&1 || say "could not trust notebooks"
+    say "opening the course at notebooks/00_tour.ipynb (exercises/ is in the file browser too)"
     root_flag=(); [ "$(id -u)" = 0 ] && root_flag=(--allow-root)  # containers often run as root
-    exec "$VENV/bin/jupyter" lab "${root_flag[@]}" "$@" notebooks/ ;;
+    exec "$VENV/bin/jupyter" lab "${root_flag[@]}" --ServerApp.root_dir="$PWD" "$@" \
+      notebooks/00_tour.ipynb ;;
   test)
     shift; install_dot; install_python_packages; run_tests "$@" ;;
   *)

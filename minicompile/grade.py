@@ -1,9 +1,19 @@
-"""The grader: ``python -m minicompile.grade [--solutions] [-k 04]``.
+"""The grader: ``python -m minicompile.grade [--solutions] [-k 04] [--hint 2.3] [--pipeline]``.
+
+In a notebook, grade in-process (the same Python that runs the notebook, whatever ``python`` is
+on PATH)::
+
+    from minicompile.grade import grade, hint, pipeline
+    grade("02")          # every exercise of notebook 02; grade("2.3") for one
+    hint("2.3")          # a nudge; hint("2.3", 2) says more
+    pipeline()           # the whole compiler with your solved pieces in it, on one model
 
 Runs every registered check against the learner's ``exercises/`` folder (or the reference
 ``solutions/``), printing progress as it goes and then a table of exercises, points and the total.
 An exercise scores its points when its check passes, and zero when the stub still raises
-NotImplementedError, the check fails, or anything else goes wrong (the reason is shown).
+NotImplementedError, the check fails, or anything else goes wrong. A failure is shown whole: the
+check's message with its numbers and inputs, or the learner's own exception and where in their
+file it was raised.
 """
 
 from __future__ import annotations
@@ -16,6 +26,7 @@ import traceback
 from dataclasses import dataclass
 
 from .grading import REPO_ROOT, Exercise, load_checks, load_learner_module
+from .grading.pipeline import PLUGS, run_pipeline
 
 
 @dataclass
@@ -36,16 +47,64 @@ def grade_one(ex: Exercise, folder: str) -> Result:
     except NotImplementedError as e:
         result = Result(ex, 0, "todo", str(e))
     except AssertionError as e:
-        result = Result(ex, 0, "fail", str(e) or traceback.format_exc(limit=-1).strip())
+        result = Result(ex, 0, "fail", _failure(e, folder))
     except Exception as e:  # a learner's bug must not stop the grader
-        result = Result(ex, 0, "error", f"{type(e).__name__}: {e}")
+        result = Result(ex, 0, "error", _failure(e, folder))
     result.seconds = time.perf_counter() - start
     return result
 
 
-def grade(folder: str, only: str | None = None, verbose: bool = True) -> list[Result]:
-    exercises = [e for e in load_checks() if only is None or e.module.startswith(f"ex{only}")
-                 or e.id.startswith(only) or only in e.module]
+def _failure(e: BaseException, folder: str) -> str:
+    """The whole message, then where the learner's code raised it (and what it was caused by:
+    the checks re-raise a learner's exception that the compiler turned into a fallback)."""
+    lines = [f"{type(e).__name__}: {e}" if not isinstance(e, AssertionError) or not str(e)
+             else str(e)]
+    cause = e.__cause__
+    if cause is not None and str(cause) not in lines[0]:
+        lines.append(f"caused by {type(cause).__name__}: {cause}")
+    where = _learner_frames(cause or e, folder)
+    if where:
+        lines.append("raised in your code at " + " <- ".join(where))
+    elif not str(e):
+        lines.append(traceback.format_exc(limit=-1).strip())
+    return "\n".join(lines)
+
+
+def _learner_frames(e: BaseException, folder: str) -> list[str]:
+    """``file:line in function`` for each frame of the traceback inside ``folder``, innermost
+    first."""
+    folder = os.path.abspath(folder)
+    frames = traceback.extract_tb(e.__traceback__)
+    return [f"{_shown_path(f.filename)}:{f.lineno} in {f.name}"
+            for f in reversed(frames) if os.path.abspath(f.filename).startswith(folder + os.sep)]
+
+
+def _shown_path(path: str) -> str:
+    """Relative to the course when inside it (exercises/ex01_bytecode.py), else absolute."""
+    path = os.path.abspath(path)
+    inside = path.startswith(REPO_ROOT + os.sep)
+    return os.path.relpath(path, REPO_ROOT) if inside else path
+
+
+def select(only: str | None) -> list[Exercise]:
+    """The exercises ``only`` names: an id ("2.3"), a notebook ("02", "2") or a file name part
+    ("guards"); all when None. Naming nothing is an error, not an empty (and passing) run."""
+    exercises = load_checks()
+    if only is None:
+        return exercises
+    chosen = [e for e in exercises
+              if e.id == only or e.id.startswith(only.lstrip("0") + ".")
+              or e.module.startswith(f"ex{only}") or only in e.module]
+    if not chosen:
+        ids = ", ".join(e.id for e in exercises)
+        raise ValueError(f"no exercise matches {only!r}: name an exercise ({ids}), a notebook "
+                         f"(01 to {max(e.module[2:4] for e in exercises)}) or a file "
+                         f"(e.g. 'guards')")
+    return chosen
+
+
+def run_checks(folder: str, only: str | None = None, verbose: bool = True) -> list[Result]:
+    exercises = select(only)
     results = []
     for i, ex in enumerate(exercises, 1):
         if verbose:
@@ -68,9 +127,59 @@ def format_table(results: list[Result]) -> str:
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     lines.insert(len(lines) - 1, "  ".join("-" * w for w in widths))
-    notes = [f"{r.exercise.id} [{r.status}] {r.detail.splitlines()[0] if r.detail else ''}\n"
-             f"    hint: {r.exercise.hint}" for r in results if r.status in ("fail", "error")]
+    notes = [_note(r) for r in results if r.status in ("fail", "error")]
     return "\n".join(lines + ([""] + notes if notes else []))
+
+
+def _note(r: Result) -> str:
+    detail = "\n".join("    " + line for line in r.detail.splitlines())
+    return (f"{r.exercise.id} [{r.status}]\n{detail}\n"
+            f"    stuck? hint({r.exercise.id!r}) in a notebook, or "
+            f"python -m minicompile.grade --hint {r.exercise.id}")
+
+
+def grade(only: str | None = None, *, solutions: bool = False, folder: str | None = None,
+          verbose: bool = True) -> None:
+    """Grade in-process and print the table: ``grade("02")``, ``grade("2.3")``, ``grade()``.
+
+    Prints rather than returns, so that a notebook cell shows the table once; ``run_checks``
+    returns the results."""
+    folder = folder or os.path.join(REPO_ROOT, "solutions" if solutions else "exercises")
+    results = run_checks(folder, only, verbose)
+    print()
+    print(format_table(results))
+
+
+def pipeline(*, solutions: bool = False, folder: str | None = None, verbose: bool = True) -> bool:
+    """Run the whole compiler with your pieces plugged in and print the report: each exercise
+    of ``grading.pipeline.PLUGS`` whose check passes puts your function into its stage, then
+    one model trains a step compiled end to end, against eager. True when it matches."""
+    folder = folder or os.path.join(REPO_ROOT, "solutions" if solutions else "exercises")
+    ids = {plug.exercise for plug in PLUGS}
+    exercises = [e for e in load_checks() if e.id in ids]
+    if verbose:
+        print(f"grading the {len(exercises)} exercises whose pieces plug into the compiler")
+    results = [grade_one(e, folder) for e in exercises]
+    passed = {r.exercise.module for r in results if r.status == "pass"}
+    modules = {name: load_learner_module(name, folder) for name in passed}
+    pieces = {r.exercise.id: modules[r.exercise.module] for r in results if r.status == "pass"}
+    reasons = {"todo": "not solved yet", "fail": "your check fails", "error": "your check fails"}
+    not_plugged = {r.exercise.id: reasons[r.status] for r in results if r.status != "pass"}
+    report = run_pipeline(pieces, not_plugged)
+    print(report.format())
+    return not report.error
+
+
+def hint(exercise_id: str, level: int = 1) -> None:
+    """Print the hints of an exercise up to ``level`` (1: a nudge; each level says more)."""
+    ex = next((e for e in load_checks() if e.id == exercise_id), None)
+    if ex is None:
+        raise ValueError(f"no exercise {exercise_id!r}: hints are per exercise, e.g. '2.3'")
+    tiers = ex.hints[:max(level, 1)]
+    for i, text in enumerate(tiers, 1):
+        print(f"{ex.id} hint {i}/{len(ex.hints)}: {text}")
+    if len(tiers) < len(ex.hints):
+        print(f"(more: hint({ex.id!r}, {len(tiers) + 1}))")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -79,9 +188,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dir", help="grade this folder instead of exercises/")
     p.add_argument("-k", dest="only", help="only exercises whose id or file matches, e.g. 04 or 1.2")
     p.add_argument("--expect", choices=["full", "zero"], help="exit 1 unless the score is this (CI)")
+    p.add_argument("--hint", metavar="ID", help="print a hint for exercise ID instead of grading")
+    p.add_argument("--level", type=int, default=1, help="with --hint: how much to say (1, 2, ...)")
+    p.add_argument("--pipeline", action="store_true",
+                   help="compile one model end to end with every solved piece plugged in")
     args = p.parse_args(argv)
-    folder = args.dir or os.path.join(REPO_ROOT, "solutions" if args.solutions else "exercises")
-    results = grade(folder, args.only)
+    try:
+        if args.hint:
+            hint(args.hint, args.level)
+            return 0
+        if args.pipeline:
+            return 0 if pipeline(solutions=args.solutions, folder=args.dir) else 1
+        folder = args.dir or os.path.join(REPO_ROOT, "solutions" if args.solutions else "exercises")
+        results = run_checks(folder, args.only)
+    except ValueError as e:
+        p.error(str(e))
     print()
     print(format_table(results))
     total = sum(r.score for r in results)

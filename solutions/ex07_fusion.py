@@ -1,12 +1,18 @@
 """Exercises for notebook 07: fusion, bytes moved, and memory planning.
 
-Grade with ``python -m minicompile.grade -k 07``. Each function is a piece of minicompile's
-scheduler (``minicompile/inductor/fusion.py``, ``scheduler.py``, ``memory_planning.py``) in a
-plain-data form; the checks compare your answers with the scheduler's own on random cases and
-on real graphs.
+Grade with ``python -m minicompile.grade -k 07``. Exercises 7.1 to 7.3 are pieces of
+minicompile's scheduler (``minicompile/inductor/fusion.py``, ``scheduler.py``,
+``memory_planning.py``) in a plain-data form; the checks compare your answers with the
+scheduler's own on random cases and on real graphs. Exercise 7.4 is a fusion rule on the real
+scheduler nodes: the scheduler runs with it, and the checks compile real functions with your rule
+deciding the fusions.
 """
 
 from __future__ import annotations
+
+from minicompile.inductor.dependencies import rows_line_up
+from minicompile.inductor.fusion import runs_per_row, tile
+from minicompile.inductor.scheduler import BaseSchedulerNode
 
 
 def kernel_tile(loops: list[tuple[int, int]]) -> tuple[int, int] | None:
@@ -95,4 +101,50 @@ def plan_reuse(lifetimes: list[tuple[str, int, int, int]],
                 free.setdefault(nbytes, []).append(storage[name])
                 live -= nbytes
     return storage, peak
+    ### END SOLUTION
+
+
+def reads_line_up(a: BaseSchedulerNode, b: BaseSchedulerNode) -> tuple[bool, str]:
+    """Exercise 7.4: a fusion rule of the real scheduler (a row of ``fusion.RULES``).
+
+    ``a`` and ``b`` are scheduler nodes (one node, or a ``FusedSchedulerNode`` of several),
+    ``a`` first in program order, whose loops already fit one kernel tile ``(n, r)`` (the rule
+    before this one checked that). Inside a kernel, a value one member computes reaches another
+    member as a value in a register, never through memory: the member that reads it gets the
+    value computed at the reader's own point of the loops. Decide whether that is the value the
+    read asks for, for every read of a value that another member of the kernel computes.
+
+    Return ``(True, "")`` when the two may share a kernel, else ``(False, reason)``, the
+    reason naming the member and the read it cannot make. The scheduler calls your rule for
+    every pair it considers, and the kernels it then generates are the ones your rule allowed.
+
+    What you have: ``members = a.get_nodes() + b.get_nodes()``; ``tile(members)`` gives
+    ``(n, r)``; each member has ``get_name()``, ``is_reduction()`` and ``read_writes.reads`` /
+    ``read_writes.writes`` (``MemoryDep`` objects: ``dep.name`` is the buffer, the dep says
+    which elements); ``runs_per_row(member, n, r)`` says whether a member makes one value per
+    row of the tile rather than one per element; ``rows_line_up(write, read, rows)`` says
+    whether every element that ``read`` loads was stored by ``write`` in the same one of
+    ``rows`` equal slices of the kernel's loops.
+    """
+    ### BEGIN SOLUTION 7.4: every value passed between members is the one the reader asks for
+    members = a.get_nodes() + b.get_nodes()
+    n, r = tile(members)
+    by_name = {m.get_name(): m for m in members}
+    writes = {d.name: d for m in members for d in m.read_writes.writes}
+    for m in members:
+        for dep in m.read_writes.reads:
+            writer = by_name.get(dep.name)
+            if writer is None or writer is m:
+                continue  # read from memory: any element is there
+            if runs_per_row(writer, n, r):
+                # one value per row: readable anywhere in that row
+                if not rows_line_up(writes[dep.name], dep, n):
+                    return False, f"{m.get_name()} reads {dep} outside the row computing it"
+            elif runs_per_row(m, n, r) and not m.is_reduction():
+                # an epilogue runs once per row, after the loop over the row's elements
+                return False, f"{m.get_name()} runs once per row but reads {dep.name} per element"
+            elif not rows_line_up(writes[dep.name], dep, n * r):
+                # one value per element: only that element's own point has it
+                return False, f"{m.get_name()} reads {dep} at another point than computes it"
+    return True, ""
     ### END SOLUTION

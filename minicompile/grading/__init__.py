@@ -10,10 +10,11 @@ Layout (see CONVENTIONS.md, "Exercises"):
           ### END SOLUTION
 
 - ``exercises/exNN_topic.py`` is generated from it (``python -m minicompile.grading.generate``):
-  each region becomes ``raise NotImplementedError("Exercise 1.1: ... (roughly N lines)")``.
+  each region becomes ``raise NotImplementedError("Exercise 1.1: ... (roughly N lines)")``, and
+  ``stubs.sha256`` records every pristine stub (a learner's edited file is never overwritten).
 - ``minicompile/grading/checks/exNN_topic.py`` holds the checks, one per exercise::
 
-      @exercise("1.1", points=10, hint="BINARY_OP's argrepr is the operator's symbol, e.g. '+'")
+      @exercise("1.1", points=10, hints=("a nudge", "more", "more still, never the answer"))
       def check_binary_op_table(sol):        # sol: the learner's module
           ...                                # assert against eager PyTorch / real Python
 
@@ -39,7 +40,7 @@ class Exercise:
     id: str  # "1.1": notebook number . exercise number
     module: str  # "ex01_bytecode": the file in exercises/ and solutions/
     points: int
-    hint: str
+    hints: tuple[str, ...]  # in tiers: a nudge first, each one says more, none the solution
     check: Callable[[ModuleType], None]
 
     @property
@@ -55,12 +56,14 @@ class Exercise:
 EXERCISES: dict[str, Exercise] = {}
 
 
-def exercise(id: str, points: int, hint: str) -> Callable:
-    """Register ``check(sol)`` as the grader of exercise ``id`` (its docstring is the title)."""
+def exercise(id: str, points: int, hints: str | tuple[str, ...]) -> Callable:
+    """Register ``check(sol)`` as the grader of exercise ``id`` (its docstring is the title);
+    ``hints`` is one hint or tiers of them (``minicompile.grade.hint(id, level)``)."""
 
     def register(check: Callable[[ModuleType], None]) -> Callable[[ModuleType], None]:
         module = check.__module__.rsplit(".", 1)[-1]
-        EXERCISES[id] = Exercise(id, module, points, hint, check)
+        tiers = (hints,) if isinstance(hints, str) else tuple(hints)
+        EXERCISES[id] = Exercise(id, module, points, tiers, check)
         return check
 
     return register

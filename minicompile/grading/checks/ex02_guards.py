@@ -22,29 +22,50 @@ def _reference_match(t: torch.Tensor, x, dynamic_dims: set[int]) -> bool:
 
 
 def _variants(t: torch.Tensor) -> list:
+    """Values a guard for ``t`` must tell apart: each differs from ``t`` in one property (two
+    for the grown tensor of another rank), plus a clone that must match."""
     shape = list(t.shape)
     grown = [n + 1 for n in shape]
     return [t.clone(), t.detach().clone().requires_grad_(not t.requires_grad), t.double(),
             torch.randn(grown), torch.randn(shape + [2]), torch.randn(shape[:-1]), 1.0, [t],
+            torch.randn(grown + [2]),  # another rank and other sizes: the rank is reported
             torch.randn(shape[::-1]).transpose(0, -1),  # same shape, other strides
+            torch.randn(shape + [2])[..., 0],  # same shape, strides doubled
+            torch.empty_strided(shape, t.stride(), device="meta"),  # same but the device
             torch.randn([shape[0] + 3] + shape[1:])]
 
 
-@exercise("2.1", points=10, hint="join 'L[name].dtype == torch.float32'-style checks with 'and'; "
-                                 "skip dynamic dims and, if any dim is dynamic, the strides")
+def _example(rng: random.Random) -> torch.Tensor:
+    """A random tensor to guard on: sometimes a non-contiguous view, so that a guard on
+    contiguity instead of strides is caught."""
+    shape = [rng.randint(2, 6) for _ in range(rng.randint(1, 3))]
+    t = torch.randn(*shape)
+    if rng.random() < 0.4:
+        t = torch.randn(shape[::-1]).transpose(0, -1)
+    return t.requires_grad_(rng.random() < 0.5)
+
+
+@exercise("2.1", points=10, hints=(
+    "A guard must be False for every value the compiled code would get wrong.",
+    "List every property of a tensor the compiled code depends on: its type, dtype, "
+    "device, requires_grad, rank, sizes, strides.",
+    "A dynamic dim's size may change, and then so may the strides; two tensors of the "
+    "same shape can still have different strides.",
+))
 def check_tensor_match_guard(sol):
     """Generate a TENSOR_MATCH guard"""
     rng = random.Random(0)
     for _ in range(12):
-        shape = [rng.randint(2, 6) for _ in range(rng.randint(1, 3))]
-        t = torch.randn(*shape).requires_grad_(rng.random() < 0.5)
+        t = _example(rng)
+        shape = list(t.shape)
         dynamic = {d for d in range(len(shape)) if rng.random() < 0.4}
         code = sol.tensor_match_guard("x", t, dynamic)
         assert isinstance(code, str), "return the guard as a Python expression string"
         for x in _variants(t):
             got = eval(code, {"torch": torch}, {"L": {"x": x}})
             want = _reference_match(t, x, dynamic)
-            desc = (f"x of {tuple(x.shape)} {x.dtype} requires_grad={x.requires_grad}"
+            desc = (f"x of {tuple(x.shape)}, strides {x.stride()}, {x.dtype} on {x.device}, "
+                    f"requires_grad={x.requires_grad}"
                     if isinstance(x, torch.Tensor) else repr(type(x)))
             assert bool(got) == want, (f"guard for {tuple(shape)} (dynamic dims {dynamic}) says "
                                        f"{bool(got)} for {desc}; expected {want}")
@@ -61,8 +82,13 @@ class _LearnerShapeEnv(ShapeEnv):
         return sympy.sympify(self._learner_create_symbol(self, int(hint), source_name))
 
 
-@exercise("2.2", points=10, hint="0 and 1 stay ints; look the hint up in env.val_to_var before "
-                                 "calling env.new_symbol")
+@exercise("2.2", points=10, hints=(
+    "Sizes 0 and 1 behave differently from the others (broadcasting, empty tensors), so "
+    "they are never symbolic.",
+    "Duck sizing: two sizes with the same value at the first call get the same symbol.",
+    "The ShapeEnv later guards that the sizes sharing a symbol stay equal: it needs to "
+    "know every source that uses it.",
+))
 def check_duck_sizing(sol):
     """Duck sizing and 0/1 specialization"""
     rng = random.Random(1)
@@ -80,8 +106,13 @@ def check_duck_sizing(sol):
             f"guards for {shapes}: {mine.render_guards()} but expected {ref.render_guards()}"
 
 
-@exercise("2.3", points=10, hint="value = bool(relation.xreplace(var_to_val)); the guard is the "
-                                 "relation or relation.negated")
+@exercise("2.3", points=10, hints=(
+    "Two things: the answer for the hints, and a condition under which that answer stays "
+    "right.",
+    "The answer comes from substituting the hints into the relation.",
+    "When the answer is False, the guard is the condition under which it stays False: a "
+    "SymPy relation can give you its opposite.",
+))
 def check_evaluate_and_guard(sol):
     """Turn a symbolic comparison into a guard"""
     rng = random.Random(2)
@@ -113,8 +144,12 @@ def _spec_matches(spec, v) -> bool:
                for e, a in zip(dims, actual))
 
 
-@exercise("2.4", points=10, hint="check in order: type, dtype, device, requires_grad, rank, then "
-                                 "each size and stride that is not None; return None on a match")
+@exercise("2.4", points=10, hints=(
+    "Check the fields in the order the docstring gives and return at the first "
+    "difference.",
+    "type(value) must be exactly the spec's type: a subclass (a Parameter) is a mismatch.",
+    "A None size or stride in the spec is dynamic: it never mismatches.",
+))
 def check_tensor_mismatch_reason(sol):
     """Word the recompile reason of a TENSOR_MATCH"""
     from minicompile.dynamo.guards import Guard, GuardKind, TensorSpec, _tensor_reason
@@ -122,8 +157,8 @@ def check_tensor_mismatch_reason(sol):
 
     rng = random.Random(3)
     for _ in range(12):
-        shape = [rng.randint(2, 6) for _ in range(rng.randint(1, 3))]
-        t = torch.randn(*shape).requires_grad_(rng.random() < 0.5)
+        t = _example(rng)
+        shape = list(t.shape)
         spec = TensorSpec.of(t)
         if rng.random() < 0.5:  # some dims dynamic
             dyn = rng.randrange(len(shape))

@@ -76,8 +76,13 @@ def _run_resume(fn, spec, snap, args):
     return resume(*args)
 
 
-@exercise("3.1", points=10, hint="depth-first search over (position, written-names) states; "
-                                 "a READ counts only if that path has not written the name yet")
+@exercise("3.1", points=10, hints=(
+    "A local is live if some path from the start reads it before writing it.",
+    "Explore every path: after an instruction comes the next one (unless it is terminal) "
+    "and its jump target (if it has one).",
+    "The same position can be reached having written different names: make the state "
+    "(position, names written so far).",
+))
 def check_live_locals(sol):
     """Find the live locals at a break"""
     for fn, args in CORPUS:
@@ -103,8 +108,12 @@ def check_live_locals(sol):
             assert got == expected, f"{fn.__name__} resumed at {inst}: {got} != {expected}"
 
 
-@exercise("3.2", points=10, hint="NULL slots are pushed by the prologue, not passed; unbound "
-                                 "live locals are skipped; stack values come first")
+@exercise("3.2", points=10, hints=(
+    "Three outputs: a kind per stack slot, the names passed, and the values passed.",
+    "The resume function's prologue recreates NULL itself: a NULL is never an argument.",
+    "The resume function's parameters are the stack values (bottom first), then the "
+    "locals.",
+))
 def check_resume_arguments(sol):
     """Build the resume function's argument list"""
     checked = 0
@@ -142,8 +151,13 @@ def _with_fn(log, x):
     return log
 
 
-@exercise("3.3", points=10, hint="PUSH_NULL for NULL; LOAD_FAST ___stack<i> for a value; for a "
-                                 "context manager add BEFORE_WITH then POP_TOP")
+@exercise("3.3", points=10, hints=(
+    "One slot at a time, bottom first; each becomes one or more instructions.",
+    "A value slot is a load of the matching argument; a NULL slot has its own "
+    "instruction.",
+    "A with block active at the break must be entered again, and only its __exit__ may "
+    "stay on the stack.",
+))
 def check_restore_stack(sol):
     """Rebuild the stack in the resume function's prologue"""
     original = resume_execution.restore_stack
@@ -170,8 +184,20 @@ def check_restore_stack(sol):
         resume_execution.restore_stack = original
 
 
-@exercise("3.4", points=10, hint="check print/logging first (a Logger's methods too), then "
-                                 "tensor methods, numpy/random, user functions, builtins")
+class _CourseLogger(logging.Logger):
+    """A Logger subclass defined here: its methods' ``__module__`` is not ``logging``."""
+
+    def note(self, msg):
+        self.info(msg)
+
+
+@exercise("3.4", points=10, hints=(
+    "Test the cases in the order the docstring lists them: the first that matches wins.",
+    "A bound method knows its object (__self__): a Logger's methods and a tensor's "
+    "item/tolist are recognised by it.",
+    "numpy and random functions can be plain Python functions too: test the module before"
+    " the function's type.",
+))
 def check_classify_call(sol):
     """Classify graph-break reasons"""
     import numpy as np  # lazy: only this check needs numpy
@@ -180,10 +206,12 @@ def check_classify_call(sol):
     logger = logging.getLogger("minicompile.exercise")
     cases = [
         (builtins.print, "print_or_logging"), (logging.info, "print_or_logging"),
-        (logger.warning, "print_or_logging"), (t.item, "tensor_to_python"),
+        (logger.warning, "print_or_logging"), (_CourseLogger("course").note, "print_or_logging"),
+        (t.item, "tensor_to_python"),
         (t.tolist, "tensor_to_python"), (np.sum, "untraceable_call"),
         (np.random.rand, "untraceable_call"), (random.random, "untraceable_call"),
         (random.Random(0).randint, "untraceable_call"), (math.floor, "untraceable_call"),
+        (random.Random.randint, "untraceable_call"), (np.isscalar, "untraceable_call"),
         (_scale, "inlined_call"), (pending_calls, "inlined_call"),
         (contextlib.nullcontext, "unsupported_construct"),
     ]

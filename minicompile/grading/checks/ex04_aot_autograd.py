@@ -62,8 +62,12 @@ def _check_runs(name, joint, sig, saved, fn, inputs):
     return part
 
 
-@exercise("4.1", points=10, hint="forward = ancestors(fw_outs) | primals; save n if a user is "
-                                 "outside forward (not the output node); tuples -> getitems")
+@exercise("4.1", points=10, hints=(
+    "The forward is everything the forward outputs need, plus the primals.",
+    "A forward node is saved when a node outside the forward reads it; the output node "
+    "does not count.",
+    "A node whose value is a tuple cannot be saved whole: save the getitems that read it.",
+))
 def check_default_saved_values(sol):
     """Write the default partition's saved set"""
     for name, fn, inputs in _cases():
@@ -75,8 +79,13 @@ def check_default_saved_values(sol):
         _check_runs(name, joint, sig, got, fn, inputs)
 
 
-@exercise("4.2", points=10, hint="capacity = bytes on n_in -> n_out; source -> primals and "
-                                 "non-recomputable forward ops; tangent readers -> sink")
+@exercise("4.2", points=10, hints=(
+    "Every node becomes an edge whose capacity is what saving it costs: cutting it means "
+    "saving it.",
+    "The source feeds what cannot be recomputed (the primals, and forward ops that are "
+    "not recomputable); the sink takes what reads a tangent.",
+    "A view costs nothing to recompute: its edge must never be cut.",
+))
 def check_min_cut_saved_values(sol):
     """Compute the min-cut rematerialization saved set"""
     for name, fn, inputs in _cases():
@@ -92,23 +101,63 @@ def check_min_cut_saved_values(sol):
             assert [n.name for n in got] == ["primals_1"], "cos(cos(x)): save only x"
 
 
-@exercise("4.3", points=10, hint="forward: outs = fw(*inputs); ctx.save_for_backward(*saved); "
-                                 "backward: bw(*ctx.saved_tensors, *grads)")
+@exercise("4.3", points=10, hints=(
+    "A torch.autograd.Function has a forward and a backward; run is its apply.",
+    "The forward graph returns more than the outputs: keep the rest for the backward.",
+    "Saved tensors must go where autograd can check that nobody edited them in place "
+    "before backward.",
+))
 def check_make_compiled_function(sol):
     """Write the runtime wrapper as a torch.autograd.Function"""
     for name, fn, inputs in _cases()[1:]:
         joint, sig = _joint(fn, inputs)
         part = partition_with_saved(joint, default_saved_values(joint.graph, 1), 1)
-        run = sol.make_compiled_function(part.fw_module, part.bw_module, 1,
-                                         part.num_saved_tensors)
+        bw_calls = []
+
+        def bw(*args):
+            bw_calls.append(len(args))
+            return part.bw_module(*args)
+
+        run = sol.make_compiled_function(part.fw_module, bw, 1, part.num_saved_tensors)
         xs = [x.detach().clone().requires_grad_() for x in inputs]
         ref_xs = [x.detach().clone().requires_grad_() for x in inputs]
         (out,) = run(*xs)
         ref = fn(*ref_xs)
-        torch.testing.assert_close(out, ref)
+        torch.testing.assert_close(out, ref, msg=lambda m: f"{name}: forward output\n{m}")
         assert out.grad_fn is not None, f"{name}: the output must be differentiable"
         g = torch.randn_like(ref)
         out.backward(g)
         ref.backward(g)
+        assert bw_calls, f"{name}: the backward graph bw never ran (gradients must come from it)"
         for x, rx in zip(xs, ref_xs):
             torch.testing.assert_close(x.grad, rx.grad, msg=lambda m: f"{name}: grads\n{m}")
+    _check_saved_tensors_are_version_checked(sol)
+
+
+def _check_saved_tensors_are_version_checked(sol):
+    """Editing a saved input in place between forward and backward must raise, as in eager:
+    only ``ctx.save_for_backward`` notices it (a tensor kept as a ctx attribute gives silently
+    wrong gradients)."""
+    fn, inputs = lambda a, b: torch.tanh(torch.sin(a @ b)), [torch.randn(5, 7), torch.randn(7, 3)]
+    joint, sig = _joint(fn, inputs)
+    part = partition_with_saved(joint, default_saved_values(joint.graph, 1), 1)
+    run = sol.make_compiled_function(part.fw_module, part.bw_module, 1, part.num_saved_tensors)
+    assert "inplace" in (_backward_after_inplace_edit(fn, inputs) or ""), \
+        "eager no longer notices an in-place edit of a saved tensor"
+    assert _backward_after_inplace_edit(lambda a, b: run(a, b)[0], inputs) is not None, (
+        "after the forward, a saved input was edited in place: eager's backward raises, yours "
+        "computed gradients from the edited value (keep saved tensors with "
+        "ctx.save_for_backward)")
+
+
+def _backward_after_inplace_edit(fn, inputs) -> str | None:
+    """Run ``fn``, scale its first input in place, then backward: the error raised, or None."""
+    a, b = (x.detach().clone().requires_grad_() for x in inputs)
+    out = fn(a, b)
+    with torch.no_grad():
+        a.mul_(2)  # a is saved for the matmul's backward
+    try:
+        out.sum().backward()
+    except RuntimeError as e:
+        return str(e)
+    return None

@@ -46,8 +46,12 @@ def triton_backend() -> Iterator[list]:
 
 # --- 8.1 ------------------------------------------------------------------------------------------
 
-@exercise("8.1", points=10, hint="a comparison with NaN is false in Triton too: which operand "
-                                 "does your tl.where pick when one of them is NaN?")
+@exercise("8.1", points=10, hints=(
+    "Run your templates on a NaN in each operand position: eager propagates it either way.",
+    "A comparison with NaN is false in Triton too: which operand does your tl.where pick "
+    "when one of them is NaN?",
+    "Test for NaN explicitly where the comparison alone would drop it.",
+))
 def check_triton_nan_ops(sol):
     """Triton templates of maximum, minimum, remainder"""
     rows = sol.triton_nan_ops()
@@ -69,8 +73,12 @@ def check_triton_nan_ops(sol):
 
 # --- 8.2 ------------------------------------------------------------------------------------------
 
-@exercise("8.2", points=10, hint="print the arguments first (recursively), then combine them; "
-                                 "what happens to (a + b) pasted into x * _ ?")
+@exercise("8.2", points=10, hints=(
+    "An expression is a tree: print its leaves, then each operator from its printed "
+    "arguments.",
+    "Print the arguments first (recursively), then combine them.",
+    "What happens to (a + b) when it is pasted into x * _ ?",
+))
 def check_triton_index(sol):
     """Print SymPy index expressions as Triton"""
     x, y = sympy.symbols("x y", integer=True, nonnegative=True)
@@ -118,8 +126,11 @@ def _printer(print_index: Callable[[sympy.Expr], str]) -> Iterator[None]:
 REDUCTIONS = ("sum", "prod", "max", "min", "any")
 
 
-@exercise("8.3", points=10, hint="a lane past the end of a row must not change the result: for "
-                                 "max, which value is below every element, negative ones too?")
+@exercise("8.3", points=10, hints=(
+    "Lanes past the end of a row are loaded too, with the value you choose for them.",
+    "That value must not change the result: for a sum, which value changes nothing?",
+    "For max, which value is below every element, negative ones too?",
+))
 def check_persistent_reduction(sol):
     """Neutral values and axis-1 reductions of a persistent kernel"""
     neutral = {r: (lambda d, r=r: sol.persistent_reduction(r, d)[0]) for r in REDUCTIONS}

@@ -93,8 +93,13 @@ def _special(dtype: torch.dtype, n: int = 37) -> torch.Tensor:
     return x.to(dtype)
 
 
-@exercise("9.1", points=10, hint="C++'s comparisons with NaN are all false: which branch of a "
-                                 "?: does a NaN operand take in your template?")
+@exercise("9.1", points=10, hints=(
+    "Run your templates on a NaN in each operand position: eager propagates it either way.",
+    "C++'s comparisons with NaN are all false: which branch of a ?: does a NaN operand "
+    "take in your template?",
+    "Test for NaN explicitly where the comparison alone would drop it (the same template "
+    "also serves int64 operands).",
+))
 def check_nan_aware_ops(sol):
     """C++ templates of maximum, minimum, relu, sigmoid"""
     rows = sol.nan_aware_ops()
@@ -133,8 +138,12 @@ def _index_graphs() -> list[tuple[str, Callable, tuple]]:
     ]
 
 
-@exercise("9.2", points=10, hint="print the arguments first (recursively), then combine them; "
-                                 "think of what happens to (a + b) when it is pasted into x * _")
+@exercise("9.2", points=10, hints=(
+    "An expression is a tree: print its leaves, then each operator from its printed "
+    "arguments.",
+    "Print the arguments first (recursively), then combine them.",
+    "What happens to (a + b) when it is pasted into x * _ ?",
+))
 def check_print_index(sol):
     """Print SymPy index expressions as C++"""
     from minicompile.inductor.sizevars import FloorDiv, ModularIndexing
@@ -192,8 +201,12 @@ def _rows_with_specials(dtype: torch.dtype) -> torch.Tensor:
     return x
 
 
-@exercise("9.3", points=10, hint="the accumulator must start at the value that changes nothing: "
-                                 "for max, what is below every element, the most negative ones too?")
+@exercise("9.3", points=10, hints=(
+    "Each row is an initial value, an update, and how OpenMP combines the threads' partial "
+    "results.",
+    "The accumulator must start at the value that changes nothing.",
+    "For max, what is below every element, the most negative ones too?",
+))
 def check_reduction_rows(sol):
     """C++ accumulators of sum, prod, max, min, any"""
     rows = sol.reduction_rows()

@@ -1,0 +1,96 @@
+"""The compiler with the learner's pieces plugged in (``python -m minicompile.grade --pipeline``):
+every piece really runs, a wrong piece makes the end-to-end comparison fail, and the compiler's
+own tables are restored afterwards."""
+
+from __future__ import annotations
+
+import math
+import shutil
+import types
+
+import torch
+
+from minicompile.aot_autograd.partitioners import PARTITIONERS
+from minicompile.decompositions import decomposition_table
+from minicompile.dynamo import handlers_data
+from minicompile.grade import main
+from minicompile.grading import REPO_ROOT, load_checks, load_learner_module
+from minicompile.grading.generate import write_stubs
+from minicompile.grading.pipeline import PLUGS, run_pipeline
+from minicompile.inductor import fusion
+from minicompile.inductor.codegen import cpp_ops
+from minicompile.inductor.lowering import lowerings
+
+aten = torch.ops.aten
+MODULES = {e.id: e.module for e in load_checks()}
+
+
+def _solutions(**overrides) -> dict[str, types.ModuleType]:
+    """The reference solution of every plugged exercise, with some functions replaced."""
+    pieces = {}
+    for plug in PLUGS:
+        module = load_learner_module(MODULES[plug.exercise], f"{REPO_ROOT}/solutions")
+        module.__dict__.update(overrides)
+        pieces[plug.exercise] = module
+    return pieces
+
+
+def _tables() -> dict:
+    """Copies of every table the pipeline swaps rows of."""
+    return {"binary": handlers_data.BINARY_OPS, "rules": list(fusion.RULES),
+            "tile": fusion.tile, "partitioners": dict(PARTITIONERS),
+            "decompositions": dict(decomposition_table), "lowerings": dict(lowerings),
+            "c_ops": cpp_ops.C_OPS, "reductions": cpp_ops.REDUCTIONS}
+
+
+def test_every_solution_runs_in_the_compiled_model_and_matches_eager():
+    before = _tables()
+    report = run_pipeline(_solutions(), {})
+    assert report.error == "", report.error
+    never = [ex for ex, calls in report.plugged.items() if calls == 0]
+    assert set(report.plugged) == {p.exercise for p in PLUGS} and not never, \
+        f"pieces the model never reached: {never}"
+    assert report.metrics["graph_breaks"] == 0 and report.metrics["recompiles"] == 1
+    assert _tables() == before
+
+
+def _wrong_gelu(x, approximate="none"):
+    """The tanh approximation whatever was asked: off by up to 1e-3."""
+    inner = aten.mul.Tensor(aten.add.Tensor(x, aten.mul.Tensor(aten.pow.Tensor_Scalar(x, 3),
+                                                               0.044715)), math.sqrt(2 / math.pi))
+    return aten.mul.Tensor(aten.mul.Tensor(x, 0.5), aten.add.Tensor(aten.tanh.default(inner), 1))
+
+
+def test_a_wrong_piece_makes_the_model_differ_from_eager():
+    report = run_pipeline({"5.1": _solutions(gelu=_wrong_gelu)["5.1"]}, {})
+    assert "differ" in report.error or "not close" in report.error, report.error
+    assert "FAILED" in report.format()
+
+
+def test_a_fusion_rule_that_fuses_everything_is_caught_end_to_end():
+    fuse_all = _solutions(reads_line_up=lambda a, b: (True, ""))["7.4"]
+    report = run_pipeline({"7.4": fuse_all}, {})
+    assert report.error, "fusing every pair must give wrong values or a refused kernel"
+
+
+def test_a_piece_that_raises_is_reported_not_hidden_by_the_fallback():
+    def for_iter(tx, inst):
+        raise RuntimeError("my bug")
+
+    report = run_pipeline({"1.2": _solutions(for_iter=for_iter)["1.2"]}, {})
+    assert "not compiled whole" in report.error, report.error
+    assert report.plugged["1.2"] > 0
+
+
+def test_a_learner_with_notebook_05_solved_gets_their_decompositions_in(tmp_path, capsys):
+    """Stubs everywhere but ex05: its three pieces are plugged in and run, the others stay
+    minicompile's own, and the model still compiles whole and matches eager."""
+    write_stubs(str(tmp_path))
+    shutil.copy(f"{REPO_ROOT}/solutions/ex05_decompositions.py", tmp_path)
+    assert main(["--pipeline", "--dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "3 of your 13 pieces plugged in" in out, out
+    for ex in ("5.1", "5.2", "5.3"):
+        row = next(line for line in out.splitlines() if line.startswith(ex))
+        assert "yours: " in row and "calls" in row, row
+    assert out.count("not solved yet") == len(PLUGS) - 3
