@@ -5,6 +5,7 @@ import torch
 from minicompile.course.artifacts import aten_graph
 from minicompile.inductor.executor import GraphExecutor
 from minicompile.inductor.graph import GraphLowering
+from minicompile.viz.codegen import kernel_names, output_code
 
 
 def softmax_rows(x, y):
@@ -29,3 +30,12 @@ def test_aten_graph_with_symbolic_sizes_runs_at_every_size():
         x, y = torch.randn(n, m), torch.randn(m)
         (out,) = run(x, y)  # the ATen graph returns a list of outputs
         torch.testing.assert_close(out, softmax_rows(x, y))
+
+
+def test_kernel_names_lists_the_fused_kernel_once():
+    def softmax_scaled(x):
+        return torch.softmax(x * 0.5, dim=-1)
+
+    names = kernel_names(output_code(softmax_scaled, torch.randn(8, 32)))
+    assert len(names) == 1  # defined once, called once: one name
+    assert names[0].startswith(("cpp_fused_", "triton_")) and "exp" in names[0]
