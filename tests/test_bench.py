@@ -5,10 +5,15 @@ there, the compilers agreed with eager, and the ratios are numbers.
 """
 
 import json
+from types import SimpleNamespace
 
 import pytest
+import torch
+from torch.autograd import DeviceType
 
+from minicompile.bench import bandwidth_table, profile_kernels
 from minicompile.bench.cli import main
+from minicompile.bench.helpers import kernel_rows
 from minicompile.bench.report import COLUMNS
 
 
@@ -76,3 +81,45 @@ def test_wrong_result_is_reported_and_not_timed(monkeypatch):
     assert any("WRONG" in note for note in result.notes)
     cells = row(result, copy_gbs=1.0)
     assert cells[4] == "WRONG" and cells[5] == "-"  # minicompile ms, mc/eager
+
+
+def _event(key, device_type, count, cpu_us, device_us):
+    """A stand-in for one row of ``torch.profiler``'s ``key_averages()``."""
+    return SimpleNamespace(key=key, device_type=device_type, count=count,
+                           self_cpu_time_total=cpu_us, self_device_time_total=device_us)
+
+
+def test_gpu_profile_lists_each_kernel_once():
+    """The ATen op carries the device time of the kernel it launched: only the kernel is a row
+    (the profile used to show ``aten::mm`` and its gemm kernel as two rows)."""
+    events = [_event("aten::mm", DeviceType.CPU, 5, 40.0, 80.0),
+              _event("sm80_xmma_gemm_f32f32", DeviceType.CUDA, 5, 0.0, 80.0),
+              _event("aten::add", DeviceType.CPU, 10, 20.0, 15.0),
+              _event("triton_poi_fused_add_0", DeviceType.CUDA, 10, 0.0, 15.0),
+              _event("cudaLaunchKernel", DeviceType.CPU, 15, 30.0, 0.0),
+              _event("Memcpy HtoD (Pageable -> Device)", DeviceType.CUDA, 5, 0.0, 5.0)]
+    assert kernel_rows(events, reps=5, on_gpu=True) == [
+        ("sm80_xmma_gemm_f32f32", 1, 16.0), ("triton_poi_fused_add_0", 2, 3.0)]
+    cpu_rows = kernel_rows(events, reps=5, on_gpu=False)
+    assert [name for name, _, _ in cpu_rows] == ["aten::mm", "aten::add"]
+
+
+def test_cpu_profile_counts_aten_ops_per_iteration():
+    x = torch.randn(1000)
+    rows = profile_kernels(lambda x: (x.cos() + 1).sin(), x, reps=4)
+    calls = {name: n for name, n, _ in rows}
+    assert calls["aten::cos"] == calls["aten::add"] == calls["aten::sin"] == 1
+
+
+@pytest.mark.gpu
+def test_gpu_profile_has_no_aten_rows():
+    x = torch.randn(1 << 20, device="cuda")
+    rows = profile_kernels(lambda x: (x.cos() + 1).sin(), x, reps=4)
+    assert rows and not any(name.startswith("aten::") for name, _, _ in rows)
+    assert sum(n for _, n, _ in rows) == 3  # three kernels per call
+
+
+def test_bandwidth_table_reports_gbs_against_copy():
+    table = bandwidth_table({"fused": 1e-3, "unfused": 4e-3}, nbytes=2_000_000, copy_gbs=4.0)
+    fused, unfused = (line.split() for line in table.splitlines()[1:3])
+    assert fused[-2:] == ["2.0", "50%"] and unfused[-2:] == ["0.5", "12%"]

@@ -12,7 +12,7 @@ import torch
 
 import minicompile as mc
 from minicompile.dynamo import handlers_data, handlers_flow  # noqa: F401 (registers handlers)
-from minicompile.dynamo.bytecode import RENAMES, cleaned_instructions
+from minicompile.dynamo.bytecode import RENAMES, cleaned_instructions, format_cleaned
 from minicompile.dynamo.symbolic_convert import OPCODE_HANDLERS
 
 from bytecode_corpus import CORPUS, EXCEPTION_PATH, all_instructions, f_assert, f_branches
@@ -121,3 +121,19 @@ def test_instruction_table_column_of_this_python_is_true():
         if (cells[column] == "yes") != exists_here(opname):
             wrong.append(f"{opname}: {cells[column]}")
     assert not wrong, f"Python {sys.version_info[:2]} column: {wrong}"
+
+
+def test_cleaned_listing_shows_the_normalised_instructions():
+    """The listing notebook 01 prints is what the interpreter executes, not dis's: a global call
+    gets its own PUSH_NULL, RESUME is a NOP, and every renamed instruction says what it was."""
+    def calls_a_global():
+        return range(3)
+
+    cleaned = format_cleaned(calls_a_global.__code__)
+    original = dis.Bytecode(calls_a_global.__code__).dis()
+    assert "PUSH_NULL  (was LOAD_GLOBAL)" in cleaned and "PUSH_NULL" not in original
+    assert "NOP 0  (was RESUME)" in cleaned
+    names = [inst.opname for inst in cleaned_instructions(calls_a_global.__code__)]
+    body = cleaned.splitlines()[1:]
+    assert len(body) == len(names)
+    assert all(name in line for name, line in zip(names, body))

@@ -11,7 +11,11 @@ statistics). The pass rewrites
 
 and when the mutated tensor is a graph input, records the node holding its final value: the
 graph returns it as an extra output and the runtime wrapper copies it back into the input
-(``input.copy_(new_value)``), which is exactly what real AOTAutograd does.
+(``input.copy_(new_value)``), as real AOTAutograd's runtime wrapper does. Real AOTAutograd gets
+the pure graph another way: it functionalises *while* tracing (a ``FunctionalTensor`` mode below
+the tracer records each in-place op in its out-of-place form), so no mutation ever enters its
+graph; minicompile records the mutations first and removes them with this pass, so both sides
+can be printed.
 
 A write *through a view* (``x[0].add_(1)``, ``x.t().mul_(2)``) also changes the view's base,
 the tensor that owns the storage (a graph input or an intermediate):

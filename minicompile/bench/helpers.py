@@ -1,68 +1,123 @@
 """Timing and profiling helpers shared by the notebooks (the role of torch/_inductor/utils.py's
 ``do_bench`` and ``torch.utils.benchmark``, kept small and visible).
 
-    from minicompile.bench import benchmark, profile_kernels, plot_times
+    from minicompile.bench import benchmark, profile_kernels, plot_times, bandwidth_table
     times = {"eager": benchmark(fn, x), "minicompile": benchmark(cfn, x)}
     plot_times(times, title="fn on CPU")
+    print(bandwidth_table(times, nbytes, copy_gbs=copy_bandwidth(x)))
 
-A timing is something to look at, never something a test asserts.
+Timings use the benchmark's method (``timing.py``): on the GPU ``triton.testing.do_bench``
+(CUDA events, the L2 cache flushed between calls), on the CPU ``torch.utils.benchmark`` medians,
+never one wall-clock reading per call. A timing is something to look at, never something a test
+asserts.
 """
 
 from __future__ import annotations
 
-import statistics
-import time
-from typing import Any, Callable
+import contextlib
+import os
+import warnings
+from typing import Any, Callable, Iterable, Iterator
 
 import torch
+from torch.autograd import DeviceType
+
+from .timing import copy_bandwidth_gbs, time_ms
 
 
-def _sync(device: str | None) -> None:
-    if device == "cuda" or (device is None and torch.cuda.is_available()):
-        torch.cuda.synchronize()
+def device_of(args: Iterable[Any]) -> str:
+    """``"cuda"`` when any argument is a CUDA tensor, else ``"cpu"``."""
+    return "cuda" if any(isinstance(a, torch.Tensor) and a.is_cuda for a in args) else "cpu"
 
 
-def benchmark(fn: Callable, *args: Any, warmup: int = 3, reps: int = 20,
-              device: str | None = None) -> float:
-    """Median wall time of ``fn(*args)`` in seconds, synchronising CUDA around each call."""
-    for _ in range(warmup):
-        fn(*args)
-    _sync(device)
-    times = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        fn(*args)
-        _sync(device)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+def benchmark(fn: Callable, *args: Any, device: str | None = None,
+              budget: str = "quick") -> float:
+    """Median seconds of one ``fn(*args)``, after a warm-up call (which also compiles).
+
+    ``device`` defaults to where the tensor arguments live; pass it for a closure without
+    arguments. ``budget`` is the benchmark's ("full", "quick", "tiny")."""
+    device = device or device_of(args)
+    return time_ms(lambda: fn(*args), device, budget) / 1e3
+
+
+def copy_bandwidth(like: torch.Tensor, budget: str = "quick") -> float:
+    """GB/s of a device-to-device copy as large as ``like`` (bytes read + written): the most a
+    memory-bound kernel can reach on this machine, measured in the same run."""
+    return copy_bandwidth_gbs(like.device.type, like.numel(), budget)
+
+
+def bandwidth_table(times: dict[str, float], nbytes: dict[str, int] | int,
+                    copy_gbs: float) -> str:
+    """One line per timing: milliseconds, achieved GB/s for ``nbytes`` (one count for all, or one
+    per name: the bytes that implementation must move), and the percentage of copy bandwidth."""
+    lines = [f"{'':32} {'ms':>9} {'GB/s':>8} {'% of copy':>9}"]
+    for name, seconds in times.items():
+        moved = nbytes[name] if isinstance(nbytes, dict) else nbytes
+        gbs = moved / seconds / 1e9
+        lines.append(f"{name:32} {seconds * 1e3:9.3f} {gbs:8.1f} {gbs / copy_gbs:9.0%}")
+    lines.append(f"{'copy bandwidth (measured)':32} {'':>9} {copy_gbs:8.1f} {1:9.0%}")
+    return "\n".join(lines)
+
+
+@contextlib.contextmanager
+def _quiet_profiler() -> Iterator[None]:
+    """The profiler's own chatter stays out of notebooks: its Python warning about cleared
+    events, and the ``USDT ... profiler_start/stop`` lines its C++ side writes to file
+    descriptor 2 (below Python's ``sys.stderr``, so only redirecting the descriptor hides them).
+    """
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
 
 
 def profile_kernels(fn: Callable, *args: Any, reps: int = 5) -> list[tuple[str, int, float]]:
-    """Run ``fn`` under torch.profiler; return (kernel or op name, calls, total microseconds),
-    CUDA kernels when on the GPU, otherwise CPU ATen ops, most expensive first."""
+    """Run ``fn`` under torch.profiler; return (kernel or op name, calls, microseconds per
+    iteration), most expensive first: the GPU kernels when the arguments are on the GPU,
+    otherwise the CPU ATen ops."""
     from torch.profiler import ProfilerActivity, profile
 
     fn(*args)  # warm up: compile, allocate, autotune outside the profile
-    activities = [ProfilerActivity.CPU]
-    on_gpu = any(isinstance(a, torch.Tensor) and a.is_cuda for a in args)
-    if on_gpu:
-        activities.append(ProfilerActivity.CUDA)
-    with profile(activities=activities) as prof:
+    on_gpu = device_of(args) == "cuda"
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
+    with _quiet_profiler(), profile(activities=activities) as prof:
         for _ in range(reps):
             fn(*args)
-        _sync("cuda" if on_gpu else "cpu")
+        if on_gpu:
+            torch.cuda.synchronize()
+    return kernel_rows(prof.key_averages(), reps, on_gpu)
+
+
+# Device activity that is not a kernel of the program: runtime calls and copies the profiler
+# records on the GPU timeline too.
+NOT_KERNELS = ("cuda", "Memcpy", "Memset", "Activity")
+
+
+def kernel_rows(events: Iterable[Any], reps: int, on_gpu: bool) -> list[tuple[str, int, float]]:
+    """(name, calls per iteration, microseconds per iteration) from ``key_averages()``.
+
+    On the GPU only the kernels themselves count: an ATen op (``aten::mm``) also carries the
+    device time of the kernels it launched, so keeping it would list every op twice, once as the
+    ATen op and once as its kernel. Kernels are the events whose device type is CUDA."""
     rows = []
-    for evt in prof.key_averages():
-        if on_gpu:  # kernels only: an ATen op's own device time is zero, its kernels hold it
-            us = getattr(evt, "self_device_time_total", None)
-            us = evt.self_cuda_time_total if us is None else us
-            if us <= 0 or evt.key.startswith(("cuda", "Memcpy", "Memset", "Activity")):
+    for evt in events:
+        if on_gpu:
+            if evt.device_type != DeviceType.CUDA or evt.key.startswith(NOT_KERNELS):
                 continue
+            us = evt.self_device_time_total
         else:
-            if not evt.key.startswith("aten::") or evt.self_cpu_time_total <= 0:
+            if not evt.key.startswith("aten::"):
                 continue
             us = evt.self_cpu_time_total
-        rows.append((evt.key, evt.count // reps, us / reps))
+        if us > 0:
+            rows.append((evt.key, evt.count // reps, us / reps))
     return sorted(rows, key=lambda r: -r[2])
 
 

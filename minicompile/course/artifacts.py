@@ -7,6 +7,7 @@
     art.forward, art.backward               # ATen graphs after AOT autograd + decompositions
     art.forward_lowering.buffers            # loop IR (GraphLowering) of the forward graph
     art.forward_scheduler.describe()        # kernels after fusion, with bytes read and written
+    aten_graph(fn, *args, dynamic=True)     # only the ATen graph the front half makes
 
 It is the ``"inductor"`` backend (``minicompile/inductor/backend.py``) with each stage's result
 kept: real Dynamo's ``TORCH_COMPILE_DEBUG=1`` writes the same artifacts into a folder.
@@ -80,3 +81,23 @@ def compile_with_artifacts(fn: Callable, *args: Any, partition_fn: str = "min_cu
     art.guards = "\n\n".join(e.guard.source for e in report.entries)
     art.transformed_program = report.transformed_program()
     return art
+
+
+def aten_graph(fn: Callable, *args: Any, dynamic: bool | None = None) -> torch.fx.GraphModule:
+    """The ATen graph minicompile's own front half makes of ``fn(*args)``: the bytecode tracer
+    captures it, AOT autograd traces it to ATen with minicompile's decomposition table (the
+    inference graph, when no input needs a gradient). ``dynamic=True`` gives symbolic sizes,
+    which the graph takes as extra ``Sym`` inputs. This is the graph the inductor backend lowers.
+    """
+    graphs: list[torch.fx.GraphModule] = []
+
+    def keep(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+        graphs.append(gm)
+        return gm
+
+    def backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+        return aot_module_simplified(gm, example_inputs, fw_compiler=keep,
+                                     decompositions=decomposition_table)
+
+    mc_compile(fn, backend=backend, dynamic=dynamic)(*args)
+    return graphs[-1]

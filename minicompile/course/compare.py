@@ -19,6 +19,7 @@ import torch.fx as fx
 from ..aot_autograd import trace_module
 from ..aot_autograd.partitioners import (default_partition, is_sym,
                                          min_cut_rematerialization_partition, tensor_bytes)
+from ..bench.helpers import benchmark, device_of
 from ..decompositions import decomposition_table
 
 
@@ -116,38 +117,40 @@ def format_report(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def time_forward_backward(fn: Callable, inputs: list, iters: int = 20) -> tuple[float, float]:
-    """Median seconds of one forward and of one backward (``out.sum()``'s gradient)."""
-    def sync():
-        if torch.cuda.is_available():
-            torch.cuda.synchronize()
+def _cuda_stamp() -> torch.cuda.Event:
+    event = torch.cuda.Event(enable_timing=True)
+    event.record()
+    return event
 
-    fwd, bwd = [], []
+
+# device -> (take a timestamp, seconds between two of them). On the GPU a timestamp is a CUDA
+# event recorded on the stream, so the time is the GPU's, not the host's launch time.
+CLOCKS = {
+    "cuda": (_cuda_stamp, lambda a, b: a.elapsed_time(b) / 1e3),
+    "cpu": (time.perf_counter, lambda a, b: b - a),
+}
+
+
+def time_forward_backward(fn: Callable, inputs: list, iters: int = 20) -> tuple[float, float]:
+    """Median seconds of one forward and of one backward (``out.sum()``'s gradient), each phase
+    timed on its own (CUDA events on the GPU, ``perf_counter`` on the CPU)."""
+    stamp, seconds = CLOCKS[device_of(inputs)]
+    stamps = []
     for _ in range(iters + 3):  # the first calls compile and warm up: dropped below
-        sync()
-        t0 = time.perf_counter()
+        t0 = stamp()
         out = fn(*inputs)
-        sync()
-        t1 = time.perf_counter()
+        t1 = stamp()
         out.sum().backward()
-        sync()
-        fwd.append(t1 - t0)
-        bwd.append(time.perf_counter() - t1)
-    fwd, bwd = sorted(fwd[3:]), sorted(bwd[3:])
+        stamps.append((t0, t1, stamp()))
+    if device_of(inputs) == "cuda":
+        torch.cuda.synchronize()
+    fwd = sorted(seconds(t0, t1) for t0, t1, _ in stamps[3:])
+    bwd = sorted(seconds(t1, t2) for _, t1, t2 in stamps[3:])
     return fwd[len(fwd) // 2], bwd[len(bwd) // 2]
 
 
-def time_call(fn: Callable, *args, iters: int = 20) -> float:
-    """Median seconds of ``fn(*args)`` (no autograd), after a few warm-up calls."""
-    times = []
+def time_call(fn: Callable, *args) -> float:
+    """Median seconds of ``fn(*args)`` without autograd (``benchmark``: do_bench on the GPU,
+    ``torch.utils.benchmark`` on the CPU)."""
     with torch.no_grad():
-        for _ in range(iters + 3):
-            if torch.cuda.is_available():
-                torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            fn(*args)
-            if torch.cuda.is_available():
-                torch.cuda.synchronize()
-            times.append(time.perf_counter() - t0)
-    times = sorted(times[3:])
-    return times[len(times) // 2]
+        return benchmark(fn, *args)

@@ -258,6 +258,20 @@ def format_listing(code: types.CodeType) -> str:
     return f"{code.co_name} ({code.co_filename}:{code.co_firstlineno})\n" + dis.Bytecode(code).dis()
 
 
+def format_cleaned(code: types.CodeType) -> str:
+    """The normalised instructions the interpreter executes (``cleaned_instructions``), one a
+    line: the source line where it changes, the original offset (the parts of one expansion
+    share it), the name and argument (a jump shows its target's offset), and ``(was X)`` where
+    normalising renamed or expanded the instruction ``dis`` prints."""
+    lines = [f"{code.co_name} ({code.co_filename}:{code.co_firstlineno}), normalised"]
+    previous_line = None
+    for inst in cleaned_instructions(code):
+        line = "" if inst.lineno == previous_line else inst.lineno
+        previous_line = inst.lineno
+        lines.append(f"{line!s:>4} {inst!r}")
+    return "\n".join(lines)
+
+
 def dis_link(opname: str, version: str | None = None) -> str:
     """The dis documentation entry of an instruction (default: the running Python's docs)."""
     version = version or f"{sys.version_info.major}.{sys.version_info.minor}"

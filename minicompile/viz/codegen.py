@@ -3,6 +3,7 @@
     output_code(fn, *args)              # minicompile's kernels and wrapper for fn(*args)
     real_output_code(fn, *args)         # what real torch.compile generates for the same call
     real_kernels(code)                  # the kernels inside real Inductor's output code
+    kernel_names(code)                  # the kernel names in either output code
     time_compiled(fn, args, threads=n)  # median seconds per call (torch.utils.benchmark)
 
 Real Inductor writes its output code as a Python module whose kernels are strings handed to
@@ -87,3 +88,12 @@ def time_compiled(fn: Callable, args: tuple, threads: int | None = None,
         return timer.blocked_autorange(min_run_time=min_run_time).median
     finally:
         torch.set_num_threads(saved)
+
+
+_OUR_KERNEL = re.compile(r"\b((?:cpp|triton)_\w+?_\d+)\b")
+
+
+def kernel_names(code: str) -> list[str]:
+    """The kernels in output code (minicompile's or real Inductor's), in order of appearance:
+    both name a kernel ``cpp_fused_<ops>_<n>`` or ``triton_<kind>_fused_<ops>_<n>``."""
+    return list(dict.fromkeys(_OUR_KERNEL.findall(code)))

@@ -7,7 +7,7 @@ In eval mode batchnorm is an affine map per output channel with frozen statistic
 
 and a convolution is linear in its weight, so ``bn(conv(x, W, b)) = conv(x, W * scale, b * scale
 + shift)`` with ``scale = gamma / sqrt(var + eps)`` broadcast over W's output-channel dimension
-and ``shift = beta - mean * scale``. The seeds' CBR block (conv + bn + relu) becomes conv + relu:
+and ``shift = beta - mean * scale``. A CBR block (conv + bn + relu) becomes conv + relu:
 one pass over the activation fewer, and the relu is then a pointwise epilogue of the conv.
 
 Folding needs the weights and statistics to be constants (``get_attr`` tensors: Inductor's
