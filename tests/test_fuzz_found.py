@@ -1,0 +1,47 @@
+"""Bugs the differential fuzzer (``python -m minicompile.fuzz``) found, each shrunk to a test.
+
+Eager PyTorch is the oracle: outputs and gradients must match it on every backend.
+"""
+
+import pytest
+import torch
+
+import minicompile as mc
+from minicompile import config
+
+
+def grads(fn, x, weight):
+    out = fn(x)
+    return out, torch.autograd.grad(out, [x], weight)[0]
+
+
+def test_view_of_expanded_input_that_requires_grad_gets_eager_gradient():
+    """The output aliases an input whose elements share memory (stride 0). Rebuilding it with
+    ``as_strided`` made autograd sum the gradient of elements sharing a location; eager's
+    ``movedim`` gives each element its own."""
+    def f(x):
+        return x.movedim(0, 2)
+
+    x = torch.randn(1, 1, 13, 3).expand(2, 13, 13, 3).detach().requires_grad_()
+    weight = torch.randn(13, 13, 2, 3)
+    expected_out, expected_grad = grads(f, x, weight)
+    out, grad = grads(mc.compile(f, backend="aot_eager"), x, weight)
+    torch.testing.assert_close(out, expected_out)
+    torch.testing.assert_close(grad, expected_grad)
+
+
+@pytest.mark.parametrize("cpu_backend", ["reference", "cpp", "triton"])
+def test_cumprod_backward(cpu_backend, monkeypatch):
+    """cumprod's backward finds the first zero with ``argmax`` over a bool mask; the reference
+    executor called ``argmax`` on the bool tensor, which has no bool kernel."""
+    monkeypatch.setattr(config.inductor, "cpu_backend", cpu_backend)
+
+    def f(x):
+        return torch.cumprod(x.tanh() + 1, dim=0)
+
+    x = torch.randn(7, 17, requires_grad=True)
+    weight = torch.randn(7, 17)
+    expected_out, expected_grad = grads(f, x, weight)
+    out, grad = grads(mc.compile(f), x, weight)
+    torch.testing.assert_close(out, expected_out)
+    torch.testing.assert_close(grad, expected_grad)
