@@ -14,6 +14,7 @@ import torch
 
 import minicompile as mc
 from minicompile import config
+from minicompile.aot_autograd import aot_autograd
 from minicompile.dynamo import eval_frame
 from minicompile.dynamo.eval_frame import cache_entries
 
@@ -89,3 +90,26 @@ def test_recompile_limit_holds_across_threads(monkeypatch):
         for args, out in zip(thread_inputs, thread_results):
             torch.testing.assert_close(out, fn(*args))
     assert len(cache_entries(fn)) == 2
+
+
+def test_a_new_grad_variant_is_traced_once(monkeypatch):
+    """AOT autograd traces a variant per requires-grad pattern when a call first needs it, at
+    run time (outside Dynamo's compile lock): threads needing it at once trace it once."""
+    traces = []
+    trace = aot_autograd.trace_graph
+
+    def slow_trace(*args, **kwargs):
+        traces.append(kwargs.get("joint"))
+        time.sleep(0.05)
+        return trace(*args, **kwargs)
+
+    monkeypatch.setattr(aot_autograd, "trace_graph", slow_trace)
+    compiled = mc.compile(fn, backend="aot_eager", dynamic=False)
+    compiled(torch.randn(8, 5), torch.randn(5))  # the inference variant
+    leaves = [torch.randn(8, 5, requires_grad=True) for _ in range(THREADS)]
+    y = torch.randn(5)
+    results = run_in_threads(lambda x: torch.autograd.grad(compiled(x, y).sum(), x)[0],
+                             [[(x,)] for x in leaves])
+    for x, (grad,) in zip(leaves, results):
+        torch.testing.assert_close(grad, torch.autograd.grad(fn(x, y).sum(), x)[0])
+    assert traces == [False, True]
