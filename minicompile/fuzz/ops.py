@@ -194,7 +194,7 @@ def _index(b: "Builder", x: str) -> str | None:
         how = rng.choice(["scatter", "scatter_add"]) if not is_bool(t) else "scatter"
         # scatter (not scatter_add) with repeated indices is nondeterministic: use unique ones
         if how == "scatter":
-            gidx = f"torch.arange({shape[d]}).view({', '.join('-1' if k == d else '1' for k in range(t.dim()))}).expand{shape}"
+            gidx = f"torch.arange({shape[d]}, device={x}.device).view({', '.join('-1' if k == d else '1' for k in range(t.dim()))}).expand{shape}"
         return f"{x}.{how}({d}, {gidx}, {src})"
     if kind == "index_add" and not is_bool(t):
         shape = list(t.shape)
