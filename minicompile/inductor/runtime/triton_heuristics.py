@@ -23,6 +23,7 @@ from typing import Any
 import torch
 import triton
 from triton import knobs
+from triton.compiler.errors import CompilationError
 from triton.runtime import driver
 from triton.testing import do_bench
 
@@ -89,6 +90,10 @@ def specialization(args: tuple) -> tuple:
                  else (a == 1, a % 16 == 0, -2**31 <= a < 2**31) for a in args)
 
 
+class KernelCompileError(RuntimeError):
+    """A generated Triton kernel did not compile: the message names the kernel and its file."""
+
+
 class CompiledLaunch:
     """One compiled binary, launched straight through its launcher: ``JITFunction.run`` binds
     and specialises the arguments again on every call (tens of microseconds of Python on a
@@ -146,18 +151,30 @@ class TritonLauncher:
     def launch(self, cfg: Config, args: tuple, xnumel: int) -> None:
         grid = (triton.cdiv(xnumel, cfg.XBLOCK),)
         if INTERPRET:
-            self.fn[grid](*args, **cfg.kwargs())
+            self.run_jit(grid, cfg, args)
             return
         key = (cfg, specialization(args))
         binary = self.binaries.get(key)
         if binary is not None:
             binary(grid[0], args)
             return
-        kernel = self.fn[grid](*args, **cfg.kwargs())  # compiles (or finds) and launches
+        kernel = self.run_jit(grid, cfg, args)  # compiles (or finds) and launches
         if FAST_LAUNCH:
             self.binaries[key] = CompiledLaunch(kernel, cfg)
         if config.debug:
             dump_compiled(self.name, kernel, cfg)
+
+    def run_jit(self, grid: tuple[int], cfg: Config, args: tuple) -> Any:
+        """Launch through ``JITFunction.run``, which compiles on a new specialisation. Triton's
+        own error quotes the offending line of a file it does not name: name it, and the
+        kernel (the file is in the kernel cache, where the source can be read and rerun)."""
+        try:
+            return self.fn[grid](*args, **cfg.kwargs())
+        except CompilationError as e:
+            path = getattr(getattr(self.fn, "fn", None), "__code__", None)
+            raise KernelCompileError(
+                f"Triton kernel {self.name} failed to compile ({cfg})\n"
+                f"  source: {path.co_filename if path else '<unknown>'}\n{e}") from None
 
     def choose(self, args: tuple, xnumel: int, rnumel: int) -> Config:
         """The fastest candidate (each writes the same outputs, so timing them is harmless)."""
