@@ -140,3 +140,16 @@ def test_write_to_a_tensor_that_overlaps_itself(fn, make, backend):
     actual = mc.compile(fn, backend=backend)(actual_input)
     torch.testing.assert_close(actual, expected)
     torch.testing.assert_close(actual_input, expected_input)
+
+
+@pytest.mark.parametrize("op", ["__or__", "__and__", "__xor__"])
+def test_cpp_bitwise_ops_on_bools_stay_bools(op, monkeypatch):
+    """C++ promotes ``bool | bool`` to int, and ``~1`` is true: ``~(x | y)`` came out all true."""
+    monkeypatch.setattr(mc.config.inductor, "cpu_backend", "cpp")
+
+    def fn(x, y):
+        v = getattr(x, op)(y)
+        return torch.stack([v, ~v], dim=-2)
+
+    x, y = torch.tensor([[True, False, True]]), torch.tensor([False, False, True])
+    torch.testing.assert_close(mc.compile(fn)(x, y), fn(x, y))
