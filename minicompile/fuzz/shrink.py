@@ -13,6 +13,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterator
 
+import torch
+
 from .program import InputSpec, Program
 from .runner import Outcome, check_program, runs_in_eager
 
@@ -29,6 +31,19 @@ def shrink(program: Program, still_fails: Callable[[Program], bool]) -> Program:
         else:
             return program
     return program
+
+
+def with_shape_comments(program: Program, device: str = "cpu") -> Program:
+    """``program`` with each statement's comment saying its value's shape and dtype afresh:
+    the comments the generator wrote describe the inputs before shrinking made them smaller."""
+    scope = {"torch": torch, "F": torch.nn.functional}
+    scope.update((f"x{i}", t) for i, t in enumerate(program.make_inputs(0, device)))
+    body = []
+    for s in program.body:
+        value = scope[s.target] = eval(s.expr, scope)
+        body.append(replace(s, comment=f"{tuple(value.shape)} "
+                                       f"{str(value.dtype).removeprefix('torch.')}"))
+    return replace(program, body=body)
 
 
 def _simplifications(p: Program) -> Iterator[Program]:
@@ -97,5 +112,6 @@ def write_reproducer(directory: Path, program: Program, outcome: Outcome, backen
     name = f"fuzz_{program_seed}_{backend.replace('-', '_')}_{device}"
     path = Path(directory) / f"test_{name}.py"
     path.parent.mkdir(parents=True, exist_ok=True)
+    program = with_shape_comments(program, device)
     path.write_text(reproducer(program, outcome, backend, device, seed, name))
     return path
