@@ -16,7 +16,7 @@ from minicompile.fuzz.generate import generate_program
 from minicompile.fuzz.program import InputSpec, Program
 from minicompile.fuzz.runner import CPU_BACKENDS, check_program
 from minicompile.fuzz.shrink import shrink, write_reproducer
-from minicompile.fuzz.tracer import check_function, generate_function
+from minicompile.fuzz.tracer import _difference, check_function, generate_function
 
 pytestmark = pytest.mark.cpu_only  # fuzzed inputs are CPU tensors; --device cuda is the GPU run
 
@@ -43,6 +43,18 @@ def test_tracer_fuzz_agrees_with_cpython():
         if kind != "ok":
             failures.append(f"seed {seed}: {kind}\n{program.source}{message}")
     assert not failures, "\n\n".join(failures)
+
+
+def test_tracer_check_catches_a_different_value_exception_or_side_effect():
+    t = torch.ones(2)
+    ok = (t, None, [[1], t])
+    assert _difference(ok, (t.clone(), None, [[1], t.clone()]), [], []) is None
+    assert "return value" in _difference(ok, (t + 1, None, [[1], t]), [], [])
+    assert "log argument" in _difference(ok, (t, None, [[2], t]), [], [])
+    assert "global LOG" in _difference(ok, ok, [("n", 1)], [])
+    raised = (None, KeyError(3), [[], t])
+    assert "raised" in _difference(raised, (None, KeyError(4), [[], t]), [], [])
+    assert "raised" in _difference(raised, ok, [], [])
 
 
 def test_generator_covers_dtypes_layouts_and_grads():

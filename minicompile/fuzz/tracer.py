@@ -61,13 +61,51 @@ SNIPPETS = [
     "log.append(x.shape[0])",
     "LOG.append(('n', n))",
     "x.add_({c})",
+    # more of the language: unpacking, walrus, builtins, generators, objects, globals
+    "a, *rest = [n, {k}, 3]\nn = a + sum(rest)",
+    "if (m := n * {k}) > 3:\n    x = x + m",
+    "for a, b in zip(range({k}), [x, -x, x]):\n    x = x + b * a",
+    "n += sorted([3, n, {k}], reverse=True)[0]",
+    "n += len(list(map(lambda t: t + 1, range({k}))))",
+    "x = x * len(x) + x.ndim",
+    "for key, val in {{'p': 1, 'q': {k}}}.items():\n    n += val",
+    "name = f'{{n}}-{{x.dim()}}'\nlog.append(name.upper())",
+    "stack = [n, {k}]\nstack.append(stack.pop() + 1)\nn = stack[-1]",
+    "def gen(m):\n    for i in range(m):\n        yield i * 2\nn += sum(gen({k}))",
+    "def make_adder(a):\n    return lambda t: t + a\nx = make_adder({c})(x)",
+    "box = Box(x)\nbox.value = box.value * {c}\nx = box.value",
+    "try:\n    n += int('{k}')\nexcept ValueError:\n    n = -1\nelse:\n    n += 1",
+    "try:\n    checked(n - {k})\nexcept ArithmeticError as e:\n    log.append(str(e))",
+    "if isinstance(n, int) and not isinstance(x, list):\n    n += 2",
+    "bump_global(n)",
+    "x = x.tolist() and x",
+    "n += round(x.abs().max().item())",
     # things the tracer must break the graph on, not trace wrong
     "if x.sum() > 0:\n    x = x + 1",
     "n += int(x.numel())",
     "print_later = str(n)\nlog.append(print_later)",
 ]
 
-HELPER = "def helper(t, k):\n    return t + k if k % 2 else t * k\n"
+HELPERS = """\
+def helper(t, k):
+    return t + k if k % 2 else t * k
+
+class Box:
+    def __init__(self, value):
+        self.value = value
+
+def checked(m):
+    if m < 0:
+        raise ArithmeticError(f"negative: {m}")
+    return m
+
+COUNT = 0
+
+def bump_global(m):
+    global COUNT
+    COUNT += m
+    LOG.append(COUNT)
+"""
 
 
 @dataclass
@@ -85,7 +123,7 @@ def generate_function(seed: int, max_snippets: int = 6) -> TracerProgram:
                                               big=rng.randint(3, 12))
         body.append(textwrap.indent(snippet, "    "))
     ret = rng.choice(["x", "(x, n)", "[x, n, len(log)]", "{'x': x, 'n': n}", "x.sum() + n"])
-    source = HELPER + "\ndef fn(x, n, log):\n" + "\n".join(body) + f"\n    return {ret}\n"
+    source = HELPERS + "\ndef fn(x, n, log):\n" + "\n".join(body) + f"\n    return {ret}\n"
     shape = lambda: tuple(rng.choice([1, 2, 3, 5]) for _ in range(rng.choice([1, 2])))
     return TracerProgram(source, (shape(), shape()), rng.randint(0, 5))
 
