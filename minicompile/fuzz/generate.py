@@ -61,8 +61,7 @@ class Builder:
         expand_dims: tuple[int, ...] = ()
         if layout == "expanded":
             expand_dims = tuple(d for d in range(len(shape)) if self.rng.random() < 0.5)
-        if len(shape) < 2 and layout == "transposed" or len(shape) < 1 or not expand_dims and \
-                layout == "expanded":
+        if not _layout_fits(layout, shape, expand_dims):
             layout, expand_dims = "contiguous", ()
         spec = InputSpec(tuple(shape), dtype, layout, requires_grad, high, expand_dims)
         name = f"x{len(self.program.inputs)}"
@@ -130,6 +129,12 @@ class Builder:
         if result.dtype.is_floating_point and not torch.isfinite(result).all():
             raise ValueError("not finite: would compare infinities and NaNs")
         return result
+
+
+def _layout_fits(layout: str, shape: tuple[int, ...], expand_dims: tuple[int, ...]) -> bool:
+    """A 0-d tensor has only one layout; transposing takes two dims, expanding at least one."""
+    needs = {"transposed": len(shape) >= 2, "expanded": bool(expand_dims)}
+    return len(shape) >= 1 and needs.get(layout, True)
 
 
 def _broadcasts(a: torch.Size, b: torch.Size) -> bool:

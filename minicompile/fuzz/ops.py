@@ -76,7 +76,8 @@ BINARY_INT = ["{x} + {y}", "{x} * {y}", "{x} - {y}", "torch.maximum({x}, {y})",
               "{x} ^ {y}", "{x} <= {y}", "{x} == {y}"]
 BINARY_BOOL = ["{x} & {y}", "{x} | {y}", "{x} ^ {y}", "torch.logical_and({x}, {y})",
                "{x} == {y}"]
-SCALAR_FLOAT = ["{x} + 1.5", "{x} * -2.0", "2.0 - {x}", "{x} / 3.0", "{x}.masked_fill({x} > 0.5, 0.0)"]
+SCALAR_FLOAT = ["{x} + 1.5", "{x} * -2.0", "2.0 - {x}", "{x} / 3.0",
+                "{x}.masked_fill({x} > 0.5, 0.0)"]
 
 
 def _unary(table: list[str]) -> Callable[["Builder", str], str]:
@@ -122,8 +123,6 @@ def _reduction(b: "Builder", x: str) -> str:
         return f"torch.linalg.vector_norm({x}, dim={dim}, keepdim={keepdim})"
     if op == "prod":
         return f"({x}.tanh() + 1).prod(dim={dim}, keepdim={keepdim})"  # no overflow
-    if op in ("argmax", "argmin") and t.dim() > 0:
-        return f"{x}.{op}(dim={dim}, keepdim={keepdim})"
     return f"{x}.{op}(dim={dim}, keepdim={keepdim})"
 
 
@@ -149,7 +148,8 @@ def _view(b: "Builder", x: str) -> str | None:
         d = _dim(b, x)
         size = t.shape[d]
         start = rng.randrange(0, max(size, 1))
-        choices += [f"{x}.flatten()", f"{x}.narrow({d}, {start}, {max(size - start, 1) if size else 0})",
+        length = max(size - start, 1) if size else 0
+        choices += [f"{x}.flatten()", f"{x}.narrow({d}, {start}, {length})",
                     f"{x}[..., ::2]", f"{x}[..., 1:]", f"{x}.flip({d})",
                     f"{x}.select({d}, {rng.randrange(size)})" if size else f"{x}.flatten()"]
     if n >= 2:
@@ -194,7 +194,8 @@ def _index(b: "Builder", x: str) -> str | None:
         how = rng.choice(["scatter", "scatter_add"]) if not is_bool(t) else "scatter"
         # scatter (not scatter_add) with repeated indices is nondeterministic: use unique ones
         if how == "scatter":
-            gidx = f"torch.arange({shape[d]}, device={x}.device).view({', '.join('-1' if k == d else '1' for k in range(t.dim()))}).expand{shape}"
+            along_d = ", ".join("-1" if k == d else "1" for k in range(t.dim()))
+            gidx = f"torch.arange({shape[d]}, device={x}.device).view({along_d}).expand{shape}"
         return f"{x}.{how}({d}, {gidx}, {src})"
     if kind == "index_add" and not is_bool(t):
         shape = list(t.shape)

@@ -73,7 +73,8 @@ def _simpler_specs(spec: InputSpec) -> Iterator[InputSpec]:
                 yield replace(spec, shape=spec.shape[:d] + (smaller,) + spec.shape[d + 1:])
 
 
-def same_failure(outcome: Outcome, backend: str, device: str, seed: int) -> Callable[[Program], bool]:
+def same_failure(outcome: Outcome, backend: str, device: str,
+                 seed: int) -> Callable[[Program], bool]:
     """The predicate the shrinker keeps: the candidate fails with ``outcome``'s kind."""
     return lambda p: check_program(p, backend, device, seed).kind == outcome.kind
 

@@ -12,6 +12,7 @@ calls with inputs of different shapes (the second goes through the guards and ma
 from __future__ import annotations
 
 import random
+import sys
 import textwrap
 import traceback
 import warnings
@@ -34,7 +35,8 @@ SNIPPETS = [
     "for i, row in enumerate(x[:{k}]):\n    n += i",
     # containers
     "items = [x, x * {c}, x + {k}]\nx = items[{k} % 3] + len(items)",
-    "d = {{'a': x, 'b': {k}}}\nd['c'] = d['a'] * d['b']\nx = d['c'] + sum(d.keys() >= {{'a'}} and [1] or [0])",
+    "d = {{'a': x, 'b': {k}}}\nd['c'] = d['a'] * d['b']\n"
+    "x = d['c'] + sum(d.keys() >= {{'a'}} and [1] or [0])",
     "pair = (x, n)\nx, n = pair[0] - 1, pair[1] + {k}",
     "parts = list(x.chunk(2))\nx = torch.cat(parts[::-1])",
     "seen = {{n, {k}, n + {k}}}\nn = len(seen)",
@@ -168,7 +170,8 @@ def _difference(expected, actual, eager_log, compiled_log) -> str | None:
             type(e_err) is not type(a_err) or e_err.args != a_err.args):
         detail = "".join(traceback.format_exception(a_err)) if a_err is not None else ""
         return f"CPython raised {e_err!r}, compiled raised {a_err!r}\n{detail}"
-    for what, e, a in (("return value", e_val, a_val), ("log argument and x afterwards", e_log, a_log),
+    for what, e, a in (("return value", e_val, a_val),
+                       ("log argument and x afterwards", e_log, a_log),
                        ("global LOG", eager_log, compiled_log)):
         if not same(e, a):
             return f"{what}: CPython gave {e!r}, compiled gave {a!r}"
@@ -192,8 +195,7 @@ def same(a: Any, b: Any) -> bool:
 
 
 def fuzz_tracer(n: int, seed: int, progress) -> int:
-    import sys
-
+    """Check functions ``seed .. seed + n - 1``; print each failure; 1 if any failed."""
     failures = {"mismatch": 0, "crash": 0}
     for i in range(n):
         program = generate_function(seed + i)
@@ -205,7 +207,8 @@ def fuzz_tracer(n: int, seed: int, progress) -> int:
             mc.reset()
         if kind != "ok":
             failures[kind] += 1
-            print(f"\n{kind}, function seed {seed + i}:\n{program.source}{message}", file=sys.stderr)
+            print(f"\n{kind}, function seed {seed + i}:\n{program.source}{message}",
+                  file=sys.stderr)
         progress.update(i + 1, sum(failures.values()))
     progress.close()
     print(f"fuzz: {n} programs, {failures['mismatch']} mismatches, {failures['crash']} crashes "
