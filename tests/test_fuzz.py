@@ -13,7 +13,7 @@ import minicompile as mc
 from minicompile.fuzz.__main__ import main
 from minicompile.fuzz.generate import generate_program
 from minicompile.fuzz.program import InputSpec, Program
-from minicompile.fuzz.runner import CPU_BACKENDS, check_program
+from minicompile.fuzz.runner import CPU_BACKENDS, GPU_BACKENDS, check_program
 from minicompile.fuzz.shrink import shrink, write_reproducer
 from minicompile.fuzz.tracer import _difference, check_function, generate_function
 
@@ -28,6 +28,19 @@ def test_smoke_run_agrees_with_eager(backend):
     for seed in range(SMOKE_PROGRAMS):
         program = generate_program(seed)
         outcome = check_program(program, backend, seed=seed)
+        if outcome.kind != "ok":
+            failures.append(f"seed {seed}: {outcome.kind}\n{program.source()}{outcome.message}")
+    assert not failures, "\n\n".join(failures)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("backend", list(GPU_BACKENDS))
+def test_smoke_run_on_the_gpu_agrees_with_eager(backend):
+    """CUDA inputs, float16 and bfloat16 among them; inductor writes Triton kernels."""
+    failures = []
+    for seed in range(SMOKE_PROGRAMS):
+        program = generate_program(seed, device="cuda")
+        outcome = check_program(program, backend, device="cuda", seed=seed)
         if outcome.kind != "ok":
             failures.append(f"seed {seed}: {outcome.kind}\n{program.source()}{outcome.message}")
     assert not failures, "\n\n".join(failures)
@@ -127,6 +140,12 @@ def test_command_line_smoke_in_a_subprocess():
     bad = subprocess.run([sys.executable, "-m", "minicompile.fuzz", "--backend", "nope"],
                          capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and "unknown backend" in bad.stderr
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message given without a GPU")
+def test_command_line_without_a_gpu_says_so(capsys):
+    assert main(["--device", "cuda", "-n", "1"]) == 2
+    assert "needs a CUDA GPU" in capsys.readouterr().err
 
 
 # --- bugs the long runs found -------------------------------------------------------------------

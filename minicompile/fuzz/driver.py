@@ -8,6 +8,8 @@ import traceback
 from collections import Counter
 from pathlib import Path
 
+import torch
+
 from .generate import generate_program
 from .runner import Outcome, backends_for, check_program
 from .shrink import same_failure, shrink, write_reproducer
@@ -48,6 +50,9 @@ def check_safely(program, backend: str, device: str, seed: int) -> Outcome:
 def fuzz_programs(n: int, seed: int, backends: list[str] | None, device: str,
                   max_statements: int, out: Path | None) -> int:
     """Check programs ``seed .. seed + n - 1`` with each backend; 1 if any failed."""
+    if device == "cuda" and not torch.cuda.is_available():
+        print("--device cuda needs a CUDA GPU; none is visible", file=sys.stderr)
+        return 2
     known = backends_for(device)
     backends = backends or list(known)
     unknown = [b for b in backends if b not in known]
