@@ -162,7 +162,7 @@ def functionalize(gm: fx.GraphModule) -> dict[str, fx.Node]:
             new_versions = [(node.args[0], node)]  # the node itself is x's new version
         for old, new in new_versions:
             owner = owner_of.get(old.meta.get("storage"), old)
-            if _overlaps_itself(old.meta["val"]):
+            if _overlaps_itself(old.meta.get("val")):
                 raise Unsupported(f"{op} writes to {old.name}, which overlaps itself in memory "
                                   "(an expanded tensor)")
             _check_no_visible_alias(graph, old, node, order, root, owner)
@@ -225,10 +225,13 @@ def _is_dense(t: torch.Tensor) -> bool:
     return True
 
 
-def _overlaps_itself(t: torch.Tensor) -> bool:
+def _overlaps_itself(t: torch.Tensor | None) -> bool:
     """Whether two elements of ``t`` share memory (a broadcast dim). Eager allows ``fill_`` and
     ``zero_`` there; functionalized, the write becomes a dense result that neither the copy back
-    into an input nor a store into the expanded layout can take."""
+    into an input nor a store into the expanded layout can take. (A graph built by hand may
+    carry no example value: nothing to check.)"""
+    if t is None:
+        return False
     return any(stride == 0 and size > 1 for size, stride in zip(t.shape, t.stride()))
 
 
