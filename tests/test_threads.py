@@ -67,8 +67,12 @@ def test_first_compile_at_once_makes_one_entry(backend, monkeypatch):
     assert len(compiles) == 1 and len(cache_entries(fn)) == 1
 
 
-def test_one_entry_per_guard_set():
-    """Threads calling with two shapes each: two guard sets, two entries, whoever compiles."""
+@pytest.mark.parametrize("cpu_backend", ["reference", "cpp", "triton"])
+def test_one_entry_per_guard_set(cpu_backend, monkeypatch):
+    """Threads calling with two shapes each: two guard sets, two entries, whoever compiles.
+    Kernels run concurrently too (Triton's interpreter, which is not thread-safe, one at a
+    time)."""
+    monkeypatch.setattr(config.inductor, "cpu_backend", cpu_backend)
     compiled = mc.compile(fn, backend="inductor", dynamic=False)
     shapes = [(8, 5), (3, 7)]
     inputs = [[(torch.randn(*s), torch.randn(s[1])) for s in shapes * 2]

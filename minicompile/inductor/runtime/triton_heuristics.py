@@ -17,6 +17,7 @@ binding and cache lookup, which on a launch-bound graph costs more than the kern
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +33,9 @@ from ..._logging import trace_artifact
 
 INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 INTERPRETER_BLOCK = 1 << 14  # elements per program under the interpreter
+# Triton's interpreter patches triton.language's functions while a kernel runs and restores them
+# after, so two threads interpreting kernels at once break each other: one kernel at a time
+INTERPRETER_LOCK = threading.Lock()
 # launch compiled binaries directly (``CompiledLaunch``); MINICOMPILE_TRITON_FAST_LAUNCH=0 goes
 # through ``JITFunction.run`` on every call instead
 FAST_LAUNCH = os.environ.get("MINICOMPILE_TRITON_FAST_LAUNCH", "1") != "0"
@@ -151,7 +155,8 @@ class TritonLauncher:
     def launch(self, cfg: Config, args: tuple, xnumel: int) -> None:
         grid = (triton.cdiv(xnumel, cfg.XBLOCK),)
         if INTERPRET:
-            self.run_jit(grid, cfg, args)
+            with INTERPRETER_LOCK:
+                self.run_jit(grid, cfg, args)
             return
         key = (cfg, specialization(args))
         binary = self.binaries.get(key)
