@@ -4,10 +4,13 @@ Eager PyTorch is the oracle: outputs and gradients must match it on every backen
 """
 
 import pytest
+import sympy
 import torch
 
 import minicompile as mc
 from minicompile import config
+from minicompile.inductor.codegen.triton_ops import texpr
+from minicompile.inductor.sizevars import FloorDiv, ModularIndexing
 
 
 def grads(fn, x, weight):
@@ -45,3 +48,29 @@ def test_cumprod_backward(cpu_backend, monkeypatch):
     out, grad = grads(mc.compile(f), x, weight)
     torch.testing.assert_close(out, expected_out)
     torch.testing.assert_close(grad, expected_grad)
+
+
+@pytest.mark.parametrize("cpu_backend", ["reference", "cpp", "triton"])
+def test_prod_backward_of_a_transposed_input(cpu_backend, monkeypatch):
+    """prod's backward reads a flipped, shifted view of the input, whose index simplifies to
+    ``r + FloorDiv(-r0, 3) + 2*ModularIndexing(-r0, 1, 3)``: a negative dividend, where
+    Triton's truncating ``//`` and ``%`` differ from Python's floor. The Triton printer wrote
+    them as ``//`` and ``%`` (FloorDiv's own ``_sympystr`` won over the printer's method)."""
+    monkeypatch.setattr(config.inductor, "cpu_backend", cpu_backend)
+
+    def f(x):
+        return (-x).prod(-1)
+
+    x = torch.randn(3, 2).t().detach().requires_grad_()
+    weight = torch.randn(2)
+    expected_out, expected_grad = grads(f, x, weight)
+    out, grad = grads(mc.compile(f), x, weight)
+    torch.testing.assert_close(out, expected_out)
+    torch.testing.assert_close(grad, expected_grad)
+
+
+def test_triton_index_printer_keeps_floor_semantics_for_negative_dividends():
+    r = sympy.Symbol("r0", integer=True, nonnegative=True)
+    assert texpr(FloorDiv(r, 3)) == "(r0 // 3)"  # non-negative: Triton's // is floor
+    assert texpr(FloorDiv(-r, 3)) == "triton_helpers.index_floordiv(-r0, 3)"
+    assert texpr(ModularIndexing(-r, 1, 3)) == "triton_helpers.index_remainder(-r0, 3)"
