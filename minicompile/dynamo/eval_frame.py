@@ -17,6 +17,10 @@ the frame's ``DynamicPolicy`` (automatic_dynamic.py), which remembers the sizes 
 A frame that cannot be traced runs eagerly (``metrics.eager_fallbacks``), its reason recorded;
 with ``fullgraph=True`` it raises. Like a frame real Dynamo skips, the user functions it calls
 are still compiled as their own frames (:func:`run_eagerly`).
+
+Errors and threads: a compile whose first run raises is undone (the error is most likely the
+user's: bad inputs must leave no entry behind), and the error reaches the user without the
+compiler's frames (``exc.without_internal_frames``). Compiles take one lock; lookups do not.
 """
 
 from __future__ import annotations
