@@ -74,3 +74,22 @@ def test_triton_index_printer_keeps_floor_semantics_for_negative_dividends():
     assert texpr(FloorDiv(r, 3)) == "(r0 // 3)"  # non-negative: Triton's // is floor
     assert texpr(FloorDiv(-r, 3)) == "triton_helpers.index_floordiv(-r0, 3)"
     assert texpr(ModularIndexing(-r, 1, 3)) == "triton_helpers.index_remainder(-r0, 3)"
+
+
+@pytest.mark.parametrize("cpu_backend", ["reference", "cpp", "triton"])
+def test_amax_backward_of_a_cat_with_one_row(cpu_backend, monkeypatch):
+    """The backward reads element ``17*xindex + 1`` over an xindex range of one: the simplified
+    index is the constant 1. The Triton kernel decided "block index" before simplifying, so it
+    loaded from one address with a block mask, which Triton refuses."""
+    monkeypatch.setattr(config.inductor, "cpu_backend", cpu_backend)
+
+    def f(x0, x1):
+        return torch.cat([x0, x1], dim=-2).amax(dim=-1, keepdim=True)
+
+    x0, x1 = torch.randn(1, 17), torch.randn(1, 17, requires_grad=True)
+    out = mc.compile(f)(x0, x1)
+    expected = f(x0, x1)
+    torch.testing.assert_close(out, expected)
+    weight = torch.randn(2, 1)
+    torch.testing.assert_close(torch.autograd.grad(out, [x1], weight)[0],
+                               torch.autograd.grad(expected, [x1], weight)[0])
