@@ -151,6 +151,24 @@ def test_foreign_owned_file_is_rebuilt():
     assert mod.answer() == 41
 
 
+@needs_root
+def test_foreign_owned_sidecar_is_rebuilt():
+    """Whoever owns the digest decides what passes the check: it must be ours too."""
+    mod, path = reload_after(lambda p: os.chown(p + ".sha256", FOREIGN_UID, -1))
+    assert os.stat(path + ".sha256").st_uid == os.getuid()
+    assert mod.answer() == 41
+
+
+@needs_root
+def test_foreign_owned_shared_object_is_rebuilt_not_loaded():
+    path = load_add()._name
+    os.chown(path, FOREIGN_UID, -1)
+    codecache.clear()
+    assert codecache._read_verified(path) is None  # refused, even though its digest matches
+    assert load_add().add(2, 3) == 5
+    assert os.stat(path).st_uid == os.getuid()
+
+
 def test_corrupted_shared_object_is_rebuilt():
     path = load_add()._name
     good = open(path, "rb").read()

@@ -591,3 +591,27 @@ def test_explain_agrees_with_metrics_when_a_frame_runs_eagerly(capsys):
     out = mc.explain(calls_with_double_star)(torch.randn(3))
     assert out.graph_count == mc.metrics.graphs_compiled
     assert len(out.break_reasons) == mc.metrics.graph_breaks >= 1
+
+
+class ReadsWeightThenBreaks(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(3, 4))
+
+    def forward(self, x):
+        w = self.weight
+        print(end="")  # a graph break: the graph so far only returns the parameter
+        return x @ w
+
+
+def test_break_after_a_graph_that_only_returns_parameters():
+    """That graph has no ops, but the code after the break reads its output: it must still run
+    (it was skipped: NameError graph_out_0), and AOT autograd's min-cut partitioner must take a
+    joint graph with nothing to partition (it raised StopIteration and fell back)."""
+    model = ReadsWeightThenBreaks()
+    x = torch.randn(2, 3)
+    out = mc.compile(model, backend="inductor")(x)
+    torch.testing.assert_close(out, model(x))
+    out.sum().backward()
+    torch.testing.assert_close(model.weight.grad, x.t() @ torch.ones(2, 4))
+    assert mc.metrics.eager_fallbacks == 0

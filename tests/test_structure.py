@@ -32,7 +32,7 @@ KNOWN_VIOLATIONS: dict[tuple[str, str], str] = {
 
 SHARED_MODULES = {"_logging", "config", "metrics", "debug", "shapes"}
 STAGES = ["dynamo", "aot_autograd", "decompositions", "inductor", "cudagraphs"]
-COURSE = {"viz", "grading", "grade", "bench", "course", "artifacts"}
+COURSE = {"viz", "grading", "grade", "bench", "course", "artifacts", "fuzz"}
 ROOTS = {"backends"}
 
 

@@ -2,11 +2,16 @@
 compiled for one specialization (16-byte aligned pointers, sizes that are multiples of 16, a size
 of 1) must never be reused for arguments outside it."""
 
+import ast
+
 import pytest
 import torch
+from triton.compiler.errors import CompilationError
 
 import minicompile as mc
-from minicompile.inductor.runtime.triton_heuristics import specialization
+from minicompile.inductor.codecache import PyCodeCache
+from minicompile.inductor.runtime.triton_heuristics import (KernelCompileError, TritonLauncher,
+                                                            specialization)
 
 def test_specialization_separates_what_triton_compiles_apart():
     x = torch.zeros(64)
@@ -33,3 +38,53 @@ def test_reductions_over_sizes():
     for m, n in ((8, 64), (7, 33), (1, 1), (16, 1024), (3, 5000), (8, 64)):
         x = torch.randn(m, n, device="cuda")
         torch.testing.assert_close(f(x), torch.softmax(x, -1) + x.sum(-1, keepdim=True))
+
+
+BROKEN_KERNEL = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def triton_poi_broken_0(out_ptr, xnumel, XBLOCK: tl.constexpr):
+    xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)
+    tl.store(out_ptr + xindex, no_such_name, xindex < xnumel)
+"""
+
+
+def broken_launcher():
+    module = PyCodeCache.load(BROKEN_KERNEL, "triton_poi_broken_0")
+    return TritonLauncher("triton_poi_broken_0", module.triton_poi_broken_0, "pointwise",
+                          BROKEN_KERNEL, autotune=False), module.__file__
+
+
+class FailsToCompile:
+    """A JIT function whose compile fails, as Triton reports it (the interpreter compiles
+    nothing, so on CPU the failure is simulated; the gpu test below gets a real one)."""
+
+    def __init__(self, jit):
+        self.fn = jit.fn
+
+    def __getitem__(self, grid):
+        def run(*args, **kwargs):
+            node = ast.parse("tl.store(out_ptr, no_such_name)").body[0]
+            raise CompilationError(BROKEN_KERNEL, node, "NameError: no_such_name")
+        return run
+
+
+def test_kernel_compile_error_names_the_kernel_and_its_file():
+    launcher, path = broken_launcher()
+    launcher.fn = FailsToCompile(launcher.fn)
+    with pytest.raises(KernelCompileError) as info:
+        launcher(torch.empty(8), 8)
+    message = str(info.value)
+    assert "Triton kernel triton_poi_broken_0 failed to compile" in message
+    assert f"source: {path}" in message and "no_such_name" in message
+    assert info.value.__context__ is None or info.value.__suppress_context__
+
+
+@pytest.mark.gpu
+def test_real_kernel_compile_error_names_the_kernel_and_its_file():
+    launcher, path = broken_launcher()
+    with pytest.raises(KernelCompileError, match=f"triton_poi_broken_0.*\n  source: {path}"):
+        launcher(torch.empty(8, device="cuda"), 8)

@@ -19,6 +19,7 @@ Anything the tracer cannot handle falls back to running ``gm`` eagerly, with the
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any, Callable
 
 import torch
@@ -161,9 +162,15 @@ def aot_module_simplified(
 
     shape_env = _shape_env_of(fakes)
 
+    lock = threading.Lock()  # two threads asking for a new variant at once trace it once
+
     def get_variant(args: list) -> Callable:
         key = variant_key(args)
-        if key not in compiled:
+        if key in compiled:
+            return compiled[key]
+        with lock:
+            if key in compiled:  # another thread traced it while this one waited
+                return compiled[key]
             late = bool(compiled)  # Dynamo made its guards after the first variant
             num_guards = len(getattr(shape_env, "guards", ()))
             try:

@@ -27,7 +27,8 @@ the tensor that owns the storage (a graph input or an intermediate):
 
 What it refuses (raises Unsupported, so the backend falls back to eager): a write that a
 *different* view, taken before the write and read after it, would have to observe; in-place
-metadata changes (``t_``, ``unsqueeze_``); writes through views with symbolic sizes.
+metadata changes (``t_``, ``unsqueeze_``); writes through views with symbolic sizes; writes to a
+tensor that overlaps itself (``x.expand(3, 5).zero_()``).
 """
 
 from __future__ import annotations
@@ -165,6 +166,9 @@ def functionalize(gm: fx.GraphModule) -> dict[str, fx.Node]:
             new_versions = [(node.args[0], node)]  # the node itself is x's new version
         for old, new in new_versions:
             owner = owner_of.get(old.meta.get("storage"), old)
+            if _overlaps_itself(old.meta.get("val")):
+                raise Unsupported(f"{op} writes to {old.name}, which overlaps itself in memory "
+                                  "(an expanded tensor)")
             _check_no_visible_alias(graph, old, node, order, root, owner)
             version_of[new] = old
             rebind(old, new, node)  # later readers of the written tensor read its new value
@@ -223,6 +227,16 @@ def _is_dense(t: torch.Tensor) -> bool:
             return False
         expected *= size
     return True
+
+
+def _overlaps_itself(t: torch.Tensor | None) -> bool:
+    """Whether two elements of ``t`` share memory (a broadcast dim). Eager allows ``fill_`` and
+    ``zero_`` there; functionalized, the write becomes a dense result that neither the copy back
+    into an input nor a store into the expanded layout can take. (A graph built by hand may
+    carry no example value: nothing to check.)"""
+    if t is None:
+        return False
+    return any(stride == 0 and size > 1 for size, stride in zip(t.shape, t.stride()))
 
 
 def _check_no_visible_alias(graph, old, node, order, root, owner) -> None:

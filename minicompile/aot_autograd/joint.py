@@ -220,6 +220,12 @@ def output_aliases(outs: list, primals: list) -> dict[int, OutputAlias]:
         if o is primals[i]:
             aliases[pos] = OutputAlias(i, is_input=True)
             continue
+        if primals[i].requires_grad and torch._debug_has_internal_overlap(primals[i]):
+            # as_strided differentiates through the storage: elements of an expanded input
+            # that share memory would get one summed gradient, where eager's view gives each
+            # its own
+            raise Unsupported("an output is a view of an input that requires grad and "
+                              "overlaps itself in memory (an expanded tensor)")
         offset = o.storage_offset() - primals[i].storage_offset()
         geometry = [*o.shape, *o.stride(), offset]
         if all(isinstance(g, int) for g in geometry):

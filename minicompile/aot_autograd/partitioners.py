@@ -227,10 +227,12 @@ def recompute_chain_lengths(nodes: list[fx.Node]) -> dict[fx.Node, int]:
     return length
 
 
-def distance_from_backward(nodes: set[fx.Node], backward: set[fx.Node]) -> dict[fx.Node, int]:
-    """Fewest data edges from each node to a backward node that (transitively) reads it."""
+def distance_from_backward(graph: fx.Graph, nodes: set[fx.Node],
+                           backward: set[fx.Node]) -> dict[fx.Node, int]:
+    """Fewest data edges from each node of ``nodes`` (maybe none: a graph that only returns
+    parameters) to a backward node that (transitively) reads it."""
     dist = {n: 0 for n in backward}
-    for n in reversed([n for n in next(iter(nodes)).graph.nodes if n in nodes]):
+    for n in reversed([n for n in graph.nodes if n in nodes]):
         if n not in dist:
             dist[n] = min((dist[u] + 1 for u in n.users if u in dist), default=10**6)
     return dist
@@ -261,7 +263,7 @@ def min_cut_saved_values(joint: fx.Graph, num_fwd_outputs: int) -> list[fx.Node]
     must_be_backward = descendants(tangents)
     forward = ancestors(fw_outs)
     relevant = ancestors(fw_outs + grads)
-    dist = distance_from_backward(relevant, must_be_backward & relevant)
+    dist = distance_from_backward(joint, relevant, must_be_backward & relevant)
     chain = recompute_chain_lengths([n for n in joint.nodes if n in relevant])
     g = nx.DiGraph()
     for n in relevant:

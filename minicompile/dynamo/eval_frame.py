@@ -17,13 +17,19 @@ the frame's ``DynamicPolicy`` (automatic_dynamic.py), which remembers the sizes 
 A frame that cannot be traced runs eagerly (``metrics.eager_fallbacks``), its reason recorded;
 with ``fullgraph=True`` it raises. Like a frame real Dynamo skips, the user functions it calls
 are still compiled as their own frames (:func:`run_eagerly`).
+
+Errors and threads: a compile whose first run raises is undone (the error is most likely the
+user's: bad inputs must leave no entry behind), and the error reaches the user without the
+compiler's frames (``exc.without_internal_frames``). Compiles take one lock; lookups do not.
 """
 
 from __future__ import annotations
 
 import builtins
+import copy
 import functools
 import inspect
+import threading
 import types
 import warnings
 from dataclasses import dataclass, field
@@ -36,7 +42,7 @@ from ..metrics import metrics
 from .automatic_dynamic import DynamicPolicy, FrameState, dynamic_policy
 from .bytecode_analysis import writes_globals
 from .convert_frame import CacheEntry, convert_frame
-from .exc import FullGraphError, Unsupported
+from .exc import FullGraphError, Unsupported, without_internal_frames
 from .symbolic_convert import NATIVE_MODULES
 from .variables.nn_module import _has_hooks
 
@@ -113,6 +119,12 @@ class _CompilingGlobals(dict):
 
 
 CACHE = FrameCache()
+
+# One compile at a time (torch/_dynamo/convert_frame.py's compile_lock): tracing sets
+# process-wide state (the dynamic-shapes policy, the fake mode, grad mode), and two threads
+# missing the cache at once must make one entry, not two. Reentrant: compiling may run code
+# that compiles another frame. Calls that hit the cache never take it.
+compile_lock = threading.RLock()
 
 
 def reset() -> None:
@@ -197,56 +209,116 @@ def run_frame(fn: types.FunctionType, args: tuple, kwargs: dict, backend: Callab
         f_locals = frame_locals(fn, args, kwargs)
     except (TypeError, ValueError):  # wrong arguments or an empty cell: let Python say so
         return fn(*args, **kwargs)
-    entries = cache.entries.setdefault(code, [])
+    entry, _ = _lookup(fn, f_locals, backend, cache)
+    if entry is not None:
+        return entry.fn(**f_locals)
+    with compile_lock:  # one compile at a time; a thread that waited may find it done
+        entry, misses = _lookup(fn, f_locals, backend, cache)
+        undo = None
+        if entry is None:
+            undo = _undo_compile(code, cache)
+            entry = _compile(fn, f_locals, backend, fullgraph, cache, dynamic, misses)
+    try:
+        if entry is None:
+            return run_eagerly(fn, args, kwargs, backend, cache)
+        return entry.fn(**f_locals)
+    except BaseException:
+        if undo is not None:
+            undo(entry)
+        raise
+
+
+def _undo_compile(code: types.CodeType, cache: FrameCache) -> Callable[[CacheEntry | None], None]:
+    """How to undo the compile about to happen, if its first run raises. The error is most
+    likely the user's (a matmul of mismatched shapes fails the trace on fake tensors as it fails
+    in eager, or the compiled code raises it): it surfaces as in eager, and the bad inputs leave
+    nothing behind: no entry guarded on their sizes, no eager mark, no sizes in automatic
+    dynamic's memory."""
+    seen_before = copy.deepcopy(cache.frame_states.get(code, FrameState()))
+    was_eager = code in cache.eager
+
+    def undo(entry: CacheEntry | None) -> None:
+        with compile_lock:
+            entries = cache.entries.get(code, [])
+            if entry in entries:
+                entries.remove(entry)
+            if not was_eager:
+                cache.eager.pop(code, None)
+            cache.frame_states[code] = seen_before
+    return undo
+
+
+def _lookup(fn: types.FunctionType, f_locals: dict, backend: Callable,
+            cache: FrameCache) -> tuple[CacheEntry | None, list[CacheEntry]]:
+    """The first entry of this backend whose guards hold (or None), and those that failed."""
     misses = []  # the entries of this backend whose guards failed, checked in order
-    for entry in entries:
+    for entry in cache.entries.get(fn.__code__, ()):
         if entry.backend is backend:
             if _check(entry, f_locals, fn.__globals__):
-                return entry.fn(**f_locals)
+                return entry, misses
             metrics.increment("guard_failures")
             misses.append(entry)
+    return None, misses
+
+
+def _compile(fn: types.FunctionType, f_locals: dict, backend: Callable, fullgraph: bool,
+             cache: FrameCache, dynamic: bool | None,
+             misses: list[CacheEntry]) -> CacheEntry | None:
+    """A new cache entry for this frame, or None: it runs eagerly (called under the lock)."""
+    code = fn.__code__
+    entries = cache.entries.setdefault(code, [])
     reasons = [e.guard.failure_reason(f_locals, fn.__globals__) or "guard failed" for e in misses]
     if code in cache.eager:
         if fullgraph:
             raise FullGraphError(cache.eager[code].reason, cache.eager[code].user_line)
-        return run_eagerly(fn, args, kwargs, backend, cache)
+        return None
     if len(entries) >= config.recompile_limit:
         last = f"; last reason: {reasons[-1]}" if reasons else ""
         warnings.warn(f"{code.co_name}: hit recompile_limit ({config.recompile_limit}); "
                       f"running eagerly from now on{last}")
         cache.eager[code] = Unsupported("recompile_limit reached")
-        return run_eagerly(fn, args, kwargs, backend, cache)
+        return None
     if misses:
         metrics.increment("recompiles")
         cache.recompile_reasons.setdefault(code, []).append("; ".join(reasons))
         _logging.trace_artifact("recompiles", lambda: _recompile_message(code, reasons))
-    policy = DynamicPolicy(dynamic, cache.frame_states.setdefault(code, FrameState()))
+    state = cache.frame_states.setdefault(code, FrameState())
     try:
-        try:
-            with dynamic_policy(policy):
-                entry = convert_frame(fn, f_locals, backend, fullgraph, cache)
-        except Unsupported as e:
-            if dynamic is not None or not policy.went_symbolic:
-                raise
-            # Automatic dynamic made a size symbolic and the code could not trace with it
-            # (a size used as a list index, a dict key...): compile for these sizes instead.
-            _logging.trace_artifact("recompiles", f"{code.co_name}: static sizes, because "
-                                    f"tracing with symbolic ones failed: {e.reason}")
-            with dynamic_policy(DynamicPolicy(False, policy.state)):
-                entry = convert_frame(fn, f_locals, backend, fullgraph, cache)
+        entry = _convert(fn, f_locals, backend, fullgraph, cache, dynamic, state)
     except Unsupported as e:
-        if fullgraph:
-            raise FullGraphError(e.reason, e.user_line) from e
-        cache.eager[code] = e
-        metrics.increment("eager_fallbacks")
-        metrics.increment("graph_breaks")  # explain() lists it among the break reasons
-        _logging.trace_artifact("graph_breaks", f"{e.reason}\n  at {e.user_line}",
-                                title=f"EAGER FALLBACK {code.co_name}")
-        cache.notify("fallback", (code, e))
-        return run_eagerly(fn, args, kwargs, backend, cache)
-    entries.append(entry)
-    cache.notify("compiled", entry)
-    return entry.fn(**f_locals)
+        if fullgraph:  # the reason and the user's line say it all; no internal traceback
+            raise FullGraphError(e.reason, e.user_line) from None
+        failure = e  # handled below, outside this except block: nothing chains onto it
+    else:
+        entries.append(entry)
+        cache.notify("compiled", entry)
+        return entry
+    cache.eager[code] = failure
+    metrics.increment("eager_fallbacks")
+    metrics.increment("graph_breaks")  # explain() lists it among the break reasons
+    _logging.trace_artifact("graph_breaks", f"{failure.reason}\n  at {failure.user_line}",
+                            title=f"EAGER FALLBACK {code.co_name}")
+    cache.notify("fallback", (code, failure))
+    return None
+
+
+def _convert(fn: types.FunctionType, f_locals: dict, backend: Callable, fullgraph: bool,
+             cache: FrameCache, dynamic: bool | None, state: FrameState) -> CacheEntry:
+    """convert_frame under the frame's dynamic-shapes policy."""
+    policy = DynamicPolicy(dynamic, state)
+    try:
+        with dynamic_policy(policy):
+            return convert_frame(fn, f_locals, backend, fullgraph, cache)
+    except Unsupported as e:
+        if dynamic is not None or not policy.went_symbolic:
+            raise
+        # Automatic dynamic made a size symbolic and the code could not trace with it
+        # (a size used as a list index, a dict key...): compile for these sizes instead.
+        reason = e.reason
+    _logging.trace_artifact("recompiles", f"{fn.__code__.co_name}: static sizes, because "
+                            f"tracing with symbolic ones failed: {reason}")
+    with dynamic_policy(DynamicPolicy(False, policy.state)):
+        return convert_frame(fn, f_locals, backend, fullgraph, cache)
 
 
 def run_eagerly(fn: types.FunctionType, args: tuple, kwargs: dict, backend: Callable,
@@ -282,8 +354,11 @@ class OptimizedModule(torch.nn.Module):
         forward = _static_forward(self._orig_mod)
         if not isinstance(forward, types.FunctionType) or _has_hooks(self._orig_mod):
             return self._orig_mod(*args, **kwargs)
-        return run_frame(forward, (self._orig_mod, *args), kwargs, self._backend,
-                         self._fullgraph, self._cache, self._dynamic)
+        try:
+            return run_frame(forward, (self._orig_mod, *args), kwargs, self._backend,
+                             self._fullgraph, self._cache, self._dynamic)
+        except Exception as e:
+            raise without_internal_frames(e)  # the user's error, with the user's frames
 
     def __getattr__(self, name: str) -> Any:
         try:
@@ -315,7 +390,10 @@ def optimize(model: Callable, backend: Callable, fullgraph: bool = False,
     def compiled(*args, **kwargs):
         if bound_self is not None:
             args = (bound_self, *args)
-        return run_frame(fn, args, kwargs, backend, fullgraph, cache, dynamic)
+        try:
+            return run_frame(fn, args, kwargs, backend, fullgraph, cache, dynamic)
+        except Exception as e:
+            raise without_internal_frames(e)  # the user's error, with the user's frames
 
     compiled._minicompile_orig = model  # traced through when called from compiled code
     return compiled

@@ -8,6 +8,9 @@ then runs eagerly (or, later, the graph breaks there); with ``fullgraph=True`` i
 
 from __future__ import annotations
 
+import os
+import types
+
 
 class Unsupported(Exception):
     """This construct cannot be captured: the frame falls back to eager (never a wrong result)."""
@@ -32,3 +35,36 @@ class FullGraphError(RuntimeError):
     def __init__(self, reason: str, user_line: str | None):
         super().__init__(f"fullgraph=True: {reason}" + (f"\n  at {user_line}" if user_line else ""))
         self.reason, self.user_line = reason, user_line
+
+
+# Code of the compiler itself: its package, and the programs it generates, by file name. A
+# frame's transformed function (``<__transformed_code_0_fn>``) is not among them: it stands for
+# the user's frame, and runs the instruction a graph break leaves to Python.
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+GENERATED_FILES = ("<minicompile",  # wrapper programs and kernels
+                   "<guard_")  # guard functions (guards.py)
+
+
+def _is_internal(frame: types.FrameType) -> bool:
+    filename = frame.f_code.co_filename
+    return filename.startswith(PACKAGE_DIR) or filename.startswith(GENERATED_FILES)
+
+
+def without_internal_frames(error: BaseException) -> BaseException:
+    """``error`` as eager would show it: the user's frames only, when the error is the user's.
+
+    An error raised by the user's code or by a torch op on bad inputs passes through the
+    compiler's frames on its way out (the cache lookup, the eager fallback); a traceback full of
+    them hides the user's line. They are dropped, unless the error was raised inside the
+    compiler itself: then every frame is kept, since that is a minicompile bug to report.
+    """
+    entries, tb = [], error.__traceback__
+    while tb is not None:
+        entries.append(tb)
+        tb = tb.tb_next
+    if not entries or _is_internal(entries[-1].tb_frame):
+        return error
+    kept = None
+    for entry in reversed([e for e in entries if not _is_internal(e.tb_frame)]):
+        kept = types.TracebackType(kept, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    return error.with_traceback(kept)

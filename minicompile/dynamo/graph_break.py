@@ -153,9 +153,11 @@ class BreakWriter:
                              (out.initial_grad_mode,), {})
         out.graph.output(tuple(vt.proxy.node for vt in self.codegen.graph_outputs))
         out.dead_code_elimination()
-        if not any(n.op not in ("placeholder", "output", "get_attr")
-                   and n.target is not torch._C._set_grad_enabled for n in out.graph.nodes):
+        if not self.codegen.graph_outputs and not any(
+                n.op not in ("placeholder", "output", "get_attr")
+                and n.target is not torch._C._set_grad_enabled for n in out.graph.nodes):
             return [], []  # nothing, or only grad-mode switches that end where they began
+        # (a graph whose outputs are only parameters still runs: the code below reads them)
         graph = out.compile_graph()
         args = ", ".join(gi.source.expr() for gi in out.graph_inputs)
         return [f"{self.codegen.graph_out_name} = {graph.name}({args})"], [graph]

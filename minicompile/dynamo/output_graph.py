@@ -9,8 +9,10 @@ fake example value in ``node.meta["example_value"]``.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import itertools
+import logging
 import operator
 import re
 import types
@@ -254,7 +256,8 @@ class OutputGraph:
                                                    DynamicOutputShapeException)
 
         try:
-            with self.fake_mode, symbolic_dispatch(bool(self.shape_env.var_to_val)):
+            with self.fake_mode, symbolic_dispatch(bool(self.shape_env.var_to_val)), \
+                    _quiet_meta_failures():
                 if kind == "call_method":
                     return getattr(args[0], target)(*args[1:], **kwargs)
                 return target(*args, **kwargs)
@@ -348,3 +351,24 @@ def _graph_table(gm: torch.fx.GraphModule) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows)
 
+
+
+class _DropMetaFailures(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("failed while attempting to run meta")
+
+
+_FAKE_TENSOR_LOG = logging.getLogger("torch._subclasses.fake_tensor")
+_DROP_META_FAILURES = _DropMetaFailures()
+
+
+@contextlib.contextmanager
+def _quiet_meta_failures():
+    """torch's fake mode logs a traceback for every meta kernel that raises; ``run_fake``
+    catches that error and reports it as a readable reason (or the eager run raises it for
+    real), so the log would only print the same error twice."""
+    _FAKE_TENSOR_LOG.addFilter(_DROP_META_FAILURES)
+    try:
+        yield
+    finally:
+        _FAKE_TENSOR_LOG.removeFilter(_DROP_META_FAILURES)

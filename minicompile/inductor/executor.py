@@ -36,10 +36,17 @@ REDUCE = {
     "max": lambda v, dtype: v.amax(-1),
     "min": lambda v, dtype: v.amin(-1),
     "any": lambda v, dtype: v.bool().any(-1),
-    "argmax": lambda v, dtype: v.argmax(-1),
-    "argmin": lambda v, dtype: v.argmin(-1),
+    "argmax": lambda v, dtype: _orderable(v).argmax(-1),
+    "argmin": lambda v, dtype: _orderable(v).argmin(-1),
     "welford_reduce": lambda v, dtype: welford_reduce(v),
 }
+
+
+
+def _orderable(v: torch.Tensor) -> torch.Tensor:
+    """argmax/argmin have no bool kernel (a backward's mask can be bool): False < True as 0 < 1."""
+    return v.to(torch.uint8) if v.dtype == torch.bool else v
+
 
 WELFORD_BLOCK = 32  # elements per block; blocks are merged one at a time, as a GPU kernel does
 

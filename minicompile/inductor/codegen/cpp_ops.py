@@ -147,11 +147,11 @@ STD_UNARY = ["exp", "exp2", "expm1", "log", "log1p", "log2", "sqrt", "sin", "cos
              "lgamma", "signbit"]
 MC_UNARY = ["abs", "floor", "ceil", "round", "trunc", "sign", "relu", "sigmoid", "rsqrt",
             "reciprocal", "bitwise_not", "isnan", "isinf"]
-MC_BINARY = ["floordiv", "truncdiv", "fmod", "remainder", "pow", "maximum", "minimum"]
+MC_BINARY = ["floordiv", "truncdiv", "fmod", "remainder", "pow", "maximum", "minimum",
+             "bitwise_and", "bitwise_or", "bitwise_xor"]  # (a bool stays a bool)
 STD_BINARY = ["atan2", "hypot", "copysign"]
 INFIX = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "eq": "==", "ne": "!=", "lt": "<",
          "le": "<=", "gt": ">", "ge": ">=", "logical_and": "&&", "logical_or": "||",
-         "bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^",
          "bitwise_left_shift": "<<", "bitwise_right_shift": ">>"}
 
 # ops name -> C++ format string over the operands {0}, {1}

@@ -142,6 +142,15 @@ template <typename T> inline T sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)
 template <typename T> inline T rsqrt(T x) { return T(1) / std::sqrt(x); }
 template <typename T> inline T reciprocal(T x) { return T(1) / x; }
 template <typename T> inline T bitwise_not(T x) { if constexpr (std::is_same_v<T, bool>) return !x; else return ~x; }
+// & | ^ on two bools: C++ promotes both to int, so `~(a | b)` would be ~1, which is true; torch
+// keeps a bool, and its ~ is a logical not
+#define MC_BITWISE(name, op) \
+    template <typename T, typename U> inline auto name(T a, U b) { \
+        if constexpr (std::is_same_v<T, bool> && std::is_same_v<U, bool>) return static_cast<bool>(a op b); \
+        else return a op b; \
+    }
+MC_BITWISE(bitwise_and, &) MC_BITWISE(bitwise_or, |) MC_BITWISE(bitwise_xor, ^)
+#undef MC_BITWISE
 template <typename T> inline bool isnan(T x) { if constexpr (std::is_integral_v<T>) return false; else return std::isnan(x); }
 template <typename T> inline bool isinf(T x) { if constexpr (std::is_integral_v<T>) return false; else return std::isinf(x); }
 

@@ -202,8 +202,10 @@ class TritonKernel:
 
     def pointer(self, name: str, index: sympy.Expr) -> str:
         """``in_ptr0 + (index)``; an index without a kernel variable is broadcast to the block,
-        so that the masked load or store has one address per lane."""
-        text = texpr(simplify_index(index, self.group.var_ranges()))
+        so that the masked load or store has one address per lane. (Decided on the simplified
+        index: over a range of one element, ``17*xindex + 1`` is the constant ``1``.)"""
+        index = simplify_index(index, self.group.var_ranges())
+        text = texpr(index)
         if not self.is_block_index(index):
             shape = "[XBLOCK]" if self.kind == "pointwise" else "[XBLOCK, 1]"
             text = f"{text} + tl.zeros({shape}, tl.int32)"

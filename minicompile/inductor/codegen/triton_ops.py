@@ -1,10 +1,13 @@
 """How each ``ops`` call reads in Triton (mirrors ``TritonOverrides`` and ``TritonPrinter`` in
 torch/_inductor/codegen/triton.py).
 
-- ``TritonPrinter``: SymPy index expressions as Triton integer arithmetic. Every index here is
-  non-negative, so Triton's C-style ``//`` and ``%`` agree with Python's: ``FloorDiv(a, b)``
-  prints ``(a // b)``, ``ModularIndexing(a, b, m)`` prints ``((a // b) % m)``, ``Min``/``Max``
-  print ``tl.minimum``/``tl.maximum``.
+- ``TritonPrinter``: SymPy index expressions as Triton integer arithmetic. Triton's ``//`` and
+  ``%`` truncate, as C's do; they agree with Python's floor semantics (which the IR's
+  ``FloorDiv`` and ``ModularIndexing`` have) when the dividend is non-negative, as an index
+  usually is: ``FloorDiv(a, b)`` prints ``(a // b)``, ``ModularIndexing(a, b, m)``
+  ``((a // b) % m)``. A dividend SymPy cannot prove non-negative (``FloorDiv(-r0, 3)``, from a
+  flipped and shifted view) goes through ``triton_helpers.index_floordiv`` / ``index_remainder``.
+  ``Min``/``Max`` print ``tl.minimum``/``tl.maximum``.
 - ``TRITON_OPS``: op name -> expression template, one row per op of the vocabulary
   (``virtualized.UNARY_OPS``/``BINARY_OPS``). Ops Triton lacks go through ``triton_helpers``
   (NaN-propagating ``maximum``, Python's ``floordiv``) or ``libdevice`` (``tanh``, ``expm1``).
@@ -19,6 +22,8 @@ import math
 import sympy
 import torch
 from sympy.printing.str import StrPrinter
+
+from ..sizevars import FloorDiv
 
 # torch dtype -> Triton dtype, as written in kernel source
 TRITON_DTYPES = {
@@ -60,20 +65,36 @@ def triton_constant(value) -> str:
 class TritonPrinter(StrPrinter):
     """Index expressions as Triton source; symbols print as their names (``xindex``, ``s0``).
     SymPy dispatches ``_print_<ClassName>``, so ``sizevars.FloorDiv`` lands in
-    ``_print_FloorDiv``."""
+    ``_print_FloorDiv`` (``printmethod`` is not ``_sympystr``: FloorDiv would print itself as
+    Python's ``//`` whatever the sign of its dividend)."""
+
+    printmethod = "_tritoncode"
+
+    def paren(self, expr) -> str:
+        text = self._print(expr)
+        return text if expr.is_Atom or isinstance(expr, sympy.Function) else f"({text})"
 
     def _print_FloorDiv(self, expr):
-        base, divisor = (self._print(a) for a in expr.args)
-        return f"(({base}) // ({divisor}))"
+        base, divisor = expr.args
+        if base.is_nonnegative and divisor.is_positive:  # truncation is floor here
+            return f"({self.paren(base)} // {self.paren(divisor)})"
+        return f"triton_helpers.index_floordiv({self._print(base)}, {self._print(divisor)})"
 
     def _print_ModularIndexing(self, expr):
-        base, divisor, modulus = (self._print(a) for a in expr.args)
-        if expr.args[1] == 1:
-            return f"(({base}) % ({modulus}))"
-        return f"((({base}) // ({divisor})) % ({modulus}))"
+        base, divisor, modulus = expr.args
+        if not (base.is_nonnegative and divisor.is_positive and modulus.is_positive):
+            quotient = base if divisor == 1 else FloorDiv(base, divisor, evaluate=False)
+            return (f"triton_helpers.index_remainder({self._print(quotient)}, "
+                    f"{self._print(modulus)})")
+        if divisor == 1:
+            return f"({self.paren(base)} % {self.paren(modulus)})"
+        return f"({self.paren(base)} // {self.paren(divisor)} % {self.paren(modulus)})"
 
     def _print_Mod(self, expr):
-        return f"(({self._print(expr.args[0])}) % ({self._print(expr.args[1])}))"
+        base, modulus = expr.args
+        if base.is_nonnegative and modulus.is_positive:
+            return f"(({self._print(base)}) % ({self._print(modulus)}))"
+        return f"triton_helpers.index_remainder({self._print(base)}, {self._print(modulus)})"
 
     def _print_Min(self, expr):
         return self._nest("tl.minimum", expr.args)

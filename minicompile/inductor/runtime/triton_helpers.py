@@ -142,6 +142,20 @@ def remainder(a, b):
 
 
 @triton.jit
+def index_floordiv(a, b):
+    """Python's ``a // b`` for an index ``a`` of either sign and a positive ``b`` (a constant or a
+    size): truncation rounded up where ``a`` is negative and not a multiple."""
+    q = a // b
+    return q - (q * b > a).to(q.dtype)
+
+
+@triton.jit
+def index_remainder(a, b):
+    """Python's ``a % b`` (in [0, b)) for an index ``a`` of either sign and a positive ``b``."""
+    return a - index_floordiv(a, b) * b
+
+
+@triton.jit
 def truncdiv(a, b):
     if a.dtype.is_floating() or b.dtype.is_floating():
         q = a / b

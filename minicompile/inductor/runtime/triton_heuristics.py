@@ -17,12 +17,14 @@ binding and cache lookup, which on a launch-bound graph costs more than the kern
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 import triton
 from triton import knobs
+from triton.compiler.errors import CompilationError
 from triton.runtime import driver
 from triton.testing import do_bench
 
@@ -31,6 +33,9 @@ from ..._logging import trace_artifact
 
 INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 INTERPRETER_BLOCK = 1 << 14  # elements per program under the interpreter
+# Triton's interpreter patches triton.language's functions while a kernel runs and restores them
+# after, so two threads interpreting kernels at once break each other: one kernel at a time
+INTERPRETER_LOCK = threading.Lock()
 # launch compiled binaries directly (``CompiledLaunch``); MINICOMPILE_TRITON_FAST_LAUNCH=0 goes
 # through ``JITFunction.run`` on every call instead
 FAST_LAUNCH = os.environ.get("MINICOMPILE_TRITON_FAST_LAUNCH", "1") != "0"
@@ -87,6 +92,10 @@ def specialization(args: tuple) -> tuple:
     each integer's being 1, a multiple of 16, or beyond 32 bits (``JITFunction.run``'s key)."""
     return tuple((a.dtype, a.device, a.data_ptr() % 16 == 0) if isinstance(a, torch.Tensor)
                  else (a == 1, a % 16 == 0, -2**31 <= a < 2**31) for a in args)
+
+
+class KernelCompileError(RuntimeError):
+    """A generated Triton kernel did not compile: the message names the kernel and its file."""
 
 
 class CompiledLaunch:
@@ -146,18 +155,31 @@ class TritonLauncher:
     def launch(self, cfg: Config, args: tuple, xnumel: int) -> None:
         grid = (triton.cdiv(xnumel, cfg.XBLOCK),)
         if INTERPRET:
-            self.fn[grid](*args, **cfg.kwargs())
+            with INTERPRETER_LOCK:
+                self.run_jit(grid, cfg, args)
             return
         key = (cfg, specialization(args))
         binary = self.binaries.get(key)
         if binary is not None:
             binary(grid[0], args)
             return
-        kernel = self.fn[grid](*args, **cfg.kwargs())  # compiles (or finds) and launches
+        kernel = self.run_jit(grid, cfg, args)  # compiles (or finds) and launches
         if FAST_LAUNCH:
             self.binaries[key] = CompiledLaunch(kernel, cfg)
         if config.debug:
             dump_compiled(self.name, kernel, cfg)
+
+    def run_jit(self, grid: tuple[int], cfg: Config, args: tuple) -> Any:
+        """Launch through ``JITFunction.run``, which compiles on a new specialisation. Triton's
+        own error quotes the offending line of a file it does not name: name it, and the
+        kernel (the file is in the kernel cache, where the source can be read and rerun)."""
+        try:
+            return self.fn[grid](*args, **cfg.kwargs())
+        except CompilationError as e:
+            path = getattr(getattr(self.fn, "fn", None), "__code__", None)
+            raise KernelCompileError(
+                f"Triton kernel {self.name} failed to compile ({cfg})\n"
+                f"  source: {path.co_filename if path else '<unknown>'}\n{e}") from None
 
     def choose(self, args: tuple, xnumel: int, rnumel: int) -> Config:
         """The fastest candidate (each writes the same outputs, so timing them is harmless)."""

@@ -1,0 +1,98 @@
+"""Is a compiled result the eager result? Tolerances suited to the dtype, and a float64 referee.
+
+Exact dtypes (int64, bool) must be equal. Floating outputs must be close at the dtype's
+tolerance (``TOLERANCES``). Fused kernels round differently from eager's one-op-at-a-time
+(a reduction sums in another order, float16 math runs in float32 inside a kernel), so when a
+floating result is not close, the program is run once more in eager float64 and the two results
+are judged against it, as Inductor's own test harness does (``torch._dynamo.utils.same`` with
+``fp64_ref``): the compiled result is wrong only if it is further from the float64 result than
+eager is (twice as far, plus the tolerance). The referee judges exact outputs too, when they come
+from comparing floats: compiled may disagree with eager only where eager disagrees with float64.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+
+TOLERANCES = {  # dtype -> (rtol, atol)
+    torch.float32: (1e-4, 1e-5),
+    torch.float16: (1e-2, 1e-2),
+    torch.bfloat16: (5e-2, 5e-2),
+}
+
+
+def mismatch(expected: torch.Tensor, actual: torch.Tensor,
+             reference: torch.Tensor | None = None) -> str | None:
+    """None if ``actual`` is ``expected`` at the dtype's tolerance, else what differs.
+    ``reference``: the float64 result, the referee (None: no referee, ``expected`` decides)."""
+    if not isinstance(actual, torch.Tensor):
+        return f"expected a tensor, got {type(actual).__name__}"
+    for what, e, a in (("shape", expected.shape, actual.shape), ("dtype", expected.dtype,
+                                                                 actual.dtype)):
+        if e != a:
+            return f"{what}: expected {e}, got {a}"
+    e, a = expected.detach().cpu(), actual.detach().cpu()
+    if e.dtype not in TOLERANCES:
+        if torch.equal(e, a):
+            return None
+        wrong = int((e != a).sum())
+        if reference is not None and _exact_within_referee(e, a, reference):
+            return None
+        return f"{wrong} of {e.numel()} elements differ (first at {_first(e != a)})"
+    rtol, atol = TOLERANCES[e.dtype]
+    close = torch.isclose(a.double(), e.double(), rtol=rtol, atol=atol, equal_nan=True)
+    if bool(close.all()):
+        return None
+    if reference is not None and _float_within_referee(e, a, reference, atol):
+        return None
+    diff = (a.double() - e.double()).abs().nan_to_num(float("inf"))
+    return (f"{int((~close).sum())} of {e.numel()} elements differ; max abs diff "
+            f"{float(diff.max()):.3g} at {_first(~close)} (rtol {rtol}, atol {atol})")
+
+
+def _float_within_referee(e: torch.Tensor, a: torch.Tensor, ref: torch.Tensor, atol: float) -> bool:
+    ref = ref.detach().cpu().double()
+    if ref.shape != e.shape:
+        return False
+    eager_error = float((e.double() - ref).abs().nan_to_num(float("inf")).max())
+    compiled_error = float((a.double() - ref).abs().nan_to_num(float("inf")).max())
+    return compiled_error <= 2 * eager_error + atol
+
+
+def _exact_within_referee(e: torch.Tensor, a: torch.Tensor, ref: torch.Tensor) -> bool:
+    """Compiled may disagree with eager only where eager disagrees with float64."""
+    ref = ref.detach().cpu()
+    if ref.shape != e.shape or ref.dtype.is_floating_point != e.dtype.is_floating_point:
+        return False
+    ill_conditioned = e != ref.to(e.dtype)
+    return bool(((e != a) <= ill_conditioned).all())
+
+
+def _first(mask: torch.Tensor) -> tuple[int, ...]:
+    return tuple(int(i) for i in mask.nonzero()[0]) if mask.dim() else ()
+
+
+def mismatches(what: str, expected: Sequence, actual: Sequence,
+               references: Sequence | None = None) -> list[str]:
+    """Compare two lists of tensors (None where there is no tensor, as an unused gradient)."""
+    if len(expected) != len(actual):
+        return [f"{what}: expected {len(expected)} values, got {len(actual)}"]
+    problems = []
+    for i, (e, a) in enumerate(zip(expected, actual)):
+        ref = references[i] if references is not None else None
+        if e is None or a is None:
+            if (e is None) != (a is None) and not _is_zero(e if a is None else a):
+                problems.append(f"{what}[{i}]: expected {e is not None and 'a tensor' or None}, "
+                                f"got {a is not None and 'a tensor' or None}")
+            continue
+        problem = mismatch(e, a, ref)
+        if problem:
+            problems.append(f"{what}[{i}]: {problem}")
+    return problems
+
+
+def _is_zero(t: torch.Tensor) -> bool:
+    """An unused input's gradient is None in one run and zeros in another: both mean zero."""
+    return not bool(t.detach().ne(0).any())

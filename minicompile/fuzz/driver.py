@@ -1,0 +1,95 @@
+"""The fuzz loop behind ``python -m minicompile.fuzz``: generate, check, shrink, report."""
+
+from __future__ import annotations
+
+import sys
+import time
+import traceback
+from collections import Counter
+from pathlib import Path
+
+import torch
+
+from .generate import generate_program
+from .runner import Outcome, backends_for, check_program
+from .shrink import same_failure, shrink, write_reproducer
+
+
+class Progress:
+    """One line on stderr, redrawn in place: ``[####....] 120/500 programs, 0 failures``."""
+
+    WIDTH = 30
+
+    def __init__(self, total: int, unit: str):
+        self.total, self.unit, self.start = total, unit, time.monotonic()
+        self.tty = sys.stderr.isatty()
+
+    def update(self, done: int, failures: int) -> None:
+        if not self.tty and done not in (self.total,) and done % max(self.total // 20, 1):
+            return  # a log file gets twenty lines, not one per program
+        filled = self.WIDTH * done // max(self.total, 1)
+        rate = done / max(time.monotonic() - self.start, 1e-9)
+        line = (f"[{'#' * filled}{'.' * (self.WIDTH - filled)}] {done}/{self.total} {self.unit}, "
+                f"{failures} failures, {rate:.1f}/s")
+        print(("\r" if self.tty else "") + line, end="" if self.tty else "\n", file=sys.stderr,
+              flush=True)
+
+    def close(self) -> None:
+        if self.tty:
+            print(file=sys.stderr)
+
+
+def check_safely(program, backend: str, device: str, seed: int) -> Outcome:
+    """``check_program``, with an exception of the fuzzer's own machinery reported as a crash."""
+    try:
+        return check_program(program, backend, device, seed)
+    except Exception:
+        return Outcome("crash", "the check itself raised:\n" + traceback.format_exc())
+
+
+def fuzz_programs(n: int, seed: int, backends: list[str] | None, device: str,
+                  max_statements: int, out: Path | None) -> int:
+    """Check programs ``seed .. seed + n - 1`` with each backend; 1 if any failed."""
+    if device == "cuda" and not torch.cuda.is_available():
+        print("--device cuda needs a CUDA GPU; none is visible", file=sys.stderr)
+        return 2
+    known = backends_for(device)
+    backends = backends or list(known)
+    unknown = [b for b in backends if b not in known]
+    if unknown:
+        print(f"unknown backend {unknown[0]!r} on {device}; choose from {list(known)}",
+              file=sys.stderr)
+        return 2
+    counts, progress = Counter(), Progress(n, "programs")
+    for i in range(n):
+        program_seed = seed + i
+        program = generate_program(program_seed, device, max_statements)
+        for backend in backends:
+            outcome = check_safely(program, backend, device, program_seed)
+            counts[outcome.kind] += 1
+            if outcome.kind != "ok":
+                report(program, outcome, backend, device, program_seed, out)
+        progress.update(i + 1, counts["mismatch"] + counts["crash"])
+    progress.close()
+    print(f"fuzz: {n} programs, {counts['mismatch']} mismatches, {counts['crash']} crashes "
+          f"({n * len(backends)} checks on {', '.join(backends)}; {device})")
+    return 1 if counts["mismatch"] or counts["crash"] else 0
+
+
+def report(program, outcome: Outcome, backend: str, device: str, seed: int,
+           out: Path | None) -> None:
+    """Print the failure; shrink it and write the reproducer when ``out`` is set."""
+    print(f"\n{outcome.kind} with {backend}, program seed {seed}:\n{program.source()}"
+          f"{outcome.message.strip()[:3000]}", file=sys.stderr)
+    if out is None:
+        return
+    small = shrink(program, same_failure(outcome, backend, device, seed))
+    path = write_reproducer(out, small, check_safely(small, backend, device, seed), backend,
+                            device, seed, seed)
+    print(f"shrunk to {len(small.body)} statements: {path}", file=sys.stderr)
+
+
+def fuzz_tracer(n: int, seed: int) -> int:
+    from .tracer import fuzz_tracer as run_tracer_fuzz
+
+    return run_tracer_fuzz(n, seed, Progress(n, "functions"))

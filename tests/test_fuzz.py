@@ -1,0 +1,187 @@
+"""The differential fuzzer (minicompile/fuzz): a seeded smoke run on every CPU backend, the
+tracer fuzzer against CPython, proof that the checks catch a wrong backend, the shrinker and its
+reproducers, the command line, and regression tests for the bugs the long runs found."""
+
+import importlib.util
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import minicompile as mc
+from minicompile.fuzz.__main__ import main
+from minicompile.fuzz.generate import generate_program
+from minicompile.fuzz.program import InputSpec, Program
+from minicompile.fuzz.runner import CPU_BACKENDS, GPU_BACKENDS, check_program
+from minicompile.fuzz.shrink import shrink, write_reproducer
+from minicompile.fuzz.tracer import _difference, check_function, generate_function
+
+pytestmark = pytest.mark.cpu_only  # fuzzed inputs are CPU tensors; --device cuda is the GPU run
+
+SMOKE_PROGRAMS = 40  # per backend: 200 checks, well under a minute on two idle cores
+
+
+@pytest.mark.parametrize("backend", list(CPU_BACKENDS))
+def test_smoke_run_agrees_with_eager(backend):
+    failures = []
+    for seed in range(SMOKE_PROGRAMS):
+        program = generate_program(seed)
+        outcome = check_program(program, backend, seed=seed)
+        if outcome.kind != "ok":
+            failures.append(f"seed {seed}: {outcome.kind}\n{program.source()}{outcome.message}")
+    assert not failures, "\n\n".join(failures)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("backend", list(GPU_BACKENDS))
+def test_smoke_run_on_the_gpu_agrees_with_eager(backend):
+    """CUDA inputs, float16 and bfloat16 among them; inductor writes Triton kernels."""
+    failures = []
+    for seed in range(SMOKE_PROGRAMS):
+        program = generate_program(seed, device="cuda")
+        outcome = check_program(program, backend, device="cuda", seed=seed)
+        if outcome.kind != "ok":
+            failures.append(f"seed {seed}: {outcome.kind}\n{program.source()}{outcome.message}")
+    assert not failures, "\n\n".join(failures)
+
+
+def test_tracer_fuzz_agrees_with_cpython():
+    failures = []
+    for seed in range(150):
+        program = generate_function(seed)
+        kind, message = check_function(program)
+        mc.reset()
+        if kind != "ok":
+            failures.append(f"seed {seed}: {kind}\n{program.source}{message}")
+    assert not failures, "\n\n".join(failures)
+
+
+def test_tracer_check_catches_a_different_value_exception_or_side_effect():
+    t = torch.ones(2)
+    ok = (t, None, [[1], t])
+    assert _difference(ok, (t.clone(), None, [[1], t.clone()]), [], []) is None
+    assert "return value" in _difference(ok, (t + 1, None, [[1], t]), [], [])
+    assert "log argument" in _difference(ok, (t, None, [[2], t]), [], [])
+    assert "global LOG" in _difference(ok, ok, [("n", 1)], [])
+    raised = (None, KeyError(3), [[], t])
+    assert "raised" in _difference(raised, (None, KeyError(4), [[], t]), [], [])
+    assert "raised" in _difference(raised, ok, [], [])
+
+
+def test_generator_covers_dtypes_layouts_and_grads():
+    specs = [s for seed in range(300) for s in generate_program(seed).inputs]
+    assert {s.dtype for s in specs} == {"float32", "int64", "bool"}  # no half types on CPU
+    assert {s.layout for s in specs} == {"contiguous", "transposed", "sliced", "expanded"}
+    assert any(s.requires_grad for s in specs) and not all(s.requires_grad for s in specs)
+    assert {1, 7, 13, 17, 31} <= {d for s in specs for d in s.shape}
+
+
+RELU = Program.parse("def fn(x0):\n    v0 = torch.relu(x0)\n    return (v0, )\n",
+                     [InputSpec((5, 3), requires_grad=True)])
+
+
+def _off_by_a_little(gm, example_inputs):
+    return lambda *args: [t + 1e-3 for t in gm(*args)]
+
+
+def _detached(gm, example_inputs):
+    return lambda *args: [t.detach() for t in gm(*args)]
+
+
+@pytest.mark.parametrize("wrong, what", [(_off_by_a_little, "output[0]"), (_detached, "grad")])
+def test_a_wrong_backend_is_caught(monkeypatch, wrong, what):
+    monkeypatch.setitem(CPU_BACKENDS, "wrong", (wrong, None))
+    outcome = check_program(RELU, "wrong")
+    assert outcome.kind == "mismatch" and what in outcome.message, outcome.message
+    assert check_program(RELU, "eager").kind == "ok"
+
+
+def test_a_backend_that_raises_is_a_crash(monkeypatch):
+    def raising(gm, example_inputs):
+        raise RuntimeError("codegen exploded")
+
+    monkeypatch.setitem(CPU_BACKENDS, "raising", (raising, None))
+    outcome = check_program(RELU, "raising")
+    assert outcome.kind == "crash" and "codegen exploded" in outcome.message
+
+
+def test_shrinker_keeps_only_what_fails_and_writes_a_runnable_reproducer(tmp_path):
+    program = next(p for p in map(generate_program, range(100, 200))
+                   if len(p.body) >= 4 and any(".sum(" in s.expr for s in p.body))
+    small = shrink(program, lambda p: any(".sum(" in s.expr for s in p.body))
+    assert len(small.body) < len(program.body)
+    assert all(".sum(" in s.expr for s in small.body[-1:])
+    outcome = check_program(small, "eager")
+    path = write_reproducer(tmp_path, small, outcome, "eager", "cpu", 0, 123)
+    spec = importlib.util.spec_from_file_location("reproducer", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    written = Program.parse(module.SOURCE, module.INPUTS)
+    assert [s.expr for s in written.body] == [s.expr for s in small.body]
+    assert written.outputs == small.outputs and written.inputs == small.inputs
+    module.test_fuzz_123_eager_cpu()  # the program is fine in eager: the reproducer passes
+
+
+def test_command_line_reports_and_exits_nonzero_on_a_mismatch(monkeypatch, tmp_path, capsys):
+    monkeypatch.setitem(CPU_BACKENDS, "wrong", (_off_by_a_little, None))
+    assert main(["-n", "2", "--seed", "7", "--backend", "wrong", "--out", str(tmp_path)]) == 1
+    assert "fuzz: 2 programs, " in capsys.readouterr().out
+    reproducers = list(tmp_path.glob("test_fuzz_*_wrong_cpu.py"))
+    assert reproducers, "a failing program is written out as a pytest test"
+
+
+def test_command_line_smoke_in_a_subprocess():
+    result = subprocess.run([sys.executable, "-m", "minicompile.fuzz", "-n", "3", "--seed", "1",
+                             "--backend", "eager", "--backend", "aot_eager", "--no-shrink"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "fuzz: 3 programs, 0 mismatches, 0 crashes" in result.stdout
+    bad = subprocess.run([sys.executable, "-m", "minicompile.fuzz", "--backend", "nope"],
+                         capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "unknown backend" in bad.stderr
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message given without a GPU")
+def test_command_line_without_a_gpu_says_so(capsys):
+    assert main(["--device", "cuda", "-n", "1"]) == 2
+    assert "needs a CUDA GPU" in capsys.readouterr().err
+
+
+# --- bugs the long runs found -------------------------------------------------------------------
+def _expanded_input_filled(x):
+    return (x.fill_(True),)
+
+
+def _expanded_intermediate_zeroed(x):
+    v = x.amax(dim=0, keepdim=True).unsqueeze(0).expand(3, 5)
+    v.zero_()
+    return (v,)
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+@pytest.mark.parametrize("fn, make", [
+    (_expanded_input_filled, lambda: torch.zeros(1, dtype=torch.bool).expand(16)),
+    (_expanded_intermediate_zeroed, lambda: torch.tensor([0.7])),
+])
+def test_write_to_a_tensor_that_overlaps_itself(fn, make, backend):
+    """``fill_``/``zero_`` on an expanded tensor (eager allows it) used to crash: the copy back
+    into the input, or the store of the dense result into the stride-0 layout, overlapped."""
+    expected_input, actual_input = make(), make()
+    expected = fn(expected_input)
+    actual = mc.compile(fn, backend=backend)(actual_input)
+    torch.testing.assert_close(actual, expected)
+    torch.testing.assert_close(actual_input, expected_input)
+
+
+@pytest.mark.parametrize("op", ["__or__", "__and__", "__xor__"])
+def test_cpp_bitwise_ops_on_bools_stay_bools(op, monkeypatch):
+    """C++ promotes ``bool | bool`` to int, and ``~1`` is true: ``~(x | y)`` came out all true."""
+    monkeypatch.setattr(mc.config.inductor, "cpu_backend", "cpp")
+
+    def fn(x, y):
+        v = getattr(x, op)(y)
+        return torch.stack([v, ~v], dim=-2)
+
+    x, y = torch.tensor([[True, False, True]]), torch.tensor([False, False, True])
+    torch.testing.assert_close(mc.compile(fn)(x, y), fn(x, y))

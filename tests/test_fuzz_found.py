@@ -1,0 +1,95 @@
+"""Bugs the differential fuzzer (``python -m minicompile.fuzz``) found, each shrunk to a test.
+
+Eager PyTorch is the oracle: outputs and gradients must match it on every backend.
+"""
+
+import pytest
+import sympy
+import torch
+
+import minicompile as mc
+from minicompile import config
+from minicompile.inductor.codegen.triton_ops import texpr
+from minicompile.inductor.sizevars import FloorDiv, ModularIndexing
+
+
+def grads(fn, x, weight):
+    out = fn(x)
+    return out, torch.autograd.grad(out, [x], weight)[0]
+
+
+def test_view_of_expanded_input_that_requires_grad_gets_eager_gradient():
+    """The output aliases an input whose elements share memory (stride 0). Rebuilding it with
+    ``as_strided`` made autograd sum the gradient of elements sharing a location; eager's
+    ``movedim`` gives each element its own."""
+    def f(x):
+        return x.movedim(0, 2)
+
+    x = torch.randn(1, 1, 13, 3).expand(2, 13, 13, 3).detach().requires_grad_()
+    weight = torch.randn(13, 13, 2, 3)
+    expected_out, expected_grad = grads(f, x, weight)
+    out, grad = grads(mc.compile(f, backend="aot_eager"), x, weight)
+    torch.testing.assert_close(out, expected_out)
+    torch.testing.assert_close(grad, expected_grad)
+
+
+@pytest.mark.parametrize("cpu_backend", ["reference", "cpp", "triton"])
+def test_cumprod_backward(cpu_backend, monkeypatch):
+    """cumprod's backward finds the first zero with ``argmax`` over a bool mask; the reference
+    executor called ``argmax`` on the bool tensor, which has no bool kernel."""
+    monkeypatch.setattr(config.inductor, "cpu_backend", cpu_backend)
+
+    def f(x):
+        return torch.cumprod(x.tanh() + 1, dim=0)
+
+    x = torch.randn(7, 17, requires_grad=True)
+    weight = torch.randn(7, 17)
+    expected_out, expected_grad = grads(f, x, weight)
+    out, grad = grads(mc.compile(f), x, weight)
+    torch.testing.assert_close(out, expected_out)
+    torch.testing.assert_close(grad, expected_grad)
+
+
+@pytest.mark.parametrize("cpu_backend", ["reference", "cpp", "triton"])
+def test_prod_backward_of_a_transposed_input(cpu_backend, monkeypatch):
+    """prod's backward reads a flipped, shifted view of the input, whose index simplifies to
+    ``r + FloorDiv(-r0, 3) + 2*ModularIndexing(-r0, 1, 3)``: a negative dividend, where
+    Triton's truncating ``//`` and ``%`` differ from Python's floor. The Triton printer wrote
+    them as ``//`` and ``%`` (FloorDiv's own ``_sympystr`` won over the printer's method)."""
+    monkeypatch.setattr(config.inductor, "cpu_backend", cpu_backend)
+
+    def f(x):
+        return (-x).prod(-1)
+
+    x = torch.randn(3, 2).t().detach().requires_grad_()
+    weight = torch.randn(2)
+    expected_out, expected_grad = grads(f, x, weight)
+    out, grad = grads(mc.compile(f), x, weight)
+    torch.testing.assert_close(out, expected_out)
+    torch.testing.assert_close(grad, expected_grad)
+
+
+def test_triton_index_printer_keeps_floor_semantics_for_negative_dividends():
+    r = sympy.Symbol("r0", integer=True, nonnegative=True)
+    assert texpr(FloorDiv(r, 3)) == "(r0 // 3)"  # non-negative: Triton's // is floor
+    assert texpr(FloorDiv(-r, 3)) == "triton_helpers.index_floordiv(-r0, 3)"
+    assert texpr(ModularIndexing(-r, 1, 3)) == "triton_helpers.index_remainder(-r0, 3)"
+
+
+@pytest.mark.parametrize("cpu_backend", ["reference", "cpp", "triton"])
+def test_amax_backward_of_a_cat_with_one_row(cpu_backend, monkeypatch):
+    """The backward reads element ``17*xindex + 1`` over an xindex range of one: the simplified
+    index is the constant 1. The Triton kernel decided "block index" before simplifying, so it
+    loaded from one address with a block mask, which Triton refuses."""
+    monkeypatch.setattr(config.inductor, "cpu_backend", cpu_backend)
+
+    def f(x0, x1):
+        return torch.cat([x0, x1], dim=-2).amax(dim=-1, keepdim=True)
+
+    x0, x1 = torch.randn(1, 17), torch.randn(1, 17, requires_grad=True)
+    out = mc.compile(f)(x0, x1)
+    expected = f(x0, x1)
+    torch.testing.assert_close(out, expected)
+    weight = torch.randn(2, 1)
+    torch.testing.assert_close(torch.autograd.grad(out, [x1], weight)[0],
+                               torch.autograd.grad(expected, [x1], weight)[0])
