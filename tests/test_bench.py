@@ -109,6 +109,7 @@ def test_gpu_profile_lists_each_kernel_once():
     assert [name for name, _, _ in cpu_rows] == ["aten::mm", "aten::add"]
 
 
+@pytest.mark.cpu_only  # the CPU profile's rows: a CUDA tensor's profile lists kernels instead
 def test_cpu_profile_counts_aten_ops_per_iteration():
     x = torch.randn(1000)
     rows = profile_kernels(lambda x: (x.cos() + 1).sin(), x, reps=4)

@@ -116,6 +116,18 @@ def test_unknown_backend_is_a_clear_error(monkeypatch):
         run_scheduled(s, x)
 
 
+@pytest.mark.cpu_only
+def test_triton_for_cpu_tensors_without_the_interpreter_is_a_clear_error(monkeypatch):
+    """On a GPU machine TRITON_INTERPRET is off, and Triton cannot take a CPU tensor's pointer:
+    the backend says so when it is chosen, instead of failing inside Triton's launcher."""
+    triton_heuristics = pytest.importorskip("minicompile.inductor.runtime.triton_heuristics")
+    monkeypatch.setattr(triton_heuristics, "INTERPRET", False)
+    monkeypatch.setattr(config.inductor, "cpu_backend", "triton")
+    x = torch.randn(3)
+    with pytest.raises(ValueError, match="set TRITON_INTERPRET=1 before Python starts"):
+        run_scheduled(schedule_function(lambda x: x + 1, x), x)
+
+
 def test_logs_follow_a_swapped_stderr(monkeypatch):
     """Jupyter and pytest replace sys.stderr; logging must write to the stream in place now."""
     import io

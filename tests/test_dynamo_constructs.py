@@ -262,6 +262,7 @@ def test_float_input_through_the_inductor_backend():
     assert mc.metrics.recompiles == 0 and mc.metrics.graphs_compiled == 1
 
 
+@pytest.mark.cpu_only  # Tensor.numpy() needs a CPU tensor, in eager too
 def test_numpy_on_tensors_breaks_with_its_own_reason():
     """minicompile does not trace numpy through torch._numpy (real Dynamo does): the numpy part
     runs natively, eager-equal, and the break says so."""

@@ -24,6 +24,10 @@ from dynamo_port import functions_corpus, misc_corpus  # noqa: F401  (they regis
 
 ONE_GRAPH_TARGET = 0.95
 
+# The corpus is PyTorch's CPU test functions (numpy on tensors, constants made on the CPU):
+# under MINICOMPILE_TEST_DEVICE=cuda its inputs stay CPU tensors, as the functions expect.
+pytestmark = pytest.mark.cpu_only
+
 
 class CountingBackend:
     """Run each captured graph as it is (the "eager" backend), counting the graphs."""

@@ -44,12 +44,14 @@ def test_guard_flow_draws_each_entry_and_why_it_was_compiled():
         return x.relu()
 
     cfn = mc.compile(fn, backend="eager", dynamic=False)
-    cfn(torch.randn(6, 3))
-    cfn(torch.randn(6, 3, dtype=torch.float64))
+    x = torch.randn(6, 3)
+    cfn(x)
+    cfn(x.double())
     source = draw_guard_flow(cfn).source
     assert "guard0 -> guard1 [label=fail]" in source and "guard1 -> miss [label=fail]" in source
     assert "guard2" not in source
-    assert "L['x']: float32[6, 3] cpu" in source and "L['x']: float64[6, 3] cpu" in source
+    device = x.device.type  # cpu, or cuda under MINICOMPILE_TEST_DEVICE=cuda
+    assert f"L['x']: float32[6, 3] {device}" in source and f"L['x']: float64[6, 3] {device}" in source
     run1 = next(line for line in source.splitlines() if line.strip().startswith("run1 "))
     assert "compiled because" in run1 and "dtype mismatch" in run1
 

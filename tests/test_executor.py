@@ -183,3 +183,21 @@ def test_folded_constant_is_read_like_an_input():
     x = torch.randn(3)
     torch.testing.assert_close(mc.compile(fn, backend="inductor")(x), fn(x))
     assert mc.metrics.eager_fallbacks == 0 and mc.metrics.num_bytes_accessed > 0
+
+
+def test_an_index_outside_its_buffer_is_an_error_naming_the_buffer():
+    """A lowering whose index leaves its input (a learner's exercise, a bug) raises IndexError
+    with the buffer and index, on every device: CUDA would end the process's context with a
+    device-side assert instead of raising."""
+    from minicompile.inductor.executor import execute
+    from minicompile.inductor.ir import InputBuffer, Layout, Pointwise
+
+    x = torch.randn(5, 7)
+    buf = InputBuffer("x", Layout(x.device, x.dtype, list(x.shape), list(x.stride())))
+    load = buf.make_loader()
+    shifted = Pointwise(x.device, x.dtype, lambda idx: load([idx[0] + 1, idx[1]]), [5, 7])
+    message = r"reads x at 7\*i0 \+ i1 \+ 7: element 41, outside its 35 elements"
+    with pytest.raises(IndexError, match=message):
+        execute(shifted, {"x": x})
+    inside = Pointwise(x.device, x.dtype, lambda idx: load([idx[0], idx[1]]), [5, 7])
+    torch.testing.assert_close(execute(inside, {"x": x}), x)

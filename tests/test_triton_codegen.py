@@ -19,8 +19,11 @@ pytest.importorskip("triton")
 
 @pytest.fixture(autouse=True)
 def triton_cpu(monkeypatch, request):
-    if request.node.get_closest_marker("gpu") is None and \
-            os.environ.get("TRITON_INTERPRET", "0") in ("", "0"):
+    """CPU tensors go to the Triton backend too. Under MINICOMPILE_TEST_DEVICE=cuda the tests'
+    tensors are CUDA tensors and the kernels run compiled on the GPU."""
+    on_cpu = os.environ.get("MINICOMPILE_TEST_DEVICE", "cpu") == "cpu" \
+        and request.node.get_closest_marker("gpu") is None
+    if on_cpu and os.environ.get("TRITON_INTERPRET", "0") in ("", "0"):
         pytest.skip("Triton kernels on CPU tensors need TRITON_INTERPRET=1")
     monkeypatch.setattr(config.inductor, "cpu_backend", "triton")
 

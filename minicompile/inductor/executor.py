@@ -105,13 +105,25 @@ class TorchHandler:
         idx = self._index(index)
         if self.masks:  # masked-off lanes may point anywhere: read element 0 instead
             idx = torch.where(self.masks[-1], idx, 0)
-        return self.buffers[name][idx]
+        return self.buffers[name][self._in_bounds(name, index, idx, "reads")]
 
     def store(self, name: str, index, value) -> None:
         out = self.buffers[name]
-        idx = self._index(index).expand(self.store_shape).reshape(-1)
+        idx = self._in_bounds(name, index, self._index(index), "writes")
+        idx = idx.expand(self.store_shape).reshape(-1)
         value = self._tensor(value).to(out.dtype).expand(self.store_shape).reshape(-1)
         out[idx] = value
+
+    def _in_bounds(self, name: str, index, idx: torch.Tensor, verb: str) -> torch.Tensor:
+        """``idx``, checked against the buffer's size: an index expression that leaves it is a
+        bug in a lowering, reported here by name (on the GPU, indexing out of bounds would be a
+        device-side assert that ends the process's CUDA context instead of an exception)."""
+        numel = self.buffers[name].numel()
+        if idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= numel):
+            raise IndexError(f"the kernel {verb} {name} at {index}: element "
+                             f"{int(idx.min()) if int(idx.min()) < 0 else int(idx.max())}, "
+                             f"outside its {numel} elements")
+        return idx
 
     def constant(self, value, dtype) -> torch.Tensor:
         if isinstance(value, sympy.Basic):  # a size (``s0``, ``3*s1``): bound at run time

@@ -237,12 +237,20 @@ def _new_module(tx, cls, args, kwargs) -> VariableTracker:
         real_kwargs = {k: _module_arg(v) for k, v in kwargs.items()}
     except Exception:
         unimplemented(f"building {cls.__name__} from non-constant arguments")
-    with torch.random.fork_rng(devices=[]):
+    with torch.random.fork_rng(devices=_devices_with_rng_state()):
         module = cls(*real_args, **real_kwargs)
     if any(True for _ in module.parameters()) or any(True for _ in module.buffers()):
         unimplemented(f"{cls.__name__} built inside the compiled function has parameters or "
                       "buffers (fresh values on every call): build it outside and pass it in")
     return NNModuleVariable(module)
+
+
+def _devices_with_rng_state() -> list[int]:
+    """The CUDA devices whose random state ``fork_rng`` must save and restore: the current one,
+    when CUDA is in use or is the default device (a module built under
+    ``torch.set_default_device("cuda")`` draws its initial values from it)."""
+    in_use = torch.cuda.is_initialized() or torch.get_default_device().type == "cuda"
+    return [torch.cuda.current_device()] if in_use else []
 
 
 def _is_module_with_torch_init(cls: Any) -> bool:

@@ -60,7 +60,19 @@ def get_scheduling(device: torch.device, options: dict[str, Any] | None = None) 
         known = ", ".join(sorted(BACKENDS))
         raise ValueError(f"no code generator {name!r} for {torch.device(device).type} tensors "
                          f"(known: {known}; set MINICOMPILE_CPU_BACKEND)")
+    if name == "triton" and torch.device(device).type == "cpu" and not _triton_interprets():
+        raise ValueError("Triton kernels for CPU tensors run in Triton's interpreter, which is "
+                         "off in this process: set TRITON_INTERPRET=1 before Python starts, or "
+                         "pick another CPU backend (MINICOMPILE_CPU_BACKEND=cpp)")
     return BACKENDS[name]()
+
+
+def _triton_interprets() -> bool:
+    """Whether the Triton runtime launches kernels through the interpreter (TRITON_INTERPRET,
+    read when the runtime was imported)."""
+    from ..runtime.triton_heuristics import INTERPRET
+
+    return INTERPRET
 
 
 __all__ = ["BaseScheduling", "BACKENDS", "register_backend", "get_scheduling", "backend_name"]
