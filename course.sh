@@ -94,14 +94,18 @@ find_python() {
 }
 
 venv313_with_torch() {
-  # $VENV313 has torch, or gets its CPU build from torch's own index: PyPI's build is the CUDA
-  # one, gigabytes for every fresh clone, too much for a pass over the bytecode layer.
+  # $VENV313 has torch, or gets it: the CPU build from torch's own index where that index is
+  # reachable, else the package registry's build (the CUDA one: a few GB, about a minute where
+  # the registry is a local mirror, as on CI machines, which reach no other index).
   "$VENV313/bin/python" -c "import torch, pytest" 2>/dev/null && return
-  say "installing torch's CPU build ($TORCH_SPEC) and the test packages for Python 3.13 into $VENV313"
-  "$1" -m venv "$VENV313" \
-    && "$VENV313/bin/python" -m pip install -q "$TORCH_SPEC" --index-url "$TORCH_CPU_INDEX" \
-    && "$VENV313/bin/python" -m pip install -q sympy networkx numpy matplotlib graphviz pytest \
-      hypothesis pytest-timeout \
+  local py="$VENV313/bin/python" cpu=(--index-url "$TORCH_CPU_INDEX" "$TORCH_SPEC")
+  local first=("${cpu[@]}") second=("$TORCH_SPEC")
+  [ -x "$py" ] || "$1" -m venv "$VENV313" || return 1
+  PY="$py" pip_has_local_source && { first=("$TORCH_SPEC"); second=("${cpu[@]}"); }
+  say "installing torch ($TORCH_SPEC) and the test packages for Python 3.13 into $VENV313"
+  { "$py" -m pip install -q "${first[@]}" || "$py" -m pip install -q "${second[@]}"; } \
+    && "$py" -m pip install -q sympy networkx numpy matplotlib graphviz pytest hypothesis \
+      pytest-timeout \
     || { say "no torch for Python 3.13 (MINICOMPILE_VENV313 may name a 3.13 venv that has it)"
          return 1; }
 }
