@@ -93,3 +93,35 @@ def test_amax_backward_of_a_cat_with_one_row(cpu_backend, monkeypatch):
     weight = torch.randn(2, 1)
     torch.testing.assert_close(torch.autograd.grad(out, [x1], weight)[0],
                                torch.autograd.grad(expected, [x1], weight)[0])
+
+
+def clone_then_mutate_bool(x):
+    v1 = x.clone()
+    x.logical_not_()
+    return v1.reshape(-1)
+
+
+def clone_then_mutate_float(x):
+    v1 = x.clone()
+    x.mul_(2)
+    return v1.t()
+
+
+@pytest.mark.parametrize("cpu_backend", ["reference", "cpp", "triton"])
+@pytest.mark.parametrize("fn, shape, dtype", [
+    (clone_then_mutate_bool, (), torch.bool),  # the fuzzer's case: reshape(-1) of a 0-d tensor
+    (clone_then_mutate_float, (3, 5), torch.float32),
+])
+def test_clone_read_through_a_view_keeps_the_value_before_an_inplace_update(
+        fn, shape, dtype, cpu_backend, monkeypatch):
+    """No-op elimination forwarded ``clone(x)`` to ``x`` when its only user was a view: it
+    checked whether the clone itself is returned, not a view of it. The caller then got a view
+    of the input, which the copy back of the in-place update overwrote."""
+    monkeypatch.setattr(config.inductor, "cpu_backend", cpu_backend)
+    x = torch.randn(shape).to(dtype)
+    expected_x = x.clone()
+    expected = fn(expected_x)
+    out = mc.compile(fn)(x)
+    torch.testing.assert_close(out, expected)
+    torch.testing.assert_close(x, expected_x)
+    assert out.data_ptr() != x.data_ptr()
