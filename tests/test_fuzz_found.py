@@ -125,3 +125,26 @@ def test_clone_read_through_a_view_keeps_the_value_before_an_inplace_update(
     torch.testing.assert_close(out, expected)
     torch.testing.assert_close(x, expected_x)
     assert out.data_ptr() != x.data_ptr()
+
+
+@pytest.mark.parametrize("cpu_backend", ["reference", "cpp", "triton"])
+def test_amax_backward_of_a_half_precision_product(cpu_backend, monkeypatch):
+    """amax's backward finds the maximum's position with ``amax == x``, where ``x`` (the
+    product) is recomputed in the backward kernel. The kernels compute float16 in float32 and
+    rounded only at a store, so the recomputed product was never equal to the stored (rounded)
+    maximum: a count of 0, and a gradient of inf/nan."""
+    monkeypatch.setattr(config.inductor, "cpu_backend", cpu_backend)
+
+    def f(x0, x1, x2):
+        return (torch.maximum(x0, x1).narrow(-1, 6, 7) * x2).amax(dim=(0, 1))
+
+    torch.manual_seed(0)
+    x0 = torch.randn(1, 1, dtype=torch.float16)
+    x1 = torch.randn(1, 13, dtype=torch.float16) * 4
+    x2 = torch.randn(2, 1, dtype=torch.float16) * 4
+    x1.requires_grad_()
+    expected_out, expected_grad = grads(lambda x: f(x0, x, x2), x1, None)
+    out, grad = grads(lambda x: mc.compile(f)(x0, x, x2), x1, None)
+    torch.testing.assert_close(out, expected_out)
+    torch.testing.assert_close(grad, expected_grad)
+    assert grad.abs().sum() > 0  # the inputs reach the maximum (else the test shows nothing)
