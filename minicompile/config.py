@@ -34,6 +34,10 @@ class inductor:
     #                       builds with -fno-tree-vectorize (notebook 09 measures the difference)
     cudagraphs = False  # mode="reduce-overhead": replay the wrapper's launches as a CUDA graph
     max_autotune = False  # mode="max-autotune": try more kernel configurations
+    # round every float16/bfloat16 pointwise result to its dtype inside fused kernels, as eager
+    # does between ops (torch's default is False: fewer casts, values closer to float64). On
+    # here: a recomputed value must equal the stored one (amax's backward compares them)
+    emulate_precision_casts = True
 
 
 MODE_OPTIONS = {  # mc.compile(mode=...) -> inductor options (torch._inductor.list_mode_options)

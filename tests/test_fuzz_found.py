@@ -10,6 +10,7 @@ import torch
 import minicompile as mc
 from minicompile import config
 from minicompile.inductor.codegen.triton_ops import texpr
+from minicompile.inductor.runtime.triton_heuristics import TritonLauncher
 from minicompile.inductor.sizevars import FloorDiv, ModularIndexing
 
 
@@ -93,3 +94,95 @@ def test_amax_backward_of_a_cat_with_one_row(cpu_backend, monkeypatch):
     weight = torch.randn(2, 1)
     torch.testing.assert_close(torch.autograd.grad(out, [x1], weight)[0],
                                torch.autograd.grad(expected, [x1], weight)[0])
+
+
+def clone_then_mutate_bool(x):
+    v1 = x.clone()
+    x.logical_not_()
+    return v1.reshape(-1)
+
+
+def clone_then_mutate_float(x):
+    v1 = x.clone()
+    x.mul_(2)
+    return v1.t()
+
+
+@pytest.mark.parametrize("cpu_backend", ["reference", "cpp", "triton"])
+@pytest.mark.parametrize("fn, shape, dtype", [
+    (clone_then_mutate_bool, (), torch.bool),  # the fuzzer's case: reshape(-1) of a 0-d tensor
+    (clone_then_mutate_float, (3, 5), torch.float32),
+])
+def test_clone_read_through_a_view_keeps_the_value_before_an_inplace_update(
+        fn, shape, dtype, cpu_backend, monkeypatch):
+    """No-op elimination forwarded ``clone(x)`` to ``x`` when its only user was a view: it
+    checked whether the clone itself is returned, not a view of it. The caller then got a view
+    of the input, which the copy back of the in-place update overwrote."""
+    monkeypatch.setattr(config.inductor, "cpu_backend", cpu_backend)
+    x = torch.randn(shape).to(dtype)
+    expected_x = x.clone()
+    expected = fn(expected_x)
+    out = mc.compile(fn)(x)
+    torch.testing.assert_close(out, expected)
+    torch.testing.assert_close(x, expected_x)
+    assert out.data_ptr() != x.data_ptr()
+
+
+@pytest.mark.parametrize("cpu_backend", ["reference", "cpp", "triton"])
+def test_amax_backward_of_a_half_precision_product(cpu_backend, monkeypatch):
+    """amax's backward finds the maximum's position with ``amax == x``, where ``x`` (the
+    product) is recomputed in the backward kernel. The kernels compute float16 in float32 and
+    rounded only at a store, so the recomputed product was never equal to the stored (rounded)
+    maximum: a count of 0, and a gradient of inf/nan."""
+    monkeypatch.setattr(config.inductor, "cpu_backend", cpu_backend)
+
+    def f(x0, x1, x2):
+        return (torch.maximum(x0, x1).narrow(-1, 6, 7) * x2).amax(dim=(0, 1))
+
+    torch.manual_seed(0)
+    x0 = torch.randn(1, 1, dtype=torch.float16)
+    x1 = torch.randn(1, 13, dtype=torch.float16) * 4
+    x2 = torch.randn(2, 1, dtype=torch.float16) * 4
+    x1.requires_grad_()
+    expected_out, expected_grad = grads(lambda x: f(x0, x, x2), x1, None)
+    out, grad = grads(lambda x: mc.compile(f)(x0, x, x2), x1, None)
+    torch.testing.assert_close(out, expected_out)
+    torch.testing.assert_close(grad, expected_grad)
+    assert grad.abs().sum() > 0  # the inputs reach the maximum (else the test shows nothing)
+
+
+def matmul_then_empty_slice(x0, x1, x2, x3):
+    v0 = x0 @ x1  # (4, 2, 1)
+    v1 = torch.cat([x0, x2], dim=-1)  # (4, 2, 9)
+    v3 = v0.contiguous()[..., 1:]  # (4, 2, 0)
+    v5 = torch.cumsum(v3, dim=-1) / (x3.abs() + 1)  # (4, 2, 0)
+    return v1, v3, v5
+
+
+@pytest.mark.parametrize("cpu_backend", ["reference", "cpp", "triton"])
+@pytest.mark.parametrize("k", [0, 3])
+def test_zero_size_results_launch_no_kernel(k, cpu_backend, monkeypatch):
+    """A CUDA run of this program (fuzzer seed 620006) ended in an illegal memory access.
+    Outputs and gradients match eager and no Triton kernel runs over zero elements. Known gap:
+    with x3 requiring grad, the backward compiles only by falling back to eager (the fusion check
+    ``rows_line_up`` takes the max of an empty address tensor); made to compile, it fuses a store
+    into the zero-size buffer into an 8 x 0 reduction kernel with the index simplified to the
+    constant 0 and masked by ``xmask`` alone, which writes out of bounds."""
+    monkeypatch.setattr(config.inductor, "cpu_backend", cpu_backend)
+    launched = []
+    launch = TritonLauncher.launch
+    monkeypatch.setattr(TritonLauncher, "launch", lambda self, cfg, args, xnumel: (
+        launched.append(xnumel), launch(self, cfg, args, xnumel))[1])
+    x0 = torch.randn(4, 2, k, requires_grad=True)
+    x1 = torch.randn(k, 1, requires_grad=True)
+    x2, x3 = torch.randn(4, 2, 9 - k), torch.randn(4, 2, 1, requires_grad=True)
+    args = (x0, x1, x2, x3)
+    expected, out = matmul_then_empty_slice(*args), mc.compile(matmul_then_empty_slice)(*args)
+    for o, e in zip(out, expected):
+        torch.testing.assert_close(o, e)
+    weights = [torch.randn_like(e) for e in expected]
+    wrt = (x0, x1, x3)
+    grad = lambda outs: torch.autograd.grad(outs, wrt, weights, allow_unused=True)  # noqa: E731
+    for g, e in zip(grad(out), grad(expected)):
+        torch.testing.assert_close(g, e)
+    assert all(n > 0 for n in launched)

@@ -92,17 +92,22 @@ def _check_call(program: Program, compiled: Callable, device: str, seed: int) ->
     problems = _problems(eager, actual, None)
     if problems:  # rounding or a real difference: let float64 referee
         reference = run(program.function(), _float64(program.make_inputs(seed, device)), seed)
+        perturbed = run(program.function(),
+                        _float64(program.make_inputs(seed, device), nudge=True), seed)
         if reference.error is None:
-            problems = _problems(eager, actual, reference)
+            problems = _problems(eager, actual, reference,
+                                 perturbed if perturbed.error is None else None)
     return Outcome("mismatch", "; ".join(problems)) if problems else Outcome("ok")
 
 
-def _problems(eager: Run, actual: Run, reference: Run | None) -> list[str]:
-    return [*mismatches("output", eager.outputs, actual.outputs, reference and reference.outputs),
+def _problems(eager: Run, actual: Run, reference: Run | None,
+              perturbed: Run | None = None) -> list[str]:
+    return [*mismatches("output", eager.outputs, actual.outputs, reference and reference.outputs,
+                        perturbed and perturbed.outputs),
             *mismatches("input after the call", eager.inputs, actual.inputs,
-                        reference and reference.inputs),
+                        reference and reference.inputs, perturbed and perturbed.inputs),
             *mismatches("grad", eager.grads or [], actual.grads or [],
-                        reference and reference.grads)]
+                        reference and reference.grads, perturbed and (perturbed.grads or []))]
 
 
 def _compare_errors(eager: Run, actual: Run) -> Outcome:
@@ -138,9 +143,20 @@ def run(fn: Callable, inputs: list[torch.Tensor], seed: int) -> Run:
     return result
 
 
-def _float64(inputs: list[torch.Tensor]) -> list[torch.Tensor]:
-    return [t.detach().double().requires_grad_(t.requires_grad) if t.dtype.is_floating_point
+def _float64(inputs: list[torch.Tensor], nudge: bool = False) -> list[torch.Tensor]:
+    """The inputs in float64; ``nudge``: each element moved by about one unit in the last place
+    of its own dtype (a fixed pattern of up, down, unchanged), to see whether rounding of that
+    size moves the result (an ill-conditioned point)."""
+    return [_nudged(t) if nudge and t.dtype.is_floating_point else
+            t.detach().double().requires_grad_(t.requires_grad) if t.dtype.is_floating_point
             else t for t in inputs]
+
+
+def _nudged(t: torch.Tensor) -> torch.Tensor:
+    x = t.detach().double().contiguous()  # elements sharing memory (stride 0) move apart too
+    steps = torch.arange(x.numel(), dtype=torch.float64, device=x.device).remainder(3) - 1
+    x = x * (1 + torch.finfo(t.dtype).eps * steps.reshape(x.shape))
+    return x.requires_grad_(t.requires_grad)
 
 
 

@@ -17,6 +17,7 @@ import sympy
 import torch
 import torch.utils._pytree as pytree
 
+from .. import config
 from .ir import (Buffer, ComputedBuffer, ExternKernel, FallbackKernel, IRNode, Layout, Loops, MultiOutput,
                  Pointwise, ReinterpretView, View, as_strided_layout, broadcast_index, layout_of)
 from .ir.read_writes import RecordReadWrites
@@ -26,6 +27,7 @@ from .virtualized import V, ops, set_ops_handler
 
 log = logging.getLogger(__name__)
 aten = torch.ops.aten
+LOW_PRECISION = (torch.float16, torch.bfloat16)  # computed in float32 inside a kernel
 
 lowerings: dict[Any, Callable[..., Any]] = {}
 
@@ -97,14 +99,27 @@ def make_pointwise(fn: Callable, inputs: Sequence[Any], dtype: torch.dtype,
                    compute_dtype: torch.dtype | None = None,
                    size: Sequence[Expr] | None = None) -> Pointwise:
     """``out[index] = fn(*[input[index] for input in inputs])``, inputs broadcast to ``size``
-    (default: the current node's output size) and cast to ``compute_dtype``."""
+    (default: the current node's output size) and cast to ``compute_dtype``.
+
+    The kernels compute half-precision values in float32. A half-precision result is rounded
+    to its dtype right here, as eager's kernel rounds it when it writes its output, and not
+    only where a kernel stores it: otherwise a value recomputed inside a fused kernel differs
+    from the same value read back from memory. The backward of ``amax`` compares the stored
+    (rounded) maximum with the recomputed (unrounded) input, finds no element equal to it and
+    divides the gradient by a count of 0 (torch's ``emulate_precision_casts``; pytorch#151352).
+    """
     size = list(size) if size is not None else out_size()
     compute_dtype = compute_dtype or dtype
     loaders = [loader(x, compute_dtype, size) for x in inputs]
+    round_result = dtype != compute_dtype or (
+        dtype in LOW_PRECISION and config.inductor.emulate_precision_casts)
 
     def inner_fn(index):
-        value = fn(*[load(index) for load in loaders])
-        return ops.to_dtype(value, dtype) if dtype != compute_dtype else value
+        loaded = [load(index) for load in loaders]
+        value = fn(*loaded)
+        if any(value is v for v in loaded):  # an input passed through (a copy): already rounded
+            return value
+        return ops.to_dtype(value, dtype) if round_result else value
 
     return Pointwise(device(), dtype, inner_fn, size)
 

@@ -259,6 +259,9 @@ class TritonKernel:
     def to_dtype(self, x: str, dtype: torch.dtype) -> str:
         if self.dtype(x) == dtype:
             return x
+        if dtype == torch.bfloat16:  # round as a GPU does, also under the interpreter
+            x = self.to_dtype(x, torch.float32)
+            return self.generate(f"triton_helpers.round_to_bfloat16({x})", torch.float32)
         expr = f"{paren(x)}.to({triton_dtype(dtype)})"
         if compute_dtype(dtype) != dtype:  # round to half precision, keep computing in float32
             expr += f".to({triton_dtype(compute_dtype(dtype))})"

@@ -65,20 +65,39 @@ def _mutates(node: torch.fx.Node) -> bool:
     return schema is not None and schema.is_mutable
 
 
+def _alias_users(node: torch.fx.Node) -> list[torch.fx.Node]:
+    """The users of ``node`` and of every view of it (views of views too): whatever reads the
+    same memory. A view's user sees ``node``'s storage, so it counts as a user of ``node``."""
+    users, todo = [], list(node.users)
+    while todo:
+        user = todo.pop()
+        users.append(user)
+        if _is_view(user):
+            todo.extend(user.users)
+    return users
+
+
 def forwardable(old: torch.fx.Node, new: object) -> bool:
-    """May every use of ``old`` read ``new`` instead?"""
+    """May every use of ``old`` read ``new`` instead?
+
+    Uses are followed through views: ``x.clone().reshape(-1)`` returned to the caller is an
+    output of the clone as much as ``x.clone()`` is, and forwarding the clone would hand the
+    caller a view of ``x`` (which sees every later write into ``x``, including the copy back of
+    an in-place update on the input).
+    """
     a, b = _val(old), _val(new)
     if a is None or b is None or (a.shape, a.dtype, a.device) != (b.shape, b.dtype, b.device):
         return False
     if a.stride() != b.stride():  # a caller (or a stride-reading op) would see other strides
         return False
-    if any(_mutates(u) for u in old.users) or any(_mutates(u) for u in new.users):
+    old_users, new_users = _alias_users(old), _alias_users(new)
+    if any(_mutates(u) for u in old_users) or any(_mutates(u) for u in new_users):
         return False  # a write into one would now land in the other
-    if any(u.target in _READS_STORAGE for u in old.users):
+    if any(u.target in _READS_STORAGE for u in old_users):
         return False  # it would see the other tensor's storage offset
-    if any(u.op == "output" for u in old.users):  # the caller gets a fresh tensor today:
+    if any(u.op == "output" for u in old_users):  # the caller gets a fresh tensor today:
         fresh = new.op == "call_function" and not _is_view(new)  # not an input, nor a view
-        return fresh and not any(u.op == "output" for u in new.users)  # nor another output
+        return fresh and not any(u.op == "output" for u in new_users)  # nor another output
     return True
 
 

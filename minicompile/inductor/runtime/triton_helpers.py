@@ -168,6 +168,27 @@ def sign(x):
     return tl.where(x > 0, 1, tl.where(x < 0, -1, 0)).to(x.dtype)
 
 
+# --- rounding to bfloat16 -------------------------------------------------------------------
+
+@triton.jit
+def _round_to_bfloat16_bits(x):
+    """The float32 ``x`` rounded to the nearest bfloat16 (ties to even), as a float32: add
+    half of the 16 dropped bits' range (minus one where the kept part is even), clear them."""
+    bits = x.to(tl.uint32, bitcast=True)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return tl.where(x != x, x, bits.to(tl.float32, bitcast=True))  # a NaN stays a NaN
+
+
+@triton.jit
+def _round_to_bfloat16_cast(x):
+    return x.to(tl.bfloat16).to(tl.float32)  # a GPU's conversion rounds to nearest even
+
+
+# Triton's interpreter truncates a cast to bfloat16 (it drops the low bits), so a value rounded
+# at every op drifts from eager's; there the rounding is done on the bits.
+round_to_bfloat16 = _round_to_bfloat16_bits if INTERPRET else _round_to_bfloat16_cast
+
+
 # --- libdevice ------------------------------------------------------------------------------
 
 class _NumpyLibdevice:
