@@ -162,12 +162,12 @@ def matmul_then_empty_slice(x0, x1, x2, x3):
 @pytest.mark.parametrize("cpu_backend", ["reference", "cpp", "triton"])
 @pytest.mark.parametrize("k", [0, 3])
 def test_zero_size_results_launch_no_kernel(k, cpu_backend, monkeypatch):
-    """A CUDA run of this program (fuzzer seed 620006) ended in an illegal memory access.
-    Outputs and gradients match eager and no Triton kernel runs over zero elements. Known gap:
-    with x3 requiring grad, the backward compiles only by falling back to eager (the fusion check
-    ``rows_line_up`` takes the max of an empty address tensor); made to compile, it fuses a store
-    into the zero-size buffer into an 8 x 0 reduction kernel with the index simplified to the
-    constant 0 and masked by ``xmask`` alone, which writes out of bounds."""
+    """A CUDA run of this program (fuzzer seed 620006) ended in an illegal memory access: a
+    store into a zero-size buffer fused into an 8 x 0 reduction kernel, its index simplified to
+    the constant 0 and masked by ``xmask`` alone, wrote out of bounds. A node over zero elements
+    now joins no kernel (``fusion._has_elements``), the fusion check takes empty address lists,
+    and the reference executor reads nothing from an empty buffer under a mask. Forward and
+    backward compile (no fallback), match eager, and no Triton kernel runs over zero elements."""
     monkeypatch.setattr(config.inductor, "cpu_backend", cpu_backend)
     launched = []
     launch = TritonLauncher.launch
@@ -186,3 +186,4 @@ def test_zero_size_results_launch_no_kernel(k, cpu_backend, monkeypatch):
     for g, e in zip(grad(out), grad(expected)):
         torch.testing.assert_close(g, e)
     assert all(n > 0 for n in launched)
+    assert mc.metrics.eager_fallbacks == 0

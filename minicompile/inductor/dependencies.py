@@ -279,7 +279,8 @@ def addresses_and_rows(dep: MemoryDep, n_rows: int) -> tuple[torch.Tensor, torch
     total = int(_product(sizes))
     addr = torch.as_tensor(eval_index(dep.index, env), dtype=torch.int64)
     addr = addr.expand(sizes).reshape(-1) if sizes else addr.reshape(1)
-    rows = torch.div(torch.arange(total), total // n_rows, rounding_mode="floor")
+    per_row = total // n_rows if n_rows else 0
+    rows = torch.div(torch.arange(total), max(per_row, 1), rounding_mode="floor")
     live = torch.ones(total, dtype=torch.bool)
     for v, lo, hi in dep.bounds:  # masked-off points load nothing
         live &= ((env[v] >= int(lo)) & (env[v] < int(hi))).expand(sizes).reshape(-1)
@@ -301,6 +302,8 @@ def rows_line_up(write: MemoryDep, read: MemoryDep, n_rows: sympy.Expr) -> bool:
     r_addr, r_row = addresses_and_rows(read, int(n_rows))
     if r_addr.numel() == 0:
         return True
+    if w_addr.numel() == 0:
+        return False  # reads elements the write never stores
     row_of = torch.full((int(max(w_addr.max(), r_addr.max())) + 1,), -1, dtype=torch.int64)
     row_of[w_addr] = w_row
     return bool((row_of[r_addr] == r_row).all())

@@ -102,10 +102,14 @@ class TorchHandler:
         return torch.as_tensor(eval_index(index, self.env), dtype=torch.int64, device=self.device)
 
     def load(self, name: str, index) -> torch.Tensor:
-        idx = self._index(index)
+        idx, buf = self._index(index), self.buffers[name]
         if self.masks:  # masked-off lanes may point anywhere: read element 0 instead
-            idx = torch.where(self.masks[-1], idx, 0)
-        return self.buffers[name][self._in_bounds(name, index, idx, "reads")]
+            mask = self.masks[-1]
+            if buf.numel() == 0 and not bool(mask.any()):  # (an empty buffer has no element 0)
+                return torch.zeros(torch.broadcast_shapes(idx.shape, mask.shape),
+                                   dtype=buf.dtype, device=buf.device)
+            idx = torch.where(mask, idx, 0)
+        return buf[self._in_bounds(name, index, idx, "reads")]
 
     def store(self, name: str, index, value) -> None:
         out = self.buffers[name]

@@ -62,6 +62,16 @@ def runs_per_row(m, n: sympy.Expr, r: sympy.Expr) -> bool:
 
 # --- the checks, in order ------------------------------------------------------------------------
 
+def _has_elements(s: "Scheduler", a: "BaseSchedulerNode", b: "BaseSchedulerNode") -> Verdict:
+    """A node over zero elements computes nothing and needs no kernel; inside another kernel's
+    loops its (empty) index would be simplified as if it had points, and be stored to."""
+    for m in a.get_nodes() + b.get_nodes():
+        if sympy.sympify(m.numel).is_zero:
+            return False, f"{m.get_name()} has no elements"
+    return True, ""
+
+
+
 def _no_extern(s: "Scheduler", a: "BaseSchedulerNode", b: "BaseSchedulerNode") -> Verdict:
     for k in (a, b):
         if k.is_extern():
@@ -110,7 +120,8 @@ def _backend_allows(s: "Scheduler", a: "BaseSchedulerNode", b: "BaseSchedulerNod
     return get_scheduling(device, s.options).can_fuse(a, b)
 
 
-RULES: list[Callable[..., Verdict]] = [_no_extern, _loops_fit, _reads_line_up, _backend_allows]
+RULES: list[Callable[..., Verdict]] = [_no_extern, _has_elements, _loops_fit, _reads_line_up,
+                                       _backend_allows]
 
 
 def can_fuse(s: "Scheduler", a: "BaseSchedulerNode", b: "BaseSchedulerNode") -> Verdict:
