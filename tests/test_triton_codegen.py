@@ -16,13 +16,14 @@ from minicompile.inductor.codegen.wrapper import WrapperCodeGen
 
 pytest.importorskip("triton")
 
+TEST_DEVICE = os.environ.get("MINICOMPILE_TEST_DEVICE", "cpu")  # cuda: tensors on the GPU
+
 
 @pytest.fixture(autouse=True)
 def triton_cpu(monkeypatch, request):
     """CPU tensors go to the Triton backend too. Under MINICOMPILE_TEST_DEVICE=cuda the tests'
     tensors are CUDA tensors and the kernels run compiled on the GPU."""
-    on_cpu = os.environ.get("MINICOMPILE_TEST_DEVICE", "cpu") == "cpu" \
-        and request.node.get_closest_marker("gpu") is None
+    on_cpu = TEST_DEVICE == "cpu" and request.node.get_closest_marker("gpu") is None
     if on_cpu and os.environ.get("TRITON_INTERPRET", "0") in ("", "0"):
         pytest.skip("Triton kernels on CPU tensors need TRITON_INTERPRET=1")
     monkeypatch.setattr(config.inductor, "cpu_backend", "triton")
@@ -272,7 +273,7 @@ def _debug_run(monkeypatch, tmp_path, device):
 
 def test_debug_folder_holds_each_kernel_source(monkeypatch, tmp_path):
     """MINICOMPILE_DEBUG=1 writes each Triton kernel's source into the debug folder."""
-    names = _debug_run(monkeypatch, tmp_path, "cpu")
+    names = _debug_run(monkeypatch, tmp_path, TEST_DEVICE)
     kernels = [n for n in names if "_triton_kernel_" in n]
     assert kernels, sorted(names)
     text = next(tmp_path.rglob("*_triton_kernel_*.txt")).read_text()
