@@ -55,7 +55,10 @@ class BaseSchedulerNode:
         return {n.get_name() for n in self.get_nodes()}
 
     def read_names(self) -> set[str]:
-        return {d.name for n in self.get_nodes() for d in n.read_writes.reads}
+        """Buffers this node needs before it runs: those it reads, and the earlier value of
+        the storage it writes in place (the write must follow whatever produced that)."""
+        return {d.name for n in self.get_nodes() for d in n.read_writes.reads} | {
+            m for n in self.get_nodes() for m in n.node.get_mutation_names()}
 
     def is_reduction(self) -> bool:
         return False
@@ -240,8 +243,8 @@ class Scheduler:
 
     def is_stored(self, name: str, kernel: BaseSchedulerNode) -> bool:
         """Must ``kernel`` write ``name`` to memory? Yes when the caller or another kernel reads it."""
-        if name in self.output_names:
-            return True
+        if name in self.output_names or self.buffers[name].get_mutation_names():
+            return True  # (a write in place is the whole point: it always reaches memory)
         return any(name in k.read_names() for k in self.kernels if k is not kernel)
 
     # --- fusion -------------------------------------------------------------------------------
@@ -336,6 +339,13 @@ class Scheduler:
         return done
 
     # --- memory traffic -----------------------------------------------------------------------
+
+    def storage_owner(self, name: str) -> str:
+        """The buffer whose storage ``name`` lives in: itself, or for a value written in place
+        (``ir/mutation.py``), the input it was written into."""
+        while self.buffers[name].get_mutation_names():
+            name = self.buffers[name].get_mutation_names()[0]
+        return name
 
     def itemsize(self, name: str) -> int:
         return self.buffers[name].get_dtype().itemsize
