@@ -243,9 +243,15 @@ class Scheduler:
 
     def is_stored(self, name: str, kernel: BaseSchedulerNode) -> bool:
         """Must ``kernel`` write ``name`` to memory? Yes when the caller or another kernel reads it."""
-        if name in self.output_names or self.buffers[name].get_mutation_names():
-            return True  # (a write in place is the whole point: it always reaches memory)
-        return any(name in k.read_names() for k in self.kernels if k is not kernel)
+        if name in self.output_names:
+            return True
+        if any(name in k.read_names() for k in self.kernels if k is not kernel):
+            return True
+        # a write in place reaches memory, unless the next write into that storage is in this
+        # kernel: fusion.py lets the two share it only when they write the same elements
+        # (``x[:, 0] += 1`` writes the column twice; only the second store is needed)
+        return bool(self.buffers[name].get_mutation_names()) and not any(
+            name in n.node.get_mutation_names() for n in kernel.get_nodes())
 
     # --- fusion -------------------------------------------------------------------------------
 

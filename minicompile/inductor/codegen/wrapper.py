@@ -166,9 +166,9 @@ class WrapperCodeGen:
         if not group.is_loop_kernel():
             return
         for name in group.stored:
-            target = self.scheduler.buffers[name].get_mutation_names()
-            if target:  # ir/mutation.py: the new value lives in the storage it updates
-                self.body.writeline(f"{name} = {target[0]}  # {target[0]} written in place")
+            if self.scheduler.buffers[name].get_mutation_names():  # ir/mutation.py: the new
+                owner = self.scheduler.storage_owner(name)  # value lives in the input's storage
+                self.body.writeline(f"{name} = {owner}  # {owner} written in place")
                 continue
             b = self.starts[name]
             layout = self.scheduler.buffers[name].layout
