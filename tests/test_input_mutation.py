@@ -192,6 +192,12 @@ def _old_value_read_after(x):
     return y + x
 
 
+def _old_value_used_after(x):
+    y = x * 2
+    x[0] = 1
+    return y + x
+
+
 def _shift_with_clone(x):
     x[1:] = x[:-1].clone()
 
@@ -215,6 +221,8 @@ def _whole_then_part(x):
 
 HAZARDS = [  # (name, fn, inputs, written in place?)
     ("old value read after the write", _old_value_read_after, lambda: [r(5)], False),
+    # (in place, the sum would read the new x: it runs after the write, which it also reads)
+    ("old value used after the write", _old_value_used_after, lambda: [r(5)], False),
     ("value read between two writes", _read_between_writes, lambda: [r(5, 4), r(4)], False),
     # in place, but the read of other elements stays out of the writing kernel
     ("overlapping shift", _shift_with_clone, lambda: [r(9)], True),
