@@ -16,6 +16,7 @@ import sympy
 
 from .codegen import get_scheduling
 from .dependencies import rows_line_up
+from .ir import storage_owner
 
 if TYPE_CHECKING:
     from .scheduler import BaseSchedulerNode, Scheduler
@@ -114,12 +115,12 @@ def _in_place_writes_stay_at_their_point(s: "Scheduler", a: "BaseSchedulerNode",
     members = a.get_nodes() + b.get_nodes()
     n, r = tile(members)
     for w in (m for m in members if m.node.get_mutation_names()):
-        owner = s.storage_owner(w.get_name())
+        owner = storage_owner(s.buffers, w.get_name())
         for write in w.read_writes.writes:
             for m in members:
                 accesses = m.read_writes.reads + (m.read_writes.writes if m is not w else [])
                 for dep in accesses:
-                    if s.storage_owner(dep.name) != owner:
+                    if storage_owner(s.buffers, dep.name) != owner:
                         continue
                     if not (same(w.numel, n * r) and same(m.numel, n * r)
                             and rows_line_up(write, dep, n * r)):

@@ -55,8 +55,7 @@ class BaseSchedulerNode:
         return {n.get_name() for n in self.get_nodes()}
 
     def read_names(self) -> set[str]:
-        """Buffers this node needs before it runs: those it reads, and the earlier value of
-        the storage it writes in place (the write must follow whatever produced that)."""
+        """Buffers it needs first: those it reads, and the value it overwrites in place."""
         return {d.name for n in self.get_nodes() for d in n.read_writes.reads} | {
             m for n in self.get_nodes() for m in n.node.get_mutation_names()}
 
@@ -248,8 +247,7 @@ class Scheduler:
         if any(name in k.read_names() for k in self.kernels if k is not kernel):
             return True
         # a write in place reaches memory, unless the next write into that storage is in this
-        # kernel: fusion.py lets the two share it only when they write the same elements
-        # (``x[:, 0] += 1`` writes the column twice; only the second store is needed)
+        # kernel (fusion.py: then of the same elements; ``x[:, 0] += 1`` writes them twice)
         return bool(self.buffers[name].get_mutation_names()) and not any(
             name in n.node.get_mutation_names() for n in kernel.get_nodes())
 
@@ -345,13 +343,6 @@ class Scheduler:
         return done
 
     # --- memory traffic -----------------------------------------------------------------------
-
-    def storage_owner(self, name: str) -> str:
-        """The buffer whose storage ``name`` lives in: itself, or for a value written in place
-        (``ir/mutation.py``), the input it was written into."""
-        while self.buffers[name].get_mutation_names():
-            name = self.buffers[name].get_mutation_names()[0]
-        return name
 
     def itemsize(self, name: str) -> int:
         return self.buffers[name].get_dtype().itemsize

@@ -15,7 +15,7 @@
 from .extern import ExternKernel, FallbackKernel, MultiOutput, layout_of
 from .inline import InlineLoads, inline_producers, unflatten_index
 from .layout import Layout, contiguous_strides, dtype_name
-from .mutation import InPlaceBuffer, InPlaceFallback
+from .mutation import InPlaceBuffer, InPlaceFallback, storage_owner
 from .nodes import (REDUCTION_INIT, Buffer, ComputedBuffer, InputBuffer, IRNode, Loops, Pointwise,
                     Reduction)
 from .printer import PrintHandler, format_body, format_loop_nest
@@ -26,7 +26,8 @@ __all__ = [
     "Layout", "contiguous_strides", "dtype_name", "IRNode", "Loops", "Pointwise", "Reduction",
     "REDUCTION_INIT", "Buffer", "InputBuffer", "ComputedBuffer", "View", "ReinterpretView",
     "as_strided_layout", "broadcast_index", "ExternKernel", "FallbackKernel", "MultiOutput",
-    "layout_of", "InPlaceBuffer", "InPlaceFallback", "MemoryDep", "StarDep", "ReadWrites", "RecordReadWrites", "extract_read_writes",
+    "layout_of", "InPlaceBuffer", "InPlaceFallback", "storage_owner",
+    "MemoryDep", "StarDep", "ReadWrites", "RecordReadWrites", "extract_read_writes",
     "inline_producers", "unflatten_index", "InlineLoads", "PrintHandler", "format_body",
     "format_loop_nest",
 ]

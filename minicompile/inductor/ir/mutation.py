@@ -78,3 +78,10 @@ class InPlaceFallback(ExternKernel):
     def __str__(self) -> str:
         return f"{super().__str__()}\n  # writes {self.written} elements of {self.mutated} in place"
 
+
+def storage_owner(buffers: dict, name: str) -> str:
+    """The buffer whose storage ``name`` lives in: itself, or for a value written in place, the
+    input it was written into (following a chain of writes)."""
+    while buffers[name].get_mutation_names():
+        name = buffers[name].get_mutation_names()[0]
+    return name
