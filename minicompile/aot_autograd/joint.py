@@ -186,6 +186,11 @@ def _add_mutation_outputs(gm: fx.GraphModule, sig: GraphSignature,
     k = sig.num_user_outputs
     out.args = (flat[:k] + values + flat[k:],)
     sig.output_requires_grad += [False] * len(values)
+    # which outputs are new values of which inputs: a backend may write them into the input
+    # itself and return the input (inductor's fx_passes/reinplace.py); the wrapper then has
+    # nothing to copy. (A partition makes new graph modules: the forward of a training graph
+    # keeps copying back.)
+    gm.meta["mutated_inputs"] = {k + j: names[i] for j, i in enumerate(sig.mutated_inputs)}
 
 
 def _trace_backward(tracer: DispatchTracer, primals: list, outs: list,

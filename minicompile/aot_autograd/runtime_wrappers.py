@@ -8,7 +8,11 @@ incoming gradients. Autograd sees one opaque node for the whole graph.
 Inference: call the forward graph, nothing saved.
 
 Both: a functionalized graph returns the new values of the inputs it mutated; the wrapper
-copies them back (``input.copy_(new)``) so callers see the mutation, as in eager. Then outputs
+copies them back (``input.copy_(new)``) so callers see the mutation, as in eager. A compiler may
+instead write the changed elements into the input itself and return the input as its new value
+(inductor does where it is safe: ``gm.meta["mutated_inputs"]`` tells it which outputs are new
+values): there is nothing to copy then, only the input's version counter to bump, as an in-place
+op would, so autograd still notices a tensor it saved was changed. Then outputs
 that alias an input (``return x``, ``return x.t()``) are rebuilt from the caller's input
 (``as_strided``), after the copy-back so they see the mutated values, and outside the
 ``autograd.Function`` so that autograd differentiates the view like in eager.
@@ -19,6 +23,7 @@ from __future__ import annotations
 from typing import Callable
 
 import torch
+from torch.autograd.graph import increment_version
 
 from .joint import GraphSignature
 
@@ -28,7 +33,16 @@ def _copy_back_mutations(args: list, new_values: list, sig: GraphSignature) -> N
         return
     with torch.no_grad():
         for i, new in zip(sig.mutated_inputs, new_values):
-            args[i].copy_(new)
+            if is_same_tensor(new, args[i]):  # written in place by the compiled code
+                increment_version(args[i])
+            else:
+                args[i].copy_(new)
+
+
+def is_same_tensor(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """The same elements of the same memory (``b`` itself, or an identical view of it)."""
+    return a is b or (a.data_ptr() == b.data_ptr() and a.dtype == b.dtype
+                      and a.shape == b.shape and a.stride() == b.stride())
 
 
 def _user_outputs(args: list, graph_outs: list, sig: GraphSignature) -> list:

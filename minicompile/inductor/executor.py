@@ -208,7 +208,7 @@ def run_computed(node: ComputedBuffer, buffers: dict, sizes: Mapping) -> None:
     env = dict(sizes)
     env.update(zip(index + rindex, grid))
     if node.name not in buffers:
-        buffers[node.name] = allocate(node.layout, sizes)
+        buffers[node.name] = storage_for(node, buffers, sizes)
     with set_ops_handler(TorchHandler(buffers, env, shape, rshape)):
         node.store_output(index, rindex)
 
@@ -241,8 +241,15 @@ def run_multi_output(node: MultiOutput, buffers: dict, sizes: Mapping) -> None:
 
 def _store_tensor(node: Buffer, value: torch.Tensor, buffers: dict, sizes: Mapping) -> None:
     if node.name not in buffers:
-        buffers[node.name] = allocate(node.layout, sizes)
-    strided(buffers[node.name], node.layout, sizes).copy_(value)
+        buffers[node.name] = storage_for(node, buffers, sizes)
+    strided(buffers[node.name], node.layout, sizes).copy_(value)  # (in place: copies onto itself)
+
+
+def storage_for(node: Buffer, buffers: dict, sizes: Mapping) -> torch.Tensor:
+    """A new buffer's storage: fresh, or for a value written in place (``ir/mutation.py``) the
+    storage of the buffer it updates."""
+    target = node.get_mutation_names()
+    return buffers[target[0]] if target else allocate(node.layout, sizes)
 
 
 RUNNERS = [(ComputedBuffer, run_computed), (ExternKernel, run_extern),

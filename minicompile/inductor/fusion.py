@@ -16,6 +16,7 @@ import sympy
 
 from .codegen import get_scheduling
 from .dependencies import rows_line_up
+from .ir import storage_owner
 
 if TYPE_CHECKING:
     from .scheduler import BaseSchedulerNode, Scheduler
@@ -114,13 +115,38 @@ def _reads_line_up(s: "Scheduler", a: "BaseSchedulerNode", b: "BaseSchedulerNode
 
 
 
+def _in_place_writes_stay_at_their_point(s: "Scheduler", a: "BaseSchedulerNode",
+                                         b: "BaseSchedulerNode") -> Verdict:
+    """A member writing an input in place (``ir/mutation.py``) shares its kernel only with
+    accesses to that storage at the very element each point writes (``x[:, 0] += 1``: read
+    ``x[i, 0]``, write ``x[i, 0]``). Points run in any order, in parallel, in vectors: a read of
+    another element (``x[1:] = x[:-1].clone()`` reads ``x[i]`` and writes ``x[i + 1]``) might see
+    it before or after another point overwrote it, and two writes of one element in any order."""
+    members = a.get_nodes() + b.get_nodes()
+    n, r = tile(members)
+    for w in (m for m in members if m.node.get_mutation_names()):
+        owner = storage_owner(s.buffers, w.get_name())
+        for write in w.read_writes.writes:
+            for m in members:
+                accesses = m.read_writes.reads + (m.read_writes.writes if m is not w else [])
+                for dep in accesses:
+                    if storage_owner(s.buffers, dep.name) != owner:
+                        continue
+                    if not (same(w.numel, n * r) and same(m.numel, n * r)
+                            and rows_line_up(write, dep, n * r)):
+                        return False, (f"{w.get_name()} writes {owner} in place and "
+                                       f"{m.get_name()} reads or writes {dep} at other elements")
+    return True, ""
+
+
 def _backend_allows(s: "Scheduler", a: "BaseSchedulerNode", b: "BaseSchedulerNode") -> Verdict:
     """The code generator of the kernel's device may veto (``BaseScheduling.can_fuse``)."""
     device = a.get_nodes()[0].node.get_device()
     return get_scheduling(device, s.options).can_fuse(a, b)
 
 
-RULES: list[Callable[..., Verdict]] = [_no_extern, _has_elements, _loops_fit, _reads_line_up,
+RULES: list[Callable[..., Verdict]] = [_no_extern, _has_elements, _loops_fit,
+                                       _in_place_writes_stay_at_their_point, _reads_line_up,
                                        _backend_allows]
 
 

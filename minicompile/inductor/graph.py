@@ -24,8 +24,8 @@ from .ir import (Buffer, ComputedBuffer, ExternKernel, InputBuffer, IRNode, Layo
                  Pointwise, View, layout_of)
 from ..shapes.functions import sym_to_sympy
 from . import lowerings as _families  # noqa: F401  (the op families register their rows)
-from .lowering import (Unsupported, fallback_reason, is_scalar_constant, lowerings, make_fallback,
-                       realize, realize_strided)
+from .lowering import (Unsupported, fallback_reason, inplace_lowerings, is_scalar_constant,
+                       lowerings, make_fallback, realize, realize_strided)
 from .sizevars import Expr, FloorDiv
 from .virtualized import V
 
@@ -189,6 +189,8 @@ class GraphLowering:
             return args[0][args[1]]
         if target in SYMBOLIC_OPS:
             return SYMBOLIC_OPS[target](*args, **kwargs)
+        if node.meta.get("reinplace"):  # write into the input's storage (fx_passes/reinplace.py)
+            return inplace_lowerings[target](*args, **kwargs)  # no fallback: it must be in place
         lower = lowerings.get(target)
         if lower is None:
             return make_fallback(target, args, kwargs, fallback_reason(target))

@@ -60,7 +60,8 @@ def recompute_everywhere(producer: ComputedBuffer, readers: list[Buffer]) -> boo
 
 def inlinable(node: Buffer, output_names: set[str]) -> bool:
     return (isinstance(node, ComputedBuffer) and isinstance(node.data, Pointwise)
-            and node.get_name() not in output_names and node.layout.is_contiguous())
+            and node.get_name() not in output_names and node.layout.is_contiguous()
+            and not node.get_mutation_names())  # a write in place (ir/mutation.py) stays one
 
 
 def inline_unfusable_producers(nodes: Sequence[Buffer],
@@ -73,11 +74,14 @@ def inline_unfusable_producers(nodes: Sequence[Buffer],
     """
     outputs = set(output_names)
     nodes = list(nodes)
+    overwritten = {m for n in nodes for m in n.get_mutation_names()}
     reads = [n.get_read_writes().read_names() for n in nodes]  # refreshed when a node changes
     dropped: set[int] = set()
     for pos in range(len(nodes) - 1, -1, -1):
         producer = nodes[pos]
-        if not inlinable(producer, outputs):
+        if not inlinable(producer, outputs) or reads[pos] & overwritten:
+            # (a value that a write in place overwrites must be read before that write: its
+            # readers may run after it, so it stays a buffer the write waits for)
             continue
         name = producer.get_name()
         readers = [k for k in range(pos + 1, len(nodes)) if k not in dropped and name in reads[k]]

@@ -30,6 +30,9 @@ aten = torch.ops.aten
 LOW_PRECISION = (torch.float16, torch.bfloat16)  # computed in float32 inside a kernel
 
 lowerings: dict[Any, Callable[..., Any]] = {}
+# how a node marked ``meta["reinplace"]`` (fx_passes/reinplace.py) writes into its first
+# argument's storage instead of making a new tensor (lowerings/mutation.py)
+inplace_lowerings: dict[Any, Callable[..., Any]] = {}
 
 
 def register_lowering(*aten_ops: Any) -> Callable:
@@ -42,6 +45,17 @@ def register_lowering(*aten_ops: Any) -> Callable:
                     lowerings.setdefault(getattr(op, name), fn)
             else:
                 lowerings[op] = fn
+        return fn
+
+    return register
+
+
+def register_inplace_lowering(*aten_ops: Any) -> Callable:
+    """Register ``fn`` as the in-place lowering of each (functional) op."""
+
+    def register(fn: Callable) -> Callable:
+        for op in aten_ops:
+            inplace_lowerings[op] = fn
         return fn
 
     return register

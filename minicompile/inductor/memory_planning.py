@@ -69,6 +69,8 @@ def plan_memory(scheduler: "Scheduler") -> MemoryPlan:
             layout = getattr(scheduler.buffers[name], "layout", None)
             if layout is None:
                 continue  # a tuple-returning extern kernel: its MultiOutputs hold the data
+            if scheduler.buffers[name].get_mutation_names():
+                continue  # written into an input in place: its storage is the caller's
             nbytes = sympy.sympify(layout.storage_size() * scheduler.itemsize(name)).subs(hints)
             # a size no input had when traced (a SymInt argument): counted as 0 in the report
             lifetime[name] = BufferLifetime(name, int(nbytes) if nbytes.is_number else 0, i, i, name,

@@ -55,7 +55,9 @@ class BaseSchedulerNode:
         return {n.get_name() for n in self.get_nodes()}
 
     def read_names(self) -> set[str]:
-        return {d.name for n in self.get_nodes() for d in n.read_writes.reads}
+        """Buffers it needs first: those it reads, and the value it overwrites in place."""
+        return {d.name for n in self.get_nodes() for d in n.read_writes.reads} | {
+            m for n in self.get_nodes() for m in n.node.get_mutation_names()}
 
     def is_reduction(self) -> bool:
         return False
@@ -242,7 +244,12 @@ class Scheduler:
         """Must ``kernel`` write ``name`` to memory? Yes when the caller or another kernel reads it."""
         if name in self.output_names:
             return True
-        return any(name in k.read_names() for k in self.kernels if k is not kernel)
+        if any(name in k.read_names() for k in self.kernels if k is not kernel):
+            return True
+        # a write in place reaches memory, unless the next write into that storage is in this
+        # kernel (fusion.py: then of the same elements; ``x[:, 0] += 1`` writes them twice)
+        return bool(self.buffers[name].get_mutation_names()) and not any(
+            name in n.node.get_mutation_names() for n in kernel.get_nodes())
 
     # --- fusion -------------------------------------------------------------------------------
 

@@ -31,7 +31,7 @@ import torch
 import torch.utils._pytree as pytree
 from sympy.printing.str import StrPrinter
 
-from ..ir import Buffer, ExternKernel, IRNode, MultiOutput, ReinterpretView
+from ..ir import Buffer, ExternKernel, IRNode, MultiOutput, ReinterpretView, storage_owner
 from ..kernel_group import KernelGroup
 from ..memory_planning import BufferLifetime, plan_memory
 from .common import IndentedBuffer
@@ -166,6 +166,10 @@ class WrapperCodeGen:
         if not group.is_loop_kernel():
             return
         for name in group.stored:
+            if self.scheduler.buffers[name].get_mutation_names():  # ir/mutation.py: the new
+                owner = storage_owner(self.scheduler.buffers, name)  # value lives in the input
+                self.body.writeline(f"{name} = {owner}  # {owner} written in place")
+                continue
             b = self.starts[name]
             layout = self.scheduler.buffers[name].layout
             if b.storage == name:

@@ -12,7 +12,9 @@ print it. :func:`run_graph_passes` runs them in an order where each one feeds th
 4. :func:`fold_constants` - anything computable from constants alone (the folded conv weights);
 5. :func:`fold_conv_binary` - ``conv * c``, ``conv + c`` with per-channel constants ``c`` fold into
    the conv (decomposed eval batchnorm is such a chain), alternating with constant folding;
-6. :func:`eliminate_dead_code` - whatever the others left unused.
+6. :func:`eliminate_dead_code` - whatever the others left unused;
+7. :func:`reinplace_input_mutations` - a mutated input whose new value is the input with some
+   elements replaced gets those elements written into it in place (marks nodes for lowering).
 
 Every pass keeps results equal to eager's (``tests/test_fx_passes.py`` checks each one).
 """
@@ -30,10 +32,12 @@ from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
 from .noop import NOOPS, remove_noop_ops
 from .pattern_matcher import Op, Var, rewrite
+from .reinplace import SCATTER_OPS, reinplace_input_mutations
 
 __all__ = ["run_graph_passes", "PassReport", "eliminate_dead_code",
            "eliminate_common_subexpressions", "fold_constants", "simplify_algebra", "fold_conv_bn",
-           "fold_conv_binary", "remove_noop_ops", "NOOPS",
+           "fold_conv_binary", "remove_noop_ops", "NOOPS", "reinplace_input_mutations",
+           "SCATTER_OPS",
            "RULES", "Op", "Var", "rewrite"]
 
 
@@ -47,13 +51,17 @@ class PassReport:
     rewrites: list[tuple[str, str]] = field(default_factory=list)  # (node, rule)
     constants_folded: int = 0
     dead_removed: int = 0
+    reinplaced: dict[str, str] = field(default_factory=dict)  # mutated input -> in place or why not
 
     def __str__(self) -> str:
         rules = "".join(f"\n    {node}: {rule}" for node, rule in self.rewrites)
         noops = f"no-ops removed: {len(self.noops_removed)}, " if self.noops_removed else ""
         return (f"folded into convs: {self.conv_bn_folded}, {noops}CSE merged: {self.cse_merged}, "
                 f"constants folded: {self.constants_folded}, dead removed: {self.dead_removed}, "
-                f"rewrites: {len(self.rewrites)}{rules}")
+                f"rewrites: {len(self.rewrites)}{rules}{self._mutations()}")
+
+    def _mutations(self) -> str:
+        return "".join(f"\n    mutated input {name}: {how}" for name, how in self.reinplaced.items())
 
 
 def run_graph_passes(gm: torch.fx.GraphModule) -> PassReport:
@@ -69,4 +77,5 @@ def run_graph_passes(gm: torch.fx.GraphModule) -> PassReport:
         report.conv_bn_folded += n
         report.constants_folded += fold_constants(gm)
     report.dead_removed = eliminate_dead_code(gm)
+    report.reinplaced = reinplace_input_mutations(gm)  # last: it marks nodes for the lowering
     return report

@@ -5,6 +5,8 @@
                   ``InputBuffer``, ``ComputedBuffer`` (named storage; prints as a loop nest)
 - ``views``       ``View`` (index remapping), ``ReinterpretView`` (strided view of a buffer)
 - ``extern``      ``ExternKernel``/``FallbackKernel``/``MultiOutput``: ATen library calls
+- ``mutation``    ``InPlaceBuffer``/``InPlaceFallback``: a graph input's new value written into
+                  the input's own storage
 - ``read_writes`` ``MemoryDep``/``StarDep``/``ReadWrites``: what a node reads and writes
 - ``inline``      ``inline_producers``: substitute a producer's body into its consumer
 - ``printer``     ``PrintHandler``, ``format_loop_nest``
@@ -13,6 +15,7 @@
 from .extern import ExternKernel, FallbackKernel, MultiOutput, layout_of
 from .inline import InlineLoads, inline_producers, unflatten_index
 from .layout import Layout, contiguous_strides, dtype_name
+from .mutation import InPlaceBuffer, InPlaceFallback, storage_owner
 from .nodes import (REDUCTION_INIT, Buffer, ComputedBuffer, InputBuffer, IRNode, Loops, Pointwise,
                     Reduction)
 from .printer import PrintHandler, format_body, format_loop_nest
@@ -23,7 +26,8 @@ __all__ = [
     "Layout", "contiguous_strides", "dtype_name", "IRNode", "Loops", "Pointwise", "Reduction",
     "REDUCTION_INIT", "Buffer", "InputBuffer", "ComputedBuffer", "View", "ReinterpretView",
     "as_strided_layout", "broadcast_index", "ExternKernel", "FallbackKernel", "MultiOutput",
-    "layout_of", "MemoryDep", "StarDep", "ReadWrites", "RecordReadWrites", "extract_read_writes",
+    "layout_of", "InPlaceBuffer", "InPlaceFallback", "storage_owner",
+    "MemoryDep", "StarDep", "ReadWrites", "RecordReadWrites", "extract_read_writes",
     "inline_producers", "unflatten_index", "InlineLoads", "PrintHandler", "format_body",
     "format_loop_nest",
 ]

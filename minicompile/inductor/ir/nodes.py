@@ -160,6 +160,11 @@ class Buffer(IRNode):
         """Reads and writes as (buffer name, SymPy index) pairs; see ``read_writes``."""
         return ReadWrites()
 
+    def get_mutation_names(self) -> list[str]:
+        """Buffers whose storage this one writes into instead of owning its own (an input
+        updated in place: ``ir/mutation.py``); none for an ordinary buffer."""
+        return []
+
     def __str__(self) -> str:
         return f"{self.name}: {type(self).__name__} {self.layout}"
 

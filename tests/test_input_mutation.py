@@ -1,0 +1,400 @@
+"""Mutated graph inputs written in place (fx_passes/reinplace.py, lowerings/mutation.py,
+ir/mutation.py): each pattern against eager on every CPU backend, the caller's tensor checked
+after the call and still the same storage; the hazards that must keep the copy-back (or stay
+correct in place); and the copy-back no longer running where the write is in place."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import minicompile as mc
+from minicompile import config
+
+aten = torch.ops.aten
+BACKENDS = ["cpp", "triton", "reference"]
+
+
+def idx(*rows):
+    return torch.tensor(rows)
+
+
+def cols():  # scatter indices along dim 0 of a (10, 4) tensor, distinct in each column
+    return torch.tensor([[1, 2, 3, 4], [5, 6, 7, 8]])
+
+
+def _column_sin(x, y):
+    x[:, 0] = y.sin()
+
+
+def _row(x, y):
+    x[3] = y
+
+
+def _slice_copy(x, y):
+    x[2:5].copy_(y)
+
+
+def _strided_slice(x, y):
+    x[::2, 1] = y
+
+
+def _add_to_column(x):
+    x[:, 0] += 1
+
+
+def _index_put(x, i, v):
+    x.index_put_((i,), v)
+
+
+def _index_put_accumulate(x, i, v):
+    x.index_put_((i,), v, accumulate=True)
+
+
+def _scatter(x, i, src):
+    x.scatter_(0, i, src)
+
+
+def _scatter_value(x, i):
+    x.scatter_(0, i, 2.0)
+
+
+def _scatter_add(x, i, src):
+    x.scatter_add_(0, i, src)
+
+
+def _scatter_reduce(x, i, src):
+    x.scatter_reduce_(0, i, src, "amax")
+
+
+def _copy_whole(x, y):
+    x.copy_(y)
+
+
+def _two_writes(x, y):
+    x[0] = y
+    x[2] = y * 2
+
+
+def _index_put_then_row(x, i, v, y):
+    x.index_put_((i,), v)
+    x[0] = y
+
+
+def _write_then_read(x, y):
+    x[:, 0] = y.sin()
+    return x.sum(1)
+
+
+def r(*shape):
+    return torch.randn(*shape)
+
+
+# (name, fn, inputs): the first input is mutated; every case is written in place
+PATTERNS = [
+    ("column", _column_sin, lambda: [r(10, 10), r(10)]),
+    ("row", _row, lambda: [r(10, 10), r(10)]),
+    ("slice copy_", _slice_copy, lambda: [r(10, 4), r(3, 4)]),
+    ("strided slice", _strided_slice, lambda: [r(10, 4), r(5)]),
+    ("x[:, 0] += 1", _add_to_column, lambda: [r(4, 5)]),
+    ("index_put_", _index_put, lambda: [r(10, 4), idx(1, 3), r(2, 4)]),
+    ("index_put_ accumulate", _index_put_accumulate, lambda: [r(10, 4), idx(1, 3, 1), r(3, 4)]),
+    ("scatter_", _scatter, lambda: [r(10, 4), cols(), r(2, 4)]),
+    ("scatter_ value", _scatter_value, lambda: [r(10, 4), cols()]),
+    ("scatter_add_", _scatter_add, lambda: [r(10, 4), cols(), r(2, 4)]),
+    ("scatter_reduce_", _scatter_reduce, lambda: [r(10, 4), cols(), r(2, 4)]),
+    ("copy_ whole", _copy_whole, lambda: [r(6, 4), r(6, 4)]),
+    ("mutated twice", _two_writes, lambda: [r(5, 4), r(4)]),
+    ("index_put_ then a row", _index_put_then_row, lambda: [r(10, 4), idx(1, 3), r(2, 4), r(4)]),
+    ("written then read", _write_then_read, lambda: [r(10, 10), r(10)]),
+]
+
+
+def check_against_eager(fn, args, calls=2):
+    """Compile, call ``calls`` times on copies of ``args`` next to eager; the mutated first input
+    must match eager after each call and keep its storage. Returns the compiled function."""
+    compiled = mc.compile(fn, backend="inductor")
+    mine, ref = [a.clone() for a in args], [a.clone() for a in args]
+    ptr = mine[0].data_ptr()
+    for _ in range(calls):
+        torch.testing.assert_close(compiled(*mine), fn(*ref))
+        torch.testing.assert_close(mine[0], ref[0])
+        assert mine[0].data_ptr() == ptr
+    return compiled
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name, fn, make", PATTERNS, ids=[p[0] for p in PATTERNS])
+def test_pattern_matches_eager_in_place(name, fn, make, backend, monkeypatch, compiled_graphs):
+    monkeypatch.setattr(config.inductor, "cpu_backend", backend)
+    check_against_eager(fn, make())
+    (graph,) = compiled_graphs
+    assert graph.pass_report.reinplaced == {"primals_1": "in place"}
+
+
+class CountCopies(TorchDispatchMode):
+    """Counts ``aten.copy_`` calls: the runtime wrapper's copy-back is one."""
+
+    def __init__(self):
+        super().__init__()
+        self.copies = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.copies += func is aten.copy_.default
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("name, fn, make", PATTERNS, ids=[p[0] for p in PATTERNS])
+def test_no_copy_back(name, fn, make, monkeypatch):
+    """Written in place, nothing is copied into the input after the graph; the aot_eager
+    backend (no reinplacing) still copies the whole new value back. (Kernels by the reference
+    backend: Triton's interpreter copies each kernel's arguments to and from the host.)"""
+    monkeypatch.setattr(config.inductor, "cpu_backend", "reference")
+    args = make()
+    for backend, copies in (("inductor", 0), ("aot_eager", 1)):
+        mc.reset()
+        compiled = mc.compile(fn, backend=backend)
+        compiled(*[a.clone() for a in args])  # compiles
+        with CountCopies() as count:
+            compiled(*[a.clone() for a in args])
+        assert count.copies == copies, backend
+
+
+def test_version_counter_bumps():
+    """A kernel writing the input does not tell autograd; the wrapper bumps the version as the
+    in-place op would, so a tensor saved for backward and then overwritten is still caught."""
+    x, y = r(10, 10), r(10)
+    compiled = mc.compile(_column_sin, backend="inductor")
+    before = x._version
+    compiled(x, y)
+    assert x._version > before
+    w = torch.randn(10, 10, requires_grad=True)
+    loss = (w * x).sum()  # saves x
+    compiled(x, y)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
+
+
+def test_written_in_place_code(compiled_graphs):
+    """The wrapper binds the new value to the input instead of allocating, and the one kernel
+    stores 10 elements of it."""
+    x, y = r(10, 10), r(10)
+    mc.compile(_column_sin, backend="inductor")(x, y)
+    source = compiled_graphs[0].source
+    assert "= primals_1  # primals_1 written in place" in source
+    assert "empty(" not in source
+
+
+# --- hazards: the old value needed after the write ---------------------------------------------
+
+def _old_value_read_after(x):
+    y = x.clone()
+    x[0] = 1
+    return y + x
+
+
+def _old_value_used_after(x):
+    y = x * 2
+    x[0] = 1
+    return y + x
+
+
+def _shift_with_clone(x):
+    x[1:] = x[:-1].clone()
+
+
+def _other_row(x):
+    x[0] = x[1] * 2
+
+
+def _read_between_writes(x, y):
+    x[0] = y
+    s = x.sum()
+    x[1] = y
+    return s
+
+
+def _whole_then_part(x):
+    y = x * 2
+    x[0] = y[1]
+    return y.sum()
+
+
+HAZARDS = [  # (name, fn, inputs, written in place?)
+    ("old value read after the write", _old_value_read_after, lambda: [r(5)], False),
+    # (in place, the sum would read the new x: it runs after the write, which it also reads)
+    ("old value used after the write", _old_value_used_after, lambda: [r(5)], False),
+    ("value read between two writes", _read_between_writes, lambda: [r(5, 4), r(4)], False),
+    # in place, but the read of other elements stays out of the writing kernel
+    ("overlapping shift", _shift_with_clone, lambda: [r(9)], True),
+    ("another row of x", _other_row, lambda: [r(4, 3)], True),
+    ("x * 2 read by the write and after it", _whole_then_part, lambda: [r(4, 3)], True),
+]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name, fn, make, in_place", HAZARDS, ids=[h[0] for h in HAZARDS])
+def test_hazards(name, fn, make, in_place, backend, monkeypatch, compiled_graphs):
+    monkeypatch.setattr(config.inductor, "cpu_backend", backend)
+    check_against_eager(fn, make())
+    decision = compiled_graphs[0].pass_report.reinplaced["primals_1"]
+    assert (decision == "in place") == in_place, decision
+
+
+def test_overlapping_shift_is_two_kernels(compiled_graphs):
+    """``x[1:] = x[:-1].clone()``: the copy must be complete before the write starts (in one
+    kernel, point i would read x[i] after point i - 1 wrote it)."""
+    check_against_eager(_shift_with_clone, [torch.arange(9.0)])
+    assert len(compiled_graphs[0].scheduler.kernels) == 2
+    decisions = compiled_graphs[0].scheduler.decisions
+    assert any("writes primals_1 in place" in d.reason for d in decisions)
+
+
+def test_shift_without_clone():
+    """Eager refuses ``x[1:] = x[:-1]`` (overlapping memory); compiled, it means what the
+    functional graph says, ``x[1:] = x[:-1].clone()``: never values carried along by the write."""
+    def shift(t):
+        t[1:] = t[:-1]
+
+    x = torch.arange(6.0)
+    with pytest.raises(RuntimeError, match="single memory location"):
+        shift(x.clone())
+    mine, ref = x.clone(), x.clone()
+    mc.compile(shift, backend="inductor")(mine)
+    _shift_with_clone(ref)
+    torch.testing.assert_close(mine, ref)
+
+
+def test_mutated_input_also_returned():
+    def fn(x, y):
+        x[:, 0] = y
+        return x
+
+    x, y = r(5, 5), r(5)
+    out = check_against_eager(fn, [x, y])
+    z = x.clone()
+    assert out(z, y) is z
+
+
+def test_input_that_requires_grad():
+    """A write into x from y that requires grad: AOT autograd refuses (today's path: eager),
+    and the gradient is eager's."""
+    def fn(x, y):
+        x[:, 0] = y.sin()
+        return x.sum()
+
+    y1, y2 = r(4).requires_grad_(), None
+    y2 = y1.detach().clone().requires_grad_()
+    x1, x2 = r(4, 4), None
+    x2 = x1.clone()
+    mc.compile(fn, backend="inductor")(x1, y1).backward()
+    fn(x2, y2).backward()
+    torch.testing.assert_close(x1, x2)
+    torch.testing.assert_close(y1.grad, y2.grad)
+
+
+def test_leaf_that_requires_grad_under_no_grad():
+    x, y = r(4, 4).requires_grad_(), r(4)
+    ref = x.detach().clone()
+    with torch.no_grad():
+        mc.compile(_column_sin, backend="inductor")(x, y)
+        ref[:, 0] = y.sin()
+    torch.testing.assert_close(x.detach(), ref)
+
+
+def test_input_aliasing_another_input():
+    """Two inputs sharing storage: a write into one shows through the other (never in place;
+    here functionalization refuses and the function runs eagerly)."""
+    def fn(a, b):
+        a[0] = 1
+        return b * 2
+
+    base = r(4, 3)
+    mine, ref = base.clone(), base.clone()
+    torch.testing.assert_close(mc.compile(fn, backend="inductor")(mine, mine[0]), fn(ref, ref[0]))
+    torch.testing.assert_close(mine, ref)
+
+
+def test_aliasing_inputs_read_only_before_the_write(compiled_graphs):
+    def fn(a, b):
+        s = b.sum()
+        a[0] = s
+        return s
+
+    base = r(4, 3)
+    mine, ref = base.clone(), base.clone()
+    torch.testing.assert_close(mc.compile(fn, backend="inductor")(mine, mine[1]), fn(ref, ref[1]))
+    torch.testing.assert_close(mine, ref)
+    for g in compiled_graphs:
+        assert g.pass_report.reinplaced.get("primals_1", "in place") != "in place"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_non_contiguous_and_offset_inputs(backend, monkeypatch):
+    """A transposed input and one starting inside its storage: the region is found in the
+    input's own storage, and the base around it is untouched."""
+    monkeypatch.setattr(config.inductor, "cpu_backend", backend)
+    for fn, make in [(_column_sin, lambda b: b.t()), (_column_sin, lambda b: b[2:]),
+                     (_index_put, None), (_slice_copy, lambda b: b[:, 1:5])]:
+        mc.reset()
+        base = r(12, 10)
+        mine_base, ref_base = base.clone(), base.clone()
+        if fn is _index_put:
+            args = lambda b: [b.t(), idx(1, 3), r(2, 12)]  # noqa: E731
+            rest = args(mine_base)[1:]
+            mine, ref = [mine_base.t(), *rest], [ref_base.t(), *rest]
+        else:
+            x_m, x_r = make(mine_base), make(ref_base)
+            y = r(x_m.shape[0]) if fn is _column_sin else r(3, 4)
+            mine, ref = [x_m, y], [x_r, y]
+        compiled = mc.compile(fn, backend="inductor")
+        for _ in range(2):
+            compiled(*mine)
+            fn(*ref)
+            torch.testing.assert_close(mine_base, ref_base)
+
+
+def test_expanded_input_raises_like_eager():
+    """x[:, 0] of an expanded x is one element three times: eager refuses the write, and so
+    does the compiled function (functionalization leaves it to eager)."""
+    x = r(1, 4).expand(3, 4)
+    with pytest.raises(RuntimeError, match="single memory location"):
+        _column_sin(x, r(3))
+    with pytest.raises(RuntimeError, match="single memory location"):
+        mc.compile(_column_sin, backend="inductor")(x, r(3))
+
+
+def test_called_with_another_layout():
+    """Compiled for a contiguous x, called with a transposed one: whatever the compiled code
+    does, the caller's tensor ends up as eager's."""
+    compiled = mc.compile(_column_sin, backend="inductor")
+    compiled(r(6, 6), r(6))
+    base = r(6, 6)
+    mine, ref = base.clone(), base.clone()
+    y = r(6)
+    compiled(mine.t(), y)
+    _column_sin(ref.t(), y)
+    torch.testing.assert_close(mine, ref)
+
+
+def test_module_buffer_updated_in_place(compiled_graphs):
+    """A module's buffer written by forward (a lifted input): in place, like the inputs."""
+    class Counter(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("hist", torch.zeros(8))
+
+        def forward(self, i, v):
+            self.hist.index_put_((i,), v, accumulate=True)
+            return self.hist.sum()
+
+    mine, ref = Counter(), Counter()
+    i, v = idx(1, 5, 1), r(3)
+    compiled = mc.compile(mine, backend="inductor")
+    ptr = mine.hist.data_ptr()
+    for _ in range(2):
+        torch.testing.assert_close(compiled(i, v), ref(i, v))
+    torch.testing.assert_close(mine.hist, ref.hist)
+    assert mine.hist.data_ptr() == ptr
+    assert "in place" in compiled_graphs[0].pass_report.reinplaced.values()
