@@ -241,3 +241,26 @@ def test_referee_one_ill_conditioned_element_does_not_excuse_the_others():
     ref = torch.tensor([1.0, 2.0, float("nan")], dtype=torch.float64)
     assert mismatch(e, torch.tensor([1.0, 2.0, 7.0]), ref) is None
     assert mismatch(e, torch.tensor([1.0, 2.5, 0.3]), ref) is not None
+
+
+def test_no_index_drawn_into_a_data_dependent_shape_on_the_gpu():
+    """Fuzzer seed 901165 (CUDA): ``v0 = x0[x0]; v0.index_select(0, x1)`` with indices drawn below
+    the example's size of ``v0``; other inputs give ``v0`` fewer elements, and on the GPU eager's
+    out-of-bounds index is a device-side assert that ends the process. The generator tracks the
+    values whose shape depends on data and draws no index into them for CUDA programs."""
+    import random
+
+    from minicompile.fuzz.generate import Builder
+    from minicompile.fuzz.ops import OPS, _index
+
+    b = Builder(random.Random(0), "cpu")
+    x = b.new_input((13,), "float32", requires_grad=False, layout="contiguous")
+    assert b._try(next(op for op in OPS if op.name == "boolean_mask"), x)
+    masked = list(b.values)[-1]
+    assert b._try(next(op for op in OPS if op.name == "unary_float"), masked)
+    derived = list(b.values)[-1]
+    assert {masked, derived} <= b.data_dependent and x not in b.data_dependent
+    b.device = "cuda"  # as for a GPU program (the examples stay CPU tensors here)
+    assert all(_index(b, v) is None for v in (masked, derived))
+    b.device = "cpu"  # on the CPU eager raises IndexError, which the check compares
+    assert any(_index(b, masked) is not None for _ in range(20))

@@ -187,3 +187,39 @@ def test_zero_size_results_launch_no_kernel(k, cpu_backend, monkeypatch):
         torch.testing.assert_close(g, e)
     assert all(n > 0 for n in launched)
     assert mc.metrics.eager_fallbacks == 0
+
+
+@pytest.mark.parametrize("cpu_backend", ["reference", "cpp", "triton"])
+def test_not_of_a_bool_cat_with_an_empty_part(cpu_backend, monkeypatch):
+    """Fuzzer seed 903033 (CUDA): ``~`` of a bool cat whose first part is empty gave True for
+    False. The cat's masked load filled with the integer 0, which made the bool an int32, and
+    ``~1`` of an int32 is -2: true. A masked bool now stays a bool (int1) in Triton."""
+    monkeypatch.setattr(config.inductor, "cpu_backend", cpu_backend)
+
+    def fn(x0, x1):
+        v1 = torch.cat([x0, x1], dim=2)
+        return torch.stack([v1, ~v1], dim=-3), ~torch.cat([x1, x0, x1], dim=2)
+
+    x0, x1 = torch.rand(1, 16, 0) > 0.5, torch.rand(1, 16, 1) > 0.5
+    for got, want in zip(mc.compile(fn)(x0, x1), fn(x0, x1)):
+        assert torch.equal(got, want)
+
+
+@pytest.mark.parametrize("cpu_backend", ["reference", "cpp", "triton"])
+def test_in_place_update_through_a_no_op_expand_of_a_transposed_input(cpu_backend, monkeypatch):
+    """Fuzzer seed 902167: ``x.expand(x.shape).mul_(2)`` on a transposed int64 input: the
+    result and the caller's tensor must both hold the doubled values, at the input's strides."""
+    monkeypatch.setattr(config.inductor, "cpu_backend", cpu_backend)
+
+    def fn(x0):
+        v0 = x0.expand(1, 31, 17)
+        v0.mul_(2)
+        return v0
+
+    def transposed():
+        return torch.arange(527).reshape(1, 17, 31).transpose(1, 2)
+
+    x, expected_x = transposed(), transposed()
+    expected, got = fn(expected_x), mc.compile(fn)(x)
+    assert torch.equal(got, expected) and torch.equal(x, expected_x)
+    assert got.stride() == expected.stride()

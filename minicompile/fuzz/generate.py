@@ -10,6 +10,7 @@ runs in eager; what it computes does not matter, only that compiled code compute
 from __future__ import annotations
 
 import random
+import re
 import warnings
 
 import torch
@@ -36,6 +37,9 @@ class Builder:
         self.rng, self.device = rng, device
         self.program = Program(inputs=[])
         self.values: dict[str, torch.Tensor] = {}
+        # values whose shape depends on the inputs' data (a boolean mask's result, and what is
+        # computed from it): their example's shape is not the shape at run time
+        self.data_dependent: set[str] = set()
         self.seed = rng.randrange(2**31)
         self.gen = torch.Generator().manual_seed(self.seed)
 
@@ -117,6 +121,8 @@ class Builder:
         comment = f"{tuple(result.shape)} {str(result.dtype).removeprefix('torch.')}"
         self.program.body.append(Statement(target, expr, comment))
         self.values[target] = result
+        if op.name == "boolean_mask" or self.data_dependent & set(re.findall(r"\w+", expr)):
+            self.data_dependent.add(target)
         return True
 
     def _eval(self, expr: str) -> torch.Tensor:

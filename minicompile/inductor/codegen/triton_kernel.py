@@ -277,6 +277,8 @@ class TritonKernel:
             value = body()
         finally:
             self.masks.pop()
+        if self.dtype(value) == torch.bool:  # a bool stays int1: where(m, int1, 0) is int32,
+            other = bool(other)               # and ~ of an int32 1 is -2, which is true
         return self.generate(f"tl.where({mask}, {value}, {triton_constant(other)})",
                              self.dtype(value))
 
