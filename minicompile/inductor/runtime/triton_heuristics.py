@@ -25,7 +25,6 @@ import torch
 import triton
 from triton import knobs
 from triton.compiler.errors import CompilationError
-from triton.runtime import driver
 from triton.testing import do_bench
 
 from ... import config, debug
@@ -94,6 +93,12 @@ def specialization(args: tuple) -> tuple:
                  else (a == 1, a % 16 == 0, -2**31 <= a < 2**31) for a in args)
 
 
+def raw_stream() -> int:
+    """The current CUDA stream of the current device, as the launcher takes it (a C call, as
+    Inductor's ``get_raw_stream``; Triton's driver goes through two Python layers for it)."""
+    return torch._C._cuda_getCurrentRawStream(torch.cuda.current_device())
+
+
 class KernelCompileError(RuntimeError):
     """A generated Triton kernel did not compile: the message names the kernel and its file."""
 
@@ -107,14 +112,18 @@ class CompiledLaunch:
         kernel._init_handles()
         self.kernel, self.constexprs = kernel, tuple(
             v for k, v in cfg.kwargs().items() if k != "num_warps")
+        # launch hooks (a profiler's) as installed now; without one the metadata is None, and
+        # computing it is skipped as Inductor's launcher does
+        self.enter_hook, self.exit_hook = knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook
 
     def __call__(self, grid_0: int, args: tuple) -> None:
         k = self.kernel
-        stream = driver.active.get_current_stream(driver.active.get_current_device())
+        stream = raw_stream()
         bound = (*args, *self.constexprs)
-        k.run(grid_0, 1, 1, stream, k.function, k.packed_metadata,
-              k.launch_metadata((grid_0, 1, 1), stream, *bound),
-              knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook, *bound)
+        metadata = (k.launch_metadata((grid_0, 1, 1), stream, *bound)
+                    if self.enter_hook is not None else None)
+        k.run(grid_0, 1, 1, stream, k.function, k.packed_metadata, metadata,
+              self.enter_hook, self.exit_hook, *bound)
 
 
 COMPILED_STAGES = ("ttir", "ttgir", "llir", "ptx")  # Triton's lowering: our source -> ... -> PTX
@@ -137,23 +146,35 @@ class TritonLauncher:
         self.name, self.fn, self.kind, self.source = name, fn, kind, source
         self.autotune = autotune and not INTERPRET
         self.best: dict[tuple[int, int], Config] = {}  # size class -> chosen config
+        self.grids: dict[tuple[int, int], tuple[Config, int]] = {}  # sizes -> (config, grid)
         self.binaries: dict[tuple, CompiledLaunch] = {}  # (config, specialization) -> binary
         self.timings: dict[tuple[int, int], dict[Config, float]] = {}  # size class -> ms per config
 
     def __call__(self, *args: Any) -> None:
         if self.kind == "pointwise":
-            xnumel, rnumel = int(args[-1]), 1
+            sizes = (int(args[-1]), 1)
         else:
-            xnumel, rnumel = int(args[-2]), int(args[-1])
+            sizes = (int(args[-2]), int(args[-1]))
+        chosen = self.grids.get(sizes)  # sizes seen before: no arithmetic on this path
+        if chosen is None:
+            chosen = self.grids[sizes] = self.config_and_grid(args, *sizes)
+        cfg, grid_0 = chosen
+        if grid_0:  # (a kernel over zero elements is not launched)
+            self.launch(cfg, args, grid_0)
+
+    def config_and_grid(self, args: tuple, xnumel: int, rnumel: int) -> tuple[Config, int]:
+        """The config for these sizes' size class (autotuned the first time it is seen) and the
+        grid it needs: ``cdiv(xnumel, XBLOCK)`` programs."""
         if xnumel == 0:
-            return
+            return candidate_configs(self.kind, 1, max(rnumel, 1))[0], 0
         key = (pow2(xnumel), pow2(rnumel))
         if key not in self.best:
             self.best[key] = self.choose(args, xnumel, rnumel)
-        self.launch(self.best[key], args, xnumel)
+        cfg = self.best[key]
+        return cfg, triton.cdiv(xnumel, cfg.XBLOCK)
 
-    def launch(self, cfg: Config, args: tuple, xnumel: int) -> None:
-        grid = (triton.cdiv(xnumel, cfg.XBLOCK),)
+    def launch(self, cfg: Config, args: tuple, grid_0: int) -> None:
+        grid = (grid_0,)
         if INTERPRET:
             with INTERPRETER_LOCK:
                 self.run_jit(grid, cfg, args)
@@ -186,7 +207,8 @@ class TritonLauncher:
         configs = candidate_configs(self.kind, xnumel, rnumel)
         if not self.autotune or len(configs) == 1:
             return configs[0]
-        timings = {c: do_bench(lambda c=c: self.launch(c, args, xnumel), warmup=5, rep=20)
+        timings = {c: do_bench(lambda c=c: self.launch(c, args, triton.cdiv(xnumel, c.XBLOCK)),
+                               warmup=5, rep=20)
                    for c in configs}
         best = min(timings, key=timings.get)
         self.timings[(pow2(xnumel), pow2(rnumel))] = timings
