@@ -88,3 +88,43 @@ def test_real_kernel_compile_error_names_the_kernel_and_its_file():
     launcher, path = broken_launcher()
     with pytest.raises(KernelCompileError, match=f"triton_poi_broken_0.*\n  source: {path}"):
         launcher(torch.empty(8, device="cuda"), 8)
+
+
+def test_autotuning_times_a_kernel_that_updates_in_place_on_copies(monkeypatch):
+    """Timing runs a kernel many times; one that doubles a buffer in place must leave it doubled
+    once (on the GPU an in-place update of a graph input came back as zeros: 2**64 * x in int64).
+    The interpreter does not autotune: two configs and a timer are simulated."""
+    from minicompile.inductor.runtime import triton_heuristics as th
+
+    source = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def triton_poi_double_0(in_out_ptr0, xnumel, XBLOCK: tl.constexpr):
+    xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)
+    xmask = xindex < xnumel
+    tl.store(in_out_ptr0 + xindex, tl.load(in_out_ptr0 + xindex, xmask) * 2, xmask)
+"""
+    module = PyCodeCache.load(source, "triton_poi_double_0")
+    launcher = TritonLauncher("triton_poi_double_0", module.triton_poi_double_0, "pointwise",
+                              source, autotune=False)
+    launcher.autotune = True
+    monkeypatch.setattr(th, "candidate_configs", lambda kind, x, r: [th.Config(8), th.Config(16)])
+    timed = []
+
+    def fake_do_bench(fn, warmup, rep):
+        for _ in range(5):
+            fn()
+        timed.append(fn)
+        return float(len(timed))
+
+    monkeypatch.setattr(th, "do_bench", fake_do_bench)
+    x = torch.arange(37)
+    expected = x * 2
+    launcher(x, 37)
+    assert len(timed) == 2 and torch.equal(x, expected)
+    t = torch.arange(40)[::2]  # a strided view: its copy keeps the strides and the offsets
+    copy = th.scratch_copy(t)
+    assert copy.stride() == t.stride() and copy.data_ptr() != t.data_ptr() and torch.equal(copy, t)

@@ -93,6 +93,13 @@ def specialization(args: tuple) -> tuple:
                  else (a == 1, a % 16 == 0, -2**31 <= a < 2**31) for a in args)
 
 
+def scratch_copy(t: torch.Tensor) -> torch.Tensor:
+    """``t``'s size, strides and offset over a copy of its whole storage: a kernel reads there
+    what it would read from ``t``, at the same offsets, and its writes land in the copy."""
+    copy = torch.empty(0, dtype=t.dtype, device=t.device)
+    return copy.set_(t.untyped_storage().clone(), t.storage_offset(), t.size(), t.stride())
+
+
 def raw_stream() -> int:
     """The current CUDA stream of the current device, as the launcher takes it (a C call, as
     Inductor's ``get_raw_stream``; Triton's driver goes through two Python layers for it)."""
@@ -203,11 +210,14 @@ class TritonLauncher:
                 f"  source: {path.co_filename if path else '<unknown>'}\n{e}") from None
 
     def choose(self, args: tuple, xnumel: int, rnumel: int) -> Config:
-        """The fastest candidate (each writes the same outputs, so timing them is harmless)."""
+        """The fastest candidate, timed on scratch copies of the tensors: a kernel that updates
+        a buffer in place (``x[i] = x[i] * 2``) run a hundred times would leave it multiplied a
+        hundred times (real Inductor clones the arguments a kernel mutates, likewise)."""
         configs = candidate_configs(self.kind, xnumel, rnumel)
         if not self.autotune or len(configs) == 1:
             return configs[0]
-        timings = {c: do_bench(lambda c=c: self.launch(c, args, triton.cdiv(xnumel, c.XBLOCK)),
+        scratch = tuple(scratch_copy(a) if isinstance(a, torch.Tensor) else a for a in args)
+        timings = {c: do_bench(lambda c=c: self.launch(c, scratch, triton.cdiv(xnumel, c.XBLOCK)),
                                warmup=5, rep=20)
                    for c in configs}
         best = min(timings, key=timings.get)
