@@ -398,3 +398,38 @@ def test_module_buffer_updated_in_place(compiled_graphs):
     torch.testing.assert_close(mine.hist, ref.hist)
     assert mine.hist.data_ptr() == ptr
     assert "in place" in compiled_graphs[0].pass_report.reinplaced.values()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_training_graph_forward_writes_in_place(backend, monkeypatch):
+    """A graph with gradients is split into forward and backward (the partitioner); the forward
+    keeps the knowledge of which outputs are new input values, so it writes the column in place
+    too: no copy-back, the caller's storage, gradients as eager's. When the backward needs the
+    new value of the input (``x * w``), it stays a separate tensor and the copy-back stays."""
+    monkeypatch.setattr(config.inductor, "cpu_backend", backend)
+
+    def column_then_sum(x, w, y):
+        x[:, 0] = y.sin()
+        return (x.sum(0) * w).sum()
+
+    def column_then_product(x, w, y):
+        x[:, 0] = y.sin()
+        return (x * w).sum()
+
+    for fn, copies in ((column_then_sum, 0), (column_then_product, 1)):
+        mc.reset()
+        torch.manual_seed(0)
+        x, y = r(10, 10), r(10)
+        w = torch.randn(*((10,) if fn is column_then_sum else (10, 10)), requires_grad=True)
+        want_x, want_w = x.clone(), w.detach().clone().requires_grad_()
+        fn(want_x, want_w, y).backward()
+        compiled, storage = mc.compile(fn, backend="inductor"), x.data_ptr()
+        compiled(x.clone(), w, y)  # compiles
+        w.grad = None
+        with CountCopies() as count:
+            compiled(x, w, y).backward()
+        if backend != "triton":  # (the interpreter copies each kernel's arguments)
+            assert count.copies == copies, fn.__name__
+        assert x.data_ptr() == storage
+        torch.testing.assert_close(x, want_x)
+        torch.testing.assert_close(w.grad, want_w.grad)

@@ -188,8 +188,7 @@ def _add_mutation_outputs(gm: fx.GraphModule, sig: GraphSignature,
     sig.output_requires_grad += [False] * len(values)
     # which outputs are new values of which inputs: a backend may write them into the input
     # itself and return the input (inductor's fx_passes/reinplace.py); the wrapper then has
-    # nothing to copy. (A partition makes new graph modules: the forward of a training graph
-    # keeps copying back.)
+    # nothing to copy. A partition hands this on to the forward graph (``partitioners.py``).
     gm.meta["mutated_inputs"] = {k + j: names[i] for j, i in enumerate(sig.mutated_inputs)}
 
 

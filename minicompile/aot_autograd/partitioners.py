@@ -137,6 +137,9 @@ def partition_with_saved(joint: fx.GraphModule, saved: list[fx.Node],
     syms = [n for n in saved if is_sym(n)]
     saved = tensors + syms
     fw = extract_graph(joint, primals, fw_outs + saved)
+    # the forward's outputs start as the joint's: which of them are new values of inputs
+    # (``joint.py``) holds for it too, so a backend may write those into the inputs
+    fw.meta["mutated_inputs"] = dict(joint.meta.get("mutated_inputs", {}))
     bw = extract_graph(joint, saved + tangents, grads)
     return Partition(fw, bw, [n.name for n in saved], len(tensors),
                      sum(tensor_bytes(n) for n in tensors))
