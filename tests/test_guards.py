@@ -492,3 +492,59 @@ def test_method_replaced_on_the_class():
         assert_same(cfn(x, *extra), f(x, *extra))
     finally:
         Plain.go = original
+
+
+class CountingLocals(dict):
+    """Frame locals that count how often the guard looks each one up."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lookups: dict[str, int] = {}
+
+    def __getitem__(self, key):
+        self.lookups[key] = self.lookups.get(key, 0) + 1
+        return super().__getitem__(key)
+
+
+def test_the_guard_that_runs_reads_each_value_once():
+    """The listing (``MINICOMPILE_LOGS=guards``) names ``L['x']`` in every TENSOR_MATCH check;
+    the function that runs binds it at its first read (``read_sources_once``) and agrees with
+    the listing on inputs that pass and on inputs that fail each check."""
+    from minicompile.dynamo.eval_frame import cache_entries
+    from minicompile.dynamo.guards import read_sources_once
+
+    cfn = mc.compile(lambda x, y: x * y + 1, backend="eager", dynamic=False)
+    cfn(torch.randn(4, 3), torch.randn(4, 3))
+    guard = cache_entries(cfn)[0].guard
+    listing: dict = {}
+    exec(guard.source, {"torch": torch, **guard.scope.names}, listing)
+    by_listing = listing[guard.name]
+    assert "L['x'].dtype" in guard.source and "___read" in read_sources_once(guard.source)
+    x = torch.randn(4, 3)
+    cases = [(x, x + 1), (x.double(), x), (x, torch.randn(3, 4).t()), (x, 2.0),
+             (torch.randn(5, 3), torch.randn(5, 3))]
+    for x, y in cases:
+        frame = CountingLocals(x=x, y=y)
+        assert guard(frame, {}) == by_listing({"x": x, "y": y}, {})
+        assert max(frame.lookups.values()) == 1, frame.lookups
+
+
+def test_a_read_first_made_inside_an_or_is_not_bound_there():
+    """``(A or L['m'].h) and L['m'].h is None``: when A is true the ``or`` skips its second
+    operand, so a local bound there would be unbound at the later use; the read is bound at
+    the later, certain, one instead, and the function behaves as the listing does."""
+    from minicompile.dynamo.guards import read_sources_once
+
+    source = ("def guard(L, G):\n    return (\n        (L['a'] or L['m'].h)\n"
+              "        and L['m'].h is None and L['m'].h is None\n    )\n")
+    fast = read_sources_once(source)
+    assert "(L['a'] or L['m'].h)" in fast  # the uncertain read stays as it was
+    namespace: dict = {}
+    exec(fast, namespace)
+
+    class M:
+        h = None
+
+    assert namespace["guard"]({"a": True, "m": M()}, {}) is True
+    M.h = 1
+    assert namespace["guard"]({"a": False, "m": M()}, {}) is False

@@ -26,6 +26,7 @@ fails (``GUARD_REASONS``; real Dynamo: ``get_guard_fail_reason``):
 
 from __future__ import annotations
 
+import ast
 import enum
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -243,7 +244,7 @@ class GuardFn:
                          for i, (line, g) in enumerate(zip(lines, self.guards)))
         self.source = f"def {name}(L, G):\n    return (\n{body or '        True'}\n    )\n"
         namespace = dict(self.scope.names)
-        exec(compile(self.source, f"<{name}>", "exec"), namespace)
+        exec(compile(read_sources_once(self.source), f"<{name}>", "exec"), namespace)
         self.fn = namespace[name]
         self._lines = lines
         self._checks: list[Callable] | None = None  # one lambda per guard, built on first miss
@@ -270,6 +271,82 @@ class GuardFn:
 
     def __repr__(self) -> str:
         return self.source
+
+
+# ---- running the listing: each value it reads, read once --------------------------------------
+class _ReadOnce(ast.NodeTransformer):
+    """Binds each repeated read of the frame's values (``L['self']._modules['0']``: dict
+    lookups and attribute reads from ``L`` or ``G``) to a local at its first evaluation and
+    reuses the local afterwards. A read is bound only where it is sure to run once the check
+    gets there (not inside an ``or``, a conditional or a comprehension), so a later use never
+    finds the local unbound; evaluation order, and so the short-circuits, stay the listing's."""
+
+    def __init__(self, counts: dict[str, int]):
+        self.counts, self.bound, self.sure = counts, {}, True
+
+    def _read(self, node: ast.expr) -> ast.expr:
+        key = ast.dump(node)
+        if key in self.bound:
+            return ast.Name(self.bound[key], ast.Load())
+        node = self.generic_visit(node)  # its own prefix first: L['self'] in L['self'].x
+        if self.counts.get(key, 0) > 1 and self.sure:
+            self.bound[key] = f"___read{len(self.bound)}"
+            return ast.NamedExpr(ast.Name(self.bound[key], ast.Store()), node)
+        return node
+
+    visit_Subscript = visit_Attribute = lambda self, node: (
+        self._read(node) if _reads_frame(node) else self.generic_visit(node))
+
+    def _unsure(self, node: ast.AST) -> ast.AST:
+        sure, self.sure = self.sure, False
+        try:
+            return self.generic_visit(node)
+        finally:
+            self.sure = sure
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
+        first = self.visit(node.values[0])  # always evaluated; the others only maybe, except
+        if isinstance(node.op, ast.And) and self.sure:  # the top chain: a later operand runs
+            rest = [self.visit(v) for v in node.values[1:]]  # only after those before it
+        else:
+            sure, self.sure = self.sure, False
+            rest = [self.visit(v) for v in node.values[1:]]
+            self.sure = sure
+        node.values = [first, *rest]
+        return node
+
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        node.left = self.visit(node.left)  # in a < b < c, c is compared only if a < b
+        node.comparators[:1] = [self.visit(c) for c in node.comparators[:1]]
+        sure, self.sure = self.sure, False
+        node.comparators[1:] = [self.visit(c) for c in node.comparators[1:]]
+        self.sure = sure
+        return node
+
+    visit_IfExp = visit_ListComp = visit_SetComp = visit_DictComp = _unsure
+    visit_GeneratorExp = visit_Lambda = _unsure
+
+
+def _reads_frame(node: ast.expr) -> bool:
+    """``L[...]``/``G[...]`` followed by subscripts and attribute reads only."""
+    while isinstance(node, (ast.Subscript, ast.Attribute)):
+        if isinstance(node, ast.Subscript) and not isinstance(node.slice, ast.Constant):
+            return False
+        node = node.value
+    return isinstance(node, ast.Name) and node.id in ("L", "G")
+
+
+def read_sources_once(source: str) -> str:
+    """The guard function that runs: ``source`` (the listing shown by
+    ``MINICOMPILE_LOGS=guards``) with each value read from the frame more than once read once.
+    Real Dynamo gets the same from its guard tree, whose nodes each fetch one source (C++)."""
+    tree = ast.parse(source)
+    counts: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Subscript, ast.Attribute)) and _reads_frame(node):
+            counts[ast.dump(node)] = counts.get(ast.dump(node), 0) + 1
+    tree = ast.fix_missing_locations(_ReadOnce(counts).visit(tree))
+    return ast.unparse(tree)
 
 
 def expand_shape_env(guards: list[Guard]) -> list[Guard]:
