@@ -89,8 +89,20 @@ def test_a_learner_with_notebook_05_solved_gets_their_decompositions_in(tmp_path
     shutil.copy(f"{REPO_ROOT}/solutions/ex05_decompositions.py", tmp_path)
     assert main(["--pipeline", "--dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "3 of your 13 pieces plugged in" in out, out
+    assert f"3 of your {len(PLUGS)} pieces plugged in" in out, out
     for ex in ("5.1", "5.2", "5.3"):
         row = next(line for line in out.splitlines() if line.startswith(ex))
         assert "yours: " in row and "calls" in row, row
     assert out.count("not solved yet") == len(PLUGS) - 3
+
+
+def test_wrong_graph_break_pieces_fail_the_resume_stage():
+    """The graph-break pieces build the resume function of ``with_a_graph_break``: a liveness
+    that forgets a local, or a prologue that leaves the call's result off the stack, makes the
+    pipeline fail, naming the stage; the right pieces are both reached."""
+    report = run_pipeline(_solutions(), {})
+    assert report.plugged["3.1"] > 0 and report.plugged["3.3"] > 0 and report.error == ""
+    forgets_h = _solutions(live_locals=lambda insts, start: set())
+    assert "with_a_graph_break raised" in run_pipeline(forgets_h, {}).error
+    no_stack = _solutions(restore_stack=lambda stack: [])
+    assert "with_a_graph_break" in run_pipeline(no_stack, {}).error

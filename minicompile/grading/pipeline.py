@@ -3,11 +3,13 @@
 
 Every exercise whose check passes puts the learner's function into the stage it was written for
 (:data:`PLUGS`: the interpreter's BINARY_OP table and FOR_ITER handler, call inlining, duck
-sizing, the min-cut partitioner, three decompositions, a lowering, the scheduler's tile and one
+sizing, a resume function's live locals and stack prologue, the min-cut partitioner, three decompositions, a lowering, the scheduler's tile and one
 of its fusion rules, C++ operator templates and accumulators); every other piece stays
 minicompile's own. Then one model (:class:`CourseModel`) runs a training step through
 ``mc.compile(backend="inductor")`` at two batch sizes (the second compiles with a symbolic batch)
-with C++ kernels, and its loss and gradients are compared with eager PyTorch's.
+with C++ kernels, and its loss and gradients are compared with eager PyTorch's; last, a function
+with a graph break (:func:`with_a_graph_break`) runs through the resume function the learner's
+liveness and stack prologue built.
 
 Each plugged piece counts its calls, so the report says which of the learner's pieces the
 compiled model really ran, and a piece that was never reached is named as such.
@@ -30,7 +32,9 @@ import minicompile as mc
 from .. import config
 from ..aot_autograd.partitioners import PARTITIONERS, partition_with_saved
 from ..decompositions import decomposition_table
-from ..dynamo import handlers_data, handlers_flow  # noqa: F401 (fill the handler registry)
+from ..dynamo import graph_break, handlers_data, handlers_flow  # noqa: F401 (the registry)
+from ..dynamo import resume_execution
+from ..dynamo.bytecode_transformation import instructions_from_code
 from ..dynamo.symbolic_convert import OPCODE_HANDLERS, InstructionTranslatorBase
 from ..inductor import fusion
 from ..inductor.codegen import cpp_ops
@@ -125,6 +129,34 @@ def _inline_call(sol: ModuleType, use: Usage) -> ContextManager:
     return swapped(InstructionTranslatorBase, "inline_user_function_return", inline)
 
 
+def _live_locals(sol: ModuleType, use: Usage) -> ContextManager:
+    """The learner's liveness decides what a resume function receives at a graph break."""
+    def live_locals(code, offset):
+        insts = instructions_from_code(code)
+        for inst in insts:
+            inst.exn_tab_entry = None  # (the exercise leaves exception handlers out)
+        start = next(i for i, inst in enumerate(insts) if inst.offset == offset)
+        use.calls += 1
+        cells = set(code.co_cellvars + code.co_freevars)  # those travel in the closure
+        return sorted(set(sol.live_locals(insts, start)) - cells)
+
+    return swapped(graph_break, "live_locals", live_locals)
+
+
+def _restore_stack(sol: ModuleType, use: Usage) -> ContextManager:
+    """The learner's prologue rebuilds a resume function's value stack (an iterator on the
+    stack, which the exercise leaves out, keeps minicompile's own)."""
+    own = resume_execution.restore_stack
+
+    def restore_stack(stack):
+        if resume_execution.ITERATOR in stack:
+            return own(stack)
+        use.calls += 1
+        return sol.restore_stack(stack)
+
+    return swapped(resume_execution, "restore_stack", restore_stack)
+
+
 def _create_symbol(sol: ModuleType, use: Usage) -> ContextManager:
     own = ShapeEnv.create_symbol
 
@@ -207,6 +239,8 @@ PLUGS: list[Plug] = [
     Plug("1.2", "for_iter", "dynamo: the FOR_ITER handler", _for_iter),
     Plug("1.3", "inline_call", "dynamo: inlining a user function", _inline_call),
     Plug("2.2", "create_symbol", "shapes: ShapeEnv.create_symbol", _create_symbol),
+    Plug("3.1", "live_locals", "graph breaks: a resume function's arguments", _live_locals),
+    Plug("3.3", "restore_stack", "graph breaks: a resume function's prologue", _restore_stack),
     Plug("4.2", "min_cut_saved_values", "aot_autograd: the min-cut partitioner", _min_cut),
     Plug("5.1", "gelu", "decompositions: aten.gelu", _decomposition(aten.gelu.default, "gelu")),
     Plug("5.2", "log_softmax", "decompositions: aten._log_softmax",
@@ -253,6 +287,15 @@ class CourseModel(nn.Module):
 BATCHES = (8, 13)  # the second batch size recompiles with a symbolic batch (automatic dynamic)
 
 
+def with_a_graph_break(x: torch.Tensor) -> torch.Tensor:
+    """Two graphs and a resume function: the break is a call, so the resume function's stack
+    holds the call's result, and ``h``, ``scale`` and ``x`` are live across it."""
+    h = x.sin()
+    scale = 2.0
+    torch._dynamo.graph_break()  # the graph so far runs; the rest resumes in a new frame
+    return h * scale + x.cos()
+
+
 @dataclass
 class PipelineReport:
     plugged: dict[str, int] = field(default_factory=dict)  # exercise -> calls of the piece
@@ -277,8 +320,8 @@ class PipelineReport:
         verdict = (f"FAILED: {self.error}" if self.error else
                    f"matches eager (largest difference {self.max_diff:.2e}) with "
                    f"{len(self.plugged)} of your {len(PLUGS)} pieces plugged in")
-        return "\n".join(lines + ["", f"CourseModel, a training step at batch sizes {BATCHES} ({counts}):",
-                                  verdict])
+        return "\n".join(lines + ["", f"CourseModel, a training step at batch sizes {BATCHES} "
+                                  f"({counts}), then with_a_graph_break:", verdict])
 
 
 def run_pipeline(pieces: dict[str, ModuleType], not_plugged: dict[str, str]) -> PipelineReport:
@@ -301,6 +344,14 @@ def run_pipeline(pieces: dict[str, ModuleType], not_plugged: dict[str, str]) -> 
             report.error = str(e)
         report.metrics = {k: getattr(mc.metrics, k) for k in
                           ("graphs_compiled", "recompiles", "graph_breaks", "eager_fallbacks")}
+        if not report.error:
+            try:
+                report.max_diff = max(report.max_diff, _resume_against_eager())
+            except AssertionError as e:
+                report.error = str(e)
+            except Exception as e:  # a resume function built wrong fails when it runs
+                report.error = (f"with_a_graph_break raised {type(e).__name__}: {e} (the "
+                                "resume function your graph-break pieces built)")
     report.plugged = {ex: use.calls for ex, use in usages.items()}
     return report
 
@@ -334,6 +385,23 @@ def _train_on_cpu() -> float:
         f"the model was not compiled whole ({mc.metrics.eager_fallbacks} eager fallbacks, "
         f"{mc.metrics.graph_breaks} graph breaks): a plugged piece raised or refused")
     return worst
+
+
+def _resume_against_eager() -> float:
+    """``with_a_graph_break`` compiled (two graphs and a resume function, which the plugged
+    graph-break pieces build) against eager."""
+    resume_execution.ContinueExecutionCache.clear()  # built now, with the pieces plugged in
+    try:
+        with torch.device("cpu"):
+            x = torch.randn(5, 3)
+            mc.metrics.reset()
+            got = mc.compile(with_a_graph_break, backend="inductor")(x)
+            breaks = mc.metrics.graph_breaks
+            worst = _compare("with_a_graph_break", got, with_a_graph_break(x))
+        assert breaks == 1, f"with_a_graph_break: {breaks} graph breaks, expected 1"
+        return worst
+    finally:
+        resume_execution.ContinueExecutionCache.clear()  # none of it outlives the swap
 
 
 def _compare(what: str, got: torch.Tensor, want: torch.Tensor) -> float:
