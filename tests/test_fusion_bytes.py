@@ -322,39 +322,20 @@ def test_bytes_accumulate_over_forward_and_backward(compiled_graphs):
 # Before, each of these read all of x and wrote all of its new value, which the runtime wrapper
 # then copied into x again (that copy was not even counted here).
 
-def _set_column(x, y):
-    x[:, 0] = y.sin()
-
-
-def _add_to_column(x):
-    x[:, 0] += 1
-
-
-def _copy_rows(x, y):
-    x[2:5].copy_(y)
-
-
-def _index_put(x, i, v):
-    x.index_put_((i,), v)
-
-
-def _index_put_accumulate(x, i, v):
-    x.index_put_((i,), v, accumulate=True)
-
-
-def _scatter(x, i, src):
-    x.scatter_(0, i, src)
-
-
-def _scatter_add(x, i, src):
-    x.scatter_add_(0, i, src)
+try:  # the patterns of test_input_mutation.py (tests/ on sys.path, or tests as a package)
+    from test_input_mutation import (_add_to_column, _column_sin, _index_put,
+                                     _index_put_accumulate, _scatter, _scatter_add, _slice_copy)
+except ImportError:
+    from tests.test_input_mutation import (_add_to_column, _column_sin, _index_put,
+                                           _index_put_accumulate, _scatter, _scatter_add,
+                                           _slice_copy)
 
 
 _COLS = torch.tensor([[1, 2, 3, 4], [5, 6, 7, 8]])  # 8 int64 indices into a (10, 4) x
 MUTATION_CASES = [  # (name, fn, inputs, bytes moved)
-    ("x[:, 0] = y.sin()", _set_column, [r(10, 10), r(10)], f32(10 + 10)),  # read y, write x[:, 0]
+    ("x[:, 0] = y.sin()", _column_sin, [r(10, 10), r(10)], f32(10 + 10)),  # read y, write x[:, 0]
     ("x[:, 0] += 1", _add_to_column, [r(10, 10)], f32(10 + 10)),  # read and write x[:, 0]
-    ("x[2:5].copy_(y)", _copy_rows, [r(10, 4), r(3, 4)], f32(12 + 12)),
+    ("x[2:5].copy_(y)", _slice_copy, [r(10, 4), r(3, 4)], f32(12 + 12)),
     # idx + v + the written rows
     ("index_put_", _index_put, [r(10, 4), torch.tensor([1, 3]), r(2, 4)], 2 * I64 + f32(8 + 8)),
     # accumulate reads the written rows too
