@@ -439,6 +439,9 @@ WRONG.update({
             _restore_stack(context=("BEFORE_WITH",)),
         "a context manager loaded but not entered": _restore_stack(context=()),
         "NULL pushed as None": _restore_stack(null=("LOAD_CONST", None)),
+        # run, this would crash the interpreter (3.12+ reads stack slots unchecked): the check
+        # must refuse it before any of its bytecode runs
+        "an empty prologue (the stack left unbuilt)": _as("restore_stack")(lambda stack: []),
     },
     "3.4": {
         "a Logger's methods missed": _classify([(lambda fn: _is_print_or_logging(fn, False),

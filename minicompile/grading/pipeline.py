@@ -35,6 +35,7 @@ from ..decompositions import decomposition_table
 from ..dynamo import graph_break, handlers_data, handlers_flow  # noqa: F401 (the registry)
 from ..dynamo import resume_execution
 from ..dynamo.bytecode_transformation import instructions_from_code
+from .checks.ex03_graph_breaks import checked_prologue
 from ..dynamo.symbolic_convert import OPCODE_HANDLERS, InstructionTranslatorBase
 from ..inductor import fusion
 from ..inductor.codegen import cpp_ops
@@ -130,7 +131,9 @@ def _inline_call(sol: ModuleType, use: Usage) -> ContextManager:
 
 
 def _live_locals(sol: ModuleType, use: Usage) -> ContextManager:
-    """The learner's liveness decides what a resume function receives at a graph break."""
+    """The learner's liveness decides what a resume function receives at a graph break. A
+    local it leaves out that the code after the break reads is refused before the resume
+    function runs: from Python 3.12 reading an unbound fast local crashes the interpreter."""
     def live_locals(code, offset):
         insts = instructions_from_code(code)
         for inst in insts:
@@ -138,7 +141,12 @@ def _live_locals(sol: ModuleType, use: Usage) -> ContextManager:
         start = next(i for i, inst in enumerate(insts) if inst.offset == offset)
         use.calls += 1
         cells = set(code.co_cellvars + code.co_freevars)  # those travel in the closure
-        return sorted(set(sol.live_locals(insts, start)) - cells)
+        got = set(sol.live_locals(insts, start)) - cells
+        missing = set(resume_execution.live_locals(code, offset)) - got
+        assert not missing, (f"with_a_graph_break: live_locals leaves out {sorted(missing)}, "
+                             "which the code after the break reads (not run: an unbound local "
+                             "read by the resume function would crash the interpreter)")
+        return sorted(got)
 
     return swapped(graph_break, "live_locals", live_locals)
 
@@ -147,12 +155,13 @@ def _restore_stack(sol: ModuleType, use: Usage) -> ContextManager:
     """The learner's prologue rebuilds a resume function's value stack (an iterator on the
     stack, which the exercise leaves out, keeps minicompile's own)."""
     own = resume_execution.restore_stack
+    learner = checked_prologue(sol.restore_stack)  # never runs a prologue that would crash
 
     def restore_stack(stack):
         if resume_execution.ITERATOR in stack:
             return own(stack)
         use.calls += 1
-        return sol.restore_stack(stack)
+        return learner(stack)
 
     return swapped(resume_execution, "restore_stack", restore_stack)
 

@@ -70,6 +70,25 @@ def _resume_points(fn, args):
                 yield inst, snap
 
 
+def checked_prologue(restore_stack):
+    """``restore_stack`` (a learner's), refusing a prologue that differs from the one the
+    resume function needs before any of it runs: bytecode with a missing or misplaced stack slot
+    is not an exception but a crash of the interpreter (3.12 and later read a NULL slot without
+    checking), so it is never executed."""
+    own = resume_execution.restore_stack  # minicompile's (taken before it is swapped out)
+
+    def checked(stack):
+        got = list(restore_stack(stack))
+        want = own(stack)
+        shown = lambda insts: [f"{i.opname} {i.argval or ''}".strip() for i in insts]  # noqa: E731
+        if shown(got) != shown(want):
+            raise AssertionError(f"restore_stack({stack}) gives {shown(got)}; the resume "
+                                 f"function needs {shown(want)} (bytecode that leaves the stack "
+                                 "otherwise would crash the interpreter, so it was not run)")
+        return got
+    return checked
+
+
 def _run_resume(fn, spec, snap, args):
     cells = snap.cells if snap is not None else {}
     resume = resume_function(create_resume(spec, f"__resume_at_{spec.offset}"), fn, cells)
@@ -161,7 +180,7 @@ def _with_fn(log, x):
 def check_restore_stack(sol):
     """Rebuild the stack in the resume function's prologue"""
     original = resume_execution.restore_stack
-    resume_execution.restore_stack = sol.restore_stack
+    resume_execution.restore_stack = checked_prologue(sol.restore_stack)
     try:
         for fn, args in CORPUS:
             expected = fn(*args)
