@@ -223,3 +223,20 @@ def test_in_place_update_through_a_no_op_expand_of_a_transposed_input(cpu_backen
     expected, got = fn(expected_x), mc.compile(fn)(x)
     assert torch.equal(got, expected) and torch.equal(x, expected_x)
     assert got.stride() == expected.stride()
+
+
+@pytest.mark.parametrize("cpu_backend", ["reference", "cpp", "triton"])
+def test_not_of_a_bool_reduction(cpu_backend, monkeypatch):
+    """Fuzzer seed 4001860: ``~x.amax()`` of a bool gave True for False in Triton: the masked
+    lanes were filled with the integer 0, and Triton reduces an int1 as an int32, so ``~`` saw
+    an int32 1 (-2: true). The neutral values of bool reductions are bools, and max/min of a
+    bool are bools again."""
+    monkeypatch.setattr(config.inductor, "cpu_backend", cpu_backend)
+    cases = {"0-d": lambda x, y: ~x.amax(), "amax over dim 0": lambda x, y: ~y.amax(0),
+             "amin over dim 1": lambda x, y: ~y.amin(1), "any": lambda x, y: ~y.any(1),
+             "full amax": lambda x, y: ~y.amax()}
+    y = torch.rand(5, 7) > 0.5
+    for name, fn in cases.items():
+        for x in (torch.tensor(True), torch.tensor(False)):
+            mc.reset()
+            assert torch.equal(mc.compile(fn)(x, y), fn(x, y)), name

@@ -41,18 +41,20 @@ PERSISTENT_RNUMEL = 1024  # rows up to this long are reduced in one block: no lo
 PERSISTENT_MULTIPASS_RNUMEL = 16384
 
 # reduction type -> the value a masked-off lane contributes (by the value's dtype)
+# (a bool's neutral value is a Python bool: tl.where(mask, int1, 0) would be an int32, and ~ of
+# an int32 1 is -2, which is true)
 def _lowest(dtype: torch.dtype) -> Any:
     return float("-inf") if dtype.is_floating_point else (
-        0 if dtype == torch.bool else torch.iinfo(dtype).min)
+        False if dtype == torch.bool else torch.iinfo(dtype).min)
 
 
 def _highest(dtype: torch.dtype) -> Any:
     return float("inf") if dtype.is_floating_point else (
-        1 if dtype == torch.bool else torch.iinfo(dtype).max)
+        True if dtype == torch.bool else torch.iinfo(dtype).max)
 
 
 NEUTRAL: dict[str, Callable[[torch.dtype], Any]] = {
-    "sum": lambda d: 0, "prod": lambda d: 1, "any": lambda d: 0,
+    "sum": lambda d: 0, "prod": lambda d: 1, "any": lambda d: False if d == torch.bool else 0,
     "max": _lowest, "argmax": _lowest, "min": _highest, "argmin": _highest,
 }
 

@@ -38,11 +38,13 @@ def minimum(a, b):
 
 @triton.jit
 def max2(a, dim):
-    """``tl.max`` skips NaN (on a GPU and in the interpreter alike); a row holding one is NaN."""
+    """``tl.max`` skips NaN (on a GPU and in the interpreter alike); a row holding one is NaN.
+    Triton reduces a bool (int1) as an int32: the result is made a bool again (``~`` of an int32
+    1 is -2, which is true)."""
     if a.dtype.is_floating():
         has_nan = tl.max((a != a).to(tl.int8), dim) != 0
         return tl.where(has_nan, float("nan"), tl.max(a, dim)).to(a.dtype)
-    return tl.max(a, dim)
+    return tl.max(a, dim).to(a.dtype)
 
 
 @triton.jit
@@ -50,7 +52,7 @@ def min2(a, dim):
     if a.dtype.is_floating():
         has_nan = tl.max((a != a).to(tl.int8), dim) != 0
         return tl.where(has_nan, float("nan"), tl.min(a, dim)).to(a.dtype)
-    return tl.min(a, dim)
+    return tl.min(a, dim).to(a.dtype)
 
 
 @triton.jit
