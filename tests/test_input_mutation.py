@@ -433,3 +433,23 @@ def test_training_graph_forward_writes_in_place(backend, monkeypatch):
         assert x.data_ptr() == storage
         torch.testing.assert_close(x, want_x)
         torch.testing.assert_close(w.grad, want_w.grad)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_in_place_write_into_an_input_with_a_size_one_dim(backend, monkeypatch):
+    """Fuzzer seed 5003756: ``x.narrow(0, 0, 1).add_(1)`` on a (1, 2) input with strides
+    (1, 1), in a graph with gradients. The new value came back as x's memory with strides
+    (2, 1), the wrapper did not see it was x (the stride of a size-1 dim says nothing), and
+    ``x.copy_`` of a view of itself raised."""
+    monkeypatch.setattr(config.inductor, "cpu_backend", backend)
+
+    def fn(x0, x1):
+        x0.narrow(0, 0, 1).add_(1)
+        return x1.abs().sum(-1)
+
+    x, y = torch.randn(2, 1).t(), torch.randn(3, 4, requires_grad=True)
+    want_x = x.clone()
+    want = fn(want_x, y)
+    got = mc.compile(fn, backend="inductor")(x, y)
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(x, want_x)

@@ -35,14 +35,22 @@ def _copy_back_mutations(args: list, new_values: list, sig: GraphSignature) -> N
         for i, new in zip(sig.mutated_inputs, new_values):
             if is_same_tensor(new, args[i]):  # written in place by the compiled code
                 increment_version(args[i])
+            elif new.untyped_storage().data_ptr() == args[i].untyped_storage().data_ptr():
+                args[i].copy_(new.clone())  # another view of the same memory: copy_ refuses
             else:
                 args[i].copy_(new)
 
 
 def is_same_tensor(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """The same elements of the same memory (``b`` itself, or an identical view of it)."""
-    return a is b or (a.data_ptr() == b.data_ptr() and a.dtype == b.dtype
-                      and a.shape == b.shape and a.stride() == b.stride())
+    """The same elements of the same memory (``b`` itself, or an identical view of it). The
+    stride of a dimension of size 1 says nothing (a (1, 2) tensor with strides (1, 1) and one
+    with (2, 1) are the same two elements), and neither does any stride of an empty tensor."""
+    if a is b:
+        return True
+    if a.data_ptr() != b.data_ptr() or a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    return a.numel() == 0 or all(sa == sb for n, sa, sb in zip(a.shape, a.stride(), b.stride())
+                                 if n != 1)
 
 
 def _user_outputs(args: list, graph_outs: list, sig: GraphSignature) -> list:
