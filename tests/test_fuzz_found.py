@@ -240,3 +240,22 @@ def test_not_of_a_bool_reduction(cpu_backend, monkeypatch):
         for x in (torch.tensor(True), torch.tensor(False)):
             mc.reset()
             assert torch.equal(mc.compile(fn)(x, y), fn(x, y)), name
+
+
+@pytest.mark.parametrize("cpu_backend", ["reference", "cpp", "triton"])
+def test_in_place_op_through_a_view_of_a_transposed_intermediate(cpu_backend, monkeypatch):
+    """Fuzzer seed 5003556: ``v1 = v0.masked_fill(...)`` of a transposed ``v0`` is transposed in
+    eager; ``v1.permute(0, 1).clamp_(0, 1)`` is functionalized into an ``as_strided_scatter``
+    with eager's (transposed) strides, which addressed the wrong elements of minicompile's
+    contiguous ``v1``. ``as_strided_scatter`` now gets its input laid out as eager's."""
+    monkeypatch.setattr(config.inductor, "cpu_backend", cpu_backend)
+
+    def fn(x0, x1):
+        v0 = torch.where(x0 > x1, x0, x1)
+        v1 = v0.masked_fill(v0 > 0.5, 0.0)
+        v1.permute(0, 1).clamp_(0, 1)
+        return v1
+
+    torch.manual_seed(0)
+    x0, x1 = torch.randn(3, 3).t(), torch.randn(1, 1) - 1
+    torch.testing.assert_close(mc.compile(fn)(x0, x1), fn(x0, x1))

@@ -172,6 +172,28 @@ def realize_strided(x: IRNode) -> Buffer | ReinterpretView:
     return realize(copy)
 
 
+def realize_as_eager(x: IRNode, val: Any) -> IRNode:
+    """``x`` laid out in memory as eager's tensor ``val`` was, for an op that reads strides
+    (``as_strided_scatter``, :data:`READS_STRIDES`): its strides and offsets are eager's, and mean
+    other elements in a buffer laid out otherwise (a ``masked_fill`` of a transposed tensor is
+    transposed in eager, contiguous here). A fresh tensor of eager's (offset 0) whose strides
+    differ from ``x``'s is copied into a buffer with those strides; anything else is ``x``."""
+    if not isinstance(val, torch.Tensor) or val.storage_offset() != 0:
+        return x
+    want = [sym_to_sympy(s) for s in val.stride()]
+    strided = as_strided_layout(realize(x))
+    if strided is not None and [sympify(s) for s in strided.layout.stride] == want \
+            and sympify(strided.layout.offset) == 0:
+        return x
+    layout = Layout(x.get_device(), x.get_dtype(), x.get_size(), want, 0)
+    copy = Pointwise(x.get_device(), x.get_dtype(), x.make_loader(), x.get_size())
+    return V.graph.register_buffer(ComputedBuffer(V.graph.new_name(), layout, copy))
+
+
+# ops whose strides and offsets address the storage of their first argument
+READS_STRIDES = {aten.as_strided_scatter.default}
+
+
 # --- fallbacks --------------------------------------------------------------------------------
 
 # Ops left to ATen on purpose, and why (any other op without a row: "no lowering for ...").
@@ -206,6 +228,8 @@ def make_extern(target: Any, args: tuple, kwargs: dict, cls: type = ExternKernel
                 **extra: Any) -> Any:
     """An ATen call as an IR node; tuple outputs become ``MultiOutput`` buffers."""
 
+    if target in READS_STRIDES and args and isinstance(args[0], IRNode):
+        args = (realize_as_eager(args[0], V.graph.current_node.args[0].meta.get("val")), *args[1:])
     args, kwargs = pytree.tree_map_only(IRNode, realize_strided, (args, kwargs))
     meta = out_meta()
     name = V.graph.new_name()
