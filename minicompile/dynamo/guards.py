@@ -27,6 +27,7 @@ fails (``GUARD_REASONS``; real Dynamo: ``get_guard_fail_reason``):
 from __future__ import annotations
 
 import ast
+import contextlib
 import enum
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -294,33 +295,35 @@ class _ReadOnce(ast.NodeTransformer):
             return ast.NamedExpr(ast.Name(self.bound[key], ast.Store()), node)
         return node
 
-    visit_Subscript = visit_Attribute = lambda self, node: (
-        self._read(node) if _reads_frame(node) else self.generic_visit(node))
+    def visit_Subscript(self, node: ast.expr) -> ast.expr:
+        return self._read(node) if _reads_frame(node) else self.generic_visit(node)
 
-    def _unsure(self, node: ast.AST) -> ast.AST:
-        sure, self.sure = self.sure, False
+    visit_Attribute = visit_Subscript
+
+    @contextlib.contextmanager
+    def _maybe(self, runs_maybe: bool = True):
+        """Inside: code that runs only maybe, once the check gets there (binds nothing)."""
+        sure, self.sure = self.sure, self.sure and not runs_maybe
         try:
-            return self.generic_visit(node)
+            yield
         finally:
             self.sure = sure
 
+    def _unsure(self, node: ast.AST) -> ast.AST:
+        with self._maybe():
+            return self.generic_visit(node)
+
     def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
         first = self.visit(node.values[0])  # always evaluated; the others only maybe, except
-        if isinstance(node.op, ast.And) and self.sure:  # the top chain: a later operand runs
-            rest = [self.visit(v) for v in node.values[1:]]  # only after those before it
-        else:
-            sure, self.sure = self.sure, False
-            rest = [self.visit(v) for v in node.values[1:]]
-            self.sure = sure
-        node.values = [first, *rest]
-        return node
+        with self._maybe(not isinstance(node.op, ast.And)):  # in an `and` chain, where a later
+            node.values = [first, *map(self.visit, node.values[1:])]  # operand runs only after
+        return node  # those before it (and the whole chain runs only if it is itself sure)
 
     def visit_Compare(self, node: ast.Compare) -> ast.AST:
         node.left = self.visit(node.left)  # in a < b < c, c is compared only if a < b
-        node.comparators[:1] = [self.visit(c) for c in node.comparators[:1]]
-        sure, self.sure = self.sure, False
-        node.comparators[1:] = [self.visit(c) for c in node.comparators[1:]]
-        self.sure = sure
+        node.comparators[0] = self.visit(node.comparators[0])
+        with self._maybe():
+            node.comparators[1:] = list(map(self.visit, node.comparators[1:]))
         return node
 
     visit_IfExp = visit_ListComp = visit_SetComp = visit_DictComp = _unsure

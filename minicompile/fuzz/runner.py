@@ -147,9 +147,11 @@ def _float64(inputs: list[torch.Tensor], nudge: bool = False) -> list[torch.Tens
     """The inputs in float64; ``nudge``: each element moved by about one unit in the last place
     of its own dtype (a fixed pattern of up, down, unchanged), to see whether rounding of that
     size moves the result (an ill-conditioned point)."""
-    return [_nudged(t) if nudge and t.dtype.is_floating_point else
-            t.detach().double().requires_grad_(t.requires_grad) if t.dtype.is_floating_point
-            else t for t in inputs]
+    def widened(t: torch.Tensor) -> torch.Tensor:
+        if not t.dtype.is_floating_point:
+            return t
+        return _nudged(t) if nudge else t.detach().double().requires_grad_(t.requires_grad)
+    return [widened(t) for t in inputs]
 
 
 def _nudged(t: torch.Tensor) -> torch.Tensor:
@@ -157,7 +159,6 @@ def _nudged(t: torch.Tensor) -> torch.Tensor:
     steps = torch.arange(x.numel(), dtype=torch.float64, device=x.device).remainder(3) - 1
     x = x * (1 + torch.finfo(t.dtype).eps * steps.reshape(x.shape))
     return x.requires_grad_(t.requires_grad)
-
 
 
 def runs_in_eager(program: Program, device: str = "cpu", seed: int = 0) -> bool:

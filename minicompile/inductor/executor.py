@@ -123,10 +123,11 @@ class TorchHandler:
         bug in a lowering, reported here by name (on the GPU, indexing out of bounds would be a
         device-side assert that ends the process's CUDA context instead of an exception)."""
         numel = self.buffers[name].numel()
-        if idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= numel):
-            raise IndexError(f"the kernel {verb} {name} at {index}: element "
-                             f"{int(idx.min()) if int(idx.min()) < 0 else int(idx.max())}, "
-                             f"outside its {numel} elements")
+        if idx.numel():
+            lo, hi = int(idx.min()), int(idx.max())
+            if lo < 0 or hi >= numel:
+                raise IndexError(f"the kernel {verb} {name} at {index}: element "
+                                 f"{lo if lo < 0 else hi}, outside its {numel} elements")
         return idx
 
     def constant(self, value, dtype) -> torch.Tensor:

@@ -72,7 +72,6 @@ def _has_elements(s: "Scheduler", a: "BaseSchedulerNode", b: "BaseSchedulerNode"
     return True, ""
 
 
-
 def _no_extern(s: "Scheduler", a: "BaseSchedulerNode", b: "BaseSchedulerNode") -> Verdict:
     for k in (a, b):
         if k.is_extern():

@@ -155,10 +155,16 @@ def is_scalar_constant(x: IRNode) -> bool:
 
 def realize(x: IRNode) -> IRNode:
     """Give ``x`` its own buffer if it is an unrealized loop nest (views stay views)."""
-    if isinstance(x, Loops):
-        layout = Layout(x.get_device(), x.get_dtype(), x.get_size())
-        return V.graph.register_buffer(ComputedBuffer(V.graph.new_name(), layout, x))
-    return x
+    return compute_into(x, Layout(x.get_device(), x.get_dtype(), x.get_size())) \
+        if isinstance(x, Loops) else x
+
+
+def compute_into(x: IRNode, layout: Layout) -> ComputedBuffer:
+    """A new buffer laid out as ``layout`` holding ``x``'s values (a loop nest computes them
+    there directly; anything else is copied element by element)."""
+    loops = x if isinstance(x, Loops) else Pointwise(x.get_device(), x.get_dtype(),
+                                                      x.make_loader(), x.get_size())
+    return V.graph.register_buffer(ComputedBuffer(V.graph.new_name(), layout, loops))
 
 
 def realize_strided(x: IRNode) -> Buffer | ReinterpretView:
@@ -168,8 +174,7 @@ def realize_strided(x: IRNode) -> Buffer | ReinterpretView:
     strided = as_strided_layout(x)
     if strided is not None:
         return strided if not isinstance(x, Buffer) else x
-    copy = Pointwise(x.get_device(), x.get_dtype(), x.make_loader(), x.get_size())
-    return realize(copy)
+    return compute_into(x, Layout(x.get_device(), x.get_dtype(), x.get_size()))
 
 
 def realize_as_eager(x: IRNode, val: Any) -> IRNode:
@@ -181,13 +186,11 @@ def realize_as_eager(x: IRNode, val: Any) -> IRNode:
     if not isinstance(val, torch.Tensor) or val.storage_offset() != 0:
         return x
     want = [sym_to_sympy(s) for s in val.stride()]
-    strided = as_strided_layout(realize(x))
+    strided = None if isinstance(x, Loops) else as_strided_layout(x)
     if strided is not None and [sympify(s) for s in strided.layout.stride] == want \
             and sympify(strided.layout.offset) == 0:
         return x
-    layout = Layout(x.get_device(), x.get_dtype(), x.get_size(), want, 0)
-    copy = Pointwise(x.get_device(), x.get_dtype(), x.make_loader(), x.get_size())
-    return V.graph.register_buffer(ComputedBuffer(V.graph.new_name(), layout, copy))
+    return compute_into(x, Layout(x.get_device(), x.get_dtype(), x.get_size(), want, 0))
 
 
 # ops whose strides and offsets address the storage of their first argument

@@ -77,10 +77,12 @@ def checked_prologue(restore_stack):
     checking), so it is never executed."""
     own = resume_execution.restore_stack  # minicompile's (taken before it is swapped out)
 
+    def shown(insts):
+        return [f"{i.opname} {i.argval or ''}".strip() for i in insts]
+
     def checked(stack):
         got = list(restore_stack(stack))
         want = own(stack)
-        shown = lambda insts: [f"{i.opname} {i.argval or ''}".strip() for i in insts]  # noqa: E731
         if shown(got) != shown(want):
             raise AssertionError(f"restore_stack({stack}) gives {shown(got)}; the resume "
                                  f"function needs {shown(want)} (bytecode that leaves the stack "

@@ -41,20 +41,18 @@ PERSISTENT_RNUMEL = 1024  # rows up to this long are reduced in one block: no lo
 PERSISTENT_MULTIPASS_RNUMEL = 16384
 
 # reduction type -> the value a masked-off lane contributes (by the value's dtype)
-# (a bool's neutral value is a Python bool: tl.where(mask, int1, 0) would be an int32, and ~ of
-# an int32 1 is -2, which is true)
 def _lowest(dtype: torch.dtype) -> Any:
     return float("-inf") if dtype.is_floating_point else (
-        False if dtype == torch.bool else torch.iinfo(dtype).min)
+        0 if dtype == torch.bool else torch.iinfo(dtype).min)
 
 
 def _highest(dtype: torch.dtype) -> Any:
     return float("inf") if dtype.is_floating_point else (
-        True if dtype == torch.bool else torch.iinfo(dtype).max)
+        1 if dtype == torch.bool else torch.iinfo(dtype).max)
 
 
 NEUTRAL: dict[str, Callable[[torch.dtype], Any]] = {
-    "sum": lambda d: 0, "prod": lambda d: 1, "any": lambda d: False if d == torch.bool else 0,
+    "sum": lambda d: 0, "prod": lambda d: 1, "any": lambda d: 0,
     "max": _lowest, "argmax": _lowest, "min": _highest, "argmin": _highest,
 }
 
@@ -279,9 +277,8 @@ class TritonKernel:
             value = body()
         finally:
             self.masks.pop()
-        if self.dtype(value) == torch.bool:  # a bool stays int1: where(m, int1, 0) is int32,
-            other = bool(other)               # and ~ of an int32 1 is -2, which is true
-        return self.generate(f"tl.where({mask}, {value}, {triton_constant(other)})",
+        other = triton_constant(other, self.dtype(value))
+        return self.generate(f"tl.where({mask}, {value}, {other})",
                              self.dtype(value))
 
     def indirect_indexing(self, value: str, size: sympy.Expr) -> sympy.Symbol:
@@ -311,7 +308,7 @@ class TritonKernel:
             mean = self.generate(f"{total} / {count}", dtype)
             dev = self.generate(f"tl.where({mask}, {value} - {mean}, 0.0)", dtype)
             return mean, self.generate(f"tl.sum({dev} * {dev}, 1)[:, None]", dtype), count
-        neutral = triton_constant(NEUTRAL[rtype](self.dtype(value)))
+        neutral = triton_constant(NEUTRAL[rtype](self.dtype(value)), self.dtype(value))
         masked = self.generate(f"tl.where({mask}, {value}, {neutral})", self.dtype(value))
         if rtype in ("argmax", "argmin"):
             rindex = self.generate("tl.broadcast_to(rindex, [XBLOCK, RBLOCK])", torch.int32)
@@ -342,7 +339,7 @@ class TritonKernel:
             return results
         vdtype = self.dtype(value)
         if rtype in ("argmax", "argmin"):
-            init = triton_constant(NEUTRAL[rtype](vdtype))
+            init = triton_constant(NEUTRAL[rtype](vdtype), vdtype)
             self.before_loop.writelines([
                 f"{acc} = tl.full({block}, {init}, {triton_dtype(vdtype)})",
                 f"{acc}_index = tl.full({block}, 2147483647, tl.int32)"])
@@ -355,7 +352,7 @@ class TritonKernel:
                                    ".to(tl.int64)", torch.int64, self.after_loop)
         else:
             acc_dtype = torch.int8 if rtype == "any" else dtype
-            init = triton_constant(NEUTRAL[rtype](acc_dtype))
+            init = triton_constant(NEUTRAL[rtype](acc_dtype), acc_dtype)
             self.before_loop.writeline(f"{acc} = tl.full({block}, {init}, "
                                        f"{triton_dtype(acc_dtype)})")
             step = COMBINE[rtype].format(acc=acc, v=value)

@@ -53,10 +53,12 @@ def is_negative_zero(value) -> bool:
     return isinstance(value, float) and value == 0.0 and math.copysign(1.0, value) < 0
 
 
-def triton_constant(value) -> str:
-    """A Python scalar as a Triton literal (``float("inf")`` has no literal of its own)."""
-    if isinstance(value, bool):
-        return repr(value)
+def triton_constant(value, dtype: torch.dtype | None = None) -> str:
+    """A Python scalar as a Triton literal (``float("inf")`` has no literal of its own). For a
+    value of ``dtype`` bool it is ``True``/``False``: an integer literal beside an int1 (as in
+    ``tl.where(mask, b, 0)``) makes the result an int32, and ``~`` of an int32 1 is -2: true."""
+    if isinstance(value, bool) or dtype == torch.bool:
+        return repr(bool(value))
     if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
         return f'float("{value}")'
     return repr(value)
