@@ -259,3 +259,26 @@ def test_in_place_op_through_a_view_of_a_transposed_intermediate(cpu_backend, mo
     torch.manual_seed(0)
     x0, x1 = torch.randn(3, 3).t(), torch.randn(1, 1) - 1
     torch.testing.assert_close(mc.compile(fn)(x0, x1), fn(x0, x1))
+
+
+@pytest.mark.parametrize("cpu_backend", ["reference", "cpp", "triton"])
+def test_amax_backward_of_a_recomputed_transcendental(cpu_backend, monkeypatch):
+    """Fuzzer seed 6000987: the gradient of ``(atan2(x, y) * -2).amax(dims)`` flows to the
+    elements equal to the max. The C++ kernel computed the max in one loop and ``x == max`` in a
+    second, recomputing atan2; g++ vectorised the two loops differently, and glibc's scalar and
+    vector atan2 round differently, so the maximum itself was not equal to the max and lost its
+    gradient. Every vector math function now has one implementation at every width."""
+    monkeypatch.setattr(config.inductor, "cpu_backend", cpu_backend)
+
+    def fn(x0, x1):
+        return (torch.atan2(x0, x1).squeeze() * -2.0).amax(dim=(0, 2), keepdim=True)
+
+    torch.manual_seed(0)
+    for _ in range(20):
+        x0 = torch.randn(1, 1, 1, 1, requires_grad=True)
+        x1 = torch.randn(2, 1, 2, 4)
+        weight = torch.randn(1, 2, 1)
+        expected = torch.autograd.grad(fn(x0, x1), x0, weight)[0]
+        mc.reset()
+        got = torch.autograd.grad(mc.compile(fn)(x0, x1), x0, weight)[0]
+        torch.testing.assert_close(got, expected)

@@ -22,8 +22,8 @@ of element-level members, per-row code between (the epilogue that stores a reduc
         for (int64_t rindex ...)  acc0 = mc::maximum(acc0, in_ptr0[...]);
         float acc1 = 0;                           // then the sum of exp(x - max)
         #pragma omp simd reduction(+:acc1)
-        for (int64_t rindex ...)  acc1 = acc1 + std::exp(in_ptr0[...] - acc0);
-        for (int64_t rindex ...)  out_ptr0[...] = std::exp(in_ptr0[...] - acc0) / acc1;
+        for (int64_t rindex ...)  acc1 = acc1 + mc::vm::exp(in_ptr0[...] - acc0);
+        for (int64_t rindex ...)  out_ptr0[...] = mc::vm::exp(in_ptr0[...] - acc0) / acc1;
 
 Vectorisation is asked of the compiler with ``#pragma omp simd`` (not written with intrinsics,
 as Inductor's ``CppVecKernel`` does): the loop stays one readable scalar body, and an explicit
@@ -53,7 +53,8 @@ from ..kernel_group import KernelGroup, KernelMember
 from . import cpp_build
 from .common import (BaseScheduling, CodegenError, IndentedBuffer, KernelSignature,
                      emit_members)
-from .cpp_ops import DTYPES, CppOpsHandler, LoopCode, cexpr, storage_type
+from .cpp_ops import (DTYPES, CppOpsHandler, LoopCode, cexpr, storage_type,
+                      vector_math_lines)
 
 XBLOCK = 1024  # points per inner (vectorised) loop of a pointwise kernel
 PARALLEL_MIN_ELEMENTS = 32768  # less work than this runs on one thread (no fork/join)
@@ -114,7 +115,10 @@ class CppKernel:
                 else:
                     self.row_reductions(code)
         code.writeline("}")
-        return code.getvalue()
+        source = code.getvalue()
+        vector_math = vector_math_lines(source, cpp_build.LIBMVEC_LEVEL)
+        return source.replace('#include "cpp_prefix.h"\n', '#include "cpp_prefix.h"\n'
+                              + "".join(f"{line}\n" for line in vector_math), 1)
 
     def emit(self, members: list[KernelMember], scope: dict[str, Any]) -> LoopCode:
         """Run ``members`` under the C++ ops handler: the lines of one loop (or row) body."""

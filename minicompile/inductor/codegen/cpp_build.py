@@ -37,15 +37,17 @@ from ... import config
 from .. import codecache
 from .common import CodegenError
 
-def libmvec_flags() -> list[str]:
-    """Link glibc's vector math (sin, exp... 8 at a time in `omp simd` loops) where it exists:
-    x86-64 Linux, glibc >= 2.22 (2.35 added tanh, erf, log1p...); see cpp_prefix.h."""
+def libmvec_level() -> int:
+    """glibc's vector math (sin, exp... 8 at a time in `omp simd` loops) where it exists: x86-64
+    Linux, glibc >= 2.22 (222); 2.35 (235) added tanh, erf, log1p...; 0: none. See cpp_prefix.h."""
     version = os.confstr("CS_GNU_LIBC_VERSION") if hasattr(os, "confstr") else None
     if platform.machine() != "x86_64" or not version or not version.startswith("glibc "):
-        return []
+        return 0
     major, minor = (int(p) for p in version.split()[1].split(".")[:2])
-    level = 235 if (major, minor) >= (2, 35) else 222 if (major, minor) >= (2, 22) else 0
-    return [f"-DMC_LIBMVEC={level}"] if level else []
+    return 235 if (major, minor) >= (2, 35) else 222 if (major, minor) >= (2, 22) else 0
+
+
+LIBMVEC_LEVEL = libmvec_level()
 
 
 CXX = os.environ.get("CXX", "g++")
@@ -56,9 +58,9 @@ FLAGS = [
     # nor the floating-point exception flags: without this g++ 12 keeps a select (relu, where)
     # next to a vector call (sin, exp) as a branch, and the whole loop stays scalar
     "-fno-trapping-math",
-    "-std=c++17", *libmvec_flags(),  # (the cache adds -shared -fPIC)
+    "-std=c++17", *([f"-DMC_LIBMVEC={LIBMVEC_LEVEL}"] if LIBMVEC_LEVEL else []),  # (the cache adds -shared -fPIC)
 ]
-LIBS = ["-lmvec"] if libmvec_flags() else []  # after the source: the linker drops unused ones
+LIBS = ["-lmvec"] if LIBMVEC_LEVEL else []  # after the source: the linker drops unused ones
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpp_prefix.h")) as _f:
     PREFIX = _f.read()
 

@@ -1,7 +1,7 @@
 """The ``ops`` handler of the C++ backend: each op becomes one line of C++ (mirrors
 ``CppOverrides`` and ``CppPrinter`` in torch/_inductor/codegen/cpp.py and cpp_utils.py).
 
-    ops.exp(tmp0)            ->  auto tmp1 = std::exp(tmp0);
+    ops.exp(tmp0)            ->  auto tmp1 = mc::vm::exp(tmp0);
     ops.load("buf0", i + 3)  ->  auto tmp2 = in_ptr0[xindex + 3];
     ops.maximum(a, b)        ->  auto tmp3 = mc::maximum(tmp1, tmp2);   // NaN-propagating
 
@@ -21,6 +21,7 @@ row (``prefix``), its update in the loop (``body``) and the read-out after it (`
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -150,16 +151,34 @@ MC_UNARY = ["abs", "floor", "ceil", "round", "trunc", "sign", "relu", "sigmoid",
 MC_BINARY = ["floordiv", "truncdiv", "fmod", "remainder", "pow", "maximum", "minimum",
              "bitwise_and", "bitwise_or", "bitwise_xor"]  # (a bool stays a bool)
 STD_BINARY = ["atan2", "hypot", "copysign"]
+# glibc's vector math (cpp_prefix.h), by the glibc version that has each function (2.22, 2.35):
+# one implementation at every vector width, so that a value recomputed in another loop or
+# kernel is the same to the last bit. A kernel defines the ones it calls (vector_math_lines).
+VECTOR_MATH = {**dict.fromkeys(["sin", "cos", "exp", "log", "pow"], 222),
+               **dict.fromkeys(["tan", "tanh", "sinh", "cosh", "asin", "acos", "atan", "asinh",
+                                "acosh", "atanh", "exp2", "expm1", "log2", "log1p", "erf", "erfc",
+                                "atan2", "hypot"], 235)}
+VECTOR_MATH_BINARY = {"pow", "atan2", "hypot"}
+VECTOR_MATH_CALLED_BY = {"sigmoid": "exp"}  # mc:: helpers of cpp_prefix.h that call one
+
+
+def vector_math_lines(source: str, libmvec_level: int) -> list[str]:
+    """The ``MC_VM_FUNCTION`` lines defining the vector math functions ``source`` calls."""
+    called = {VECTOR_MATH_CALLED_BY.get(f, f) for f in re.findall(r"\bmc::(?:vm::)?(\w+)\(", source)}
+    return [f'MC_VM_FUNCTION({2 if f in VECTOR_MATH_BINARY else 1}, '
+            f'"{"vv" if f in VECTOR_MATH_BINARY else "v"}", {f})'
+            for f in sorted(called) if VECTOR_MATH.get(f, libmvec_level + 1) <= libmvec_level]
 INFIX = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "eq": "==", "ne": "!=", "lt": "<",
          "le": "<=", "gt": ">", "ge": ">=", "logical_and": "&&", "logical_or": "||",
          "bitwise_left_shift": "<<", "bitwise_right_shift": ">>"}
 
 # ops name -> C++ format string over the operands {0}, {1}
 C_OPS: dict[str, str] = {
-    **{op: f"std::{op}({{0}})" for op in STD_UNARY},
+    **{op: f"{'mc::vm' if op in VECTOR_MATH else 'std'}::{op}({{0}})" for op in STD_UNARY},
     **{op: f"mc::{op}({{0}})" for op in MC_UNARY},
     **{op: f"mc::{op}({{0}}, {{1}})" for op in MC_BINARY},
-    **{op: f"std::{op}({{0}}, {{1}})" for op in STD_BINARY},
+    **{op: f"{'mc::vm' if op in VECTOR_MATH else 'std'}::{op}({{0}}, {{1}})"
+       for op in STD_BINARY},
     **{op: f"{{0}} {sym} {{1}}" for op, sym in INFIX.items()},
     "neg": "-{0}",
     "square": "{0} * {0}",

@@ -16,25 +16,125 @@
 #include <type_traits>
 #include <vector>
 
-// glibc's vector math library (libmvec): declared `simd`, sin/exp/... called in an `omp simd`
-// loop become 4- or 8-wide calls (_ZGVdN8v_expf) instead of one scalar call per element. glibc
-// declares them itself only under -ffast-math, which would also break NaN semantics; these are
-// its own declarations, made here without it (within 4 ulp, as ATen's SLEEF is within 1).
+// --- vector math: one implementation of each function, at every width --------------------------
+//
+// glibc's vector math library (libmvec) computes sin, exp, ... 4, 8 or 16 floats per call
+// (_ZGVdN8v_expf: within 4 ulp, as ATen's SLEEF is within 1). But its scalar and vector
+// versions round differently (about half of all floats get an exp one ulp apart), and so do its
+// 4-, 8- and 16-wide ones. g++ runs the body of an `omp simd` loop 16 lanes at a time and its
+// tail 8, 4 or 1 at a time, so a value computed twice (a fused kernel recomputes atan2(x, y) in
+// the loop that compares it with the row's max; a backward kernel recomputes the forward's exp)
+// could differ between the two loops, and `x == amax(x)` fail for the maximum itself. So each
+// function has one implementation: mc_vm_expf is declared `simd`, and its scalar version and
+// every vector version g++ may call (_ZGV{b,c,d,e}N*v_mc_vm_expf) pad their lanes into one
+// call of glibc's widest version for this machine (as ATen runs a loop's tail through the same
+// vector function, on a partly filled vector).
 // cpp_build.py defines MC_LIBMVEC to the glibc version (222: 2.22, 235: 2.35) on x86-64 Linux.
+// glibc declares its versions itself only under -ffast-math, which would break NaN semantics.
 #if defined(MC_LIBMVEC)
-#define MC_SIMD __attribute__((simd("notinbranch")))
-#define MC_VECTOR_MATH_1(name) MC_SIMD float name##f(float) noexcept; MC_SIMD double name(double) noexcept;
-#define MC_VECTOR_MATH_2(name) \
-    MC_SIMD float name##f(float, float) noexcept; MC_SIMD double name(double, double) noexcept;
+#if defined(__AVX512F__)
+#define MC_VM_ISA e
+#define MC_VM_F 16
+#define MC_VM_D 8
+#elif defined(__AVX2__)
+#define MC_VM_ISA d
+#define MC_VM_F 8
+#define MC_VM_D 4
+#elif defined(__AVX__)
+#define MC_VM_ISA c
+#define MC_VM_F 8
+#define MC_VM_D 4
+#else
+#define MC_VM_ISA b
+#define MC_VM_F 4
+#define MC_VM_D 2
+#endif
+typedef float mc_vf4 __attribute__((vector_size(16)));
+typedef float mc_vf8 __attribute__((vector_size(32)));
+typedef float mc_vf16 __attribute__((vector_size(64)));
+typedef double mc_vd2 __attribute__((vector_size(16)));
+typedef double mc_vd4 __attribute__((vector_size(32)));
+typedef double mc_vd8 __attribute__((vector_size(64)));
+#define MC_CAT2(a, b) a##b
+#define MC_CAT(a, b) MC_CAT2(a, b)
+#define MC_STR2(a) #a
+#define MC_STR(a) MC_STR2(a)
+typedef MC_CAT(mc_vf, MC_VM_F) mc_vf;  // glibc's widest vectors on this machine
+typedef MC_CAT(mc_vd, MC_VM_D) mc_vd;
+// the lanes of a narrower vector (or one scalar) in a wide one, zeros above; and back
+template <typename Wide, typename Narrow> inline Wide mc_vm_widen(Narrow x) {
+    Wide w = {};
+    std::memcpy(&w, &x, sizeof(x));
+    return w;
+}
+template <typename Narrow, typename Wide> inline Narrow mc_vm_narrow(Wide w) {
+    Narrow x;
+    std::memcpy(&x, &w, sizeof(x));
+    return x;
+}
+#define MC_VM_HIDDEN __attribute__((visibility("hidden")))
+#define MC_VM_ARGS_1(T) T x
+#define MC_VM_ARGS_2(T) T x, T y
+#define MC_VM_WIDE_1(V) mc_vm_widen<V>(x)
+#define MC_VM_WIDE_2(V) mc_vm_widen<V>(x), mc_vm_widen<V>(y)
+// one version of mc_vm_<fn> (k arguments: "v" or "vv" in its name): ISA letter `isa`, N lanes VN
+#define MC_VM_CLONE(k, vs, fn, V, isa, N, VN) \
+    MC_VM_HIDDEN VN mc_vm_##fn##_##isa(MC_VM_ARGS_##k(VN)) noexcept \
+        __asm__("_ZGV" #isa "N" #N vs "_mc_vm_" #fn); \
+    VN mc_vm_##fn##_##isa(MC_VM_ARGS_##k(VN)) noexcept { \
+        return mc_vm_narrow<VN>(mc_vm_glibc_##fn(MC_VM_WIDE_##k(V))); \
+    }
+// the versions g++ may call on this machine: b (SSE: 16-byte vectors) always; c and d (AVX,
+// AVX2: 32 bytes) and e (AVX-512: 64 bytes) where the machine has them
+#if defined(__AVX512F__)
+#define MC_VM_CLONES(k, vs, fn, V, n4, n8, n16, VN4, VN8, VN16) \
+    MC_VM_CLONE(k, vs, fn, V, b, n4, VN4) MC_VM_CLONE(k, vs, fn, V, c, n8, VN8) \
+    MC_VM_CLONE(k, vs, fn, V, d, n8, VN8) MC_VM_CLONE(k, vs, fn, V, e, n16, VN16)
+#elif defined(__AVX2__)
+#define MC_VM_CLONES(k, vs, fn, V, n4, n8, n16, VN4, VN8, VN16) \
+    MC_VM_CLONE(k, vs, fn, V, b, n4, VN4) MC_VM_CLONE(k, vs, fn, V, c, n8, VN8) \
+    MC_VM_CLONE(k, vs, fn, V, d, n8, VN8)
+#elif defined(__AVX__)
+#define MC_VM_CLONES(k, vs, fn, V, n4, n8, n16, VN4, VN8, VN16) \
+    MC_VM_CLONE(k, vs, fn, V, b, n4, VN4) MC_VM_CLONE(k, vs, fn, V, c, n8, VN8)
+#else
+#define MC_VM_CLONES(k, vs, fn, V, n4, n8, n16, VN4, VN8, VN16) MC_VM_CLONE(k, vs, fn, V, b, n4, VN4)
+#endif
+// mc_vm_<fn>, of k arguments of type T (expf: float; exp: double), on glibc's widest vectors V
+// of W lanes: glibc's version and our function, declared simd, for every function here ...
+#define MC_VM_DECLARE(k, vs, fn, T, V, W) \
+    V mc_vm_glibc_##fn(MC_VM_ARGS_##k(V)) noexcept \
+        __asm__("_ZGV" MC_STR(MC_VM_ISA) "N" MC_STR(W) vs "_" #fn); \
+    __attribute__((simd("notinbranch"), const)) T mc_vm_##fn(MC_VM_ARGS_##k(T)) noexcept;
+// ... and its scalar version (lane 0 of one wide call) and its clones, defined by each kernel
+// for the functions it calls (MC_VM_FUNCTION lines after the #include; ~0.03 s of g++ each)
+#define MC_VM_DEFINE(k, vs, fn, T, V, n4, n8, n16, VN4, VN8, VN16) \
+    MC_VM_HIDDEN T mc_vm_##fn##_scalar(MC_VM_ARGS_##k(T)) noexcept __asm__("mc_vm_" #fn); \
+    T mc_vm_##fn##_scalar(MC_VM_ARGS_##k(T)) noexcept { \
+        return mc_vm_glibc_##fn(MC_VM_WIDE_##k(V))[0]; \
+    } \
+    MC_VM_CLONES(k, vs, fn, V, n4, n8, n16, VN4, VN8, VN16)
+// a function of float and its double twin (expf and exp)
+#define MC_VM_DECLARE_FUNCTION(k, vs, name) \
+    MC_VM_DECLARE(k, vs, name##f, float, mc_vf, MC_VM_F) \
+    MC_VM_DECLARE(k, vs, name, double, mc_vd, MC_VM_D)
+#define MC_VM_FUNCTION(k, vs, name) extern "C" { \
+    MC_VM_DEFINE(k, vs, name##f, float, mc_vf, 4, 8, 16, mc_vf4, mc_vf8, mc_vf16) \
+    MC_VM_DEFINE(k, vs, name, double, mc_vd, 2, 4, 8, mc_vd2, mc_vd4, mc_vd8) }
 extern "C" {
-MC_VECTOR_MATH_1(sin) MC_VECTOR_MATH_1(cos) MC_VECTOR_MATH_1(exp) MC_VECTOR_MATH_1(log)
-MC_VECTOR_MATH_2(pow)
+MC_VM_DECLARE_FUNCTION(1, "v", sin) MC_VM_DECLARE_FUNCTION(1, "v", cos)
+MC_VM_DECLARE_FUNCTION(1, "v", exp) MC_VM_DECLARE_FUNCTION(1, "v", log)
+MC_VM_DECLARE_FUNCTION(2, "vv", pow)
 #if MC_LIBMVEC >= 235
-MC_VECTOR_MATH_1(tan) MC_VECTOR_MATH_1(tanh) MC_VECTOR_MATH_1(sinh) MC_VECTOR_MATH_1(cosh)
-MC_VECTOR_MATH_1(asin) MC_VECTOR_MATH_1(acos) MC_VECTOR_MATH_1(atan) MC_VECTOR_MATH_1(asinh)
-MC_VECTOR_MATH_1(acosh) MC_VECTOR_MATH_1(atanh) MC_VECTOR_MATH_1(exp2) MC_VECTOR_MATH_1(expm1)
-MC_VECTOR_MATH_1(log2) MC_VECTOR_MATH_1(log1p) MC_VECTOR_MATH_1(erf) MC_VECTOR_MATH_1(erfc)
-MC_VECTOR_MATH_2(atan2) MC_VECTOR_MATH_2(hypot)
+MC_VM_DECLARE_FUNCTION(1, "v", tan) MC_VM_DECLARE_FUNCTION(1, "v", tanh)
+MC_VM_DECLARE_FUNCTION(1, "v", sinh) MC_VM_DECLARE_FUNCTION(1, "v", cosh)
+MC_VM_DECLARE_FUNCTION(1, "v", asin) MC_VM_DECLARE_FUNCTION(1, "v", acos)
+MC_VM_DECLARE_FUNCTION(1, "v", atan) MC_VM_DECLARE_FUNCTION(1, "v", asinh)
+MC_VM_DECLARE_FUNCTION(1, "v", acosh) MC_VM_DECLARE_FUNCTION(1, "v", atanh)
+MC_VM_DECLARE_FUNCTION(1, "v", exp2) MC_VM_DECLARE_FUNCTION(1, "v", expm1)
+MC_VM_DECLARE_FUNCTION(1, "v", log2) MC_VM_DECLARE_FUNCTION(1, "v", log1p)
+MC_VM_DECLARE_FUNCTION(1, "v", erf) MC_VM_DECLARE_FUNCTION(1, "v", erfc)
+MC_VM_DECLARE_FUNCTION(2, "vv", atan2) MC_VM_DECLARE_FUNCTION(2, "vv", hypot)
 #endif
 }
 #endif
@@ -93,6 +193,35 @@ template <typename T> constexpr T highest() {
     else return std::numeric_limits<T>::max();
 }
 
+// --- vector math (see the top of this file) ---------------------------------------------------
+// mc::vm::exp(x): mc_vm_expf for a float, mc_vm_exp for a double, std::exp for anything else
+// (and for every type where glibc has no vector version)
+namespace vm {
+#define MC_VM_FALLBACK_1(name) template <typename T> inline auto name(T x) { return std::name(x); }
+#define MC_VM_FALLBACK_2(name) \
+    template <typename T, typename U> inline auto name(T x, U y) { return std::name(x, y); }
+MC_VM_FALLBACK_1(sin) MC_VM_FALLBACK_1(cos) MC_VM_FALLBACK_1(exp) MC_VM_FALLBACK_1(log)
+MC_VM_FALLBACK_1(tan) MC_VM_FALLBACK_1(tanh) MC_VM_FALLBACK_1(sinh) MC_VM_FALLBACK_1(cosh)
+MC_VM_FALLBACK_1(asin) MC_VM_FALLBACK_1(acos) MC_VM_FALLBACK_1(atan) MC_VM_FALLBACK_1(asinh)
+MC_VM_FALLBACK_1(acosh) MC_VM_FALLBACK_1(atanh) MC_VM_FALLBACK_1(exp2) MC_VM_FALLBACK_1(expm1)
+MC_VM_FALLBACK_1(log2) MC_VM_FALLBACK_1(log1p) MC_VM_FALLBACK_1(erf) MC_VM_FALLBACK_1(erfc)
+MC_VM_FALLBACK_2(pow) MC_VM_FALLBACK_2(atan2) MC_VM_FALLBACK_2(hypot)
+#if defined(MC_LIBMVEC)
+#define MC_VM_1(name) \
+    inline float name(float x) { return mc_vm_##name##f(x); } \
+    inline double name(double x) { return mc_vm_##name(x); }
+#define MC_VM_2(name) \
+    inline float name(float x, float y) { return mc_vm_##name##f(x, y); } \
+    inline double name(double x, double y) { return mc_vm_##name(x, y); }
+MC_VM_1(sin) MC_VM_1(cos) MC_VM_1(exp) MC_VM_1(log) MC_VM_2(pow)
+#if MC_LIBMVEC >= 235
+MC_VM_1(tan) MC_VM_1(tanh) MC_VM_1(sinh) MC_VM_1(cosh) MC_VM_1(asin) MC_VM_1(acos) MC_VM_1(atan)
+MC_VM_1(asinh) MC_VM_1(acosh) MC_VM_1(atanh) MC_VM_1(exp2) MC_VM_1(expm1) MC_VM_1(log2)
+MC_VM_1(log1p) MC_VM_1(erf) MC_VM_1(erfc) MC_VM_2(atan2) MC_VM_2(hypot)
+#endif
+#endif
+}  // namespace vm
+
 // --- ops whose C++ meaning differs from torch's -------------------------------------------------
 
 // NaN wins, as in torch.maximum and amax (a NaN b is false, so b is picked when b is NaN);
@@ -124,7 +253,7 @@ template <typename T> inline T pow(T a, T b) {
         for (; b > 0; b >>= 1, a *= a) if (b & 1) result *= a;
         return result;
     } else {
-        return std::pow(a, b);
+        return vm::pow(a, b);
     }
 }
 
@@ -138,7 +267,7 @@ template <typename T> inline T round(T x) {  // half to even, like torch.round
 template <typename T> inline T abs(T x) { if constexpr (std::is_same_v<T, bool>) return x; else return x < 0 ? -x : x; }
 template <typename T> inline T sign(T x) { return static_cast<T>((T(0) < x) - (x < T(0))); }
 template <typename T> inline T relu(T x) { return x < T(0) ? T(0) : x; }  // NaN stays NaN
-template <typename T> inline T sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
+template <typename T> inline T sigmoid(T x) { return T(1) / (T(1) + vm::exp(-x)); }
 template <typename T> inline T rsqrt(T x) { return T(1) / std::sqrt(x); }
 template <typename T> inline T reciprocal(T x) { return T(1) / x; }
 template <typename T> inline T bitwise_not(T x) { if constexpr (std::is_same_v<T, bool>) return !x; else return ~x; }
