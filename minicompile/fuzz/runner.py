@@ -89,25 +89,25 @@ def _check_call(program: Program, compiled: Callable, device: str, seed: int) ->
     actual = run(compiled, program.make_inputs(seed, device), seed)
     if eager.error is not None or actual.error is not None:
         return _compare_errors(eager, actual)
-    problems = _problems(eager, actual, None)
+    problems = _problems(eager, actual)
     if problems:  # rounding or a real difference: let float64 referee
         reference = run(program.function(), _float64(program.make_inputs(seed, device)), seed)
-        perturbed = run(program.function(),
-                        _float64(program.make_inputs(seed, device), nudge=True), seed)
         if reference.error is None:
-            problems = _problems(eager, actual, reference,
-                                 perturbed if perturbed.error is None else None)
+            neighbours = [n for k in range(NEIGHBOURS) if (n := _neighbour(program, device, seed, k))]
+            problems = _problems(eager, actual, reference, neighbours)
     return Outcome("mismatch", "; ".join(problems)) if problems else Outcome("ok")
 
 
-def _problems(eager: Run, actual: Run, reference: Run | None,
-              perturbed: Run | None = None) -> list[str]:
-    return [*mismatches("output", eager.outputs, actual.outputs, reference and reference.outputs,
-                        perturbed and perturbed.outputs),
-            *mismatches("input after the call", eager.inputs, actual.inputs,
-                        reference and reference.inputs, perturbed and perturbed.inputs),
-            *mismatches("grad", eager.grads or [], actual.grads or [],
-                        reference and reference.grads, perturbed and (perturbed.grads or []))]
+def _problems(eager: Run, actual: Run, reference: Run | None = None,
+              neighbours: list[tuple[Run, Run]] = ()) -> list[str]:
+    def values(run: Run, what: str) -> list:
+        return getattr(run, what) or []
+    return [problem for what, label in (("outputs", "output"), ("inputs", "input after the call"),
+                                        ("grads", "grad"))
+            for problem in mismatches(label, values(eager, what), values(actual, what),
+                                      reference and values(reference, what),
+                                      [(values(low, what), values(high, what))
+                                       for low, high in neighbours])]
 
 
 def _compare_errors(eager: Run, actual: Run) -> Outcome:
@@ -143,22 +143,37 @@ def run(fn: Callable, inputs: list[torch.Tensor], seed: int) -> Run:
     return result
 
 
-def _float64(inputs: list[torch.Tensor], nudge: bool = False) -> list[torch.Tensor]:
-    """The inputs in float64; ``nudge``: each element moved by about one unit in the last place
-    of its own dtype (a fixed pattern of up, down, unchanged), to see whether rounding of that
-    size moves the result (an ill-conditioned point)."""
-    def widened(t: torch.Tensor) -> torch.Tensor:
-        if not t.dtype.is_floating_point:
-            return t
-        return _nudged(t) if nudge else t.detach().double().requires_grad_(t.requires_grad)
-    return [widened(t) for t in inputs]
+# The referee's neighbouring points: each pattern moves every floating input element up, down or
+# not at all, by about one unit in the last place; across the patterns each element moves both ways.
+NEIGHBOURS = 3
 
 
-def _nudged(t: torch.Tensor) -> torch.Tensor:
-    x = t.detach().double().contiguous()  # elements sharing memory (stride 0) move apart too
-    steps = torch.arange(x.numel(), dtype=torch.float64, device=x.device).remainder(3) - 1
+def _float64(inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+    """The inputs in float64 (the referee's exact arithmetic)."""
+    return [t.detach().double().requires_grad_(t.requires_grad) if t.dtype.is_floating_point
+            else t for t in inputs]
+
+
+def _nudged(t: torch.Tensor, pattern: int) -> torch.Tensor:
+    """``t`` with each element moved by about one unit in the last place of its dtype, up, down
+    or not at all by ``pattern``; elements that share memory (stride 0) move apart too."""
+    if not t.dtype.is_floating_point:
+        return t
+    x = t.detach().double().contiguous()
+    steps = (torch.arange(x.numel(), device=x.device) + pattern).remainder(3).double() - 1
     x = x * (1 + torch.finfo(t.dtype).eps * steps.reshape(x.shape))
-    return x.requires_grad_(t.requires_grad)
+    return x.to(t.dtype).requires_grad_(t.requires_grad)
+
+
+def _neighbour(program: Program, device: str, seed: int, pattern: int) -> tuple[Run, Run] | None:
+    """Eager at a neighbouring point (``_nudged``), in the inputs' dtypes and in float64: how
+    far float64 moves there (an ill-conditioned point), and another sample of the rounding
+    error eager makes near this point (eager may be lucky at one point)."""
+    def nudged() -> list[torch.Tensor]:  # fresh inputs for each run: a program may mutate them
+        return [_nudged(t, pattern) for t in program.make_inputs(seed, device)]
+    low, high = run(program.function(), nudged(), seed), run(program.function(),
+                                                             _float64(nudged()), seed)
+    return None if low.error is not None or high.error is not None else (low, high)
 
 
 def runs_in_eager(program: Program, device: str = "cpu", seed: int = 0) -> bool:
