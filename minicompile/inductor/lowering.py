@@ -19,7 +19,7 @@ import torch.utils._pytree as pytree
 
 from .. import config
 from .ir import (Buffer, ComputedBuffer, ExternKernel, FallbackKernel, IRNode, Layout, Loops, MultiOutput,
-                 Pointwise, ReinterpretView, View, as_strided_layout, broadcast_index, layout_of)
+                 Pointwise, ReinterpretView, View, as_strided_layout, broadcast_reader, layout_of)
 from .ir.read_writes import RecordReadWrites
 from ..shapes.functions import sym_to_sympy
 from .sizevars import Expr, sympify
@@ -99,11 +99,11 @@ def loader(x: Any, dtype: torch.dtype | None, size: Sequence[Expr]) -> Callable:
         if isinstance(value, sympy.Expr):  # a SymInt used as a number
             return lambda index: ops.index_expr(value, dtype or torch.int64)
         return lambda index: ops.constant(value, dtype)
-    load, x_size = x.make_loader(), x.get_size()
+    load, broadcast = x.make_loader(), broadcast_reader(x.get_size(), size)
     cast = dtype is not None and dtype != x.get_dtype()
 
     def read(index):
-        value = load(broadcast_index(index, x_size, size))
+        value = load(broadcast(index))
         return ops.to_dtype(value, dtype) if cast else value
 
     return read

@@ -233,6 +233,20 @@ class ShapeEnv:
         self.add_guard(guard)
         return value
 
+    @staticmethod
+    def _pinned(guard: sympy.Basic) -> tuple[sympy.Symbol, sympy.Integer] | None:
+        """(s0, 2) when ``guard`` fixes one symbol to one value: ``Eq(s0, 2)``, or an equation
+        linear in one symbol (``Eq(s0 - 1, 1)``: a slice of s0 broadcast against size 1)."""
+        if not isinstance(guard, sympy.Eq) or len(guard.free_symbols) != 1:
+            return None
+        (sym,) = guard.free_symbols
+        difference = sympy.expand(guard.lhs - guard.rhs)
+        a, b = difference.coeff(sym, 1), difference.coeff(sym, 0)
+        if a == 0 or sympy.expand(a * sym + b - difference) != 0:
+            return None  # not linear in sym (s0**2 == 9, s0 // 2 == 1)
+        value = -b / a
+        return (sym, value) if value.is_Integer else None
+
     def guard_bool(self, expr: sympy.Basic) -> bool:
         return bool(self.evaluate_expr(expr))
 
@@ -240,8 +254,9 @@ class ShapeEnv:
         guard = self.simplify(guard)
         if self.static_eval(guard) is True or any(g.expr == guard for g in self.guards):
             return
-        if isinstance(guard, sympy.Eq) and isinstance(guard.lhs, sympy.Symbol) and guard.rhs.is_Integer:
-            self.replacements[guard.lhs] = guard.rhs  # s0 == 8: s0 is no longer dynamic
+        pinned = self._pinned(guard)
+        if pinned is not None:  # s0 == 8, s0 - 1 == 1: s0 is no longer dynamic
+            self.replacements[pinned[0]] = pinned[1]
             self._static_cache.clear()
         self.guards.append(ShapeGuard(guard, self.location_fn()))
         trace_artifact("dynamic", f"eval {guard} [guard added]  {self.location_fn()}")
@@ -278,7 +293,7 @@ class ShapeEnv:
                 out.append(ShapeGuard(sympy.Ge(first, SYMBOL_MIN), "0/1 specialization"))
         names = {s: sympy.Symbol(n) for s, n in self.source_names().items()}
         for g in [*self.stride_guards, *self.guards]:
-            if isinstance(g.expr, sympy.Eq) and g.expr.lhs in self.replacements:
+            if (pinned := self._pinned(g.expr)) and pinned[0] in self.replacements:
                 continue  # already emitted as "specialized"
             out.append(ShapeGuard(g.expr.xreplace(names), g.user_line))
         return out

@@ -20,12 +20,12 @@ from .nodes import (REDUCTION_INIT, Buffer, ComputedBuffer, InputBuffer, IRNode,
                     Reduction)
 from .printer import PrintHandler, format_body, format_loop_nest
 from .read_writes import MemoryDep, ReadWrites, RecordReadWrites, StarDep, extract_read_writes
-from .views import ReinterpretView, View, as_strided_layout, broadcast_index
+from .views import ReinterpretView, View, as_strided_layout, broadcast_reader
 
 __all__ = [
     "Layout", "contiguous_strides", "dtype_name", "IRNode", "Loops", "Pointwise", "Reduction",
     "REDUCTION_INIT", "Buffer", "InputBuffer", "ComputedBuffer", "View", "ReinterpretView",
-    "as_strided_layout", "broadcast_index", "ExternKernel", "FallbackKernel", "MultiOutput",
+    "as_strided_layout", "broadcast_reader", "ExternKernel", "FallbackKernel", "MultiOutput",
     "layout_of", "InPlaceBuffer", "InPlaceFallback", "storage_owner",
     "MemoryDep", "StarDep", "ReadWrites", "RecordReadWrites", "extract_read_writes",
     "inline_producers", "unflatten_index", "InlineLoads", "PrintHandler", "format_body",

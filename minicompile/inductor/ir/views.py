@@ -140,9 +140,27 @@ def as_strided_layout(node: IRNode) -> ReinterpretView | None:
     return ReinterpretView(buffer, layout)
 
 
-def broadcast_index(index: Index, from_size: Sequence[Expr], to_size: Sequence[Expr]) -> list[Expr]:
-    """Index into a tensor of ``from_size`` broadcast to ``to_size``: leading dims dropped,
-    size-1 dims read at 0 (the formula of ``expand``)."""
-    index = list(index)[len(to_size) - len(from_size):]
-    return [sympy.Integer(0) if s == 1 and t != 1 else i
-            for i, s, t in zip(index, from_size, to_size[len(to_size) - len(from_size):])]
+def broadcast_reader(from_size: Sequence[Expr], to_size: Sequence[Expr]) -> Callable[[Index], list[Expr]]:
+    """``index -> index`` into a tensor of ``from_size`` broadcast to ``to_size``: leading dims
+    dropped, size-1 dims read at 0 (the formula of ``expand``). Which dims are stretched is
+    decided now, while the graph is lowered (a symbolic size by the traced sizes), not when a
+    loader built on it runs."""
+    lead = len(to_size) - len(from_size)
+    stretched = [s != t and _broadcasts(s) for s, t in zip(from_size, to_size[lead:])]
+
+    def read(index: Index) -> list[Expr]:
+        return [sympy.Integer(0) if z else i for i, z in zip(list(index)[lead:], stretched)]
+    return read
+
+
+def _broadcasts(size: Expr) -> bool:
+    """Whether ``size``, met against another size, is a 1 stretched over it. A symbolic size can
+    be 1 too: ``x[..., 1:]`` of a (2, s0) ``x`` against s0 elements traced with s0 = 2 (a guard
+    pins s0 - 1 == 1 then); the traced sizes decide, as they decided the broadcast."""
+    if sympify(size).is_number:
+        return size == 1
+    from ..virtualized import _state  # (the graph being lowered knows the traced sizes)
+    hints = getattr(getattr(_state, "graph", None), "size_hints", None)
+    if not hints or not sympify(size).free_symbols <= set(hints):
+        return False
+    return sympify(size).xreplace(hints) == 1

@@ -20,7 +20,7 @@ from typing import Sequence
 import sympy
 import torch
 
-from ..ir import IRNode, Pointwise, ReinterpretView, View, broadcast_index
+from ..ir import IRNode, Pointwise, ReinterpretView, View, broadcast_reader
 from ..ir.layout import Layout, contiguous_strides
 from ..lowering import (Unsupported, device, out_dtype, out_meta, out_size, realize_strided,
                         register_lowering)
@@ -88,7 +88,7 @@ def t(x: IRNode):
 @register_lowering(aten.expand)
 def expand(x: IRNode, size, implicit=False):
     new, old = out_size(), x.get_size()
-    return View(x, new, lambda index: broadcast_index(index, old, new))
+    return View(x, new, broadcast_reader(old, new))
 
 
 @register_lowering(aten.unsqueeze)
@@ -301,7 +301,7 @@ def index(x: IRNode, indices):
     first = indexed[0] if adjacent else 0  # where the broadcast index dims sit in the output
     bsize = new[first:first + nb]
     load, loaders = x.make_loader(), [t.make_loader() for t in tensors]
-    tsizes = [t.get_size() for t in tensors]
+    broadcasts = [broadcast_reader(t.get_size(), bsize) for t in tensors]
 
     def inner_fn(idx):
         bidx = idx[first:first + nb]
@@ -310,7 +310,7 @@ def index(x: IRNode, indices):
         for d in range(len(size)):
             if d in indexed:
                 k = indexed.index(d)
-                value = loaders[k](broadcast_index(bidx, tsizes[k], bsize))
+                value = loaders[k](broadcasts[k](bidx))
                 src.append(ops.indirect_indexing(value, size[d]))
             else:
                 src.append(rest[r])
