@@ -102,13 +102,14 @@ class TorchHandler:
         return torch.as_tensor(eval_index(index, self.env), dtype=torch.int64, device=self.device)
 
     def load(self, name: str, index) -> torch.Tensor:
-        idx, buf = self._index(index), self.buffers[name]
+        buf = self.buffers[name]
+        if self.masks and buf.numel() == 0 and not bool(self.masks[-1].any()):
+            # an empty buffer has no element 0 to read instead, and its index may divide by
+            # its zero-size dim (``x[..., 1:]`` of a (2, 0) tensor, padded): no index at all
+            return torch.zeros(self.masks[-1].shape, dtype=buf.dtype, device=buf.device)
+        idx = self._index(index)
         if self.masks:  # masked-off lanes may point anywhere: read element 0 instead
-            mask = self.masks[-1]
-            if buf.numel() == 0 and not bool(mask.any()):  # (an empty buffer has no element 0)
-                return torch.zeros(torch.broadcast_shapes(idx.shape, mask.shape),
-                                   dtype=buf.dtype, device=buf.device)
-            idx = torch.where(mask, idx, 0)
+            idx = torch.where(self.masks[-1], idx, 0)
         return buf[self._in_bounds(name, index, idx, "reads")]
 
     def store(self, name: str, index, value) -> None:

@@ -345,13 +345,16 @@ class CppOpsHandler:
         kind = REDUCTIONS[reduction_type]
         # argmax compares values of the source dtype; the others accumulate in ``dtype``
         t = compute_type(src_dtype if reduction_type in ("argmax", "argmin") else dtype)
-        acc = Accumulator(self._fresh("acc"), kind, kind.acc_type.format(t=t))
+        # a float sum accumulates in double: each lane of a vectorised loop adds up thousands
+        # of values one after another, where eager's cascade sums stay within a few ulp
+        wide = reduction_type == "sum" and t == "float"
+        acc = Accumulator(self._fresh("acc"), kind, "double" if wide else kind.acc_type.format(t=t))
         self.code.accumulators.append(acc)
         self.code.prefix.writeline(f"{acc.ctype} {acc.name} = {kind.init.format(t=t)};")
         update = kind.update.format(acc=acc.name, value=value, rindex="rindex", t=t)
         self.code.body.writeline(f"{acc.name} = {update};")
         outs = []
-        for readout in kind.readout:
+        for readout in ("static_cast<float>({acc})",) if wide else kind.readout:
             expr = readout.format(acc=acc.name)
             if expr == acc.name:
                 outs.append(expr)
