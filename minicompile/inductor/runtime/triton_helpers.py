@@ -167,6 +167,10 @@ def truncdiv(a, b):
 
 @triton.jit
 def sign(x):
+    # float constants for a float x: Triton 3.6 computes the all-integer select wrongly for a
+    # float converted from a float16/bfloat16 load (half of the signs flipped on an H100)
+    if x.dtype.is_floating():
+        return tl.where(x > 0, 1.0, tl.where(x < 0, -1.0, 0.0)).to(x.dtype)
     return tl.where(x > 0, 1, tl.where(x < 0, -1, 0)).to(x.dtype)
 
 
