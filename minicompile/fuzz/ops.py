@@ -99,6 +99,13 @@ def _mixed(b: "Builder", x: str) -> str:
 
 
 # --- reductions -----------------------------------------------------------------------------------
+# torch before 2.12 (the GPU machine's 2.11) computes the shape of vector_norm over a negative dim
+# of size 1 wrong on fake tensors (the dim is kept: pytorch/pytorch#183121), so every compiler
+# tracing with fake tensors, torch.compile included, returns the wrong shape there. Not a bug of
+# minicompile's: programs for such a torch draw that dim as a non-negative index.
+NORM_NEGATIVE_DIM_BUG = tuple(int(p) for p in torch.__version__.split(".")[:2]) < (2, 12)
+
+
 def _dim(b: "Builder", x: str) -> int:
     return b.rng.randrange(-b.value(x).dim(), b.value(x).dim())
 
@@ -120,6 +127,8 @@ def _reduction(b: "Builder", x: str) -> str:
     if op in ("softmax", "log_softmax"):
         return f"torch.{op}({x}, dim={dim})"
     if op == "norm":
+        if NORM_NEGATIVE_DIM_BUG and dim < 0 and t.shape[dim] == 1:
+            dim += t.dim()
         return f"torch.linalg.vector_norm({x}, dim={dim}, keepdim={keepdim})"
     if op == "prod":
         return f"({x}.tanh() + 1).prod(dim={dim}, keepdim={keepdim})"  # no overflow
