@@ -282,3 +282,77 @@ def test_amax_backward_of_a_recomputed_transcendental(cpu_backend, monkeypatch):
         mc.reset()
         got = torch.autograd.grad(mc.compile(fn)(x0, x1), x0, weight)[0]
         torch.testing.assert_close(got, expected)
+
+
+@pytest.mark.parametrize("cpu_backend", ["reference", "cpp", "triton"])
+def test_symbolic_size_that_broadcasts_as_one(cpu_backend, monkeypatch):
+    """Found while reproducing fuzzer seed 911546: with symbolic sizes, ``x0[..., 1:]`` of a
+    (1, s0) input has s0 - 1 elements, and added to an ``x1`` of s0 elements it broadcasts (the
+    trace ran at s0 = 2, and a guard pins s0 - 1 == 1). The kernel read it elementwise, past its
+    one element. A symbolic size is decided by the traced sizes, as the trace decided it, and
+    the guard now says ``s0 == 2`` (the equation solved for s0)."""
+    monkeypatch.setattr(config.inductor, "cpu_backend", cpu_backend)
+
+    def fn(x0, x1):
+        return torch.linalg.vector_norm(x0[..., 1:], dim=-2, keepdim=False) + x1
+
+    torch.manual_seed(0)
+    x0, x1 = torch.randn(1, 2), torch.randn(2)
+    compiled = mc.compile(fn, dynamic=True)
+    torch.testing.assert_close(compiled(x0, x1), fn(x0, x1))
+    x0, x1 = torch.randn(1, 2), torch.randn(2)  # from the cache, behind the guard
+    torch.testing.assert_close(compiled(x0, x1), fn(x0, x1))
+
+
+@pytest.mark.parametrize("cpu_backend", ["reference", "cpp", "triton"])
+def test_pad_of_an_empty_slice(cpu_backend, monkeypatch):
+    """Fuzzer seed 8000369: ``F.pad`` of ``x[..., 1:]`` where ``x`` has a zero-size last dim.
+    The pad reads nothing (every lane is masked off), but the reference executor evaluated the
+    load's index first, which divides by the zero size: ZeroDivisionError."""
+    monkeypatch.setattr(config.inductor, "cpu_backend", cpu_backend)
+
+    def fn(x0):
+        v1 = torch.tanh(x0)[..., 1:]
+        return torch.nn.functional.pad(v1 / (x0.abs() + 1), (2, 0), value=0.5)
+
+    x = torch.randn(1, 2, 0)
+    torch.testing.assert_close(mc.compile(fn)(x), fn(x))
+
+
+def test_cpp_float_sum_accumulates_in_double(monkeypatch):
+    """Fuzzer seed 8000563: ``sin(2 * x.sum((0, 1)))`` of an expanded (16, 13, 1) input. The C++
+    kernel added the 208 values one after another in float (the gather does not vectorise), 4.6
+    times further from float64 than eager's cascade sum, and sin of a sum in the hundreds
+    magnifies that. A float sum now accumulates in double in C++ kernels."""
+    monkeypatch.setattr(config.inductor, "cpu_backend", "cpp")
+
+    def fn(x0):
+        v2 = x0.sum(dim=(0, 1))
+        return torch.sin(torch.stack([v2, v2 + v2]))
+
+    torch.manual_seed(8000564)
+    for _ in range(10):
+        x = (torch.rand(16, 1, 1) * 8).expand(16, 13, 1)
+        exact = fn(x.double())
+        eager_error = (fn(x) - exact).abs().max()
+        compiled_error = (mc.compile(fn)(x) - exact).abs().max()
+        assert compiled_error <= 2 * eager_error + 1e-6
+    rows = torch.rand(3, 100_000)  # a long row: thousands of values per vector lane
+    # summed in double, the result is float64's sum correctly rounded to float
+    assert torch.equal(mc.compile(lambda r: r.sum(1))(rows), rows.double().sum(1).float())
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.int64])
+@pytest.mark.parametrize("cpu_backend", ["reference", "cpp", "triton"])
+def test_sign_of_half_precision(dtype, cpu_backend, monkeypatch):
+    """CUDA fuzzer seed 911490: ``torch.sign`` of a bfloat16 tensor flipped about half of the
+    signs on an H100: Triton 3.6 computes ``where(x > 0, 1, where(x < 0, -1, 0))`` with integer
+    constants wrongly when ``x`` is a float converted from a 16-bit load (every block size but
+    one). Float constants for float values. (The GPU run of the suite checks it on CUDA.)"""
+    monkeypatch.setattr(config.inductor, "cpu_backend", cpu_backend)
+    torch.manual_seed(0)
+    x = (torch.randn(1, 31, 16) * 4).to(dtype)
+    x[0, 0, :3] = 0
+    for arg in (x, x.transpose(1, 2)):
+        mc.reset()
+        assert torch.equal(mc.compile(lambda t: torch.sign(t))(arg), torch.sign(arg))

@@ -11,14 +11,16 @@ from triton.compiler.errors import CompilationError
 import minicompile as mc
 from minicompile.inductor.codecache import PyCodeCache
 from minicompile.inductor.runtime.triton_heuristics import (KernelCompileError, TritonLauncher,
-                                                            specialization)
+                                                            binary_key)
 
-def test_specialization_separates_what_triton_compiles_apart():
+def test_binary_key_separates_what_triton_compiles_apart():
+    """A kernel's tensors have fixed dtypes; what else Triton specialises on must change the key."""
     x = torch.zeros(64)
-    assert specialization((x, 32)) != specialization((x[1:], 32))  # alignment of the pointer
-    assert specialization((x, 32)) != specialization((x, 33))  # multiple of 16
-    assert specialization((x, 1)) != specialization((x, 17))  # the size 1
-    assert specialization((x, 32)) != specialization((x.double(), 32))  # dtype
+    assert binary_key((x, 32)) != binary_key((x[1:], 32))  # alignment of the pointer
+    assert binary_key((x, 32)) != binary_key((x, 33))  # multiple of 16
+    assert binary_key((x, 1)) != binary_key((x, 17))  # the size 1
+    assert binary_key((x, 32)) != binary_key((x, 2**31))  # beyond 32 bits
+    assert binary_key((x, 32)) == binary_key((x[16:], 32))  # another aligned pointer: the same
 
 
 @pytest.mark.gpu

@@ -137,7 +137,7 @@ class GuardScope:
 def _tensor_match(g: Guard, s: GuardScope) -> str:
     v, spec = g.name, g.expected if isinstance(g.expected, TensorSpec) else TensorSpec.of(g.expected)
     parts = [f"type({v}) is {s.literal(spec.type)}", f"{v}.dtype == {s.literal(spec.dtype)}",
-             f"str({v}.device) == {str(spec.device)!r}"]
+             _device_match(v, spec.device)]
     for what, dims in (("shape", spec.shape), ("stride()", spec.stride)):
         if None not in dims:
             parts.append(f"{v}.{what} == {tuple(dims)}")
@@ -146,6 +146,16 @@ def _tensor_match(g: Guard, s: GuardScope) -> str:
             parts += [f"{v}.{what}[{i}] == {d}" for i, d in enumerate(dims) if d is not None]
     parts.append(f"{v}.requires_grad == {spec.requires_grad}")
     return " and ".join(parts)
+
+
+def _device_match(v: str, device: torch.device) -> str:
+    """``x.is_cpu``, ``x.is_cuda and x.get_device() == 0``: attributes read in C, where
+    ``str(x.device)`` builds a device object and a string on every call."""
+    if device.type == "cpu":
+        return f"{v}.is_cpu"
+    if device.type == "cuda" and device.index is not None:
+        return f"{v}.is_cuda and {v}.get_device() == {device.index}"
+    return f"str({v}.device) == {str(device)!r}"
 
 
 def _equals_match(g: Guard, s: GuardScope) -> str:

@@ -6,15 +6,17 @@ kernels, calls the library and returns the outputs (mirrors torch/_inductor/code
         arg0_1, arg1_1 = args
         s0 = arg0_1.size(0)                                 # sizes read off the inputs
         arg0_1 = storage(arg0_1, (s0, 8), (8, 1), 0)        # flat storage the kernels index
-        buf0 = empty((s0,), dtype=torch.float32, device='cpu')
+        buf0 = empty_strided((s0,), (1,), dtype=torch.float32, device='cpu')
         triton_per_fused_sum_0(arg0_1, buf0, s0)            # a generated kernel
         buf1 = storage(aten.mm.default(reinterpret(...), ...), ...)   # a library call
         del buf0                                            # last reader done: memory back
         return (reinterpret(buf1, (s0, 4), (4, 1), 0),)
 
-Every buffer is a flat tensor holding its storage; kernels index it with the IR's flat SymPy
-indices (offsets included), and ``reinterpret`` gives the strided view a library call or the
-caller sees. The memory plan is made here: a buffer is allocated before the kernel that first
+A buffer variable holds a tensor whose data pointer is the start of the buffer's storage;
+kernels index it with the IR's flat SymPy indices (offsets included), and ``reinterpret`` gives
+the strided view a library call or the caller sees. A buffer is allocated in its own layout, so
+where that is the view wanted (most of the time) the variable is passed on as it is: no
+``reinterpret`` is written, and no Python runs for it per call. The memory plan is made here: a buffer is allocated before the kernel that first
 stores it, its storage is handed to a later buffer of the same device, dtype and size once its
 last reader has run (``buf5 = buf2  # reuse``), and it is deleted otherwise (Inductor's
 ``AllocateLine``, ``ReuseLine``, ``FreeIfNotReusedLine``). Local buffers never appear.
@@ -74,12 +76,9 @@ def storage(x: torch.Tensor, size: tuple, stride: tuple, offset: int) -> torch.T
     ``size/stride/offset`` view of: what kernels index from. That is ``x`` itself when it starts
     its storage (the common case: no view to make); else a flat view of its storage; a laid-out
     copy when ``x`` is laid out otherwise (never a wrong read)."""
-    if x.stride() == stride and tuple(x.shape) == size:
-        start = x.storage_offset()
-        if start == offset == 0:
-            return x
-        if start == offset:
-            return flat_storage(x)
+    start = x.storage_offset()
+    if start == offset and x.stride() == stride and x.shape == size:
+        return x if start == 0 else flat_storage(x)
     numel = offset + sum((sz - 1) * st for sz, st in zip(size, stride)) + 1 if all(size) else 0
     out = torch.empty((numel,), dtype=x.dtype, device=x.device)
     torch.as_strided(out, size, stride, offset).copy_(x)
@@ -99,7 +98,8 @@ def reinterpret(buf: torch.Tensor, size: tuple, stride: tuple, offset: int) -> t
     return torch.as_strided(buf, size, stride, offset)
 
 
-RUNTIME = {"storage": storage, "reinterpret": reinterpret, "empty": torch.empty, "torch": torch,
+RUNTIME = {"storage": storage, "reinterpret": reinterpret, "empty": torch.empty,
+           "empty_strided": torch.empty_strided, "torch": torch,
            "aten": torch.ops.aten, "inf": math.inf, "nan": math.nan}
 
 
@@ -113,6 +113,8 @@ class WrapperCodeGen:
         self.body = IndentedBuffer(1)
         self._counter = itertools.count()
         self._consts = itertools.count()
+        # variable -> the layout its tensor is known to have (allocated so): no reinterpret
+        self.laid_out: dict[str, str] = {}
 
     # --- called by the backends -----------------------------------------------------------
     def kernel_name(self, prefix: str, group: KernelGroup) -> str:
@@ -172,12 +174,19 @@ class WrapperCodeGen:
                 continue
             b = self.starts[name]
             layout = self.scheduler.buffers[name].layout
-            if b.storage == name:
+            if b.storage == name and layout.offset == 0:
+                self.body.writeline(f"{name} = empty_strided({ptuple(layout.size)}, "
+                                    f"{ptuple(layout.stride)}, dtype={layout.dtype}, "
+                                    f"device='{layout.device}')")
+                self.laid_out[name] = self.layout_args(layout)
+            elif b.storage == name:
                 self.body.writeline(f"{name} = empty(({pexpr(layout.storage_size())},), "
                                     f"dtype={layout.dtype}, device='{layout.device}')")
             else:
                 old = self.holder[b.storage]
                 self.body.writeline(f"{name} = {old}; del {old}  # reuse")
+                if self.laid_out.get(old):
+                    self.laid_out[name] = self.laid_out[old]
             self.holder[b.storage] = name
 
     def end_kernel(self, group: KernelGroup) -> None:
@@ -188,12 +197,18 @@ class WrapperCodeGen:
             if not later:
                 self.body.writeline(f"del {self.holder.get(b.storage, b.name)}")
 
+    def view(self, name: str, layout) -> str:
+        """The ``layout`` view of buffer ``name``'s storage: the variable itself when its tensor
+        was allocated so."""
+        args = self.layout_args(layout)
+        return name if self.laid_out.get(name) == args else f"reinterpret({name}, {args})"
+
     def arg(self, a: Any) -> str:
         """An extern kernel's argument as Python source."""
         if isinstance(a, ReinterpretView):
-            return f"reinterpret({a.data.get_name()}, {self.layout_args(a.layout)})"
+            return self.view(a.data.get_name(), a.layout)
         if isinstance(a, Buffer):
-            return f"reinterpret({a.get_name()}, {self.layout_args(a.layout)})"
+            return self.view(a.get_name(), a.layout)
         if isinstance(a, IRNode):
             raise NotImplementedError(f"extern argument {a} is not a buffer")
         if isinstance(a, sympy.Basic):
@@ -231,9 +246,9 @@ class WrapperCodeGen:
         outs = []
         for o in self.graph.graph_outputs:
             if isinstance(o, ReinterpretView):
-                outs.append(f"reinterpret({o.data.get_name()}, {self.layout_args(o.layout)})")
+                outs.append(self.view(o.data.get_name(), o.layout))
             elif isinstance(o, Buffer):
-                outs.append(f"reinterpret({o.get_name()}, {self.layout_args(o.layout)})")
+                outs.append(self.view(o.get_name(), o.layout))
             elif isinstance(o, sympy.Basic):
                 outs.append(pexpr(o))
             else:

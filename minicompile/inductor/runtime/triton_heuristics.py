@@ -86,11 +86,12 @@ def candidate_configs(kind: str, xnumel: int, rnumel: int) -> list[Config]:
                               for x, r, w in ((1, 2048, 8), (8, 512, 8), (64, 64, 4))))
 
 
-def specialization(args: tuple) -> tuple:
-    """What Triton compiles a separate binary for: each tensor's dtype and 16-byte alignment,
-    each integer's being 1, a multiple of 16, or beyond 32 bits (``JITFunction.run``'s key)."""
-    return tuple((a.dtype, a.device, a.data_ptr() % 16 == 0) if isinstance(a, torch.Tensor)
-                 else (a == 1, a % 16 == 0, -2**31 <= a < 2**31) for a in args)
+def binary_key(args: tuple) -> tuple:
+    """What Triton compiles a separate binary for (``JITFunction.run``'s key): each tensor's
+    dtype and 16-byte alignment, each integer's being 1, a multiple of 16, or beyond 32 bits.
+    A kernel's tensors have fixed dtypes (it was generated for its buffers), and an integer's
+    specialisation is a function of its value: the alignments and the integers themselves."""
+    return tuple(a.data_ptr() % 16 == 0 if isinstance(a, torch.Tensor) else a for a in args)
 
 
 def scratch_copy(t: torch.Tensor) -> torch.Tensor:
@@ -119,18 +120,26 @@ class CompiledLaunch:
         kernel._init_handles()
         self.kernel, self.constexprs = kernel, tuple(
             v for k, v in cfg.kwargs().items() if k != "num_warps")
-        # launch hooks (a profiler's) as installed now; without one the metadata is None, and
-        # computing it is skipped as Inductor's launcher does
+        # launch hooks (a profiler's): Triton installs empty chains of hooks, to which a
+        # profiler adds its own; while they are empty the metadata the hooks would get is not
+        # computed, as Inductor's launcher skips it without hooks
         self.enter_hook, self.exit_hook = knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook
 
     def __call__(self, grid_0: int, args: tuple) -> None:
         k = self.kernel
         stream = raw_stream()
         bound = (*args, *self.constexprs)
-        metadata = (k.launch_metadata((grid_0, 1, 1), stream, *bound)
-                    if self.enter_hook is not None else None)
-        k.run(grid_0, 1, 1, stream, k.function, k.packed_metadata, metadata,
-              self.enter_hook, self.exit_hook, *bound)
+        enter, exit_ = self.enter_hook, self.exit_hook
+        if not (_active(enter) or _active(exit_)):
+            k.run(grid_0, 1, 1, stream, k.function, k.packed_metadata, None, None, None, *bound)
+            return
+        metadata = k.launch_metadata((grid_0, 1, 1), stream, *bound)
+        k.run(grid_0, 1, 1, stream, k.function, k.packed_metadata, metadata, enter, exit_, *bound)
+
+
+def _active(hook: Any) -> bool:
+    """A hook to call: not None, and not an empty chain (``knobs.HookChain`` with no calls)."""
+    return hook is not None and bool(getattr(hook, "calls", True))
 
 
 COMPILED_STAGES = ("ttir", "ttgir", "llir", "ptx")  # Triton's lowering: our source -> ... -> PTX
@@ -154,7 +163,7 @@ class TritonLauncher:
         self.autotune = autotune and not INTERPRET
         self.best: dict[tuple[int, int], Config] = {}  # size class -> chosen config
         self.grids: dict[tuple[int, int], tuple[Config, int]] = {}  # sizes -> (config, grid)
-        self.binaries: dict[tuple, CompiledLaunch] = {}  # (config, specialization) -> binary
+        self.binaries: dict[tuple, CompiledLaunch] = {}  # (config, binary_key) -> binary
         self.timings: dict[tuple[int, int], dict[Config, float]] = {}  # size class -> ms per config
 
     def __call__(self, *args: Any) -> None:
@@ -186,7 +195,7 @@ class TritonLauncher:
             with INTERPRETER_LOCK:
                 self.run_jit(grid, cfg, args)
             return
-        key = (cfg, specialization(args))
+        key = (cfg, binary_key(args))
         binary = self.binaries.get(key)
         if binary is not None:
             binary(grid[0], args)
