@@ -67,8 +67,12 @@ def candidate_configs(kind: str, xnumel: int, rnumel: int) -> list[Config]:
     if kind == "pointwise":
         if INTERPRET:
             return [Config(min(xcap, INTERPRETER_BLOCK))]
-        return list(dict.fromkeys(Config(min(xcap, x), None, w)
-                                  for x, w in ((1024, 4), (512, 4), (256, 4), (128, 4))))
+        if config.inductor.max_autotune:
+            return list(dict.fromkeys(Config(min(xcap, x), None, w)
+                                      for x, w in ((1024, 4), (512, 4), (256, 4), (128, 4))))
+        # one config, as Inductor's default mode: 8 elements a thread reach the copy bandwidth
+        # at every size measured, and each candidate would be one more compile on first call
+        return [Config(min(xcap, 1024), None, 4)]
     if kind == "persistent":
         rblock = pow2(rnumel)
         if INTERPRET:
