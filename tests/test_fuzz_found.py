@@ -293,8 +293,8 @@ def test_symbolic_size_that_broadcasts_as_one(cpu_backend, monkeypatch):
     the guard now says ``s0 == 2`` (the equation solved for s0)."""
     monkeypatch.setattr(config.inductor, "cpu_backend", cpu_backend)
 
-    def fn(x0, x1):
-        return torch.linalg.vector_norm(x0[..., 1:], dim=-2, keepdim=False) + x1
+    def fn(x0, x1):  # (vector_norm in the fuzzer's program; sum here, lowered to a kernel)
+        return x0[..., 1:].abs().sum(0) + x1
 
     torch.manual_seed(0)
     x0, x1 = torch.randn(1, 2), torch.randn(2)
