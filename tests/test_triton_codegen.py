@@ -288,3 +288,74 @@ def test_debug_folder_holds_ttir_and_ptx(monkeypatch, tmp_path):
         assert any(f"_{stage}_" in n for n in names), (stage, sorted(names))
     ptx = next(tmp_path.rglob("*_triton_ptx_*.txt")).read_text()
     assert ".entry" in ptx  # a PTX kernel entry point
+
+
+# --- online softmax: max and sum of exp in one pass ------------------------------------------
+
+# a row that fits (with the output pass: PERSISTENT_MULTIPASS_RNUMEL) is kept in registers
+ROW_CASES = {"persistent": 37, "looped": 33001}
+
+
+def _special_rows(n: int) -> torch.Tensor:
+    """Rows eager turns into nan, 0 or a number: a nan, all -inf, a +inf, half -inf."""
+    torch.manual_seed(0)
+    x = torch.randn(7, n) * 4
+    x[1, n // 2] = float("nan")
+    x[2] = float("-inf")
+    x[3, 5] = float("inf")
+    x[4, : n // 2] = float("-inf")
+    x[5, -1] = float("-inf")
+    return x
+
+
+@pytest.mark.parametrize("rows", ROW_CASES)
+def test_online_softmax_matches_eager_on_special_values(rows, kernels):
+    """``fuse_online_softmax`` makes softmax's max and sum of exp one reduction. In a loop the
+    running sum is rescaled as the max grows, where exp(-inf - -inf) would be nan: every row
+    must still come out as eager's, nan rows nan, a +inf row nan, -inf elements 0."""
+    x = _special_rows(ROW_CASES[rows])
+    check(lambda x: (torch.softmax(x, -1), torch.log_softmax(x, -1)), x)
+    sources = "\n".join(src for _, _, src in kernels)
+    assert "prepare_softmax_online" in sources
+    assert ("_max_new = " in sources) == (rows == "looped")  # the rescaling loop, when looped
+
+
+def test_cross_entropy_reads_a_long_row_once(kernels):
+    """Cross-entropy over 3001 classes, inference: one loop over the logits (max and sum of exp
+    together), not two. With gradients the log-softmax is also stored for the backward, a
+    second pass: the row is kept in registers then. Both equal eager."""
+    torch.manual_seed(0)
+    logits, target = torch.randn(5, 3001), torch.randint(0, 3001, (5,))
+    check(lambda x, t: F.cross_entropy(x, t), logits, target)
+    forward = next(src for name, _, src in kernels if "prepare_softmax_online" in name)
+    assert forward.count("for roffset in range(0, rnumel, RBLOCK):") == 1
+    logits.requires_grad_()
+    mc.reset()
+    loss = mc.compile(lambda x, t: F.cross_entropy(x, t))(logits, target)
+    torch.testing.assert_close(loss, F.cross_entropy(logits, target))
+    (grad,) = torch.autograd.grad(loss, logits)
+    (expected,) = torch.autograd.grad(F.cross_entropy(logits, target), logits)
+    torch.testing.assert_close(grad, expected)
+
+
+def test_online_softmax_only_where_kernels_are_triton(monkeypatch):
+    """A C++ row is in the cache for its second pass: the pass leaves C++ graphs alone."""
+    from minicompile.inductor.fx_passes import prepare_softmax_online
+
+    monkeypatch.setattr(config.inductor, "cpu_backend", "cpp")
+    graphs = []
+    monkeypatch.setattr(mc.inductor.compile_fx, "run_graph_passes", _recording(graphs))
+    x = torch.randn(3, 2000)
+    check(lambda x: torch.softmax(x, -1), x)
+    assert graphs and not any(n.target is prepare_softmax_online
+                              for gm in graphs for n in gm.graph.nodes)
+
+
+def _recording(graphs):
+    from minicompile.inductor.fx_passes import run_graph_passes
+
+    def run(gm, **kwargs):
+        report = run_graph_passes(gm, **kwargs)
+        graphs.append(gm)
+        return report
+    return run

@@ -90,8 +90,9 @@ def compile_fx_inner(gm: torch.fx.GraphModule, example_inputs: list,
     options = inductor_options(options)
     name = f"{graph_kind} graph {counters['graphs']}"
     counters["graphs"] += 1
-    report = run_graph_passes(gm)
-    graph = GraphLowering(gm, example_inputs, name=name).run()
+    report = run_graph_passes(
+        gm, uses_online_softmax=lambda device: backend_name(device, options) == "triton")
+    graph = GraphLowering(gm, example_inputs, name=name, options=options).run()
     if graph.symbol_sources:
         counters["symbolic_graphs"] += 1
     trace_artifact("ir_pre_fusion", lambda: _pre_fusion_text(report, graph),

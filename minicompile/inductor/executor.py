@@ -39,6 +39,7 @@ REDUCE = {
     "argmax": lambda v, dtype: _orderable(v).argmax(-1),
     "argmin": lambda v, dtype: _orderable(v).argmin(-1),
     "welford_reduce": lambda v, dtype: welford_reduce(v),
+    "online_softmax_reduce": lambda v, dtype: online_softmax_reduce(v),
 }
 
 
@@ -49,6 +50,13 @@ def _orderable(v: torch.Tensor) -> torch.Tensor:
 
 
 WELFORD_BLOCK = 32  # elements per block; blocks are merged one at a time, as a GPU kernel does
+
+
+def online_softmax_reduce(v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(max, sum of exp(x - max)) of the last dim: what a Triton kernel computes in one pass
+    (codegen/triton_kernel.py), here as softmax's two reductions."""
+    m = v.amax(-1)
+    return m, (v - m.unsqueeze(-1)).exp().sum(-1)
 
 
 def welford_reduce(v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -170,7 +178,7 @@ class TorchHandler:
         # flatten the reduction dims into one trailing dim and reduce it
         value = self._tensor(value).expand(self.full_shape).reshape(self.shape + [-1])
         result = REDUCE[reduction_type](value, dtype)
-        if isinstance(result, tuple):  # welford: (mean, m2, weight)
+        if isinstance(result, tuple):  # welford: (mean, m2, weight); online softmax: (max, sum)
             return tuple(r.reshape(self.store_shape) for r in result)
         return result.reshape(self.store_shape)
 

@@ -53,8 +53,9 @@ def is_flat(spec: pytree.TreeSpec) -> bool:
 
 class GraphLowering:
     def __init__(self, gm: torch.fx.GraphModule, example_inputs: list | None = None,
-                 name: str = "graph"):
+                 name: str = "graph", options: dict | None = None):
         self.gm = gm
+        self.options = options or {}  # inductor knobs (which backend generates the kernels)
         self.name = name  # titles this graph's log artifacts ("forward graph 0")
         self.example_inputs = example_inputs
         self.graph_inputs: dict[str, InputBuffer | Expr] = {}
@@ -67,8 +68,9 @@ class GraphLowering:
         self.constant_buffers: dict[str, InputBuffer] = {}  # their buffers, read like inputs
         # symbol -> (input position, "size" | "stride" | "value", dim): where to read its value
         self.symbol_sources: dict[sympy.Symbol, tuple[int, str, int | None]] = {}
-        # symbol -> the value it had when traced: for reporting only (bytes moved), never to
-        # decide anything, so one compiled graph stays right for every size
+        # symbol -> the value it had when traced: for reporting (bytes moved), and to decide
+        # only what the trace decided under a guard (a symbolic size broadcast as 1), so one
+        # compiled graph stays right for every size its guards admit
         self.size_hints: dict[sympy.Symbol, int] = {}
         self.device = torch.device("cpu")
         self.current_node: torch.fx.Node | None = None

@@ -42,6 +42,7 @@ BINARY_OPS = [
 REDUCTION_INIT = {
     "sum": 0, "prod": 1, "max": float("-inf"), "min": float("inf"), "any": False,
     "argmax": float("-inf"), "argmin": float("inf"), "welford_reduce": (0.0, 0.0, 0),
+    "online_softmax_reduce": (float("-inf"), 0.0),
 }
 
 # Special ops (explicit methods on every handler):

@@ -14,7 +14,9 @@ print it. :func:`run_graph_passes` runs them in an order where each one feeds th
    the conv (decomposed eval batchnorm is such a chain), alternating with constant folding;
 6. :func:`eliminate_dead_code` - whatever the others left unused;
 7. :func:`reinplace_input_mutations` - a mutated input whose new value is the input with some
-   elements replaced gets those elements written into it in place (marks nodes for lowering).
+   elements replaced gets those elements written into it in place (marks nodes for lowering);
+8. :func:`fuse_online_softmax` - where kernels are Triton's, softmax's max and sum of exp become
+   one reduction (``online_softmax.py``): a long row is read once, not twice.
 
 Every pass keeps results equal to eager's (``tests/test_fx_passes.py`` checks each one).
 """
@@ -22,7 +24,9 @@ Every pass keeps results equal to eager's (``tests/test_fx_passes.py`` checks ea
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
+import torch
 import torch.fx
 
 from .algebraic import RULES, simplify_algebra
@@ -31,13 +35,14 @@ from .constant_folding import fold_constants
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
 from .noop import NOOPS, remove_noop_ops
+from .online_softmax import fuse_online_softmax, prepare_softmax_online
 from .pattern_matcher import Op, Var, rewrite
 from .reinplace import SCATTER_OPS, reinplace_input_mutations
 
 __all__ = ["run_graph_passes", "PassReport", "eliminate_dead_code",
            "eliminate_common_subexpressions", "fold_constants", "simplify_algebra", "fold_conv_bn",
            "fold_conv_binary", "remove_noop_ops", "NOOPS", "reinplace_input_mutations",
-           "SCATTER_OPS",
+           "SCATTER_OPS", "fuse_online_softmax", "prepare_softmax_online",
            "RULES", "Op", "Var", "rewrite"]
 
 
@@ -52,20 +57,25 @@ class PassReport:
     constants_folded: int = 0
     dead_removed: int = 0
     reinplaced: dict[str, str] = field(default_factory=dict)  # mutated input -> in place or why not
+    online_softmax: int = 0  # max + sum(exp(x - max)) pairs made one reduction
 
     def __str__(self) -> str:
         rules = "".join(f"\n    {node}: {rule}" for node, rule in self.rewrites)
         noops = f"no-ops removed: {len(self.noops_removed)}, " if self.noops_removed else ""
         return (f"folded into convs: {self.conv_bn_folded}, {noops}CSE merged: {self.cse_merged}, "
                 f"constants folded: {self.constants_folded}, dead removed: {self.dead_removed}, "
-                f"rewrites: {len(self.rewrites)}{rules}{self._mutations()}")
+                f"rewrites: {len(self.rewrites)}{rules}{self._mutations()}"
+                + (f"\n    online softmax: {self.online_softmax}" if self.online_softmax else ""))
 
     def _mutations(self) -> str:
         return "".join(f"\n    mutated input {name}: {how}" for name, how in self.reinplaced.items())
 
 
-def run_graph_passes(gm: torch.fx.GraphModule) -> PassReport:
-    """Run every pass once, in place, in the order of this module's docstring."""
+def run_graph_passes(gm: torch.fx.GraphModule,
+                     uses_online_softmax: Callable[[torch.device], bool] = lambda device: False
+                     ) -> PassReport:
+    """Run every pass once, in place, in the order of this module's docstring;
+    ``uses_online_softmax(device)``: whether that device's kernels are Triton's."""
     report = PassReport()
     report.conv_bn_folded = fold_conv_bn(gm)
     report.cse_merged = eliminate_common_subexpressions(gm)
@@ -77,5 +87,6 @@ def run_graph_passes(gm: torch.fx.GraphModule) -> PassReport:
         report.conv_bn_folded += n
         report.constants_folded += fold_constants(gm)
     report.dead_removed = eliminate_dead_code(gm)
-    report.reinplaced = reinplace_input_mutations(gm)  # last: it marks nodes for the lowering
+    report.reinplaced = reinplace_input_mutations(gm)  # it marks nodes for the lowering
+    report.online_softmax = fuse_online_softmax(gm, uses_online_softmax)
     return report

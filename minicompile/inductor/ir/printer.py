@@ -86,6 +86,8 @@ class PrintHandler:
         self.reduction_line = len(self.lines)
         if reduction_type == "welford_reduce":
             return ("acc.mean", "acc.m2", "acc.weight")
+        if reduction_type == "online_softmax_reduce":
+            return ("acc.max", "acc.sum_exp")
         return "acc"
 
 

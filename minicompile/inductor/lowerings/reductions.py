@@ -18,6 +18,7 @@ from ..ir import REDUCTION_INIT, IRNode, Reduction, View
 from ..ir.inline import unflatten_index
 from ..lowering import (Unsupported, device, make_pointwise, out_meta, realize, register_lowering)
 from ..sizevars import Expr
+from ..fx_passes.online_softmax import prepare_softmax_online
 from ..virtualized import ops
 from .creation import empty_like_meta
 from .views import reshape_reindex
@@ -248,6 +249,15 @@ def softmax(x, dim, half_to_float=False):
 
 def _sub_exp(x, mx, dtype):
     return make_pointwise(lambda v, m: ops.exp(ops.sub(v, m)), [x, mx], dtype, size=x.get_size())
+
+
+@register_lowering(prepare_softmax_online)
+def softmax_max_and_sum_exp(x, dims):
+    """max(x) and sum(exp(x - max)) over ``dims`` in one reduction (fx_passes/online_softmax.py):
+    a running max, and the running sum rescaled by exp(old max - new max) whenever it grows."""
+    dtype = x.get_dtype()
+    return tuple(realize(make_reduction(x, dims, True, "online_softmax_reduce", dtype, dtype,
+                                        output_index=k)) for k in (0, 1))
 
 
 @register_lowering(aten._log_softmax)
