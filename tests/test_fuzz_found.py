@@ -319,6 +319,7 @@ def test_pad_of_an_empty_slice(cpu_backend, monkeypatch):
     torch.testing.assert_close(mc.compile(fn)(x), fn(x))
 
 
+@pytest.mark.cpu_only
 def test_cpp_float_sum_accumulates_in_double(monkeypatch):
     """Fuzzer seed 8000563: ``sin(2 * x.sum((0, 1)))`` of an expanded (16, 13, 1) input. The C++
     kernel added the 208 values one after another in float (the gather does not vectorise), 4.6

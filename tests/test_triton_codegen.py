@@ -338,6 +338,7 @@ def test_cross_entropy_reads_a_long_row_once(kernels):
     torch.testing.assert_close(grad, expected)
 
 
+@pytest.mark.cpu_only
 def test_online_softmax_only_where_kernels_are_triton(monkeypatch):
     """A C++ row is in the cache for its second pass: the pass leaves C++ graphs alone."""
     from minicompile.inductor.fx_passes import prepare_softmax_online
