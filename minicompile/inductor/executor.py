@@ -111,9 +111,9 @@ class TorchHandler:
 
     def load(self, name: str, index) -> torch.Tensor:
         buf = self.buffers[name]
-        if self.masks and buf.numel() == 0 and not bool(self.masks[-1].any()):
-            # an empty buffer has no element 0 to read instead, and its index may divide by
-            # its zero-size dim (``x[..., 1:]`` of a (2, 0) tensor, padded): no index at all
+        if self.masks and not bool(self.masks[-1].any()):
+            # nothing is read: no index is evaluated, for it may divide by a zero-size dim
+            # (``x[..., 1:]`` of a (2, 1) ``x``, padded), and an empty buffer has no element 0
             return torch.zeros(self.masks[-1].shape, dtype=buf.dtype, device=buf.device)
         idx = self._index(index)
         if self.masks:  # masked-off lanes may point anywhere: read element 0 instead
