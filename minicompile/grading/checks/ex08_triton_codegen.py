@@ -1,8 +1,9 @@
 """Checks for exercises/ex08_triton_codegen.py (notebook 08: Triton code generation).
 
 Each check swaps the learner's piece into the real Triton backend (``codegen/triton_ops.py``,
-``triton_kernel.py``), compiles graphs through ``mc.compile(backend="inductor")`` with Triton
-kernels (on a GPU, or on CPU tensors through Triton's interpreter), and compares with eager.
+``triton_kernel.py``, ``triton_reductions.py``), compiles graphs through
+``mc.compile(backend="inductor")`` with Triton kernels (on a GPU, or on CPU tensors through
+Triton's interpreter), and compares with eager.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import torch
 
 from minicompile import config
 from minicompile.grading import exercise
-from minicompile.inductor.codegen import triton_kernel, triton_ops
+from minicompile.inductor.codegen import triton_kernel, triton_ops, triton_reductions
 from minicompile.inductor.runtime import triton_heuristics
 from minicompile.inductor.sizevars import FloorDiv, ModularIndexing
 
@@ -141,8 +142,8 @@ def check_persistent_reduction(sol):
     x[2, 30] = float("nan")
     x[3] = x[3].abs() + 1  # an all-positive row
     ints = torch.randint(-50, -1, (4, 23), device=dev)
-    with triton_backend() as sources, swapped(triton_kernel.NEUTRAL, neutral), \
-            swapped(triton_kernel.REDUCE_ROWS, rows):
+    with triton_backend() as sources, swapped(triton_reductions.NEUTRAL, neutral), \
+            swapped(triton_reductions.REDUCE_ROWS, rows):
         compare(lambda t: t.sum(1), x, what="row sums", atol=1e-4)
         compare(lambda t: t.amax(1), x, what="row max")
         compare(lambda t: t.amin(1), x, what="row min")
@@ -150,7 +151,8 @@ def check_persistent_reduction(sol):
         compare(lambda t: (t > 25).any(1), x, what="row any")
         compare(lambda t: t.amax(1), ints, what="row max of negative int64")
         compare(lambda t: t.amin(1) + t.sum(1), ints, what="row min + row sum of int64")
-        compare(lambda t: torch.softmax(t, -1), x[[0, 1, 3]], what="softmax (max, then sum)")
+        compare(lambda t: t.amax(1, keepdim=True) * t.sum(1, keepdim=True), x[[0, 1, 3]],
+                what="a row's max and sum in one kernel")
     for r, template in rows.items():
         assert reached(template, "\n".join(sources)), (
             f"your {r} reduction never reached a kernel")
