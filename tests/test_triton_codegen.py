@@ -360,3 +360,12 @@ def _recording(graphs):
         graphs.append(gm)
         return report
     return run
+
+
+def test_online_softmax_keeps_double_rows_double():
+    """The running max and sum of a float64 row are float64 accumulators, not float32 ones
+    (under the interpreter NumPy would promote them anyway; a GPU kernel would not)."""
+    torch.manual_seed(0)
+    x = torch.randn(3, 33001, dtype=torch.float64) * 5
+    compiled = mc.compile(lambda x: torch.log_softmax(x, -1))
+    torch.testing.assert_close(compiled(x), torch.log_softmax(x, -1), rtol=1e-12, atol=1e-12)

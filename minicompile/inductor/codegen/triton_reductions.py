@@ -97,7 +97,7 @@ class TritonReductions:
         if rtype == "welford_reduce":
             names = [f"{acc}_mean", f"{acc}_m2", f"{acc}_weight"]
             for n in names:
-                self.before_loop.writeline(f"{n} = tl.zeros({block}, tl.float32)")
+                self.before_loop.writeline(f"{n} = tl.zeros({block}, {triton_dtype(dtype)})")
             nexts = [f"{n}_next" for n in names]
             self.body.writeline(f"{', '.join(nexts)} = triton_helpers.welford_reduce({value}, "
                                 f"{', '.join(names)})")
@@ -143,8 +143,9 @@ class TritonReductions:
         a row that ends with max -inf gets a nan sum, and a row with a nan (or +inf, where
         inf - inf is nan) a nan sum, as eager's sum(exp(x - max)) does."""
         m, s = f"{acc}_max", f"{acc}_sum"
-        self.before_loop.writelines([f"{m} = tl.full([XBLOCK, 1], float('-inf'), tl.float32)",
-                                     f"{s} = tl.zeros([XBLOCK, 1], tl.float32)"])
+        acc_type = triton_dtype(dtype)  # float32, or float64 for double rows
+        self.before_loop.writelines([f"{m} = tl.full([XBLOCK, 1], float('-inf'), {acc_type})",
+                                     f"{s} = tl.zeros([XBLOCK, 1], {acc_type})"])
         mask = "xmask & rmask"
         self.body.writelines([
             f"{m}_new = triton_helpers.maximum({m}, "
