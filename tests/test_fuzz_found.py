@@ -360,3 +360,22 @@ def test_sign_of_half_precision(dtype, cpu_backend, monkeypatch):
     for arg in (x, x.transpose(1, 2)):
         mc.reset()
         assert torch.equal(mc.compile(lambda t: torch.sign(t))(arg), torch.sign(arg))
+
+
+@pytest.mark.parametrize("backend, cpu_backend", [("aot_eager", "cpp"), ("inductor", "reference"),
+                                                  ("inductor", "cpp"), ("inductor", "triton")])
+def test_std_of_equal_values_is_zero(backend, cpu_backend, monkeypatch):
+    """Fuzzer seed 11000769: ``(x @ x.mT).std(1)`` of an expanded ``x``, every value equal. Eager
+    (Welford) gives exactly 0; the decomposition's mean, sum(x) / N, was an ulp off the values,
+    and the std 1.6e-5. It now subtracts the first value of each row before summing."""
+    monkeypatch.setattr(config.inductor, "cpu_backend", cpu_backend)
+    x = torch.full((15, 1), 3.7).expand(15, 31)
+
+    def fn(x):
+        v = x @ x.mT
+        return v.std(dim=1, keepdim=True), torch.var_mean(v, (0, 1))
+
+    mc.reset()
+    std, (var, mean) = mc.compile(fn, backend=backend)(x)
+    assert torch.equal(std, torch.zeros(15, 1)) and float(var) == 0.0
+    torch.testing.assert_close(mean, fn(x)[1][1])

@@ -27,12 +27,22 @@ def mean(x, dtype=None):  # sum(x) / numel
 
 
 def _var(x, dims, correction, keepdim):
-    """(sum((x - mean)^2) / (N - correction), mean)"""
+    """(sum((x - mean)^2) / (N - correction), mean), on the values shifted by the first one of
+    each reduced block: equal values are then exactly 0 and so is their variance (as eager's
+    Welford gives; sum(x) / N of equal values is often an ulp off x, and their std was then
+    1e-5 instead of 0), and a large mean no longer costs the differences their digits."""
     n = numel_of(x, dims)
+    shift = x
+    if all(x.shape[d] != 0 for d in dims):  # (an empty block has no first value)
+        for d in dims:
+            shift = aten.slice.Tensor(shift, d, 0, 1)
+        x = aten.sub.Tensor(x, shift)
     mu = aten.div.Tensor(aten.sum.dim_IntList(x, dims, True), n)
     centered = aten.sub.Tensor(x, mu)
     sq = aten.sum.dim_IntList(aten.mul.Tensor(centered, centered), dims, keepdim)
     var = aten.div.Tensor(sq, n - (1 if correction is None else correction))
+    if shift is not x:
+        mu = aten.add.Tensor(mu, shift)
     return var, (mu if keepdim else aten.squeeze.dims(mu, dims))
 
 
