@@ -379,3 +379,27 @@ def test_std_of_equal_values_is_zero(backend, cpu_backend, monkeypatch):
     std, (var, mean) = mc.compile(fn, backend=backend)(x)
     assert torch.equal(std, torch.zeros(15, 1)) and float(var) == 0.0
     torch.testing.assert_close(mean, fn(x)[1][1])
+
+
+@pytest.mark.parametrize("cpu_backend", ["reference", "cpp", "triton"])
+def test_in_place_write_and_a_later_loop_over_the_row(cpu_backend, monkeypatch):
+    """Fuzzer seed 11004437: ``v0 = x[::2]; v0.mul_(2); log_softmax(v0)``. The in-place write
+    into ``x`` shared a kernel with the log-softmax, whose three loops over the row each
+    recompute ``x[2r] * 2`` from ``x``: the first loop wrote ``x`` in place, the next two read the
+    doubled values and doubled them again. A member writing an input in place no longer shares
+    a reduction kernel with members that read that storage."""
+    monkeypatch.setattr(config.inductor, "cpu_backend", cpu_backend)
+
+    def fn(x):
+        v0 = x[..., ::2]
+        v0.mul_(2)
+        return torch.log_softmax(v0, dim=-1)
+
+    for n in (3, 9, 2001):  # the row in registers, and in a loop (Triton)
+        torch.manual_seed(n)
+        x = torch.randn(n)
+        expected_x = x.clone()
+        expected = fn(expected_x)
+        mc.reset()
+        torch.testing.assert_close(mc.compile(fn)(x), expected)
+        torch.testing.assert_close(x, expected_x)

@@ -125,6 +125,12 @@ def _in_place_writes_stay_at_their_point(s: "Scheduler", a: "BaseSchedulerNode",
     n, r = tile(members)
     for w in (m for m in members if m.node.get_mutation_names()):
         owner = storage_owner(s.buffers, w.get_name())
+        if not same(r, sympy.Integer(1)):
+            reader = _reads_storage(s, members, owner, w)
+            if reader is not None:  # a reduction goes over its row in several loops: a later
+                # loop would read the storage again, after an earlier one wrote it
+                return False, (f"{w.get_name()} writes {owner} in place and {reader.get_name()}, "
+                               f"in a reduction kernel, reads it (or a value computed from it)")
         for write in w.read_writes.writes:
             for m in members:
                 accesses = m.read_writes.reads + (m.read_writes.writes if m is not w else [])
@@ -136,6 +142,20 @@ def _in_place_writes_stay_at_their_point(s: "Scheduler", a: "BaseSchedulerNode",
                         return False, (f"{w.get_name()} writes {owner} in place and "
                                        f"{m.get_name()} reads or writes {dep} at other elements")
     return True, ""
+
+
+def _reads_storage(s: "Scheduler", members: list, owner: str, writer) -> object | None:
+    """A member other than ``writer`` whose value depends on the storage of ``owner``, read
+    directly or through another member's buffer (members' buffers are recomputed, not stored,
+    in the kernel), or None."""
+    depends: set[str] = set()
+    for m in members:  # (program order: a member reads only earlier ones)
+        reads = {dep.name for dep in m.read_writes.reads}
+        if any(storage_owner(s.buffers, name) == owner for name in reads if name in s.buffers) \
+                or reads & depends or any(name == owner for name in reads):
+            if m is not writer:
+                depends.add(m.get_name())
+    return next((m for m in members if m.get_name() in depends), None)
 
 
 def _backend_allows(s: "Scheduler", a: "BaseSchedulerNode", b: "BaseSchedulerNode") -> Verdict:
