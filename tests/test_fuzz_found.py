@@ -171,8 +171,8 @@ def test_zero_size_results_launch_no_kernel(k, cpu_backend, monkeypatch):
     monkeypatch.setattr(config.inductor, "cpu_backend", cpu_backend)
     launched = []
     launch = TritonLauncher.launch
-    monkeypatch.setattr(TritonLauncher, "launch", lambda self, cfg, args, grid_0: (
-        launched.append(grid_0), launch(self, cfg, args, grid_0))[1])
+    monkeypatch.setattr(TritonLauncher, "launch", lambda self, cfg, args, grid_0, *key: (
+        launched.append(grid_0), launch(self, cfg, args, grid_0, *key))[1])
     x0 = torch.randn(4, 2, k, requires_grad=True)
     x1 = torch.randn(k, 1, requires_grad=True)
     x2, x3 = torch.randn(4, 2, 9 - k), torch.randn(4, 2, 1, requires_grad=True)

@@ -145,17 +145,13 @@ def _in_place_writes_stay_at_their_point(s: "Scheduler", a: "BaseSchedulerNode",
 
 
 def _reads_storage(s: "Scheduler", members: list, owner: str, writer) -> object | None:
-    """A member other than ``writer`` whose value depends on the storage of ``owner``, read
-    directly or through another member's buffer (members' buffers are recomputed, not stored,
-    in the kernel), or None."""
-    depends: set[str] = set()
-    for m in members:  # (program order: a member reads only earlier ones)
-        reads = {dep.name for dep in m.read_writes.reads}
-        if any(storage_owner(s.buffers, name) == owner for name in reads if name in s.buffers) \
-                or reads & depends or any(name == owner for name in reads):
-            if m is not writer:
-                depends.add(m.get_name())
-    return next((m for m in members if m.get_name() in depends), None)
+    """A member other than ``writer`` reading the storage of ``owner`` (an input, or a value
+    written into it), or None. (A member reading such a reader's buffer depends on the storage
+    too, but the reader it depends on comes first.)"""
+    def owner_of(name: str) -> str:
+        return storage_owner(s.buffers, name) if name in s.buffers else name
+    return next((m for m in members if m is not writer
+                 and any(owner_of(dep.name) == owner for dep in m.read_writes.reads)), None)
 
 
 def _backend_allows(s: "Scheduler", a: "BaseSchedulerNode", b: "BaseSchedulerNode") -> Verdict:

@@ -118,6 +118,11 @@ class _V:
             raise RuntimeError("V.graph used outside GraphLowering.run()")
         return graph
 
+    @property
+    def graph_or_none(self) -> Any:
+        """The GraphLowering being built, or None outside one."""
+        return getattr(_state, "graph", None)
+
     @contextlib.contextmanager
     def set_graph_handler(self, graph: Any) -> Iterator[Any]:
         prev = getattr(_state, "graph", None)

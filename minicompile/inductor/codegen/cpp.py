@@ -99,7 +99,6 @@ class CppKernel:
 
     def codegen(self) -> str:
         code = IndentedBuffer()
-        code.writeline('#include "cpp_prefix.h"')
         code.writeline("")
         code.writelines(self.header())
         code.writeline(f'extern "C" void {self.name}({", ".join(self.arguments())})')
@@ -115,10 +114,10 @@ class CppKernel:
                 else:
                     self.row_reductions(code)
         code.writeline("}")
-        source = code.getvalue()
-        vector_math = vector_math_lines(source, cpp_build.LIBMVEC_LEVEL)
-        return source.replace('#include "cpp_prefix.h"\n', '#include "cpp_prefix.h"\n'
-                              + "".join(f"{line}\n" for line in vector_math), 1)
+        body = code.getvalue()
+        # the vector math functions the body calls are defined after the header (cpp_prefix.h)
+        return "\n".join(['#include "cpp_prefix.h"',
+                          *vector_math_lines(body, cpp_build.LIBMVEC_LEVEL)]) + "\n" + body
 
     def emit(self, members: list[KernelMember], scope: dict[str, Any]) -> LoopCode:
         """Run ``members`` under the C++ ops handler: the lines of one loop (or row) body."""

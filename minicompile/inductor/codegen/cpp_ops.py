@@ -29,6 +29,7 @@ import sympy
 import torch
 from sympy.printing.str import StrPrinter
 
+from ..kernel_group import XINDEX
 from ..ops_handler import add_elementwise_ops
 from ..sizevars import FloorDiv, simplify_index
 from .common import CSE, IndentedBuffer
@@ -162,12 +163,6 @@ VECTOR_MATH_BINARY = {"pow", "atan2", "hypot"}
 VECTOR_MATH_CALLED_BY = {"sigmoid": "exp"}  # mc:: helpers of cpp_prefix.h that call one
 
 
-def vector_math_lines(source: str, libmvec_level: int) -> list[str]:
-    """The ``MC_VM_FUNCTION`` lines defining the vector math functions ``source`` calls."""
-    called = {VECTOR_MATH_CALLED_BY.get(f, f) for f in re.findall(r"\bmc::(?:vm::)?(\w+)\(", source)}
-    return [f'MC_VM_FUNCTION({2 if f in VECTOR_MATH_BINARY else 1}, '
-            f'"{"vv" if f in VECTOR_MATH_BINARY else "v"}", {f})'
-            for f in sorted(called) if VECTOR_MATH.get(f, libmvec_level + 1) <= libmvec_level]
 INFIX = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "eq": "==", "ne": "!=", "lt": "<",
          "le": "<=", "gt": ">", "ge": ">=", "logical_and": "&&", "logical_or": "||",
          "bitwise_left_shift": "<<", "bitwise_right_shift": ">>"}
@@ -186,6 +181,14 @@ C_OPS: dict[str, str] = {
     "logical_xor": "static_cast<bool>({0}) != static_cast<bool>({1})",
     "mod": "mc::remainder({0}, {1})",  # Python's %: the sign of the divisor
 }
+
+
+def vector_math_lines(source: str, libmvec_level: int) -> list[str]:
+    """The ``MC_VM_FUNCTION`` lines defining the vector math functions ``source`` calls."""
+    called = {VECTOR_MATH_CALLED_BY.get(f, f) for f in re.findall(r"\bmc::(?:vm::)?(\w+)\(", source)}
+    return [f'MC_VM_FUNCTION({2 if f in VECTOR_MATH_BINARY else 1}, '
+            f'"{"vv" if f in VECTOR_MATH_BINARY else "v"}", {f})'
+            for f in sorted(called) if VECTOR_MATH.get(f, libmvec_level + 1) <= libmvec_level]
 
 
 # --- reductions -----------------------------------------------------------------------------------
@@ -350,9 +353,8 @@ class CppOpsHandler:
         # where eager's cascade sum stays within a few ulp. Rows of a tensor keep float
         # lanes: their sums are shorter, and double lanes would halve the vector width (a
         # 2048x2048 row sum in cache: 0.13 ms -> 0.22 ms)
-        x_range = sympy.sympify(self.var_ranges.get(sympy.Symbol("xindex", integer=True,
-                                                                 nonnegative=True), 0))
-        wide = reduction_type == "sum" and t == "float" and x_range == 1
+        wide = reduction_type == "sum" and t == "float" and \
+            sympy.sympify(self.var_ranges.get(XINDEX, 0)) == 1
         acc = Accumulator(self._fresh("acc"), kind, "double" if wide else kind.acc_type.format(t=t))
         self.code.accumulators.append(acc)
         self.code.prefix.writeline(f"{acc.ctype} {acc.name} = {kind.init.format(t=t)};")

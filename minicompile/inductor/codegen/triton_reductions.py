@@ -134,7 +134,6 @@ class TritonReductions:
         self.row_values.add(result)
         return result
 
-
     def reduce_online_softmax(self, acc: str, value: str, dtype: torch.dtype):
         """One pass over the row for (max, sum of exp(x - max)): per block of RBLOCK values the
         row's running max ``m`` grows to ``m_new`` and the running sum is rescaled by

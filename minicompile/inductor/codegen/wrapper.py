@@ -16,10 +16,11 @@ A buffer variable holds a tensor whose data pointer is the start of the buffer's
 kernels index it with the IR's flat SymPy indices (offsets included), and ``reinterpret`` gives
 the strided view a library call or the caller sees. A buffer is allocated in its own layout, so
 where that is the view wanted (most of the time) the variable is passed on as it is: no
-``reinterpret`` is written, and no Python runs for it per call. The memory plan is made here: a buffer is allocated before the kernel that first
-stores it, its storage is handed to a later buffer of the same device, dtype and size once its
-last reader has run (``buf5 = buf2  # reuse``), and it is deleted otherwise (Inductor's
-``AllocateLine``, ``ReuseLine``, ``FreeIfNotReusedLine``). Local buffers never appear.
+``reinterpret`` is written, and no Python runs for it per call. The memory plan is made here: a
+buffer is allocated before the kernel that first stores it, its storage is handed to a later
+buffer of the same device, dtype and size once its last reader has run (``buf5 = buf2  #
+reuse``), and it is deleted otherwise (Inductor's ``AllocateLine``, ``ReuseLine``,
+``FreeIfNotReusedLine``). Local buffers never appear.
 """
 
 from __future__ import annotations

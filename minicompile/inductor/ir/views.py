@@ -157,10 +157,9 @@ def _broadcasts(size: Expr) -> bool:
     """Whether ``size``, met against another size, is a 1 stretched over it. A symbolic size can
     be 1 too: ``x[..., 1:]`` of a (2, s0) ``x`` against s0 elements traced with s0 = 2 (a guard
     pins s0 - 1 == 1 then); the traced sizes decide, as they decided the broadcast."""
-    if sympify(size).is_number:
+    size = sympify(size)
+    if size.is_number:
         return size == 1
-    from ..virtualized import _state  # (the graph being lowered knows the traced sizes)
-    hints = getattr(getattr(_state, "graph", None), "size_hints", None)
-    if not hints or not sympify(size).free_symbols <= set(hints):
-        return False
-    return sympify(size).xreplace(hints) == 1
+    from ..virtualized import V  # (the graph being lowered knows the traced sizes)
+    hints = getattr(V.graph_or_none, "size_hints", None)
+    return bool(hints) and size.free_symbols <= set(hints) and size.xreplace(hints) == 1

@@ -177,22 +177,20 @@ class TritonLauncher:
         self.ready: dict[tuple, tuple[CompiledLaunch, int]] = {}
 
     def __call__(self, *args: Any) -> None:
-        if not INTERPRET:
-            ready = self.ready.get(binary_key(args))
-            if ready is not None:
-                ready[0](ready[1], args)
-                return
-        sizes = self.sizes(args)
-        chosen = self.grids.get(sizes)  # sizes seen before: no arithmetic on this path
+        key = None if INTERPRET else binary_key(args)
+        ready = self.ready.get(key)
+        if ready is not None:
+            ready[0](ready[1], args)
+            return
+        sizes = (int(args[-1]), 1) if self.kind == "pointwise" else (int(args[-2]), int(args[-1]))
+        chosen = self.grids.get(sizes)
         if chosen is None:
             chosen = self.grids[sizes] = self.config_and_grid(args, *sizes)
         cfg, grid_0 = chosen
         if grid_0:  # (a kernel over zero elements is not launched)
-            self.launch(cfg, args, grid_0)
-
-    def sizes(self, args: tuple) -> tuple[int, int]:
-        """(xnumel, rnumel): the last arguments (rnumel 1 for a pointwise kernel)."""
-        return (int(args[-1]), 1) if self.kind == "pointwise" else (int(args[-2]), int(args[-1]))
+            binary = self.launch(cfg, args, grid_0, key)
+            if binary is not None:
+                self.ready[key] = (binary, grid_0)
 
     def config_and_grid(self, args: tuple, xnumel: int, rnumel: int) -> tuple[Config, int]:
         """The config for these sizes' size class (autotuned the first time it is seen) and the
@@ -205,24 +203,27 @@ class TritonLauncher:
         cfg = self.best[key]
         return cfg, triton.cdiv(xnumel, cfg.XBLOCK)
 
-    def launch(self, cfg: Config, args: tuple, grid_0: int) -> None:
+    def launch(self, cfg: Config, args: tuple, grid_0: int,
+               key: tuple | None = None) -> CompiledLaunch | None:
+        """Launch ``cfg``'s binary for these arguments (compiled on first use); returns it, for
+        the next call like this one to launch directly (None: launched through Triton's
+        ``JITFunction.run``). ``key``: ``binary_key(args)`` if already computed."""
         grid = (grid_0,)
         if INTERPRET:
             with INTERPRETER_LOCK:
                 self.run_jit(grid, cfg, args)
-            return
-        key = (cfg, binary_key(args))
+            return None
+        key = (cfg, binary_key(args) if key is None else key)
         binary = self.binaries.get(key)
         if binary is not None:
             binary(grid[0], args)
-            if self.grids.get(self.sizes(args), (None,))[0] == cfg:  # (not while autotuning)
-                self.ready[key[1]] = (binary, grid_0)
-            return
+            return binary
         kernel = self.run_jit(grid, cfg, args)  # compiles (or finds) and launches
-        if FAST_LAUNCH:
-            self.binaries[key] = CompiledLaunch(kernel, cfg)
         if config.debug:
             dump_compiled(self.name, kernel, cfg)
+        if FAST_LAUNCH:
+            binary = self.binaries[key] = CompiledLaunch(kernel, cfg)
+        return binary
 
     def run_jit(self, grid: tuple[int], cfg: Config, args: tuple) -> Any:
         """Launch through ``JITFunction.run``, which compiles on a new specialisation. Triton's
