@@ -166,3 +166,26 @@ def test_an_artifact_nothing_produces_yet_says_so():
     with pytest.warns(UserWarning, match="cudagraphs prints nothing yet"):
         mc.set_logs("cudagraphs")
     mc.set_logs("")
+
+
+@pytest.mark.parametrize("make", [
+    lambda x: x,                                   # laid out as traced: passed on as it is
+    lambda x: torch.cat([x[:1], x])[1:],           # the same values at a storage offset
+    lambda x: x.t().contiguous().t(),              # transposed storage
+])
+def test_inputs_and_library_results_laid_out_as_kernels_expect(make):
+    """The wrapper hands an input (or a library call's result) to kernels and library calls as
+    it is only when it starts its storage in the traced layout; otherwise a laid-out copy."""
+    def fn(x, w, y):
+        y.mul_(2)
+        return torch.sigmoid(x @ w) + y, (x.t() @ y).t() * 3  # x.t(): a view of x's storage
+
+    x, w = torch.randn(6, 5), torch.randn(5, 4)
+    f = mc.compile(fn)
+    f(x, w, torch.randn(6, 4))  # compiled for the plain layouts
+    y = torch.randn(6, 4)
+    args = (make(x), make(w), make(y.clone()))
+    expected = fn(x.clone(), w.clone(), y.clone())
+    got = f(*args)
+    torch.testing.assert_close(got, expected)
+    torch.testing.assert_close(args[2], y * 2)  # the caller's tensor was written in place

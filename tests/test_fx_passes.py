@@ -388,3 +388,76 @@ def test_equal_outputs_merged_by_cse_stay_two_tensors():
     a, b = mc.compile(fn, backend="inductor")(x)
     a.add_(1)
     torch.testing.assert_close(b, x * 2)
+
+
+# --- a linear layer's bias and ReLU in the library call ----------------------------------------
+
+def _mlp(sizes=(16, 32, 32, 8)):
+    layers = []
+    for a, b in zip(sizes, sizes[1:]):
+        layers += [torch.nn.Linear(a, b), torch.nn.ReLU()]
+    return torch.nn.Sequential(*layers)
+
+
+def test_relu_of_addmm_becomes_addmm_activation():
+    x, w, b = torch.randn(6, 5), torch.randn(5, 4), torch.randn(4)
+    gm = check_pass(lambda x, w, b: torch.relu(torch.addmm(b, x, w)), (x, w, b),
+                    fx_passes.fuse_mm_bias_relu)
+    assert targets(gm) == [aten._addmm_activation.default]
+
+
+def test_relu_of_mm_plus_bias_becomes_addmm_activation():
+    x, w, b = torch.randn(6, 5), torch.randn(5, 4), torch.randn(4)
+    for fn in (lambda x, w, b: torch.relu(torch.mm(x, w) + b),
+               lambda x, w, b: torch.relu(b + torch.mm(x, w))):
+        gm = check_pass(fn, (x, w, b), fx_passes.fuse_mm_bias_relu)
+        assert targets(gm) == [aten._addmm_activation.default]
+
+
+@pytest.mark.parametrize("fn, args", [
+    # the sum is read by something else: it would be computed twice
+    (lambda x, w, b: (lambda y: (torch.relu(y), y))(x @ w + b),
+     (torch.randn(6, 5), torch.randn(5, 4), torch.randn(4))),
+    # a bias per row and column, not a vector over columns
+    (lambda x, w, b: torch.relu(x @ w + b),
+     (torch.randn(6, 5), torch.randn(5, 4), torch.randn(6, 4))),
+    # a bias of another dtype: the sum promotes
+    (lambda x, w, b: torch.relu(x @ w + b),
+     (torch.randn(6, 5), torch.randn(5, 4), torch.randn(4, dtype=torch.float64))),
+    # scaled: addmm with beta 2 is not the epilogue's bias
+    (lambda x, w, b: torch.relu(torch.addmm(b, x, w, beta=2)),
+     (torch.randn(6, 5), torch.randn(5, 4), torch.randn(4))),
+    # an integer product: no library epilogue for it
+    (lambda x, w, b: torch.relu(x @ w + b),
+     (torch.randint(-3, 3, (6, 5)), torch.randint(-3, 3, (5, 4)), torch.randint(-3, 3, (4,)))),
+])
+def test_mm_bias_relu_left_alone(fn, args):
+    check_pass(fn, args, fx_passes.fuse_mm_bias_relu, expect_change=False)
+
+
+def test_mlp_compiles_to_library_calls_only(compiled_graphs):
+    """Each Linear + ReLU is one library call: no generated kernel is left in the program, and
+    the values (NaN and infinities included) are eager's."""
+    model = _mlp().eval()
+    x = torch.randn(8, 16)
+    x[0, 0], x[1, 3], x[2, 5] = float("nan"), float("inf"), -float("inf")
+    with torch.no_grad():
+        torch.testing.assert_close(mc.compile(model)(x), model(x), equal_nan=True)
+    (g,) = compiled_graphs
+    assert g.pass_report.mm_activations == 3
+    assert g.source.count("aten._addmm_activation.default(") == 3
+    assert not any(group.is_loop_kernel() for group in g.scheduler.kernel_groups)
+
+
+def test_mlp_training_gradients_match_eager():
+    """In training the ReLU's output is saved for its backward: the fused call provides it."""
+    torch.manual_seed(0)
+    model, ref = _mlp(), _mlp()
+    ref.load_state_dict(model.state_dict())
+    x = torch.randn(8, 16, requires_grad=True)
+    xr = x.detach().clone().requires_grad_()
+    mc.compile(model)(x).sum().backward()
+    ref(xr).sum().backward()
+    torch.testing.assert_close(x.grad, xr.grad)
+    for p, q in zip(model.parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad, q.grad)

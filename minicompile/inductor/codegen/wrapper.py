@@ -86,6 +86,15 @@ def storage(x: torch.Tensor, size: tuple, stride: tuple, offset: int) -> torch.T
     return out
 
 
+def laid_out_as(x: torch.Tensor, size: tuple, stride: tuple) -> torch.Tensor:
+    """``x`` when it starts its storage with this size and stride, else a copy laid out so
+    (``storage`` for an offset-0 layout, that leaves the variable the layout's view itself: no
+    ``reinterpret`` of it is written later)."""
+    if x.stride() == stride and x.shape == size and not x.storage_offset():
+        return x
+    return torch.empty_strided(size, stride, dtype=x.dtype, device=x.device).copy_(x)
+
+
 def flat_storage(x: torch.Tensor) -> torch.Tensor:
     """All of ``x``'s storage as a 1-D tensor, from its first element."""
     return x.as_strided((x.untyped_storage().nbytes() // x.element_size(),), (1,), 0)
@@ -99,7 +108,7 @@ def reinterpret(buf: torch.Tensor, size: tuple, stride: tuple, offset: int) -> t
     return torch.as_strided(buf, size, stride, offset)
 
 
-RUNTIME = {"storage": storage, "reinterpret": reinterpret, "empty": torch.empty,
+RUNTIME = {"storage": storage, "laid_out_as": laid_out_as, "reinterpret": reinterpret, "empty": torch.empty,
            "empty_strided": torch.empty_strided, "torch": torch,
            "aten": torch.ops.aten, "inf": math.inf, "nan": math.nan}
 
@@ -148,7 +157,7 @@ class WrapperCodeGen:
             self.body.writeline(f"{symbol} = {source}")
         for name, buf in graph.graph_inputs.items():
             if isinstance(buf, Buffer):
-                self.body.writeline(f"{name} = storage({name}, {self.layout_args(buf.layout)})")
+                self.body.writeline(f"{name} = {self.laid_out_value(name, buf.layout)}")
         for name, value in graph.constants.items():
             self.namespace[name] = storage(value, tuple(value.shape), value.stride(),
                                            value.storage_offset())
@@ -198,6 +207,16 @@ class WrapperCodeGen:
             if not later:
                 self.body.writeline(f"del {self.holder.get(b.storage, b.name)}")
 
+    def laid_out_value(self, name: str, layout, value: str | None = None) -> str:
+        """Source for ``value`` (default: the variable ``name``) as the tensor kernels index for
+        buffer ``name``: laid out as ``layout`` when that starts at offset 0 (then
+        ``name`` is that view: no ``reinterpret`` of it later), else its flat storage."""
+        value = value or name
+        if layout.offset == 0:
+            self.laid_out[name] = self.layout_args(layout)
+            return f"laid_out_as({value}, {ptuple(layout.size)}, {ptuple(layout.stride)})"
+        return f"storage({value}, {self.layout_args(layout)})"
+
     def view(self, name: str, layout) -> str:
         """The ``layout`` view of buffer ``name``'s storage: the variable itself when its tensor
         was allocated so."""
@@ -241,7 +260,7 @@ class WrapperCodeGen:
         if node.layout is None:  # several outputs: MultiOutput lines take them apart
             self.body.writeline(f"{name} = {value}")
         else:
-            self.body.writeline(f"{name} = storage({value}, {self.layout_args(node.layout)})")
+            self.body.writeline(f"{name} = {self.laid_out_value(name, node.layout, value)}")
 
     def codegen_outputs(self) -> None:
         outs = []

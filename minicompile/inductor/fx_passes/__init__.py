@@ -16,7 +16,9 @@ print it. :func:`run_graph_passes` runs them in an order where each one feeds th
 7. :func:`reinplace_input_mutations` - a mutated input whose new value is the input with some
    elements replaced gets those elements written into it in place (marks nodes for lowering);
 8. :func:`fuse_online_softmax` - where kernels are Triton's, softmax's max and sum of exp become
-   one reduction (``online_softmax.py``): a long row is read once, not twice.
+   one reduction (``online_softmax.py``): a long row is read once, not twice;
+9. :func:`fuse_mm_bias_relu` - ``relu(mm(a, b) + bias)`` becomes one library call that applies
+   the bias and the ReLU as it writes (``mm_activation.py``): no pointwise kernel after it.
 
 Every pass keeps results equal to eager's (``tests/test_fx_passes.py`` checks each one).
 """
@@ -35,6 +37,7 @@ from .constant_folding import fold_constants
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
 from .noop import NOOPS, remove_noop_ops
+from .mm_activation import fuse_mm_bias_relu
 from .online_softmax import fuse_online_softmax, prepare_softmax_online
 from .pattern_matcher import Op, Var, rewrite
 from .reinplace import SCATTER_OPS, reinplace_input_mutations
@@ -42,7 +45,7 @@ from .reinplace import SCATTER_OPS, reinplace_input_mutations
 __all__ = ["run_graph_passes", "PassReport", "eliminate_dead_code",
            "eliminate_common_subexpressions", "fold_constants", "simplify_algebra", "fold_conv_bn",
            "fold_conv_binary", "remove_noop_ops", "NOOPS", "reinplace_input_mutations",
-           "SCATTER_OPS", "fuse_online_softmax", "prepare_softmax_online",
+           "SCATTER_OPS", "fuse_online_softmax", "prepare_softmax_online", "fuse_mm_bias_relu",
            "RULES", "Op", "Var", "rewrite"]
 
 
@@ -58,6 +61,7 @@ class PassReport:
     dead_removed: int = 0
     reinplaced: dict[str, str] = field(default_factory=dict)  # mutated input -> in place or why not
     online_softmax: int = 0  # max + sum(exp(x - max)) pairs made one reduction
+    mm_activations: int = 0  # relu(mm + bias) made one library call
 
     def __str__(self) -> str:
         rules = "".join(f"\n    {node}: {rule}" for node, rule in self.rewrites)
@@ -65,7 +69,9 @@ class PassReport:
         return (f"folded into convs: {self.conv_bn_folded}, {noops}CSE merged: {self.cse_merged}, "
                 f"constants folded: {self.constants_folded}, dead removed: {self.dead_removed}, "
                 f"rewrites: {len(self.rewrites)}{rules}{self._mutations()}"
-                + (f"\n    online softmax: {self.online_softmax}" if self.online_softmax else ""))
+                + (f"\n    online softmax: {self.online_softmax}" if self.online_softmax else "")
+                + (f"\n    mm + bias + relu as one library call: {self.mm_activations}"
+                   if self.mm_activations else ""))
 
     def _mutations(self) -> str:
         return "".join(f"\n    mutated input {name}: {how}" for name, how in self.reinplaced.items())
@@ -89,4 +95,5 @@ def run_graph_passes(gm: torch.fx.GraphModule,
     report.dead_removed = eliminate_dead_code(gm)
     report.reinplaced = reinplace_input_mutations(gm)  # it marks nodes for the lowering
     report.online_softmax = fuse_online_softmax(gm, uses_online_softmax)
+    report.mm_activations = fuse_mm_bias_relu(gm)
     return report

@@ -142,7 +142,7 @@ def _propagate(target: Callable, args: tuple, kwargs: dict) -> Any:
         return target(*vals[0], **vals[1])
 
 
-def _same_meta(old: torch.fx.Node, new: Any) -> bool:
+def same_meta(old: torch.fx.Node, new: Any) -> bool:
     if not isinstance(new, torch.fx.Node):
         return False
     a, b = old.meta.get("val"), new.meta.get("val")
@@ -172,7 +172,7 @@ def rewrite(gm: torch.fx.GraphModule, rules: list[tuple[Op, Replacement]],
                     continue
                 g = Emitter(gm.graph, node)
                 new = replace(g, **bindings)
-                if new is None or not _same_meta(node, new) or _aliases_an_input(node, new):
+                if new is None or not same_meta(node, new) or _aliases_an_input(node, new):
                     g.undo()
                     continue
                 node.replace_all_uses_with(new)
