@@ -34,6 +34,9 @@ class inductor:
     #                       builds with -fno-tree-vectorize (notebook 09 measures the difference)
     cudagraphs = False  # mode="reduce-overhead": replay the wrapper's launches as a CUDA graph
     max_autotune = False  # mode="max-autotune": try more kernel configurations
+    # threads compiling a kernel's candidate configs at once (Inductor's compile_threads);
+    # 1 compiles them one after another
+    compile_threads = int(os.environ.get("MINICOMPILE_COMPILE_THREADS", min(8, os.cpu_count() or 1)))
     # round every float16/bfloat16 pointwise result to its dtype inside fused kernels, as eager
     # does between ops (torch's default is False: fewer casts, values closer to float64). On
     # here: a recomputed value must equal the stored one (amax's backward compares them)

@@ -16,6 +16,7 @@ binding and cache lookup, which on a launch-bound graph costs more than the kern
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import threading
 from dataclasses import dataclass
@@ -245,6 +246,7 @@ class TritonLauncher:
         if not self.autotune or len(configs) == 1:
             return configs[0]
         scratch = tuple(scratch_copy(a) if isinstance(a, torch.Tensor) else a for a in args)
+        self.precompile(configs, scratch, xnumel)
         timings = {c: do_bench(lambda c=c: self.launch(c, scratch, triton.cdiv(xnumel, c.XBLOCK)),
                                warmup=5, rep=20)
                    for c in configs}
@@ -255,6 +257,24 @@ class TritonLauncher:
             for c, t in timings.items()),
             title=f"{self.name} (xnumel={xnumel}, rnumel={rnumel})")
         return best
+
+    def precompile(self, configs: list[Config], args: tuple, xnumel: int) -> None:
+        """Compile the candidates at once, in threads, before timing them one by one: Triton's
+        compiler spends most of its time in C++ (MLIR, LLVM) and ``ptxas``, and a reduction has
+        up to four candidates (real Inductor compiles in a pool of workers, likewise). A
+        candidate that fails to compile here fails again, with its error, when it is timed."""
+        threads = min(len(configs), config.inductor.compile_threads)
+        if threads < 2:
+            return
+
+        def compile_one(c: Config) -> None:
+            try:
+                self.fn.warmup(*args, grid=(triton.cdiv(xnumel, c.XBLOCK),), **c.kwargs())
+            except Exception:
+                pass
+
+        with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+            list(pool.map(compile_one, configs))
 
     def __repr__(self) -> str:
         return f"<TritonLauncher {self.name} ({self.kind})>"
