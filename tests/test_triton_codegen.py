@@ -298,7 +298,7 @@ ROW_CASES = {"persistent": 37, "looped": 33001}
 
 def _special_rows(n: int) -> torch.Tensor:
     """Rows eager turns into nan, 0 or a number: a nan, all -inf, a +inf, half -inf, a max
-    repeated, a max that keeps growing (every lane rescales at each step)."""
+    repeated, a max that grows at every step."""
     torch.manual_seed(0)
     x = torch.randn(9, n) * 4
     x[1, n // 2] = float("nan")
@@ -313,14 +313,14 @@ def _special_rows(n: int) -> torch.Tensor:
 
 @pytest.mark.parametrize("rows", ROW_CASES)
 def test_online_softmax_matches_eager_on_special_values(rows, kernels):
-    """``fuse_online_softmax`` makes softmax's max and sum of exp one reduction. In a loop each
-    lane's running sum is rescaled as its max grows, where exp(-inf - -inf) would be nan: every
-    row must still come out as eager's, nan rows nan, a +inf row nan, -inf elements 0."""
+    """``fuse_online_softmax`` makes softmax's max and sum of exp one reduction. In a loop the
+    running sum is rescaled as the max grows, where exp(-inf - -inf) would be nan: every row
+    must still come out as eager's, nan rows nan, a +inf row nan, -inf elements 0."""
     x = _special_rows(ROW_CASES[rows])
     check(lambda x: (torch.softmax(x, -1), torch.log_softmax(x, -1)), x)
     sources = "\n".join(src for _, _, src in kernels)
     assert "prepare_softmax_online" in sources
-    assert ("_grow = " in sources) == (rows == "looped")  # the rescaling loop, when looped
+    assert ("_max_new = " in sources) == (rows == "looped")  # the rescaling loop, when looped
 
 
 def test_cross_entropy_reads_a_long_row_once(kernels):

@@ -135,43 +135,16 @@ class TritonReductions:
         return result
 
     def reduce_online_softmax(self, acc: str, value: str, dtype: torch.dtype):
-        """One pass over the row for (max, sum of exp(x - max)), each lane of the block keeping
-        its own running max ``m`` and sum ``s`` (no reduction across lanes inside the loop):
-        a value ``v`` above ``m`` rescales the sum, ``s * exp(m - v) + 1``, else it adds
-        ``exp(v - m)``; one exp either way, of ``-|v - m|``. After the loop the lanes combine
-        into the row's max ``M`` and ``sum(s * exp(m - M))``. Special values as eager's
-        ``sum(exp(x - max))``: a nan makes its lane's sum nan; a row whose max is -inf (all
-        -inf), or +inf (inf - inf is nan), gets a nan sum. Masked-off lanes read -inf, which
-        changes nothing (``exp(-inf - m)`` is 0; against an -inf ``m``, 0 stands in for it)."""
-        m, s = f"{acc}_max", f"{acc}_sum"
-        acc_type = triton_dtype(dtype)  # float32, or float64 for double rows
-        block = "[XBLOCK, RBLOCK]"
-        self.before_loop.writelines([f"{m} = tl.full({block}, float('-inf'), {acc_type})",
-                                     f"{s} = tl.zeros({block}, {acc_type})"])
-        self.body.writelines([
-            f"{acc}_v = tl.where(xmask & rmask, {value}, float('-inf'))",
-            f"{acc}_grow = {acc}_v > {m}",
-            f"{acc}_e = tl.exp(tl.where({acc}_grow, {m} - {acc}_v, "
-            f"{acc}_v - tl.where({m} == float('-inf'), 0.0, {m})))",
-            f"{s} = tl.where({acc}_grow, {s} * {acc}_e + 1.0, {s} + {acc}_e)",
-            f"{m} = triton_helpers.maximum({m}, {acc}_v)"])
-        row_max = self.generate(f"tl.max({m}, 1)[:, None]", dtype, self.after_loop)
-        lanes = self.generate(f"tl.where({m} == {row_max}, {s}, {s} * tl.exp({m} - {row_max}))",
-                              dtype, self.after_loop)
-        total = self.generate(f"tl.where(tl.abs({row_max}) == float('inf'), float('nan'), "
-                              f"tl.sum({lanes}, 1)[:, None])", dtype, self.after_loop)
-        row_max = self.generate(f"tl.where({total} != {total}, {total}, {row_max})", dtype,
-                                self.after_loop)
-        self.row_values.update((row_max, total))
-        return row_max, total
-
-    def reduce_online_softmax_blocks(self, acc: str, value: str, dtype: torch.dtype):
         """One pass over the row for (max, sum of exp(x - max)): per block of RBLOCK values the
         row's running max ``m`` grows to ``m_new`` and the running sum is rescaled by
         exp(m - m_new), as FlashAttention does. One exp per element (and one per block).
         Where the max is still -inf, exps are taken against 0 instead (-inf - -inf is nan);
         a row that ends with max -inf gets a nan sum, and a row with a nan (or +inf, where
-        inf - inf is nan) a nan sum, as eager's sum(exp(x - max)) does."""
+        inf - inf is nan) a nan sum, as eager's sum(exp(x - max)) does.
+
+        Per-lane running maxima and sums instead (no reduction across lanes in the loop, a
+        rescale by ``exp(-|v - m|)`` per element) were measured slower on an H100: 0.43 ms
+        against 0.36 for cross-entropy over 16384x32000 bfloat16 logits (arithmetic-bound)."""
         m, s = f"{acc}_max", f"{acc}_sum"
         acc_type = triton_dtype(dtype)  # float32, or float64 for double rows
         self.before_loop.writelines([f"{m} = tl.full([XBLOCK, 1], float('-inf'), {acc_type})",
