@@ -19,6 +19,7 @@ source, so every kernel can be tested on a machine without a GPU.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import os
@@ -105,12 +106,18 @@ def count_code_bytes(kernel: TritonKernel, scheduler: Any) -> CodeBytes:
 
 class TritonKernelObject(TritonLauncher):
     """The launcher, plus what a reader of the generated code asks about it: its kernel group
-    and the bytes its loads and stores touch."""
+    and the bytes its loads and stores touch (counted when first asked: enumerating the
+    distinct offsets of every access took 4 of the 16 seconds a GPT block's first compile
+    took, for a number only notebooks and tests read)."""
 
     def __init__(self, name: str, fn: Any, kind: str, source: str, group: KernelGroup,
-                 bytes_from_code: CodeBytes):
+                 kernel: TritonKernel, scheduler: Any):
         super().__init__(name, fn, kind, source)
-        self.group, self.bytes_from_code = group, bytes_from_code
+        self.group, self._counted = group, (kernel, scheduler)
+
+    @functools.cached_property
+    def bytes_from_code(self) -> CodeBytes:
+        return count_code_bytes(*self._counted)
 
 
 class TritonScheduling(BaseScheduling):
@@ -127,8 +134,7 @@ class TritonScheduling(BaseScheduling):
         fn = getattr(_load_source(source), name)
         if config.debug:  # each kernel's source in the debug folder (the GPU adds TTIR and PTX)
             debug.dump_artifact("triton_kernel", source, title=name)
-        launcher = TritonKernelObject(name, fn, kernel.kind, source, group,
-                                      count_code_bytes(kernel, scheduler))
+        launcher = TritonKernelObject(name, fn, kernel.kind, source, group, kernel, scheduler)
         metrics.kernels_generated += 1
         wrapper.define_kernel(name, launcher, source)
         numels = [pexpr(group.numel)] + ([] if kernel.kind == "pointwise"
