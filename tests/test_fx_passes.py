@@ -427,9 +427,10 @@ def test_relu_of_mm_plus_bias_becomes_addmm_activation():
     # scaled: addmm with beta 2 is not the epilogue's bias
     (lambda x, w, b: torch.relu(torch.addmm(b, x, w, beta=2)),
      (torch.randn(6, 5), torch.randn(5, 4), torch.randn(4))),
-    # an integer product: no library epilogue for it
+    # a float64 product: left to addmm's own path and a pointwise ReLU
     (lambda x, w, b: torch.relu(x @ w + b),
-     (torch.randint(-3, 3, (6, 5)), torch.randint(-3, 3, (5, 4)), torch.randint(-3, 3, (4,)))),
+     (torch.randn(6, 5, dtype=torch.float64), torch.randn(5, 4, dtype=torch.float64),
+      torch.randn(4, dtype=torch.float64))),
 ])
 def test_mm_bias_relu_left_alone(fn, args):
     check_pass(fn, args, fx_passes.fuse_mm_bias_relu, expect_change=False)
