@@ -150,9 +150,12 @@ def aot_module_simplified(
         run = make_training_wrapper(fw, bw, sig, part.num_saved_tensors)
         return _restructure(run, spec)
 
+    no_grad_key = (False,) * (len(params) + len(example_inputs))
+
     def variant_key(args) -> tuple[bool, ...]:
-        grad = torch.is_grad_enabled()
-        return tuple(grad and isinstance(a, torch.Tensor) and a.requires_grad for a in args)
+        if not torch.is_grad_enabled():  # inference: nothing requires grad, whatever the flags
+            return no_grad_key if len(args) == len(no_grad_key) else (False,) * len(args)
+        return tuple(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
 
     def fallback(reason: str) -> Callable:
         log.warning("aot_autograd falls back to eager: %s", reason)

@@ -351,11 +351,12 @@ class OptimizedModule(torch.nn.Module):
         self._dynamic = dynamic
 
     def forward(self, *args, **kwargs):
-        forward = _static_forward(self._orig_mod)
-        if not isinstance(forward, types.FunctionType) or _has_hooks(self._orig_mod):
-            return self._orig_mod(*args, **kwargs)
+        mod = self._orig_mod  # a submodule: nn.Module.__getattr__'s slow path, read once
+        forward = _static_forward(mod)
+        if not isinstance(forward, types.FunctionType) or _has_hooks(mod):
+            return mod(*args, **kwargs)
         try:
-            return run_frame(forward, (self._orig_mod, *args), kwargs, self._backend,
+            return run_frame(forward, (mod, *args), kwargs, self._backend,
                              self._fullgraph, self._cache, self._dynamic)
         except Exception as e:
             raise without_internal_frames(e)  # the user's error, with the user's frames

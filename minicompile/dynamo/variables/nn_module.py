@@ -17,6 +17,7 @@ import types
 from typing import Any
 
 import torch
+from torch.nn.modules import module as _module_globals  # the global hook registries
 
 from ..exc import unimplemented
 from ..guards import Guard, GuardKind
@@ -31,10 +32,10 @@ INTROSPECTION = ("children", "named_children", "parameters", "named_parameters",
 
 
 def _has_hooks(module: torch.nn.Module) -> bool:
-    from torch.nn.modules import module as m
-
-    return bool(module._forward_hooks or module._forward_pre_hooks or m._global_forward_hooks
-                or m._global_forward_pre_hooks or getattr(module, "_backward_hooks", None))
+    return bool(module._forward_hooks or module._forward_pre_hooks
+                or _module_globals._global_forward_hooks
+                or _module_globals._global_forward_pre_hooks
+                or getattr(module, "_backward_hooks", None))
 
 
 class NNModuleVariable(VariableTracker):

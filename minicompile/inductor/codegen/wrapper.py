@@ -124,7 +124,9 @@ class WrapperCodeGen:
         self._counter = itertools.count()
         self._consts = itertools.count()
         # variable -> the layout its tensor is known to have (allocated so): no reinterpret
-        self.laid_out: dict[str, str] = {}
+        self.laid_out: dict[str, Any] = {}
+        # input -> its traced layout, for inputs passed to library calls as the caller gave them
+        self.as_given: dict[str, Any] = {}
 
     # --- called by the backends -----------------------------------------------------------
     def kernel_name(self, prefix: str, group: KernelGroup) -> str:
@@ -155,12 +157,46 @@ class WrapperCodeGen:
         for symbol, (pos, kind, dim) in sorted(graph.symbol_sources.items(), key=str):
             source = names[pos] if kind == "value" else f"{names[pos]}.{kind}({dim})"
             self.body.writeline(f"{symbol} = {source}")
+        as_given = self.library_only_inputs()
         for name, buf in graph.graph_inputs.items():
-            if isinstance(buf, Buffer):
+            if name in as_given:
+                self.as_given[name] = buf.layout
+            elif isinstance(buf, Buffer):
                 self.body.writeline(f"{name} = {self.laid_out_value(name, buf.layout)}")
         for name, value in graph.constants.items():
             self.namespace[name] = storage(value, tuple(value.shape), value.stride(),
                                            value.storage_offset())
+
+    def library_only_inputs(self) -> set[str]:
+        """Inputs that only library calls read, each as traced or with its dims permuted (a
+        linear layer's weight and its transpose): the caller's tensor, or its ``.permute``,
+        is what the library gets, whatever its strides or storage offset (a library call
+        takes any layout), so no ``laid_out_as`` check runs for it on every call. An input a
+        loop kernel reads or writes in place, or the graph returns, is indexed by its layout:
+        not one of them."""
+        graph = self.graph
+        names = {n for n, b in graph.graph_inputs.items() if isinstance(b, Buffer)}
+        buffers = self.scheduler.buffers
+        for g in self.scheduler.kernel_groups:
+            if g.is_loop_kernel():  # what it reads, and the inputs it writes in place
+                names -= {*g.reads, *(storage_owner(buffers, n) for n in g.stored
+                                      if buffers[n].get_mutation_names())}
+        for o in graph.graph_outputs:
+            names.discard(o.data.get_name() if isinstance(o, ReinterpretView)
+                          else o.get_name() if isinstance(o, Buffer) else None)
+        for g in self.scheduler.kernel_groups:
+            if g.is_loop_kernel() or not isinstance(g.extern, ExternKernel):
+                continue
+            for a in pytree.tree_leaves((g.extern.args, g.extern.kwargs)):
+                if isinstance(a, ReinterpretView):
+                    name, layout = a.data.get_name(), a.layout
+                elif isinstance(a, Buffer):
+                    name, layout = a.get_name(), a.layout
+                else:
+                    continue
+                if name in names and permutation(graph.graph_inputs[name].layout, layout) is None:
+                    names.discard(name)
+        return names
 
     # --- the memory plan (memory_planning.py) as lines --------------------------------------
     def plan_lifetimes(self) -> None:
@@ -188,7 +224,7 @@ class WrapperCodeGen:
                 self.body.writeline(f"{name} = empty_strided({ptuple(layout.size)}, "
                                     f"{ptuple(layout.stride)}, dtype={layout.dtype}, "
                                     f"device='{layout.device}')")
-                self.laid_out[name] = self.layout_args(layout)
+                self.laid_out[name] = layout
             elif b.storage == name:
                 self.body.writeline(f"{name} = empty(({pexpr(layout.storage_size())},), "
                                     f"dtype={layout.dtype}, device='{layout.device}')")
@@ -213,15 +249,24 @@ class WrapperCodeGen:
         ``name`` is that view: no ``reinterpret`` of it later), else its flat storage."""
         value = value or name
         if layout.offset == 0:
-            self.laid_out[name] = self.layout_args(layout)
+            self.laid_out[name] = layout
             return f"laid_out_as({value}, {ptuple(layout.size)}, {ptuple(layout.stride)})"
         return f"storage({value}, {self.layout_args(layout)})"
 
     def view(self, name: str, layout) -> str:
         """The ``layout`` view of buffer ``name``'s storage: the variable itself when its tensor
-        was allocated so."""
+        was allocated so, its ``.t()`` / ``.permute(...)`` when that is the view (half the cost
+        of ``as_strided``: a linear layer's transposed weight, every call), else
+        ``reinterpret``."""
         args = self.layout_args(layout)
-        return name if self.laid_out.get(name) == args else f"reinterpret({name}, {args})"
+        have = self.laid_out.get(name, self.as_given.get(name))
+        if have is not None:
+            if self.layout_args(have) == args:
+                return name
+            perm = permutation(have, layout)
+            if perm is not None:
+                return f"{name}.t()" if perm == [1, 0] else f"{name}.permute({perm})"
+        return f"reinterpret({name}, {args})"
 
     def arg(self, a: Any) -> str:
         """An extern kernel's argument as Python source."""
@@ -288,6 +333,21 @@ class WrapperCodeGen:
     def output_code(self, program: str) -> str:
         kernels = "\n".join(f"# kernel {name}\n{src}" for name, src in self.kernel_sources)
         return f"{kernels}\n\n{program}" if kernels else program
+
+
+def permutation(have: Any, want: Any) -> list[int] | None:
+    """``perm`` with ``want`` = ``have`` with its dims permuted (``want.size[i] ==
+    have.size[perm[i]]``, strides likewise, both at offset 0), or None (also where equal
+    sizes are written differently: ``reinterpret`` is always right)."""
+    if have.offset != 0 or want.offset != 0 or len(have.size) != len(want.size):
+        return None
+    dims, perm = list(zip(have.size, have.stride)), []
+    for dim in zip(want.size, want.stride):
+        match = next((i for i, d in enumerate(dims) if i not in perm and d == dim), None)
+        if match is None:
+            return None
+        perm.append(match)
+    return perm
 
 
 def unflatten_outputs(graph: Any, outs: tuple) -> Any:
