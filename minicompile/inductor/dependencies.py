@@ -289,6 +289,7 @@ def addresses_and_rows(dep: MemoryDep, n_rows: int) -> tuple[torch.Tensor, torch
     return addr[live], rows[live]
 
 
+@functools.lru_cache(maxsize=4096)  # fusion asks again for the same pair as kernels grow
 @on_cpu
 def rows_line_up(write: MemoryDep, read: MemoryDep, n_rows: sympy.Expr) -> bool:
     """True when every element ``read`` loads was stored by ``write`` in the same kernel row."""
