@@ -63,7 +63,7 @@ def test_compile_fx_returns_a_compiled_graph_with_its_output_code(compiled_graph
     torch.testing.assert_close(f(x, w), (torch.relu(x @ w) * 2).sum(1))
     (g,) = compiled_graphs
     assert isinstance(g, compile_fx.CompiledFxGraph)
-    assert "def call(args):" in g.source and "aten.mm.default(" in g.source
+    assert "def call(args):" in g.source and "torch.mm(" in g.source  # a library call
     device = x.device.type
     assert g.backends == {device: getattr(config.inductor, f"{device}_backend")}
     # a local value of a fused kernel is never allocated by the wrapper

@@ -36,6 +36,7 @@ from sympy.printing.str import StrPrinter
 
 from ..ir import Buffer, ExternKernel, IRNode, MultiOutput, ReinterpretView, storage_owner
 from ..kernel_group import KernelGroup
+from ..lowerings.extern import FRESH_CONTIGUOUS
 from ..memory_planning import BufferLifetime, plan_memory
 from .common import IndentedBuffer
 
@@ -299,11 +300,17 @@ class WrapperCodeGen:
         else:
             op = node.kernel
             op_name = str(op) if str(op).startswith("aten.") else self.bind(op, "extern")
+            direct = FRESH_CONTIGUOUS.get(op)
+            if direct and set(node.kwargs) <= {"beta", "alpha", "use_gelu"} \
+                    and node.layout is not None and node.layout.is_contiguous() \
+                    and node.layout.offset == 0:
+                op_name = direct  # a fresh contiguous result: it is the layout's view
+                self.laid_out[name] = node.layout
             args = [self.arg(a) for a in node.args]
             args += [f"{k}={self.arg(v)}" for k, v in node.kwargs.items()]
             value = f"{op_name}({', '.join(args)})"
-        if node.layout is None:  # several outputs: MultiOutput lines take them apart
-            self.body.writeline(f"{name} = {value}")
+        if node.layout is None or name in self.laid_out:  # several outputs: MultiOutput
+            self.body.writeline(f"{name} = {value}")  # lines take them apart
         else:
             self.body.writeline(f"{name} = {self.laid_out_value(name, node.layout, value)}")
 
