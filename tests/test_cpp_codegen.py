@@ -105,6 +105,91 @@ def test_reductions_propagate_nan_and_argmax_takes_the_first(graphs):
     check(lambda x: (x.argmax(), x.max(), x.sum()), big, graphs=graphs, rtol=1e-4, atol=1e-3)
 
 
+# --- math library calls kept for a later loop over the row (cpp_keep.py) ------------------------------
+
+SOFTMAXES = {"softmax_last": lambda x: torch.softmax(x, -1),
+             "softmax_dim0": lambda x: torch.softmax(x, 0),
+             "log_softmax_last": lambda x: torch.log_softmax(x, -1),
+             "log_softmax_dim0": lambda x: torch.log_softmax(x, 0)}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("shape", [(37, 1), (37, 17), (9, 5, 300)], ids=str)
+@pytest.mark.parametrize("name", sorted(SOFTMAXES))
+def test_softmax_over_rows_of_every_length(name, shape, dtype, graphs):
+    """Rows shorter than a vector, a vector and a tail, longer ones; the last dim (rows kept in
+    the output) and dim 0 (strided rows: recomputed); float32 (kept) and bfloat16 (a bfloat16
+    output cannot hold a float exp: recomputed)."""
+    tol = {"rtol": 1.6e-2, "atol": 1e-2} if dtype == torch.bfloat16 else {}
+    check(SOFTMAXES[name], torch.randn(*shape, dtype=dtype), graphs=graphs, **tol)
+
+
+def test_softmax_computes_each_exp_once(graphs):
+    """The sum loop keeps exp(x - max) in the output row and the last loop scales it there: one
+    exp per element, as in ATen's kernel. Not kept: into a bfloat16 output (it would round the
+    float exp), or along a strided row (softmax over dim 0: dearer to keep than to recompute)."""
+    x = torch.randn(67, 129)
+    check(lambda x: torch.softmax(x, -1), x, graphs=graphs)
+    check(lambda x: torch.softmax(x, -1), x.bfloat16(), graphs=graphs, rtol=1.6e-2, atol=1e-2)
+    check(lambda x: torch.softmax(x, 0), x, graphs=graphs)
+    kept, bfloat16, dim0 = (g.source for g in graphs)
+    assert kept.count("mc::vm::exp(") == 1 and "// the exp an earlier loop kept" in kept
+    assert "out_ptr0[rindex + 129*xindex] = tmp3;  // kept for a later loop" in kept
+    assert bfloat16.count("mc::vm::exp(") == 2 and dim0.count("mc::vm::exp(") == 2
+    assert "kept" not in bfloat16 and "kept" not in dim0
+
+
+def test_a_value_kept_for_two_later_loops(graphs):
+    """layer_norm(gelu(x)): the mean's loop computes erf, the variance's and the normalising
+    loops load it back."""
+    check(lambda x: F.layer_norm(F.gelu(x), x.shape[-1:]), torch.randn(33, 65), graphs=graphs)
+    source = graphs[0].source
+    assert source.count("mc::vm::erf(") == 1
+    assert source.count("// the erf an earlier loop kept") == 2
+
+
+@pytest.mark.parametrize("shape", [(5, 0), (0, 7), (1, 1)], ids=str)
+def test_kept_values_with_empty_rows_or_no_rows(shape, graphs):
+    check(lambda x: x.exp() / x.exp().sum(-1, keepdim=True), torch.randn(*shape), graphs=graphs)
+
+
+def test_kept_values_in_the_parallel_loops_of_one_row(graphs):
+    """A symbolic length is not split: one row, each loop over it parallel over rindex. An exp
+    one thread keeps may be loaded back by another thread in the next loop (after the barrier
+    that ends a parallel loop)."""
+    fn = lambda x: torch.softmax(x, 0)
+    compiled = check(fn, torch.randn(300_000), graphs=graphs, dynamic=True)
+    x = torch.randn(200_003) * 10
+    torch.testing.assert_close(compiled(x), fn(x))
+    assert len(graphs) == 1 and "#pragma omp parallel for simd" in graphs[0].source
+    assert "// the exp an earlier loop kept" in graphs[0].source
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: x.copy_(x.softmax(-1)),  # the output is the input, written in place
+    lambda x: x[:, ::2].copy_(x[:, ::2].log_softmax(-1)),  # every other column of it
+    lambda x: x.mul_(2).softmax(-1),  # the kernel reads an input written in place before
+    lambda x: (x.softmax(-1), x.exp_()),  # and one written in place after
+], ids=["copy_back", "strided_copy_back", "mul_then_softmax", "softmax_then_exp_"])
+def test_softmax_and_inputs_written_in_place(fn, graphs):
+    """No kept value may land in storage the kernel reads: an input written in place is never
+    borrowed, and a kernel that writes an input in place keeps nothing."""
+    x = torch.randn(33, 70)
+    got, want = x.clone(), x.clone()
+    out = mc.compile(fn, backend="inductor")(got)
+    torch.testing.assert_close(out, fn(want))
+    torch.testing.assert_close(got, want)
+    assert graphs and mc.metrics.eager_fallbacks == 0
+
+
+def test_kept_value_in_an_output_that_reuses_storage(graphs):
+    """The second softmax's output takes over the first one's storage (dead once the second
+    matmul has read it): storage a kernel reads is never the one it writes."""
+    fn = lambda x, w: torch.softmax(torch.softmax(x @ w, -1) @ w, -1)
+    check(fn, torch.randn(64, 64), torch.randn(64, 64), graphs=graphs)
+    assert "# reuse" in graphs[0].source and graphs[0].source.count("kept for a later loop") == 2
+
+
 # --- data movement and indirect indexing -------------------------------------------------------------
 
 def test_cat_and_pad(graphs):

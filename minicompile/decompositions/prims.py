@@ -113,7 +113,7 @@ UNARY = [
     (aten.tanh.default, prims.tanh.default), (aten.sin.default, prims.sin.default),
     (aten.cos.default, prims.cos.default), (aten.rsqrt.default, prims.rsqrt.default),
     (aten.sqrt.default, prims.sqrt.default), (aten.abs.default, prims.abs.default),
-    (aten.log1p.default, prims.log1p.default),
+    (aten.log1p.default, prims.log1p.default), (aten.reciprocal.default, prims.reciprocal.default),
     (aten.bitwise_not.default, prims.bitwise_not.default),
 ]
 for _op, _prim, _dtype in BINARY:

@@ -7,6 +7,7 @@ Reading map:
                   forwarded between fused members), IndentedBuffer and CSE (the kernel writer),
                   KernelSignature (a kernel's arguments)
     cpp.py        CppScheduling: C++/OpenMP loop nests (cpp_ops.py: the ops as C++,
+                  cpp_keep.py: math library calls kept for a later loop over the row,
                   cpp_build.py: g++ flags and ctypes loading, cpp_prefix.h: C++ helpers)
     reference.py  ReferenceScheduling: runs kernel objects with torch ops, a block of rows at a
                   time (the oracle, and the CPU backend before code generation)

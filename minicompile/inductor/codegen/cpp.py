@@ -25,6 +25,10 @@ of element-level members, per-row code between (the epilogue that stores a reduc
         for (int64_t rindex ...)  acc1 = acc1 + mc::vm::exp(in_ptr0[...] - acc0);
         for (int64_t rindex ...)  out_ptr0[...] = mc::vm::exp(in_ptr0[...] - acc0) / acc1;
 
+A later loop recomputes the element values it needs, except the math library calls an earlier
+loop made: that loop keeps them in an output row, and the later one loads them back (softmax
+computes each exp once: ``cpp_keep.py``).
+
 Vectorisation is asked of the compiler with ``#pragma omp simd`` (not written with intrinsics,
 as Inductor's ``CppVecKernel`` does): the loop stays one readable scalar body, and an explicit
 ``reduction(op:acc)`` clause is what lets ``g++`` keep one partial sum per vector lane (it may
@@ -53,6 +57,7 @@ from ..kernel_group import KernelGroup, KernelMember
 from . import cpp_build
 from .common import (BaseScheduling, CodegenError, IndentedBuffer, KernelSignature,
                      emit_members)
+from .cpp_keep import KeptValues
 from .cpp_ops import (DTYPES, CppOpsHandler, LoopCode, cexpr, storage_type,
                       vector_math_lines)
 
@@ -72,7 +77,8 @@ class CppKernel:
         self.dtypes = dtypes
         self.pointers = {n: f"in_ptr{i}" for i, n in enumerate(self.signature.inputs)}
         self.pointers.update({n: f"out_ptr{i}" for i, n in enumerate(self.signature.outputs)})
-        self.ops = CppOpsHandler(self.pointers, dtypes, group.var_ranges())
+        self.values = KeptValues(group)
+        self.ops = CppOpsHandler(self.pointers, dtypes, group.var_ranges(), self.values)
         self.source = self.codegen()
         self.command = " ".join(cpp_build.command(f"{name}.cpp", f"{name}.so"))
         self._fn = None
@@ -119,9 +125,12 @@ class CppKernel:
         return "\n".join(['#include "cpp_prefix.h"',
                           *vector_math_lines(body, cpp_build.LIBMVEC_LEVEL)]) + "\n" + body
 
-    def emit(self, members: list[KernelMember], scope: dict[str, Any]) -> LoopCode:
-        """Run ``members`` under the C++ ops handler: the lines of one loop (or row) body."""
+    def emit(self, members: list[KernelMember], scope: dict[str, Any],
+             position: int | None = None) -> LoopCode:
+        """Run ``members`` under the C++ ops handler: the lines of one loop body (the loop over
+        the row of phase ``position``, if any) or of per-row code."""
         self.ops.code, self.ops.scope = LoopCode(), scope
+        self.values.start(position, None if position is None else self.ops.code)
         emit_members(members, self.ops, self.group, scope)
         return self.ops.code
 
@@ -147,21 +156,25 @@ class CppKernel:
             code.splice(body.body)
         code.writeline("}")
 
-    def phases(self):
-        """Yield ``(kind, LoopCode)`` per phase: each loop phase sees the values of the per-row
-        code before it (a shared row scope) but none of an earlier loop's element values (a
-        fresh element scope: a later loop recomputes what it needs)."""
+    def phases(self) -> list[tuple[str, LoopCode]]:
+        """``(kind, LoopCode)`` per phase: each loop phase sees the values of the per-row code
+        before it (a shared row scope) but none of an earlier loop's element values (a fresh
+        element scope: a later loop recomputes what it needs, but loads back the math library
+        calls an earlier loop made, which that loop keeps for it: ``cpp_keep.py``). All phases
+        are written before any is printed: a later loop may add a store to an earlier one."""
         row_scope: dict[str, Any] = {}
-        for phase in self.group.phases():
+        phases: list[tuple[str, LoopCode]] = []
+        for position, phase in enumerate(self.group.phases()):
             if phase.kind == "row":
-                yield "row", self.emit(phase.members, row_scope)
+                phases.append(("row", self.emit(phase.members, row_scope)))
                 continue
             scope = dict(row_scope)
             with self.ops.cse.scoped():
-                loop = self.emit(phase.members, scope)
+                phases.append(("loop", self.emit(phase.members, scope, position)))
             row_scope.update({m.get_name(): scope[m.get_name()]
                               for m in phase.members if m.is_reduction()})
-            yield "loop", loop
+        self.values.drop_dead_code()
+        return phases
 
     def row_reductions(self, code: IndentedBuffer) -> None:
         code.writeline(f"#pragma omp parallel for num_threads(num_threads) "

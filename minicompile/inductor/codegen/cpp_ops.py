@@ -9,7 +9,8 @@ Values are C++ variables declared ``auto``: the IR is already type-promoted (eve
 gets operands of one dtype, casts are explicit ``to_dtype``), so C++'s own inference gives each
 temporary its torch dtype; the ops whose C++ meaning differs from torch's (floor division,
 remainder, max/min with NaN, integer pow) call helpers of ``cpp_prefix.h``. bfloat16 and float16
-are stored as their bits and computed in float: a load converts up, a store rounds down.
+are stored as their bits and computed in float: a load converts up, a store rounds down. The
+handler notes each temporary's C++ type where it knows it, for ``cpp_keep.py``.
 
 Reductions are written in three places: the accumulator's declaration before the loop over the
 row (``prefix``), its update in the loop (``body``) and the read-out after it (``suffix``);
@@ -250,8 +251,9 @@ class CppOpsHandler:
     """``ops`` -> C++ lines in ``self.code.body`` (one temporary per distinct expression)."""
 
     def __init__(self, pointers: dict[str, str], dtypes: dict[str, torch.dtype],
-                 var_ranges: dict[sympy.Symbol, sympy.Expr]):
+                 var_ranges: dict[sympy.Symbol, sympy.Expr], values: Any):
         self.pointers = pointers  # buffer name -> kernel argument (``in_ptr0``)
+        self.values = values  # each temporary's value and C++ type (cpp_keep.KeptValues)
         self.dtypes = dtypes  # buffer name -> dtype
         self.var_ranges = var_ranges  # xindex, rindex -> their sizes
         self._indices: dict[sympy.Expr, str] = {}
@@ -266,8 +268,12 @@ class CppOpsHandler:
         self._counts[prefix] += 1
         return f"{prefix}{n}"
 
-    def _emit(self, expr: str) -> str:
-        return self.cse.generate(self.code.body, expr)
+    def _emit(self, expr: str, ctype: str | None = None, op: str | None = None) -> str:
+        """A temporary for ``expr`` (of C++ type ``ctype``, where known): this loop's own, or
+        a math library call loaded back from where an earlier loop over the row kept it."""
+        var = self.values.kept_copy(self, expr, op) or self.cse.generate(self.code.body, expr)
+        self.values.note(self, var, expr, ctype)
+        return var
 
     def index(self, expr: sympy.Expr) -> str:
         """An index in C++, simplified over the kernel's ranges first: a member's loop variables
@@ -282,7 +288,7 @@ class CppOpsHandler:
         value = f"{self.pointers[name]}[{self.index(index)}]"
         if self.dtypes[name] in HALF_DTYPES:
             value = f"static_cast<float>({value})"
-        return self._emit(value)
+        return self._emit(value, compute_type(self.dtypes[name]))
 
     def store(self, name: str, index: sympy.Expr, value: str) -> None:
         # a reduction's result exists after its loop: its store goes there too
@@ -295,15 +301,17 @@ class CppOpsHandler:
         return literal(value, dtype)
 
     def index_expr(self, expr: sympy.Expr, dtype: torch.dtype) -> str:
-        return self._emit(f"static_cast<{compute_type(dtype)}>({self.index(expr)})")
+        return self._emit(f"static_cast<{compute_type(dtype)}>({self.index(expr)})",
+                          compute_type(dtype))
 
     def to_dtype(self, x: str, dtype: torch.dtype) -> str:
         if dtype in HALF_DTYPES:  # round to the 16-bit type, keep computing in float
-            return self._emit(f"static_cast<float>(static_cast<{storage_type(dtype)}>({x}))")
-        return self._emit(f"static_cast<{compute_type(dtype)}>({x})")
+            return self._emit(f"static_cast<float>(static_cast<{storage_type(dtype)}>({x}))",
+                              "float")
+        return self._emit(f"static_cast<{compute_type(dtype)}>({x})", compute_type(dtype))
 
     def where(self, cond: str, a: str, b: str) -> str:
-        return self._emit(f"{cond} ? {a} : {b}")
+        return self._emit(f"{cond} ? {a} : {b}", self.values.result_type("where", (a, b)))
 
     def masked(self, mask: str, body: Callable[[], str], other: Any) -> str:
         """``body`` runs in a lambda called only where ``mask`` holds, so its loads never read
@@ -369,6 +377,8 @@ class CppOpsHandler:
                 outs.append(self.cse.newvar())
                 self.code.suffix.writeline(f"auto {outs[-1]} = {expr};")
         self.code.readouts.update(outs)
+        positions = reduction_type in ("argmax", "argmin")  # (the others read out values of t)
+        self.values.types.update(dict.fromkeys(outs, "int64_t" if positions else t))
         result = tuple(outs) if len(outs) > 1 else outs[0]
         self.reductions[key] = result
         return result
@@ -376,7 +386,8 @@ class CppOpsHandler:
 
 def _make_op(name: str) -> Callable:
     def op(self: CppOpsHandler, *args: str) -> str:
-        return self._emit(C_OPS[name].format(*args))  # looked up now: a row can be swapped
+        return self._emit(C_OPS[name].format(*args),  # looked up now: a row can be swapped
+                          self.values.result_type(name, args), name)
 
     op.__name__ = name
     return op

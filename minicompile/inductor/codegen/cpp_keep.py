@@ -1,0 +1,231 @@
+"""Math library calls that a row kernel makes once and keeps in memory for a later loop over the
+same row, instead of making them again there (no counterpart in Inductor, whose C++ kernels
+recompute; ATen's CPU softmax keeps ``exp(x - max)`` in its output row in the same way).
+
+A reduction kernel runs one loop over the row per phase (``KernelGroup.phases``), and a later
+loop sees none of an earlier loop's values: it recomputes what it needs. Mostly that is the right
+call: loading ``x`` again and subtracting the max costs what storing a copy and loading it back
+would. A call into the math library (exp, log, erf: tens of instructions per element) costs more.
+Softmax's last loop would compute every ``exp(x - max)`` that its sum loop has just computed, so
+the sum loop keeps them in the output row, and the last loop scales them there:
+
+    for (rindex ...)                                   // the sum of exp(x - max)
+        auto tmp3 = mc::vm::exp(tmp2);
+        acc1 = acc1 + tmp3;
+        out_ptr0[rindex + 1024*xindex] = tmp3;         // kept for a later loop
+    for (rindex ...)                                   // exp(x - max) * (1 / sum)
+        auto tmp6 = out_ptr0[rindex + 1024*xindex];    // the exp an earlier loop kept
+        out_ptr0[rindex + 1024*xindex] = static_cast<float>(tmp6 * tmp7);
+
+**Finding repeats.** ``KeptValues`` gives every temporary a value number: its expression with the
+temporaries in it replaced by their numbers. Two temporaries of two loops with one number compute
+the same thing from the same loads at the same point of the row, so the value an earlier loop made
+is the one a later loop would make: the kernel's inputs do not change while it runs (unless a
+member writes one in place: then nothing is kept), and each vector math function has one
+implementation at every vector width (``cpp_prefix.h``). (To the last bit, but for the
+multiply-adds that g++ may fuse into one instruction in one loop and not in the other.) When a
+loop is about to make a math library call that an earlier loop made at its top level, it loads the
+value back instead; the earlier loop gets the store, and the arguments of the call, computed for
+nothing now, are dropped at the end.
+
+**Where a value is kept.** In an output that a later loop of the kernel writes at the same
+points, borrowed until then. Scribbling on it must be invisible:
+
+- its own value is written by a loop that comes after (or is) the one loading the kept value
+  back, after the load, and nothing else writes it in between;
+- it is a buffer the kernel allocates, not a graph input updated in place (``ir/mutation.py``),
+  so no buffer the kernel reads shares its storage (storage that a new buffer takes over was
+  freed after its last reader had run: ``memory_planning.py``);
+- its C++ type is the value's (float or double): a bfloat16 output would round an exp that the
+  kernel computes in float, and the loop loading it back would compute with another value;
+- a row of it is a run of consecutive elements (a strided one costs more than it saves);
+- each of its points has an element of its own (a dense layout), so that the rows a thread owns
+  are its own. A single-row kernel shares its row among threads, but in separate parallel loops:
+  the end of one is a barrier before the next loads back what any thread stored.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import sympy
+
+from ..ir.layout import Layout
+from ..kernel_group import RINDEX, KernelGroup, KernelMember
+from .cpp_ops import STD_BINARY, STD_UNARY, VECTOR_MATH_CALLED_BY, LoopCode, storage_type
+
+# calls of the math library (exp, log, erf...: tens of instructions per element; sqrt: one slow
+# instruction): dearer to recompute in a later loop than to store and load back
+LIBRARY_CALLS = {*STD_UNARY, *STD_BINARY, "pow", *VECTOR_MATH_CALLED_BY} - {"signbit"}
+BOOL_OPS = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not",
+            "logical_xor", "isnan", "isinf", "signbit"}
+TEMPORARY = re.compile(r"\btmp\d+\b")
+DEFINITION = re.compile(r"\s*auto (tmp\d+) = ")
+TYPED_LITERAL = re.compile(r"-?(?:static_cast|std::numeric_limits)<(\w+)>")
+
+
+@dataclass
+class Made:
+    """Where a value was first computed at the top level of a loop over the row."""
+
+    position: int  # the loop's phase (``KernelGroup.phases``)
+    loop: LoopCode
+    var: str
+    ctype: str | None
+
+
+@dataclass
+class Slot:
+    """The output a kept value borrows: ``buffer`` at ``index``, the points its member stores."""
+
+    buffer: str
+    index: sympy.Expr
+
+
+class KeptValues:
+    """The value numbers and C++ types of a kernel's temporaries, and the values it keeps."""
+
+    def __init__(self, group: KernelGroup):
+        self.group = group
+        self.inputs_stay = not any(m.node.get_mutation_names() for m in group.members)
+        self.types: dict[str, str | None] = {}  # temporary -> its C++ type, where known
+        self.numbers: dict[str, str] = {}  # temporary -> its value number
+        self.numbering: dict[str, str] = {}  # expression over value numbers -> its number
+        self.made: dict[str, Made] = {}  # value number -> where it was first computed
+        self.slots: dict[str, Slot] = {}  # value number -> where it is kept
+        self.position: int | None = None  # the loop being written (None: no loop over a row)
+        self.loop: LoopCode | None = None
+        self.reloading: dict[int, LoopCode] = {}  # the loops that load a kept value back
+
+    @functools.cached_property
+    def phase_of(self) -> dict[str, int]:
+        """The phase of each member (asked for only when a loop repeats a call)."""
+        return {m.get_name(): p for p, phase in enumerate(self.group.phases())
+                for m in phase.members}
+
+    def start(self, position: int | None, loop: LoopCode | None) -> None:
+        """The ops handler now writes the loop over the row at phase ``position`` (None: per-row
+        code, or a pointwise kernel's loop)."""
+        self.position, self.loop = position, loop
+
+    def number(self, expr: str) -> str:
+        key = TEMPORARY.sub(lambda m: self.numbers.get(m[0], m[0]), expr)
+        return self.numbering.setdefault(key, f"v{len(self.numbering)}")
+
+    def note(self, ops: Any, var: str, expr: str, ctype: str | None) -> None:
+        """``var`` holds ``expr`` (made, found by CSE, or loaded back)."""
+        number = self.number(expr)
+        self.numbers[var], self.types[var] = number, ctype
+        # made at the top level of a loop body (not in a masked lambda: the rest of the loop
+        # cannot see the lambda's values)
+        if self.loop is not None and ops.code.body is self.loop.body and number not in self.made:
+            self.made[number] = Made(self.position, self.loop, var, ctype)
+
+    def type_of(self, operand: str) -> str | None:
+        if operand in self.types:
+            return self.types[operand]
+        literal = TYPED_LITERAL.match(operand)  # static_cast<float>(0.5)
+        return literal[1] if literal else None
+
+    def result_type(self, op: str, operands: tuple[str, ...]) -> str | None:
+        """The C++ type of ``op``'s result: bool for a comparison or a test, else the type of its
+        operands when they all have one (the IR is type-promoted; C++ keeps float and double as
+        they are; a narrower integer type may come out as int, but only floats are kept)."""
+        if op in BOOL_OPS:
+            return "bool"
+        types = {self.type_of(a) for a in operands}
+        return types.pop() if len(types) == 1 else None
+
+    def kept_copy(self, ops: Any, expr: str, op: str | None) -> str | None:
+        """A temporary holding a math library call ``expr`` that an earlier loop over the row made
+        at its top level, loaded back from where that loop keeps it; None: compute it here."""
+        if (op not in LIBRARY_CALLS or self.loop is None or expr in ops.cse.cache
+                or not self.inputs_stay):
+            return None
+        number = self.number(expr)
+        made = self.made.get(number)
+        if made is None or made.position >= self.position or made.ctype not in ("float", "double"):
+            return None
+        slot = self.slot(ops, number, made)
+        if slot is None:
+            return None
+        var = ops.cse.newvar()
+        ops.code.body.writeline(f"auto {var} = {ops.pointers[slot.buffer]}[{ops.index(slot.index)}];"
+                                f"  // the {op} an earlier loop kept")
+        ops.cse.cache[expr] = var
+        self.reloading[self.position] = self.loop
+        return var
+
+    def slot(self, ops: Any, number: str, made: Made) -> Slot | None:
+        """Where value ``number`` is kept, if its output is still to be written; else a new slot:
+        of the outputs it may borrow, the one written last (it serves the most loops), and the
+        store into it at the end of the loop that made the value."""
+        slot = self.slots.get(number)
+        if slot is not None and self.unwritten(ops, slot.buffer):
+            return slot
+        outputs = [m for m in self.group.members if self.can_borrow(ops, m, made.ctype)]
+        if not outputs:
+            return None
+        output = max(outputs, key=lambda m: self.phase_of[m.get_name()])
+        slot = self.slots[number] = Slot(output.get_name(), store_index(output))
+        made.loop.body.writeline(f"{ops.pointers[slot.buffer]}[{ops.index(slot.index)}] = "
+                                 f"{made.var};  // kept for a later loop")
+        return slot
+
+    def unwritten(self, ops: Any, name: str) -> bool:
+        """Is output ``name`` written by the current loop or a later one, and not yet? (Its
+        member's value is in the loop's scope once the member has run, and stored it.)"""
+        return self.phase_of[name] >= self.position and name not in ops.scope
+
+    def can_borrow(self, ops: Any, member: KernelMember, ctype: str) -> bool:
+        """May a value of C++ type ``ctype`` be kept in ``member``'s output (the module's list)?"""
+        name = member.get_name()
+        return (name in self.group.stored and member.level == "element"
+                and not member.is_reduction() and name not in {s.buffer for s in self.slots.values()}
+                and storage_type(member.node.get_dtype()) == ctype
+                and not member.node.get_mutation_names() and is_dense(member.node.layout)
+                and is_contiguous_row(store_index(member)) and self.unwritten(ops, name))
+
+    def drop_dead_code(self) -> None:
+        """In the loops that load a kept value back, drop the temporaries nobody reads (the
+        arguments of the calls they no longer make)."""
+        for loop in self.reloading.values():
+            used: set[str] = set()
+            lines = []
+            for line in reversed(loop.body.lines):
+                definition = DEFINITION.match(line)
+                if definition is None or definition[1] in used:
+                    used.update(TEMPORARY.findall(line))
+                    lines.append(line)
+            loop.body.lines = lines[::-1]
+
+
+def store_index(member: KernelMember) -> sympy.Expr:
+    """Where ``member`` stores its value, in the kernel's variables (``ComputedBuffer``'s
+    ``store_output``)."""
+    return member.node.layout.make_indexer()(member.index)
+
+
+def is_contiguous_row(index: sympy.Expr) -> bool:
+    """Are a row's points consecutive elements (``rindex + f(xindex)``)? Then keeping a value
+    costs vector stores into cache lines the later loop writes anyway; a strided row (softmax
+    over dim 0) would take a line per element, more than recomputing (16 -> 28 ms on 1024 x
+    1024 floats, one thread)."""
+    return RINDEX not in sympy.expand(index - RINDEX).free_symbols
+
+
+def is_dense(layout: Layout) -> bool:
+    """Each element has a storage location of its own and no location is skipped: the strides,
+    smallest first, are those of a contiguous tensor of the sizes, in some order of the dims."""
+    dims = [(size, stride) for size, stride in zip(layout.size, layout.stride) if size != 1]
+    expected = sympy.Integer(1)
+    while dims:
+        match = next((d for d in dims if sympy.expand(d[1] - expected) == 0), None)
+        if match is None:
+            return False
+        dims.remove(match)
+        expected = expected * match[0]
+    return True
