@@ -58,6 +58,10 @@ FLAGS = [
     # nor the floating-point exception flags: without this g++ 12 keeps a select (relu, where)
     # next to a vector call (sin, exp) as a branch, and the whole loop stays scalar
     "-fno-trapping-math",
+    # each multiply rounded, then each add, as eager's kernels do: g++ fuses a * b - c into one
+    # multiply-add by default, and a value recomputed in a second loop over the row (fused
+    # there, not in the first) differs: exp(x * 0.1 - amax(x * 0.1)) gave inf for the max
+    "-ffp-contract=off",
     "-std=c++17", *([f"-DMC_LIBMVEC={LIBMVEC_LEVEL}"] if LIBMVEC_LEVEL else []),  # (the cache adds -shared -fPIC)
 ]
 LIBS = ["-lmvec"] if LIBMVEC_LEVEL else []  # after the source: the linker drops unused ones

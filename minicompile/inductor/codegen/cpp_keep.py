@@ -22,9 +22,8 @@ temporaries in it replaced by their numbers. Two temporaries of two loops with o
 the same thing from the same loads at the same point of the row, so the value an earlier loop made
 is the one a later loop would make: the kernel's inputs do not change while it runs (unless a
 member writes one in place: then nothing is kept), and each vector math function has one
-implementation at every vector width (``cpp_prefix.h``). (To the last bit, but for the
-multiply-adds that g++ may fuse into one instruction in one loop and not in the other.) When a
-loop is about to make a math library call that an earlier loop made at its top level, it loads the
+implementation at every vector width (``cpp_prefix.h``), and g++ fuses no multiply-add
+(``-ffp-contract=off``, ``cpp_build.py``): to the last bit. When a loop is about to make a math library call that an earlier loop made at its top level, it loads the
 value back instead; the earlier loop gets the store, and the arguments of the call, computed for
 nothing now, are dropped at the end.
 
