@@ -412,6 +412,7 @@ def test_in_place_write_and_a_later_loop_over_the_row(cpu_backend, monkeypatch):
 def test_recomputed_product_rounds_as_in_the_first_loop(fn):
     """A row kernel recomputes ``x.exp() * 0.1`` in its second loop; g++ fused the product into
     the subtraction there (a multiply-add) and not in the first loop, so the row's max minus
-    itself was about 5e8 (exp: inf) instead of 0. Kernels are built with -ffp-contract=off."""
+    itself was about 5e8 (exp: inf) instead of 0. C++ kernels are built with -ffp-contract=off,
+    Triton kernels compiled with enable_fp_fusion=False (the GPU did the same)."""
     x = torch.tensor([[59.0, 1.0, -3.0]], dtype=torch.float64)
     torch.testing.assert_close(mc.compile(fn)(x), fn(x))

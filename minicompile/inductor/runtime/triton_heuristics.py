@@ -39,6 +39,10 @@ INTERPRETER_LOCK = threading.Lock()
 # launch compiled binaries directly (``CompiledLaunch``); MINICOMPILE_TRITON_FAST_LAUNCH=0 goes
 # through ``JITFunction.run`` on every call instead
 FAST_LAUNCH = os.environ.get("MINICOMPILE_TRITON_FAST_LAUNCH", "1") != "0"
+# compile options of every kernel: each multiply rounded, then each add, as eager's kernels do.
+# With fused multiply-adds (Triton's default on CUDA) a value recomputed in a second loop over a
+# row, fused there and not in the first, differs: exp(x * 0.1 - amax(x * 0.1)) gave inf
+COMPILE_OPTIONS = {"enable_fp_fusion": False}
 
 
 @dataclass(frozen=True)
@@ -231,7 +235,7 @@ class TritonLauncher:
         own error quotes the offending line of a file it does not name: name it, and the
         kernel (the file is in the kernel cache, where the source can be read and rerun)."""
         try:
-            return self.fn[grid](*args, **cfg.kwargs())
+            return self.fn[grid](*args, **cfg.kwargs(), **COMPILE_OPTIONS)
         except CompilationError as e:
             path = getattr(getattr(self.fn, "fn", None), "__code__", None)
             raise KernelCompileError(
@@ -270,7 +274,8 @@ class TritonLauncher:
 
         def compile_one(c: Config) -> None:
             try:
-                self.fn.warmup(*args, grid=(triton.cdiv(xnumel, c.XBLOCK),), **c.kwargs())
+                self.fn.warmup(*args, grid=(triton.cdiv(xnumel, c.XBLOCK),), **c.kwargs(),
+                               **COMPILE_OPTIONS)
             except Exception:
                 pass
 
