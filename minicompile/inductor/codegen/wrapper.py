@@ -5,16 +5,18 @@ kernels, calls the library and returns the outputs (mirrors torch/_inductor/code
     def call(args):
         arg0_1, arg1_1 = args
         s0 = arg0_1.size(0)                                 # sizes read off the inputs
-        arg0_1 = storage(arg0_1, (s0, 8), (8, 1), 0)        # flat storage the kernels index
+        arg0_1 = laid_out_as(arg0_1, (s0, 8), (8, 1))       # laid out as the kernels index it
         buf0 = empty_strided((s0,), (1,), dtype=torch.float32, device='cpu')
         triton_per_fused_sum_0(arg0_1, buf0, s0)            # a generated kernel
-        buf1 = storage(aten.mm.default(reinterpret(...), ...), ...)   # a library call
+        buf1 = torch.mm(arg0_1, arg1_1.t())                 # a library call
         del buf0                                            # last reader done: memory back
-        return (reinterpret(buf1, (s0, 4), (4, 1), 0),)
+        return (buf1,)
 
 A buffer variable holds a tensor whose data pointer is the start of the buffer's storage;
 kernels index it with the IR's flat SymPy indices (offsets included), and ``reinterpret`` gives
-the strided view a library call or the caller sees. A buffer is allocated in its own layout, so
+the strided view a library call or the caller sees (``.t()`` / ``.permute`` where that view
+permutes the variable's own dims). An input only library calls read is passed on as the caller
+gave it (``arg1_1`` above): a library call takes any layout. A buffer is allocated in its own layout, so
 where that is the view wanted (most of the time) the variable is passed on as it is: no
 ``reinterpret`` is written, and no Python runs for it per call. The memory plan is made here: a
 buffer is allocated before the kernel that first stores it, its storage is handed to a later
