@@ -150,11 +150,9 @@ def aot_module_simplified(
         run = make_training_wrapper(fw, bw, sig, part.num_saved_tensors)
         return _restructure(run, spec)
 
-    no_grad_key = (False,) * (len(params) + len(example_inputs))
-
     def variant_key(args) -> tuple[bool, ...]:
         if not torch.is_grad_enabled():  # inference: nothing requires grad, whatever the flags
-            return no_grad_key if len(args) == len(no_grad_key) else (False,) * len(args)
+            return (False,) * len(args)
         return tuple(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
 
     def fallback(reason: str) -> Callable:

@@ -52,7 +52,6 @@ from typing import Any
 
 import sympy
 
-from ..ir.layout import Layout
 from ..kernel_group import RINDEX, KernelGroup, KernelMember
 from .cpp_ops import STD_BINARY, STD_UNARY, VECTOR_MATH_CALLED_BY, LoopCode, storage_type
 
@@ -185,7 +184,7 @@ class KeptValues:
         return (name in self.group.stored and member.level == "element"
                 and not member.is_reduction() and name not in {s.buffer for s in self.slots.values()}
                 and storage_type(member.node.get_dtype()) == ctype
-                and not member.node.get_mutation_names() and is_dense(member.node.layout)
+                and not member.node.get_mutation_names() and member.node.layout.is_dense()
                 and is_contiguous_row(store_index(member)) and self.unwritten(ops, name))
 
     def drop_dead_code(self) -> None:
@@ -214,17 +213,3 @@ def is_contiguous_row(index: sympy.Expr) -> bool:
     over dim 0) would take a line per element, more than recomputing (16 -> 28 ms on 1024 x
     1024 floats, one thread)."""
     return RINDEX not in sympy.expand(index - RINDEX).free_symbols
-
-
-def is_dense(layout: Layout) -> bool:
-    """Each element has a storage location of its own and no location is skipped: the strides,
-    smallest first, are those of a contiguous tensor of the sizes, in some order of the dims."""
-    dims = [(size, stride) for size, stride in zip(layout.size, layout.stride) if size != 1]
-    expected = sympy.Integer(1)
-    while dims:
-        match = next((d for d in dims if sympy.expand(d[1] - expected) == 0), None)
-        if match is None:
-            return False
-        dims.remove(match)
-        expected = expected * match[0]
-    return True

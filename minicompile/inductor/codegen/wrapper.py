@@ -304,8 +304,7 @@ class WrapperCodeGen:
             op_name = str(op) if str(op).startswith("aten.") else self.bind(op, "extern")
             direct = FRESH_CONTIGUOUS.get(op)
             if direct and set(node.kwargs) <= {"beta", "alpha", "use_gelu"} \
-                    and node.layout is not None and node.layout.is_contiguous() \
-                    and node.layout.offset == 0:
+                    and node.layout is not None and node.layout.is_contiguous():
                 op_name = direct  # a fresh contiguous result: it is the layout's view
                 self.laid_out[name] = node.layout
             args = [self.arg(a) for a in node.args]

@@ -22,16 +22,11 @@ from __future__ import annotations
 import torch
 import torch.fx
 
-from .pattern_matcher import Emitter, same_meta
+from .pattern_matcher import Emitter, same_meta, tensor_val
 
 aten = torch.ops.aten
 
 FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)  # what the library epilogues take
-
-
-def _val(node) -> torch.Tensor | None:
-    val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
-    return val if isinstance(val, torch.Tensor) else None
 
 
 def _only_user_is(node: torch.fx.Node, user: torch.fx.Node) -> bool:
@@ -40,7 +35,7 @@ def _only_user_is(node: torch.fx.Node, user: torch.fx.Node) -> bool:
 
 def _bias_vector(bias, out: torch.Tensor) -> bool:
     """A contiguous vector over the product's columns, with its dtype and device."""
-    vec = _val(bias)
+    vec = tensor_val(bias)
     return (vec is not None and out.dtype in FLOAT_DTYPES and vec.dim() == 1
             and vec.shape[0] == out.shape[1] and vec.dtype == out.dtype
             and vec.device == out.device and vec.stride() == (1,))
@@ -49,7 +44,7 @@ def _bias_vector(bias, out: torch.Tensor) -> bool:
 def _linear_parts(node: torch.fx.Node) -> tuple[tuple, list[torch.fx.Node]] | None:
     """((bias, a, b), the nodes it replaces) when ``node`` is ``mm(a, b) + bias`` (either order,
     ``mm`` read by nothing else) or ``addmm(bias, a, b)`` (beta and alpha 1)."""
-    out = _val(node)
+    out = tensor_val(node)
     if node.op != "call_function" or node.kwargs or out is None or out.dim() != 2:
         return None
     if node.target == aten.addmm.default and len(node.args) == 3:

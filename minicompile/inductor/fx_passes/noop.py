@@ -18,23 +18,20 @@ from typing import Callable
 import torch
 import torch.fx
 
+from .pattern_matcher import tensor_val
+
 aten = torch.ops.aten
 
 
-def _val(node) -> torch.Tensor | None:
-    val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
-    return val if isinstance(val, torch.Tensor) else None
-
-
 def _is_integer(node: torch.fx.Node) -> bool:
-    val = _val(node.args[0])
+    val = tensor_val(node.args[0])
     return val is not None and not val.dtype.is_floating_point and not val.dtype.is_complex
 
 
 def _covers_whole(node: torch.fx.Node) -> bool:
     """``slice_scatter(x, src, dim, start, end, step)`` with ``src`` as large as ``x``: every
     element of the result comes from ``src`` (a slice that long has start 0 and step 1)."""
-    self_val, src_val = _val(node.args[0]), _val(node.args[1])
+    self_val, src_val = tensor_val(node.args[0]), tensor_val(node.args[1])
     return self_val is not None and src_val is not None and self_val.shape == src_val.shape
 
 
@@ -85,7 +82,7 @@ def forwardable(old: torch.fx.Node, new: object) -> bool:
     caller a view of ``x`` (which sees every later write into ``x``, including the copy back of
     an in-place update on the input).
     """
-    a, b = _val(old), _val(new)
+    a, b = tensor_val(old), tensor_val(new)
     if a is None or b is None or (a.shape, a.dtype, a.device) != (b.shape, b.dtype, b.device):
         return False
     if a.stride() != b.stride():  # a caller (or a stride-reading op) would see other strides

@@ -142,11 +142,15 @@ def _propagate(target: Callable, args: tuple, kwargs: dict) -> Any:
         return target(*vals[0], **vals[1])
 
 
+def tensor_val(node: Any) -> torch.Tensor | None:
+    """The tensor a node's ``meta["val"]`` holds (None for a Python value or no value)."""
+    val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+    return val if isinstance(val, torch.Tensor) else None
+
+
 def same_meta(old: torch.fx.Node, new: Any) -> bool:
-    if not isinstance(new, torch.fx.Node):
-        return False
-    a, b = old.meta.get("val"), new.meta.get("val")
-    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
+    a, b = tensor_val(old), tensor_val(new)
+    if a is None or b is None:
         return False
     return a.shape == b.shape and a.dtype == b.dtype and a.device == b.device
 

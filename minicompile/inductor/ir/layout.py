@@ -69,6 +69,20 @@ class Layout:
             sz == 1 or sympy.expand(st - c) == 0
             for sz, st, c in zip(self.size, self.stride, contiguous_strides(self.size)))
 
+    def is_dense(self) -> bool:
+        """Each element has a storage location of its own and no location is skipped: the
+        strides, smallest first, are those of a contiguous tensor of the sizes, in some order
+        of the dims (size-1 dims may have any stride)."""
+        dims = [(size, stride) for size, stride in zip(self.size, self.stride) if size != 1]
+        expected = sympy.Integer(1)
+        while dims:
+            match = next((d for d in dims if sympy.expand(d[1] - expected) == 0), None)
+            if match is None:
+                return False
+            dims.remove(match)
+            expected = expected * match[0]
+        return True
+
     def __str__(self) -> str:
         text = f"{dtype_name(self.dtype)}{list(self.size)}"
         if not self.is_contiguous():

@@ -45,4 +45,3 @@ FRESH_CONTIGUOUS = {
     aten.baddbmm.default: "torch.baddbmm",
     aten._addmm_activation.default: "torch._addmm_activation",
 }
-
