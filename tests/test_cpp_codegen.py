@@ -63,6 +63,27 @@ def test_broadcasting(graphs):
           graphs=graphs)
 
 
+@pytest.mark.parametrize("fn, shapes, loads", [
+    (lambda x, b: F.gelu(x + b), [(64, 1024), (1024,)], ["in_ptr1[x0]"]),  # bias over columns
+    (lambda x, s: x * s[:, None], [(64, 40), (64,)], ["in_ptr1[x1]"]),  # one value per row
+    (lambda x, c: x + c, [(4, 8, 32), (8, 1)], ["in_ptr1[(x1 % 8)]"]),  # one per channel
+    (lambda x, b: x.t() + b, [(40, 64), (40,)], ["in_ptr0[64*x0 + x1]", "in_ptr1[x0]"]),
+], ids=["bias", "per_row", "per_channel", "transposed"])
+def test_broadcast_loads_split_the_loop_into_rows(fn, shapes, loads, graphs):
+    """A load of ``b[xindex % 1024]`` in a flat loop is a gather; over rows it is ``b[x0]``."""
+    check(fn, *[torch.randn(s) for s in shapes], graphs=graphs)
+    source = graphs[0].source
+    assert "for (int64_t x1 = 0; x1 < " in source and "for (int64_t x0 = 0; x0 < " in source
+    assert "xindex" not in source.split("{", 2)[2]  # the body indexes by x0 and x1 only
+    for load in loads:
+        assert load in source
+
+
+def test_rows_too_short_for_vectors_keep_the_flat_loop(graphs):
+    check(lambda x, b: x + b, torch.randn(64, 3), torch.randn(3), graphs=graphs)
+    assert "in_ptr1[(xindex % 3)]" in graphs[0].source and "x0" not in graphs[0].source
+
+
 def test_transposed_sliced_and_strided_inputs(graphs):
     x = torch.randn(781, 1823)
     y = torch.randn(40, 60)[::3, 5:50:2]

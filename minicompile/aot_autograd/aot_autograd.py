@@ -153,7 +153,7 @@ def aot_module_simplified(
     def variant_key(args) -> tuple[bool, ...]:
         if not torch.is_grad_enabled():  # inference: nothing requires grad, whatever the flags
             return (False,) * len(args)
-        return tuple(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
+        return tuple([isinstance(a, torch.Tensor) and a.requires_grad for a in args])
 
     def fallback(reason: str) -> Callable:
         log.warning("aot_autograd falls back to eager: %s", reason)

@@ -65,6 +65,8 @@ def _user_outputs(args: list, graph_outs: list, sig: GraphSignature) -> list:
 
 def make_inference_wrapper(fw: Callable, sig: GraphSignature) -> Callable:
     n = sig.num_user_outputs
+    if not sig.mutated_inputs and not sig.output_aliases:
+        return fw  # its outputs are the user's: nothing to copy back or put back, no extra call
 
     def runtime_wrapper(*args):
         outs = fw(*args)

@@ -8,7 +8,7 @@ into readable Python, compiled once and called before every reuse of the cache e
 
     def guard(L, G):
         return (
-            type(L['x']) is torch.Tensor and L['x'].dtype == torch.float32 and ...  # TENSOR_MATCH
+            type(L['x']) is torch.Tensor and L['x'].dtype is torch.float32 and ...  # TENSOR_MATCH
             and torch.is_grad_enabled()                                             # GRAD_MODE
         )
 
@@ -136,7 +136,7 @@ class GuardScope:
 
 def _tensor_match(g: Guard, s: GuardScope) -> str:
     v, spec = g.name, g.expected if isinstance(g.expected, TensorSpec) else TensorSpec.of(g.expected)
-    parts = [f"type({v}) is {s.literal(spec.type)}", f"{v}.dtype == {s.literal(spec.dtype)}",
+    parts = [f"type({v}) is {s.literal(spec.type)}", f"{v}.dtype is {s.literal(spec.dtype)}",
              _device_match(v, spec.device)]
     for what, dims in (("shape", spec.shape), ("stride()", spec.stride)):
         if None not in dims:
@@ -144,7 +144,7 @@ def _tensor_match(g: Guard, s: GuardScope) -> str:
         else:  # dynamic dims are left out; the rank is still checked
             parts.append(f"len({v}.{what}) == {len(dims)}")
             parts += [f"{v}.{what}[{i}] == {d}" for i, d in enumerate(dims) if d is not None]
-    parts.append(f"{v}.requires_grad == {spec.requires_grad}")
+    parts.append(f"{'' if spec.requires_grad else 'not '}{v}.requires_grad")
     return " and ".join(parts)
 
 

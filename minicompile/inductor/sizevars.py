@@ -76,6 +76,10 @@ def _simplify_modular(base, divisor, modulus, var_ranges):
     hi = upper_bound(base, var_ranges)
     if hi is not None and statically_less(hi, divisor * modulus):  # base < d*m: no wrap-around
         return _simplify_floordiv(base, divisor, var_ranges)
+    if divisor != 1:  # (a // d) % m, where a // d has no division left: (x0 + 1024*x1) // 1024 % 8
+        quotient = simplify_index(FloorDiv(base, divisor), var_ranges)  # is x1 % 8
+        if not quotient.has(FloorDiv, ModularIndexing):
+            return ModularIndexing(quotient, 1, modulus)
     return ModularIndexing(base, divisor, modulus)
 
 

@@ -256,7 +256,9 @@ class CppOpsHandler:
         self.values = values  # each temporary's value and C++ type (cpp_keep.KeptValues)
         self.dtypes = dtypes  # buffer name -> dtype
         self.var_ranges = var_ranges  # xindex, rindex -> their sizes
+        self.index_subs: dict[sympy.Symbol, sympy.Expr] = {}  # xindex -> x0 + 1024*x1 (rows)
         self._indices: dict[sympy.Expr, str] = {}
+        self.simplified: list[sympy.Expr] = []  # every index the body reads, simplified
         self.cse = CSE("tmp", "auto {name} = {expr};")
         self.code = LoopCode()
         self.reductions: dict[tuple, Any] = {}  # (type, dtype, value) -> its read-out(s)
@@ -280,7 +282,9 @@ class CppOpsHandler:
         are ``xindex`` split into digits, which its indexer often joins again
         (``781*(xindex / 781) + xindex % 781`` is ``xindex``: no division in the inner loop)."""
         if expr not in self._indices:
-            self._indices[expr] = cexpr(simplify_index(expr, self.var_ranges))
+            simple = simplify_index(sympy.sympify(expr).subs(self.index_subs), self.var_ranges)
+            self.simplified.append(simple)
+            self._indices[expr] = cexpr(simple)
         return self._indices[expr]
 
     # --- memory -------------------------------------------------------------------------------
