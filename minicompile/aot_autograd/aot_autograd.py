@@ -184,7 +184,8 @@ def aot_module_simplified(
         return compiled[key]
 
     def compiled_fn(*args):
-        args = params + list(args)
+        if params:  # (a graph from Dynamo has its parameters among its inputs already)
+            args = (*params, *args)
         return get_variant(args)(*args)
 
     get_variant(params + list(example_inputs))  # compile now for the example inputs

@@ -156,19 +156,21 @@ def frame_locals(fn: types.FunctionType, args: tuple, kwargs: dict) -> dict[str,
     """The frame's locals at its first instruction: bound arguments, then free variables."""
     code = fn.__code__
     n = code.co_argcount
-    defaults = fn.__defaults__ or ()
-    if (not kwargs and not code.co_kwonlyargcount and not code.co_flags & _VARARGS
-            and n - len(defaults) <= len(args) <= n):
+    simple = not kwargs and not code.co_kwonlyargcount and not code.co_flags & _VARARGS
+    if simple and len(args) == n:
         # positional arguments only, as most calls are: bind them without inspect (a few
         # microseconds on every call of a compiled function)
         f_locals = dict(zip(code.co_varnames, args))
-        f_locals.update(zip(code.co_varnames[len(args):n], defaults[len(args) - n:]))
+    elif simple and n - len(fn.__defaults__ or ()) <= len(args) < n:  # and trailing defaults
+        f_locals = dict(zip(code.co_varnames, args))
+        f_locals.update(zip(code.co_varnames[len(args):n], fn.__defaults__[len(args) - n:]))
     else:
         bound = _signature(fn).bind(*args, **kwargs)
         bound.apply_defaults()
         f_locals = dict(bound.arguments)
-    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
-        f_locals[name] = cell.cell_contents
+    if fn.__closure__:
+        for name, cell in zip(code.co_freevars, fn.__closure__):
+            f_locals[name] = cell.cell_contents
     return f_locals
 
 

@@ -80,10 +80,11 @@ class TensorSpec:
 # each is a Python expression, evaluated when the frame is traced and checked on every call.
 GLOBAL_STATE = (
     "torch.are_deterministic_algorithms_enabled()",
-    "torch.is_autocast_enabled('cpu')",
-    "torch.get_autocast_dtype('cpu')",
-    "torch.is_autocast_enabled('cuda')",
-    "torch.get_autocast_dtype('cuda')",
+    # autocast: False while it is off on every device (one call: the usual case, checked on
+    # every call of every compiled frame), else whether it is on and its dtype, per device
+    "torch._C._is_any_autocast_enabled() and (torch.is_autocast_enabled('cpu'), "
+    "torch.get_autocast_dtype('cpu'), torch.is_autocast_enabled('cuda'), "
+    "torch.get_autocast_dtype('cuda'))",
     "torch.is_inference_mode_enabled()",
     "torch.get_num_threads()",
 )

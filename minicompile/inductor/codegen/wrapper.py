@@ -6,7 +6,7 @@ kernels, calls the library and returns the outputs (mirrors torch/_inductor/code
         arg0_1, arg1_1 = args
         s0 = arg0_1.size(0)                                 # sizes read off the inputs
         arg0_1 = laid_out_as(arg0_1, (s0, 8), (8, 1))       # laid out as the kernels index it
-        buf0 = empty_strided((s0,), (1,), dtype=torch.float32, device='cpu')
+        buf0 = empty_strided((s0,), (1,), dtype=torch.float32, device=cpu)
         triton_per_fused_sum_0(arg0_1, buf0, s0)            # a generated kernel
         buf1 = torch.mm(arg0_1, arg1_1.t())                 # a library call
         del buf0                                            # last reader done: memory back
@@ -212,6 +212,13 @@ class WrapperCodeGen:
         self.holder: dict[str, str] = {}  # storage -> the buffer variable that holds it now
         self.plan = plan
 
+    def device(self, device: torch.device) -> str:
+        """A name bound to ``device`` in the program (``cpu``, ``cuda0``): an allocation given
+        the string ``'cpu'`` parses it on every call (a microsecond, as long as the allocation)."""
+        name = f"{device.type}{'' if device.index is None else device.index}"
+        self.namespace[name] = device
+        return name
+
     def begin_kernel(self, group: KernelGroup) -> None:
         """Allocate what a loop kernel stores, or take over a dead buffer's storage."""
         if not group.is_loop_kernel():
@@ -226,11 +233,11 @@ class WrapperCodeGen:
             if b.storage == name and layout.offset == 0:
                 self.body.writeline(f"{name} = empty_strided({ptuple(layout.size)}, "
                                     f"{ptuple(layout.stride)}, dtype={layout.dtype}, "
-                                    f"device='{layout.device}')")
+                                    f"device={self.device(layout.device)})")
                 self.laid_out[name] = layout
             elif b.storage == name:
                 self.body.writeline(f"{name} = empty(({pexpr(layout.storage_size())},), "
-                                    f"dtype={layout.dtype}, device='{layout.device}')")
+                                    f"dtype={layout.dtype}, device={self.device(layout.device)})")
             else:
                 old = self.holder[b.storage]
                 self.body.writeline(f"{name} = {old}; del {old}  # reuse")
