@@ -31,6 +31,19 @@ def test_ranges_remove_div_and_mod():
     assert simplify_index(6 * FloorDiv(i0, 6) + ModularIndexing(i0, 1, 6)) == i0
 
 
+def test_terms_too_small_to_carry_drop_out_of_a_quotient():
+    ranges = {i0: 128, i1: 128}
+    # a (2, 64, 128) tensor over rows of 128: (i1 + 128*i0) // 8192 is the batch, i0 // 64
+    assert simplify_index(FloorDiv(i1 + 128 * i0, 8192), ranges) == FloorDiv(i0, 64)
+    assert simplify_index(8192 * FloorDiv(i1 + 128 * i0, 8192) + 128 * ModularIndexing(i0, 1, 64)
+                          + i1, ranges) == 128 * i0 + i1
+    assert simplify_index(ModularIndexing(i1 + 128 * i0, 128, 8), ranges) == ModularIndexing(i0, 1, 8)
+    # a remainder that can reach the divisor's factor stays: (i1 + 200) may carry
+    kept = FloorDiv(i1 + 128 * i0 + 200, 8192)
+    assert simplify_index(kept, ranges) == kept
+    assert simplify_index(FloorDiv(i1 + 128 * i0, 8192), {i0: 128, i1: 129}).has(i1)
+
+
 def test_simplify_loops_merges_contiguous_dims():
     sizes, reindex = simplify_loops([i0, i1, i2], [2, s0, 4], [4 * s0 * i0 + 4 * i1 + i2])
     assert sizes == [8 * s0]

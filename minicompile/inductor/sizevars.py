@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Sequence
 
+import math
+
 import sympy
 
 from ..shapes.functions import FloorDiv, ModularIndexing
@@ -69,7 +71,27 @@ def _simplify_floordiv(base, divisor, var_ranges):
     hi = upper_bound(base, var_ranges)
     if hi is not None and statically_less(hi, divisor):  # 0 <= base < d -> base // d = 0
         return sympy.Integer(0)
-    return FloorDiv(base, divisor)
+    return _without_small_terms(base, divisor, var_ranges) or FloorDiv(base, divisor)
+
+
+def _without_small_terms(base, divisor, var_ranges):
+    """``(g*q + r) // (g*m)`` is ``q // m`` when ``0 <= r < g``: the terms too small to carry
+    into the quotient drop out. ``(rindex + 128*xindex) // 8192`` over rows of 128 is
+    ``xindex // 64`` (a (2, 64, 128) tensor's batch, no longer a division of ``rindex``)."""
+    if not isinstance(divisor, sympy.Integer) or divisor <= 1:
+        return None
+    terms = sympy.Add.make_args(base)
+    coeffs = [t.as_coeff_Mul()[0] for t in terms]
+    for g in sorted({math.gcd(int(c), int(divisor)) for c in coeffs if c.is_Integer}, reverse=True):
+        if g == 1:
+            break
+        big = [t for t, c in zip(terms, coeffs) if c.is_Integer and int(c) % g == 0]
+        small = sympy.Add(*[t for t, c in zip(terms, coeffs) if not (c.is_Integer and int(c) % g == 0)])
+        hi = upper_bound(small, var_ranges)
+        lo = small.subs({v: 0 for v in var_ranges})  # monotone (upper_bound checked): its least
+        if hi is not None and statically_less(hi, g) and lo.is_nonnegative:
+            return FloorDiv(sympy.expand(sympy.Add(*big) / g), divisor // g)
+    return None
 
 
 def _simplify_modular(base, divisor, modulus, var_ranges):
