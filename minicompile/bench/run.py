@@ -16,7 +16,7 @@ import torch
 import minicompile as mc
 
 from .cases import Workload
-from .timing import cold_inductor, first_call_s, time_ms
+from .timing import cold_inductor, first_call_s, time_in_turns
 
 
 @dataclass
@@ -96,10 +96,9 @@ def run_case(name: str, workload: Workload, device: str, budget: str,
     for key in ("eager", *COMPILERS):
         if key not in runnable:
             progress(f"{name} {workload.size}: {key} not timed")
-            continue
-        progress(f"{name} {workload.size}: timing {key}")
-        fn = runnable[key]
-        result.ms[key] = time_ms(lambda: workload.step(fn), device, budget)
+    steps = {key: (lambda fn=fn: workload.step(fn)) for key, fn in runnable.items()}
+    result.ms = time_in_turns(steps, device, budget,
+                              started=lambda key: progress(f"{name} {workload.size}: timing {key}"))
     return result
 
 

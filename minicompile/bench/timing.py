@@ -3,11 +3,13 @@ torch/_inductor/runtime/benchmarking.py, and of ``torch.utils.benchmark`` on the
 
 GPU: CUDA events around each call, the L2 cache flushed between calls, the median of the reps
 (``do_bench(..., return_mode="median")``). CPU: ``Timer.blocked_autorange`` medians with as many
-threads as torch uses. Never one wall-clock reading per call.
+threads as torch uses, eager and the compilers taking turns (``time_in_turns``). Never one
+wall-clock reading per call.
 """
 
 from __future__ import annotations
 
+import statistics
 import time
 import warnings
 from contextlib import contextmanager
@@ -41,6 +43,36 @@ def time_ms(step: Callable[[], Any], device: str, budget: str = "full") -> float
     timer = benchmark.Timer(stmt="step()", globals={"step": step},
                             num_threads=torch.get_num_threads())
     return timer.blocked_autorange(min_run_time=CPU_BUDGET[budget]).median * 1e3
+
+
+CPU_ROUNDS = 5  # the CPU budget is spent in rounds, taking turns (``time_in_turns``)
+
+
+def time_in_turns(steps: dict[str, Callable[[], Any]], device: str, budget: str = "full",
+                  started: Callable[[str], None] = lambda key: None) -> dict[str, float]:
+    """Median milliseconds of each step. On the CPU the steps take turns: ``CPU_ROUNDS`` rounds,
+    each timing every step for a fifth of the budget, and each step's median over the rounds.
+    A shared machine drifts (another process, the host's load) over seconds: timed one after
+    the other, eager could get a quiet second and a compiler a busy one; in turns, each sees
+    the same stretches of time. The GPU has no such drift (``do_bench``: CUDA events, one
+    step after the other). ``started(key)`` is called before a step is first timed."""
+    if device == "cuda":
+        out = {}
+        for key, step in steps.items():
+            started(key)
+            out[key] = time_ms(step, device, budget)
+        return out
+    rounds: dict[str, list[float]] = {key: [] for key in steps}
+    for r in range(CPU_ROUNDS):
+        for key, step in steps.items():
+            if r == 0:
+                started(key)
+                step()  # warm up outside the measurement
+            timer = benchmark.Timer(stmt="step()", globals={"step": step},
+                                    num_threads=torch.get_num_threads())
+            rounds[key].append(timer.blocked_autorange(
+                min_run_time=CPU_BUDGET[budget] / CPU_ROUNDS).median * 1e3)
+    return {key: statistics.median(ms) for key, ms in rounds.items()}
 
 
 def copy_bandwidth_gbs(device: str, numel: int, budget: str = "full") -> float:
