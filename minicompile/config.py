@@ -32,6 +32,9 @@ class inductor:
     cuda_backend = "triton"
     cpp_vectorize = True  # C++: `#pragma omp simd` inner loops; False writes scalar loops and
     #                       builds with -fno-tree-vectorize (notebook 09 measures the difference)
+    cpp_row_loops = True  # C++: a pointwise kernel whose loads cut xindex into digits (a
+    #                       broadcast bias b[xindex % 1024]) loops over rows; False keeps the
+    #                       flat loop, where such a load is a gather (notebook 09 measures it)
     cudagraphs = False  # mode="reduce-overhead": replay the wrapper's launches as a CUDA graph
     max_autotune = False  # mode="max-autotune": try more kernel configurations
     # threads compiling a kernel's candidate configs at once (Inductor's compile_threads);

@@ -79,9 +79,12 @@ def test_broadcast_loads_split_the_loop_into_rows(fn, shapes, loads, graphs):
         assert load in source
 
 
-def test_rows_too_short_for_vectors_keep_the_flat_loop(graphs):
+def test_rows_too_short_for_vectors_keep_the_flat_loop(graphs, monkeypatch):
     check(lambda x, b: x + b, torch.randn(64, 3), torch.randn(3), graphs=graphs)
     assert "in_ptr1[(xindex % 3)]" in graphs[0].source and "x0" not in graphs[0].source
+    monkeypatch.setattr(config.inductor, "cpp_row_loops", False)  # the knob notebook 09 turns
+    check(lambda x, b: x * b, torch.randn(64, 40), torch.randn(40), graphs=graphs)
+    assert "in_ptr1[(xindex % 40)]" in graphs[-1].source and "x0" not in graphs[-1].source
 
 
 def test_transposed_sliced_and_strided_inputs(graphs):

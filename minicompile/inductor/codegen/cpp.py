@@ -11,6 +11,17 @@ simd``), short enough to stay in cache, long enough to amortise the loop overhea
         for (int64_t xindex = xblock; xindex < std::min(xblock + 1024, xnumel); xindex++)
             out_ptr0[xindex] = std::sin(in_ptr0[xindex]) * 2;
 
+Where a load's index cuts ``xindex`` into digits (``bias[xindex % 1024]``, a broadcast over
+rows; ``mean[xindex / 1024]``, one value per row) the points are looped over as rows instead,
+``xindex = x0 + 1024*x1``: the index simplifies to ``bias[x0]``, consecutive (one vector load;
+in the flat loop it is a gather, element by element) or ``mean[x1]``, fixed along the row:
+
+    #pragma omp parallel for num_threads(num_threads) if(xnumel >= 32768)
+    for (int64_t x1 = 0; x1 < 64; x1++)
+        #pragma omp simd
+        for (int64_t x0 = 0; x0 < 1024; x0++)
+            out_ptr0[x0 + 1024*x1] = in_ptr0[x0 + 1024*x1] + in_ptr1[x0];
+
 A reduction kernel gives each thread whole rows (``omp parallel for`` over ``xindex``), so every
 accumulator is a local variable of one thread: no atomics, no locks. Within a row the kernel's
 phases (``KernelGroup.phases``) run in order: a loop over the row (``for rindex``) for each run
@@ -139,7 +150,8 @@ class CppKernel:
     def pointwise_loops(self, code: IndentedBuffer) -> None:
         with self.ops.cse.scoped():
             body = self.emit(self.group.members, {})
-        row = row_length(self.ops.simplified, self.group.numel)
+        row = row_length(self.ops.simplified, self.group.numel) \
+            if config.inductor.cpp_row_loops else None
         code.writeline(f"#pragma omp parallel for num_threads(num_threads) "
                        f"if(xnumel >= {PARALLEL_MIN_ELEMENTS})")
         if row is not None:  # rows of `row` points: x0 along a row, x1 the row
