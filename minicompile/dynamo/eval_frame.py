@@ -157,10 +157,8 @@ def frame_locals(fn: types.FunctionType, args: tuple, kwargs: dict) -> dict[str,
     code = fn.__code__
     n = code.co_argcount
     simple = not kwargs and not code.co_kwonlyargcount and not code.co_flags & _VARARGS
-    if simple and len(args) == n:
-        # positional arguments only, as most calls are: bind them without inspect (a few
-        # microseconds on every call of a compiled function)
-        f_locals = dict(zip(code.co_varnames, args))
+    if simple and len(args) == n:  # positional arguments only, as most calls: no inspect
+        f_locals = dict(zip(code.co_varnames, args))  # (microseconds on every call)
     elif simple and n - len(fn.__defaults__ or ()) <= len(args) < n:  # and trailing defaults
         f_locals = dict(zip(code.co_varnames, args))
         f_locals.update(zip(code.co_varnames[len(args):n], fn.__defaults__[len(args) - n:]))
