@@ -43,6 +43,10 @@ FAST_LAUNCH = os.environ.get("MINICOMPILE_TRITON_FAST_LAUNCH", "1") != "0"
 # With fused multiply-adds (Triton's default on CUDA) a value recomputed in a second loop over a
 # row, fused there and not in the first, differs: exp(x * 0.1 - amax(x * 0.1)) gave inf
 COMPILE_OPTIONS = {"enable_fp_fusion": False}
+# do_bench's warm-up and timing budget (ms) per autotuned candidate: each timed run clears the
+# L2 cache (a 256 MB memset), so 20 ms of runs were ~30 ms a candidate, and a GPT block's first
+# call timed 32 candidates; 5 ms is still dozens of runs of a launch-bound kernel
+AUTOTUNE_MS = (1, 5)
 
 
 @dataclass(frozen=True)
@@ -252,8 +256,9 @@ class TritonLauncher:
             return configs[0]
         scratch = tuple(scratch_copy(a) if isinstance(a, torch.Tensor) else a for a in args)
         self.precompile(configs, scratch, xnumel)
+        warmup, rep = AUTOTUNE_MS
         timings = {c: do_bench(lambda c=c: self.launch(c, scratch, triton.cdiv(xnumel, c.XBLOCK)),
-                               warmup=5, rep=20)
+                               warmup=warmup, rep=rep)
                    for c in configs}
         best = min(timings, key=timings.get)
         self.timings[(pow2(xnumel), pow2(rnumel))] = timings
