@@ -305,6 +305,24 @@ def test_size_symbol_in_an_index_is_counted_symbolically():
     assert count.subs(s1, 5) == 15  # capped at the buffer: 12 + 12 points, 15 elements
 
 
+@pytest.mark.parametrize("reads, expected", [
+    ([("4*i + j", 4, 4), ("4*i + j + 2", 4, 4)], 18),  # overlapping windows: 0..17
+    ([("4*i + j", 4, 4), ("4*i + j", 4, 4)], 16),  # the same points twice
+    ([("100000*i + j", 3, 2), ("j + 7", 1, 2)], 8),  # spread thin: sorted, not tabled
+    ([("2*i", 5, 1), ("2*i + 1", 5, 1)], 10),  # interleaved halves
+    ([("4*i + j + 5", 4, 4), ("4*i + 9", 4, 1)], 17),  # not from offset 0: 5..20 and 21
+])
+def test_distinct_elements_of_several_reads_are_counted_exactly(reads, expected):
+    """Several access patterns on one buffer: the elements they touch, counted by enumeration."""
+    from minicompile.inductor.dependencies import count_distinct
+    from minicompile.inductor.ir import MemoryDep
+
+    i, j = sympy.symbols("i j", integer=True, nonnegative=True)
+    deps = [MemoryDep("buf0", sympy.sympify(index, {"i": i, "j": j}), ((i, ni), (j, nj)))
+            for index, ni, nj in reads]
+    assert count_distinct(deps) == expected
+
+
 def test_bytes_accumulate_over_forward_and_backward(compiled_graphs):
     """``num_bytes_accessed`` sums every graph since ``metrics.reset()`` (as
     torch._inductor.metrics does): a training step adds its forward and its backward."""

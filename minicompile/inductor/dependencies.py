@@ -170,7 +170,18 @@ def enumerate_offsets(dep: MemoryDep) -> torch.Tensor:
 
 @on_cpu
 def count_distinct(deps: list[MemoryDep]) -> int:
-    return int(torch.unique(torch.cat([enumerate_offsets(d) for d in deps])).numel())
+    """Distinct offsets among the points of ``deps``: marked in a table spanning them (one
+    scatter; sorting them all for ``torch.unique`` took a second of a GPT block's compile),
+    or sorted where they are spread too thin for a table."""
+    offsets = torch.cat([enumerate_offsets(d) for d in deps])
+    if offsets.numel() == 0:
+        return 0
+    lo, hi = int(offsets.min()), int(offsets.max())
+    if hi - lo > 8 * offsets.numel():
+        return int(torch.unique(offsets).numel())
+    seen = torch.zeros(hi - lo + 1, dtype=torch.bool)
+    seen[offsets - lo] = True
+    return int(seen.sum())
 
 
 # --- the footprint of a kernel on one buffer -----------------------------------------------------
@@ -282,7 +293,12 @@ def addresses_and_rows(dep: MemoryDep, n_rows: int) -> tuple[torch.Tensor, torch
     addr = torch.as_tensor(eval_index(dep.index, env), dtype=torch.int64)
     addr = addr.expand(sizes).reshape(-1) if sizes else addr.reshape(1)
     per_row = total // n_rows if n_rows else 0
-    rows = torch.div(torch.arange(total), max(per_row, 1), rounding_mode="floor")
+    if per_row and per_row * n_rows == total:  # row k: per_row points in a row (no division)
+        rows = torch.arange(n_rows).repeat_interleave(per_row)
+    else:
+        rows = torch.div(torch.arange(total), max(per_row, 1), rounding_mode="floor")
+    if not dep.bounds:
+        return addr, rows
     live = torch.ones(total, dtype=torch.bool)
     for v, lo, hi in dep.bounds:  # masked-off points load nothing
         live &= ((env[v] >= int(lo)) & (env[v] < int(hi))).expand(sizes).reshape(-1)
