@@ -21,10 +21,6 @@ Expr = sympy.Expr
 
 
 def _is_multiple(term: Expr, divisor: Expr) -> bool:
-    if divisor.is_Integer:  # c * rest over an integer: the coefficient decides (no cancel,
-        coeff, rest = term.as_coeff_Mul()  # a polynomial division: most of a lowering's time)
-        if coeff.is_Integer and rest.is_integer:
-            return int(coeff) % int(divisor) == 0
     q = sympy.cancel(term / divisor)
     return bool(q.is_integer)
 
