@@ -16,7 +16,7 @@ import torch
 import minicompile as mc
 
 from .cases import Workload
-from .timing import cold_inductor, first_call_s, time_in_turns
+from .timing import cold_inductor, cold_minicompile, first_call_s, time_in_turns
 
 
 @dataclass
@@ -30,7 +30,8 @@ class Compiler:
 COMPILERS: dict[str, Compiler] = {  # key -> how to compile cold; eager is the baseline
     "tc": Compiler("torch.compile", torch._dynamo.reset,
                    lambda fn: torch.compile(fn, backend="inductor"), cold_inductor),
-    "mc": Compiler("minicompile", mc.reset, lambda fn: mc.compile(fn, backend="inductor")),
+    "mc": Compiler("minicompile", mc.reset, lambda fn: mc.compile(fn, backend="inductor"),
+                   cold_minicompile),
 }
 
 

@@ -9,7 +9,9 @@ wall-clock reading per call.
 
 from __future__ import annotations
 
+import os
 import statistics
+import tempfile
 import time
 import warnings
 from contextlib import contextmanager
@@ -91,6 +93,27 @@ def cold_inductor() -> Iterator[None]:
             torch.compiler.config.patch(force_disable_caches=True), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*force disabled by.*force_disable_caches")
         yield
+
+
+@contextmanager
+def cold_minicompile() -> Iterator[None]:
+    """Nor any of minicompile's: its kernel cache (C++ shared objects and their precompiled
+    header, Triton kernel files) and Triton's (compiled binaries, launchers built with gcc)
+    are empty temporary folders for the first call: on a second run of the benchmark, or after
+    the tests, the kernels would otherwise be found on disk instead of compiled."""
+    names = ("MINICOMPILE_CACHE_DIR", "TRITON_CACHE_DIR")
+    saved = {name: os.environ.get(name) for name in names}
+    with tempfile.TemporaryDirectory(prefix="minicompile-cold-") as tmp:
+        for name in names:
+            os.environ[name] = os.path.join(tmp, name.split("_")[0].lower())
+        try:
+            yield
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
 
 
 def first_call_s(step: Callable[[], Any], device: str) -> tuple[Any, float]:

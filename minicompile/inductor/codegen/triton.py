@@ -35,7 +35,7 @@ from ... import config, debug
 from ...metrics import metrics
 from ..dependencies import footprint
 from ..kernel_group import KernelGroup
-from ..runtime.triton_heuristics import TritonLauncher
+from ..runtime.triton_heuristics import TritonLauncher, compile_ahead
 from .common import BaseScheduling
 from .triton_kernel import TritonKernel
 from .wrapper import pexpr
@@ -125,6 +125,9 @@ class TritonScheduling(BaseScheduling):
 
     name = "triton"
 
+    def __init__(self) -> None:
+        self.compile_jobs: list = []  # for ``flush``: every kernel of the graph compiled at once
+
     def codegen_kernel(self, group: KernelGroup, wrapper: Any) -> None:
         scheduler = wrapper.scheduler
         kernel = TritonKernel(group, "kernel", lambda n: scheduler.buffers[n].get_dtype())
@@ -140,3 +143,13 @@ class TritonScheduling(BaseScheduling):
         numels = [pexpr(group.numel)] + ([] if kernel.kind == "pointwise"
                                          else [pexpr(group.rnumel)])
         wrapper.write_kernel_call(name, kernel.signature.call_args() + numels, group)
+        sizes = [group.numel] + ([] if kernel.kind == "pointwise" else [group.rnumel])
+        if group.device.type == "cuda" and not kernel.signature.sizes and \
+                all(isinstance(sympy.sympify(n), sympy.Integer) for n in sizes):  # static sizes
+            dtypes = [scheduler.buffers[n].get_dtype() for n in kernel.signature.buffers()]
+            self.compile_jobs += launcher.compile_jobs((*dtypes, *map(int, sizes)),
+                                                       group.device.index or 0)
+
+    def flush(self) -> None:
+        jobs, self.compile_jobs = self.compile_jobs, []
+        compile_ahead(jobs)

@@ -20,7 +20,7 @@ import concurrent.futures
 import os
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import torch
 import triton
@@ -288,5 +288,44 @@ class TritonLauncher:
         with concurrent.futures.ThreadPoolExecutor(threads) as pool:
             list(pool.map(compile_one, configs))
 
+    def compile_jobs(self, arg_types: tuple, device_index: int) -> list[Callable[[], None]]:
+        """One job per candidate config the first call will try: compile it for these
+        arguments (a dtype for each buffer, the sizes as ints), and build its launcher
+        (``compile_ahead``). A job that fails leaves the kernel to compile, and report its
+        error, at its first call."""
+        if INTERPRET:
+            return []
+        xnumel, rnumel = (arg_types[-1], 1) if self.kind == "pointwise" else arg_types[-2:]
+        configs = candidate_configs(self.kind, xnumel, rnumel)
+        if xnumel == 0:
+            return []
+
+        def job(cfg: Config) -> Callable[[], None]:
+            def compile_one() -> None:
+                try:
+                    with torch.cuda.device(device_index):
+                        kernel = self.fn.warmup(*arg_types, grid=(triton.cdiv(xnumel, cfg.XBLOCK),),
+                                                **cfg.kwargs(), **COMPILE_OPTIONS)
+                        kernel._init_handles()  # the launcher: a C file built by gcc
+                except Exception:
+                    pass
+            return compile_one
+        return [job(c) for c in (configs if self.autotune else configs[:1])]
+
     def __repr__(self) -> str:
         return f"<TritonLauncher {self.name} ({self.kind})>"
+
+
+def compile_ahead(jobs: list[Callable[[], None]]) -> None:
+    """Compile a graph's kernels, every candidate of each, at once in threads, as soon as the
+    graph is generated (Inductor's ``async_compile``, whose worker processes are threads here):
+    the first call then times candidates already built, instead of compiling kernel after
+    kernel as the wrapper reaches them. Threads overlap what releases the GIL: ``ptxas`` and
+    the ``gcc`` that builds each new launcher run as processes."""
+    threads = min(len(jobs), config.inductor.compile_threads)
+    if threads < 2:
+        for job in jobs:
+            job()
+        return
+    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+        list(pool.map(lambda job: job(), jobs))
