@@ -117,6 +117,30 @@ def test_reductions(fn, graphs):
     check(fn, torch.randn(1823, 781), graphs=graphs, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("fn, shapes", [
+    (lambda x: x.sum(0), [(128, 512)]),  # a bias gradient
+    (lambda x: x.amax(0), [(100, 70)]),
+    (lambda x, y: (x * y).sum(0) + 1, [(64, 33), (64, 33)]),
+    (lambda x: x.sum((0, 1)), [(5, 7, 64)]),
+    (lambda x: x.t().sum(1) * 2, [(300, 40)]),
+    (lambda x: (x.sum(0), x.amin(0)), [(1000, 96)]),  # 1000 terms a row, summed in double
+], ids=["sum", "amax", "product", "two_dims", "transposed", "sum_and_min"])
+def test_reductions_down_columns_loop_over_columns_inside(fn, shapes, graphs):
+    """``sum(x[r, c] for r)``: the rows (columns of x) are a tile side by side in the inner
+    loop, consecutive in memory, instead of one strided row at a time."""
+    args = [torch.randn(s) for s in shapes]
+    args[0].view(-1)[7] = float("nan")  # one column's max/min/sum is NaN, the others not
+    check(fn, *args, graphs=graphs)
+    source = graphs[0].source
+    assert "for (int64_t xblock = 0; xblock < xnumel; xblock += 64)" in source
+    assert "acc0[xindex - xblock] = " in source and "omp simd reduction" not in source
+
+
+def test_reductions_along_rows_keep_the_row_loop(graphs):
+    check(lambda x: x.sum(1), torch.randn(64, 128), graphs=graphs)
+    assert "xblock" not in graphs[0].source and "reduction(+:acc0)" in graphs[0].source
+
+
 def test_reductions_propagate_nan_and_argmax_takes_the_first(graphs):
     x = torch.randn(67, 129)
     x[3, 7] = x[60, 100] = float("nan")

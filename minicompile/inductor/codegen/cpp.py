@@ -59,13 +59,14 @@ the thread count is the last argument, read from ``torch.get_num_threads()`` at 
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import sympy
 import torch
 
 from ... import config
-from ..kernel_group import XINDEX, KernelGroup, KernelMember
+from ..kernel_group import RINDEX, XINDEX, KernelGroup, KernelMember
 from ..sizevars import FloorDiv, ModularIndexing
 from . import cpp_build
 from .common import (BaseScheduling, CodegenError, IndentedBuffer, KernelSignature,
@@ -209,12 +210,15 @@ class CppKernel:
         return phases
 
     def row_reductions(self, code: IndentedBuffer) -> None:
+        phases = self.phases()
+        if is_column_reduction(phases, self.ops.simplified, self.values):
+            return self.column_reductions(code, phases)
         code.writeline(f"#pragma omp parallel for num_threads(num_threads) "
                        f"if(xnumel * rnumel >= {PARALLEL_MIN_ELEMENTS})")
         code.writeline("for (int64_t xindex = 0; xindex < xnumel; xindex++)")
         code.writeline("{")
         with code.indent():
-            for kind, loop in self.phases():
+            for kind, loop in phases:
                 if kind == "row":
                     code.splice(loop.body)
                     continue
@@ -224,6 +228,46 @@ class CppKernel:
                     code.writeline(f"#pragma omp simd{clauses}")  # no clause, plain loops)
                 self.write_loop(code, "rindex", "0", "rnumel", loop)
                 code.splice(loop.suffix)
+        code.writeline("}")
+
+    def column_reductions(self, code: IndentedBuffer, phases: list) -> None:
+        """Reductions down columns (a bias gradient: ``sum(grad[r, x] for r)``, row ``x`` at
+        stride 1 across rows and a whole row apart along its own): the loop over ``rindex`` goes
+        outside, a tile of ``XTILE`` rows inside, one accumulator per row of the tile in an array,
+        so that the inner loop reads consecutive elements (a vector load; along a row they are
+        ``xnumel`` apart: a gather per element). Then the per-row code, row by row of the tile."""
+        (_, loop), rows = phases[0], [p for _, p in phases[1:]]
+        at = "[xindex - xblock]"
+        names = re.compile(r"\b(" + "|".join(a.name for a in loop.accumulators) + r")\b")
+
+        def per_row(buf: IndentedBuffer) -> IndentedBuffer:  # acc0 -> acc0[xindex - xblock]
+            out = IndentedBuffer()
+            out.lines = [names.sub(lambda m: m[1] + at, line) for line in buf.lines]
+            return out
+        code.writeline(f"#pragma omp parallel for num_threads(num_threads) "
+                       f"if(xnumel * rnumel >= {PARALLEL_MIN_ELEMENTS})")
+        code.writeline(f"for (int64_t xblock = 0; xblock < xnumel; xblock += {XTILE})")
+        code.writeline("{")
+        with code.indent():
+            code.writeline(f"const int64_t xend = std::min<int64_t>(xblock + {XTILE}, xnumel);")
+            for acc, line in zip(loop.accumulators, loop.prefix.lines):  # float acc0 = 0;
+                ctype, name, init = ACCUMULATOR.match(line.strip()).groups()
+                if acc.kind.omp == "+" and ctype == "float":
+                    ctype = "double"  # one row's terms one after another: a float sum of
+                    # them drifts (200 terms: 5e-6) where eager's cascade sum stays close
+                code.writeline(f"{ctype} {name}[{XTILE}];")
+                code.writeline(f"for (int64_t i = 0; i < {XTILE}; i++) {name}[i] = {init};")
+            code.writeline("for (int64_t rindex = 0; rindex < rnumel; rindex++)")
+            code.writeline("{")
+            with code.indent():
+                if config.inductor.cpp_vectorize:
+                    code.writeline("#pragma omp simd")
+                self.write_loop(code, "xindex", "xblock", "xend", LoopCode(body=per_row(loop.body)))
+            code.writeline("}")
+            tail = LoopCode(body=per_row(loop.suffix))  # the per-row code: read-outs, stores...
+            for row in rows:
+                tail.body.splice(per_row(row.body))
+            self.write_loop(code, "xindex", "xblock", "xend", tail)
         code.writeline("}")
 
     def single_row_reduction(self, code: IndentedBuffer) -> None:
@@ -277,6 +321,28 @@ class CppKernel:
             self.build()
         n_buf = self._n_buf
         self._fn(*[t.data_ptr() for t in args[:n_buf]], *args[n_buf:], torch.get_num_threads())
+
+
+XTILE = 64  # rows of a column reduction summed side by side (``column_reductions``)
+ACCUMULATOR = re.compile(r"^([\w:<>]+) (acc\d+) = (.+);$")  # float acc0 = 0;
+
+
+def is_column_reduction(phases: list, indices: list[sympy.Expr], values: KeptValues) -> bool:
+    """One loop over the row, then per-row code only; plain accumulators (a sum, a max: an
+    OpenMP reduction, a scalar); every index of the loop consecutive across rows (``xindex``'s
+    coefficient 1) and not along them (``rindex``'s not 1), without division: reductions down
+    columns, which ``column_reductions`` loops over in the other order."""
+    kinds = [kind for kind, _ in phases]
+    if kinds[:1] != ["loop"] or "loop" in kinds[1:] or values.slots:
+        return False
+    loop = phases[0][1]
+    if not loop.accumulators or any(a.kind.omp is None or not ACCUMULATOR.match(line.strip())
+                                    for a, line in zip(loop.accumulators, loop.prefix.lines)):
+        return False
+    along = [e for e in indices if RINDEX in e.free_symbols]
+    return bool(along) and all(
+        not e.has(FloorDiv, ModularIndexing) and sympy.expand(e).coeff(XINDEX) == 1
+        and sympy.expand(e).coeff(RINDEX) != 1 for e in along)
 
 
 X0, X1 = (sympy.Symbol(n, integer=True, nonnegative=True) for n in ("x0", "x1"))
