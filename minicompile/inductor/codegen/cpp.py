@@ -22,6 +22,9 @@ in the flat loop it is a gather, element by element) or ``mean[x1]``, fixed alon
         for (int64_t x0 = 0; x0 < 1024; x0++)
             out_ptr0[x0 + 1024*x1] = in_ptr0[x0 + 1024*x1] + in_ptr1[x0];
 
+(``cpp_loops.py`` decides which loop order a kernel gets; reductions down columns, a bias
+gradient, loop over ``rindex`` outside and a tile of rows inside, for the same reason.)
+
 A reduction kernel gives each thread whole rows (``omp parallel for`` over ``xindex``), so every
 accumulator is a local variable of one thread: no atomics, no locks. Within a row the kernel's
 phases (``KernelGroup.phases``) run in order: a loop over the row (``for rindex``) for each run
@@ -58,7 +61,6 @@ the thread count is the last argument, read from ``torch.get_num_threads()`` at 
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
@@ -66,12 +68,12 @@ import sympy
 import torch
 
 from ... import config
-from ..kernel_group import RINDEX, XINDEX, KernelGroup, KernelMember
-from ..sizevars import FloorDiv, ModularIndexing
+from ..kernel_group import XINDEX, KernelGroup, KernelMember
 from . import cpp_build
 from .common import (BaseScheduling, CodegenError, IndentedBuffer, KernelSignature,
                      emit_members)
 from .cpp_keep import KeptValues
+from .cpp_loops import ACCUMULATOR, X0, X1, XTILE, is_column_reduction, row_length
 from .cpp_ops import (DTYPES, CppOpsHandler, LoopCode, cexpr, storage_type,
                       vector_math_lines)
 
@@ -321,54 +323,6 @@ class CppKernel:
             self.build()
         n_buf = self._n_buf
         self._fn(*[t.data_ptr() for t in args[:n_buf]], *args[n_buf:], torch.get_num_threads())
-
-
-XTILE = 64  # rows of a column reduction summed side by side (``column_reductions``)
-ACCUMULATOR = re.compile(r"^([\w:<>]+) (acc\d+) = (.+);$")  # float acc0 = 0;
-
-
-def is_column_reduction(phases: list, indices: list[sympy.Expr], values: KeptValues) -> bool:
-    """One loop over the row, then per-row code only; plain accumulators (a sum, a max: an
-    OpenMP reduction, a scalar); every index of the loop consecutive across rows (``xindex``'s
-    coefficient 1) and not along them (``rindex``'s not 1), without division: reductions down
-    columns, which ``column_reductions`` loops over in the other order."""
-    kinds = [kind for kind, _ in phases]
-    if kinds[:1] != ["loop"] or "loop" in kinds[1:] or values.slots:
-        return False
-    loop = phases[0][1]
-    if not loop.accumulators or any(a.kind.omp is None or not ACCUMULATOR.match(line.strip())
-                                    for a, line in zip(loop.accumulators, loop.prefix.lines)):
-        return False
-    along = [e for e in indices if RINDEX in e.free_symbols]
-    return bool(along) and all(
-        not e.has(FloorDiv, ModularIndexing) and sympy.expand(e).coeff(XINDEX) == 1
-        and sympy.expand(e).coeff(RINDEX) != 1 for e in along)
-
-
-X0, X1 = (sympy.Symbol(n, integer=True, nonnegative=True) for n in ("x0", "x1"))
-MIN_ROW = 16  # shorter rows: the inner loop is too short for vectors, keep the flat loop
-
-
-def row_length(indices: list[sympy.Expr], numel: sympy.Expr) -> int | None:
-    """The row length to split a pointwise loop by, if its indices cut ``xindex`` into digits:
-    ``% 1024`` and ``// 1024`` (a broadcast bias, a per-row mean) at every multiple of one
-    length that divides ``numel``; within a row those indices are then consecutive or fixed."""
-    if not isinstance(sympy.sympify(numel), sympy.Integer):
-        return None
-    bounds = []
-    for index in indices:
-        for digit in index.atoms(FloorDiv, ModularIndexing):
-            base, divisor = digit.args[0], digit.args[1]
-            if XINDEX not in base.free_symbols:
-                continue
-            if base != XINDEX or not isinstance(divisor, sympy.Integer):
-                return None  # (xindex + 3) // 4, or a symbolic size
-            if divisor > 1:
-                bounds.append(int(divisor))
-            if isinstance(digit, ModularIndexing):
-                bounds.append(int(divisor * digit.args[2]))
-    row = math.gcd(*bounds) if bounds else 0
-    return row if row >= MIN_ROW and int(numel) % row == 0 and row < int(numel) else None
 
 
 def simd_clauses(loop: LoopCode) -> str | None:
