@@ -301,3 +301,30 @@ def test_model_zoo_forward_and_backward(name):
     assert [s.graph.fallbacks for s in schedulers] == [[], []]  # every op lowered
     if name in MODELS:  # (fused_attention's forward is one sdpa call: nothing to fuse)
         assert all(len(s.kernels) < len(s.nodes) for s in schedulers)  # something fused in each
+
+
+def test_kernel_graph_paths_through_a_third_kernel_and_order():
+    """Fusion may not join two kernels with a third on a path between them (kernel_graph.py)."""
+    from minicompile.inductor import kernel_graph
+
+    class Kernel:
+        def __init__(self, name, reads, order):
+            self.name, self.reads, self._order = name, reads, order
+
+        def get_names(self):
+            return {self.name}
+
+        def read_names(self):
+            return set(self.reads)
+
+        def order(self):
+            return self._order
+
+    a, b, c, d = Kernel("a", [], 0), Kernel("b", ["a"], 1), Kernel("c", ["a", "b"], 2), \
+        Kernel("d", ["a"], 3)
+    readers = kernel_graph.readers([a, b, c, d])
+    assert readers[a] == {b, c, d} and readers[b] == {c}
+    assert kernel_graph.path_between(readers, a, c)  # a -> b -> c: b sits between
+    assert not kernel_graph.path_between(readers, a, b)  # only the direct edge
+    assert not kernel_graph.path_between(readers, b, d) and not kernel_graph.path_between(readers, c, a)
+    assert kernel_graph.topological_order([d, c, b, a]) == [a, b, c, d]

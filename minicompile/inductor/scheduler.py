@@ -33,6 +33,7 @@ from .codegen import BaseScheduling, get_scheduling
 from .dependencies import footprint
 from .fusion import can_fuse, fusion_score
 from .inlining import inline_unfusable_producers
+from . import kernel_graph
 from .ir import Buffer, ComputedBuffer, ExternKernel, MultiOutput, ReadWrites
 from .kernel_group import KernelGroup, build_kernel_group
 from .loop_order import describe_orders, permute_deps, reorder_to_fuse
@@ -237,8 +238,7 @@ class Scheduler:
 
     def kernel_deps(self, kernel: BaseSchedulerNode, kernels: list) -> set[BaseSchedulerNode]:
         """The other kernels that write a buffer ``kernel`` reads."""
-        deps = {self.writer(name, kernels) for name in kernel.read_names()}
-        return {d for d in deps if d is not None and d is not kernel}
+        return kernel_graph.kernel_deps(kernel, kernel_graph.writers(kernels))
 
     def is_stored(self, name: str, kernel: BaseSchedulerNode) -> bool:
         """Must ``kernel`` write ``name`` to memory? Yes when the caller or another kernel reads it."""
@@ -307,40 +307,15 @@ class Scheduler:
 
     def would_create_cycle(self, a: BaseSchedulerNode, b: BaseSchedulerNode) -> bool:
         """Fusing is impossible when a third kernel sits on a path between the two."""
-        reach = self._reachable()
-        others = [k for k in self.kernels if k is not a and k is not b]
-        return any((k in reach[a] and b in reach[k]) or (k in reach[b] and a in reach[k])
-                   for k in others)
-
-    def _reachable(self) -> dict[BaseSchedulerNode, set[BaseSchedulerNode]]:
-        """``reach[k]``: every kernel that (transitively) reads what ``k`` writes."""
-        users = {k: set() for k in self.kernels}
-        for k in self.kernels:
-            for d in self.kernel_deps(k, self.kernels):
-                users[d].add(k)
-        reach: dict[BaseSchedulerNode, set[BaseSchedulerNode]] = {}
-
-        def visit(k):
-            if k not in reach:
-                reach[k] = set()
-                for u in users[k]:
-                    reach[k] |= {u} | visit(u)
-            return reach[k]
-
-        for k in self.kernels:
-            visit(k)
-        return reach
+        key = tuple(map(id, self.kernels))  # the readers graph, rebuilt after each fusion
+        if getattr(self, "_readers", (None, None))[0] != key:
+            self._readers = (key, kernel_graph.readers(self.kernels))
+        readers = self._readers[1]
+        return kernel_graph.path_between(readers, a, b) or kernel_graph.path_between(readers, b, a)
 
     def topological_order(self, kernels: list[BaseSchedulerNode]) -> list[BaseSchedulerNode]:
         """Kernels after the kernels they read from; program order breaks ties."""
-        done: list[BaseSchedulerNode] = []
-        pending = sorted(kernels, key=lambda k: k.order())
-        while pending:
-            ready = next(k for k in pending
-                         if all(d in done for d in self.kernel_deps(k, kernels)))
-            done.append(ready)
-            pending.remove(ready)
-        return done
+        return kernel_graph.topological_order(kernels)
 
     # --- memory traffic -----------------------------------------------------------------------
 
