@@ -130,3 +130,24 @@ def triton_poi_double_0(in_out_ptr0, xnumel, XBLOCK: tl.constexpr):
     t = torch.arange(40)[::2]  # a strided view: its copy keeps the strides and the offsets
     copy = th.scratch_copy(t)
     assert copy.stride() == t.stride() and copy.data_ptr() != t.data_ptr() and torch.equal(copy, t)
+
+
+@pytest.mark.gpu
+def test_kernels_compile_ahead_of_the_first_call(monkeypatch):
+    """A static graph's kernels, every candidate config of each, are handed to
+    ``compile_ahead`` when the graph is generated (before its first call), and the call is
+    right; a dynamic graph's are not (its sizes are not known yet)."""
+    from minicompile.inductor.codegen import triton as triton_codegen
+
+    jobs = []
+    ahead = triton_codegen.compile_ahead
+    monkeypatch.setattr(triton_codegen, "compile_ahead", lambda js: (jobs.append(len(js)), ahead(js)))
+    fn = lambda x: torch.softmax(x * 2, -1) + 1  # noqa: E731
+    x = torch.randn(64, 1000, device="cuda")
+    mc.reset()
+    torch.testing.assert_close(mc.compile(fn)(x), fn(x))
+    assert jobs and jobs[0] >= 1
+    jobs.clear()
+    mc.reset()
+    torch.testing.assert_close(mc.compile(fn, dynamic=True)(x), fn(x))
+    assert jobs == [0]

@@ -296,9 +296,9 @@ class TritonLauncher:
         if INTERPRET:
             return []
         xnumel, rnumel = (arg_types[-1], 1) if self.kind == "pointwise" else arg_types[-2:]
-        configs = candidate_configs(self.kind, xnumel, rnumel)
-        if xnumel == 0:
+        if xnumel == 0:  # never launched
             return []
+        configs = candidate_configs(self.kind, xnumel, rnumel)
 
         def job(cfg: Config) -> Callable[[], None]:
             def compile_one() -> None:
