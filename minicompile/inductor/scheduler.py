@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 import sympy
-import torch
 
 from .._logging import trace_artifact
 from ..metrics import metrics
@@ -235,10 +234,6 @@ class Scheduler:
 
     def writer(self, name: str, kernels: list[BaseSchedulerNode]) -> BaseSchedulerNode | None:
         return next((k for k in kernels if name in k.get_names()), None)
-
-    def kernel_deps(self, kernel: BaseSchedulerNode, kernels: list) -> set[BaseSchedulerNode]:
-        """The other kernels that write a buffer ``kernel`` reads."""
-        return kernel_graph.kernel_deps(kernel, kernel_graph.writers(kernels))
 
     def is_stored(self, name: str, kernel: BaseSchedulerNode) -> bool:
         """Must ``kernel`` write ``name`` to memory? Yes when the caller or another kernel reads it."""

@@ -17,6 +17,7 @@ binding and cache lookup, which on a launch-bound graph costs more than the kern
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import os
 import threading
 from dataclasses import dataclass
@@ -273,44 +274,39 @@ class TritonLauncher:
         Inductor compiles in a pool of worker processes). Threads overlap only the parts of
         Triton's compiler that release the GIL (``ptxas`` runs as a process): a GPT block's
         first call on an H100 went from 12.1 to 11.3 s. A candidate that fails to compile
-        here fails again, with its error, when it is timed."""
-        threads = min(len(configs), config.inductor.compile_threads)
-        if threads < 2:
-            return
-
-        def compile_one(c: Config) -> None:
-            try:
-                self.fn.warmup(*args, grid=(triton.cdiv(xnumel, c.XBLOCK),), **c.kwargs(),
-                               **COMPILE_OPTIONS)
-            except Exception:
-                pass
-
-        with concurrent.futures.ThreadPoolExecutor(threads) as pool:
-            list(pool.map(compile_one, configs))
+        here fails again, with its error, when it is timed. (Already built, for a static
+        graph on a GPU, by ``compile_ahead``: then each is a cache hit.)"""
+        compile_ahead([self.compile_job(c, args, xnumel) for c in configs])
 
     def compile_jobs(self, arg_types: tuple, device_index: int) -> list[Callable[[], None]]:
         """One job per candidate config the first call will try: compile it for these
         arguments (a dtype for each buffer, the sizes as ints), and build its launcher
-        (``compile_ahead``). A job that fails leaves the kernel to compile, and report its
-        error, at its first call."""
+        (``compile_ahead``)."""
         if INTERPRET:
             return []
         xnumel, rnumel = (arg_types[-1], 1) if self.kind == "pointwise" else arg_types[-2:]
         if xnumel == 0:  # never launched
             return []
         configs = candidate_configs(self.kind, xnumel, rnumel)
+        return [self.compile_job(c, arg_types, xnumel, device_index)
+                for c in (configs if self.autotune else configs[:1])]
 
-        def job(cfg: Config) -> Callable[[], None]:
-            def compile_one() -> None:
-                try:
-                    with torch.cuda.device(device_index):
-                        kernel = self.fn.warmup(*arg_types, grid=(triton.cdiv(xnumel, cfg.XBLOCK),),
-                                                **cfg.kwargs(), **COMPILE_OPTIONS)
-                        kernel._init_handles()  # the launcher: a C file built by gcc
-                except Exception:
-                    pass
-            return compile_one
-        return [job(c) for c in (configs if self.autotune else configs[:1])]
+    def compile_job(self, cfg: Config, args: tuple, xnumel: int,
+                    device_index: int | None = None) -> Callable[[], None]:
+        """Compile ``cfg``'s binary for ``args`` (tensors, or dtypes for them); with a device,
+        on that device, and build its launcher (a C file built by gcc) too. A job that fails
+        leaves the kernel to compile, and report its error, when it is launched."""
+        def compile_one() -> None:
+            try:
+                with torch.cuda.device(device_index) if device_index is not None \
+                        else contextlib.nullcontext():
+                    kernel = self.fn.warmup(*args, grid=(triton.cdiv(xnumel, cfg.XBLOCK),),
+                                            **cfg.kwargs(), **COMPILE_OPTIONS)
+                    if device_index is not None:
+                        kernel._init_handles()
+            except Exception:
+                pass
+        return compile_one
 
     def __repr__(self) -> str:
         return f"<TritonLauncher {self.name} ({self.kind})>"
