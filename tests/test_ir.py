@@ -10,6 +10,7 @@ from minicompile.inductor.ir import (ComputedBuffer, InputBuffer, Layout, Pointw
 from minicompile.inductor.sizevars import (FloorDiv, ModularIndexing, index_var, simplify_index,
                                            simplify_loops, size_var)
 from minicompile.inductor.virtualized import ops
+from minicompile.shapes.functions import exact_quotient
 
 i0, i1, i2 = (index_var("i", k) for k in range(3))
 s0 = size_var("s0")
@@ -21,6 +22,24 @@ def test_floordiv_and_modular_rules():
     assert ModularIndexing(12 * i0 + i1, 1, 12) == ModularIndexing(i1, 1, 12)
     assert FloorDiv(FloorDiv(i0, 2), 3) == FloorDiv(i0, 6)
     assert FloorDiv(sympy.Integer(17), 5) == 3
+    assert FloorDiv(4 * s0 * i0 + 2 * i1, 2 * s0) == 2 * i0 + FloorDiv(2 * i1, 2 * s0)
+    assert FloorDiv(3 * i0, 2) == FloorDiv(3 * i0, 2)  # 3*i0/2 is not whole: nothing leaves
+    assert ModularIndexing(s0 * s0 * i0 + i1, s0, s0) == ModularIndexing(i1, s0, s0)
+
+
+def test_exact_quotient():
+    """Whole-multiple checks on monomials (the fast path) agree with sympy.cancel's."""
+    x = sympy.Symbol("x")  # not known to be an integer
+    assert exact_quotient(6 * i0 * s0, 2 * s0) == 3 * i0
+    assert exact_quotient(s0**2 * i0, s0) == s0 * i0
+    assert exact_quotient(4 * FloorDiv(i0, 3), 2) == 2 * FloorDiv(i0, 3)
+    assert exact_quotient(sympy.Integer(1024), 4) == 256
+    for term, divisor in [(3 * i0, 2), (i0, s0), (i0, 2 * i0), (8 * i0, 0), (4 * x, 2),
+                          (i0 * i1, i0 * i2)]:
+        assert exact_quotient(term, divisor) is None, (term, divisor)
+    # sums go to sympy.cancel
+    assert exact_quotient(2 * (s0 + 1) * i0, s0 + 1) == 2 * i0
+    assert exact_quotient(2 * i0 + 2, 2) == i0 + 1
 
 
 def test_ranges_remove_div_and_mod():

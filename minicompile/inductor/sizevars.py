@@ -111,7 +111,7 @@ def _digit(term: Expr):
     if len(digits) != 1:
         return None
     f = digits[0]
-    coeff = sympy.cancel(term / f)
+    coeff = sympy.Mul(*[g for g in sympy.Mul.make_args(term) if g is not f])
     return (coeff, *f.args) if isinstance(f, ModularIndexing) else (coeff, *f.args, None)
 
 
