@@ -40,6 +40,9 @@ class inductor:
     # threads compiling a kernel's candidate configs at once (Inductor's compile_threads);
     # 1 compiles them one after another
     compile_threads = int(os.environ.get("MINICOMPILE_COMPILE_THREADS", min(8, os.cpu_count() or 1)))
+    # worker processes compiling a graph's Triton kernels on a GPU (Inductor's subprocess pool,
+    # runtime/compile_workers.py); 0 or 1: threads only
+    compile_workers = int(os.environ.get("MINICOMPILE_COMPILE_WORKERS", min(16, os.cpu_count() or 1)))
     # round every float16/bfloat16 pointwise result to its dtype inside fused kernels, as eager
     # does between ops (torch's default is False: fewer casts, values closer to float64). On
     # here: a recomputed value must equal the stored one (amax's backward compares them)

@@ -134,20 +134,27 @@ def triton_poi_double_0(in_out_ptr0, xnumel, XBLOCK: tl.constexpr):
 
 @pytest.mark.gpu
 def test_kernels_compile_ahead_of_the_first_call(monkeypatch):
-    """A static graph's kernels, every candidate config of each, are handed to
-    ``compile_ahead`` when the graph is generated (before its first call), and the call is
-    right; a dynamic graph's are not (its sizes are not known yet)."""
+    """A static graph's kernels, every candidate config of each, start compiling in the
+    background when the graph is generated (before its first call); the first call waits for
+    them and is right. A dynamic graph's do not (its sizes are not known yet)."""
     from minicompile.inductor.codegen import triton as triton_codegen
 
-    jobs = []
-    ahead = triton_codegen.compile_ahead
-    monkeypatch.setattr(triton_codegen, "compile_ahead", lambda js: (jobs.append(len(js)), ahead(js)))
+    jobs, futures = [], []
+    ahead = triton_codegen.compile_in_background
+
+    def record(js):
+        jobs.append(len(js))
+        futures.append(ahead(js))
+        return futures[-1]
+
+    monkeypatch.setattr(triton_codegen, "compile_in_background", record)
     fn = lambda x: torch.softmax(x * 2, -1) + 1  # noqa: E731
     x = torch.randn(64, 1000, device="cuda")
     mc.reset()
-    torch.testing.assert_close(mc.compile(fn)(x), fn(x))
-    assert jobs and jobs[0] >= 1
+    compiled = mc.compile(fn)
+    torch.testing.assert_close(compiled(x), fn(x))
+    assert jobs and jobs[0] >= 1 and all(f.done() for f in futures)
     jobs.clear()
     mc.reset()
     torch.testing.assert_close(mc.compile(fn, dynamic=True)(x), fn(x))
-    assert jobs == [0]
+    assert jobs == []

@@ -35,7 +35,7 @@ from ... import config, debug
 from ...metrics import metrics
 from ..dependencies import footprint
 from ..kernel_group import KernelGroup
-from ..runtime.triton_heuristics import TritonLauncher, compile_ahead
+from ..runtime.triton_heuristics import TritonLauncher, compile_in_background
 from .common import BaseScheduling
 from .triton_kernel import TritonKernel
 from .wrapper import pexpr
@@ -126,7 +126,7 @@ class TritonScheduling(BaseScheduling):
     name = "triton"
 
     def __init__(self) -> None:
-        self.compile_jobs: list = []  # for ``flush``: every kernel of the graph compiled at once
+        self.compile_jobs: list = []  # (launcher, its jobs): ``flush`` compiles them at once
 
     def codegen_kernel(self, group: KernelGroup, wrapper: Any) -> None:
         scheduler = wrapper.scheduler
@@ -147,9 +147,14 @@ class TritonScheduling(BaseScheduling):
         if group.device.type == "cuda" and not kernel.signature.sizes and \
                 all(isinstance(sympy.sympify(n), sympy.Integer) for n in sizes):  # static sizes
             dtypes = [scheduler.buffers[n].get_dtype() for n in kernel.signature.buffers()]
-            self.compile_jobs += launcher.compile_jobs((*dtypes, *map(int, sizes)),
-                                                       group.device.index or 0)
+            jobs = launcher.compile_jobs((*dtypes, *map(int, sizes)), group.device.index or 0)
+            if jobs:
+                self.compile_jobs.append((launcher, jobs))
 
     def flush(self) -> None:
-        jobs, self.compile_jobs = self.compile_jobs, []
-        compile_ahead(jobs)
+        """Start compiling the graph's kernels, every candidate of each, in the background."""
+        pending, self.compile_jobs = self.compile_jobs, []
+        if pending:
+            future = compile_in_background([job for _, jobs in pending for job in jobs])
+            for launcher, _ in pending:
+                launcher.compiling = future

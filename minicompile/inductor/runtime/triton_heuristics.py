@@ -31,6 +31,7 @@ from triton.testing import do_bench
 
 from ... import config, debug
 from ..._logging import trace_artifact
+from . import compile_workers
 
 INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 INTERPRETER_BLOCK = 1 << 14  # elements per program under the interpreter
@@ -186,6 +187,7 @@ class TritonLauncher:
         self.timings: dict[tuple[int, int], dict[Config, float]] = {}  # size class -> ms per config
         # binary_key -> (binary, grid): a call like an earlier one is one lookup and one launch
         self.ready: dict[tuple, tuple[CompiledLaunch, int]] = {}
+        self.compiling: concurrent.futures.Future | None = None  # ``compile_in_background``
 
     def __call__(self, *args: Any) -> None:
         key = None if INTERPRET else binary_key(args)
@@ -193,6 +195,9 @@ class TritonLauncher:
         if ready is not None:
             ready[0](ready[1], args)
             return
+        if self.compiling is not None:  # compiled ahead, in the background: wait for it, once
+            self.compiling.result()
+            self.compiling = None
         sizes = (int(args[-1]), 1) if self.kind == "pointwise" else (int(args[-2]), int(args[-1]))
         chosen = self.grids.get(sizes)
         if chosen is None:
@@ -270,15 +275,13 @@ class TritonLauncher:
         return best
 
     def precompile(self, configs: list[Config], args: tuple, xnumel: int) -> None:
-        """Compile the candidates at once, in threads, before timing them one by one (real
-        Inductor compiles in a pool of worker processes). Threads overlap only the parts of
-        Triton's compiler that release the GIL (``ptxas`` runs as a process): a GPT block's
-        first call on an H100 went from 12.1 to 11.3 s. A candidate that fails to compile
-        here fails again, with its error, when it is timed. (Already built, for a static
-        graph on a GPU, by ``compile_ahead``: then each is a cache hit.)"""
+        """Compile the candidates at once (``compile_ahead``), before timing them one by one.
+        A candidate that fails to compile here fails again, with its error, when it is timed.
+        (Already built, for a static graph on a GPU, when the graph was generated: then each
+        is a cache hit.)"""
         compile_ahead([self.compile_job(c, args, xnumel) for c in configs])
 
-    def compile_jobs(self, arg_types: tuple, device_index: int) -> list[Callable[[], None]]:
+    def compile_jobs(self, arg_types: tuple, device_index: int) -> list[CompileJob]:
         """One job per candidate config the first call will try: compile it for these
         arguments (a dtype for each buffer, the sizes as ints), and build its launcher
         (``compile_ahead``)."""
@@ -292,32 +295,68 @@ class TritonLauncher:
                 for c in (configs if self.autotune else configs[:1])]
 
     def compile_job(self, cfg: Config, args: tuple, xnumel: int,
-                    device_index: int | None = None) -> Callable[[], None]:
-        """Compile ``cfg``'s binary for ``args`` (tensors, or dtypes for them); with a device,
-        on that device, and build its launcher (a C file built by gcc) too. A job that fails
-        leaves the kernel to compile, and report its error, when it is launched."""
-        def compile_one() -> None:
-            try:
-                with torch.cuda.device(device_index) if device_index is not None \
-                        else contextlib.nullcontext():
-                    kernel = self.fn.warmup(*args, grid=(triton.cdiv(xnumel, cfg.XBLOCK),),
-                                            **cfg.kwargs(), **COMPILE_OPTIONS)
-                    if device_index is not None:
-                        kernel._init_handles()
-            except Exception:
-                pass
-        return compile_one
+                    device_index: int | None = None) -> CompileJob:
+        return CompileJob(self.fn, cfg, args, xnumel, device_index)
 
     def __repr__(self) -> str:
         return f"<TritonLauncher {self.name} ({self.kind})>"
 
 
-def compile_ahead(jobs: list[Callable[[], None]]) -> None:
-    """Compile a graph's kernels, every candidate of each, at once in threads, as soon as the
-    graph is generated (Inductor's ``async_compile``, whose worker processes are threads here):
-    the first call then times candidates already built, instead of compiling kernel after
-    kernel as the wrapper reaches them. Threads overlap what releases the GIL: ``ptxas`` and
-    the ``gcc`` that builds each new launcher run as processes."""
+@dataclass
+class CompileJob:
+    """Compile ``cfg``'s binary of ``fn`` for ``args`` (tensors, or dtypes for them); with a
+    device, on that device, and build its launcher (a C file built by gcc) too. A job that
+    fails leaves the kernel to compile, and report its error, when it is launched."""
+    fn: Any
+    cfg: Config
+    args: tuple
+    xnumel: int
+    device_index: int | None = None
+
+    def device(self) -> contextlib.AbstractContextManager:
+        return contextlib.nullcontext() if self.device_index is None else \
+            torch.cuda.device(self.device_index)
+
+    def warmup(self) -> Any:
+        return self.fn.warmup(*self.args, grid=(triton.cdiv(self.xnumel, self.cfg.XBLOCK),),
+                              **self.cfg.kwargs(), **COMPILE_OPTIONS)
+
+    def __call__(self) -> None:
+        try:
+            with self.device():
+                kernel = self.warmup()
+                if self.device_index is not None:
+                    kernel._init_handles()
+        except Exception:
+            pass
+
+    def worker_job(self) -> dict | None:
+        """The job for a compile worker (``compile_workers.py``); None if already compiled."""
+        try:
+            with self.device():
+                return compile_workers.specialization(
+                    self.fn, self.args, (triton.cdiv(self.xnumel, self.cfg.XBLOCK),),
+                    {**self.cfg.kwargs(), **COMPILE_OPTIONS})
+        except Exception:
+            return None
+
+
+def compile_ahead(jobs: list[CompileJob]) -> None:
+    """Compile a graph's kernels, every candidate of each, at once, as soon as the graph is
+    generated (Inductor's ``async_compile``): the first call then times candidates already
+    built, instead of compiling kernel after kernel as the wrapper reaches them. Worker
+    processes compile the binaries into Triton's cache (``compile_workers.py``); then threads
+    load each (a cache hit) and build its launcher, with ``gcc`` in a process: the part of
+    Triton's work that threads overlap. Without workers, the threads compile too."""
+    workers = None if INTERPRET else compile_workers.workers_for(len(jobs))
+    if workers is not None:
+        worker_jobs, kernels = [], set()
+        for job in jobs:
+            worker_job = job.worker_job()
+            if worker_job is not None:  # a kernel's configs share a launcher: one job builds it
+                worker_jobs.append({**worker_job, "launcher": job.fn not in kernels})
+                kernels.add(job.fn)
+        workers.run(worker_jobs)
     threads = min(len(jobs), config.inductor.compile_threads)
     if threads < 2:
         for job in jobs:
@@ -325,3 +364,19 @@ def compile_ahead(jobs: list[Callable[[], None]]) -> None:
         return
     with concurrent.futures.ThreadPoolExecutor(threads) as pool:
         list(pool.map(lambda job: job(), jobs))
+
+
+_background = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="compile_ahead")
+
+
+def compile_in_background(jobs: list[CompileJob]) -> concurrent.futures.Future:
+    """``compile_ahead(jobs)`` in a background thread: a graph's kernels compile while the
+    compiler goes on (lowering the backward graph while the forward's kernels compile, running
+    the forward while the backward's do). A launcher waits for the future before its first
+    launch (``TritonLauncher.compiling``)."""
+    def compile_all() -> None:
+        try:
+            compile_ahead(jobs)
+        except Exception:  # noqa: BLE001 (a kernel not compiled here compiles at its call)
+            pass
+    return _background.submit(compile_all)

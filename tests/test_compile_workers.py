@@ -1,0 +1,131 @@
+"""Compile workers (runtime/compile_workers.py, compile_worker.py): a worker process compiles a
+Triton kernel into Triton's on-disk cache, and the process that asked then finds that very
+binary there.
+
+Compiling for a GPU needs no GPU: Triton's wheel brings ``ptxas``, and a driver that names the
+target (``FixedTargetDriver``) stands in for the device, there as in the workers. The test's
+compiling process is a fresh one: this one runs Triton's interpreter (no GPU), under which
+``triton.jit`` makes functions that compile nothing."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+pytest.importorskip("triton")
+
+import minicompile as mc  # noqa: E402
+from minicompile import config  # noqa: E402
+from minicompile.inductor.runtime import compile_workers  # noqa: E402
+
+KERNEL = """\
+import triton
+import triton.language as tl
+from minicompile.inductor.runtime import triton_helpers
+
+
+@triton.jit
+def double_max(in_ptr0, out_ptr0, xnumel, XBLOCK: tl.constexpr):
+    xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)
+    mask = xindex < xnumel
+    x = tl.load(in_ptr0 + xindex, mask)
+    tl.store(out_ptr0 + xindex, triton_helpers.maximum(x, x * 2.0), mask)
+"""
+
+COMPILER = """\
+import importlib.util, json, os, sys
+import torch
+from triton.backends.compiler import GPUTarget
+from triton.runtime.driver import driver
+from minicompile.inductor.runtime import compile_workers
+from minicompile.inductor.runtime.compile_worker import FixedTargetDriver
+
+spec = importlib.util.spec_from_file_location("kmod_workers", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+sys.modules["kmod_workers"] = module
+spec.loader.exec_module(module)
+kernel = module.double_max
+driver.set_active(FixedTargetDriver(GPUTarget("cuda", 90, 32)))  # an H100, not this machine
+OPTIONS = {"num_warps": 4, "enable_fp_fusion": False}
+cached = lambda name="double_max": sum(f == name + ".cubin" for _, _, files in os.walk(
+    os.environ["TRITON_CACHE_DIR"]) for f in files)  # the kernel's binaries
+warmup = lambda xblock: kernel.warmup(torch.float32, torch.float32, 4096, grid=(1,),
+                                      XBLOCK=xblock, **OPTIONS)
+job = lambda xblock: compile_workers.specialization(
+    kernel, (torch.float32, torch.float32, 4096), (1,), {"XBLOCK": xblock, **OPTIONS})
+out = {}
+jobs = [job(128), job(256)]
+out["jobs"] = jobs
+os.makedirs(os.environ["TRITON_CACHE_DIR"], exist_ok=True)
+out["cached_after_capture"] = cached()
+pool = compile_workers.WorkerPool(2, driver.active.get_current_target())
+out["ready"] = pool.ready(timeout=60)
+out["warmed_up"] = cached("warm_up_kernel")  # each worker compiled one before it was ready
+broken = {**jobs[0], "fn": "no_such_kernel"}  # the worker answers with its error, lives on
+out["answers"] = pool.run([broken, *jobs])
+pool.close()
+out["cached_after_workers"] = cached()
+out["has_ptx"] = ["ptx" in warmup(xblock).asm for xblock in (128, 256)]  # cache hits
+out["cached_after_hits"] = cached()
+warmup(64)  # a config no worker compiled: compiled here
+out["cached_after_new"] = cached()
+out["job_for_compiled"] = job(64)
+print(json.dumps(out))
+"""
+
+
+def test_a_worker_compiles_what_the_compiler_then_finds_in_the_cache(tmp_path):
+    (tmp_path / "kmod_workers.py").write_text(KERNEL)
+    (tmp_path / "compiler.py").write_text(COMPILER)
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["TRITON_CACHE_DIR"] = str(tmp_path / "triton_cache")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(mc.__file__)))
+    env["PYTHONPATH"] = os.pathsep.join([root, env.get("PYTHONPATH", "")])
+    run = subprocess.run([sys.executable, str(tmp_path / "compiler.py"),
+                          str(tmp_path / "kmod_workers.py")],
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert [j["fn"] for j in out["jobs"]] == ["double_max"] * 2
+    assert all(j["target"] == ["cuda", 90, 32] for j in out["jobs"])
+    assert out["cached_after_capture"] == 0  # capturing the jobs compiled nothing
+    assert out["ready"] and out["warmed_up"] >= 1
+    broken, *answers = out["answers"]
+    assert broken["ok"] is False and "no_such_kernel" in broken["error"]
+    assert [a["ok"] for a in answers] == [True, True], answers
+    assert out["cached_after_workers"] == 2
+    assert out["has_ptx"] == [True, True]
+    assert out["cached_after_hits"] == 2  # found, not compiled again
+    assert out["cached_after_new"] == 3
+    assert out["job_for_compiled"] is None  # already in the compiler's process: no job
+
+
+def test_workers_are_only_for_several_jobs(monkeypatch):
+    monkeypatch.setattr(config.inductor, "compile_workers", 1)
+    assert compile_workers.workers_for(40) is None  # off
+    monkeypatch.setattr(config.inductor, "compile_workers", 2)
+    assert compile_workers.workers_for(1) is None  # one job: a thread does it
+
+
+@pytest.mark.gpu
+def test_a_graphs_kernels_compile_in_workers(monkeypatch):
+    """A static graph's candidates go to the workers, every one compiles there, and the
+    first call (its binaries found in the cache) is right."""
+    monkeypatch.setattr(config.inductor, "compile_workers", 2)
+    monkeypatch.setattr(compile_workers, "WAIT_FOR_WORKERS", 1)
+    answers = []
+    run = compile_workers.WorkerPool.run
+
+    def run_and_keep(self, jobs):
+        answers.extend(run(self, jobs))
+        return answers[-len(jobs):]
+
+    monkeypatch.setattr(compile_workers.WorkerPool, "run", run_and_keep)
+    fn = lambda x: torch.softmax(x * 3, -1) + x.sum(-1, keepdim=True)  # noqa: E731
+    x = torch.randn(64, 1000, device="cuda")
+    mc.reset()
+    torch.testing.assert_close(mc.compile(fn)(x), fn(x))
+    assert len(answers) >= 2 and all(a["ok"] for a in answers), answers
