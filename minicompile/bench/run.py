@@ -105,7 +105,7 @@ def run_case(name: str, workload: Workload, device: str, budget: str,
 
 def warm_up(device: str) -> None:
     """Compile a throwaway function once with each compiler, so one-time costs of the process
-    (imports, Inductor's worker pool, C++ toolchain checks) don't land in the first case's cold
+    (imports, worker pools, C++ toolchain checks) don't land in the first case's cold
     compile time."""
     def add_one(x):
         return x * 2 + 1
@@ -115,6 +115,9 @@ def warm_up(device: str) -> None:
         compiler.reset()
         compiler.compile(add_one)(x)
         compiler.reset()
+    if device == "cuda":  # minicompile's Triton compile workers (Inductor's pool is started above)
+        from ..inductor.runtime import compile_workers
+        compile_workers.start(wait=True)
 
 
 def _first_line(e: BaseException) -> str:

@@ -14,8 +14,7 @@ told. Each job is one line of JSON on stdin::
 
     {"path": kernel source file, "module": its module name, "fn": the kernel's name,
      "data": Triton's own specialisation data for the binary (``JITFunction.preload``),
-     "target": ["cuda", 90, 32], "env": {"TRITON_CACHE_DIR": ..., ...},
-     "launcher": whether to build the binary's launcher too (one job of each kernel does)}
+     "target": ["cuda", 90, 32], "env": {"TRITON_CACHE_DIR": ..., ...}}
 
 and each answer one line on stdout, ``{"ok": true, "seconds": {"compile": .., "launcher": ..}}`` or ``{"ok": false, "error": "..."}``. The
 worker exits when stdin closes (its parent exited).
@@ -91,12 +90,12 @@ def compile_one(job: dict) -> dict[str, float]:
     fn = getattr(load_module(job["path"], job["module"]), job["fn"])
     kernel = fn.preload(job["data"])
     compiled = time.perf_counter()
-    if job.get("launcher", True):
-        try:  # the launcher too, if this Triton builds it the way we know
-            driver_.launcher_cls(kernel.src, kernel.metadata)
-        except Exception:  # noqa: BLE001 (the parent builds it)
-            pass
-    return {"compile": compiled - start, "launcher": time.perf_counter() - compiled}
+    try:  # its launcher too (a cache hit for a signature built before)
+        driver_.launcher_cls(kernel.src, kernel.metadata)
+    except Exception:  # noqa: BLE001 (the parent builds it)
+        pass
+    return {"compile": compiled - start, "launcher": time.perf_counter() - compiled,
+            "hash": kernel.hash}
 
 
 def warm_up(target: list) -> None:

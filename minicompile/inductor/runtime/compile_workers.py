@@ -24,11 +24,13 @@ from __future__ import annotations
 import atexit
 import concurrent.futures
 import json
+import logging
 import os
 import queue
 import subprocess
 import sys
 import threading
+import time
 from typing import Any
 
 from triton import knobs
@@ -40,6 +42,7 @@ WORKER_SCRIPT = os.path.join(os.path.dirname(__file__), "compile_worker.py")
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
 WAIT_FOR_WORKERS = 8  # a graph with this many compile jobs waits for workers still starting
 START_TIMEOUT_S = 60
+log = logging.getLogger(__name__)
 
 
 class WorkerPool:
@@ -71,8 +74,12 @@ class WorkerPool:
 
     def run(self, jobs: list[dict]) -> list[dict]:
         """Compile every job, as many at once as there are workers; one answer per job."""
+        start = time.perf_counter()
         with concurrent.futures.ThreadPoolExecutor(len(self.procs)) as threads:
-            return list(threads.map(self._run_one, jobs))
+            answers = list(threads.map(self._run_one, jobs))
+        log.debug("%d jobs in %.2f s on %d workers: %s", len(jobs), time.perf_counter() - start,
+                  len(self.procs), [a.get("seconds") or a.get("error") for a in answers])
+        return answers
 
     def _run_one(self, job: dict) -> dict:
         proc = self.idle.get()
@@ -99,25 +106,36 @@ class WorkerPool:
                 proc.wait(timeout=2)
             except subprocess.TimeoutExpired:
                 proc.kill()
+            proc.stdout.close()
 
 
 _pool: WorkerPool | None = None
 _pool_lock = threading.Lock()
 
 
-def workers_for(num_jobs: int) -> WorkerPool | None:
-    """The worker pool, if it should compile these jobs: started (now, if this is the first
-    time), and ready, or worth waiting for."""
+def start(wait: bool = False) -> WorkerPool | None:
+    """The worker pool, started if this is the first time (None if there are to be no
+    workers). ``wait``: until the workers are ready, as a benchmark's warm-up does."""
     global _pool
     n = min(config.inductor.compile_workers, os.cpu_count() or 1)
-    if n < 2 or num_jobs < 2:
+    if n < 2:
         return None
     with _pool_lock:
         if _pool is None:  # (a pool that broke is not restarted: threads from then on)
             _pool = WorkerPool(n, driver.active.get_current_target())
             atexit.register(_pool.close)
-    wait = START_TIMEOUT_S if num_jobs >= WAIT_FOR_WORKERS else 0.0
-    return _pool if _pool.ready(wait) else None
+    if wait:
+        _pool.ready(START_TIMEOUT_S)
+    return _pool
+
+
+def workers_for(num_jobs: int) -> WorkerPool | None:
+    """The worker pool, if it should compile these jobs: started (now, if this is the first
+    time), and ready, or worth waiting for."""
+    pool = start() if num_jobs >= 2 else None
+    if pool is None:
+        return None
+    return pool if pool.ready(START_TIMEOUT_S if num_jobs >= WAIT_FOR_WORKERS else 0.0) else None
 
 
 _capture_lock = threading.Lock()

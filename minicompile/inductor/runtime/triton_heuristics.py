@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import logging
 import os
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -33,6 +35,7 @@ from ... import config, debug
 from ..._logging import trace_artifact
 from . import compile_workers
 
+log = logging.getLogger(__name__)
 INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 INTERPRETER_BLOCK = 1 << 14  # elements per program under the interpreter
 # Triton's interpreter patches triton.language's functions while a kernel runs and restores them
@@ -350,20 +353,17 @@ def compile_ahead(jobs: list[CompileJob]) -> None:
     Triton's work that threads overlap. Without workers, the threads compile too."""
     workers = None if INTERPRET else compile_workers.workers_for(len(jobs))
     if workers is not None:
-        worker_jobs, kernels = [], set()
-        for job in jobs:
-            worker_job = job.worker_job()
-            if worker_job is not None:  # a kernel's configs share a launcher: one job builds it
-                worker_jobs.append({**worker_job, "launcher": job.fn not in kernels})
-                kernels.add(job.fn)
-        workers.run(worker_jobs)
+        workers.run([j for j in (job.worker_job() for job in jobs) if j is not None])
+    start = time.perf_counter()
     threads = min(len(jobs), config.inductor.compile_threads)
     if threads < 2:
         for job in jobs:
             job()
-        return
-    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
-        list(pool.map(lambda job: job(), jobs))
+    else:
+        with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+            list(pool.map(lambda job: job(), jobs))
+    log.debug("%d compile jobs loaded or compiled in %d threads in %.2f s (after workers: %s)",
+              len(jobs), threads, time.perf_counter() - start, workers is not None)
 
 
 _background = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="compile_ahead")
