@@ -107,17 +107,17 @@ def warm_up(device: str) -> None:
     """Compile a throwaway function once with each compiler, so one-time costs of the process
     (imports, worker pools, C++ toolchain checks) don't land in the first case's cold
     compile time."""
-    def add_one(x):
-        return x * 2 + 1
+    def throwaway(x):  # a pointwise kernel and a reduction (several candidate configs)
+        return (x * 2 + 1).softmax(-1)
 
-    x = torch.randn(64, device=device)
-    for compiler in COMPILERS.values():
-        compiler.reset()
-        compiler.compile(add_one)(x)
-        compiler.reset()
-    if device == "cuda":  # minicompile's Triton compile workers (Inductor's pool is started above)
+    if device == "cuda":  # minicompile's Triton compile workers; Inductor starts its pool itself
         from ..inductor.runtime import compile_workers
         compile_workers.start(wait=True)
+    x = torch.randn(8, 64, device=device)
+    for compiler in COMPILERS.values():
+        compiler.reset()
+        compiler.compile(throwaway)(x)
+        compiler.reset()
 
 
 def _first_line(e: BaseException) -> str:

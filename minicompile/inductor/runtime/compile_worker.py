@@ -90,12 +90,13 @@ def compile_one(job: dict) -> dict[str, float]:
     fn = getattr(load_module(job["path"], job["module"]), job["fn"])
     kernel = fn.preload(job["data"])
     compiled = time.perf_counter()
+    answer = {"compile": compiled - start, "hash": kernel.hash}
     try:  # its launcher too (a cache hit for a signature built before)
         driver_.launcher_cls(kernel.src, kernel.metadata)
-    except Exception:  # noqa: BLE001 (the parent builds it)
-        pass
-    return {"compile": compiled - start, "launcher": time.perf_counter() - compiled,
-            "hash": kernel.hash}
+    except Exception as e:  # noqa: BLE001 (the parent builds it)
+        answer["launcher_error"] = f"{type(e).__name__}: {e}"[:300]
+    answer["launcher"] = time.perf_counter() - compiled
+    return answer
 
 
 def warm_up(target: list) -> None:
