@@ -57,6 +57,7 @@ class WorkerPool:
             argv, stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
             for _ in range(n)]
+        self.pid = os.getpid()  # the process whose workers these are
         self.idle: queue.Queue = queue.Queue()
         self.started = threading.Event()
         self.broken = False
@@ -96,6 +97,8 @@ class WorkerPool:
         return json.loads(answer)
 
     def close(self) -> None:
+        if os.getpid() != self.pid:  # a forked child's copy: the workers are its parent's
+            return
         for proc in self.procs:
             try:
                 proc.stdin.close()  # a worker exits at the end of its input
@@ -121,7 +124,9 @@ def start(wait: bool = False) -> WorkerPool | None:
     if n < 2:
         return None
     with _pool_lock:
-        if _pool is None:  # (a pool that broke is not restarted: threads from then on)
+        # (a pool that broke is not restarted: threads from then on). A forked child must not
+        # talk to its parent's workers down the same pipes: it starts its own
+        if _pool is None or _pool.pid != os.getpid():
             _pool = WorkerPool(n, driver.active.get_current_target())
             atexit.register(_pool.close)
     if wait:
