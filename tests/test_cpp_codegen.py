@@ -138,7 +138,33 @@ def test_reductions_down_columns_loop_over_columns_inside(fn, shapes, graphs):
 
 def test_reductions_along_rows_keep_the_row_loop(graphs):
     check(lambda x: x.sum(1), torch.randn(64, 128), graphs=graphs)
-    assert "xblock" not in graphs[0].source and "reduction(+:acc0)" in graphs[0].source
+    assert "xblock" not in graphs[0].source and "acc0_v[w] = acc0_v[w] + tmp0" in graphs[0].source
+
+
+@pytest.mark.parametrize("n", [2, 63, 64, 65, 200, 1000])
+def test_reductions_keep_partial_results_in_lanes(graphs, monkeypatch, n):
+    """A row's reduction keeps 256 bytes of partial results and halves them at the end
+    (``lanes_loop``), then the elements after the last whole block: every row length, NaN in
+    the blocks or in the tail, integers, sums; a loop with a math call keeps one vector of
+    partial results (``omp simd reduction``), and so does every loop with ``cpp_lanes`` off."""
+    x = torch.randn(5, n)
+    x[1, n // 2] = float("nan")
+    x[2, n - 1] = float("nan")
+    x[3, 0] = 100.0
+    plain = lambda x: (x.amax(1), x.amin(1), x.sum(1), x.double().sum(1),  # noqa: E731
+                       (x * 1000).int().amax(1))
+    with_exp = lambda x: (x.amax(1), x.exp().sum(1))  # noqa: E731
+    check(plain, x, graphs=graphs, rtol=1e-5, atol=1e-5)
+    source = graphs[-1].source
+    # one loop: 256 bytes of the widest accumulator, 32 doubles, and 32 of each other
+    assert "float acc0_v[32]" in source and "double acc3_v[32]" in source and "int32_t acc4_v[32]" in source
+    mc.reset()
+    check(with_exp, x, graphs=graphs, rtol=1e-5, atol=1e-5)
+    assert "_v[" not in graphs[-1].source and "reduction(mc_max:acc0)" in graphs[-1].source
+    monkeypatch.setattr(config.inductor, "cpp_lanes", False)
+    mc.reset()
+    check(plain, x, graphs=graphs, rtol=1e-5, atol=1e-5)
+    assert "_v[" not in graphs[-1].source
 
 
 def test_reductions_propagate_nan_and_argmax_takes_the_first(graphs):
@@ -193,7 +219,8 @@ def test_a_value_kept_for_two_later_loops(graphs):
     check(lambda x: F.layer_norm(F.gelu(x), x.shape[-1:]), torch.randn(33, 65), graphs=graphs)
     source = graphs[0].source
     assert source.count("mc::vm::erf(") == 1
-    assert source.count("// the erf an earlier loop kept") == 2
+    # loaded back in both later loops (the variance's twice: its blocks of lanes and its tail)
+    assert source.count("// the erf an earlier loop kept") == 3
 
 
 @pytest.mark.parametrize("shape", [(5, 0), (0, 7), (1, 1)], ids=str)
@@ -334,7 +361,8 @@ def test_generated_source(graphs):
     assert "#pragma omp parallel for" in pointwise and "#pragma omp simd" in pointwise
     assert "// bytes: read 34056, written 33924" in pointwise  # 257*33*4 + 33*4, 257*33*4
     assert "mc::vm::sin(" in pointwise and "xindex / 33" not in pointwise  # index simplified
-    assert "reduction(mc_max:acc0)" in softmax and "reduction(+:acc1)" in softmax
+    # the max in 32 partial results (lanes_loop), the sum of exp in one vector of them
+    assert "acc0_v[w] = mc::maximum(acc0_v[w], tmp0)" in softmax and "reduction(+:acc1)" in softmax
 
 
 def test_compile_error_falls_back_to_the_reference_backend(graphs, monkeypatch, tmp_path, caplog):

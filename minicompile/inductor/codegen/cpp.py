@@ -73,7 +73,8 @@ from . import cpp_build
 from .common import (BaseScheduling, CodegenError, IndentedBuffer, KernelSignature,
                      emit_members)
 from .cpp_keep import KeptValues
-from .cpp_loops import ACCUMULATOR, X0, X1, XTILE, is_column_reduction, row_length
+from .cpp_loops import (ACCUMULATOR, X0, X1, XTILE, is_column_reduction, lanes_loop,
+                        row_length)
 from .cpp_ops import (DTYPES, CppOpsHandler, LoopCode, cexpr, storage_type,
                       vector_math_lines)
 
@@ -226,9 +227,14 @@ class CppKernel:
                     continue
                 code.splice(loop.prefix)
                 clauses = simd_clauses(loop)
-                if clauses is not None and config.inductor.cpp_vectorize:  # (argmax/Welford:
-                    code.writeline(f"#pragma omp simd{clauses}")  # no clause, plain loops)
-                self.write_loop(code, "rindex", "0", "rnumel", loop)
+                vectorize = clauses is not None and config.inductor.cpp_vectorize
+                lanes = lanes_loop(loop) if vectorize and config.inductor.cpp_lanes else None
+                if lanes is not None:
+                    code.splice(lanes)
+                else:
+                    if vectorize:  # (argmax, Welford: no clause, plain loops)
+                        code.writeline(f"#pragma omp simd{clauses}")
+                    self.write_loop(code, "rindex", "0", "rnumel", loop)
                 code.splice(loop.suffix)
         code.writeline("}")
 
