@@ -103,6 +103,23 @@ def test_a_worker_compiles_what_the_compiler_then_finds_in_the_cache(tmp_path):
     assert out["job_for_compiled"] is None  # already in the compiler's process: no job
 
 
+def test_jobs_after_the_workers_died_come_back_as_failures():
+    """A worker that dies while compiling (or before) does not hang the compile: every job
+    left is answered as failed (the compiler then builds those kernels itself), and a pool that
+    broke is not ready for the next graph."""
+    pool = compile_workers.WorkerPool(2)
+    try:
+        assert pool.ready(timeout=60)
+        for proc in pool.procs:
+            proc.kill()
+            proc.wait()
+        answers = pool.run([{"path": "-", "module": "-", "fn": "-"}] * 5)
+    finally:
+        pool.close()
+    assert len(answers) == 5 and not any(a["ok"] for a in answers)
+    assert not pool.ready()
+
+
 def test_workers_are_only_for_several_jobs(monkeypatch):
     monkeypatch.setattr(config.inductor, "compile_workers", 1)
     assert compile_workers.workers_for(40) is None  # off
