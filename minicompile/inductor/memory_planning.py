@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Callable, Hashable
 
 import sympy
 
+from . import kernel_graph
+
 if TYPE_CHECKING:
     from .scheduler import Scheduler
 
@@ -82,8 +84,10 @@ def plan_memory(scheduler: "Scheduler") -> MemoryPlan:
         if b.is_output:
             b.last = len(kernels)
 
+    writer_of = kernel_graph.writers(kernels)
+
     def reuse_key(name: str) -> Hashable:
-        if scheduler.writer(name, kernels).is_extern():
+        if writer_of[name].is_extern():
             return ("allocated by its library call", name)  # never shares storage
         layout = scheduler.buffers[name].layout
         return (str(layout.device), layout.dtype, sympy.expand(layout.storage_size()))

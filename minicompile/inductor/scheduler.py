@@ -28,11 +28,11 @@ import sympy
 
 from .._logging import trace_artifact
 from ..metrics import metrics
+from . import kernel_graph
 from .codegen import BaseScheduling, get_scheduling
 from .dependencies import footprint
 from .fusion import can_fuse, fusion_score
 from .inlining import inline_unfusable_producers
-from . import kernel_graph
 from .ir import Buffer, ComputedBuffer, ExternKernel, MultiOutput, ReadWrites
 from .kernel_group import KernelGroup, build_kernel_group
 from .loop_order import describe_orders, permute_deps, reorder_to_fuse
@@ -198,6 +198,8 @@ class Scheduler:
         self.nodes = [create_scheduler_node(n, i) for i, n in enumerate(nodes)]
         self.decisions: list[FusionDecision] = []
         self.kernels: list[BaseSchedulerNode] = list(self.nodes)
+        # fusion's cycle check: (the kernels' ids, the readers graph of those kernels)
+        self._readers: tuple[tuple[int, ...], dict] = ((), {})
         if fuse:
             self.fuse_nodes()
         self.kernels = self.topological_order(self.kernels)
@@ -231,9 +233,6 @@ class Scheduler:
         return [n.node for k in self.kernels for n in k.get_nodes()]
 
     # --- who reads what ----------------------------------------------------------------------
-
-    def writer(self, name: str, kernels: list[BaseSchedulerNode]) -> BaseSchedulerNode | None:
-        return next((k for k in kernels if name in k.get_names()), None)
 
     def is_stored(self, name: str, kernel: BaseSchedulerNode) -> bool:
         """Must ``kernel`` write ``name`` to memory? Yes when the caller or another kernel reads it."""
@@ -303,7 +302,7 @@ class Scheduler:
     def would_create_cycle(self, a: BaseSchedulerNode, b: BaseSchedulerNode) -> bool:
         """Fusing is impossible when a third kernel sits on a path between the two."""
         key = tuple(map(id, self.kernels))  # the readers graph, rebuilt after each fusion
-        if getattr(self, "_readers", (None, None))[0] != key:
+        if self._readers[0] != key:
             self._readers = (key, kernel_graph.readers(self.kernels))
         readers = self._readers[1]
         return kernel_graph.path_between(readers, a, b) or kernel_graph.path_between(readers, b, a)

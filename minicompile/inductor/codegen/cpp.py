@@ -61,7 +61,6 @@ the thread count is the last argument, read from ``torch.get_num_threads()`` at 
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import sympy
@@ -73,8 +72,8 @@ from . import cpp_build
 from .common import (BaseScheduling, CodegenError, IndentedBuffer, KernelSignature,
                      emit_members)
 from .cpp_keep import KeptValues
-from .cpp_loops import (ACCUMULATOR, X0, X1, XTILE, is_column_reduction, lanes_loop,
-                        row_length)
+from .cpp_loops import (X0, X1, XTILE, is_column_reduction, lanes_loop, omp_accumulators,
+                        renamed_accumulators, row_length)
 from .cpp_ops import (DTYPES, CppOpsHandler, LoopCode, cexpr, storage_type,
                       vector_math_lines)
 
@@ -245,12 +244,10 @@ class CppKernel:
         so that the inner loop reads consecutive elements (a vector load; along a row they are
         ``xnumel`` apart: a gather per element). Then the per-row code, row by row of the tile."""
         (_, loop), rows = phases[0], [p for _, p in phases[1:]]
-        at = "[xindex - xblock]"
-        names = re.compile(r"\b(" + "|".join(a.name for a in loop.accumulators) + r")\b")
 
         def per_row(buf: IndentedBuffer) -> IndentedBuffer:  # acc0 -> acc0[xindex - xblock]
             out = IndentedBuffer()
-            out.lines = [names.sub(lambda m: m[1] + at, line) for line in buf.lines]
+            out.lines = renamed_accumulators(buf, loop, "{}[xindex - xblock]")
             return out
         code.writeline(f"#pragma omp parallel for num_threads(num_threads) "
                        f"if(xnumel * rnumel >= {PARALLEL_MIN_ELEMENTS})")
@@ -258,8 +255,7 @@ class CppKernel:
         code.writeline("{")
         with code.indent():
             code.writeline(f"const int64_t xend = std::min<int64_t>(xblock + {XTILE}, xnumel);")
-            for acc, line in zip(loop.accumulators, loop.prefix.lines):  # float acc0 = 0;
-                ctype, name, init = ACCUMULATOR.match(line.strip()).groups()
+            for acc, (ctype, name, init) in zip(loop.accumulators, omp_accumulators(loop)):
                 if acc.kind.omp == "+" and ctype == "float":
                     ctype = "double"  # one row's terms one after another: a float sum of
                     # them drifts (200 terms: 5e-6) where eager's cascade sum stays close

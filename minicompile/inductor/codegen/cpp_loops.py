@@ -39,6 +39,24 @@ LANE_BYTES = 256  # partial results a row's reduction keeps: four 64-byte vector
 LANE_SIZES = {"float": 4, "int32_t": 4, "double": 8, "int64_t": 8}  # others: plain loops
 
 
+def omp_accumulators(loop) -> list[tuple[str, str, str]] | None:
+    """``(ctype, name, init)`` of each accumulator of a ``LoopCode`` (``float acc0 = 0;`` in
+    its prefix), or None unless there are some and each is an OpenMP reduction (a sum, a max: a
+    scalar that partial results combine into; not argmax's or Welford's structs)."""
+    decls = [ACCUMULATOR.match(line.strip()) for line in loop.prefix.lines]
+    if not loop.accumulators or len(decls) != len(loop.accumulators) or not all(decls) or \
+            any(a.kind.omp is None for a in loop.accumulators):
+        return None
+    return [d.groups() for d in decls]
+
+
+def renamed_accumulators(buf: IndentedBuffer, loop, new: str) -> list[str]:
+    """``buf``'s lines with each of ``loop``'s accumulators ``acc0`` written ``new.format(acc0)``
+    (``acc0[xindex - xblock]``, ``acc0_v[w]``)."""
+    names = re.compile(r"\b(" + "|".join(a.name for a in loop.accumulators) + r")\b")
+    return [names.sub(lambda m: new.format(m[1]), line) for line in buf.lines]
+
+
 def is_column_reduction(phases: list, indices: list[sympy.Expr], values: KeptValues) -> bool:
     """One loop over the row, then per-row code only; plain accumulators (a sum, a max: an
     OpenMP reduction, a scalar); every index of the loop consecutive across rows (``xindex``'s
@@ -47,9 +65,7 @@ def is_column_reduction(phases: list, indices: list[sympy.Expr], values: KeptVal
     kinds = [kind for kind, _ in phases]
     if kinds[:1] != ["loop"] or "loop" in kinds[1:] or values.slots:
         return False
-    loop = phases[0][1]
-    if not loop.accumulators or any(a.kind.omp is None or not ACCUMULATOR.match(line.strip())
-                                    for a, line in zip(loop.accumulators, loop.prefix.lines)):
+    if omp_accumulators(phases[0][1]) is None:
         return False
     along = [e for e in indices if RINDEX in e.free_symbols]
     return bool(along) and all(
@@ -100,20 +116,15 @@ def lanes_loop(loop) -> IndentedBuffer | None:
     booleans: plain loops), or if the body calls the vector math library: there a call costs
     more than the wait on the accumulator, and four calls an iteration spill every vector
     register (softmax's sum of ``exp`` took 10% longer)."""
-    accs = loop.accumulators
-    decls = [ACCUMULATOR.match(line.strip()) for line in loop.prefix.lines]
-    if not accs or len(decls) != len(accs) or not all(decls) or \
-            any(a.kind.omp is None for a in accs) or \
-            any(d.group(1) not in LANE_SIZES for d in decls) or \
+    accs, decls = loop.accumulators, omp_accumulators(loop)
+    if decls is None or any(ctype not in LANE_SIZES for ctype, _, _ in decls) or \
             any(VECTOR_CALL in line for line in loop.body.lines):
         return None
-    width = min(LANE_BYTES // LANE_SIZES[d.group(1)] for d in decls)
-    names = re.compile(r"\b(" + "|".join(a.name for a in accs) + r")\b")
+    width = min(LANE_BYTES // LANE_SIZES[ctype] for ctype, _, _ in decls)
     code = IndentedBuffer()
     code.writeline("{")
     with code.indent():
-        for decl in decls:
-            ctype, name, init = decl.groups()
+        for ctype, name, init in decls:
             code.writeline(f"{ctype} {name}_v[{width}];")
             code.writeline(f"for (int64_t w = 0; w < {width}; w++) {name}_v[w] = {init};")
         code.writeline(f"const int64_t rvec = rnumel / {width} * {width};")
@@ -125,8 +136,7 @@ def lanes_loop(loop) -> IndentedBuffer | None:
             code.writeline("{")
             with code.indent():
                 code.writeline("const int64_t rindex = rblock + w;")
-                for line in loop.body.lines:
-                    code.writeline(names.sub(lambda m: f"{m[1]}_v[w]", line))
+                code.writelines(renamed_accumulators(loop.body, loop, "{}_v[w]"))
             code.writeline("}")
         code.writeline("}")
         code.writeline(f"for (int64_t half = {width // 2}; half > 0; half /= 2)")
