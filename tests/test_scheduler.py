@@ -131,6 +131,20 @@ def test_transposed_read_of_a_reduction_result_refused():
     assert not ok and "outside the row" in reason
 
 
+def test_reductions_along_rows_and_down_columns_stay_apart():
+    # layer norm's backward: row sums of g * x next to the bias gradient, g summed over the
+    # batch. Same 128x128 loops, opposite directions: one kernel would read one of them strided.
+    fn = lambda g, x: (g.sum(0), (g * x).sum(1, keepdim=True) * x)
+    s = schedule(fn, torch.randn(128, 128), torch.randn(128, 128))
+    column = next(n for n in s.nodes if n.is_reduction() and n.read_writes.reads[0].index
+                  .coeff(n.node.index_vars()[1][0]) == 128)
+    assert len(s.kernels) == 2 and kernel_of(s, column.get_name()).get_nodes() == [column]
+    assert any("down columns" in r for r in refusals(s)), s.decisions
+    # two column sums of the same input still share a kernel
+    s = schedule(lambda g: (g.sum(0), (g * 2).sum(0)), torch.randn(64, 32))
+    assert len(s.kernels) == 1
+
+
 def test_fusion_that_would_create_a_cycle_is_refused():
     # buf_a -> mm (extern) -> buf_c, and buf_a -> buf_c: a and c cannot share a kernel because
     # the mm between them needs a's output before c can run.

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Callable
 import sympy
 
 from .codegen import get_scheduling
-from .dependencies import rows_line_up
+from .dependencies import rows_line_up, var_strides
 from .ir import storage_owner
 
 if TYPE_CHECKING:
@@ -154,6 +154,40 @@ def _reads_storage(s: "Scheduler", members: list, owner: str, writer) -> object 
                  and any(owner_of(dep.name) == owner for dep in m.read_writes.reads)), None)
 
 
+def reduction_direction(m) -> str | None:
+    """Which way a reduction member's reads run through memory: ``"rows"`` when the element next
+    to each one read is the next of the reduction (``x[128*i0 + r0]``: layer norm's row sums),
+    ``"columns"`` when it is the next row's (``g[i0 + 128*r0]``: a bias gradient, summed over the
+    batch); None for a pointwise member, or reads that go neither way or both."""
+    if not m.is_reduction():
+        return None
+    rvars = set(m.node.index_vars()[1])
+    ways = set()
+    for dep in m.read_writes.reads:
+        strides = var_strides(dep) or {}
+        unit = [v for v, stride in strides.items() if stride == 1]
+        if unit:
+            ways.add("rows" if unit[0] in rvars else "columns")
+    return ways.pop() if len(ways) == 1 else None
+
+
+def _reductions_run_one_way(s: "Scheduler", a: "BaseSchedulerNode",
+                            b: "BaseSchedulerNode") -> Verdict:
+    """Reductions along rows and reductions down columns over the same tile stay in separate
+    kernels (Inductor's ``tiling_prevents_reduction_fusion``): one loop nest can run along only
+    one of them, and the other's loads would then be strided (gathers on a CPU, uncoalesced on a
+    GPU). Their kernels each read the shared input once more, in order."""
+    ways = {}
+    for m in a.get_nodes() + b.get_nodes():
+        way = reduction_direction(m)
+        if way is not None:
+            ways.setdefault(way, m)
+    if len(ways) == 2:
+        return False, (f"{ways['rows'].get_name()} reduces along rows and "
+                       f"{ways['columns'].get_name()} down columns")
+    return True, ""
+
+
 def _backend_allows(s: "Scheduler", a: "BaseSchedulerNode", b: "BaseSchedulerNode") -> Verdict:
     """The code generator of the kernel's device may veto (``BaseScheduling.can_fuse``)."""
     device = a.get_nodes()[0].node.get_device()
@@ -162,7 +196,7 @@ def _backend_allows(s: "Scheduler", a: "BaseSchedulerNode", b: "BaseSchedulerNod
 
 RULES: list[Callable[..., Verdict]] = [_no_extern, _has_elements, _loops_fit,
                                        _in_place_writes_stay_at_their_point, _reads_line_up,
-                                       _backend_allows]
+                                       _reductions_run_one_way, _backend_allows]
 
 
 def can_fuse(s: "Scheduler", a: "BaseSchedulerNode", b: "BaseSchedulerNode") -> Verdict:
