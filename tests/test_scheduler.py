@@ -271,6 +271,48 @@ def test_fusion_lowers_peak_memory():
     assert unfused.peak_bytes > fused.peak_bytes
 
 
+def _in_place(graphs: list, fn, *args):
+    """The in-place writes {buffer: donor} of compiling ``fn`` (checked against eager) into one
+    graph, and its wrapper source (``graphs``: the ``compiled_graphs`` fixture)."""
+    import minicompile as mc
+    torch.testing.assert_close(mc.compile(fn, backend="inductor")(*args), fn(*args))
+    [g] = graphs
+    graphs.clear()
+    plan = plan_memory(g.scheduler)
+    return {b.name: b.in_place_of for b in plan.lifetimes if b.in_place_of}, g.source
+
+
+def test_pointwise_epilogue_writes_into_the_product_it_reads(compiled_graphs):
+    x, w, b = torch.randn(8, 16), torch.randn(16, 32), torch.randn(32)
+    pairs, source = _in_place(compiled_graphs, lambda x, w, b: torch.nn.functional.gelu(x @ w + b), x, w, b)
+    assert len(pairs) == 1 and "in place" in source, source
+    # a chain of pointwise kernels between library calls: each writes over the one before
+    pairs, _ = _in_place(compiled_graphs, lambda x, w: ((x @ w).sin() @ w.t()).cos(), x, w)
+    assert len(pairs) == 2
+    # two outputs of one kernel read the product: only the one stored after the last load of
+    # it may overwrite it (the other's store would come before the second member's load)
+    def two(x, w):
+        y = x @ w
+        a = y.exp()
+        return a, y.sin() + a
+    pairs, source = _in_place(compiled_graphs, two, x, w)
+    assert pairs == {"buf3": "buf0"}, source  # buf1 = exp(buf0), buf3 = sin(buf0) + buf1
+
+
+@pytest.mark.parametrize("name, fn", [
+    ("the product is also returned (a view of it)", lambda x, w: ((x @ w).t(), (x @ w).exp())),
+    ("read at another element", lambda x, w: (x @ w).flip(0) + 1),
+    ("read by a later kernel", lambda x, w: ((x @ w).exp(), (x @ w).sum(0))),
+    ("read by a later library call", lambda x, w: ((x @ w).exp(), (x @ w + 1) @ w, (x @ w) @ w)),
+    ("a reduction kernel reads its rows twice", lambda x, w: (x @ w).softmax(1)),
+    ("another dtype", lambda x, w: (x @ w).to(torch.float64) * 2),
+    ("the caller's input", lambda x, w: x.exp() @ w),
+])
+def test_no_write_in_place_where_a_read_could_see_it(compiled_graphs, name, fn):
+    pairs, source = _in_place(compiled_graphs, fn, torch.randn(16, 16), torch.randn(16, 16))
+    assert not pairs, (name, source)
+
+
 # --- the model zoo, forward and backward ------------------------------------------------------------
 
 def _compiler(schedulers: list):

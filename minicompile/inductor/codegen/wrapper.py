@@ -238,6 +238,11 @@ class WrapperCodeGen:
             elif b.storage == name:
                 self.body.writeline(f"{name} = empty(({pexpr(layout.storage_size())},), "
                                     f"dtype={layout.dtype}, device={self.device(layout.device)})")
+            elif b.in_place_of is not None:  # the donor is still read by this kernel
+                old = self.holder.get(b.storage, b.in_place_of)
+                self.body.writeline(f"{name} = {old}  # in place: this kernel reads {old} last")
+                if self.laid_out.get(old):
+                    self.laid_out[name] = self.laid_out[old]
             else:
                 old = self.holder[b.storage]
                 self.body.writeline(f"{name} = {old}; del {old}  # reuse")
@@ -248,6 +253,9 @@ class WrapperCodeGen:
     def end_kernel(self, group: KernelGroup) -> None:
         """Delete buffers whose last reader just ran, unless a later buffer takes them over."""
         for b in self.ends.get(group.position, []):
+            if any(o.in_place_of == b.name for o in self.plan.lifetimes):
+                self.body.writeline(f"del {b.name}")  # its storage lives on, written in place
+                continue
             later = any(o.storage == b.storage and o.first > group.position
                         for o in self.plan.lifetimes)
             if not later:
