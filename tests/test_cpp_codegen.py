@@ -5,6 +5,7 @@ the fall back to the reference backend when the compiler fails."""
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 
 import pytest
@@ -14,7 +15,7 @@ import torch.nn.functional as F
 import minicompile as mc
 from minicompile import config
 from minicompile.inductor import backend as inductor_backend
-from minicompile.inductor.codegen import cpp_build
+from minicompile.inductor.codegen import cpp_build, cpp_ops
 from models import MODELS, MORE_MODELS
 
 pytestmark = [
@@ -218,7 +219,10 @@ def test_a_value_kept_for_two_later_loops(graphs):
     loops load it back."""
     check(lambda x: F.layer_norm(F.gelu(x), x.shape[-1:]), torch.randn(33, 65), graphs=graphs)
     source = graphs[0].source
-    assert source.count("mc::vm::erf(") == 1
+    # computed in the mean's loop only (its blocks of lanes and its tail: no library call in
+    # it, a float's erf is inline), loaded back after
+    assert source.count("mc::erf(") == 2
+    assert source.rindex("mc::erf(") < source.index("// the erf an earlier loop kept")
     # loaded back in both later loops (the variance's twice: its blocks of lanes and its tail)
     assert source.count("// the erf an earlier loop kept") == 3
 
@@ -271,6 +275,22 @@ def test_cat_and_pad(graphs):
     check(lambda x, y: torch.cat([x.exp(), y * 2], dim=1), torch.randn(33, 7),
           torch.randn(33, 12), graphs=graphs)
     check(lambda x: F.pad(x, (2, 3, 1, 0), value=-1.5) + 1, torch.randn(9, 17), graphs=graphs)
+
+
+@pytest.mark.parametrize("name, fn, shapes, pieces", [
+    ("cat of three", lambda a, b, c: torch.cat([a, b * 2, c], 1), [(6, 40), (6, 24), (6, 17)],
+     [(0, 40), (40, 64), (64, 81)]),
+    ("pad both sides", lambda a: F.pad(a, (3, 5), value=-2.0) + 1, [(6, 30)],
+     [(0, 3), (3, 33), (33, 38)]),
+    ("pad with a negative start: a crop", lambda a: F.pad(a, (-4, 2)) * 3, [(5, 30)],
+     [(0, 26), (26, 28)]),
+    ("too many pieces: one loop", lambda *xs: torch.cat(xs, 1), [(4, 16)] * 9, [(0, 144)]),
+])
+def test_rows_are_cut_where_a_mask_changes(name, fn, shapes, pieces, graphs):
+    check(fn, *[torch.randn(s) for s in shapes], graphs=graphs)
+    [graph] = graphs
+    loops = re.findall(r"for \(int64_t x0 = (\d+); x0 < (\d+); x0\+\+\)", graph.source)
+    assert [(int(a), int(b)) for a, b in loops] == pieces, graph.source
 
 
 def test_embedding_and_gather(graphs):
@@ -399,3 +419,82 @@ def test_vector_math_is_the_same_in_every_lane(op):
     for k in (1, 3, 4, 7, 9, 13, 15):  # the last k elements are a tail of every width
         out = compiled(torch.cat([values, values[:k]]))
         assert torch.equal(out[64:], out[:k]), k
+
+
+# --- erf of a float: cpp_prefix.h's own polynomials -----------------------------------------------
+
+def float_steps(t: torch.Tensor) -> torch.Tensor:
+    """Each float32 as its position on the number line, counted in floats (-0.0 and 0.0 at 0):
+    two values are ``|float_steps(a) - float_steps(b)|`` floats apart."""
+    bits = t.view(torch.int32).long()
+    return torch.where(bits < 0, -(bits & 0x7fffffff), bits)
+
+
+def erf_inputs() -> torch.Tensor:
+    """A dense sweep past both ends of the polynomials (|x| = 1 and 3.921875, and the point
+    where erf rounds to 1, 3.9192), the floats next to the ends, tiny and subnormal values,
+    large ones, +-inf, NaN and -0.0."""
+    one, end = torch.tensor(1.0), torch.tensor(3.921875)
+    ends = [torch.nextafter(one, -one), one, torch.nextafter(one, end), torch.nextafter(end, one),
+            end, torch.nextafter(end, 2 * end), torch.tensor(3.9192059)]
+    special = torch.tensor([1e-45, 1e-40, 1.1754944e-38, 1e-30, 1e-8, 0.01, 5.0, 10.0, 1e30,
+                            3.4e38, float("inf")])
+    some = torch.cat([torch.stack(ends), special])
+    return torch.cat([torch.linspace(-4.5, 4.5, 200_003), some, -some,
+                      torch.tensor([0.0, -0.0, float("nan")])])
+
+
+def test_erf_of_a_float_is_within_one_float_of_the_true_erf(graphs):
+    """Eager erf computed in double and rounded is the correctly rounded float; the polynomial is
+    at most one float away from it (1.14 ulp over every float), and keeps -0.0, a tiny x's
+    2/sqrt(pi) * x, +-1 past 3.92 and NaN."""
+    x = erf_inputs()
+    out = mc.compile(lambda x: torch.erf(x), backend="inductor")(x)
+    want = torch.erf(x.double()).float()
+    assert torch.equal(out.isnan(), x.isnan())
+    assert torch.equal(out.signbit(), want.signbit())  # (-0.0 too)
+    steps = (float_steps(out) - float_steps(want)).abs()[~x.isnan()]
+    assert steps.max() <= 1, steps.max()
+    assert torch.equal(out[x.abs() >= 3.921875], x[x.abs() >= 3.921875].sign())
+    torch.testing.assert_close(out, torch.erf(x), rtol=2.5e-7 * 4, atol=0, equal_nan=True)
+    assert graphs[0].backends == {"cpu": "cpp"} and "mc::erf(" in graphs[0].source
+
+
+def test_gelu_with_the_polynomial_erf(graphs):
+    """Exact GELU, 0.5 * x * (1 + erf(x / sqrt(2))), against eager's in double: within
+    2^-22 * max(|x|, 1) (eager's own float GELU is off by up to 3.6e-7 * max(|x|, 1))."""
+    x = erf_inputs()
+    out = mc.compile(lambda x: F.gelu(x), backend="inductor")(x)
+    want = F.gelu(x.double())
+    finite = x.isfinite()
+    assert torch.equal(out.isnan(), want.isnan())
+    err = (out.double() - want).abs()[finite] / x.double().abs()[finite].clamp_min(1)
+    assert err.max() <= 2 ** -22, err.max()
+    assert torch.equal(out[x == float("inf")], x[x == float("inf")])  # gelu(inf) = inf
+    small = x.abs() <= 10  # (eager's float GELU overflows past 1e38: gelu(inf) = NaN there)
+    torch.testing.assert_close(out[small], F.gelu(x[small]), rtol=1.3e-6, atol=2e-6)
+
+
+@pytest.mark.parametrize("fn", [torch.erf, F.gelu], ids=["erf", "gelu"])
+def test_erf_of_a_float_is_the_same_in_the_body_and_the_tail(fn, graphs):
+    """Both regions are computed in every lane and selected, with explicit fused multiply-adds
+    and IEEE operations only: each value gets the same bits whether it lands in the 16-wide body
+    of the loop or in its tail (1003 = 62 * 16 + 11), at any shift."""
+    x = torch.cat([torch.linspace(-4.2, 4.2, 964), erf_inputs()[-39:]])  # (the special values)
+    compiled = mc.compile(lambda x: fn(x), backend="inductor")
+    full = compiled(x).view(torch.int32)
+    for k in (1, 3, 8, 13, 1000):
+        assert torch.equal(compiled(x[k:]).view(torch.int32), full[k:]), k
+    assert torch.equal(compiled(x[:1000]).view(torch.int32), full[:1000])
+
+
+def test_erf_of_a_double_is_glibcs(graphs):
+    """A kernel calling mc::erf defines glibc's vector erf, for the double version (a float's
+    calls nothing), where glibc has it (2.35 on)."""
+    call = "auto tmp1 = mc::erf(tmp0);"
+    assert cpp_ops.vector_math_lines(call, 235) == ['MC_VM_FUNCTION(1, "v", erf)']
+    assert cpp_ops.vector_math_lines(call, 222) == []
+    x = torch.linspace(-5, 5, 1003, dtype=torch.float64)
+    out = mc.compile(lambda x: torch.erf(x), backend="inductor")(x)
+    torch.testing.assert_close(out, torch.erf(x), rtol=2 ** -50, atol=0)
+    assert graphs[0].backends == {"cpu": "cpp"} and "mc::erf(" in graphs[0].source

@@ -7,6 +7,8 @@ Reading map:
                   forwarded between fused members), IndentedBuffer and CSE (the kernel writer),
                   KernelSignature (a kernel's arguments)
     cpp.py        CppScheduling: C++/OpenMP loop nests (cpp_ops.py: the ops as C++,
+                  cpp_printer.py: indices as C++, cpp_loops.py: which loop order,
+                  cpp_masks.py: rows cut where cat's and pad's masks change,
                   cpp_keep.py: math library calls kept for a later loop over the row,
                   cpp_build.py: g++ flags and ctypes loading, cpp_prefix.h: C++ helpers)
     reference.py  ReferenceScheduling: runs kernel objects with torch ops, a block of rows at a

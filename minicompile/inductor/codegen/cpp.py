@@ -74,6 +74,7 @@ from .common import (BaseScheduling, CodegenError, IndentedBuffer, KernelSignatu
 from .cpp_keep import KeptValues
 from .cpp_loops import (X0, X1, XTILE, is_column_reduction, lanes_loop, omp_accumulators,
                         renamed_accumulators, row_length)
+from .cpp_masks import row_segments
 from .cpp_ops import (DTYPES, CppOpsHandler, LoopCode, cexpr, storage_type,
                       vector_math_lines)
 
@@ -168,9 +169,11 @@ class CppKernel:
         with code.indent():
             if row is None:
                 code.writeline(f"const int64_t xend = std::min<int64_t>(xblock + {XBLOCK}, xnumel);")
-            if config.inductor.cpp_vectorize:
-                code.writeline("#pragma omp simd")
-            self.write_loop(code, var, start, end, body)
+            segments = row_segments(self.ops.mask_bounds.at.get(X0, ()), row) if row else [(start, end)]
+            for lo, hi in segments:
+                if config.inductor.cpp_vectorize:
+                    code.writeline("#pragma omp simd")
+                self.write_loop(code, var, str(lo), str(hi), body)
         code.writeline("}")
 
     def emit_rows(self, row: int) -> LoopCode:

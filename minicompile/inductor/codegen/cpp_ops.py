@@ -14,9 +14,9 @@ handler notes each temporary's C++ type where it knows it, for ``cpp_keep.py``.
 
 Reductions are written in three places: the accumulator's declaration before the loop over the
 row (``prefix``), its update in the loop (``body``) and the read-out after it (``suffix``);
-``CppKernel`` (``cpp.py``) arranges the loops. Index expressions print from SymPy:
-``FloorDiv`` as C's ``/`` (exact when the operands are non-negative, as the IR's are),
-``ModularIndexing`` as ``(x / d) % m``, ``Min``/``Max`` as ``std::min``/``std::max``.
+``CppKernel`` (``cpp.py``) arranges the loops. Index expressions print from SymPy
+(``cpp_printer.py``). Comparisons of an index with a constant are noted (``cpp_masks.py``):
+a row is cut where cat's and pad's masks change.
 """
 
 from __future__ import annotations
@@ -28,12 +28,13 @@ from typing import Any, Callable
 
 import sympy
 import torch
-from sympy.printing.str import StrPrinter
 
 from ..kernel_group import XINDEX
 from ..ops_handler import add_elementwise_ops
-from ..sizevars import FloorDiv, simplify_index
+from ..sizevars import simplify_index
 from .common import CSE, IndentedBuffer
+from .cpp_masks import MaskBounds
+from .cpp_printer import cexpr  # (cpp.py and the grading take it from here)
 
 # dtype -> (C++ type in memory, C++ type computed in)
 DTYPES: dict[torch.dtype, tuple[str, str]] = {
@@ -59,73 +60,6 @@ def compute_type(dtype: torch.dtype) -> str:
     return DTYPES[dtype][1]
 
 
-# --- index expressions --------------------------------------------------------------------------
-
-class CppPrinter(StrPrinter):
-    """SymPy index and size expressions as C++ ``int64_t`` arithmetic."""
-
-    printmethod = "_cppcode"  # not ``_sympystr``: FloorDiv would print itself as Python's ``//``
-
-    def _print_Integer(self, expr):
-        return str(int(expr))
-
-    def _print_Symbol(self, expr):
-        return expr.name
-
-    def _print_Pow(self, expr):
-        base, exp = expr.args
-        if exp.is_Integer and exp > 0:
-            return "(" + " * ".join([self.paren(base)] * int(exp)) + ")"
-        raise NotImplementedError(f"cannot print {expr} as C++ integer arithmetic")
-
-    def paren(self, expr) -> str:
-        text = self._print(expr)
-        return text if expr.is_Atom or isinstance(expr, sympy.Function) else f"({text})"
-
-    def _print_FloorDiv(self, expr):
-        base, div = expr.args
-        if base.is_nonnegative and div.is_positive:  # C's truncation is floor here
-            return f"({self.paren(base)} / {self.paren(div)})"
-        return f"mc::floordiv<int64_t>({self._print(base)}, {self._print(div)})"
-
-    def _print_ModularIndexing(self, expr):
-        base, div, mod = expr.args
-        quotient = self._print(FloorDiv(base, div, evaluate=False)) if div != 1 else self.paren(base)
-        if base.is_nonnegative:
-            return f"({quotient} % {self.paren(mod)})"
-        return f"mc::remainder<int64_t>({quotient}, {self._print(mod)})"
-
-    def _print_Mod(self, expr):
-        base, mod = expr.args
-        if base.is_nonnegative:
-            return f"({self.paren(base)} % {self.paren(mod)})"
-        return f"mc::remainder<int64_t>({self._print(base)}, {self._print(mod)})"
-
-    def _print_floor(self, expr):  # floor(s0/3): exact integer division
-        num, den = expr.args[0].as_numer_denom()
-        return self._print(FloorDiv(num, den, evaluate=False))
-
-    def _print_ceiling(self, expr):
-        num, den = expr.args[0].as_numer_denom()
-        return f"mc::floordiv<int64_t>({self._print(num)} + {self._print(den)} - 1, {self._print(den)})"
-
-    def _minmax(self, fn: str, args) -> str:
-        out = self._print(args[0])
-        for a in args[1:]:
-            out = f"std::{fn}<int64_t>({out}, {self._print(a)})"
-        return out
-
-    def _print_Min(self, expr):
-        return self._minmax("min", expr.args)
-
-    def _print_Max(self, expr):
-        return self._minmax("max", expr.args)
-
-
-def cexpr(expr: Any) -> str:
-    return CppPrinter().doprint(sympy.sympify(expr))
-
-
 def literal(value: Any, dtype: torch.dtype) -> str:
     """A scalar as a typed C++ expression: ``static_cast<float>(0.5)``."""
     ctype = compute_type(dtype)
@@ -146,10 +80,10 @@ def literal(value: Any, dtype: torch.dtype) -> str:
 # --- elementwise ops: one C++ expression each -------------------------------------------------
 
 STD_UNARY = ["exp", "exp2", "expm1", "log", "log1p", "log2", "sqrt", "sin", "cos", "tan", "tanh",
-             "sinh", "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "erf", "erfc",
-             "lgamma", "signbit"]
+             "sinh", "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "erfc", "lgamma",
+             "signbit"]
 MC_UNARY = ["abs", "floor", "ceil", "round", "trunc", "sign", "relu", "sigmoid", "rsqrt",
-            "reciprocal", "bitwise_not", "isnan", "isinf"]
+            "reciprocal", "bitwise_not", "isnan", "isinf", "erf"]  # erf: a float's is our own
 MC_BINARY = ["floordiv", "truncdiv", "fmod", "remainder", "pow", "maximum", "minimum",
              "bitwise_and", "bitwise_or", "bitwise_xor"]  # (a bool stays a bool)
 STD_BINARY = ["atan2", "hypot", "copysign"]
@@ -161,7 +95,7 @@ VECTOR_MATH = {**dict.fromkeys(["sin", "cos", "exp", "log", "pow"], 222),
                                 "acosh", "atanh", "exp2", "expm1", "log2", "log1p", "erf", "erfc",
                                 "atan2", "hypot"], 235)}
 VECTOR_MATH_BINARY = {"pow", "atan2", "hypot"}
-VECTOR_MATH_CALLED_BY = {"sigmoid": "exp"}  # mc:: helpers of cpp_prefix.h that call one
+VECTOR_MATH_CALLED_BY = {"sigmoid": "exp", "erf": "erf"}  # mc:: helpers calling one (erf: doubles)
 
 
 INFIX = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "eq": "==", "ne": "!=", "lt": "<",
@@ -263,6 +197,7 @@ class CppOpsHandler:
         self.code = LoopCode()
         self.reductions: dict[tuple, Any] = {}  # (type, dtype, value) -> its read-out(s)
         self.scope: dict[str, Any] = {}  # the forwarded values (``common.emit_members``)
+        self.mask_bounds = MaskBounds()  # where cat's and pad's masks change (cpp_loops.py)
         self._counts = {"acc": 0, "indirect": 0, "masked": 0}
 
     def _fresh(self, prefix: str) -> str:
@@ -284,8 +219,8 @@ class CppOpsHandler:
         if expr not in self._indices:
             simple = simplify_index(sympy.sympify(expr).subs(self.index_subs), self.var_ranges)
             self.simplified.append(simple)
-            self._indices[expr] = cexpr(simple)
-        return self._indices[expr]
+            self._indices[expr] = (cexpr(simple), simple)
+        return self._indices[expr][0]
 
     # --- memory -------------------------------------------------------------------------------
     def load(self, name: str, index: sympy.Expr) -> str:
@@ -302,11 +237,16 @@ class CppOpsHandler:
 
     # --- values -------------------------------------------------------------------------------
     def constant(self, value: Any, dtype: torch.dtype) -> str:
-        return literal(value, dtype)
+        text = literal(value, dtype)
+        if not dtype.is_floating_point and not dtype.is_complex and dtype != torch.bool:
+            self.mask_bounds.constants[text] = value
+        return text
 
     def index_expr(self, expr: sympy.Expr, dtype: torch.dtype) -> str:
-        return self._emit(f"static_cast<{compute_type(dtype)}>({self.index(expr)})",
-                          compute_type(dtype))
+        var = self._emit(f"static_cast<{compute_type(dtype)}>({self.index(expr)})",
+                         compute_type(dtype))
+        self.mask_bounds.index_values[var] = self._indices[expr][1]
+        return var
 
     def to_dtype(self, x: str, dtype: torch.dtype) -> str:
         if dtype in HALF_DTYPES:  # round to the 16-bit type, keep computing in float
@@ -390,6 +330,8 @@ class CppOpsHandler:
 
 def _make_op(name: str) -> Callable:
     def op(self: CppOpsHandler, *args: str) -> str:
+        if name in MaskBounds.FLIPPED:  # a comparison: lt, le, gt, ge
+            self.mask_bounds.compare(name, *args)
         return self._emit(C_OPS[name].format(*args),  # looked up now: a row can be swapped
                           self.values.result_type(name, args), name)
 

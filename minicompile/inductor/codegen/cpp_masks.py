@@ -1,0 +1,53 @@
+"""Rows cut where a mask changes value (no counterpart in torch/_inductor/codegen/cpp.py,
+whose vectorised loops load masked vectors instead).
+
+``torch.cat([a, b, c], 1)`` reads ``a`` where ``x0 < 128``, ``b`` where ``128 <= x0 < 256``;
+``F.pad`` reads its input where ``x0 - 3 >= 0`` and ``x0 - 3 < 128``. Written as one loop over
+the row, every point evaluates every comparison and calls the masked loads under ``?:``, which
+the compiler does not turn into vector loads (27 us for a 128x384 cat). Cut at the points where
+a comparison changes value, each piece is its own loop over a known range: the compiler folds
+the comparisons, drops the dead loads and loads vectors (4.5 us; ``torch.cat`` takes 7).
+"""
+
+from __future__ import annotations
+
+import sympy
+
+
+class MaskBounds:
+    """Where comparisons of a loop variable with a constant change value: ``x0 < 128`` (cat),
+    ``x0 - 3 >= 0`` (pad). The ops handler reports each index temporary, integer literal and
+    comparison it writes; ``at[x0]`` collects the first ``x0`` of each new value."""
+
+    FLIPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}  # c < x  is  x > c
+
+    def __init__(self) -> None:
+        self.at: dict[sympy.Symbol, set[int]] = {}
+        self.index_values: dict[str, sympy.Expr] = {}  # temporary -> the index it holds
+        self.constants: dict[str, object] = {}  # integer literal -> its value
+
+    def compare(self, op: str, a: str, b: str) -> None:
+        if a in self.constants:
+            a, b, op = b, a, self.FLIPPED[op]
+        value = self.constants.get(b)
+        if a not in self.index_values or not isinstance(value, (int, sympy.Integer)) or \
+                isinstance(value, bool):
+            return
+        offset, var = self.index_values[a].as_coeff_Add()  # ``x0 - 3``: offset -3
+        if isinstance(var, sympy.Symbol) and isinstance(offset, sympy.Integer):
+            first = int(value) + (1 if op in ("le", "gt") else 0) - int(offset)
+            self.at.setdefault(var, set()).add(first)
+
+
+MAX_SEGMENTS = 8  # more pieces of a row: one loop (the code would grow with each)
+
+
+def row_segments(bounds, row: int) -> list[tuple[int, int]]:
+    """A row cut where a comparison of ``x0`` with a constant changes value (cat's inputs,
+    pad's edges: ``x0 < 128``): in each piece the compiler knows every such comparison, drops
+    the masks and the loads they guard off, and loads vectors (a cat of three 128-column
+    blocks: 27 us -> 4.5 us). One piece when there are no such bounds, or too many."""
+    cuts = sorted({0, row, *(b for b in bounds if 0 < b < row)})
+    if len(cuts) - 1 > MAX_SEGMENTS:
+        return [(0, row)]
+    return list(zip(cuts, cuts[1:]))
