@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch._decomp import core_aten_decompositions
 from torch.fx.experimental.proxy_tensor import make_fx
 
@@ -434,6 +435,51 @@ def test_relu_of_mm_plus_bias_becomes_addmm_activation():
 ])
 def test_mm_bias_relu_left_alone(fn, args):
     check_pass(fn, args, fx_passes.fuse_mm_bias_relu, expect_change=False)
+
+
+needs_onednn = pytest.mark.skipif(fx_passes.mm_activation.LINEAR_POINTWISE is None
+                                  or not torch.backends.mkldnn.is_available(), reason="no oneDNN")
+BIG = (torch.randn(256, 128) / 128 ** 0.5, torch.randn(128, 512), torch.randn(512))  # 2**25 flops
+
+
+@needs_onednn
+@pytest.mark.parametrize("fn", [
+    lambda x, w, b: F.gelu(x @ w + b),
+    lambda x, w, b: F.gelu(torch.addmm(b, x, w)),
+    lambda x, w, b: F.gelu(F.linear(x, w.t(), b)),
+])
+def test_gelu_of_a_large_product_becomes_one_onednn_call(fn):
+    gm = check_pass(fn, BIG, fx_passes.fuse_mm_bias_gelu)
+    linear = [n for n in gm.graph.nodes if n.op == "call_function" and "linear_pointwise" in str(n.target)]
+    assert len(linear) == 1 and linear[0].args[3] == "gelu", gm.graph
+    assert count(gm, aten.erf.default) == 0 and count(gm, aten.mm.default) == 0
+
+
+@needs_onednn
+def test_gelu_after_a_product_through_the_compiler(compiled_graphs):
+    """Through mc.compile the GELU arrives decomposed (erf, products, sums): matched too."""
+    fn = lambda x, w, b: F.gelu(x @ w + b)  # noqa: E731
+    torch.testing.assert_close(mc.compile(fn, backend="inductor")(*BIG), fn(*BIG))
+    [graph] = compiled_graphs
+    assert "'gelu'" in graph.source and "erf" not in graph.source, graph.source
+    both = lambda x, w, b: (lambda y: (F.gelu(y), y * 2))(x @ w + b)  # noqa: E731
+    torch.testing.assert_close(mc.compile(both, backend="inductor")(*BIG), both(*BIG))
+    assert "'gelu'" not in compiled_graphs[-1].source  # the sum is needed as well
+
+
+@needs_onednn
+@pytest.mark.parametrize("name, fn, args", [
+    ("too small: the call costs more than the pass", lambda x, w, b: F.gelu(x @ w + b),
+     (torch.randn(6, 5), torch.randn(5, 4), torch.randn(4))),
+    ("tanh GELU: another function", lambda x, w, b: F.gelu(x @ w + b, approximate="tanh"), BIG),
+    ("the sum is read by something else", lambda x, w, b: (lambda y: (F.gelu(y), y * 2))(x @ w + b),
+     BIG),
+    ("half the GELU: 0.5 * y * erf(y / sqrt 2)", lambda x, w, b: (lambda y: 0.5 * y * torch.erf(
+        y * 0.7071067811865476))(x @ w + b), BIG),
+    ("float64", lambda x, w, b: F.gelu(x @ w + b), tuple(t.double() for t in BIG)),
+])
+def test_gelu_of_a_product_left_alone(name, fn, args):
+    check_pass(fn, args, fx_passes.fuse_mm_bias_gelu, expect_change=False)
 
 
 def test_mlp_compiles_to_library_calls_only(compiled_graphs):

@@ -18,7 +18,8 @@ print it. :func:`run_graph_passes` runs them in an order where each one feeds th
 8. :func:`fuse_online_softmax` - where kernels are Triton's, softmax's max and sum of exp become
    one reduction (``online_softmax.py``): a long row is read once, not twice;
 9. :func:`fuse_mm_bias_relu` - ``relu(mm(a, b) + bias)`` becomes one library call that applies
-   the bias and the ReLU as it writes (``mm_activation.py``): no pointwise kernel after it.
+   the bias and the ReLU as it writes (``mm_activation.py``): no pointwise kernel after it;
+   :func:`fuse_mm_bias_gelu` likewise a GELU after a large product on the CPU (oneDNN).
 
 Every pass keeps results equal to eager's (``tests/test_fx_passes.py`` checks each one).
 """
@@ -37,7 +38,7 @@ from .constant_folding import fold_constants
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
 from .noop import NOOPS, remove_noop_ops
-from .mm_activation import fuse_mm_bias_relu
+from .mm_activation import fuse_mm_bias_gelu, fuse_mm_bias_relu
 from .online_softmax import fuse_online_softmax, prepare_softmax_online
 from .pattern_matcher import Op, Var, rewrite
 from .reinplace import SCATTER_OPS, reinplace_input_mutations
@@ -61,7 +62,7 @@ class PassReport:
     dead_removed: int = 0
     reinplaced: dict[str, str] = field(default_factory=dict)  # mutated input -> in place or why not
     online_softmax: int = 0  # max + sum(exp(x - max)) pairs made one reduction
-    mm_activations: int = 0  # relu(mm + bias) made one library call
+    mm_activations: int = 0  # relu or gelu of mm + bias made one library call
 
     def __str__(self) -> str:
         rules = "".join(f"\n    {node}: {rule}" for node, rule in self.rewrites)
@@ -70,7 +71,7 @@ class PassReport:
                 f"constants folded: {self.constants_folded}, dead removed: {self.dead_removed}, "
                 f"rewrites: {len(self.rewrites)}{rules}{self._mutations()}"
                 + (f"\n    online softmax: {self.online_softmax}" if self.online_softmax else "")
-                + (f"\n    mm + bias + relu as one library call: {self.mm_activations}"
+                + (f"\n    mm + bias + activation as one library call: {self.mm_activations}"
                    if self.mm_activations else ""))
 
     def _mutations(self) -> str:
@@ -95,5 +96,5 @@ def run_graph_passes(gm: torch.fx.GraphModule,
     report.dead_removed = eliminate_dead_code(gm)
     report.reinplaced = reinplace_input_mutations(gm)  # it marks nodes for the lowering
     report.online_softmax = fuse_online_softmax(gm, uses_online_softmax)
-    report.mm_activations = fuse_mm_bias_relu(gm)
+    report.mm_activations = fuse_mm_bias_relu(gm) + fuse_mm_bias_gelu(gm)
     return report

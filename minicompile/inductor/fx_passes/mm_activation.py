@@ -15,6 +15,13 @@ epilogue on the GPU, ``addmm`` then an in-place ``relu_`` in C++ on the CPU.
 ``_addmm_activation(bias, a, b)`` node (an extern kernel) when the bias is a vector over the
 product's columns and nothing else reads ``mm`` or the sum (``relu(addmm(bias, a, b))``, the
 form of graphs not decomposed further, too).
+
+On the CPU, a GELU after a large product goes to oneDNN instead (real Inductor's
+``mkldnn_fusion.py``: ``mkldnn._linear_pointwise`` with a ``"gelu"`` post-op):
+:func:`fuse_mm_bias_gelu` rewrites the exact GELU of ``mm(a, b) + bias`` into one call that
+applies the bias and the GELU to each block of the product while it is in cache. A 1024x512 by
+512x1024 product + GELU took 5.28 ms against 5.94 for eager on the 2-core VM (the product alone
+5.65): no pass over the 4 MB result.
 """
 
 from __future__ import annotations
@@ -80,6 +87,69 @@ def fuse_mm_bias_relu(gm: torch.fx.GraphModule) -> int:
             continue
         relu.replace_all_uses_with(fusedmm)
         for dead in (relu, *replaced):
+            gm.graph.erase_node(dead)
+        fused += 1
+    if fused:
+        gm.graph.lint()
+        gm.recompile()
+    return fused
+
+
+LINEAR_POINTWISE = getattr(getattr(torch.ops, "mkldnn", None), "_linear_pointwise", None)
+GELU_MIN_FLOPS = 2 ** 24  # smaller products: oneDNN's call costs more than the pass it saves
+
+
+def _exact_gelu_of(out: torch.fx.Node) -> tuple[torch.fx.Node, list[torch.fx.Node]] | None:
+    """``(y, the nodes)`` when ``out`` is ``(y * 0.5) * (erf(y * M_SQRT1_2) + 1)`` (the
+    decomposed ``gelu(y)``, ``approximate="none"``) and ``y`` is read by these two only, or
+    ``gelu(y)`` itself."""
+    def call(node, target):
+        return isinstance(node, torch.fx.Node) and node.op == "call_function" and \
+            node.target == target and not node.kwargs and len(node.users) == 1
+    if out.target == aten.gelu.default and out.kwargs.get("approximate", "none") == "none" \
+            and len(out.args) == 1 and _only_user_is(out.args[0], out):
+        return out.args[0], [out]  # (a graph not decomposed further)
+    if out.target != aten.mul.Tensor or out.kwargs:
+        return None
+    for half, plus in (out.args, out.args[::-1]):
+        if call(half, aten.mul.Tensor) and call(plus, aten.add.Tensor) and plus.args[1] == 1 \
+                and half.args[1] == 0.5 and call(plus.args[0], aten.erf.default):
+            scaled = plus.args[0].args[0]
+            y = half.args[0]
+            if call(scaled, aten.mul.Tensor) and scaled.args[0] is y and \
+                    abs(scaled.args[1] - 0.7071067811865476) < 1e-15 and \
+                    set(y.users) == {half, scaled}:
+                return y, [out, half, plus, plus.args[0], scaled]
+    return None
+
+
+def fuse_mm_bias_gelu(gm: torch.fx.GraphModule) -> int:
+    """Replace each exact GELU of ``mm(a, b) + bias`` (or ``addmm(bias, a, b)``) on float32 CPU
+    tensors, at least ``GELU_MIN_FLOPS``, by ``mkldnn._linear_pointwise(a, b.t(), bias,
+    "gelu")``; returns how many were replaced."""
+    if LINEAR_POINTWISE is None or not torch.backends.mkldnn.is_available():
+        return 0
+    fused = 0
+    for out in list(gm.graph.nodes):
+        gelu = _exact_gelu_of(out) if out.op == "call_function" else None
+        found = _linear_parts(gelu[0]) if gelu is not None else None
+        if found is None:
+            continue
+        (y, gelu_nodes), ((bias, a, b), replaced) = gelu, found
+        val, a_val = tensor_val(y), tensor_val(a)
+        if val.device.type != "cpu" or val.dtype != torch.float32 or a_val is None or \
+                2 * a_val.shape[0] * a_val.shape[1] * val.shape[1] < GELU_MIN_FLOPS:
+            continue
+        emit = Emitter(gm.graph, out)
+        linear = emit(LINEAR_POINTWISE.default, a, emit(aten.t.default, b), bias, "gelu", [],
+                      "none")
+        if not same_meta(out, linear):
+            for node in reversed(emit.created):
+                gm.graph.erase_node(node)
+            continue
+        out.replace_all_uses_with(linear)
+        order = {n: i for i, n in enumerate(gm.graph.nodes)}
+        for dead in sorted({*gelu_nodes, *replaced}, key=order.__getitem__, reverse=True):
             gm.graph.erase_node(dead)
         fused += 1
     if fused:

@@ -26,6 +26,8 @@ EXTERN_OPS = [
     aten._scaled_dot_product_cudnn_attention_backward.default,
     aten._cdist_forward.default,
 ]
+if hasattr(torch.ops, "mkldnn") and hasattr(torch.ops.mkldnn, "_linear_pointwise"):
+    EXTERN_OPS.append(torch.ops.mkldnn._linear_pointwise.default)  # (fx_passes/mm_activation.py)
 
 
 def _register(op) -> None:
