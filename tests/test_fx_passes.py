@@ -439,9 +439,11 @@ def test_mm_bias_relu_left_alone(fn, args):
 
 needs_onednn = pytest.mark.skipif(fx_passes.mm_activation.LINEAR_POINTWISE is None
                                   or not torch.backends.mkldnn.is_available(), reason="no oneDNN")
-BIG = (torch.randn(256, 128) / 128 ** 0.5, torch.randn(128, 512), torch.randn(512))  # 2**25 flops
+BIG = (torch.randn(256, 128, device="cpu") / 128 ** 0.5, torch.randn(128, 512, device="cpu"),
+       torch.randn(512, device="cpu"))  # 2**25 flops, on the CPU (whatever the tests' device)
 
 
+@pytest.mark.cpu_only  # a rewrite for CPU tensors
 @needs_onednn
 @pytest.mark.parametrize("fn", [
     lambda x, w, b: F.gelu(x @ w + b),
@@ -455,6 +457,7 @@ def test_gelu_of_a_large_product_becomes_one_onednn_call(fn):
     assert count(gm, aten.erf.default) == 0 and count(gm, aten.mm.default) == 0
 
 
+@pytest.mark.cpu_only  # a rewrite for CPU tensors
 @needs_onednn
 def test_gelu_after_a_product_through_the_compiler(compiled_graphs):
     """Through mc.compile the GELU arrives decomposed (erf, products, sums): matched too."""
@@ -467,6 +470,7 @@ def test_gelu_after_a_product_through_the_compiler(compiled_graphs):
     assert "'gelu'" not in compiled_graphs[-1].source  # the sum is needed as well
 
 
+@pytest.mark.cpu_only  # a rewrite for CPU tensors
 @needs_onednn
 @pytest.mark.parametrize("name, fn, args", [
     ("too small: the call costs more than the pass", lambda x, w, b: F.gelu(x @ w + b),
