@@ -10,6 +10,7 @@ the refusal's reason.
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Callable
 
 import sympy
@@ -154,6 +155,9 @@ def _reads_storage(s: "Scheduler", members: list, owner: str, writer) -> object 
                  and any(owner_of(dep.name) == owner for dep in m.read_writes.reads)), None)
 
 
+# asked again for every pair a member is in; reordering loops does not change which loop a
+# read has at stride 1
+@functools.lru_cache(maxsize=4096)
 def reduction_direction(m) -> str | None:
     """Which way a reduction member's reads run through memory: ``"rows"`` when the element next
     to each one read is the next of the reduction (``x[128*i0 + r0]``: layer norm's row sums),
