@@ -81,14 +81,29 @@ def fuse_mm_bias_relu(gm: torch.fx.GraphModule) -> int:
         if found is None:
             continue
         args, replaced = found
-        fusedmm = Emitter(gm.graph, relu)(aten._addmm_activation.default, *args)
-        if not same_meta(relu, fusedmm):  # its value could not be computed: leave the three
-            gm.graph.erase_node(fusedmm)
-            continue
-        relu.replace_all_uses_with(fusedmm)
-        for dead in (relu, *replaced):
-            gm.graph.erase_node(dead)
-        fused += 1
+        emit = Emitter(gm.graph, relu)
+        fused += _swap_in(gm, emit, relu, emit(aten._addmm_activation.default, *args),
+                          [relu, *replaced])
+    return _recompiled(gm, fused)
+
+
+def _swap_in(gm: torch.fx.GraphModule, emit: Emitter, out: torch.fx.Node, new: torch.fx.Node,
+             dead: list[torch.fx.Node]) -> int:
+    """1 when ``new`` (made by ``emit``) replaces ``out`` for its readers and the nodes of
+    ``dead`` (``out`` and those only it read) are erased, last first; 0, and what ``emit``
+    made erased, when ``new``'s value could not be computed or differs in shape or dtype."""
+    if not same_meta(out, new):
+        for node in reversed(emit.created):
+            gm.graph.erase_node(node)
+        return 0
+    out.replace_all_uses_with(new)
+    order = {n: i for i, n in enumerate(gm.graph.nodes)}
+    for node in sorted(set(dead), key=order.__getitem__, reverse=True):
+        gm.graph.erase_node(node)
+    return 1
+
+
+def _recompiled(gm: torch.fx.GraphModule, fused: int) -> int:
     if fused:
         gm.graph.lint()
         gm.recompile()
@@ -143,16 +158,5 @@ def fuse_mm_bias_gelu(gm: torch.fx.GraphModule) -> int:
         emit = Emitter(gm.graph, out)
         linear = emit(LINEAR_POINTWISE.default, a, emit(aten.t.default, b), bias, "gelu", [],
                       "none")
-        if not same_meta(out, linear):
-            for node in reversed(emit.created):
-                gm.graph.erase_node(node)
-            continue
-        out.replace_all_uses_with(linear)
-        order = {n: i for i, n in enumerate(gm.graph.nodes)}
-        for dead in sorted({*gelu_nodes, *replaced}, key=order.__getitem__, reverse=True):
-            gm.graph.erase_node(dead)
-        fused += 1
-    if fused:
-        gm.graph.lint()
-        gm.recompile()
-    return fused
+        fused += _swap_in(gm, emit, out, linear, [*gelu_nodes, *replaced])
+    return _recompiled(gm, fused)
