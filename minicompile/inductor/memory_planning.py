@@ -6,12 +6,12 @@ torch/_inductor/memory.py's peak-memory estimate).
 Walking the kernels in order, a buffer is allocated by the kernel that stores it and dies after
 the last kernel that reads it (the caller keeps outputs alive). A new buffer takes over the
 storage of a dead one with the same device, dtype and size instead of allocating (the reuse rule
-of Inductor's wrapper): fewer allocator calls, the same peak. A pointwise kernel whose input dies in it, read only at the
-element each point writes, writes its output into that input's storage (in place: Inductor's
-``can_inplace``; a matrix product's epilogue overwrites the product). The wrapper program turns
-the plan into lines: ``empty(...)``, ``buf5 = buf2; del buf2  # reuse``, ``buf6 = buf0  # in
-place``, ``del buf3``. Buffers that fusion keeps inside a kernel never appear:
-that is fusion's memory win, next to its bandwidth win.
+of Inductor's wrapper): fewer allocator calls, the same peak. A pointwise kernel whose input
+dies in it, read only at the element each point writes, writes its output into that input's
+storage (in place: Inductor's ``can_inplace``; a matrix product's epilogue overwrites the
+product). The wrapper program turns the plan into lines: ``empty(...)``, ``buf5 = buf2; del
+buf2  # reuse``, ``buf6 = buf0  # in place``, ``del buf3``. Buffers that fusion keeps inside a
+kernel never appear: that is fusion's memory win, next to its bandwidth win.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import sympy
 from . import kernel_graph
 from .dependencies import rows_line_up
 from .ir.read_writes import MemoryDep
+from .lowerings.extern import FRESH_RESULTS
 
 if TYPE_CHECKING:
     from .scheduler import Scheduler
@@ -100,7 +101,7 @@ def plan_memory(scheduler: "Scheduler") -> MemoryPlan:
 
     names = [k.get_name() for k in kernels]
     # a buffer written in place continues its donor's storage: for assign_storage, one lifetime
-    in_place = in_place_writes(scheduler, kernels, lifetime)
+    in_place = in_place_writes(scheduler, kernels, lifetime, writer_of)
     ends = {name: (b.last, b.is_output) for name, b in lifetime.items()}
     root: dict[str, str] = {}
     for name, donor in in_place.items():  # in kernel order: a chain ends at its first donor
@@ -116,8 +117,8 @@ def plan_memory(scheduler: "Scheduler") -> MemoryPlan:
     return plan
 
 
-def in_place_writes(scheduler: "Scheduler", kernels: list,
-                    lifetime: dict[str, BufferLifetime]) -> dict[str, str]:
+def in_place_writes(scheduler: "Scheduler", kernels: list, lifetime: dict[str, BufferLifetime],
+                    writer_of: dict) -> dict[str, str]:
     """``{buffer: donor}``: buffers a pointwise kernel writes into the storage of one of its
     inputs (``_can_donate`` says when)."""
     out: dict[str, str] = {}
@@ -128,38 +129,42 @@ def in_place_writes(scheduler: "Scheduler", kernels: list,
         for name in scheduler.stored_buffers(k):
             if name in lifetime and lifetime[name].first == i:
                 donor = next((d for d in sorted(k.read_names()) if d not in out.values()
-                              and _can_donate(scheduler, k, i, d, name, lifetime)), None)
+                              and _can_donate(scheduler, k, i, d, name, lifetime, writer_of)),
+                             None)
                 if donor is not None:
                     out[name] = donor
     return out
 
 
 def _can_donate(scheduler: "Scheduler", k, i: int, donor: str, name: str,
-                lifetime: dict[str, BufferLifetime]) -> bool:
+                lifetime: dict[str, BufferLifetime], writer_of: dict) -> bool:
     """May ``name``, stored by pointwise kernel ``k`` (number ``i``), overwrite ``donor``? When
-    the donor is a buffer of this graph (not the caller's input, not an output) whose last
-    reader is ``k``, of the same device, dtype and storage size, and every load of it in ``k``
+    the donor is a buffer of this graph (not the caller's input, not an output, not the result
+    of a library call that might be a view of its input: ``FRESH_RESULTS``) whose last reader
+    is ``k``, of the same device, dtype and storage size, and every load of it in ``k``
     is of the element the same point stores (``rows_line_up`` with one row per point) and
     comes first: in a member before the one storing ``name``, or in that member (whose body
     loads before it stores). Each point then reads its element before overwriting it, and no
     other point reads it. A kernel over rows (a reduction) reads its rows in several loops:
     never in place."""
-    d = lifetime.get(donor)
-    if d is None or d.last != i or d.is_output:
+    d, writer = lifetime.get(donor), writer_of.get(donor)
+    if d is None or d.last != i or d.is_output or writer is None or \
+            (writer.is_extern() and getattr(writer.node, "kernel", None) not in FRESH_RESULTS):
         return False
     a, b = scheduler.buffers[donor].layout, scheduler.buffers[name].layout
     if (a.device, a.dtype) != (b.device, b.dtype) or \
             sympy.expand(a.storage_size() - b.storage_size()) != 0:
         return False
     members = k.get_nodes()
-    [writer] = [m for m in members if m.get_name() == name]
-    if len(writer.read_writes.writes) != 1 or not isinstance(writer.read_writes.writes[0], MemoryDep):
+    [storer] = [m for m in members if m.get_name() == name]
+    writes = storer.read_writes.writes
+    if len(writes) != 1 or not isinstance(writes[0], MemoryDep):
         return False
-    [write] = writer.read_writes.writes
+    [write] = writes
     points = sympy.Mul(*[size for _, size in write.var_ranges])
     for position, m in enumerate(members):
         for dep in m.read_writes.reads:
-            if dep.name == donor and (position > members.index(writer)
+            if dep.name == donor and (position > members.index(storer)
                                       or not isinstance(dep, MemoryDep)
                                       or not rows_line_up(write, dep, points)):
                 return False

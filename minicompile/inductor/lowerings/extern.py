@@ -26,8 +26,13 @@ EXTERN_OPS = [
     aten._scaled_dot_product_cudnn_attention_backward.default,
     aten._cdist_forward.default,
 ]
+# convolutions and attention always allocate their results too; the products below also hand
+# them over laid out as given. A dead result of one of these may be overwritten in place
+# (memory_planning.py), never that of an op which could return a view of its input.
+FRESH_RESULTS = {aten.convolution.default, aten._cdist_forward.default}
 if hasattr(torch.ops, "mkldnn") and hasattr(torch.ops.mkldnn, "_linear_pointwise"):
     EXTERN_OPS.append(torch.ops.mkldnn._linear_pointwise.default)  # (fx_passes/mm_activation.py)
+    FRESH_RESULTS.add(torch.ops.mkldnn._linear_pointwise.default)
 
 
 def _register(op) -> None:
@@ -47,3 +52,4 @@ FRESH_CONTIGUOUS = {
     aten.baddbmm.default: "torch.baddbmm",
     aten._addmm_activation.default: "torch._addmm_activation",
 }
+FRESH_RESULTS |= set(FRESH_CONTIGUOUS)
