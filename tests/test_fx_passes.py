@@ -468,6 +468,10 @@ def test_gelu_after_a_product_through_the_compiler(compiled_graphs):
     both = lambda x, w, b: (lambda y: (F.gelu(y), y * 2))(x @ w + b)  # noqa: E731
     torch.testing.assert_close(mc.compile(both, backend="inductor")(*BIG), both(*BIG))
     assert "'gelu'" not in compiled_graphs[-1].source  # the sum is needed as well
+    dynamic = mc.compile(fn, backend="inductor", dynamic=True)  # symbolic sizes: no rewrite,
+    for m in (256, 300):                                       # no guard on them either
+        args = (torch.randn(m, 128, device="cpu"), *BIG[1:])
+        torch.testing.assert_close(dynamic(*args), fn(*args))
 
 
 @pytest.mark.cpu_only  # a rewrite for CPU tensors

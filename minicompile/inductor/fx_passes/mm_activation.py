@@ -26,6 +26,8 @@ applies the bias and the GELU to each block of the product while it is in cache.
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.fx
 
@@ -152,9 +154,11 @@ def fuse_mm_bias_gelu(gm: torch.fx.GraphModule) -> int:
             continue
         (y, gelu_nodes), ((bias, a, b), replaced) = gelu, found
         val, a_val = tensor_val(y), tensor_val(a)
-        if val.device.type != "cpu" or val.dtype != torch.float32 or a_val is None or \
-                2 * a_val.shape[0] * a_val.shape[1] * val.shape[1] < GELU_MIN_FLOPS:
+        if val.device.type != "cpu" or val.dtype != torch.float32 or a_val is None:
             continue
+        sizes = (a_val.shape[0], a_val.shape[1], val.shape[1])
+        if not all(type(n) is int for n in sizes) or 2 * math.prod(sizes) < GELU_MIN_FLOPS:
+            continue  # (symbolic sizes: no guard is added for this choice)
         emit = Emitter(gm.graph, out)
         linear = emit(LINEAR_POINTWISE.default, a, emit(aten.t.default, b), bias, "gelu", [],
                       "none")
