@@ -485,6 +485,8 @@ def test_gelu_after_a_product_through_the_compiler(compiled_graphs):
     ("half the GELU: 0.5 * y * erf(y / sqrt 2)", lambda x, w, b: (lambda y: 0.5 * y * torch.erf(
         y * 0.7071067811865476))(x @ w + b), BIG),
     ("float64", lambda x, w, b: F.gelu(x @ w + b), tuple(t.double() for t in BIG)),
+    ("erf of y times a tensor, not a constant", lambda x, w, b: (lambda y: y * 0.5 * (torch.erf(
+        y * y) + 1))(x @ w + b), BIG),
 ])
 def test_gelu_of_a_product_left_alone(name, fn, args):
     check_pass(fn, args, fx_passes.fuse_mm_bias_gelu, expect_change=False)

@@ -10,7 +10,7 @@ the refusal's reason.
 
 from __future__ import annotations
 
-import functools
+import weakref
 from typing import TYPE_CHECKING, Callable
 
 import sympy
@@ -155,9 +155,6 @@ def _reads_storage(s: "Scheduler", members: list, owner: str, writer) -> object 
                  and any(owner_of(dep.name) == owner for dep in m.read_writes.reads)), None)
 
 
-# asked again for every pair a member is in; reordering loops does not change which loop a
-# read has at stride 1
-@functools.lru_cache(maxsize=4096)
 def reduction_direction(m) -> str | None:
     """Which way a reduction member's reads run through memory: ``"rows"`` when the element next
     to each one read is the next of the reduction (``x[128*i0 + r0]``: layer norm's row sums),
@@ -165,6 +162,15 @@ def reduction_direction(m) -> str | None:
     batch); None for a pointwise member, or reads that go neither way or both."""
     if not m.is_reduction():
         return None
+    if m not in _DIRECTIONS:  # (asked for every pair m is in; reordering its loops keeps it)
+        _DIRECTIONS[m] = _direction(m)
+    return _DIRECTIONS[m]
+
+
+_DIRECTIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # an entry dies with its node
+
+
+def _direction(m) -> str | None:
     rvars = set(m.node.index_vars()[1])
     ways = set()
     for dep in m.read_writes.reads:

@@ -210,6 +210,7 @@ class WrapperCodeGen:
             if not b.is_output:
                 self.ends.setdefault(b.last, []).append(b)
         self.holder: dict[str, str] = {}  # storage -> the buffer variable that holds it now
+        self.donors = {b.in_place_of for b in plan.lifetimes if b.in_place_of}  # written over
         self.plan = plan
 
     def device(self, device: torch.device) -> str:
@@ -253,7 +254,7 @@ class WrapperCodeGen:
     def end_kernel(self, group: KernelGroup) -> None:
         """Delete buffers whose last reader just ran, unless a later buffer takes them over."""
         for b in self.ends.get(group.position, []):
-            if any(o.in_place_of == b.name for o in self.plan.lifetimes):
+            if b.name in self.donors:
                 self.body.writeline(f"del {b.name}")  # its storage lives on, written in place
                 continue
             later = any(o.storage == b.storage and o.first > group.position

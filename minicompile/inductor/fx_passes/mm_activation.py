@@ -116,6 +116,11 @@ LINEAR_POINTWISE = getattr(getattr(torch.ops, "mkldnn", None), "_linear_pointwis
 GELU_MIN_FLOPS = 2 ** 24  # smaller products: oneDNN's call costs more than the pass it saves
 
 
+def _is(arg, number: float) -> bool:
+    """A scalar argument equal to ``number`` (to the last bits of a float64 constant)."""
+    return isinstance(arg, (int, float)) and abs(arg - number) < 1e-15
+
+
 def _exact_gelu_of(out: torch.fx.Node) -> tuple[torch.fx.Node, list[torch.fx.Node]] | None:
     """``(y, the nodes)`` when ``out`` is ``(y * 0.5) * (erf(y * M_SQRT1_2) + 1)`` (the
     decomposed ``gelu(y)``, ``approximate="none"``) and ``y`` is read by these two only, or
@@ -129,13 +134,12 @@ def _exact_gelu_of(out: torch.fx.Node) -> tuple[torch.fx.Node, list[torch.fx.Nod
     if out.target != aten.mul.Tensor or out.kwargs:
         return None
     for half, plus in (out.args, out.args[::-1]):
-        if call(half, aten.mul.Tensor) and call(plus, aten.add.Tensor) and plus.args[1] == 1 \
-                and half.args[1] == 0.5 and call(plus.args[0], aten.erf.default):
+        if call(half, aten.mul.Tensor) and call(plus, aten.add.Tensor) and _is(plus.args[1], 1) \
+                and _is(half.args[1], 0.5) and call(plus.args[0], aten.erf.default):
             scaled = plus.args[0].args[0]
             y = half.args[0]
             if call(scaled, aten.mul.Tensor) and scaled.args[0] is y and \
-                    abs(scaled.args[1] - 0.7071067811865476) < 1e-15 and \
-                    set(y.users) == {half, scaled}:
+                    _is(scaled.args[1], 0.7071067811865476) and set(y.users) == {half, scaled}:
                 return y, [out, half, plus, plus.args[0], scaled]
     return None
 
