@@ -611,3 +611,24 @@ def test_batch_norm_one_value_per_channel_in_training_raises_as_in_eager():
         bn(x)
     with pytest.raises(ValueError, match="more than 1 value per channel"):
         mc.compile(bn, backend="aot_eager")(x)
+
+
+def test_variant_key_with_an_int_among_the_inputs():
+    """Which inputs require grad picks the variant; an int among the inputs requires nothing
+    (the key is read with one attribute getter over all-tensor inputs, and falls back to a
+    check per input when one is not a tensor)."""
+
+    class Scale(torch.nn.Module):
+        def forward(self, x, n):
+            return x * n
+
+    gm = fx.symbolic_trace(Scale())
+    x = torch.randn(3, requires_grad=True)
+    cf = aot_eager(gm, [x, 2])
+    out = cf(x, 2)
+    torch.testing.assert_close(out, x * 2)
+    assert set(cf.variants) == {(True, False)}
+    out.sum().backward()
+    torch.testing.assert_close(x.grad, torch.full((3,), 2.0))
+    torch.testing.assert_close(cf(x.detach(), 2), x.detach() * 2)  # (the int is traced in)
+    assert set(cf.variants) == {(True, False), (False, False)}

@@ -145,9 +145,10 @@ def test_reductions_along_rows_keep_the_row_loop(graphs):
 @pytest.mark.parametrize("n", [2, 63, 64, 65, 200, 1000])
 def test_reductions_keep_partial_results_in_lanes(graphs, monkeypatch, n):
     """A row's reduction keeps 256 bytes of partial results and halves them at the end
-    (``lanes_loop``), then the elements after the last whole block: every row length, NaN in
-    the blocks or in the tail, integers, sums; a loop with a math call keeps one vector of
-    partial results (``omp simd reduction``), and so does every loop with ``cpp_lanes`` off."""
+    (``lanes_loop``), 64 bytes in a row shorter than 2 KB, none in a row shorter than that,
+    then the elements after the last whole block: every row length, NaN in the blocks or in
+    the tail, integers, sums; a loop with a math call keeps one vector of partial results
+    (``omp simd reduction``), and so does every loop with ``cpp_lanes`` off."""
     x = torch.randn(5, n)
     x[1, n // 2] = float("nan")
     x[2, n - 1] = float("nan")
@@ -157,8 +158,14 @@ def test_reductions_keep_partial_results_in_lanes(graphs, monkeypatch, n):
     with_exp = lambda x: (x.amax(1), x.exp().sum(1))  # noqa: E731
     check(plain, x, graphs=graphs, rtol=1e-5, atol=1e-5)
     source = graphs[-1].source
-    # one loop: 256 bytes of the widest accumulator, 32 doubles, and 32 of each other
-    assert "float acc0_v[32]" in source and "double acc3_v[32]" in source and "int32_t acc4_v[32]" in source
+    # one loop: 256 bytes of the widest accumulator, 32 doubles, and 32 of each other (a row of
+    # doubles under 2 KB: 64 bytes, 8 of each; under 8 elements: no partial results)
+    width = 32 if n * 8 >= 2048 else 8 if n >= 8 else None
+    if width is None:
+        assert "_v[" not in source
+    else:
+        assert f"float acc0_v[{width}]" in source and f"double acc3_v[{width}]" in source \
+            and f"int32_t acc4_v[{width}]" in source
     mc.reset()
     check(with_exp, x, graphs=graphs, rtol=1e-5, atol=1e-5)
     assert "_v[" not in graphs[-1].source and "reduction(mc_max:acc0)" in graphs[-1].source
@@ -498,3 +505,86 @@ def test_erf_of_a_double_is_glibcs(graphs):
     out = mc.compile(lambda x: torch.erf(x), backend="inductor")(x)
     torch.testing.assert_close(out, torch.erf(x), rtol=2 ** -50, atol=0)
     assert graphs[0].backends == {"cpu": "cpp"} and "mc::erf(" in graphs[0].source
+
+
+# --- how a kernel spends its loops and threads ------------------------------------------------------
+
+def test_partial_results_are_halved_in_steps_of_constant_length(graphs):
+    """``lanes_loop`` writes the halving out step by step (a loop over a variable ``half`` left
+    the array in memory); a row shorter than 2 KB keeps 16 floats, a longer one 64."""
+    check(lambda x: x.sum(1), torch.randn(8, 1000), graphs=graphs, rtol=1e-5, atol=1e-5)
+    source = graphs[-1].source
+    assert "float acc0_v[64]" in source and "half" not in source
+    steps = re.findall(r"for \(int64_t w = 0; w < (\d+); w\+\+\)\n\s*\{\n\s*acc0_v\[w\] = "
+                       r"acc0_v\[w\] \+ acc0_v\[w \+ (\d+)\]", source)
+    assert steps == [(str(h), str(h)) for h in (32, 16, 8, 4, 2, 1)]
+    mc.reset()
+    check(lambda x: x.sum(1), torch.randn(8, 200), graphs=graphs, rtol=1e-5, atol=1e-5)
+    assert "float acc0_v[16]" in graphs[-1].source and "w < 8; w++" in graphs[-1].source
+
+
+def _threads_from(source: str) -> list[int]:
+    return [int(n) for n in re.findall(r"#pragma omp parallel for num_threads\(num_threads\) "
+                                       r"if\((?:xnumel \* rnumel|xnumel|rnumel) >= (\d+)\)", source)]
+
+
+def test_threads_are_woken_for_enough_work(graphs):
+    """A kernel shares its loop among threads from ``PARALLEL_MIN_WORK`` operations: a
+    row sum (a load and an add a point) of 128x128 stays on one thread, a softmax of the
+    same size (an exp, a division...) does not; the threshold of each is in its pragma."""
+    from minicompile.inductor.codegen.cpp_loops import PARALLEL_MIN_WORK
+
+    x = torch.randn(128, 128)
+    check(lambda x: x.sum(1), x, graphs=graphs, rtol=1e-5, atol=1e-5)
+    (row_sum,) = _threads_from(graphs[-1].source)
+    mc.reset()
+    check(lambda x: torch.softmax(x, -1), x, graphs=graphs)
+    (softmax,) = _threads_from(graphs[-1].source)
+    assert softmax <= x.numel() < row_sum <= PARALLEL_MIN_WORK
+    mc.reset()
+    check(lambda x: x + 1, torch.randn(4096), graphs=graphs)
+    (pointwise,) = _threads_from(graphs[-1].source)
+    assert 4096 < pointwise < PARALLEL_MIN_WORK
+
+
+def test_parallel_threshold_weighs_math_calls():
+    from minicompile.inductor.codegen.cpp_loops import (PARALLEL_MIN_WORK, VECTOR_CALL_WORK,
+                                                        parallel_threshold)
+
+    loop = cpp_ops.LoopCode()
+    loop.body.writelines(["auto tmp0 = in_ptr0[xindex];", "auto tmp1 = mc::vm::exp(tmp0);",
+                          "out_ptr0[xindex] = tmp1;"])
+    assert parallel_threshold([loop]) == -(-PARALLEL_MIN_WORK // (2 + VECTOR_CALL_WORK))
+    assert parallel_threshold([loop, loop]) == -(-PARALLEL_MIN_WORK // (4 + 2 * VECTOR_CALL_WORK))
+    assert parallel_threshold([cpp_ops.LoopCode()]) == PARALLEL_MIN_WORK
+
+
+def test_small_products_run_on_one_thread(graphs):
+    """Consecutive small matrix products run in a region on one thread (``library_threads``);
+    the thread count is the caller's again after the call, also when a product raises. A large
+    product, or a generated kernel, is outside any region."""
+    mlp = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(),
+                              torch.nn.Linear(64, 64), torch.nn.ReLU()).requires_grad_(False)
+    x = torch.randn(8, 64)
+    threads = torch.get_num_threads()
+    compiled = check(mlp, x, graphs=graphs)
+    source = graphs[-1].source
+    assert source.count("threads = one_thread()") == 1 and "set_num_threads(threads)" in source
+    assert torch.get_num_threads() == threads
+
+    def fails(*args, **kwargs):
+        assert torch.get_num_threads() == 1  # inside the region
+        raise RuntimeError("a product failed")
+
+    with pytest.MonkeyPatch.context() as patch, pytest.raises(RuntimeError, match="a product"):
+        patch.setattr(torch, "_addmm_activation", fails)
+        compiled(x)
+    assert torch.get_num_threads() == threads
+    mc.reset()
+    check(lambda a, b: (a @ b).sin(), torch.randn(128, 128), torch.randn(128, 128), graphs=graphs)
+    assert "one_thread" not in graphs[-1].source
+    mc.reset()
+    check(lambda a, b: (a @ b).sin() @ b, torch.randn(4, 16), torch.randn(16, 16), graphs=graphs)
+    program = graphs[-1].source.split("def call(args):")[1]
+    assert program.count("threads = one_thread()") == 2  # two small products, a kernel between
+    assert program.index("finally") < program.index("cpp_fused_mm_sin") < program.rindex("try:")

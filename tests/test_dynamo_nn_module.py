@@ -111,6 +111,17 @@ def test_mlp_sequential():
     compiled_equal(MLP().eval(), torch.randn(5, 8))
 
 
+def test_the_wrapped_module_can_be_replaced():
+    """``compiled._orig_mod = other``: calls run ``other`` from then on (the compiled module
+    reads its wrapped module from ``_modules`` at every call, and holds no copy of it)."""
+    a, b = nn.Linear(4, 4), nn.Linear(4, 4)
+    compiled = mc.compile(a, backend="eager")
+    x = torch.randn(2, 4)
+    torch.testing.assert_close(compiled(x), a(x))
+    compiled._orig_mod = b
+    torch.testing.assert_close(compiled(x), b(x))
+
+
 def test_modulelist_loop():
     compiled_equal(Stack(), torch.randn(2, 8))
 

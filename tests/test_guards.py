@@ -520,6 +520,8 @@ def test_the_guard_that_runs_reads_each_value_once():
     exec(guard.source, {"torch": torch, **guard.scope.names}, listing)
     by_listing = listing[guard.name]
     assert "L['x'].dtype" in guard.source and "___read" in read_sources_once(guard.source)
+    # ... and looks up no attribute of torch by name: each was bound when it was built
+    assert "torch.float32" in guard.source and "torch" not in guard.fn.__code__.co_names
     x = torch.randn(4, 3)
     cases = [(x, x + 1), (x.double(), x), (x, torch.randn(3, 4).t()), (x, 2.0),
              (torch.randn(5, 3), torch.randn(5, 3))]

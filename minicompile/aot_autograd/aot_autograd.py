@@ -19,6 +19,7 @@ Anything the tracer cannot handle falls back to running ``gm`` eagerly, with the
 from __future__ import annotations
 
 import logging
+import operator
 import threading
 from typing import Any, Callable
 
@@ -81,6 +82,9 @@ def _shape_env_of(fakes: list) -> Any:
             if isinstance(v, (torch.SymInt, torch.SymFloat)):
                 return getattr(v.node, "shape_env", None)
     return None
+
+
+_requires_grad = operator.attrgetter("requires_grad")
 
 
 def _restructure(run: Callable, spec: Any) -> Callable:
@@ -153,7 +157,10 @@ def aot_module_simplified(
     def variant_key(args) -> tuple[bool, ...]:
         if not torch.is_grad_enabled():  # inference: nothing requires grad, whatever the flags
             return (False,) * len(args)
-        return tuple([isinstance(a, torch.Tensor) and a.requires_grad for a in args])
+        try:  # every argument a tensor, the usual case: one C loop, no isinstance per argument
+            return tuple(map(_requires_grad, args))
+        except AttributeError:  # an int or a SymInt among them
+            return tuple([isinstance(a, torch.Tensor) and a.requires_grad for a in args])
 
     def fallback(reason: str) -> Callable:
         log.warning("aot_autograd falls back to eager: %s", reason)

@@ -26,8 +26,6 @@ fails (``GUARD_REASONS``; real Dynamo: ``get_guard_fail_reason``):
 
 from __future__ import annotations
 
-import ast
-import contextlib
 import enum
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -35,6 +33,7 @@ from typing import Any, Callable
 import torch
 
 from ..shapes.symbolic_shapes import PythonPrinter, ShapeEnv, is_symbolic
+from .guard_compile import compile_listing, read_sources_once  # noqa: F401 (re-exported)
 from .source import Source
 
 
@@ -255,9 +254,7 @@ class GuardFn:
         body = "\n".join(f"        {'and ' if i else ''}{line}{_comment(g)}"
                          for i, (line, g) in enumerate(zip(lines, self.guards)))
         self.source = f"def {name}(L, G):\n    return (\n{body or '        True'}\n    )\n"
-        namespace = dict(self.scope.names)
-        exec(compile(read_sources_once(self.source), f"<{name}>", "exec"), namespace)
-        self.fn = namespace[name]
+        self.fn = compile_listing(self.source, name, self.scope.names)
         self._lines = lines
         self._checks: list[Callable] | None = None  # one lambda per guard, built on first miss
 
@@ -283,84 +280,6 @@ class GuardFn:
 
     def __repr__(self) -> str:
         return self.source
-
-
-# ---- running the listing: each value it reads, read once --------------------------------------
-class _ReadOnce(ast.NodeTransformer):
-    """Binds each repeated read of the frame's values (``L['self']._modules['0']``: dict
-    lookups and attribute reads from ``L`` or ``G``) to a local at its first evaluation and
-    reuses the local afterwards. A read is bound only where it is sure to run once the check
-    gets there (not inside an ``or``, a conditional or a comprehension), so a later use never
-    finds the local unbound; evaluation order, and so the short-circuits, stay the listing's."""
-
-    def __init__(self, counts: dict[str, int]):
-        self.counts, self.bound, self.sure = counts, {}, True
-
-    def _read(self, node: ast.expr) -> ast.expr:
-        key = ast.dump(node)
-        if key in self.bound:
-            return ast.Name(self.bound[key], ast.Load())
-        node = self.generic_visit(node)  # its own prefix first: L['self'] in L['self'].x
-        if self.counts.get(key, 0) > 1 and self.sure:
-            self.bound[key] = f"___read{len(self.bound)}"
-            return ast.NamedExpr(ast.Name(self.bound[key], ast.Store()), node)
-        return node
-
-    def visit_Subscript(self, node: ast.expr) -> ast.expr:
-        return self._read(node) if _reads_frame(node) else self.generic_visit(node)
-
-    visit_Attribute = visit_Subscript
-
-    @contextlib.contextmanager
-    def _maybe(self, runs_maybe: bool = True):
-        """Inside: code that runs only maybe, once the check gets there (binds nothing)."""
-        sure, self.sure = self.sure, self.sure and not runs_maybe
-        try:
-            yield
-        finally:
-            self.sure = sure
-
-    def _unsure(self, node: ast.AST) -> ast.AST:
-        with self._maybe():
-            return self.generic_visit(node)
-
-    def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
-        first = self.visit(node.values[0])  # always evaluated; the others only maybe, except
-        with self._maybe(not isinstance(node.op, ast.And)):  # in an `and` chain, where a later
-            node.values = [first, *map(self.visit, node.values[1:])]  # operand runs only after
-        return node  # those before it (and the whole chain runs only if it is itself sure)
-
-    def visit_Compare(self, node: ast.Compare) -> ast.AST:
-        node.left = self.visit(node.left)  # in a < b < c, c is compared only if a < b
-        node.comparators[0] = self.visit(node.comparators[0])
-        with self._maybe():
-            node.comparators[1:] = list(map(self.visit, node.comparators[1:]))
-        return node
-
-    visit_IfExp = visit_ListComp = visit_SetComp = visit_DictComp = _unsure
-    visit_GeneratorExp = visit_Lambda = _unsure
-
-
-def _reads_frame(node: ast.expr) -> bool:
-    """``L[...]``/``G[...]`` followed by subscripts and attribute reads only."""
-    while isinstance(node, (ast.Subscript, ast.Attribute)):
-        if isinstance(node, ast.Subscript) and not isinstance(node.slice, ast.Constant):
-            return False
-        node = node.value
-    return isinstance(node, ast.Name) and node.id in ("L", "G")
-
-
-def read_sources_once(source: str) -> str:
-    """The guard function that runs: ``source`` (the listing shown by
-    ``MINICOMPILE_LOGS=guards``) with each value read from the frame more than once read once.
-    Real Dynamo gets the same from its guard tree, whose nodes each fetch one source (C++)."""
-    tree = ast.parse(source)
-    counts: dict[str, int] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Subscript, ast.Attribute)) and _reads_frame(node):
-            counts[ast.dump(node)] = counts.get(ast.dump(node), 0) + 1
-    tree = ast.fix_missing_locations(_ReadOnce(counts).visit(tree))
-    return ast.unparse(tree)
 
 
 def expand_shape_env(guards: list[Guard]) -> list[Guard]:

@@ -67,12 +67,13 @@ class CompiledFxGraph:
     options: dict[str, Any]  # the inductor knobs it was compiled with (config.inductor + mode)
 
     def __call__(self, *args: Any) -> Any:
-        grad = torch.is_grad_enabled()  # kernels and library calls record no autograd graph
-        torch._C._set_grad_enabled(False)  # (torch.no_grad() without building an object per call)
-        try:
+        if not torch.is_grad_enabled():
+            return unflatten_outputs(self.graph, self.call(list(args)))
+        torch._C._set_grad_enabled(False)  # library calls record no autograd graph (this is
+        try:  # torch.no_grad() without building an object per call)
             return unflatten_outputs(self.graph, self.call(list(args)))
         finally:
-            torch._C._set_grad_enabled(grad)
+            torch._C._set_grad_enabled(True)
 
 
 def inductor_options(options: dict | None) -> dict:

@@ -5,7 +5,7 @@ A pointwise kernel splits its ``xnumel`` points into blocks: the blocks are shar
 (``#pragma omp parallel for``) and each block is one vectorisable inner loop (``#pragma omp
 simd``), short enough to stay in cache, long enough to amortise the loop overhead:
 
-    #pragma omp parallel for num_threads(num_threads) if(xnumel >= 32768)
+    #pragma omp parallel for num_threads(num_threads) if(xnumel >= 5958)
     for (int64_t xblock = 0; xblock < xnumel; xblock += 1024)
         #pragma omp simd
         for (int64_t xindex = xblock; xindex < std::min(xblock + 1024, xnumel); xindex++)
@@ -16,7 +16,7 @@ rows; ``mean[xindex / 1024]``, one value per row) the points are looped over as 
 ``xindex = x0 + 1024*x1``: the index simplifies to ``bias[x0]``, consecutive (one vector load;
 in the flat loop it is a gather, element by element) or ``mean[x1]``, fixed along the row:
 
-    #pragma omp parallel for num_threads(num_threads) if(xnumel >= 32768)
+    #pragma omp parallel for num_threads(num_threads) if(xnumel >= 16384)
     for (int64_t x1 = 0; x1 < 64; x1++)
         #pragma omp simd
         for (int64_t x0 = 0; x0 < 1024; x0++)
@@ -57,6 +57,9 @@ from an array of per-thread partials, in thread order (the first maximum still w
 
 Sizes are ``int64_t`` arguments (one compiled kernel serves every size of a dynamic graph) and
 the thread count is the last argument, read from ``torch.get_num_threads()`` at every call.
+The ``if(...)`` of each ``parallel for`` wakes the threads only for enough work: the number is
+``PARALLEL_MIN_WORK`` operations over the kernel's operations a point (``parallel_threshold``:
+5958 points of ``sin(x) * 2``, whose ``sin`` is a library call; 16384 of ``x + bias``).
 """
 
 from __future__ import annotations
@@ -73,13 +76,12 @@ from .common import (BaseScheduling, CodegenError, IndentedBuffer, KernelSignatu
                      emit_members)
 from .cpp_keep import KeptValues
 from .cpp_loops import (X0, X1, XTILE, is_column_reduction, lanes_loop, omp_accumulators,
-                        renamed_accumulators, row_length)
+                        parallel_threshold, renamed_accumulators, row_length)
 from .cpp_masks import row_segments
 from .cpp_ops import (DTYPES, CppOpsHandler, LoopCode, cexpr, storage_type,
                       vector_math_lines)
 
 XBLOCK = 1024  # points per inner (vectorised) loop of a pointwise kernel
-PARALLEL_MIN_ELEMENTS = 32768  # less work than this runs on one thread (no fork/join)
 
 
 class CppKernel:
@@ -156,10 +158,11 @@ class CppKernel:
             body = self.emit(self.group.members, {})
         row = row_length(self.ops.simplified, self.group.numel) \
             if config.inductor.cpp_row_loops else None
-        code.writeline(f"#pragma omp parallel for num_threads(num_threads) "
-                       f"if(xnumel >= {PARALLEL_MIN_ELEMENTS})")
         if row is not None:  # rows of `row` points: x0 along a row, x1 the row
             body = self.emit_rows(row)
+        code.writeline(f"#pragma omp parallel for num_threads(num_threads) "
+                       f"if(xnumel >= {parallel_threshold([body])})")
+        if row is not None:
             code.writeline(f"for (int64_t x1 = 0; x1 < {self.group.numel // row}; x1++)")
             start, end, var = "0", str(row), "x0"
         else:
@@ -218,8 +221,9 @@ class CppKernel:
         phases = self.phases()
         if is_column_reduction(phases, self.ops.simplified, self.values):
             return self.column_reductions(code, phases)
+        loops = [loop for kind, loop in phases if kind == "loop"]
         code.writeline(f"#pragma omp parallel for num_threads(num_threads) "
-                       f"if(xnumel * rnumel >= {PARALLEL_MIN_ELEMENTS})")
+                       f"if(xnumel * rnumel >= {parallel_threshold(loops)})")
         code.writeline("for (int64_t xindex = 0; xindex < xnumel; xindex++)")
         code.writeline("{")
         with code.indent():
@@ -230,7 +234,8 @@ class CppKernel:
                 code.splice(loop.prefix)
                 clauses = simd_clauses(loop)
                 vectorize = clauses is not None and config.inductor.cpp_vectorize
-                lanes = lanes_loop(loop) if vectorize and config.inductor.cpp_lanes else None
+                lanes = (lanes_loop(loop, self.group.rnumel)
+                         if vectorize and config.inductor.cpp_lanes else None)
                 if lanes is not None:
                     code.splice(lanes)
                 else:
@@ -253,7 +258,7 @@ class CppKernel:
             out.lines = renamed_accumulators(buf, loop, "{}[xindex - xblock]")
             return out
         code.writeline(f"#pragma omp parallel for num_threads(num_threads) "
-                       f"if(xnumel * rnumel >= {PARALLEL_MIN_ELEMENTS})")
+                       f"if(xnumel * rnumel >= {parallel_threshold([loop])})")
         code.writeline(f"for (int64_t xblock = 0; xblock < xnumel; xblock += {XTILE})")
         code.writeline("{")
         with code.indent():
@@ -279,8 +284,10 @@ class CppKernel:
 
     def single_row_reduction(self, code: IndentedBuffer) -> None:
         code.writeline("const int64_t xindex = 0;  // one row: its loops run in parallel")
-        parallel = (f"num_threads(num_threads) if(rnumel >= {PARALLEL_MIN_ELEMENTS})")
-        for kind, loop in self.phases():
+        phases = self.phases()
+        threshold = parallel_threshold([loop for kind, loop in phases if kind == "loop"])
+        parallel = f"num_threads(num_threads) if(rnumel >= {threshold})"
+        for kind, loop in phases:
             if kind == "row":
                 code.splice(loop.body)
                 continue
@@ -322,6 +329,12 @@ class CppKernel:
         argtypes = [cpp_build.ctypes.c_void_p] * n_buf + [cpp_build.ctypes.c_int64] * (n_size + 1)
         self._fn = cpp_build.load(self.source, self.name, argtypes)
         self._n_buf = n_buf
+        # what the wrapper calls: one lambda, ``lambda b0, b1, s0: fn(b0.data_ptr(),
+        # b1.data_ptr(), s0, threads())`` (this method's generic path costs ~0.4 us more)
+        bufs, sizes = [f"b{i}" for i in range(n_buf)], [f"s{i}" for i in range(n_size)]
+        args = [f"{b}.data_ptr()" for b in bufs] + sizes + ["threads()"]
+        self.wrapper_call = eval(f"lambda {', '.join(bufs + sizes)}: fn({', '.join(args)})",
+                           {"fn": self._fn, "threads": torch.get_num_threads})
 
     def __call__(self, *args: Any) -> None:
         if self._fn is None:

@@ -41,6 +41,7 @@ from ..kernel_group import KernelGroup
 from ..lowerings.extern import FRESH_CONTIGUOUS
 from ..memory_planning import BufferLifetime, plan_memory
 from .common import IndentedBuffer
+from .library_threads import OneThreadRegions, one_thread
 
 
 class PythonPrinter(StrPrinter):
@@ -112,7 +113,8 @@ def reinterpret(buf: torch.Tensor, size: tuple, stride: tuple, offset: int) -> t
 
 
 RUNTIME = {"storage": storage, "laid_out_as": laid_out_as, "reinterpret": reinterpret, "empty": torch.empty,
-           "empty_strided": torch.empty_strided, "torch": torch,
+           "empty_strided": torch.empty_strided, "torch": torch, "one_thread": one_thread,
+           "set_num_threads": torch.set_num_threads,
            "aten": torch.ops.aten, "inf": math.inf, "nan": math.nan}
 
 
@@ -124,6 +126,7 @@ class WrapperCodeGen:
         self.namespace: dict[str, Any] = dict(RUNTIME)
         self.kernel_sources: list[tuple[str, str]] = []  # (name, source) for the output code
         self.body = IndentedBuffer(1)
+        self.threads = OneThreadRegions(self.body)  # small products on one thread
         self._counter = itertools.count()
         self._consts = itertools.count()
         # variable -> the layout its tensor is known to have (allocated so): no reinterpret
@@ -140,6 +143,7 @@ class WrapperCodeGen:
         self.kernel_sources.append((name, source))
 
     def write_kernel_call(self, name: str, call_args: list[str], group: KernelGroup) -> None:
+        self.threads.close()
         self.body.writeline(f"{name}({', '.join(call_args)})")
 
     # --- the program ------------------------------------------------------------------------
@@ -313,6 +317,7 @@ class WrapperCodeGen:
     def codegen_extern(self, group: KernelGroup) -> None:
         node = group.extern
         name = node.get_name()
+        self.threads.extern(node)
         if isinstance(node, MultiOutput):
             value = node.parent.get_name() + "".join(f"[{i}]" for i in node.indices)
         else:
@@ -332,6 +337,7 @@ class WrapperCodeGen:
             self.body.writeline(f"{name} = {self.laid_out_value(name, node.layout, value)}")
 
     def codegen_outputs(self) -> None:
+        self.threads.close()
         outs = []
         for o in self.graph.graph_outputs:
             if isinstance(o, ReinterpretView):
@@ -348,7 +354,10 @@ class WrapperCodeGen:
         """``codegen_kernels(self)`` writes every kernel's lines (``Scheduler.codegen``)."""
         self.codegen_inputs()
         self.plan_lifetimes()
-        codegen_kernels(self)
+        codegen_kernels(self)  # (each backend has built its kernels when this returns)
+        for name, _ in self.kernel_sources:  # a built kernel's own launcher, where it has one
+            kernel = self.namespace[name]
+            self.namespace[name] = getattr(kernel, "wrapper_call", kernel)
         self.codegen_outputs()
         program = "def call(args):\n" + self.body.getvalue()
         exec(compile(program, f"<minicompile wrapper {self.graph.name}>", "exec"), self.namespace)

@@ -5,6 +5,8 @@ its tensor inputs are realized into strided buffers (a transpose stays a strided
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from ..lowering import make_extern, register_lowering
@@ -53,3 +55,23 @@ FRESH_CONTIGUOUS = {
     aten._addmm_activation.default: "torch._addmm_activation",
 }
 FRESH_RESULTS |= set(FRESH_CONTIGUOUS)
+
+
+# The matrix products, each with the positions of its two factors (``addmm(bias, a, b)``).
+PRODUCT_FACTORS = {
+    aten.mm.default: (0, 1), aten.addmm.default: (1, 2), aten._addmm_activation.default: (1, 2),
+    aten.bmm.default: (0, 1), aten.baddbmm.default: (1, 2),
+}
+
+
+def multiply_adds(node) -> int | None:
+    """The multiply-adds of a matrix-product extern kernel (``M*K*N``, times the batch of a
+    ``bmm``), or None: not a product, or sizes that are symbolic."""
+    factors = PRODUCT_FACTORS.get(getattr(node, "kernel", None))
+    if factors is None:
+        return None
+    a, b = (node.args[i].get_size() for i in factors)
+    sizes = [*a, b[-1]]
+    if not all(getattr(s, "is_Integer", False) or isinstance(s, int) for s in sizes):
+        return None
+    return math.prod(int(s) for s in sizes)

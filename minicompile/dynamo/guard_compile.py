@@ -1,0 +1,136 @@
+"""The guard function that runs, compiled from its listing (real Dynamo builds a tree of C++
+guard managers instead, torch/_dynamo/guards.py ``GuardManager``, whose nodes each fetch one
+source once and look up nothing by name).
+
+The listing (``MINICOMPILE_LOGS=guards``) is written for a person: ``L['self']._modules['0']``
+again in every check that reads it, ``torch.float32`` spelt out. The function compiled from it
+is the same expression with two rewrites, neither changing what it computes or the order it
+computes it in:
+
+- each value read from the frame more than once is read once (``read_sources_once``):
+  ``(___read3 := L['self']._modules['0'])`` at its first read, ``___read3`` after;
+- each attribute of ``torch`` the checks name (``torch.float32``, ``torch.nn.Parameter``,
+  ``torch.is_grad_enabled``) is looked up once, when the function is built, and bound to a
+  global (``___torch_float32``): a module attribute lookup costs about 20 ns, and a tiny MLP's
+  guard names ``torch`` 40 times.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+from typing import Any
+
+import torch
+
+
+def compile_listing(source: str, name: str, names: dict[str, Any]) -> Any:
+    """The function ``name`` defined by ``source``, with its reads made once and its ``torch``
+    attributes bound; ``names`` are the globals the listing refers to."""
+    tree = ast.parse(read_sources_once(source))
+    bound: dict[str, Any] = {}
+    tree = ast.fix_missing_locations(_BindTorch(bound).visit(tree))
+    namespace = {**names, **bound}
+    exec(compile(tree, f"<{name}>", "exec"), namespace)
+    return namespace[name]
+
+
+class _BindTorch(ast.NodeTransformer):
+    """``torch.a.b`` (read, not called through a frame value) -> a global bound to its value."""
+
+    def __init__(self, bound: dict[str, Any]):
+        self.bound = bound
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        parts, inner = [], node
+        while isinstance(inner, ast.Attribute):
+            parts.append(inner.attr)
+            inner = inner.value
+        if not (isinstance(inner, ast.Name) and inner.id == "torch" and isinstance(node.ctx, ast.Load)):
+            return self.generic_visit(node)
+        value: Any = torch
+        try:
+            for attr in reversed(parts):
+                value = getattr(value, attr)
+        except AttributeError:  # left as written: it fails (or not) when it runs, as listed
+            return node
+        global_name = "___torch_" + "_".join(reversed(parts))
+        self.bound[global_name] = value
+        return ast.copy_location(ast.Name(global_name, ast.Load()), node)
+
+
+class _ReadOnce(ast.NodeTransformer):
+    """Binds each repeated read of the frame's values (``L['self']._modules['0']``: dict
+    lookups and attribute reads from ``L`` or ``G``) to a local at its first evaluation and
+    reuses the local afterwards. A read is bound only where it is sure to run once the check
+    gets there (not inside an ``or``, a conditional or a comprehension), so a later use never
+    finds the local unbound; evaluation order, and so the short-circuits, stay the listing's."""
+
+    def __init__(self, counts: dict[str, int]):
+        self.counts, self.bound, self.sure = counts, {}, True
+
+    def _read(self, node: ast.expr) -> ast.expr:
+        key = ast.dump(node)
+        if key in self.bound:
+            return ast.Name(self.bound[key], ast.Load())
+        node = self.generic_visit(node)  # its own prefix first: L['self'] in L['self'].x
+        if self.counts.get(key, 0) > 1 and self.sure:
+            self.bound[key] = f"___read{len(self.bound)}"
+            return ast.NamedExpr(ast.Name(self.bound[key], ast.Store()), node)
+        return node
+
+    def visit_Subscript(self, node: ast.expr) -> ast.expr:
+        return self._read(node) if _reads_frame(node) else self.generic_visit(node)
+
+    visit_Attribute = visit_Subscript
+
+    @contextlib.contextmanager
+    def _maybe(self, runs_maybe: bool = True):
+        """Inside: code that runs only maybe, once the check gets there (binds nothing)."""
+        sure, self.sure = self.sure, self.sure and not runs_maybe
+        try:
+            yield
+        finally:
+            self.sure = sure
+
+    def _unsure(self, node: ast.AST) -> ast.AST:
+        with self._maybe():
+            return self.generic_visit(node)
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
+        first = self.visit(node.values[0])  # always evaluated; the others only maybe, except
+        with self._maybe(not isinstance(node.op, ast.And)):  # in an `and` chain, where a later
+            node.values = [first, *map(self.visit, node.values[1:])]  # operand runs only after
+        return node  # those before it (and the whole chain runs only if it is itself sure)
+
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        node.left = self.visit(node.left)  # in a < b < c, c is compared only if a < b
+        node.comparators[0] = self.visit(node.comparators[0])
+        with self._maybe():
+            node.comparators[1:] = list(map(self.visit, node.comparators[1:]))
+        return node
+
+    visit_IfExp = visit_ListComp = visit_SetComp = visit_DictComp = _unsure
+    visit_GeneratorExp = visit_Lambda = _unsure
+
+
+def _reads_frame(node: ast.expr) -> bool:
+    """``L[...]``/``G[...]`` followed by subscripts and attribute reads only."""
+    while isinstance(node, (ast.Subscript, ast.Attribute)):
+        if isinstance(node, ast.Subscript) and not isinstance(node.slice, ast.Constant):
+            return False
+        node = node.value
+    return isinstance(node, ast.Name) and node.id in ("L", "G")
+
+
+def read_sources_once(source: str) -> str:
+    """The guard function that runs: ``source`` (the listing shown by
+    ``MINICOMPILE_LOGS=guards``) with each value read from the frame more than once read once.
+    Real Dynamo gets the same from its guard tree, whose nodes each fetch one source (C++)."""
+    tree = ast.parse(source)
+    counts: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Subscript, ast.Attribute)) and _reads_frame(node):
+            counts[ast.dump(node)] = counts.get(ast.dump(node), 0) + 1
+    tree = ast.fix_missing_locations(_ReadOnce(counts).visit(tree))
+    return ast.unparse(tree)
