@@ -127,7 +127,7 @@ def lanes_loop(loop, rnumel: sympy.Expr | int | None = None) -> IndentedBuffer |
                 { const int64_t rindex = rblock + w; ...acc0_v[w]... }
         #pragma omp simd
         for (int64_t w = 0; w < 32; w++) acc0_v[w] = combine(acc0_v[w], acc0_v[w + 32]);
-        ... (16, 8, 4, 2, 1)
+        ...  (16, 8, 4, 2, 1)
         acc0 = combine(acc0, acc0_v[0]);   then the elements after rvec, one by one
 
     The halving is written out step by step: each step's loop has a constant trip count, so g++
@@ -169,16 +169,12 @@ def lanes_loop(loop, rnumel: sympy.Expr | int | None = None) -> IndentedBuffer |
             code.writeline("}")
         code.writeline("}")
         half = width // 2
-        while half:
+        while half:  # one line a step: for (...) acc0_v[w] = acc0_v[w] + acc0_v[w + 32];
+            steps = [f"{a.name}_v[w] = " + a.kind.update.format(
+                acc=f"{a.name}_v[w]", value=f"{a.name}_v[w + {half}]") + ";" for a in accs]
+            body = steps[0] if len(steps) == 1 else "{ " + " ".join(steps) + " }"
             code.writeline("#pragma omp simd")
-            code.writeline(f"for (int64_t w = 0; w < {half}; w++)")
-            code.writeline("{")
-            with code.indent():
-                for a in accs:
-                    both = a.kind.update.format(acc=f"{a.name}_v[w]",
-                                                value=f"{a.name}_v[w + {half}]")
-                    code.writeline(f"{a.name}_v[w] = {both};")
-            code.writeline("}")
+            code.writeline(f"for (int64_t w = 0; w < {half}; w++) {body}")
             half //= 2
         for a in accs:
             total = a.kind.update.format(acc=a.name, value=f"{a.name}_v[0]")
