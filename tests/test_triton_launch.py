@@ -158,3 +158,19 @@ def test_kernels_compile_ahead_of_the_first_call(monkeypatch):
     mc.reset()
     torch.testing.assert_close(mc.compile(fn, dynamic=True)(x), fn(x))
     assert jobs == []
+
+
+def test_candidate_configs_leave_programs_enough(monkeypatch):
+    """Rows several at a time are a candidate only where they still make ``MIN_PROGRAMS``
+    programs: each candidate is one more compile on the first call, and with fewer programs
+    the GPU idles whatever the config. One row a program is always a candidate."""
+    from minicompile.inductor.runtime import triton_heuristics as th
+
+    monkeypatch.setattr(th, "INTERPRET", False)
+    xblocks = lambda kind, x, r: [c.XBLOCK for c in th.candidate_configs(kind, x, r)]  # noqa: E731
+    assert xblocks("persistent", 64, 256) == [1]  # a split sum: 64 rows
+    assert xblocks("persistent", 8192, 256) == [1, 8, 32]
+    assert xblocks("persistent", 8 * th.MIN_PROGRAMS, 256) == [1, 8]
+    assert xblocks("looped", 100, 2000) == [1]
+    assert xblocks("looped", 100_000, 2000) == [1, 8, 64]
+    assert xblocks("looped", 4, 50_000) == [1, 1]  # long rows: one a program, two block sizes

@@ -93,9 +93,9 @@ def candidate_configs(kind: str, xnumel: int, rnumel: int) -> list[Config]:
             return [Config(max(1, min(xcap, INTERPRETER_BLOCK // rblock)), rblock)]
         if rblock > 2048:  # one long row per program: warps to spread the row over
             return [Config(1, rblock, w) for w in (8, 16, 32) if rblock // (32 * w) >= 4]
-        xblocks = [x for x in (1, 8, 32) if x * rblock <= 8192] or [1]
+        xblocks = [x for x in (1, 8, 32) if x * rblock <= 8192 and enough_programs(x, xnumel)]
         return list(dict.fromkeys(Config(min(xcap, x), rblock, 4 if x * rblock <= 2048 else 8)
-                                  for x in xblocks))
+                                  for x in xblocks or [1]))
     rcap = pow2(rnumel)  # looped
     if INTERPRET:
         rblock = min(rcap, 1024)
@@ -106,7 +106,20 @@ def candidate_configs(kind: str, xnumel: int, rnumel: int) -> list[Config]:
     # and 1.25 ms there: not compiled for long rows), shorter rows several per program
     shapes = ((1, 4096, 8), (1, 8192, 16)) if rcap >= 4096 else \
         ((1, 4096, 8), (8, 512, 8), (64, 64, 4))
-    return list(dict.fromkeys(Config(min(xcap, x), min(rcap, r), w) for x, r, w in shapes))
+    return list(dict.fromkeys(Config(min(xcap, x), min(rcap, r), w) for x, r, w in shapes
+                              if enough_programs(x, xnumel)))
+
+
+MIN_PROGRAMS = 128  # about one program per SM of an H100 (132)
+
+
+def enough_programs(xblock: int, xnumel: int) -> bool:
+    """Whether rows ``xblock`` at a time still make ``MIN_PROGRAMS`` programs (one row a
+    program always counts): with fewer, most of the GPU idles whatever the config, and each
+    candidate is one more compile on the first call. A cross-entropy's 16384 losses summed as
+    64 rows of 256 had three candidates, 2 to 64 programs; the one of 32 rows a program took
+    0.8 s to compile on an H100, the whole first call 1.0 s."""
+    return xblock == 1 or xnumel // xblock >= MIN_PROGRAMS
 
 
 def binary_key(args: tuple) -> tuple:
