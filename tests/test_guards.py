@@ -550,3 +550,22 @@ def test_a_read_first_made_inside_an_or_is_not_bound_there():
     assert namespace["guard"]({"a": True, "m": M()}, {}) is True
     M.h = 1
     assert namespace["guard"]({"a": False, "m": M()}, {}) is False
+
+
+def test_the_guard_function_reads_flags_of_torch_at_each_call():
+    """``compile_listing`` binds the functions, classes and dtypes a listing names in ``torch``
+    once; a flag that may change between calls is still read from ``torch`` at each call."""
+    from minicompile.dynamo.guard_compile import compile_listing
+
+    source = ("def guard(L, G):\n    return (\n        L['x'].dtype is torch.float32\n"
+              "        and torch.backends.cudnn.enabled is L['flag']\n    )\n")
+    guard = compile_listing(source, "guard", {"torch": torch})
+    assert "___torch_float32" in guard.__code__.co_names and "torch" in guard.__code__.co_names
+    saved = torch.backends.cudnn.enabled
+    try:
+        for flag in (True, False):
+            torch.backends.cudnn.enabled = flag
+            assert guard({"x": torch.ones(1), "flag": flag}, {})
+            assert not guard({"x": torch.ones(1), "flag": not flag}, {})
+    finally:
+        torch.backends.cudnn.enabled = saved

@@ -36,7 +36,8 @@ def compile_listing(source: str, name: str, names: dict[str, Any]) -> Any:
 
 
 class _BindTorch(ast.NodeTransformer):
-    """``torch.a.b`` (read, not called through a frame value) -> a global bound to its value."""
+    """``torch.a.b`` -> a global bound to its value, where that value cannot change: a function,
+    a class or a dtype. A flag (``torch.backends.cudnn.enabled``) is still read at each call."""
 
     def __init__(self, bound: dict[str, Any]):
         self.bound = bound
@@ -46,7 +47,8 @@ class _BindTorch(ast.NodeTransformer):
         while isinstance(inner, ast.Attribute):
             parts.append(inner.attr)
             inner = inner.value
-        if not (isinstance(inner, ast.Name) and inner.id == "torch" and isinstance(node.ctx, ast.Load)):
+        is_torch = isinstance(inner, ast.Name) and inner.id == "torch"
+        if not (is_torch and isinstance(node.ctx, ast.Load)):
             return self.generic_visit(node)
         value: Any = torch
         try:
@@ -54,6 +56,8 @@ class _BindTorch(ast.NodeTransformer):
                 value = getattr(value, attr)
         except AttributeError:  # left as written: it fails (or not) when it runs, as listed
             return node
+        if not (callable(value) or isinstance(value, (type, torch.dtype))):
+            return node  # a value that may change (a flag: torch.backends.cudnn.enabled)
         global_name = "___torch_" + "_".join(reversed(parts))
         self.bound[global_name] = value
         return ast.copy_location(ast.Name(global_name, ast.Load()), node)
