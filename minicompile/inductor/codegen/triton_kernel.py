@@ -42,10 +42,6 @@ PERSISTENT_RNUMEL = 1024  # rows up to this long are reduced in one block: no lo
 # at 32768 (cross-entropy over a 32000-word vocabulary) 32 per thread with 32 warps. On an H100,
 # cross-entropy over 16384x32000 bfloat16 logits: 0.73 ms looped (the row read twice), 0.59 ms so.
 PERSISTENT_MULTIPASS_RNUMEL = 32768
-# ... when there are rows enough to matter: a few rows (the mean of a cross-entropy's 16384
-# losses, one row) leave most of the GPU idle either way and read their row again from L2, and
-# a 16384-element block took 0.9 s to compile on an H100 (its looped kernel 0.3 s)
-MULTIPASS_MIN_ROWS = 128
 
 class TritonKernel(TritonReductions):
     """Writes the source of one kernel; ``codegen()`` returns it."""
@@ -77,9 +73,7 @@ class TritonKernel(TritonReductions):
         if not rnumel.is_number:
             return False  # RBLOCK is a compile-time constant; a symbolic row needs the loop
         loops = sum(phase.kind == "loop" for phase in group.phases())
-        xnumel = sympy.sympify(group.numel)
-        few_rows = xnumel.is_number and int(xnumel) < MULTIPASS_MIN_ROWS
-        limit = PERSISTENT_MULTIPASS_RNUMEL if loops > 1 and not few_rows else PERSISTENT_RNUMEL
+        limit = PERSISTENT_MULTIPASS_RNUMEL if loops > 1 else PERSISTENT_RNUMEL
         return int(rnumel) <= limit
 
     # --- the kernel's structure --------------------------------------------------------------
