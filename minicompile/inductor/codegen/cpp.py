@@ -333,8 +333,8 @@ class CppKernel:
         # b1.data_ptr(), s0, threads())`` (this method's generic path costs ~0.4 us more)
         bufs, sizes = [f"b{i}" for i in range(n_buf)], [f"s{i}" for i in range(n_size)]
         args = [f"{b}.data_ptr()" for b in bufs] + sizes + ["threads()"]
-        self.wrapper_call = eval(f"lambda {', '.join(bufs + sizes)}: fn({', '.join(args)})",
-                           {"fn": self._fn, "threads": torch.get_num_threads})
+        launcher = f"lambda {', '.join(bufs + sizes)}: fn({', '.join(args)})"
+        self.wrapper_call = eval(launcher, {"fn": self._fn, "threads": torch.get_num_threads})
 
     def __call__(self, *args: Any) -> None:
         if self._fn is None:
