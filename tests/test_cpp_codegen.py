@@ -569,7 +569,7 @@ def test_small_products_run_on_one_thread(graphs):
     threads = torch.get_num_threads()
     compiled = check(mlp, x, graphs=graphs)
     source = graphs[-1].source
-    assert source.count("threads = one_thread()") == 1 and "set_num_threads(threads)" in source
+    assert source.count("threads = one_thread()") == 1 and "restore_threads(threads)" in source
     assert torch.get_num_threads() == threads
 
     def fails(*args, **kwargs):

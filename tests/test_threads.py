@@ -117,3 +117,23 @@ def test_a_new_grad_variant_is_traced_once(monkeypatch):
     for x, (grad,) in zip(leaves, results):
         torch.testing.assert_close(grad, torch.autograd.grad(fn(x, y).sum(), x)[0])
     assert traces == [False, True]
+
+
+def test_small_products_on_one_thread_in_several_threads(monkeypatch):
+    """A tiny MLP's products run in a region on one thread (``library_threads``) only while
+    there is one Python thread: threads calling it at once get eager's results and no
+    recompile (the guards read the thread count), and a thread started afterwards gets the
+    process's count, not one (ATen sets a new thread's count from the last one set)."""
+    monkeypatch.setattr(config.inductor, "cpu_backend", "cpp")
+    mlp = torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.ReLU(),
+                              torch.nn.Linear(32, 32)).requires_grad_(False)
+    compiled = mc.compile(mlp, dynamic=False)
+    threads = torch.get_num_threads()
+    inputs = [[(torch.randn(4, 32),) for _ in range(20)] for _ in range(THREADS)]
+    results = run_in_threads(compiled, inputs)
+    for thread_inputs, thread_results in zip(inputs, results):
+        for (x,), out in zip(thread_inputs, thread_results):
+            torch.testing.assert_close(out, mlp(x))
+    assert len(cache_entries(compiled)) == 1 and mc.metrics.recompiles == 0
+    assert torch.get_num_threads() == threads
+    assert run_in_threads(lambda: torch.get_num_threads(), [[()]]) == [[threads]]

@@ -13,15 +13,21 @@ puts consecutive products below ``ONE_THREAD_MULTIPLY_ADDS`` in a region on one 
         buf0 = torch._addmm_activation(primals_2, primals_9, primals_1.t())
         buf1 = torch._addmm_activation(primals_4, buf0, primals_3.t())
     finally:
-        set_num_threads(threads)
+        restore_threads(threads)
 
-The previous count is a local of the call, so a call in another Python thread restores its own.
 Generated kernels leave the region first: they choose their own threads
 (``cpp_loops.parallel_threshold``).
+
+Only while this is the process's one Python thread. torch's thread count is process-wide: a
+thread whose first torch call came during another's region would take one thread for good
+(ATen sets a new thread's count from the last one set), and its guards, which check the count
+as real Dynamo's do, would fail from then on. With other Python threads running (a server's
+workers, a notebook kernel's own threads) the products keep every thread.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import torch
@@ -33,10 +39,18 @@ ONE_THREAD_MULTIPLY_ADDS = 1 << 16  # products smaller than this run on one thre
 
 
 def one_thread() -> int:
-    """Run on one thread from now on; returns the thread count to restore."""
+    """Run on one thread from now on, if this is the only Python thread; returns the thread
+    count to restore (0: nothing was changed)."""
+    if threading.active_count() > 1:
+        return 0
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     return threads
+
+
+def restore_threads(threads: int) -> None:
+    if threads:
+        torch.set_num_threads(threads)
 
 
 def is_small_product(node: Any) -> bool:
@@ -69,5 +83,5 @@ class OneThreadRegions:
         if self.open:
             self.body.level -= 1
             self.body.writeline("finally:")
-            self.body.writeline("    set_num_threads(threads)")
+            self.body.writeline("    restore_threads(threads)")
             self.open = False

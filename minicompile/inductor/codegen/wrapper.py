@@ -41,7 +41,7 @@ from ..kernel_group import KernelGroup
 from ..lowerings.extern import FRESH_CONTIGUOUS
 from ..memory_planning import BufferLifetime, plan_memory
 from .common import IndentedBuffer
-from .library_threads import OneThreadRegions, one_thread
+from .library_threads import OneThreadRegions, one_thread, restore_threads
 
 
 class PythonPrinter(StrPrinter):
@@ -118,7 +118,7 @@ def reinterpret(buf: torch.Tensor, size: tuple, stride: tuple, offset: int) -> t
 
 RUNTIME = {"storage": storage, "laid_out_as": laid_out_as, "reinterpret": reinterpret, "empty": torch.empty,
            "empty_strided": torch.empty_strided, "torch": torch, "one_thread": one_thread,
-           "set_num_threads": torch.set_num_threads,
+           "restore_threads": restore_threads,
            "aten": torch.ops.aten, "inf": math.inf, "nan": math.nan}
 
 
