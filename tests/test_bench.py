@@ -148,3 +148,21 @@ def test_cpu_timing_keeps_freed_memory():
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert int(out.stdout) < 100, out.stdout  # without it, up to 2 x 1024 faults per call
+
+
+def test_the_progress_bar_starts_no_thread():
+    """tqdm's bar starts a monitor thread by default; the benchmark's does not, so the process
+    runs the cases single-threaded, as they would run without it (small CPU products take the
+    one-thread region only then: ``codegen/library_threads.py``)."""
+    import threading
+    import time
+
+    pytest.importorskip("tqdm")
+    from minicompile.bench.progress import Progress
+
+    before = threading.active_count()
+    bar = Progress(3)
+    bar("a case")
+    time.sleep(0.05)
+    assert threading.active_count() == before
+    bar.bar.close()

@@ -6,6 +6,9 @@ import sys
 
 try:
     from tqdm import tqdm
+    # no monitor thread: the process stays single-threaded, as the cases would run without
+    # the benchmark (small CPU matrix products run on one thread only then: library_threads)
+    tqdm.monitor_interval = 0
 except ImportError:
     tqdm = None
 
