@@ -559,10 +559,15 @@ def test_parallel_threshold_weighs_math_calls():
     assert parallel_threshold([cpp_ops.LoopCode()]) == PARALLEL_MIN_WORK
 
 
-def test_small_products_run_on_one_thread(graphs):
-    """Consecutive small matrix products run in a region on one thread (``library_threads``);
-    the thread count is the caller's again after the call, also when a product raises. A large
-    product, or a generated kernel, is outside any region."""
+def test_small_products_run_on_one_thread(graphs, monkeypatch):
+    """Consecutive small matrix products run in a region on one thread (``library_threads``)
+    while the process has one Python thread (made so here: earlier tests leave thread pools);
+    the thread count is the caller's again after the call, also when a product raises. With
+    other Python threads the products keep every thread. A large product, or a generated
+    kernel, is outside any region."""
+    import threading
+
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
     mlp = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(),
                               torch.nn.Linear(64, 64), torch.nn.ReLU()).requires_grad_(False)
     x = torch.randn(8, 64)
@@ -580,6 +585,13 @@ def test_small_products_run_on_one_thread(graphs):
         patch.setattr(torch, "_addmm_activation", fails)
         compiled(x)
     assert torch.get_num_threads() == threads
+    seen = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(threading, "active_count", lambda: 2)  # another Python thread
+        patch.setattr(torch, "_addmm_activation",
+                      lambda *args: seen.append(torch.get_num_threads()) or torch.addmm(*args))
+        compiled(x)
+    assert seen == [threads, threads]
     mc.reset()
     check(lambda a, b: (a @ b).sin(), torch.randn(128, 128), torch.randn(128, 128), graphs=graphs)
     assert "one_thread" not in graphs[-1].source
