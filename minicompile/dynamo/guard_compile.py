@@ -27,9 +27,8 @@ import torch
 def compile_listing(source: str, name: str, names: dict[str, Any]) -> Any:
     """The function ``name`` defined by ``source``, with its reads made once and its ``torch``
     attributes bound; ``names`` are the globals the listing refers to."""
-    tree = ast.parse(read_sources_once(source))
     bound: dict[str, Any] = {}
-    tree = ast.fix_missing_locations(_BindTorch(bound).visit(tree))
+    tree = ast.fix_missing_locations(_BindTorch(bound).visit(_read_once(ast.parse(source))))
     namespace = {**names, **bound}
     exec(compile(tree, f"<{name}>", "exec"), namespace)
     return namespace[name]
@@ -131,10 +130,12 @@ def read_sources_once(source: str) -> str:
     """The guard function that runs: ``source`` (the listing shown by
     ``MINICOMPILE_LOGS=guards``) with each value read from the frame more than once read once.
     Real Dynamo gets the same from its guard tree, whose nodes each fetch one source (C++)."""
-    tree = ast.parse(source)
+    return ast.unparse(_read_once(ast.parse(source)))
+
+
+def _read_once(tree: ast.Module) -> ast.Module:
     counts: dict[str, int] = {}
     for node in ast.walk(tree):
         if isinstance(node, (ast.Subscript, ast.Attribute)) and _reads_frame(node):
             counts[ast.dump(node)] = counts.get(ast.dump(node), 0) + 1
-    tree = ast.fix_missing_locations(_ReadOnce(counts).visit(tree))
-    return ast.unparse(tree)
+    return ast.fix_missing_locations(_ReadOnce(counts).visit(tree))

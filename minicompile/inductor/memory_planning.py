@@ -96,8 +96,7 @@ def plan_memory(scheduler: "Scheduler") -> MemoryPlan:
     def reuse_key(name: str) -> Hashable:
         if writer_of[name].is_extern():
             return ("allocated by its library call", name)  # never shares storage
-        layout = scheduler.buffers[name].layout
-        return (str(layout.device), layout.dtype, sympy.expand(layout.storage_size()))
+        return storage_key(scheduler.buffers[name].layout)
 
     names = [k.get_name() for k in kernels]
     # a buffer written in place continues its donor's storage: for assign_storage, one lifetime
@@ -115,6 +114,11 @@ def plan_memory(scheduler: "Scheduler") -> MemoryPlan:
             b.storage, b.in_place_of = lifetime[root[name]].storage, in_place[name]
     plan.lifetimes = sorted(lifetime.values(), key=lambda b: b.first)
     return plan
+
+
+def storage_key(layout) -> Hashable:
+    """Two buffers with equal keys can live in the same storage: device, dtype, storage size."""
+    return (str(layout.device), layout.dtype, sympy.expand(layout.storage_size()))
 
 
 def in_place_writes(scheduler: "Scheduler", kernels: list, lifetime: dict[str, BufferLifetime],
@@ -151,9 +155,7 @@ def _can_donate(scheduler: "Scheduler", k, i: int, donor: str, name: str,
     if d is None or d.last != i or d.is_output or writer is None or \
             (writer.is_extern() and getattr(writer.node, "kernel", None) not in FRESH_RESULTS):
         return False
-    a, b = scheduler.buffers[donor].layout, scheduler.buffers[name].layout
-    if (a.device, a.dtype) != (b.device, b.dtype) or \
-            sympy.expand(a.storage_size() - b.storage_size()) != 0:
+    if storage_key(scheduler.buffers[donor].layout) != storage_key(scheduler.buffers[name].layout):
         return False
     members = k.get_nodes()
     [storer] = [m for m in members if m.get_name() == name]

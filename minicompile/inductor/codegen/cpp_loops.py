@@ -89,8 +89,8 @@ def parallel_threshold(loops: list) -> int:
     (2 a point) stays on one thread (threads: 2.1 -> 2.3 us), a softmax (18, an ``exp`` among
     them) does not (10.6 -> 6.2 us; eager's ``parallel_for`` shares it too). Real Inductor's
     C++ backend makes the same decision with its own cost estimate (``decide_parallel_depth``)."""
-    lines = [line for loop in loops for line in loop.body.lines if isinstance(line, str)]
-    work = sum(VECTOR_CALL_WORK if VECTOR_CALL in line else 1 for line in lines)
+    work = sum(VECTOR_CALL_WORK if VECTOR_CALL in line else 1
+               for loop in loops for line in loop.body.lines)
     return max(1, -(-PARALLEL_MIN_WORK // max(work, 1)))
 
 

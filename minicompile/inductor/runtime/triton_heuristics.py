@@ -95,7 +95,7 @@ def candidate_configs(kind: str, xnumel: int, rnumel: int) -> list[Config]:
             return [Config(1, rblock, w) for w in (8, 16, 32) if rblock // (32 * w) >= 4]
         xblocks = [x for x in (1, 8, 32) if x * rblock <= 8192 and enough_programs(x, xnumel)]
         return list(dict.fromkeys(Config(min(xcap, x), rblock, 4 if x * rblock <= 2048 else 8)
-                                  for x in xblocks or [1]))
+                                  for x in xblocks))
     rcap = pow2(rnumel)  # looped
     if INTERPRET:
         rblock = min(rcap, 1024)
