@@ -147,15 +147,17 @@ def test_reductions_keep_partial_results_in_lanes(graphs, monkeypatch, n):
     """A row's reduction keeps 256 bytes of partial results and halves them at the end
     (``lanes_loop``), 64 bytes in a row shorter than 2 KB, none in a row shorter than that,
     then the elements after the last whole block: every row length, NaN in the blocks or in
-    the tail, integers, sums; a loop with a math call keeps one vector of partial results
-    (``omp simd reduction``), and so does every loop with ``cpp_lanes`` off."""
+    the tail, integers, sums; a loop calling glibc's vector math (log1p) keeps one vector of
+    partial results (``omp simd reduction``), one calling our inline exp takes the lanes, and
+    every loop with ``cpp_lanes`` off keeps one vector."""
     x = torch.randn(5, n)
     x[1, n // 2] = float("nan")
     x[2, n - 1] = float("nan")
     x[3, 0] = 100.0
     plain = lambda x: (x.amax(1), x.amin(1), x.sum(1), x.double().sum(1),  # noqa: E731
                        (x * 1000).int().amax(1))
-    with_exp = lambda x: (x.amax(1), x.exp().sum(1))  # noqa: E731
+    with_log = lambda x: (x.amax(1), x.abs().log1p().sum(1))  # noqa: E731
+    with_exp = lambda x: x.exp().sum(1)  # noqa: E731
     check(plain, x, graphs=graphs, rtol=1e-5, atol=1e-5)
     source = graphs[-1].source
     # one loop: 256 bytes of the widest accumulator, 32 doubles, and 32 of each other (a row of
@@ -167,8 +169,15 @@ def test_reductions_keep_partial_results_in_lanes(graphs, monkeypatch, n):
         assert f"float acc0_v[{width}]" in source and f"double acc3_v[{width}]" in source \
             and f"int32_t acc4_v[{width}]" in source
     mc.reset()
-    check(with_exp, x, graphs=graphs, rtol=1e-5, atol=1e-5)
+    check(with_log, x, graphs=graphs, rtol=1e-5, atol=1e-5)
     assert "_v[" not in graphs[-1].source and "reduction(mc_max:acc0)" in graphs[-1].source
+    assert "mc::vm::log1p(" in graphs[-1].source
+    mc.reset()
+    check(with_exp, x, graphs=graphs, rtol=1e-5, atol=1e-5)
+    width = 64 if n * 4 >= 2048 else 16 if n >= 16 else None
+    assert ("_v[" in graphs[-1].source) == (width is not None), graphs[-1].source
+    if width is not None:
+        assert f"float acc0_v[{width}]" in graphs[-1].source
     monkeypatch.setattr(config.inductor, "cpp_lanes", False)
     mc.reset()
     check(plain, x, graphs=graphs, rtol=1e-5, atol=1e-5)
@@ -215,9 +224,12 @@ def test_softmax_computes_each_exp_once(graphs):
     check(lambda x: torch.softmax(x, -1), x.bfloat16(), graphs=graphs, rtol=1.6e-2, atol=1e-2)
     check(lambda x: torch.softmax(x, 0), x, graphs=graphs)
     kept, bfloat16, dim0 = (g.source for g in graphs)
-    assert kept.count("mc::vm::exp(") == 1 and "// the exp an earlier loop kept" in kept
-    assert "out_ptr0[rindex + 129*xindex] = tmp3;  // kept for a later loop" in kept
-    assert bfloat16.count("mc::vm::exp(") == 2 and dim0.count("mc::vm::exp(") == 2
+    # computed in the sum's loop only (its blocks of lanes and its tail: 129 = 2 * 64 + 1)
+    assert kept.count("mc::exp(") == 2
+    assert kept.rindex("mc::exp(") < kept.index("// the exp an earlier loop kept")
+    assert kept.count("= tmp3;  // kept for a later loop") == 2
+    # computed in the sum's loop (blocks and tail) and again in the last loop
+    assert bfloat16.count("mc::exp(") == 3 and dim0.count("mc::exp(") == 3
     assert "kept" not in bfloat16 and "kept" not in dim0
 
 
@@ -273,7 +285,8 @@ def test_kept_value_in_an_output_that_reuses_storage(graphs):
     matmul has read it): storage a kernel reads is never the one it writes."""
     fn = lambda x, w: torch.softmax(torch.softmax(x @ w, -1) @ w, -1)
     check(fn, torch.randn(64, 64), torch.randn(64, 64), graphs=graphs)
-    assert "# reuse" in graphs[0].source and graphs[0].source.count("kept for a later loop") == 2
+    # (in each softmax's kernel: the blocks of lanes of its sum's loop and that loop's tail)
+    assert "# reuse" in graphs[0].source and graphs[0].source.count("kept for a later loop") == 4
 
 
 # --- data movement and indirect indexing -------------------------------------------------------------
@@ -388,8 +401,11 @@ def test_generated_source(graphs):
     assert "#pragma omp parallel for" in pointwise and "#pragma omp simd" in pointwise
     assert "// bytes: read 34056, written 33924" in pointwise  # 257*33*4 + 33*4, 257*33*4
     assert "mc::vm::sin(" in pointwise and "xindex / 33" not in pointwise  # index simplified
-    # the max in 32 partial results (lanes_loop), the sum of exp in one vector of them
-    assert "acc0_v[w] = mc::maximum(acc0_v[w], tmp0)" in softmax and "reduction(+:acc1)" in softmax
+    # the max and the sum of exp (our inline exp) in 16 partial results each (lanes_loop: a row
+    # under 2 KB)
+    assert "float acc0_v[16];" in softmax and "float acc1_v[16];" in softmax
+    assert "acc0_v[w] = mc::maximum(acc0_v[w], tmp0)" in softmax
+    assert re.search(r"acc1_v\[w\] = acc1_v\[w\] \+ tmp\d+;", softmax)
 
 
 def test_compile_error_falls_back_to_the_reference_backend(graphs, monkeypatch, tmp_path, caplog):
@@ -495,6 +511,59 @@ def test_erf_of_a_float_is_the_same_in_the_body_and_the_tail(fn, graphs):
     assert torch.equal(compiled(x[:1000]).view(torch.int32), full[:1000])
 
 
+# --- exp of a float: cpp_prefix.h's own ---------------------------------------------------------
+
+def exp_inputs() -> torch.Tensor:
+    """A dense sweep from below exp's last subnormal result (-103.97) to past its overflow
+    (88.72), the floats next to those ends and to the ends of the two-halves scaling (results
+    below 2^-126 at x = -87.34), tiny, subnormal and huge values, +-inf, NaN and -0.0."""
+    ends = torch.tensor([88.72283, 88.722839, 88.72284, 89.0, -87.33654, -87.3365479, -103.2789,
+                         -103.97208, -103.972084, -104.0, 0.34657359, -0.34657359])
+    near = torch.cat([torch.nextafter(ends, ends + 1), torch.nextafter(ends, ends - 1), ends])
+    special = torch.tensor([1e-45, 1e-40, 1e-30, 1e-8, 1e30, 3.4e38, float("inf")])
+    return torch.cat([torch.linspace(-110, 95, 400_003), near, special, -special,
+                      torch.tensor([0.0, -0.0, float("nan")])])
+
+
+def test_exp_of_a_float_is_within_one_float_of_the_true_exp(graphs):
+    """Eager exp computed in double and rounded is the correctly rounded float; ours is at most
+    one float away from it (0.89 ulp over every float), subnormal results included, and gives
+    exp's 0, +inf, 1 and NaN at the ends."""
+    x = exp_inputs()
+    out = mc.compile(lambda x: torch.exp(x), backend="inductor")(x)
+    want = torch.exp(x.double()).float()
+    assert torch.equal(out.isnan(), x.isnan())
+    steps = (float_steps(out) - float_steps(want)).abs()[~x.isnan()]
+    assert steps.max() <= 1, steps.max()
+    assert torch.equal(out[x > 88.8], torch.full_like(out[x > 88.8], float("inf")))
+    assert torch.equal(out[x < -104], torch.zeros_like(out[x < -104]))
+    assert (out[(x > -103.9) & (x < -87.4)] > 0).all()  # subnormal, not flushed to 0
+    # eager's within 2 ulp of ours (a subnormal result's ulp is 1.4e-45)
+    torch.testing.assert_close(out, torch.exp(x), rtol=2.5e-7 * 2, atol=3e-45, equal_nan=True)
+    assert graphs[0].backends == {"cpu": "cpp"} and "mc::exp(" in graphs[0].source
+    assert "MC_VM_FUNCTION(1, \"v\", exp)" in graphs[0].source  # (for a double: none here)
+
+
+@pytest.mark.parametrize("fn", [torch.exp, torch.sigmoid], ids=["exp", "sigmoid"])
+def test_exp_of_a_float_is_the_same_in_the_body_and_the_tail(fn, graphs):
+    """IEEE operations only: each exp gets the same bits in the 16-wide body of a loop and in
+    its tail (1003 = 62 * 16 + 11), at any shift."""
+    x = torch.cat([torch.linspace(-100, 88, 980), exp_inputs()[-23:]])
+    compiled = mc.compile(lambda x: fn(x), backend="inductor")
+    full = compiled(x).view(torch.int32)
+    for k in (1, 3, 8, 13, 900):
+        assert torch.equal(compiled(x[k:]).view(torch.int32), full[k:]), k
+    assert torch.equal(compiled(x[:1000]).view(torch.int32), full[:1000])
+
+
+def test_exp_of_a_double_is_glibcs(graphs):
+    """A double's exp is glibc's vector exp, within an ulp of eager's."""
+    x = torch.linspace(-700, 700, 1003, dtype=torch.float64)
+    out = mc.compile(lambda x: torch.exp(x), backend="inductor")(x)
+    torch.testing.assert_close(out, torch.exp(x), rtol=2 ** -50, atol=0)
+    assert graphs[0].backends == {"cpu": "cpp"} and "mc::exp(" in graphs[0].source
+
+
 def test_erf_of_a_double_is_glibcs(graphs):
     """A kernel calling mc::erf defines glibc's vector erf, for the double version (a float's
     calls nothing), where glibc has it (2.35 on)."""
@@ -548,14 +617,22 @@ def test_threads_are_woken_for_enough_work(graphs):
 
 
 def test_parallel_threshold_weighs_math_calls():
-    from minicompile.inductor.codegen.cpp_loops import (PARALLEL_MIN_WORK, VECTOR_CALL_WORK,
+    """A line calling a math function, glibc's (mc::vm::sin) or our own (mc::exp, mc::erf,
+    mc::sigmoid), weighs MATH_CALL_WORK lines; a load or a maximum, one."""
+    from minicompile.inductor.codegen.cpp_loops import (PARALLEL_MIN_WORK, MATH_CALL_WORK,
                                                         parallel_threshold)
 
-    loop = cpp_ops.LoopCode()
-    loop.body.writelines(["auto tmp0 = in_ptr0[xindex];", "auto tmp1 = mc::vm::exp(tmp0);",
-                          "out_ptr0[xindex] = tmp1;"])
-    assert parallel_threshold([loop]) == -(-PARALLEL_MIN_WORK // (2 + VECTOR_CALL_WORK))
-    assert parallel_threshold([loop, loop]) == -(-PARALLEL_MIN_WORK // (4 + 2 * VECTOR_CALL_WORK))
+    def loop_calling(call):
+        loop = cpp_ops.LoopCode()
+        loop.body.writelines(["auto tmp0 = in_ptr0[xindex];", f"auto tmp1 = {call}(tmp0);",
+                              "out_ptr0[xindex] = tmp1;"])
+        return loop
+
+    for call in ("mc::exp", "mc::vm::sin", "mc::erf", "mc::sigmoid"):
+        assert parallel_threshold([loop_calling(call)]) == -(-PARALLEL_MIN_WORK // (2 + MATH_CALL_WORK))
+    two = [loop_calling("mc::exp"), loop_calling("mc::vm::log")]
+    assert parallel_threshold(two) == -(-PARALLEL_MIN_WORK // (4 + 2 * MATH_CALL_WORK))
+    assert parallel_threshold([loop_calling("mc::maximum")]) == -(-PARALLEL_MIN_WORK // 3)
     assert parallel_threshold([cpp_ops.LoopCode()]) == PARALLEL_MIN_WORK
 
 

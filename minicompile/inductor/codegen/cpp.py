@@ -36,8 +36,8 @@ of element-level members, per-row code between (the epilogue that stores a reduc
         for (int64_t rindex ...)  acc0 = mc::maximum(acc0, in_ptr0[...]);
         float acc1 = 0;                           // then the sum of exp(x - max)
         #pragma omp simd reduction(+:acc1)
-        for (int64_t rindex ...)  acc1 = acc1 + mc::vm::exp(in_ptr0[...] - acc0);
-        for (int64_t rindex ...)  out_ptr0[...] = mc::vm::exp(in_ptr0[...] - acc0) / acc1;
+        for (int64_t rindex ...)  acc1 = acc1 + mc::exp(in_ptr0[...] - acc0);
+        for (int64_t rindex ...)  out_ptr0[...] = mc::exp(in_ptr0[...] - acc0) / acc1;
 
 A later loop recomputes the element values it needs, except the math library calls an earlier
 loop made: that loop keeps them in an output row, and the later one loads them back (softmax

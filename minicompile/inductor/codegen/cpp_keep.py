@@ -10,7 +10,7 @@ Softmax's last loop would compute every ``exp(x - max)`` that its sum loop has j
 the sum loop keeps them in the output row, and the last loop scales them there:
 
     for (rindex ...)                                   // the sum of exp(x - max)
-        auto tmp3 = mc::vm::exp(tmp2);
+        auto tmp3 = mc::exp(tmp2);
         acc1 = acc1 + tmp3;
         out_ptr0[rindex + 1024*xindex] = tmp3;         // kept for a later loop
     for (rindex ...)                                   // exp(x - max) * (1 / sum)

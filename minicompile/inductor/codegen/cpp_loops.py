@@ -31,14 +31,15 @@ from ..kernel_group import RINDEX, XINDEX
 from ..sizevars import FloorDiv, ModularIndexing
 from .common import IndentedBuffer
 from .cpp_keep import KeptValues
+from .cpp_ops import MATH_CALL
 
 XTILE = 64  # rows of a column reduction summed side by side (``column_reductions``)
 ACCUMULATOR = re.compile(r"^([\w:<>]+) (acc\d+) = (.+);$")  # float acc0 = 0;
-VECTOR_CALL = "mc::vm::"  # a call into the vector math library (``exp``, ``log``, ...)
 LANE_BYTES = 256  # partial results a row's reduction keeps: four 64-byte vector registers
 SHORT_ROW_BYTES, SHORT_ROW_LANE_BYTES = 2048, 64  # a row shorter than 2 KB: one register
 PARALLEL_MIN_WORK = 65536  # operations a kernel must do before its loop is shared among threads
-VECTOR_CALL_WORK = 8  # a call into the vector math library counts as this many operations
+LIBRARY_CALL = "mc::vm::"  # a call into glibc's vector math library (``log``, ``sin``, ...)
+MATH_CALL_WORK = 8  # a line calling a math function (``exp``, ``log``, ...): this many operations
 LANE_SIZES = {"float": 4, "int32_t": 4, "double": 8, "int64_t": 8}  # others: plain loops
 
 
@@ -85,11 +86,11 @@ def parallel_threshold(loops: list) -> int:
     bodies are ``loops`` (``LoopCode``) runs on several threads: waking a thread team costs a
     few microseconds (fork and join), worth it from about ``PARALLEL_MIN_WORK`` operations. A
     point's operations are estimated as the lines of C++ it runs (a load, an add, a store), a
-    math library call as ``VECTOR_CALL_WORK`` of them. On this 2-core machine a 128x128 row sum
-    (2 a point) stays on one thread (threads: 2.1 -> 2.3 us), a softmax (18, an ``exp`` among
-    them) does not (10.6 -> 6.2 us; eager's ``parallel_for`` shares it too). Real Inductor's
-    C++ backend makes the same decision with its own cost estimate (``decide_parallel_depth``)."""
-    work = sum(VECTOR_CALL_WORK if VECTOR_CALL in line else 1
+    line calling a math function (``cpp_ops.MATH_CALL``) as ``MATH_CALL_WORK`` of them. On this
+    2-core machine a 128x128 row sum (2 a point) stays on one thread (threads: 2.1 -> 2.3 us), a
+    softmax (18, an ``exp`` among them) does not (10.6 -> 6.2 us; eager's ``parallel_for``
+    shares it too). Real Inductor's C++ backend makes the same decision with its own cost estimate (``decide_parallel_depth``)."""
+    work = sum(MATH_CALL_WORK if MATH_CALL.search(line) else 1
                for loop in loops for line in loop.body.lines)
     return max(1, -(-PARALLEL_MIN_WORK // max(work, 1)))
 
@@ -137,12 +138,14 @@ def lanes_loop(loop, rnumel: sympy.Expr | int | None = None) -> IndentedBuffer |
     register's worth (16 floats: 128x128 0.9 -> 0.7 us); one shorter than that, no array.
 
     None if an accumulator is not an OpenMP reduction of a 4- or 8-byte type (argmax, Welford,
-    booleans: plain loops), or if the body calls the vector math library: there a call costs
+    booleans: plain loops), or if the body calls glibc's vector math library: there a call costs
     more than the wait on the accumulator, and four calls an iteration spill every vector
-    register (softmax's sum of ``exp`` took 10% longer)."""
+    register (softmax's sum of glibc's ``exp`` took 10% longer). Our own inline ``exp`` and
+    ``erf`` (``cpp_prefix.h``) spill nothing, and take the lanes (a 1024x1024 softmax: 249 ->
+    224 us on two cores)."""
     accs, decls = loop.accumulators, omp_accumulators(loop)
     if decls is None or any(ctype not in LANE_SIZES for ctype, _, _ in decls) or \
-            any(VECTOR_CALL in line for line in loop.body.lines):
+            any(LIBRARY_CALL in line for line in loop.body.lines):
         return None
     size = max(LANE_SIZES[ctype] for ctype, _, _ in decls)
     width = LANE_BYTES // size

@@ -1,7 +1,7 @@
 """The ``ops`` handler of the C++ backend: each op becomes one line of C++ (mirrors
 ``CppOverrides`` and ``CppPrinter`` in torch/_inductor/codegen/cpp.py and cpp_utils.py).
 
-    ops.exp(tmp0)            ->  auto tmp1 = mc::vm::exp(tmp0);
+    ops.exp(tmp0)            ->  auto tmp1 = mc::exp(tmp0);
     ops.load("buf0", i + 3)  ->  auto tmp2 = in_ptr0[xindex + 3];
     ops.maximum(a, b)        ->  auto tmp3 = mc::maximum(tmp1, tmp2);   // NaN-propagating
 
@@ -79,11 +79,11 @@ def literal(value: Any, dtype: torch.dtype) -> str:
 
 # --- elementwise ops: one C++ expression each -------------------------------------------------
 
-STD_UNARY = ["exp", "exp2", "expm1", "log", "log1p", "log2", "sqrt", "sin", "cos", "tan", "tanh",
+STD_UNARY = ["exp2", "expm1", "log", "log1p", "log2", "sqrt", "sin", "cos", "tan", "tanh",
              "sinh", "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "erfc", "lgamma",
              "signbit"]
 MC_UNARY = ["abs", "floor", "ceil", "round", "trunc", "sign", "relu", "sigmoid", "rsqrt",
-            "reciprocal", "bitwise_not", "isnan", "isinf", "erf"]  # erf: a float's is our own
+            "reciprocal", "bitwise_not", "isnan", "isinf", "exp", "erf"]  # a float's: our own
 MC_BINARY = ["floordiv", "truncdiv", "fmod", "remainder", "pow", "maximum", "minimum",
              "bitwise_and", "bitwise_or", "bitwise_xor"]  # (a bool stays a bool)
 STD_BINARY = ["atan2", "hypot", "copysign"]
@@ -95,7 +95,10 @@ VECTOR_MATH = {**dict.fromkeys(["sin", "cos", "exp", "log", "pow"], 222),
                                 "acosh", "atanh", "exp2", "expm1", "log2", "log1p", "erf", "erfc",
                                 "atan2", "hypot"], 235)}
 VECTOR_MATH_BINARY = {"pow", "atan2", "hypot"}
-VECTOR_MATH_CALLED_BY = {"sigmoid": "exp", "erf": "erf"}  # mc:: helpers calling one (erf: doubles)
+# mc:: helpers calling one (exp and erf: for a double)
+VECTOR_MATH_CALLED_BY = {"sigmoid": "exp", "exp": "exp", "erf": "erf"}
+# a line calling a math function, glibc's or our own (tens of instructions per element)
+MATH_CALL = re.compile(r"\bmc::(?:vm::\w+|%s)\(" % "|".join(sorted(VECTOR_MATH_CALLED_BY)))
 
 
 INFIX = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "eq": "==", "ne": "!=", "lt": "<",

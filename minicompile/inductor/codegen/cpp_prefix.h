@@ -28,7 +28,8 @@
 // function has one implementation: mc_vm_expf is declared `simd`, and its scalar version and
 // every vector version g++ may call (_ZGV{b,c,d,e}N*v_mc_vm_expf) pad their lanes into one
 // call of glibc's widest version for this machine (as ATen runs a loop's tail through the same
-// vector function, on a partly filled vector).
+// vector function, on a partly filled vector). A float's exp and erf are our own, inline (below):
+// IEEE operations only, the same bits at every width by construction.
 // cpp_build.py defines MC_LIBMVEC to the glibc version (222: 2.22, 235: 2.35) on x86-64 Linux.
 // glibc declares its versions itself only under -ffast-math, which would break NaN semantics.
 #if defined(MC_LIBMVEC)
@@ -222,6 +223,52 @@ MC_VM_1(log1p) MC_VM_1(erf) MC_VM_1(erfc) MC_VM_2(atan2) MC_VM_2(hypot)
 #endif
 }  // namespace vm
 
+// --- exp of a float: a reduction, a polynomial and two scalings -------------------------------
+//
+// glibc's vector expf is a call: the registers a loop keeps (a row's running sum, the constants)
+// are spilled around it, and it checks its lanes for special cases. This one is inline, and
+// about 1.6 times as fast (a 1024-float row's exp and sum on one core of the CPU machine: 0.27 ns
+// a float against glibc's 0.41-0.44), within 0.9 ulp of the correctly rounded exp over every
+// float. Like erf below, it is IEEE operations only, so a value has the same bits in every lane.
+//
+//   exp(x) = 2^n * exp(r),  n = x / ln 2 rounded,  r = x - n ln 2 in [-ln2/2, ln2/2]
+//   exp(r) ~ 1 + r + r^2 P(r),  P of degree 4
+//
+// Adding 1.5 * 2^23 to x / ln 2 (in the fused multiply-add) rounds it to n, which lands in the
+// low bits of the sum. ln 2 is split in two so that n * ln2_hi (16 bits times 8) is exact.
+// 2^n is built from its bits in two halves, 2^(n/2) * 2^(n - n/2): one would cover only
+// n in [-126, 127], and exp reaches 2^128 (x up to 88.72) and subnormal results (2^-149, x down
+// to -103.97), where the second multiplication rounds once, correctly. Past those ends a select
+// gives 0 or +inf (and the reduction's NaN for +-inf never shows); a NaN x stays NaN.
+// P: a relative minimax fit in float64 on 6000 Chebyshev nodes (Lawson's iteratively
+// reweighted least squares), rounded to float one coefficient at a time from the constant up,
+// refitting the others: 0.026 ulp of fit error. Against glibc's double exp, over every float:
+// at most 0.89 ulp (99.4% correctly rounded); a NaN, +-inf, 0 and the ends as exp's.
+inline float exp_float(float x) {
+    const float big = std::fma(x, 1.44269504f, 0x1.8p23f);  // 1.5 * 2^23 + n
+    const float n = big - 0x1.8p23f;
+    float r = std::fma(n, -0.693145752f, x);  // ln2_hi: 0x3f317200
+    r = std::fma(n, -1.42860677e-6f, r);      // ln2_lo = ln 2 - ln2_hi
+    float p = 0.0013818296f;  // P(r), Horner, then 1 + r (1 + r P(r) ...)
+    p = std::fma(p, r, 0.008368532f);
+    p = std::fma(p, r, 0.041668292f);
+    p = std::fma(p, r, 0.16666523f);
+    p = std::fma(p, r, 0.49999994f);
+    p = std::fma(p, r, 1.0f);
+    p = std::fma(p, r, 1.0f);
+    const int32_t k = static_cast<int32_t>(bits_of(big) - bits_of(0x1.8p23f));  // n, an integer
+    const int32_t half = k >> 1;
+    float e = p * float_of(static_cast<uint32_t>(half + 127) << 23) *
+              float_of(static_cast<uint32_t>(k - half + 127) << 23);
+    e = x < -104.0f ? 0.0f : e;  // (two selects: g++ makes a tangle of masks of one nested)
+    return x > 89.0f ? std::numeric_limits<float>::infinity() : e;
+}
+// torch.exp: ours for a float (bfloat16 and float16 compute in float), glibc's vector exp for a
+// double
+template <typename T> inline T exp(T x) {
+    if constexpr (std::is_same_v<T, float>) return exp_float(x); else return vm::exp(x);
+}
+
 // --- erf of a float: three short polynomials ---------------------------------------------------
 //
 // glibc's erff costs about two exps; this one about one and a half (torch.erf of 1024x1024
@@ -332,7 +379,7 @@ template <typename T> inline T round(T x) {  // half to even, like torch.round
 template <typename T> inline T abs(T x) { if constexpr (std::is_same_v<T, bool>) return x; else return x < 0 ? -x : x; }
 template <typename T> inline T sign(T x) { return static_cast<T>((T(0) < x) - (x < T(0))); }
 template <typename T> inline T relu(T x) { return x < T(0) ? T(0) : x; }  // NaN stays NaN
-template <typename T> inline T sigmoid(T x) { return T(1) / (T(1) + vm::exp(-x)); }
+template <typename T> inline T sigmoid(T x) { return T(1) / (T(1) + mc::exp(-x)); }
 template <typename T> inline T rsqrt(T x) { return T(1) / std::sqrt(x); }
 template <typename T> inline T reciprocal(T x) { return T(1) / x; }
 template <typename T> inline T bitwise_not(T x) { if constexpr (std::is_same_v<T, bool>) return !x; else return ~x; }
