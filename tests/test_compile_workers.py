@@ -103,6 +103,34 @@ def test_a_worker_compiles_what_the_compiler_then_finds_in_the_cache(tmp_path):
     assert out["job_for_compiled"] is None  # already in the compiler's process: no job
 
 
+def test_a_workers_launcher_is_built_while_the_binary_compiles():
+    """The cache hook Triton calls before it compiles starts the launcher's build in a thread,
+    from the argument types and constants, and lets the compile go on (it returns None); a
+    build that fails raises nothing (the compiled kernel's launcher is built after)."""
+    from minicompile.inductor.runtime.compile_worker import PLAIN_METADATA, LauncherWhileCompiling
+
+    built = []
+
+    class Driver:
+        def launcher_cls(self, src, metadata):
+            if "broken" in src.signature:
+                raise RuntimeError("gcc failed")
+            built.append((src.signature, src.constants, src.fn, metadata))
+
+    early = LauncherWhileCompiling("the kernel", Driver())
+    early.join()  # no hook call (a Triton that has none): nothing to wait for
+    hook_answer = early(key="k", compile={"signature": {"in_ptr0": "*fp32", "xnumel": "i32"},
+                                          "constants": {(3,): 128}})
+    early.join()
+    assert hook_answer is None
+    assert built == [({"in_ptr0": "*fp32", "xnumel": "i32"}, {(3,): 128}, "the kernel",
+                      PLAIN_METADATA)]
+    failing = LauncherWhileCompiling("k", Driver())
+    failing(compile={"signature": {"broken": "*fp32"}, "constants": {}})
+    failing.join()
+    assert len(built) == 1
+
+
 def test_jobs_after_the_workers_died_come_back_as_failures():
     """A worker that dies while compiling (or before) does not hang the compile: every job
     left is answered as failed (the compiler then builds those kernels itself), and a pool that
