@@ -264,8 +264,8 @@ inline float exp_float(float x) {
     return x > 89.0f ? std::numeric_limits<float>::infinity() : e;
 }
 // torch.exp: ours for a float (bfloat16 and float16 compute in float), glibc's vector exp for a
-// double
-template <typename T> inline T exp(T x) {
+// double (and std::exp's type for anything else, as mc::vm::exp)
+template <typename T> inline auto exp(T x) {
     if constexpr (std::is_same_v<T, float>) return exp_float(x); else return vm::exp(x);
 }
 
