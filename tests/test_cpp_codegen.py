@@ -628,8 +628,9 @@ def test_parallel_threshold_weighs_math_calls():
                               "out_ptr0[xindex] = tmp1;"])
         return loop
 
+    one_call = -(-PARALLEL_MIN_WORK // (2 + MATH_CALL_WORK))
     for call in ("mc::exp", "mc::vm::sin", "mc::erf", "mc::sigmoid"):
-        assert parallel_threshold([loop_calling(call)]) == -(-PARALLEL_MIN_WORK // (2 + MATH_CALL_WORK))
+        assert parallel_threshold([loop_calling(call)]) == one_call, call
     two = [loop_calling("mc::exp"), loop_calling("mc::vm::log")]
     assert parallel_threshold(two) == -(-PARALLEL_MIN_WORK // (4 + 2 * MATH_CALL_WORK))
     assert parallel_threshold([loop_calling("mc::maximum")]) == -(-PARALLEL_MIN_WORK // 3)

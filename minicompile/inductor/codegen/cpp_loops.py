@@ -89,7 +89,8 @@ def parallel_threshold(loops: list) -> int:
     line calling a math function (``cpp_ops.MATH_CALL``) as ``MATH_CALL_WORK`` of them. On this
     2-core machine a 128x128 row sum (2 a point) stays on one thread (threads: 2.1 -> 2.3 us), a
     softmax (18, an ``exp`` among them) does not (10.6 -> 6.2 us; eager's ``parallel_for``
-    shares it too). Real Inductor's C++ backend makes the same decision with its own cost estimate (``decide_parallel_depth``)."""
+    shares it too). Real Inductor's C++ backend makes the same decision with its own cost
+    estimate (``decide_parallel_depth``)."""
     work = sum(MATH_CALL_WORK if MATH_CALL.search(line) else 1
                for loop in loops for line in loop.body.lines)
     return max(1, -(-PARALLEL_MIN_WORK // max(work, 1)))

@@ -260,7 +260,7 @@ inline float exp_float(float x) {
     const int32_t half = k >> 1;
     float e = p * float_of(static_cast<uint32_t>(half + 127) << 23) *
               float_of(static_cast<uint32_t>(k - half + 127) << 23);
-    e = x < -104.0f ? 0.0f : e;  // (two selects: g++ makes a tangle of masks of one nested)
+    e = x < -104.0f ? 0.0f : e;  // (two selects: of one nested, g++ made a tangle of masks)
     return x > 89.0f ? std::numeric_limits<float>::infinity() : e;
 }
 // torch.exp: ours for a float (bfloat16 and float16 compute in float), glibc's vector exp for a
