@@ -511,7 +511,7 @@ def test_the_guard_that_runs_reads_each_value_once():
     the function that runs binds it at its first read (``read_sources_once``) and agrees with
     the listing on inputs that pass and on inputs that fail each check."""
     from minicompile.dynamo.eval_frame import cache_entries
-    from minicompile.dynamo.guards import read_sources_once
+    from minicompile.dynamo.guard_compile import read_sources_once
 
     cfn = mc.compile(lambda x, y: x * y + 1, backend="eager", dynamic=False)
     cfn(torch.randn(4, 3), torch.randn(4, 3))
@@ -535,7 +535,7 @@ def test_a_read_first_made_inside_an_or_is_not_bound_there():
     """``(A or L['m'].h) and L['m'].h is None``: when A is true the ``or`` skips its second
     operand, so a local bound there would be unbound at the later use; the read is bound at
     the later, certain, one instead, and the function behaves as the listing does."""
-    from minicompile.dynamo.guards import read_sources_once
+    from minicompile.dynamo.guard_compile import read_sources_once
 
     source = ("def guard(L, G):\n    return (\n        (L['a'] or L['m'].h)\n"
               "        and L['m'].h is None and L['m'].h is None\n    )\n")

@@ -127,9 +127,10 @@ def _reads_frame(node: ast.expr) -> bool:
 
 
 def read_sources_once(source: str) -> str:
-    """The guard function that runs: ``source`` (the listing shown by
-    ``MINICOMPILE_LOGS=guards``) with each value read from the frame more than once read once.
-    Real Dynamo gets the same from its guard tree, whose nodes each fetch one source (C++)."""
+    """``source`` (the listing shown by ``MINICOMPILE_LOGS=guards``) with each value read from
+    the frame more than once read once, as Python: the function that runs, before its
+    ``torch`` attributes are bound. Real Dynamo gets the same from its guard tree, whose nodes
+    each fetch one source (C++)."""
     return ast.unparse(_read_once(ast.parse(source)))
 
 

@@ -33,7 +33,7 @@ from typing import Any, Callable
 import torch
 
 from ..shapes.symbolic_shapes import PythonPrinter, ShapeEnv, is_symbolic
-from .guard_compile import compile_listing, read_sources_once  # noqa: F401 (re-exported)
+from .guard_compile import compile_listing
 from .source import Source
 
 

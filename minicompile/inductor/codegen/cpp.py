@@ -160,14 +160,14 @@ class CppKernel:
             if config.inductor.cpp_row_loops else None
         if row is not None:  # rows of `row` points: x0 along a row, x1 the row
             body = self.emit_rows(row)
-        code.writeline(f"#pragma omp parallel for num_threads(num_threads) "
-                       f"if(xnumel >= {parallel_threshold([body])})")
-        if row is not None:
-            code.writeline(f"for (int64_t x1 = 0; x1 < {self.group.numel // row}; x1++)")
+            outer = f"for (int64_t x1 = 0; x1 < {self.group.numel // row}; x1++)"
             start, end, var = "0", str(row), "x0"
         else:
-            code.writeline(f"for (int64_t xblock = 0; xblock < xnumel; xblock += {XBLOCK})")
+            outer = f"for (int64_t xblock = 0; xblock < xnumel; xblock += {XBLOCK})"
             start, end, var = "xblock", "xend", "xindex"
+        code.writeline(f"#pragma omp parallel for num_threads(num_threads) "
+                       f"if(xnumel >= {parallel_threshold([body])})")
+        code.writeline(outer)
         code.writeline("{")
         with code.indent():
             if row is None:

@@ -31,14 +31,13 @@ from ..kernel_group import RINDEX, XINDEX
 from ..sizevars import FloorDiv, ModularIndexing
 from .common import IndentedBuffer
 from .cpp_keep import KeptValues
-from .cpp_ops import MATH_CALL
+from .cpp_ops import LIBRARY_CALL, MATH_CALL
 
 XTILE = 64  # rows of a column reduction summed side by side (``column_reductions``)
 ACCUMULATOR = re.compile(r"^([\w:<>]+) (acc\d+) = (.+);$")  # float acc0 = 0;
 LANE_BYTES = 256  # partial results a row's reduction keeps: four 64-byte vector registers
 SHORT_ROW_BYTES, SHORT_ROW_LANE_BYTES = 2048, 64  # a row shorter than 2 KB: one register
 PARALLEL_MIN_WORK = 65536  # operations a kernel must do before its loop is shared among threads
-LIBRARY_CALL = "mc::vm::"  # a call into glibc's vector math library (``log``, ``sin``, ...)
 MATH_CALL_WORK = 8  # a line calling a math function (``exp``, ``log``, ...): this many operations
 LANE_SIZES = {"float": 4, "int32_t": 4, "double": 8, "int64_t": 8}  # others: plain loops
 

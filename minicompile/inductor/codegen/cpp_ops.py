@@ -97,8 +97,10 @@ VECTOR_MATH = {**dict.fromkeys(["sin", "cos", "exp", "log", "pow"], 222),
 VECTOR_MATH_BINARY = {"pow", "atan2", "hypot"}
 # mc:: helpers calling one (exp and erf: for a double)
 VECTOR_MATH_CALLED_BY = {"sigmoid": "exp", "exp": "exp", "erf": "erf"}
+LIBRARY_CALL = "mc::vm::"  # a call into glibc's vector math library (``log``, ``sin``, ...)
 # a line calling a math function, glibc's or our own (tens of instructions per element)
-MATH_CALL = re.compile(r"\bmc::(?:vm::\w+|%s)\(" % "|".join(sorted(VECTOR_MATH_CALLED_BY)))
+MATH_CALL = re.compile(r"\b(?:%s\w+|mc::(?:%s))\(" % (
+    re.escape(LIBRARY_CALL), "|".join(sorted(VECTOR_MATH_CALLED_BY))))
 
 
 INFIX = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "eq": "==", "ne": "!=", "lt": "<",

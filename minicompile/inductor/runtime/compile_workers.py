@@ -136,7 +136,7 @@ def start(wait: bool = False) -> WorkerPool | None:
     with _pool_lock:
         # (a pool that broke is not restarted: threads from then on). A forked child must not
         # talk to its parent's workers down the same pipes: it starts its own
-        if _pool is None or _pool.pid != os.getpid():
+        if running() is None:
             _pool = WorkerPool(n, driver.active.get_current_target())
             atexit.register(_pool.close)
     if wait:
