@@ -655,3 +655,40 @@ def test_ordered_and_default_dicts_built_while_tracing():
     assert type(groups) is collections.defaultdict and groups.default_factory is list
     torch.testing.assert_close(od["second"], ref_od["second"])
     assert list(groups) == list(ref_groups) and len(groups["a"]) == 2
+
+
+def _passes_through(f):
+    """A decorator as transformers writes them: ``*args, **kwargs`` and ``functools.wraps``
+    (which sets ``__wrapped__``, so ``inspect.signature`` reports ``f``'s parameters)."""
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        return f(*args, **kwargs)
+    return wrapper
+
+
+@_passes_through
+def _decorated(x, y=1, *, scale=2.0):
+    return x.sin() * scale + y
+
+
+def test_frame_with_star_args_behind_functools_wraps():
+    """The compiled frame is the wrapper's (``*args, **kwargs``), not the wrapped function's:
+    its locals are bound by the wrapper's own signature."""
+    x = torch.randn(4)
+    compiled = mc.compile(_decorated, backend="eager")
+    for args, kwargs in [((x,), {}), ((x, 3), {}), ((x,), {"y": 2, "scale": 0.5})]:
+        assert_same(compiled(*args, **kwargs), _decorated(*args, **kwargs))
+    explained = mc.explain(_decorated)(x, y=2)
+    assert explained.graph_count == 1 and explained.graph_break_count == 0
+    with pytest.raises(TypeError):  # Python's own error for a bad call, as eager
+        compiled(x, nope=1)
+
+
+def test_decorated_callee_with_star_args_is_inlined():
+    def f(x):
+        return _decorated(x, 2, scale=3.0).relu()
+
+    x = torch.randn(5)
+    assert_same(mc.compile(f, backend="eager")(x), f(x))
+    explained = mc.explain(f)(x)
+    assert explained.graph_count == 1 and explained.graph_break_count == 0

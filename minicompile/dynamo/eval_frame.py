@@ -183,7 +183,7 @@ def _signature(fn: types.FunctionType) -> inspect.Signature:
     kw = tuple((k, id(v)) for k, v in (fn.__kwdefaults__ or {}).items())
     cached = _SIGNATURES.get(fn)
     if cached is None or cached[0] is not fn.__defaults__ or cached[1] != kw:
-        cached = _SIGNATURES[fn] = (fn.__defaults__, kw, inspect.signature(fn))
+        cached = _SIGNATURES[fn] = (fn.__defaults__, kw, inspect.signature(fn, follow_wrapped=False))
     return cached[2]
 
 

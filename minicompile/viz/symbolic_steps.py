@@ -81,7 +81,7 @@ class _SteppingTranslator(InstructionTranslator):
 
 def trace_steps(fn, *args, **kwargs) -> StepTable:
     """Symbolically run ``fn``'s bytecode on ``args`` and record every step (no compilation)."""
-    bound = inspect.signature(fn).bind(*args, **kwargs)
+    bound = inspect.signature(fn, follow_wrapped=False).bind(*args, **kwargs)
     bound.apply_defaults()
     f_locals = dict(bound.arguments)
     output = OutputGraph(fn, list(f_locals), backend=lambda gm, ex: gm.forward)

@@ -70,7 +70,7 @@ class BaseUserFunctionVariable(VariableTracker):
         from .dicts import ConstDictVariable
         from .lists import TupleVariable
 
-        sig = inspect.signature(self.signature_function(tx))
+        sig = inspect.signature(self.signature_function(tx), follow_wrapped=False)
         try:
             bound = sig.bind(*args, **kwargs)
         except TypeError as e:
