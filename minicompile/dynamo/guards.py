@@ -121,9 +121,11 @@ class GuardScope:
         return name
 
     def literal(self, value: Any) -> str:
-        if value is None or isinstance(value, (bool, int, str, bytes)):
+        # exact types only: a subclass (a str-Enum member, an IntEnum) has a repr that is not
+        # Python source, so it is bound to a name like any other object
+        if value is None or type(value) in (bool, int, str, bytes):
             return repr(value)
-        if isinstance(value, float) and value == value and abs(value) != float("inf"):
+        if type(value) is float and value == value and abs(value) != float("inf"):
             return repr(value)
         if isinstance(value, torch.dtype):
             return str(value)  # "torch.float32"
