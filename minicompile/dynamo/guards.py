@@ -44,6 +44,7 @@ class GuardKind(str, enum.Enum):
     EQUALS_MATCH = "EQUALS_MATCH"  # same type and equal value (ints, strings, None, dtypes)
     LENGTH_CHECK = "LENGTH_CHECK"  # same sequence type and length
     DICT_KEYS = "DICT_KEYS"  # same keys in the same order
+    USER_DICT_KEYS = "USER_DICT_KEYS"  # a dict subclass: same class, same keys in order
     GRAD_MODE = "GRAD_MODE"  # global state: torch.is_grad_enabled()
     DEFAULT_DTYPE = "DEFAULT_DTYPE"  # global state: torch.get_default_dtype()
     GLOBAL_STATE = "GLOBAL_STATE"  # the rest of the global state a graph depends on (below)
@@ -185,6 +186,9 @@ GUARD_CODEGEN: dict[GuardKind, Callable[[Guard, GuardScope], str]] = {
     GuardKind.LENGTH_CHECK: lambda g, s: (f"type({g.name}) is {s.literal(g.expected[0])} "
                                           f"and len({g.name}) == {g.expected[1]}"),
     GuardKind.DICT_KEYS: lambda g, s: _dict_keys(g, s),
+    GuardKind.USER_DICT_KEYS: lambda g, s: (  # dict.keys: the class may override keys()
+        f"type({g.name}) is {s.literal(g.expected[0])} "
+        f"and list(dict.keys({g.name})) == {g.expected[1]!r}"),
     GuardKind.GRAD_MODE: lambda g, s: ("torch.is_grad_enabled()" if g.expected
                                        else "not torch.is_grad_enabled()"),
     GuardKind.DEFAULT_DTYPE: lambda g, s: f"torch.get_default_dtype() == {s.literal(g.expected)}",
