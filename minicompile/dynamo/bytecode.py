@@ -227,9 +227,9 @@ EXPANSIONS = {
     "FORMAT_SIMPLE": "3.13: FORMAT_VALUE 0",
     "FORMAT_WITH_SPEC": "3.13: FORMAT_VALUE 4 (a spec on the stack)",
 }
-# Reached only through the exception table (when the code raises): tracing never gets there.
-EXCEPTION_PATH = {"PUSH_EXC_INFO", "WITH_EXCEPT_START", "RERAISE", "POP_EXCEPT",
-                  "CHECK_EXC_MATCH", "CLEANUP_THROW"}
+# Reached only through the exception table, from a generator's throw(): never while tracing
+# (the exception path of try/except and `with` has handlers: handlers_flow.py).
+EXCEPTION_PATH = {"CLEANUP_THROW"}
 
 
 def expansion_start(instructions: list[Instruction], index: int) -> int:

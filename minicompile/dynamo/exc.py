@@ -24,6 +24,20 @@ class Unsupported(Exception):
         return self.reason if not self.user_line else f"{self.reason}\n  at {self.user_line}"
 
 
+class ObservedException(Unsupported):
+    """The traced code raised an exception (``raise KeyError(k)``, a missing key, an attribute
+    that is not there): ``value`` is its tracker. A translator whose exception table covers the
+    instruction jumps to the handler, as CPython would (symbolic_convert.py); one that has none
+    passes it to its caller, and in the root frame it is an ``Unsupported`` like any other: the
+    graph breaks there, and the instruction runs natively and raises for real."""
+
+    def __init__(self, value, reason: str | None = None):
+        if reason is None:  # a real exception that an operation on constants raised
+            reason = f"{type(value).__name__}: {value}"
+        super().__init__(f"the traced code raises {reason}")
+        self.value = value  # a tracker, or that real exception (the translator wraps it)
+
+
 def unimplemented(reason: str) -> None:
     """Raise Unsupported (the name real Dynamo uses at every unsupported site)."""
     raise Unsupported(reason)

@@ -18,7 +18,7 @@ from .variables.base import DeletedVariable, NullVariable
 from .variables.builder import SourcelessBuilder
 from .variables.builtin import BuiltinVariable
 from .variables.constant import ConstantVariable
-from .variables.dicts import ConstDictVariable
+from .variables.dicts import ConstDictVariable, UserDefinedDictVariable
 from .variables.functions import ClosureCell
 from .variables.lists import ListVariable, SetVariable, SliceVariable, TupleVariable
 from .variables.misc import SuperVariable, UserDefinedObjectVariable
@@ -162,6 +162,9 @@ def STORE_ATTR(tx: Tx, inst: Inst) -> None:
     obj, value = tx.pop(), tx.pop()
     if isinstance(obj, UserDefinedObjectVariable) and obj.attrs is not None:
         obj.store_attr(inst.argval, value)  # an object built while tracing (Calc(5))
+        return
+    if isinstance(obj, UserDefinedDictVariable) and obj.attrs is not None:
+        obj.store_attr(tx, inst.argval, value)  # through the class's __setattr__, if any
         return
     if not isinstance(obj, ATTR_STORE_TYPES) or obj.source is None:
         unimplemented(f"assigning attribute {inst.argval!r} of {obj}")

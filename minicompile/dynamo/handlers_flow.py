@@ -10,7 +10,7 @@ from typing import Callable
 
 from .bytecode import PY313
 from .bytecode import Instruction as Inst
-from .exc import unimplemented
+from .exc import ObservedException, unimplemented
 from .symbolic_convert import InstructionTranslatorBase as Tx
 from .symbolic_convert import handler
 from .variables.base import NullVariable, callable_and_args
@@ -217,9 +217,61 @@ def LOAD_ASSERTION_ERROR(tx: Tx, inst: Inst) -> None:
     tx.push(BuiltinVariable(AssertionError))
 
 
-@handler("RAISE_VARARGS", supported=False)  # dis#opcode-RAISE_VARARGS
+def raise_observed(tx: Tx, exc) -> None:
+    """``raise exc`` in the traced code: an exception's tracker, or an exception class's (made
+    into an instance, as ``raise KeyError`` does)."""
+    if exc.is_python_constant() and isinstance(exc.as_python_constant(), type):
+        exc = exc.call_function(tx, [], {})
+    cls = exc.python_type()
+    if not (isinstance(cls, type) and issubclass(cls, BaseException)):
+        unimplemented(f"raising {exc}, which is not an exception")
+    if issubclass(cls, (StopIteration, StopAsyncIteration, GeneratorExit)):
+        unimplemented(f"raising {cls.__name__} (it ends generators and iterators)")
+    raise ObservedException(exc, cls.__name__)
+
+
+@handler("RAISE_VARARGS")  # dis#opcode-RAISE_VARARGS: raise / raise exc / raise exc from cause
 def RAISE_VARARGS(tx: Tx, inst: Inst) -> None:
-    unimplemented("the traced code raises an exception (run eagerly so it raises for real)")
+    if inst.arg == 0:  # a bare `raise` in a handler: the exception being handled
+        if not tx.exc_info:
+            unimplemented("a bare raise with no exception being handled")
+        raise_observed(tx, tx.exc_info[-1])
+    if inst.arg == 2:
+        tx.pop()  # the cause only decorates a traceback
+    raise_observed(tx, tx.pop())
+
+
+@handler("PUSH_EXC_INFO")  # dis#opcode-PUSH_EXC_INFO: a handler starts (the exception table)
+def PUSH_EXC_INFO(tx: Tx, inst: Inst) -> None:
+    exc = tx.pop()
+    tx.push(tx.exc_info[-1] if tx.exc_info else ConstantVariable(None))  # restored by POP_EXCEPT
+    tx.exc_info.append(exc)
+    tx.push(exc)
+
+
+@handler("CHECK_EXC_MATCH")  # dis#opcode-CHECK_EXC_MATCH: `except KeyError:`
+def CHECK_EXC_MATCH(tx: Tx, inst: Inst) -> None:
+    expected = tx.pop().as_python_constant()  # a class, or a tuple of classes
+    tx.push(ConstantVariable(issubclass(tx.stack[-1].python_type(), expected)))
+
+
+@handler("POP_EXCEPT")  # dis#opcode-POP_EXCEPT: a handler ends
+def POP_EXCEPT(tx: Tx, inst: Inst) -> None:
+    tx.pop()
+    tx.exc_info.pop()
+
+
+@handler("RERAISE")  # dis#opcode-RERAISE: no handler matched (or a `finally` ran): on up
+def RERAISE(tx: Tx, inst: Inst) -> None:
+    exc = tx.pop()
+    if inst.arg:
+        tx.pop()  # the offset the frame's f_lasti is restored to
+    raise ObservedException(exc, exc.python_type().__name__)
+
+
+@handler("WITH_EXCEPT_START", supported=False)  # dis#opcode-WITH_EXCEPT_START
+def WITH_EXCEPT_START(tx: Tx, inst: Inst) -> None:
+    unimplemented("an exception leaves a `with` block (its __exit__ would see it: not traced)")
 
 
 @handler("IMPORT_NAME")  # dis#opcode-IMPORT_NAME: only modules that are already imported

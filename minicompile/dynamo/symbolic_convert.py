@@ -24,10 +24,12 @@ import types
 from typing import Callable
 
 from .bytecode import PY313, Instruction, cleaned_instructions, expansion_start, indexof
-from .exc import Unsupported, unimplemented
+from .bytecode_transformation import parse_exception_table
+from .exc import ObservedException, Unsupported, unimplemented
 from .output_graph import OutputGraph
 from .source import AttrSource, GlobalSource, LocalSource
 from .variables.base import NullVariable, VariableTracker
+from .variables.constant import ConstantVariable
 from .variables.builder import SourcelessBuilder, VariableBuilder
 from .variables.functions import ClosureCell
 from .variables.lists import ListIteratorVariable
@@ -73,6 +75,11 @@ class InstructionTranslatorBase:
         self.code, self.f_globals, self.output, self.parent = code, f_globals, output, parent
         self.instructions = cleaned_instructions(code)
         self.indexof = indexof(self.instructions)  # jump target -> its index
+        self.exception_table = parse_exception_table(code.co_exceptiontable)
+        self.first_index: dict[int, int] = {}  # an original offset -> its first instruction
+        for i, inst in enumerate(self.instructions):
+            self.first_index.setdefault(inst.offset, i)
+        self.exc_info: list[VariableTracker] = []  # the exceptions being handled, innermost last
         self.symbolic_locals = symbolic_locals
         self.cells = cells  # cell and free variables by name (LOAD_DEREF / STORE_DEREF)
         self.stack: list[VariableTracker] = []
@@ -120,6 +127,9 @@ class InstructionTranslatorBase:
             unimplemented(f"instruction {inst.opname} is not supported")
         try:
             fn(self, inst)
+        except ObservedException as e:
+            if not self.handle_exception(e, inst):
+                raise
         except Unsupported:
             raise
         except Exception as e:  # a bug in a handler or tracker: never a crash or a wrong result,
@@ -149,6 +159,23 @@ class InstructionTranslatorBase:
             raise
         finally:
             self.output.current_tx = prev
+
+    def handle_exception(self, e: ObservedException, inst: Instruction) -> bool:
+        """Where the exception table sends an exception raised at ``inst``: the stack cut to
+        the entry's depth, the offset pushed where the entry asks for it (``lasti``), then the
+        exception, and on at the handler. False when no entry covers ``inst``."""
+        for start, end, target, depth, lasti in self.exception_table:
+            if start <= inst.offset < end:
+                del self.stack[depth:]
+                if lasti:
+                    self.push(ConstantVariable(inst.offset))
+                value = e.value
+                if not isinstance(value, VariableTracker):
+                    value = SourcelessBuilder.wrap(self, value)
+                self.push(value)
+                self.index = self.first_index[target]
+                return True
+        return False
 
     def jump(self, inst: Instruction) -> None:
         self.index = self.indexof[inst.target]

@@ -16,15 +16,16 @@ import builtins
 import functools
 import math
 import operator
+import sys
 from typing import Any, Callable
 
-from ..exc import unimplemented
+from ..exc import ObservedException, unimplemented
 from ..guards import Guard, GuardKind
 from .base import KnownCallableVariable, VariableTracker
 from .constant import ConstantVariable
 from .dicts import DICT_CLASS_METHODS, ConstDictVariable, DictClassMethodVariable, key_value_pairs
 from .floats import float_operands
-from .functions import BaseUserFunctionVariable, FunctoolsPartialVariable
+from .functions import BaseUserFunctionVariable, FunctoolsPartialVariable, UserMethodVariable
 from .iter import ITER_HANDLERS
 from .lists import (BaseListVariable, ListIteratorVariable, ListVariable, RangeVariable, SetVariable,
                     TupleVariable)
@@ -56,7 +57,10 @@ class BuiltinVariable(KnownCallableVariable):
                 return result
         if any(isinstance(a, TensorVariable) for a in [*args, *kwargs.values()]):
             if self.fn in TENSOR_OPERATORS or self.fn in TENSOR_BUILTINS:
-                return call_op(tx, "call_function", self.fn, float_operands(tx, self.fn, args),
+                fn = self.fn
+                if fn in INPLACE_OPERATORS and not isinstance(args[0], TensorVariable):
+                    fn = INPLACE_OPERATORS[fn]  # c = 0; c += x: an int has no __iadd__
+                return call_op(tx, "call_function", fn, float_operands(tx, fn, args),
                                kwargs)  # x * lr: an unspecialized float's graph input
             unimplemented(f"builtin {self._name()} on a tensor")
         if any(isinstance(a, SymNodeVariable) for a in [*args, *kwargs.values()]):
@@ -67,8 +71,8 @@ class BuiltinVariable(KnownCallableVariable):
             ckwargs = {k: _const(v) for k, v in kwargs.items()}
             try:
                 value = self.fn(*cargs, **ckwargs)
-            except Exception as e:  # the user's code raises here: run it eagerly to raise for real
-                unimplemented(f"{self._name()} raised {type(e).__name__}: {e} while tracing")
+            except Exception as e:  # the user's code raises: its handler, or a graph break
+                raise ObservedException(e) from None
             return SourcelessBuilder.wrap(tx, value)
         if any(type(getattr(a, "value", None)).__module__ == "numpy" for a in args):
             unimplemented(f"builtin {self._name()} on a numpy value: numpy code is not traced "
@@ -326,6 +330,11 @@ def _hasattr(tx, obj, name):
         # a tuple, list, dict or set (a namedtuple too) has no attributes of its own: its
         # class answers (a namedtuple's fields are class descriptors)
         return ConstantVariable(hasattr(obj.python_type(), name))
+    if isinstance(obj, BaseUserFunctionVariable) and hasattr(obj, "fn"):
+        # a bound method answers for itself (__self__, __func__), then for its function
+        bound = isinstance(obj, UserMethodVariable)
+        return ConstantVariable(name in ("__self__", "__func__") and bound
+                                or hasattr(obj.fn, name))
     if value is None and not obj.is_python_constant():
         unimplemented(f"hasattr on {obj}")
     found = hasattr(value if value is not None else _const(obj), name)
@@ -385,6 +394,16 @@ TENSOR_OPERATORS = {
     operator.eq, operator.ne, operator.contains, operator.getitem,
 }
 
+# In-place operators and what Python falls back to when the left operand has no in-place
+# method (an int, a float, a tuple): ``c += x`` rebinds ``c`` to ``c + x``.
+INPLACE_OPERATORS = {
+    operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
+    operator.itruediv: operator.truediv, operator.ifloordiv: operator.floordiv,
+    operator.imod: operator.mod, operator.ipow: operator.pow, operator.imatmul: operator.matmul,
+    operator.iand: operator.and_, operator.ior: operator.or_, operator.ixor: operator.xor,
+    operator.ilshift: operator.lshift, operator.irshift: operator.rshift,
+}
+
 HANDLERS: dict[Callable, Callable] = {
     operator.add: _seq_add, operator.iadd: _seq_iadd, operator.mul: _seq_mul,
     operator.imul: _seq_mul, operator.getitem: _getitem, operator.setitem: _setitem,
@@ -407,4 +426,5 @@ HANDLERS.update(ITER_HANDLERS)  # itertools, operator.itemgetter & co (iter.py)
 # Builtin callables (besides functions) that the builder wraps as BuiltinVariable.
 BUILTIN_CALLABLES = {v for v in vars(builtins).values() if callable(v)} | \
     {v for v in vars(operator).values() if callable(v)} | \
-    {v for v in vars(math).values() if callable(v)} | {functools.reduce} | set(ITER_HANDLERS)
+    {v for v in vars(math).values() if callable(v)} | {functools.reduce} | set(ITER_HANDLERS) | \
+    {sys.getrecursionlimit}  # read by inspect.unwrap (a bound, folded as a constant)

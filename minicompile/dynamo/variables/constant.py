@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from ..exc import unimplemented
+from ..exc import ObservedException, unimplemented
 from .base import VariableTracker
 
 CONSTANT_TYPES = (int, float, bool, str, bytes, complex, type(None), type(Ellipsis),
@@ -98,7 +98,7 @@ class ConstantVariable(VariableTracker):
         try:
             attr = getattr(self.value, name)
         except AttributeError as e:
-            unimplemented(f"{type(self.value).__name__} has no attribute {name!r}: {e}")
+            raise ObservedException(e) from None
         if callable(attr) and not isinstance(attr, type):
             from .misc import GetAttrVariable
 
@@ -185,6 +185,23 @@ def _user_object(tx, cls, args, kwargs) -> VariableTracker:
     from .misc import UserDefinedObjectVariable
 
     return UserDefinedObjectVariable.construct(tx, cls, args, kwargs)
+
+
+def _is_user_dict_class(cls: Any) -> bool:
+    """A Python subclass of dict or OrderedDict whose instances are made as usual (metaclass
+    without ``__call__``, the C base's ``__new__``) and initialised by Python code."""
+    from .dicts import DICT_CLASSES
+
+    return (isinstance(cls, type) and issubclass(cls, dict) and cls not in DICT_CLASSES
+            and cls.__module__ != "builtins" and type(cls).__call__ is type.__call__
+            and any(cls.__new__ is c.__new__ for c in DICT_CLASSES)
+            and isinstance(inspect.getattr_static(cls, "__init__"), types.FunctionType))
+
+
+def _user_dict_object(tx, cls, args, kwargs) -> VariableTracker:
+    from .dicts import UserDefinedDictVariable
+
+    return UserDefinedDictVariable.construct(tx, cls, args, kwargs)
 
 
 def _null_context(tx, cls, args, kwargs) -> VariableTracker:
@@ -282,6 +299,7 @@ CLASS_CALLS = [
     (lambda cls, args, kwargs: cls is collections.deque, _deque),
     (lambda cls, args, kwargs: _is_namedtuple_class(cls), _namedtuple),
     (lambda cls, args, kwargs: _is_module_with_torch_init(cls), _new_module),
+    (lambda cls, args, kwargs: _is_user_dict_class(cls), _user_dict_object),
     # last: the classes above are plain by this test too (nullcontext's metaclass is ABCMeta)
     (lambda cls, args, kwargs: is_plain_user_class(cls), _user_object),
 ]

@@ -8,7 +8,7 @@ import inspect
 import types
 from typing import Any
 
-from ..exc import unimplemented
+from ..exc import ObservedException, unimplemented
 from ..guards import Guard, GuardKind
 from ..source import AttrSource, TypeSource
 from .base import VariableTracker
@@ -55,7 +55,7 @@ class ConstDictVariable(VariableTracker):
             self._check_mutable(tx, "__setitem__", [key, value], {})
             self.items[k] = value
         if k not in self.items:
-            unimplemented(f"KeyError {k!r} while tracing")
+            raise ObservedException(KeyError(k))
         return self.items[k]
 
     def _check_mutable(self, tx, name: str, args, kwargs) -> None:
@@ -237,24 +237,44 @@ _DICT_MUTATORS = ("__setitem__", "__delitem__", "update", "pop", "popitem", "set
 
 
 class UserDefinedDictVariable(ConstDictVariable):
-    """An instance of a user's dict subclass from outside the frame (``class Registry(dict)``,
-    transformers' ``ModelOutput``), mirroring torch/_dynamo/variables/user_defined.py's
-    ``UserDefinedDictVariable``: its items are traced as a dict's (their keys guarded), a method
-    its class defines in Python is inlined with this tracker as ``self``, and a method it
-    inherits from ``dict`` -- or reaches through ``super()`` -- acts on the items.
+    """An instance of a user's dict subclass (``class Registry(dict)``, transformers'
+    ``ModelOutput``), mirroring torch/_dynamo/variables/user_defined.py's
+    ``UserDefinedDictVariable``: its items are traced as a dict's, a method its class defines in
+    Python is inlined with this tracker as ``self``, and a method it inherits from ``dict`` --
+    or reaches through ``super()`` -- acts on the items.
 
-    Only read: a mutation would have to be replayed through the class's own ``__setitem__``
-    after the graph, so it stops the trace instead."""
+    From outside the frame (a source): its class and keys are guarded, and it is only read: a
+    mutation would have to be replayed through the class's own ``__setitem__`` after the graph,
+    so it stops the trace instead. Built while tracing (:meth:`construct`, ``attrs`` not None):
+    ``value`` is an empty instance, for its class; items and instance attributes live here and
+    the object is built for real only if it leaves the graph (:func:`new_user_dict`)."""
 
-    def __init__(self, items: dict[Any, VariableTracker], value: dict, source):
+    def __init__(self, items: dict[Any, VariableTracker], value: dict, source=None,
+                 attrs: dict[str, VariableTracker] | None = None):
         super().__init__(items, source, user_cls=type(value))
-        self.value = value
+        self.value, self.attrs = value, attrs
+
+    @classmethod
+    def construct(cls, tx, klass: type, args, kwargs) -> "UserDefinedDictVariable":
+        """``klass(*args)``: ``klass.__new__`` for an empty instance, then its Python
+        ``__init__`` inlined (a dataclass's generated one, say)."""
+        from .functions import UserMethodVariable
+
+        obj = cls({}, klass.__new__(klass), attrs={})
+        init = inspect.getattr_static(klass, "__init__")
+        if not isinstance(init, types.FunctionType):
+            unimplemented(f"building a {klass.__name__} runs {init} (C code)")
+        UserMethodVariable(init, obj).call_function(tx, args, kwargs)
+        return obj
 
     def identity(self) -> Any:
-        return self.value
+        return self.value if self.attrs is None else self
 
     def as_python_constant(self) -> Any:
         unimplemented(f"a {type(self.value).__name__} is not a constant")
+
+    def children(self) -> list[VariableTracker]:
+        return [*self.items.values(), *(self.attrs or {}).values()]
 
     def python_method(self, name: str) -> types.FunctionType | None:
         """The class's own Python method ``name`` (None where ``dict``'s C method serves)."""
@@ -270,30 +290,68 @@ class UserDefinedDictVariable(ConstDictVariable):
         return self.call_dict_method(tx, name, args, kwargs)
 
     def call_dict_method(self, tx, name, args, kwargs) -> VariableTracker:
-        """``dict``'s own method: what an inherited method and ``super().name`` run."""
-        if name in _DICT_MUTATORS:
+        """``dict``'s (or ``object``'s) own method: what an inherited method and
+        ``super().name`` run."""
+        if name == "__setattr__" and self.attrs is not None:  # object.__setattr__
+            self.attrs[args[0].as_python_constant()] = args[1]
+            return ConstantVariable(None)
+        if name in _DICT_MUTATORS and self.attrs is None:
             unimplemented(f"{name} on a {type(self.value).__name__} from outside the frame "
                           "(replaying it would call the class's own methods)")
         return super().call_method(tx, name, args, kwargs)
+
+    def store_attr(self, tx, name: str, value: VariableTracker) -> None:
+        """``obj.name = value`` on an object built while tracing: through the class's own
+        ``__setattr__`` where it has one in Python (``ModelOutput`` keeps fields as items too)."""
+        self.call_method(tx, "__setattr__", [ConstantVariable(name), value], {})
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         from .builder import VariableBuilder
         from .functions import UserFunctionVariable, UserMethodVariable
 
+        if self.attrs is not None and name in self.attrs:  # set by the code traced so far
+            return self.attrs[name]
+        if name == "__dict__" and self.attrs is not None:
+            view = ConstDictVariable({})
+            view.items = self.attrs  # the same dict: writes through it are the object's
+            return view
         static = inspect.getattr_static(self.value, name, None)
         if isinstance(static, property):
             return UserFunctionVariable(static.fget).call_function(tx, [self], {})
         if isinstance(static, types.FunctionType) and name not in vars(self.value):
-            # Registry.get = ... later must recompile: guard the class attribute's identity
-            tx.output.add_guard(Guard(AttrSource(TypeSource(self.source), name),
-                                      GuardKind.ID_MATCH, static, tx.user_line()))
+            if self.source is not None:  # Registry.get = ... later must recompile
+                tx.output.add_guard(Guard(AttrSource(TypeSource(self.source), name),
+                                          GuardKind.ID_MATCH, static, tx.user_line()))
             return UserMethodVariable(static, self)
-        if static is not None and any(static is vars(c).get(name) for c in DICT_CLASSES):
+        if static is not None and any(static is vars(c).get(name) for c in (*DICT_CLASSES,
+                                                                              object)):
             return BaseMethodVariable(self, name, self.call_dict_method)  # dict's own
         if not hasattr(self.value, name):
-            unimplemented(f"{type(self.value).__name__} has no attribute {name!r}")
-        return VariableBuilder(tx, AttrSource(self.source, name)).wrap(getattr(self.value, name))
+            raise ObservedException(AttributeError(
+                f"{type(self.value).__name__!r} object has no attribute {name!r}"))
+        source = AttrSource(self.source, name) if self.source is not None else None
+        return VariableBuilder(tx, source).wrap(getattr(self.value, name))
+
+    def reconstruct(self, codegen) -> str:
+        if self.source is not None:
+            return self.source.expr()
+        cls = codegen.install_global(type(self.value).__name__, type(self.value))
+        items = ", ".join(f"{k!r}: {codegen(v)}" for k, v in self.items.items())
+        attrs = ", ".join(f"{k!r}: {codegen(v)}" for k, v in self.attrs.items())
+        build = codegen.install_global("new_user_dict", new_user_dict)
+        return f"{build}({cls}, {{{items}}}, {{{attrs}}})"
 
     def _repr_body(self) -> str:
         return f"{type(self.value).__name__}: {super()._repr_body()}"
 
+
+def new_user_dict(cls: type, items: dict, attrs: dict) -> dict:
+    """What the transformed code calls to build a dict subclass's instance made while tracing:
+    its items through its C base class's ``__setitem__`` (the class's own methods already ran
+    while tracing), then its instance attributes."""
+    obj = cls.__new__(cls)
+    base = next(c for c in cls.__mro__ if c in DICT_CLASSES)
+    for key, value in items.items():
+        base.__setitem__(obj, key, value)
+    obj.__dict__.update(attrs)
+    return obj

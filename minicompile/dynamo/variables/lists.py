@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from ..exc import unimplemented
+from ..exc import ObservedException, unimplemented
 from .base import VariableTracker
 from .constant import ConstantVariable
 
@@ -55,6 +55,8 @@ class BaseListVariable(VariableTracker):
                 else SizeVariable(self.items[k])
         if not isinstance(k, int):
             unimplemented(f"indexing a {self.python_cls.__name__} with {type(k).__name__}")
+        if not -len(self.items) <= k < len(self.items):
+            raise ObservedException(IndexError(f"{self.python_cls.__name__} index out of range"))
         return self.items[k]
 
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
@@ -217,13 +219,14 @@ class ListVariable(BaseListVariable):
             "__setitem__": lambda: self._setitem(tx, args[0], args[1]),
             "__delitem__": lambda: self.items.__delitem__(args[0].as_python_constant()),
         }
-        if name in mutators:
-            self._check_mutable(tx, name, args, kwargs)
-            mutators[name]()
-            return ConstantVariable(None)
-        if name == "pop":
-            self._check_mutable(tx, name, args, kwargs)
-            return self.items.pop(*(a.as_python_constant() for a in args))
+        if name in mutators or name == "pop":
+            try:  # list's own errors (pop from an empty list, an index out of range)
+                result = mutators[name]() if name in mutators else \
+                    self.items.pop(*(a.as_python_constant() for a in args))
+            except (IndexError, ValueError) as e:
+                raise ObservedException(e) from None
+            self._check_mutable(tx, name, args, kwargs)  # after: a raising one changed nothing
+            return ConstantVariable(None) if name in mutators else result
         if name == "copy":
             return ListVariable(self.items)
         return super().call_method(tx, name, args, kwargs)
@@ -320,8 +323,8 @@ class SetVariable(VariableTracker):
         try:
             result = method(*(a.as_python_constant() for a in args),
                             **{k: v.as_python_constant() for k, v in kwargs.items()})
-        except Exception as e:  # s.remove(missing): run eagerly so it raises for real
-            unimplemented(f"set.{name} raised {type(e).__name__}: {e} while tracing")
+        except Exception as e:  # s.remove(missing): its handler, or a graph break
+            raise ObservedException(e) from None
         return SourcelessBuilder.wrap(tx, result)
 
     def reconstruct(self, codegen) -> str:

@@ -4,6 +4,7 @@ and instances of user classes."""
 
 from __future__ import annotations
 
+import collections.abc
 import contextlib
 import inspect
 import types
@@ -11,7 +12,7 @@ from typing import Any, Callable
 
 import torch
 
-from ..exc import unimplemented
+from ..exc import ObservedException, unimplemented
 from ..guards import Guard, GuardKind
 from ..source import AttrSource, TypeSource
 from .base import VariableTracker
@@ -71,7 +72,8 @@ class PythonModuleVariable(VariableTracker):
         from .builder import VariableBuilder
 
         if not hasattr(self.value, name):
-            unimplemented(f"module {self.value.__name__} has no attribute {name!r}")
+            raise ObservedException(AttributeError(
+                f"module {self.value.__name__!r} has no attribute {name!r}"))
         value = getattr(self.value, name)
         source = AttrSource(self.source, name) if self.source else None
         # torch's own namespace does not change under us: no guard per torch function.
@@ -306,16 +308,35 @@ class UserDefinedObjectVariable(VariableTracker):
             return UserFunctionVariable(static.fget).call_function(tx, [self], {})
         if self.attrs is not None and name in self.attrs:  # set by code traced so far
             return self.attrs[name]
-        if isinstance(static, (types.FunctionType, staticmethod, classmethod)):
+        in_instance = name in getattr(self.value, "__dict__", {})  # a function there is unbound
+        if isinstance(static, (types.FunctionType, staticmethod, classmethod)) and not in_instance:
             if isinstance(static, types.FunctionType):
-                if self.source is not None and name not in getattr(self.value, "__dict__", {}):
+                if self.source is not None:
                     # C.go = ... later must recompile: guard the class attribute's identity
                     tx.output.add_guard(Guard(AttrSource(TypeSource(self.source), name),
                                               GuardKind.ID_MATCH, static, tx.user_line()))
                 return UserMethodVariable(static, self, source)
         if not hasattr(self.value, name):
-            unimplemented(f"{type(self.value).__name__} has no attribute {name!r}")
+            raise ObservedException(AttributeError(
+                f"{type(self.value).__name__!r} object has no attribute {name!r}"))
         return VariableBuilder(tx, source).wrap(getattr(self.value, name))
+
+    def unpack_var_sequence(self, tx) -> list[VariableTracker]:
+        """``for item in obj`` over a ``collections.abc.Sequence`` whose ``__iter__`` is the
+        ABC's own (``obj[0], obj[1], ...`` until IndexError): ``obj[i]`` for ``i`` below
+        ``len(obj)``, the two methods inlined; ``len`` is the bound the Sequence contract sets."""
+        from .functions import UserMethodVariable
+
+        cls = type(self.value)
+        getitem, length = (inspect.getattr_static(cls, n, None) for n in ("__getitem__", "__len__"))
+        if not (isinstance(self.value, collections.abc.Sequence)
+                and inspect.getattr_static(cls, "__iter__") is collections.abc.Sequence.__iter__
+                and isinstance(getitem, types.FunctionType)
+                and isinstance(length, types.FunctionType)):
+            return super().unpack_var_sequence(tx)
+        n = UserMethodVariable(length, self).call_function(tx, [], {}).as_python_constant()
+        return [UserMethodVariable(getitem, self).call_function(tx, [ConstantVariable(i)], {})
+                for i in range(n)]
 
     def rich_compare(self, tx, name: str, other: VariableTracker) -> VariableTracker:
         """``self == other`` (name ``__eq__``) or ``self != other`` (``__ne__``): the class's

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 from torch.nn.modules import module as _module_globals  # the global hook registries
 
-from ..exc import unimplemented
+from ..exc import ObservedException, unimplemented
 from ..guards import Guard, GuardKind
 from ..source import AttrSource, GetItemSource
 from .base import VariableTracker
@@ -96,7 +96,8 @@ class NNModuleVariable(VariableTracker):
             return ConstantVariable(type(m))
         if hasattr(m, name):  # class-level constants (__constants__, defaults set on the class)
             return self._wrap_child(tx, getattr(m, name), None)
-        unimplemented(f"{type(m).__name__} has no attribute {name!r}")
+        raise ObservedException(AttributeError(
+            f"{type(m).__name__!r} object has no attribute {name!r}"))
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         from .functions import UserMethodVariable

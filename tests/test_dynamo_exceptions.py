@@ -1,0 +1,183 @@
+"""Exceptions raised inside traced code go where CPython's exception table sends them
+(handlers_flow.py: RAISE_VARARGS, PUSH_EXC_INFO, CHECK_EXC_MATCH, POP_EXCEPT, RERAISE): each
+function is compared with CPython running it, and captured in one graph where the handler is in
+a traced frame; an exception no traced frame handles is a graph break and raises for real."""
+
+from __future__ import annotations
+
+import collections.abc
+import dis
+import os
+
+import pytest
+import torch
+
+import minicompile as mc
+
+TABLE = {"a": 1}
+
+
+def _lookup(d, key, default=None):  # inlined: the KeyError is raised and caught in the callee
+    try:
+        return d[key]
+    except KeyError:
+        return default
+
+
+def missing_key_in_callee(x):
+    return x + _lookup(TABLE, "a") + _lookup(TABLE, "zz", 5)
+
+
+def except_tuple_and_args(x):
+    try:
+        raise ValueError("boom", 2)
+    except (TypeError, ValueError) as e:
+        return x * len(e.args) + e.args[1]
+
+
+def finally_then_outer_handler(x):
+    y = x
+    try:
+        try:
+            {}["q"]
+        finally:
+            y = y + 100
+    except KeyError:
+        y = y + 1000
+    return y
+
+
+def bare_raise_reaches_the_caller(x):
+    def inner():
+        try:
+            raise KeyError("k")
+        except KeyError:
+            raise  # the exception being handled, on to the caller
+    try:
+        inner()
+    except LookupError:  # a base class matches
+        return x - 1
+    return x
+
+
+def handler_that_does_not_match(x):
+    try:
+        try:
+            [].pop()
+        except KeyError:
+            return x * 0
+    except IndexError:
+        return x + 7
+
+
+class Plain:
+    pass
+
+
+def attribute_error_from_getattr(x):
+    try:
+        getattr(Plain(), "missing")
+    except AttributeError:
+        return x * 3
+    return x
+
+
+class Squares(collections.abc.Mapping):  # Mapping.get: try self[key] except KeyError
+    def __getitem__(self, k):
+        if isinstance(k, int) and 0 <= k < 4:
+            return k * k
+        raise KeyError(k)
+
+    def __iter__(self):
+        return iter(range(4))
+
+    def __len__(self):
+        return 4
+
+
+SQUARES = Squares()
+
+
+def mapping_get(x):
+    return x + SQUARES.get(3) + SQUARES.get(9, -1)
+
+
+CASES = [missing_key_in_callee, except_tuple_and_args, finally_then_outer_handler,
+         bare_raise_reaches_the_caller, handler_that_does_not_match,
+         attribute_error_from_getattr, mapping_get]
+
+
+@pytest.mark.parametrize("fn", CASES, ids=lambda f: f.__name__)
+def test_handled_exception_is_traced_in_one_graph(fn):
+    x = torch.randn(4)
+    torch.testing.assert_close(mc.compile(fn, backend="eager")(x), fn(x))
+    explained = mc.explain(fn)(x)
+    assert explained.graph_count == 1 and explained.graph_break_count == 0, \
+        explained.break_reasons
+
+
+def test_the_exception_path_instructions_are_exercised():
+    """The cases really run the handler instructions on this Python."""
+    ops = {i.opname for fn in CASES for i in dis.get_instructions(fn)}
+    assert {"PUSH_EXC_INFO", "CHECK_EXC_MATCH", "POP_EXCEPT", "RERAISE"} <= ops
+
+
+def test_unhandled_exception_raises_as_eager():
+    def f(x):
+        y = x * 2
+        {}["nope"]
+        return y
+
+    with pytest.raises(KeyError, match="nope"):
+        f(torch.randn(2))
+    with pytest.raises(KeyError, match="nope"):
+        mc.compile(f, backend="eager")(torch.randn(2))
+
+
+def test_handler_code_runs_once_and_in_order():
+    """Side effects on both sides of the raise happen once, as in CPython."""
+    def f(x, log):
+        log.append("before")
+        try:
+            log.append("try")
+            raise RuntimeError("r")
+        except RuntimeError:
+            log.append("except")
+        finally:
+            log.append("finally")
+        return x + len(log)
+
+    x, log, ref = torch.randn(2), [], []
+    torch.testing.assert_close(mc.compile(f, backend="eager")(x, log), f(x, ref))
+    assert log == ref == ["before", "try", "except", "finally"]
+
+
+def test_environment_read_is_guarded(monkeypatch):
+    """os.environ.get (Mapping.get catching the KeyError) is traced, and its answer guarded."""
+    name = "MINICOMPILE_TEST_EXCEPTIONS_FLAG"
+    monkeypatch.delenv(name, raising=False)
+
+    def f(x):
+        return x + 1 if os.environ.get(name) == "1" else x - 1
+
+    x = torch.zeros(2)
+    compiled = mc.compile(f, backend="eager")
+    torch.testing.assert_close(compiled(x), f(x))
+    monkeypatch.setenv(name, "1")
+    torch.testing.assert_close(compiled(x), f(x))  # the guard sees the new variable
+    monkeypatch.setenv(name, "0")
+    torch.testing.assert_close(compiled(x), f(x))
+
+
+def test_exception_leaving_a_with_block_breaks_the_graph():
+    def f(x):
+        try:
+            with torch.no_grad():
+                raise ValueError("v")
+        except ValueError:
+            return x + 1
+
+    x = torch.randn(2, requires_grad=True)
+    got, expected = mc.compile(f, backend="eager")(x), f(x)
+    torch.testing.assert_close(got, expected)
+    assert got.requires_grad == expected.requires_grad and torch.is_grad_enabled()
