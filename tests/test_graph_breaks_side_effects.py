@@ -177,3 +177,37 @@ def test_aliased_mutation_is_not_traced():
     got = mc.compile(two_names, backend="eager")(torch.ones(2), shared, shared)
     torch.testing.assert_close(got, torch.ones(2))  # eager: len(b) is 1 after the append
     assert len(shared) == 1
+
+
+class _Settings:
+    pass
+
+
+def test_attribute_stored_then_deleted_is_replayed_in_order():
+    """``obj.flag = v ... del obj.flag`` (transformers sets and restores config attributes
+    around a forward): a read between sees the store, hasattr after sees the deletion, and
+    both are replayed on the real object."""
+    def f(x, s):
+        s.flag = 3
+        y = x * s.flag + hasattr(s, "flag")
+        del s.flag
+        try:
+            s.flag
+        except AttributeError:
+            y = y + 10
+        del s.keep
+        return y + hasattr(s, "keep") * 100
+
+    def settings():
+        s = _Settings()
+        s.keep = 1
+        return s
+
+    x = torch.ones(2)
+    got_obj, ref_obj = settings(), settings()
+    torch.testing.assert_close(mc.compile(f, backend="eager")(x, got_obj), f(x, ref_obj))
+    assert vars(got_obj) == vars(ref_obj) == {}
+    explained = mc.explain(f)(x, settings())
+    assert explained.graph_count == 1 and explained.graph_break_count == 0
+    with pytest.raises(AttributeError):  # nothing to delete: raises as eager
+        mc.compile(f, backend="eager")(x, _Settings())

@@ -10,7 +10,8 @@ import types
 
 import torch
 
-from .exc import unimplemented
+from .exc import ObservedException, unimplemented
+from .side_effects import DELETED
 from .symbolic_convert import InstructionTranslatorBase as Tx
 from .symbolic_convert import handler
 from .bytecode import Instruction as Inst
@@ -137,6 +138,8 @@ def LOAD_ATTR(tx: Tx, inst: Inst) -> None:
     obj = tx.pop()
     stored = tx.output.side_effects.load_attr(obj.identity(), inst.argval) \
         if isinstance(obj, ATTR_STORE_TYPES) else None
+    if stored is DELETED:
+        raise ObservedException(AttributeError(inst.argval))
     tx.push(stored if stored is not None else obj.var_getattr(tx, inst.argval))
 
 
@@ -174,9 +177,17 @@ def STORE_ATTR(tx: Tx, inst: Inst) -> None:
     tx.output.side_effects.store_attr(obj, obj.identity(), inst.argval, value)
 
 
-@handler("DELETE_ATTR", supported=False)  # dis#opcode-DELETE_ATTR
+@handler("DELETE_ATTR")  # dis#opcode-DELETE_ATTR: del TOS.name, replayed after the graph
 def DELETE_ATTR(tx: Tx, inst: Inst) -> None:
-    unimplemented(f"deleting attribute {inst.argval!r}")
+    obj = tx.pop()
+    if isinstance(obj, UserDefinedObjectVariable) and obj.attrs is not None:
+        if obj.attrs.pop(inst.argval, None) is None:  # an object built while tracing
+            raise ObservedException(AttributeError(inst.argval))
+        return
+    if not isinstance(obj, ATTR_STORE_TYPES) or obj.source is None:
+        unimplemented(f"deleting attribute {inst.argval!r} of {obj}")
+    if not tx.output.side_effects.delete_attr(obj, obj.identity(), inst.argval):
+        raise ObservedException(AttributeError(inst.argval))
 
 
 # -- operators ---------------------------------------------------------------------------------

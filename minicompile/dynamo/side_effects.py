@@ -38,11 +38,14 @@ from .source import GlobalSource, LocalSource, Source
 _temp_ids = itertools.count()
 
 # How each kind of mutation is written in the transformed function's Python.
+DELETED = object()  # what load_attr answers for an attribute the trace deleted
+
 REPLAY = {
     "method": lambda target, m, args: f"{target}.{m.name}({', '.join(args)})",
     "setitem": lambda target, m, args: f"{target}[{args[0]}] = {args[1]}",
     "delitem": lambda target, m, args: f"del {target}[{args[0]}]",
     "setattr": lambda target, m, args: f"{target}.{m.name} = {args[0]}",
+    "delattr": lambda target, m, args: f"del {target}.{m.name}",
     "global": lambda target, m, args: f"globals()[{m.name!r}] = {args[0]}",
     "cell": lambda target, m, args: f"{target}.cell_contents = {args[0]}",
 }
@@ -135,7 +138,19 @@ class SideEffects:
         self._attrs[(id(obj), name)] = value_vt
         self.mutations.append(Mutation("setattr", obj_vt, name, [value_vt]))
 
+    def delete_attr(self, obj_vt, obj: Any, name: str) -> bool:
+        """``del obj.name``; False (nothing recorded) when there is no such attribute."""
+        stored = self._attrs.get((id(obj), name))
+        if stored is DELETED or (stored is None and not hasattr(obj, name)):
+            return False
+        self._check(obj_vt, f"deleting .{name}")
+        self._keepalive.append(obj)
+        self._attrs[(id(obj), name)] = DELETED
+        self.mutations.append(Mutation("delattr", obj_vt, name))
+        return True
+
     def load_attr(self, obj: Any, name: str) -> Any:
+        """The tracker stored as ``obj.name`` earlier in the trace, ``DELETED``, or None."""
         return self._attrs.get((id(obj), name))
 
     def store_global(self, f_globals: dict, name: str, source: Source | None, value_vt) -> None:

@@ -31,7 +31,8 @@ from .source import AttrSource, GlobalSource, LocalSource
 from .variables.base import NullVariable, VariableTracker
 from .variables.constant import ConstantVariable
 from .variables.builder import SourcelessBuilder, VariableBuilder
-from .variables.functions import ClosureCell
+from .variables.functions import ClosureCell, UserMethodVariable
+from .variables.misc import GetAttrVariable
 from .variables.lists import ListIteratorVariable
 
 Handler = Callable[["InstructionTranslatorBase", Instruction], None]
@@ -50,6 +51,30 @@ NATIVE_MODULES = {"logging", "numpy", "random", "warnings"}
 TRACE_TIME_CALLS: dict[Callable, Callable[["InstructionTranslatorBase"], dict]] = {
     logging.getLogger: lambda tx: {},
     collections.namedtuple: lambda tx: {"module": tx.f_globals.get("__name__")},
+}
+
+
+def _signature(tx, fn, *args, **kwargs) -> VariableTracker:
+    """``inspect.signature(f)`` of a function the trace knows (its real code object): computed
+    now, not traced through inspect's machinery; a bound method's drops ``self``, as
+    CPython's does. The Signature is immutable, so it is a value like any constant."""
+    if isinstance(fn, GetAttrVariable) and fn.obj.is_python_constant():  # Class.method
+        real = getattr(fn.obj.as_python_constant(), fn.name)
+    else:
+        real = getattr(fn, "fn", None) or (fn.as_python_constant() if fn.is_python_constant()
+                                           else None)
+    if not callable(real) or args or kwargs:
+        unimplemented(f"inspect.signature of {fn}")
+    signature = inspect.signature(real, follow_wrapped=False)
+    if isinstance(fn, UserMethodVariable):
+        signature = signature.replace(parameters=list(signature.parameters.values())[1:])
+    return ConstantVariable(signature)
+
+
+# Python functions answered by a handler instead of being inlined: what they compute is known
+# from values the trace already has.
+HANDLED_CALLS: dict[Callable, Callable[..., VariableTracker]] = {
+    inspect.signature: _signature,
 }
 
 
@@ -258,6 +283,8 @@ class InliningInstructionTranslator(InstructionTranslatorBase):
                                                         **{**frame_kwargs,
                                                            **{k: v.as_python_constant()
                                                               for k, v in kwargs.items()}}))
+        if getattr(fn, "fn", None) in HANDLED_CALLS:
+            return HANDLED_CALLS[fn.fn](parent, *args, **kwargs)
         if module in NATIVE_MODULES:  # like Dynamo's trace_rules: run these natively
             unimplemented(f"call to {code.co_name} from the {module!r} module (not traced)")
         bound = fn.bind_args(parent, args, kwargs)

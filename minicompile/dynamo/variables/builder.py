@@ -50,7 +50,9 @@ def _is_builtin(value: Any) -> bool:
 
 def _unwrap_compiled(value: Any) -> Any:
     """A function already wrapped by ``mc.compile`` is traced through to the original."""
-    return getattr(value, "_minicompile_orig", value)
+    if not isinstance(value, types.FunctionType):  # (torch.ops makes up any attribute asked)
+        return value
+    return value.__dict__.get("_minicompile_orig", value)
 
 
 def _id_matched(cls: type) -> Callable:

@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 from ..exc import ObservedException, unimplemented
 from ..guards import Guard, GuardKind
+from ..side_effects import DELETED
 from .base import KnownCallableVariable, VariableTracker
 from .constant import ConstantVariable
 from .dicts import DICT_CLASS_METHODS, ConstDictVariable, DictClassMethodVariable, key_value_pairs
@@ -323,6 +324,9 @@ def _hasattr(tx, obj, name):
     name = _const(name)
     if name in (getattr(obj, "attrs", None) or {}):  # set by the code traced so far
         return ConstantVariable(True)
+    stored = tx.output.side_effects.load_attr(obj.identity(), name)
+    if stored is not None:  # stored or deleted earlier in this trace, replayed after it
+        return ConstantVariable(stored is not DELETED)
     value = _real_value(tx, obj)
     if isinstance(obj, TensorVariable) and value is None:
         return ConstantVariable(hasattr(obj.example_value, name))

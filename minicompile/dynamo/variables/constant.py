@@ -78,8 +78,9 @@ class ConstantVariable(VariableTracker):
         return type(self.value)
 
     def unpack_var_sequence(self, tx) -> list[VariableTracker]:
-        """A constant string, bytes, tuple or range iterates into constants (``for c in "abc"``)."""
-        if isinstance(self.value, (str, bytes, tuple, frozenset, range)):
+        """A constant string, bytes, tuple or range iterates into constants (``for c in "abc"``);
+        so does a read-only view of a mapping (a Signature's ``parameters``): its keys."""
+        if isinstance(self.value, (str, bytes, tuple, frozenset, range, types.MappingProxyType)):
             return [ConstantVariable(v) for v in self.value]
         return super().unpack_var_sequence(tx)
 

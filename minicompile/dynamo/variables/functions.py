@@ -13,7 +13,7 @@ import inspect
 import types
 from typing import Any
 
-from ..exc import unimplemented
+from ..exc import ObservedException, unimplemented
 from ..source import ClosureSource, DefaultsSource
 from .base import KnownCallableVariable, VariableTracker
 
@@ -145,6 +145,9 @@ class UserFunctionVariable(BaseUserFunctionVariable):
 
         if name in ("__name__", "__qualname__", "__module__", "__doc__"):
             return VariableBuilder(tx, None).wrap(getattr(self.fn, name))
+        if not hasattr(self.fn, name):  # inspect.signature tries __signature__ first
+            raise ObservedException(AttributeError(
+                f"'function' object has no attribute {name!r}"))
         return VariableBuilder(tx, AttrSource(self.source, name) if self.source else None) \
             .wrap(getattr(self.fn, name))
 
@@ -161,6 +164,14 @@ class UserMethodVariable(UserFunctionVariable):
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         return super().call_function(tx, [self.obj, *args], kwargs)
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        """A bound method's own attributes; any other is its function's (as CPython's)."""
+        if name == "__self__":
+            return self.obj
+        if name == "__func__":
+            return UserFunctionVariable(self.fn)
+        return super().var_getattr(tx, name)
 
     def children(self) -> list[VariableTracker]:
         return [self.obj]
