@@ -10,6 +10,7 @@ import torch.fx as fx
 from torch._decomp import decomposition_table as torch_table
 from torch.utils._pytree import tree_flatten
 
+import minicompile as mc
 from minicompile.aot_autograd import trace_graph
 from minicompile.decompositions import (core_aten_ops_used, decomposition_table, is_core_aten,
                                         register_decomposition)
@@ -353,4 +354,24 @@ def test_recurrent_layers_unrolled_match_eager(make):
     torch.testing.assert_close(x.grad, rx.grad, **tol)
     for p, q in zip(model.parameters(), ref.parameters()):
         torch.testing.assert_close(p.grad, q.grad, **tol)
+    assert mc.metrics.eager_fallbacks == 0
+
+
+def test_decompositions_of_non_contiguous_inputs():
+    """Linear over a transposed input and embedding's backward through expanded indices
+    (stride 0, as BERT's token_type_ids): flattened by reshape, where view cannot."""
+    weight = torch.randn(7, 4, requires_grad=True)
+    emb = torch.nn.Embedding(5, 3)
+    idx = torch.tensor([[1, 4, 1]]).expand(2, 3)  # strides (0, 1)
+
+    def f(x, idx):
+        return torch.nn.functional.linear(x.transpose(1, 2), weight).sum() + emb(idx).pow(2).sum()
+
+    x = torch.randn(2, 4, 6, requires_grad=True)
+    mc.metrics.reset()
+    compiled = mc.compile(f, backend="aot_eager")
+    got, expected = compiled(x, idx), f(x, idx)
+    torch.testing.assert_close(got, expected)
+    grads = torch.autograd.grad(got, [x, weight, emb.weight])
+    torch.testing.assert_close(grads, torch.autograd.grad(expected, [x, weight, emb.weight]))
     assert mc.metrics.eager_fallbacks == 0

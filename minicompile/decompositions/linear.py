@@ -22,7 +22,7 @@ def addmm(bias, a, b, beta=1, alpha=1):  # beta * bias + alpha * (a @ b)
 
 @register_decomposition(aten.linear.default)
 def linear(x, weight, bias=None):  # x @ w.T + b, batch dims flattened into one
-    flat = aten.view.default(x, [-1, x.shape[-1]])  # (B*T, in)
+    flat = aten.reshape.default(x, [-1, x.shape[-1]])  # (B*T, in); a copy if x can't view
     out = aten.mm.default(flat, aten.permute.default(weight, [1, 0]))  # (B*T, out)
     if bias is not None:
         out = aten.add.Tensor(out, bias)
@@ -90,8 +90,9 @@ def embedding_dense_backward(grad, indices, num_weights, padding_idx, scale_grad
     if scale_grad_by_freq:
         return NotImplemented
     dim = grad.shape[-1]
-    flat_idx = aten.view.default(indices, [-1])
-    flat_grad = aten.view.default(grad, [-1, dim])  # (N, dim)
+    # reshape, not view: indices may be expanded (BERT's token_type_ids have stride 0)
+    flat_idx = aten.reshape.default(indices, [-1])
+    flat_grad = aten.reshape.default(grad, [-1, dim])  # (N, dim)
     keep = aten.unsqueeze.default(aten.ne.Scalar(flat_idx, padding_idx), 1)
     flat_grad = aten.where.self(keep, flat_grad, aten.full_like.default(flat_grad, 0))
     zeros = aten.full.default([num_weights, dim], 0, dtype=grad.dtype, device=grad.device)
