@@ -776,3 +776,42 @@ def test_class_with_abc_metaclass_is_built_while_tracing():
     assert_same(mc.compile(f, backend="eager")(x), f(x))
     explained = mc.explain(f)(x)
     assert explained.graph_count == 1 and explained.graph_break_count == 0
+
+
+@torch.no_grad()
+def _no_grad_helper(x):
+    return x * 2
+
+
+def test_call_of_a_no_grad_decorated_function_in_one_graph():
+    """``@torch.no_grad()`` wraps a function in ``decorate_context``, which enters
+    ``ctx.clone()`` (a fresh no_grad) on every call."""
+    def f(x):
+        return _no_grad_helper(x) + x
+
+    x = torch.randn(3, requires_grad=True)
+    assert_same(mc.compile(f, backend="eager")(x), f(x))
+    explained = mc.explain(f)(x)
+    assert explained.graph_count == 1 and explained.graph_break_count == 0
+
+
+def test_contextmanager_cleanup_runs_at_exit_not_at_entry():
+    """A @contextmanager's generator must not be run to its end when the manager is built: the
+    code after ``yield`` runs at the ``with``'s exit, after the body."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def logged(log):
+        log.append("enter")
+        yield 3
+        log.append("exit")
+
+    def f(x, log):
+        with logged(log) as k:
+            log.append("body")
+            y = x + k
+        return y
+
+    x, log, ref = torch.randn(2), [], []
+    assert_same(mc.compile(f, backend="eager")(x, log), f(x, ref))
+    assert log == ref == ["enter", "body", "exit"]

@@ -295,7 +295,7 @@ class InliningInstructionTranslator(InstructionTranslatorBase):
                  parent.output, parent)
         tx.run()
         if code.co_flags & inspect.CO_GENERATOR:  # run to the end now: its items, in order
-            return ListIteratorVariable(tx.generated_items)
+            return ListIteratorVariable(tx.generated_items, generator=code.co_name)
         return tx.return_value
 
     def __init__(self, *args, **kwargs):

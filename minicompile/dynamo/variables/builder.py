@@ -137,6 +137,8 @@ class VariableBuilder:
 
         owner = VariableBuilder(self.tx, AttrSource(self.source, "__self__") if self.source
                                 else None).wrap(value.__self__, guard)
+        if value.__name__ in getattr(owner, "METHODS", ()):  # a tracker with its own methods
+            return owner.var_getattr(self.tx, value.__name__)  # (a no_grad object's clone)
         return UserMethodVariable(value.__func__, owner)
 
     def wrap_partial(self, value: functools.partial, guard: bool) -> VariableTracker:
@@ -205,6 +207,8 @@ class VariableBuilder:
         (lambda v: isinstance(v, torch.Tensor), wrap_tensor),
         (lambda v: any(v is c for c in TORCH_CLASSES), _id_matched(TorchVariable)),  # no ==
         (lambda v: type(v) in (torch.no_grad, torch.enable_grad), wrap_grad_mode),
+        (lambda v: isinstance(v, types.MethodType)  # no_grad().clone: what @no_grad() calls
+         and type(v.__self__) in (torch.no_grad, torch.enable_grad), wrap_method),
         (_is_builtin, lambda self, v, g: BuiltinVariable(v)),  # builtins are not in G: no guard
         (lambda v: isinstance(v, (tuple, list)) and type(v) in (tuple, list, torch.Size),
          wrap_sequence),

@@ -365,9 +365,12 @@ class SliceVariable(VariableTracker):
 class ListIteratorVariable(VariableTracker):
     """The iterator on the stack during FOR_ITER: the loop is unrolled item by item."""
 
-    def __init__(self, items: list[VariableTracker]):
+    def __init__(self, items: list[VariableTracker], generator: str | None = None):
         super().__init__()
         self.items, self.index = items, 0
+        # the name of the generator function whose items these are: it ran to its end when
+        # called, which is only what Python does if it is consumed right away
+        self.generator = generator
 
     def next_item(self) -> VariableTracker | None:
         if self.index >= len(self.items):

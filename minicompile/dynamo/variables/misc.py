@@ -99,8 +99,10 @@ class ContextManagerVariable(VariableTracker):
     def fresh(self, writer) -> str:
         raise NotImplementedError
 
+    METHODS = ("__enter__", "__exit__")  # the methods call_method answers
+
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        if name in ("__enter__", "__exit__"):
+        if name in self.METHODS:
             return GetAttrVariable(self, name)
         unimplemented(f"{type(self).__name__} attribute {name}")
 
@@ -139,6 +141,13 @@ class GradModeVariable(ContextManagerVariable):
         if tx.block_stack and tx.block_stack[-1] is self:
             tx.block_stack.pop()
         return super().exit(tx)
+
+    METHODS = ("__enter__", "__exit__", "clone")
+
+    def call_method(self, tx, name, args, kwargs) -> VariableTracker:
+        if name == "clone" and not args and not kwargs:  # what @torch.no_grad() enters per call
+            return GradModeVariable(self.target)
+        return super().call_method(tx, name, args, kwargs)
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         """``torch.no_grad()(fn)`` -- the decorator form, ``@torch.no_grad()`` on a nested
@@ -273,6 +282,10 @@ class UserDefinedObjectVariable(VariableTracker):
         return obj
 
     def store_attr(self, name: str, value: VariableTracker) -> None:
+        if getattr(value, "generator", None):  # kept to be resumed later (a @contextmanager's)
+            unimplemented(f"the generator {value.generator}() is stored in an object: it would "
+                          "run later, step by step (generators are traced only when consumed "
+                          "right away)")
         self.attrs[name] = value
 
     def children(self) -> list[VariableTracker]:
