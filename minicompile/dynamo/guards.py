@@ -32,6 +32,7 @@ from typing import Any, Callable
 
 import torch
 
+from ..names import comment, literal, readable
 from ..shapes.symbolic_shapes import PythonPrinter, ShapeEnv, is_symbolic
 from .guard_compile import compile_listing
 from .source import Source
@@ -116,17 +117,16 @@ class GuardScope:
         for name, v in self.names.items():
             if v is value:
                 return name
-        name = f"___{hint}_{len(self.names)}"
+        name = f"___{readable(hint)}_{len(self.names)}"  # class "Bad'Name": ___Bad_Name_1
         self.names[name] = value
         return name
 
     def literal(self, value: Any) -> str:
-        # exact types only: a subclass (a str-Enum member, an IntEnum) has a repr that is not
-        # Python source, so it is bound to a name like any other object
-        if value is None or type(value) in (bool, int, str, bytes):
-            return repr(value)
-        if type(value) is float and value == value and abs(value) != float("inf"):
-            return repr(value)
+        # exact types only (names.literal): a subclass (a str-Enum member, an IntEnum) has a
+        # repr that is not Python source, so it is bound to a name like any other object
+        text = literal(value)
+        if text is not None:
+            return text
         if isinstance(value, torch.dtype):
             return str(value)  # "torch.float32"
         if value in (torch.Tensor, torch.nn.Parameter, int, float, bool, str, list, tuple, dict):
@@ -170,8 +170,9 @@ def _equals_match(g: Guard, s: GuardScope) -> str:
 
 
 def _dict_keys(g: Guard, s: GuardScope) -> str:
-    check = f"type({g.name}) is dict and list({g.name}.keys()) == {g.expected!r}"
-    if any(not isinstance(k, str) for k in g.expected):  # 1 == 1.0 == True: compare types too
+    keys = ", ".join(s.literal(k) for k in g.expected)  # an Enum key: bound to a name
+    check = f"type({g.name}) is dict and list({g.name}.keys()) == [{keys}]"
+    if any(type(k) is not str for k in g.expected):  # 1 == 1.0 == True == E.ONE: types too
         types = ", ".join(s.literal(type(k)) for k in g.expected)
         check += f" and [type(k) for k in {g.name}] == [{types}]"
     return check
@@ -242,8 +243,7 @@ def _comment(g: Guard) -> str:
     what = {GuardKind.ID_MATCH: getattr(g.expected, "__qualname__", type(g.expected).__name__)}
     extra = f" {what[g.kind]}" if g.kind in what else ""
     line = f" ({g.user_line})" if g.user_line else ""
-    text = f"{g.kind.value}{extra}{line}"  # names come from user code: one line, whatever they hold
-    return "  # " + text.replace("\r", "\\r").replace("\n", "\\n")
+    return "  # " + comment(f"{g.kind.value}{extra}{line}")  # names from user code: one line
 
 
 class GuardFn:

@@ -14,7 +14,6 @@ import inspect
 import itertools
 import logging
 import operator
-import re
 import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -25,6 +24,7 @@ from torch.fx.proxy import GraphAppendingTracer
 
 from .. import _logging
 from ..metrics import metrics
+from ..names import Namespace, readable
 from .codegen import PyCodegen, make_function
 from .exc import unimplemented
 from .guards import Guard, GuardKind, TensorSpec, global_state
@@ -42,8 +42,7 @@ _transformed_ids = itertools.count()  # __transformed_code_0_fn, ...
 
 def transformed_name(code: types.CodeType) -> str:
     """A fresh name for a transformed function: ``__transformed_code_3_f``."""
-    fn_name = re.sub(r"\W", "_", code.co_name)  # <lambda> -> _lambda_
-    return f"__transformed_code_{next(_transformed_ids)}_{fn_name}"
+    return f"__transformed_code_{next(_transformed_ids)}_{readable(code.co_name)}"  # _lambda_
 
 
 @dataclass
@@ -134,6 +133,8 @@ class OutputGraph:
                                     Guard(None, GuardKind.GLOBAL_STATE, global_state()),
                                     Guard(None, GuardKind.SHAPE_ENV, self.shape_env)]
         self.attrs: dict[str, Any] = {}  # get_attr name -> parameter / buffer / tensor attribute
+        # source name -> get_attr name: one each (``.a.b`` and ``.a_b`` both read L__self___a_b)
+        self.attr_names = Namespace()
         self.attr_vts: dict[int, Any] = {}  # id(tensor) -> its TensorVariable
         self.side_effects = SideEffects()  # mutations of outside objects, replayed after
         self.current_tx = None  # the translator now running (inlined frames included)
@@ -241,7 +242,10 @@ class OutputGraph:
             self.add_guard(Guard(source, GuardKind.TENSOR_MATCH, TensorSpec.of(value), line))
         if id(value) in self.attr_vts:
             return self.attr_vts[id(value)]
-        name = module_attr_name(source) if source is not None else f"_tensor_constant{len(self.attrs)}"
+        if source is not None:
+            name = self.attr_names(source.name(), module_attr_name(source))
+        else:
+            name = self.attr_names(f"_tensor_constant{len(self.attrs)}")
         self.attrs[name] = value
         proxy = self.create_proxy("get_attr", name, (), {})
         fake = self.fake_mode.from_tensor(value)

@@ -10,7 +10,10 @@ function, whose parameters are the frame's locals and whose globals are the fram
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from ..names import attr, literal
+from .exc import unimplemented
 
 
 class Source:
@@ -57,11 +60,11 @@ class AttrSource(Source):
     base: Source
     member: str
 
-    def name(self) -> str:
-        return f"{self.base.name()}.{self.member}"
+    def name(self) -> str:  # getattr(L['o'], 'x y') where the member is no identifier
+        return attr(self.base.name(), self.member)
 
     def expr(self) -> str:
-        return f"{self.base.expr()}.{self.member}"
+        return attr(self.base.expr(), self.member)
 
     def is_global(self) -> bool:
         return self.base.is_global()
@@ -104,12 +107,23 @@ class CallMethodSource(Source):
 class GetItemSource(Source):
     base: Source
     index: object  # an int, a str key, or any constant key
+    # where ``index`` has no literal (an Enum member, a device): its position among the keys
+    # of the dict, which the dict's DICT_KEYS guard pins (real Dynamo's ConstDictKeySource)
+    position: int | None = field(default=None, compare=False)
 
     def name(self) -> str:
-        return f"{self.base.name()}[{self.index!r}]"
+        return f"{self.base.name()}[{self._key(self.base.name())}]"
 
     def expr(self) -> str:
-        return f"{self.base.expr()}[{self.index!r}]"
+        return f"{self.base.expr()}[{self._key(self.base.expr())}]"
+
+    def _key(self, base: str) -> str:
+        key = literal(self.index)
+        if key is not None:
+            return key
+        if self.position is None:
+            unimplemented(f"the key {self.index!r} of {base} has no literal form")
+        return f"list({base})[{self.position}]"
 
     def is_global(self) -> bool:
         return self.base.is_global()

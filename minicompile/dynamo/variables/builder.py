@@ -126,8 +126,9 @@ class VariableBuilder:
             unimplemented("a dict with non-constant keys")
         if guard:
             self.install_guard(GuardKind.DICT_KEYS, list(value))
-        items = {k: VariableBuilder(self.tx, GetItemSource(self.source, k) if self.source
-                                    else None).wrap(v, guard) for k, v in value.items()}
+        items = {k: VariableBuilder(self.tx, GetItemSource(self.source, k, i) if self.source
+                                    else None).wrap(v, guard)
+                 for i, (k, v) in enumerate(value.items())}
         return ConstDictVariable(items, self.source)
 
     def wrap_method(self, value: types.MethodType, guard: bool) -> VariableTracker:

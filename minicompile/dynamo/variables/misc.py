@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 import torch
 
+from ...names import attr
 from ..exc import unimplemented
 from ..guards import Guard, GuardKind
 from ..source import AttrSource, TypeSource
@@ -29,7 +30,7 @@ class GetAttrVariable(VariableTracker):
         return self.obj.call_method(tx, self.name, args, kwargs)
 
     def reconstruct(self, codegen) -> str:
-        return f"{codegen(self.obj)}.{self.name}"
+        return attr(codegen(self.obj), self.name)
 
     def children(self) -> list[VariableTracker]:
         return [self.obj]
