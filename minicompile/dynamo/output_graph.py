@@ -133,8 +133,9 @@ class OutputGraph:
                                     Guard(None, GuardKind.GLOBAL_STATE, global_state()),
                                     Guard(None, GuardKind.SHAPE_ENV, self.shape_env)]
         self.attrs: dict[str, Any] = {}  # get_attr name -> parameter / buffer / tensor attribute
-        # source name -> get_attr name: one each (``.a.b`` and ``.a_b`` both read L__self___a_b)
-        self.attr_names = Namespace()
+        # source name -> placeholder / get_attr name, one each: FX keeps a placeholder's name
+        # as its forward's parameter, and ``.a.b`` and ``.a_b`` would both be L__self___a_b
+        self.input_names, self.attr_names = Namespace(), Namespace()
         self.attr_vts: dict[int, Any] = {}  # id(tensor) -> its TensorVariable
         self.side_effects = SideEffects()  # mutations of outside objects, replayed after
         self.current_tx = None  # the translator now running (inlined frames included)
@@ -168,10 +169,11 @@ class OutputGraph:
     def _new_placeholder(self, source: Source) -> torch.fx.Node:
         """Placeholders come first in the graph, in the order the inputs were found."""
         first_op = next((n for n in self.graph.nodes if n.op != "placeholder"), None)
+        name = self.input_names(source.name(), graph_input_name(source))
         if first_op is None:
-            return self.graph.placeholder(graph_input_name(source))
+            return self.graph.placeholder(name)
         with self.graph.inserting_before(first_op):
-            return self.graph.placeholder(graph_input_name(source))
+            return self.graph.placeholder(name)
 
     def add_graph_input(self, source: Source, value: torch.Tensor):
         for gi in self.graph_inputs:
