@@ -692,3 +692,87 @@ def test_decorated_callee_with_star_args_is_inlined():
     assert_same(mc.compile(f, backend="eager")(x), f(x))
     explained = mc.explain(f)(x)
     assert explained.graph_count == 1 and explained.graph_break_count == 0
+
+
+class _Registry(dict):
+    """A dict subclass as transformers keeps its registries: an override reaching dict's own
+    method through ``super()``, and inherited methods."""
+
+    def get(self, key):
+        return super().get(str(key)) or {}
+
+
+_REGISTRY = _Registry(a={"scale": 3})
+
+
+def test_dict_subclass_from_outside_is_traced():
+    def f(x):
+        hit, miss = _REGISTRY.get("a"), _REGISTRY.get("zz")
+        return x * hit["scale"] + len(miss) + len(_REGISTRY) + ("a" in _REGISTRY)
+
+    x = torch.randn(3)
+    compiled = mc.compile(f, backend="eager")
+    assert_same(compiled(x), f(x))
+    explained = mc.explain(f)(x)
+    assert explained.graph_count == 1 and explained.graph_break_count == 0
+    _REGISTRY["a"] = {"scale": 5}  # a new value under the same key: the item's guard fails
+    try:
+        assert_same(compiled(x), f(x))
+        _REGISTRY["b"] = {}  # a new key: the keys' guard fails
+        assert_same(compiled(x), f(x))
+    finally:
+        _REGISTRY.clear()
+        _REGISTRY["a"] = {"scale": 3}
+
+
+def test_dict_subclass_from_outside_is_not_mutated_in_the_graph():
+    """A mutation would be replayed through the subclass's methods: a break, run natively."""
+    reg = _Registry(a=1)
+
+    def f(x, reg):
+        reg["n"] = 2
+        return x + len(reg)
+
+    x = torch.randn(2)
+    assert_same(mc.compile(f, backend="eager")(x, reg), f(x, _Registry(a=1)))
+    assert reg == {"a": 1, "n": 2}
+    reasons = " ".join(r.reason for r in mc.explain(f)(x, _Registry(a=1)).break_reasons)
+    assert "from outside the frame" in reasons
+
+
+class _Config:
+    pass
+
+
+_CONFIG = _Config()
+
+
+def test_id_of_an_object_from_outside_is_guarded():
+    def f(x, obj):
+        memo = {id(_CONFIG): 1}
+        return x + memo.get(id(obj), 0)
+
+    x = torch.randn(2)
+    compiled = mc.compile(f, backend="eager")
+    assert_same(compiled(x, _CONFIG), f(x, _CONFIG))
+    assert_same(compiled(x, _Config()), f(x, _Config()))  # another object: recompiles
+    assert mc.explain(f)(x, _CONFIG).graph_break_count == 0
+
+
+def test_class_with_abc_metaclass_is_built_while_tracing():
+    import collections.abc
+
+    class View(collections.abc.Sized):  # metaclass ABCMeta: instances made as usual
+        def __init__(self, n):
+            self.n = n
+
+        def __len__(self):
+            return self.n
+
+    def f(x):
+        return x * len(View(3))
+
+    x = torch.randn(3)
+    assert_same(mc.compile(f, backend="eager")(x), f(x))
+    explained = mc.explain(f)(x)
+    assert explained.graph_count == 1 and explained.graph_break_count == 0

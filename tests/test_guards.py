@@ -569,3 +569,20 @@ def test_the_guard_function_reads_flags_of_torch_at_each_call():
             assert not guard({"x": torch.ones(1), "flag": not flag}, {})
     finally:
         torch.backends.cudnn.enabled = saved
+
+
+def test_str_enum_value_is_guarded_by_a_bound_name():
+    """A str-Enum member is a str whose repr is not Python source: the guard binds it."""
+    import enum
+
+    class Action(str, enum.Enum):
+        NONE = "none"
+        WARN = "warn"
+
+    def f(x, action):
+        return x + 1 if action == Action.NONE else x - 1
+
+    x = torch.randn(2)
+    compiled = mc.compile(f, backend="eager")
+    for action in (Action.NONE, Action.WARN, "none"):
+        torch.testing.assert_close(compiled(x, action), f(x, action))

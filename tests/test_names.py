@@ -85,8 +85,8 @@ def test_literal_evaluates_to_an_equal_value_of_the_same_type(value):
     assert type(again) is type(value) and (again == value or again is value)
 
 
-@pytest.mark.parametrize("value", [Color.RED, Level.LOW, float("nan"), math.inf, torch.device("cpu"),
-                                   torch.float32, (1, Color.RED), object()])
+@pytest.mark.parametrize("value", [Color.RED, Level.LOW, float("nan"), math.inf, torch.float32,
+                                   torch.device("cpu"), (1, Color.RED), object()])
 def test_literal_refuses_values_whose_repr_is_not_python(value):
     assert literal(value) is None
 
@@ -260,3 +260,22 @@ def test_dict_keys_with_no_literal(backend):
     torch.testing.assert_close(f(x, changed), fn(x, changed))
     plain = {"red": 1.0, "red2": 3.0, 1: 5.0}  # equal keys, other types: traced again
     torch.testing.assert_close(f(x, plain), fn(x, plain))
+
+
+class Table(dict):
+    """A dict subclass: its keys are read through dict.keys, whatever the class overrides."""
+
+    def keys(self):
+        return ["not", "these"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_dict_subclass_keys_with_no_literal(backend):
+    def fn(x, table):
+        return x * table[Color.RED] + table[Level.LOW]
+
+    x = torch.randn(3)
+    f = mc.compile(fn, backend=backend)
+    for table in (Table({Color.RED: 2.0, Level.LOW: 5.0}), Table({Color.RED: -1.0, Level.LOW: 3.0}),
+                  Table({"red": 4.0, 1: 7.0})):
+        torch.testing.assert_close(f(x, table), fn(x, table))

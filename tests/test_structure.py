@@ -24,7 +24,7 @@ import networkx as nx
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "minicompile"
-MAX_LINES = 400
+MAX_LINES = 600  # one idea a module: past ~600 lines it usually holds two (CONVENTIONS.md)
 
 # (check, module) -> why it is still so. Delete the entry once the violation is gone.
 KNOWN_VIOLATIONS: dict[tuple[str, str], str] = {

@@ -45,6 +45,7 @@ class GuardKind(str, enum.Enum):
     EQUALS_MATCH = "EQUALS_MATCH"  # same type and equal value (ints, strings, None, dtypes)
     LENGTH_CHECK = "LENGTH_CHECK"  # same sequence type and length
     DICT_KEYS = "DICT_KEYS"  # same keys in the same order
+    USER_DICT_KEYS = "USER_DICT_KEYS"  # a dict subclass: same class, same keys in order
     GRAD_MODE = "GRAD_MODE"  # global state: torch.is_grad_enabled()
     DEFAULT_DTYPE = "DEFAULT_DTYPE"  # global state: torch.get_default_dtype()
     GLOBAL_STATE = "GLOBAL_STATE"  # the rest of the global state a graph depends on (below)
@@ -132,6 +133,8 @@ class GuardScope:
         if value in (torch.Tensor, torch.nn.Parameter, int, float, bool, str, list, tuple, dict):
             return {torch.Tensor: "torch.Tensor", torch.nn.Parameter: "torch.nn.Parameter"}.get(
                 value, getattr(value, "__name__", ""))
+        if isinstance(value, enum.Enum):  # Color.RED: ___Color_RED_2
+            return self.ref(value, f"{type(value).__name__}_{value.name}")
         return self.ref(value, type(value).__name__ if not isinstance(value, type)
                         else value.__name__)
 
@@ -169,13 +172,25 @@ def _equals_match(g: Guard, s: GuardScope) -> str:
     return f"type({v}) is {s.literal(type(e))} and {v} == {s.literal(e)}"
 
 
-def _dict_keys(g: Guard, s: GuardScope) -> str:
-    keys = ", ".join(s.literal(k) for k in g.expected)  # an Enum key: bound to a name
-    check = f"type({g.name}) is dict and list({g.name}.keys()) == [{keys}]"
-    if any(type(k) is not str for k in g.expected):  # 1 == 1.0 == True == E.ONE: types too
-        types = ", ".join(s.literal(type(k)) for k in g.expected)
-        check += f" and [type(k) for k in {g.name}] == [{types}]"
+def _same_keys(keys: str, each: str, expected: list, s: GuardScope) -> str:
+    """``list(keys) == [...]``: ``keys`` lists the dict's keys, ``each`` iterates over them."""
+    literals = ", ".join(s.literal(k) for k in expected)  # an Enum key: bound to a name
+    check = f"list({keys}) == [{literals}]"
+    if any(type(k) is not str for k in expected):  # 1 == 1.0 == True == E.ONE: types too
+        types = ", ".join(s.literal(type(k)) for k in expected)
+        check += f" and [type(k) for k in {each}] == [{types}]"
     return check
+
+
+def _dict_keys(g: Guard, s: GuardScope) -> str:
+    return f"type({g.name}) is dict and " + _same_keys(f"{g.name}.keys()", g.name, g.expected, s)
+
+
+def _user_dict_keys(g: Guard, s: GuardScope) -> str:
+    """dict.keys: the class may override keys() and __iter__."""
+    cls, keys = g.expected
+    return (f"type({g.name}) is {s.literal(cls)} and "
+            + _same_keys(f"dict.keys({g.name})", f"dict.keys({g.name})", keys, s))
 
 
 GUARD_CODEGEN: dict[GuardKind, Callable[[Guard, GuardScope], str]] = {
@@ -186,6 +201,7 @@ GUARD_CODEGEN: dict[GuardKind, Callable[[Guard, GuardScope], str]] = {
     GuardKind.LENGTH_CHECK: lambda g, s: (f"type({g.name}) is {s.literal(g.expected[0])} "
                                           f"and len({g.name}) == {g.expected[1]}"),
     GuardKind.DICT_KEYS: lambda g, s: _dict_keys(g, s),
+    GuardKind.USER_DICT_KEYS: _user_dict_keys,
     GuardKind.GRAD_MODE: lambda g, s: ("torch.is_grad_enabled()" if g.expected
                                        else "not torch.is_grad_enabled()"),
     GuardKind.DEFAULT_DTYPE: lambda g, s: f"torch.get_default_dtype() == {s.literal(g.expected)}",

@@ -123,7 +123,7 @@ class GetItemSource(Source):
             return key
         if self.position is None:
             unimplemented(f"the key {self.index!r} of {base} has no literal form")
-        return f"list({base})[{self.position}]"
+        return f"list(dict.keys({base}))[{self.position}]"  # a subclass may override keys()
 
     def is_global(self) -> bool:
         return self.base.is_global()

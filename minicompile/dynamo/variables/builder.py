@@ -25,7 +25,7 @@ from ...shapes.symbolic_shapes import is_symbolic
 from .base import VariableTracker
 from .builtin import BUILTIN_CALLABLES, BuiltinVariable
 from .constant import ConstantVariable, is_constant
-from .dicts import ConstDictVariable
+from .dicts import ConstDictVariable, UserDefinedDictVariable
 from .functions import (CACHING_DECORATORS, CachingDecoratorVariable, FunctoolsPartialVariable,
                         UserFunctionVariable, UserMethodVariable)
 from .lists import (ListVariable, NamedTupleVariable, RangeVariable, SetVariable, SizeVariable,
@@ -162,6 +162,16 @@ class VariableBuilder:
         source = AttrSource(self.source, "__wrapped__") if self.source else None
         return VariableBuilder(self.tx, source).wrap(value.__wrapped__, guard)
 
+    def wrap_user_dict(self, value: dict, guard: bool) -> VariableTracker:
+        """An instance of a dict subclass: its class and keys guarded, its items wrapped."""
+        if self.source is None or not all(is_constant(k) for k in dict.keys(value)):
+            return self.wrap_object(value, guard)
+        if guard:
+            self.install_guard(GuardKind.USER_DICT_KEYS, (type(value), list(dict.keys(value))))
+        items = {k: VariableBuilder(self.tx, GetItemSource(self.source, k, i)).wrap(v, guard)
+                 for i, (k, v) in enumerate(dict.items(value))}
+        return UserDefinedDictVariable(items, value, self.source)
+
     def wrap_set(self, value: set | frozenset, guard: bool) -> VariableTracker:
         if guard:  # compared with a copy: the guard must see a later mutation of the set
             self.install_guard(GuardKind.EQUALS_MATCH, type(value)(value))
@@ -200,6 +210,7 @@ class VariableBuilder:
         (is_constant, wrap_constant),
         (lambda v: type(v).__module__ == "typing", wrap_constant),  # List[int], Any, Optional
         (lambda v: type(v) is dict, wrap_dict),
+        (lambda v: isinstance(v, dict) and type(v).__module__ != "builtins", wrap_user_dict),
         (lambda v: type(v) in (set, frozenset) and all(is_constant(i) for i in v), wrap_set),
         (lambda v: isinstance(v, range), wrap_range),
         (lambda v: isinstance(v, slice), wrap_slice),

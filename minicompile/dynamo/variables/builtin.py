@@ -358,6 +358,19 @@ def _super(tx, *args):
     return SuperVariable(cls, obj)
 
 
+def _id(tx, obj):
+    """``id(obj)``: a real object's id, guarded by identity when it comes from outside the
+    frame; for a value that exists only while tracing (a tracker is its identity), the
+    tracker's id: unique and stable for the trace, which is all an id promises (``copy.deepcopy``
+    and ``inspect.unwrap`` key their memo dicts by it)."""
+    value = obj.identity()
+    if isinstance(value, VariableTracker):
+        return ConstantVariable(id(value))
+    if obj.source is not None:
+        tx.output.add_guard(Guard(obj.source, GuardKind.ID_MATCH, value, tx.user_line()))
+    return ConstantVariable(id(value))
+
+
 def _print(tx, *args, **kwargs):
     unimplemented("print() is a side effect outside the graph (a graph break in real Dynamo)")
 
@@ -385,7 +398,7 @@ HANDLERS: dict[Callable, Callable] = {
     builtins.min: _min_max(min), builtins.max: _min_max(max), builtins.all: _all_any(all),
     builtins.any: _all_any(any), builtins.sorted: _sorted, builtins.getattr: _getattr, builtins.hasattr: _hasattr,
     builtins.type: _type, builtins.callable: _callable, builtins.super: _super,
-    builtins.print: _print, builtins.bool: lambda tx, v=None: _truth(tx, v) if v else None,
+    builtins.print: _print, builtins.id: _id, builtins.bool: lambda tx, v=None: _truth(tx, v) if v else None,
     operator.eq: user_compare("__eq__"), operator.ne: user_compare("__ne__"),  # user __eq__
 }
 

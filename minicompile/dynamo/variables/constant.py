@@ -33,10 +33,12 @@ FOLDED_CLASSES = {torch.finfo, torch.iinfo, torch.device}
 
 
 def is_plain_user_class(cls: Any) -> bool:
-    """A class written in Python whose instances are plain objects: default metaclass,
-    ``object.__new__``, ordinary attribute access. ``Calc(5)`` of such a class is built while
-    tracing (its ``__init__`` inlined); anything fancier runs natively."""
-    if not isinstance(cls, type) or type(cls) is not type or cls.__module__ == "builtins":
+    """A class written in Python whose instances are plain objects: a metaclass that does not
+    change how instances are made (``type``, or ``abc.ABCMeta`` of a ``Sequence`` subclass: no
+    ``__call__`` of its own), ``object.__new__``, ordinary attribute access. ``Calc(5)`` of such
+    a class is built while tracing (its ``__init__`` inlined); anything fancier runs natively."""
+    if not isinstance(cls, type) or type(cls).__call__ is not type.__call__ \
+            or cls.__module__ == "builtins":
         return False
     if cls.__module__.split(".")[0] == "torch" or issubclass(cls, BaseException):
         return False
@@ -266,7 +268,6 @@ def _is_namedtuple_class(cls: Any) -> bool:
 # any other class call is unsupported (VariableTracker.call_function says why)
 CLASS_CALLS = [
     (lambda cls, args, kwargs: cls in FOLDED_CLASSES and _all_constant(args, kwargs), _fold_class),
-    (lambda cls, args, kwargs: is_plain_user_class(cls), _user_object),
     (lambda cls, args, kwargs: cls is contextlib.nullcontext and len(args) + len(kwargs) <= 1,
      _null_context),
     (lambda cls, args, kwargs: cls in (collections.OrderedDict, collections.defaultdict),
@@ -275,4 +276,6 @@ CLASS_CALLS = [
     (lambda cls, args, kwargs: cls is collections.deque, _deque),
     (lambda cls, args, kwargs: _is_namedtuple_class(cls), _namedtuple),
     (lambda cls, args, kwargs: _is_module_with_torch_init(cls), _new_module),
+    # last: the classes above are plain by this test too (nullcontext's metaclass is ABCMeta)
+    (lambda cls, args, kwargs: is_plain_user_class(cls), _user_object),
 ]

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import collections
 import inspect
+import types
 from typing import Any
 
 from ..exc import unimplemented
+from ..guards import Guard, GuardKind
+from ..source import AttrSource, TypeSource
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .lists import ListVariable, TupleVariable
+from .misc import BaseMethodVariable
 
 
 class ConstDictVariable(VariableTracker):
@@ -226,3 +230,71 @@ class DictViewVariable(VariableTracker):
 
     def _repr_body(self) -> str:
         return f"{self.dict_vt!r}.{self.kind}()"
+
+
+# dict's methods that change it: a user dict from outside the frame is only read while tracing
+_DICT_MUTATORS = ("__setitem__", "__delitem__", "update", "pop", "popitem", "setdefault",
+                  "clear", "move_to_end")
+
+
+class UserDefinedDictVariable(ConstDictVariable):
+    """An instance of a user's dict subclass from outside the frame (``class Registry(dict)``,
+    transformers' ``ModelOutput``), mirroring torch/_dynamo/variables/user_defined.py's
+    ``UserDefinedDictVariable``: its items are traced as a dict's (their keys guarded), a method
+    its class defines in Python is inlined with this tracker as ``self``, and a method it
+    inherits from ``dict`` -- or reaches through ``super()`` -- acts on the items.
+
+    Only read: a mutation would have to be replayed through the class's own ``__setitem__``
+    after the graph, so it stops the trace instead."""
+
+    def __init__(self, items: dict[Any, VariableTracker], value: dict, source):
+        super().__init__(items, source, user_cls=type(value))
+        self.value = value
+
+    def identity(self) -> Any:
+        return self.value
+
+    def as_python_constant(self) -> Any:
+        unimplemented(f"a {type(self.value).__name__} is not a constant")
+
+    def python_method(self, name: str) -> types.FunctionType | None:
+        """The class's own Python method ``name`` (None where ``dict``'s C method serves)."""
+        method = inspect.getattr_static(type(self.value), name, None)
+        return method if isinstance(method, types.FunctionType) else None
+
+    def call_method(self, tx, name, args, kwargs) -> VariableTracker:
+        from .functions import UserMethodVariable
+
+        method = self.python_method(name)
+        if method is not None:  # the subclass's override, as Python would call it
+            return UserMethodVariable(method, self).call_function(tx, args, kwargs)
+        return self.call_dict_method(tx, name, args, kwargs)
+
+    def call_dict_method(self, tx, name, args, kwargs) -> VariableTracker:
+        """``dict``'s own method: what an inherited method and ``super().name`` run."""
+        if name in _DICT_MUTATORS:
+            unimplemented(f"{name} on a {type(self.value).__name__} from outside the frame "
+                          "(replaying it would call the class's own methods)")
+        return super().call_method(tx, name, args, kwargs)
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        from .builder import VariableBuilder
+        from .functions import UserFunctionVariable, UserMethodVariable
+
+        static = inspect.getattr_static(self.value, name, None)
+        if isinstance(static, property):
+            return UserFunctionVariable(static.fget).call_function(tx, [self], {})
+        if isinstance(static, types.FunctionType) and name not in vars(self.value):
+            # Registry.get = ... later must recompile: guard the class attribute's identity
+            tx.output.add_guard(Guard(AttrSource(TypeSource(self.source), name),
+                                      GuardKind.ID_MATCH, static, tx.user_line()))
+            return UserMethodVariable(static, self)
+        if static is not None and any(static is vars(c).get(name) for c in DICT_CLASSES):
+            return BaseMethodVariable(self, name, self.call_dict_method)  # dict's own
+        if not hasattr(self.value, name):
+            unimplemented(f"{type(self.value).__name__} has no attribute {name!r}")
+        return VariableBuilder(tx, AttrSource(self.source, name)).wrap(getattr(self.value, name))
+
+    def _repr_body(self) -> str:
+        return f"{type(self.value).__name__}: {super()._repr_body()}"
+

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import torch
 
-from ...names import attr
+from ... import names
 from ..exc import unimplemented
 from ..guards import Guard, GuardKind
 from ..source import AttrSource, TypeSource
@@ -30,13 +30,26 @@ class GetAttrVariable(VariableTracker):
         return self.obj.call_method(tx, self.name, args, kwargs)
 
     def reconstruct(self, codegen) -> str:
-        return attr(codegen(self.obj), self.name)
+        return names.attr(codegen(self.obj), self.name)
 
     def children(self) -> list[VariableTracker]:
         return [self.obj]
 
     def _repr_body(self) -> str:
         return f"{self.obj!r}.{self.name}"
+
+
+class BaseMethodVariable(GetAttrVariable):
+    """A method of a C base class bound to a tracker (``dict.get`` on a dict subclass, by
+    inheritance or ``super().get``): ``call`` answers for the base class, never reaching an
+    override of the same name in the subclass."""
+
+    def __init__(self, obj: VariableTracker, name: str, call: Callable):
+        super().__init__(obj, name)
+        self.call = call
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        return self.call(tx, self.name, args, kwargs)
 
 
 class PythonModuleVariable(VariableTracker):
@@ -221,7 +234,15 @@ class SuperVariable(VariableTracker):
         value = getattr(self.obj, "value", None)
         if value is None:
             unimplemented(f"super() of {self.obj}")
-        return bind_method(tx, self.obj, getattr(super(self.cls, value), name), None)
+        attr = getattr(super(self.cls, value), name)
+        if getattr(attr, "__self__", None) is value and not isinstance(attr, types.MethodType):
+            # a C method bound to the object (``super().get`` in a dict subclass): the
+            # tracker answers for its base class
+            call_base = getattr(self.obj, "call_dict_method", None)
+            if call_base is None:
+                unimplemented(f"super().{name} of a {type(value).__name__} is C code")
+            return BaseMethodVariable(self.obj, name, call_base)
+        return bind_method(tx, self.obj, attr, None)
 
 
 class UserDefinedObjectVariable(VariableTracker):
