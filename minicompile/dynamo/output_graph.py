@@ -2,7 +2,9 @@
 compiles it and writes the transformed function (mirrors torch/_dynamo/output_graph.py).
 
 Graph inputs are placeholders named after their sources (``L['x']`` -> ``L_x_``); parameters and
-buffers of nn.Modules are ``get_attr`` nodes on the output GraphModule. Every node records the
+buffers of nn.Modules are ``get_attr`` nodes on the output GraphModule. Each source gets a name of
+its own (names.Namespace): ``L['self'].a.b`` and ``L['self'].a_b`` are ``L__self___a_b`` and
+``L__self___a_b_1``, never one attribute holding either tensor. Every node records the
 bytecode instruction that created it in ``node.meta["instruction"]`` (see viz/bytecode.py) and its
 fake example value in ``node.meta["example_value"]``.
 """

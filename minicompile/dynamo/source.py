@@ -5,6 +5,11 @@ ways: ``name()`` for guards and messages, exactly like real Dynamo (``L['x']``, 
 ``L['self'].layer.weight``, ``L['xs'][0]``), and ``expr()`` for the generated transformed
 function, whose parameters are the frame's locals and whose globals are the frame's globals
 (so ``L['self'].layer.weight`` becomes ``self.layer.weight`` there).
+
+Both are Python that runs, and names in them come from user code and data, so a name is
+written as it is only where it is an identifier that means itself; any other attribute is
+``getattr(L['o'], 'x y')`` and any key a literal (minicompile/names.py), as real Dynamo writes
+them: an attribute named ``x or __import__('os').system(...)`` stays a string.
 """
 
 from __future__ import annotations
@@ -108,7 +113,7 @@ class GetItemSource(Source):
     base: Source
     index: object  # an int, a str key, or any constant key
     # where ``index`` has no literal (an Enum member, a device): its position among the keys
-    # of the dict, which the dict's DICT_KEYS guard pins (real Dynamo's ConstDictKeySource)
+    # of the dict, which the dict's keys guard pins (real Dynamo's ConstDictKeySource)
     position: int | None = field(default=None, compare=False)
 
     def name(self) -> str:
