@@ -221,6 +221,33 @@ def test_parameters_whose_paths_look_alike_keep_their_own_values(backend):
         torch.testing.assert_close(p.grad, grads[n], msg=n)
 
 
+class SamePaths(torch.nn.Module):
+    """Two children with one dotted path: ``"a.b"`` itself, and ``b`` inside ``a``."""
+
+    def __init__(self):
+        super().__init__()
+        self._modules["a.b"] = torch.nn.Linear(3, 3)
+        self._modules["a"] = torch.nn.Module()
+        self.a.b = torch.nn.Linear(3, 3)
+        self._modules["x'y"] = torch.nn.Linear(3, 3)
+        self._parameters["w w"] = torch.nn.Parameter(torch.full((3,), 0.5))
+
+    def forward(self, x):
+        for _, p in self.named_parameters():
+            x = x + p.sum()
+        for m in self.modules():
+            if isinstance(m, torch.nn.Linear):
+                x = m(x)
+        return x
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_module_introspection_finds_each_child_by_its_own_path(backend):
+    torch.manual_seed(0)
+    model, x = SamePaths(), torch.randn(2, 3)
+    torch.testing.assert_close(mc.compile(model, backend=backend)(x), model(x))
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_arguments_named_with_non_ascii_letters(backend):
     def fn(α, β, αβ):
