@@ -36,7 +36,7 @@ import torch
 import torch.utils._pytree as pytree
 from sympy.printing.str import StrPrinter
 
-from ...names import literal
+from ...names import literal, readable
 from ..ir import Buffer, ExternKernel, IRNode, MultiOutput, ReinterpretView, storage_owner
 from ..kernel_group import KernelGroup
 from ..lowerings.extern import FRESH_CONTIGUOUS
@@ -141,7 +141,8 @@ class WrapperCodeGen:
 
     # --- called by the backends -----------------------------------------------------------
     def kernel_name(self, prefix: str, group: KernelGroup) -> str:
-        return f"{prefix}_{group.fused_name()}_{next(self._counter)}"
+        """``cpp_fused_add_mul_0``: a Python and C++ identifier whatever the ops are called."""
+        return f"{prefix}_{readable(group.fused_name())}_{next(self._counter)}"
 
     def define_kernel(self, name: str, kernel: Callable, source: str) -> None:
         self.namespace[name] = kernel
