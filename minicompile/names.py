@@ -14,13 +14,15 @@ function each, for every stage:
 - :func:`attr`: any other attribute is read with its name as a ``repr`` literal,
   ``getattr(L['self'], "x'y")``, so a quote, a newline or a whole expression in the name
   stays a string;
-- :class:`Namespace`: where a name must *become* an identifier (an attribute of the output
-  GraphModule), one name gets one identifier and no two names get the same one: its readable
-  ASCII form (``L__self___fc_weight``) while that is free, else that form with the next free
-  index (``L__self___a_b_1`` after ``L__self___a_b``); a name that had to be rewritten to be an
+- :class:`Namespace`: where a name must *become* an identifier (a graph input, an attribute of
+  the output GraphModule, the alias of another module's globals), one name gets one
+  identifier and no two names get the same one: its readable ASCII form
+  (``L__self___fc_weight``) while that is free, else that form with the next free index
+  (``L__self___a_b_1`` after ``L__self___a_b``); a name that had to be rewritten to be an
   identifier (``α``, ``x y``) always carries an index, so ``α`` and ``β`` never meet;
 - :func:`readable`: the lossy ASCII form itself, used only beside something that makes the
-  result unique (a Namespace, or a counter: ``__compiled_fn_3``, ``__resume_at_30_1``);
+  result unique (a Namespace, or a counter: ``__transformed_code_3__lambda_``,
+  ``cpp_fused_add_0``);
 - :func:`literal`: a value as Python source that evaluates to it, or None where its ``repr`` is
   not such source (an Enum member, a device): the caller binds it to a name instead;
 - :func:`comment`: text after a ``#``, kept on one line and printable.
