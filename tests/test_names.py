@@ -126,9 +126,11 @@ def test_attributes_with_odd_names_are_read_and_guarded(backend):
     f = mc.compile(read_odd_attributes, backend=backend)
     x = torch.randn(3)
     torch.testing.assert_close(f(x), read_odd_attributes(x))
+    recompiles = mc.metrics.recompiles
     setattr(FLOATS, "x\ny", -1.0)  # the guard on that attribute fails: traced again
     try:
         torch.testing.assert_close(f(x), read_odd_attributes(x))
+        assert mc.metrics.recompiles == recompiles + 1
     finally:
         setattr(FLOATS, "x\ny", float(ODD_NAMES.index("x\ny") + 2))
     source = mc.explain(read_odd_attributes)(x).transformed_program()
@@ -182,8 +184,10 @@ def test_classes_with_odd_names_are_guarded_by_type(backend):
     f = mc.compile(fn, backend=backend)
     x = torch.randn(3)
     torch.testing.assert_close(f(x), fn(x))
+    recompiles = mc.metrics.recompiles
     objs[1] = type("x\ny", (), {"v": -1.0})()  # another class of the same name: traced again
     torch.testing.assert_close(f(x), fn(x))
+    assert mc.metrics.recompiles == recompiles + 1
 
 
 # ---- parameter paths that look alike -----------------------------------------------------------
