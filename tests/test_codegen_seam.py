@@ -202,3 +202,22 @@ def test_permuted_views_of_laid_out_buffers_are_permutes(compiled_graphs):
         torch.testing.assert_close(got, want)
     (g,) = compiled_graphs
     assert ".permute([0, 2, 1])" in g.source, g.source
+
+
+def scale(x, n):
+    return (x * n).sum(-1) + n, x + n  # n only as a value in the kernels: index_expr(s0)
+
+
+@pytest.mark.parametrize("backend", ["reference", "cpp", "triton"])
+def test_an_int_argument_that_changes_is_a_kernel_argument(backend, monkeypatch, caplog):
+    """``f(x, 2)`` then ``f(x, 3)``: the int becomes a symbol s0 that the kernels compute with but
+    index nothing by, so it was no kernel argument: ``KeyError: 's0'`` (reference), ``'s0' was
+    not declared`` (C++), ``name 's0' is not defined`` (Triton)."""
+    monkeypatch.setattr(config.inductor, "cpu_backend", backend)
+    f = mc.compile(scale)
+    x = torch.randn(4, 6)
+    for n in (2, 3, 4):
+        for got, expected in zip(f(x, n), scale(x, n)):
+            torch.testing.assert_close(got, expected)
+    assert mc.metrics.recompiles == 1  # n became dynamic once, not a recompile per value
+    assert "falling back" not in caplog.text  # the backend's own kernels ran

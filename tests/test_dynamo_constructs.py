@@ -286,3 +286,35 @@ def test_eq_of_an_object_with_a_c_eq_is_not_folded_to_identity():
     arr = np.arange(3)
     torch.testing.assert_close(mc.compile(f, backend="eager")(torch.ones(2), arr),
                                f(torch.ones(2), arr))
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_augmented_assignment_to_an_int_is_a_new_value(backend):
+    """``c = 0; c += x``: an int has no ``__iadd__``, so Python computes ``c + x`` (a new
+    tensor). Recorded as ``operator.iadd(0, x)``, FX wrote ``0 += x``: a SyntaxError."""
+    def f(x):
+        c = 0
+        c += x
+        s = 2.0
+        s *= x
+        n = 3
+        n -= x
+        n **= 2
+        return c, s, n
+
+    x = torch.randn(5)
+    for got, expected in zip(mc.compile(f, backend=backend)(x), f(x)):
+        torch.testing.assert_close(got, expected)
+
+
+def test_augmented_assignment_to_a_tensor_stays_in_place():
+    def f(x, y):
+        z = x
+        z += y  # in place: x changes too
+        return z
+
+    x, y = torch.randn(3), torch.randn(3)
+    x2 = x.clone()
+    got = mc.compile(f, backend="eager")(x, y)
+    torch.testing.assert_close(got, x2 + y)
+    torch.testing.assert_close(x, x2 + y)

@@ -38,8 +38,9 @@ from __future__ import annotations
 
 import itertools
 import linecache
-import re
 from typing import Any, Callable
+
+from ..names import literal, readable
 
 _unique = itertools.count()
 
@@ -60,7 +61,7 @@ class PyCodegen:
             return vt.reconstruct(self)
         if id(vt) not in self.bound:
             expr = vt.reconstruct(self)  # its items first: they may be shared too
-            name = f"__{vt.python_type().__name__}_{len(self.bound)}"
+            name = f"__{readable(vt.python_type().__name__)}_{len(self.bound)}"
             self.prelude.append(f"{name} = {expr}")
             self.bound[id(vt)] = name
         return self.bound[id(vt)]
@@ -92,10 +93,16 @@ class PyCodegen:
         self.graph_outputs.append(tensor_vt)
         return f"{self.graph_out_name}[{len(self.graph_outputs) - 1}]"
 
+    def constant(self, value: Any) -> str:
+        """``value`` as a literal where Python has one (``3``, ``'a'``), else an installed name
+        (a str-Enum member, whose ``repr`` is no Python)."""
+        text = literal(value)
+        return text if text is not None else self.install_global("const", value)
+
     def install_global(self, hint: str, value: Any) -> str:
         """Give ``value`` a fresh name (``__const_3``) the transformed function can read; the name
         is one of its closure variables (Dynamo's name: it writes the frame's globals)."""
-        hint = re.sub(r"\W", "_", hint)  # "compiled_<lambda>" names a variable: no < >
+        hint = readable(hint)  # "compiled_<lambda>", a function named "x y": no < > or space
         for name, v in self.installed.items():
             if name.startswith(f"__{hint}_") and v is value:
                 return name

@@ -7,7 +7,6 @@ function, and build the guard function from the guards the trace installed.
 
 from __future__ import annotations
 
-import re
 import types
 from dataclasses import dataclass
 from typing import Callable
@@ -16,6 +15,7 @@ import torch
 
 from .. import _logging
 from ..metrics import metrics
+from ..names import readable
 from . import handlers_data, handlers_flow  # noqa: F401  (registers the instruction handlers)
 from .bytecode import format_listing
 from .exc import Unsupported
@@ -61,7 +61,7 @@ def convert_frame(fn: types.FunctionType, f_locals: dict, backend: Callable,
             break_error = e
         finally:
             torch._C._set_grad_enabled(grad_mode)  # a `with no_grad()` cut short by Unsupported
-    guard = build_guard_fn(result.guards, name="guard_" + re.sub(r"\W", "_", code.co_name))
+    guard = build_guard_fn(result.guards, name="guard_" + readable(code.co_name))
     _logging.trace_artifact("bytecode", result.transformed_source,
                             title=f"TRANSFORMED CODE {code.co_name}")
     _logging.trace_artifact("guards", guard.source, title=f"GUARDS {code.co_name}")

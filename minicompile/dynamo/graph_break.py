@@ -42,6 +42,7 @@ import torch
 
 from .. import _logging
 from ..metrics import metrics
+from ..names import attr, comment
 from .bytecode import Instruction
 from .bytecode_analysis import writes_globals
 from .bytecode_transformation import instructions_from_code
@@ -294,7 +295,7 @@ def skip_frame(tx, inst: Instruction, error: Unsupported, kind: str = "graph_bre
         args.append(f"**{params[-1]}")
     transformed = transformed_name(code)
     source = (f"def {transformed}({', '.join(tx.output.arg_names)}):\n"
-              f"    # {reason.splitlines()[0][:90]}\n"
+              f"    # {comment(reason.splitlines()[0][:90])}\n"
               f"    return {name}({', '.join(args)})\n")
     _record(tx, GraphBreak(kind, reason, error.user_line, inst.offset, code.co_name))
     return FrameResult(source, tx.output.define(source, transformed), tx.output.guards, [])
@@ -322,7 +323,7 @@ def _native_callable(fn_vt, fn_value: Any, w: BreakWriter) -> str:
         owner = w.codegen(fn_vt.obj)
         if _user_code(fn_vt.fn):  # the compiled function, bound to the same object
             return f"{compiled(fn_vt.fn)}.__get__({owner})"
-        return f"{owner}.{fn_vt.fn.__name__}"
+        return attr(owner, fn_vt.fn.__name__)
     if isinstance(fn_value, types.FunctionType):  # logging, numpy...: called as they are
         return w.codegen.install_global(fn_value.__name__, fn_value)
     return w.codegen(fn_vt)

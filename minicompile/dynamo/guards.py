@@ -32,6 +32,7 @@ from typing import Any, Callable
 
 import torch
 
+from ..names import comment, literal, readable
 from ..shapes.symbolic_shapes import PythonPrinter, ShapeEnv, is_symbolic
 from .guard_compile import compile_listing
 from .source import Source
@@ -117,22 +118,23 @@ class GuardScope:
         for name, v in self.names.items():
             if v is value:
                 return name
-        name = f"___{hint}_{len(self.names)}"
+        name = f"___{readable(hint)}_{len(self.names)}"  # class "Bad'Name": ___Bad_Name_1
         self.names[name] = value
         return name
 
     def literal(self, value: Any) -> str:
-        # exact types only: a subclass (a str-Enum member, an IntEnum) has a repr that is not
-        # Python source, so it is bound to a name like any other object
-        if value is None or type(value) in (bool, int, str, bytes):
-            return repr(value)
-        if type(value) is float and value == value and abs(value) != float("inf"):
-            return repr(value)
+        # exact types only (names.literal): a subclass (a str-Enum member, an IntEnum) has a
+        # repr that is not Python source, so it is bound to a name like any other object
+        text = literal(value)
+        if text is not None:
+            return text
         if isinstance(value, torch.dtype):
             return str(value)  # "torch.float32"
         if value in (torch.Tensor, torch.nn.Parameter, int, float, bool, str, list, tuple, dict):
             return {torch.Tensor: "torch.Tensor", torch.nn.Parameter: "torch.nn.Parameter"}.get(
                 value, getattr(value, "__name__", ""))
+        if isinstance(value, enum.Enum):  # Color.RED: ___Color_RED_2
+            return self.ref(value, f"{type(value).__name__}_{value.name}")
         return self.ref(value, type(value).__name__ if not isinstance(value, type)
                         else value.__name__)
 
@@ -170,12 +172,25 @@ def _equals_match(g: Guard, s: GuardScope) -> str:
     return f"type({v}) is {s.literal(type(e))} and {v} == {s.literal(e)}"
 
 
-def _dict_keys(g: Guard, s: GuardScope) -> str:
-    check = f"type({g.name}) is dict and list({g.name}.keys()) == {g.expected!r}"
-    if any(not isinstance(k, str) for k in g.expected):  # 1 == 1.0 == True: compare types too
-        types = ", ".join(s.literal(type(k)) for k in g.expected)
-        check += f" and [type(k) for k in {g.name}] == [{types}]"
+def _same_keys(keys: str, each: str, expected: list, s: GuardScope) -> str:
+    """``list(keys) == [...]``: ``keys`` lists the dict's keys, ``each`` iterates over them."""
+    literals = ", ".join(s.literal(k) for k in expected)  # an Enum key: bound to a name
+    check = f"list({keys}) == [{literals}]"
+    if any(type(k) is not str for k in expected):  # 1 == 1.0 == True == E.ONE: types too
+        types = ", ".join(s.literal(type(k)) for k in expected)
+        check += f" and [type(k) for k in {each}] == [{types}]"
     return check
+
+
+def _dict_keys(g: Guard, s: GuardScope) -> str:
+    return f"type({g.name}) is dict and " + _same_keys(f"{g.name}.keys()", g.name, g.expected, s)
+
+
+def _user_dict_keys(g: Guard, s: GuardScope) -> str:
+    """dict.keys: the class may override keys() and __iter__."""
+    cls, keys = g.expected
+    return (f"type({g.name}) is {s.literal(cls)} and "
+            + _same_keys(f"dict.keys({g.name})", f"dict.keys({g.name})", keys, s))
 
 
 GUARD_CODEGEN: dict[GuardKind, Callable[[Guard, GuardScope], str]] = {
@@ -186,9 +201,7 @@ GUARD_CODEGEN: dict[GuardKind, Callable[[Guard, GuardScope], str]] = {
     GuardKind.LENGTH_CHECK: lambda g, s: (f"type({g.name}) is {s.literal(g.expected[0])} "
                                           f"and len({g.name}) == {g.expected[1]}"),
     GuardKind.DICT_KEYS: lambda g, s: _dict_keys(g, s),
-    GuardKind.USER_DICT_KEYS: lambda g, s: (  # dict.keys: the class may override keys()
-        f"type({g.name}) is {s.literal(g.expected[0])} "
-        f"and list(dict.keys({g.name})) == {g.expected[1]!r}"),
+    GuardKind.USER_DICT_KEYS: _user_dict_keys,
     GuardKind.GRAD_MODE: lambda g, s: ("torch.is_grad_enabled()" if g.expected
                                        else "not torch.is_grad_enabled()"),
     GuardKind.DEFAULT_DTYPE: lambda g, s: f"torch.get_default_dtype() == {s.literal(g.expected)}",
@@ -246,8 +259,7 @@ def _comment(g: Guard) -> str:
     what = {GuardKind.ID_MATCH: getattr(g.expected, "__qualname__", type(g.expected).__name__)}
     extra = f" {what[g.kind]}" if g.kind in what else ""
     line = f" ({g.user_line})" if g.user_line else ""
-    text = f"{g.kind.value}{extra}{line}"  # names come from user code: one line, whatever they hold
-    return "  # " + text.replace("\r", "\\r").replace("\n", "\\n")
+    return "  # " + comment(f"{g.kind.value}{extra}{line}")  # names from user code: one line
 
 
 class GuardFn:

@@ -214,7 +214,11 @@ def apply_operator(tx: Tx, fn, *args) -> None:
 @handler("BINARY_OP")  # dis#opcode-BINARY_OP
 def BINARY_OP(tx: Tx, inst: Inst) -> None:
     b, a = tx.pop(), tx.pop()
-    apply_operator(tx, BINARY_OPS[inst.argrepr], a, b)
+    op = inst.argrepr
+    if op.endswith("=") and isinstance(a, ConstantVariable) and not hasattr(
+            type(a.value), f"__{BINARY_OPS[op].__name__}__"):
+        op = op[:-1]  # `c = 0; c += x`: an int has no __iadd__, so Python computes c + x
+    apply_operator(tx, BINARY_OPS[op], a, b)
 
 
 @handler("COMPARE_OP")  # dis#opcode-COMPARE_OP

@@ -2,7 +2,9 @@
 compiles it and writes the transformed function (mirrors torch/_dynamo/output_graph.py).
 
 Graph inputs are placeholders named after their sources (``L['x']`` -> ``L_x_``); parameters and
-buffers of nn.Modules are ``get_attr`` nodes on the output GraphModule. Every node records the
+buffers of nn.Modules are ``get_attr`` nodes on the output GraphModule. Each source gets a name of
+its own (names.Namespace): ``L['self'].a.b`` and ``L['self'].a_b`` are ``L__self___a_b`` and
+``L__self___a_b_1``, never one attribute holding either tensor. Every node records the
 bytecode instruction that created it in ``node.meta["instruction"]`` (see viz/bytecode.py) and its
 fake example value in ``node.meta["example_value"]``.
 """
@@ -14,7 +16,6 @@ import inspect
 import itertools
 import logging
 import operator
-import re
 import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -25,6 +26,7 @@ from torch.fx.proxy import GraphAppendingTracer
 
 from .. import _logging
 from ..metrics import metrics
+from ..names import Namespace, readable
 from .codegen import PyCodegen, make_function
 from .exc import unimplemented
 from .guards import Guard, GuardKind, TensorSpec, global_state
@@ -42,8 +44,7 @@ _transformed_ids = itertools.count()  # __transformed_code_0_fn, ...
 
 def transformed_name(code: types.CodeType) -> str:
     """A fresh name for a transformed function: ``__transformed_code_3_f``."""
-    fn_name = re.sub(r"\W", "_", code.co_name)  # <lambda> -> _lambda_
-    return f"__transformed_code_{next(_transformed_ids)}_{fn_name}"
+    return f"__transformed_code_{next(_transformed_ids)}_{readable(code.co_name)}"  # _lambda_
 
 
 @dataclass
@@ -134,6 +135,9 @@ class OutputGraph:
                                     Guard(None, GuardKind.GLOBAL_STATE, global_state()),
                                     Guard(None, GuardKind.SHAPE_ENV, self.shape_env)]
         self.attrs: dict[str, Any] = {}  # get_attr name -> parameter / buffer / tensor attribute
+        # source name -> placeholder / get_attr name, one each: FX keeps a placeholder's name
+        # as its forward's parameter, and ``.a.b`` and ``.a_b`` would both be L__self___a_b
+        self.input_names, self.attr_names = Namespace(), Namespace()
         self.attr_vts: dict[int, Any] = {}  # id(tensor) -> its TensorVariable
         self.side_effects = SideEffects()  # mutations of outside objects, replayed after
         self.current_tx = None  # the translator now running (inlined frames included)
@@ -167,10 +171,11 @@ class OutputGraph:
     def _new_placeholder(self, source: Source) -> torch.fx.Node:
         """Placeholders come first in the graph, in the order the inputs were found."""
         first_op = next((n for n in self.graph.nodes if n.op != "placeholder"), None)
+        name = self.input_names(source.name(), graph_input_name(source))
         if first_op is None:
-            return self.graph.placeholder(graph_input_name(source))
+            return self.graph.placeholder(name)
         with self.graph.inserting_before(first_op):
-            return self.graph.placeholder(graph_input_name(source))
+            return self.graph.placeholder(name)
 
     def add_graph_input(self, source: Source, value: torch.Tensor):
         for gi in self.graph_inputs:
@@ -241,7 +246,10 @@ class OutputGraph:
             self.add_guard(Guard(source, GuardKind.TENSOR_MATCH, TensorSpec.of(value), line))
         if id(value) in self.attr_vts:
             return self.attr_vts[id(value)]
-        name = module_attr_name(source) if source is not None else f"_tensor_constant{len(self.attrs)}"
+        if source is not None:
+            name = self.attr_names(source.name(), module_attr_name(source))
+        else:
+            name = self.attr_names(f"_tensor_constant{len(self.attrs)}")
         self.attrs[name] = value
         proxy = self.create_proxy("get_attr", name, (), {})
         fake = self.fake_mode.from_tensor(value)

@@ -32,8 +32,9 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..names import attr, is_identifier
 from .exc import unimplemented
-from .source import GlobalSource, LocalSource, Source
+from .source import AttrSource, GlobalSource, LocalSource, Source
 
 _temp_ids = itertools.count()
 
@@ -41,11 +42,13 @@ _temp_ids = itertools.count()
 DELETED = object()  # what load_attr answers for an attribute the trace deleted
 
 REPLAY = {
-    "method": lambda target, m, args: f"{target}.{m.name}({', '.join(args)})",
+    "method": lambda target, m, args: f"{attr(target, m.name)}({', '.join(args)})",
     "setitem": lambda target, m, args: f"{target}[{args[0]}] = {args[1]}",
     "delitem": lambda target, m, args: f"del {target}[{args[0]}]",
-    "setattr": lambda target, m, args: f"{target}.{m.name} = {args[0]}",
-    "delattr": lambda target, m, args: f"del {target}.{m.name}",
+    "setattr": lambda target, m, args: (f"{target}.{m.name} = {args[0]}" if is_identifier(m.name)
+                                        else f"setattr({target}, {m.name!r}, {args[0]})"),
+    "delattr": lambda target, m, args: (f"del {target}.{m.name}" if is_identifier(m.name)
+                                        else f"delattr({target}, {m.name!r})"),
     "global": lambda target, m, args: f"globals()[{m.name!r}] = {args[0]}",
     "cell": lambda target, m, args: f"{target}.cell_contents = {args[0]}",
 }
@@ -197,8 +200,8 @@ class SideEffects:
                 target = ""
             elif m.kind == "cell":
                 target = codegen.install_global("cell", m.target)
-            elif isinstance(m.target, Source):
-                target = m.target.expr().rsplit(".", 1)[0]
+            elif isinstance(m.target, AttrSource):  # a global of another module: module.name
+                target = m.target.base.expr()
             else:
                 target = m.target.source.expr()
             args = [value(a) for a in m.args] + [f"{k}={value(v)}" for k, v in m.kwargs.items()]

@@ -5,12 +5,20 @@ ways: ``name()`` for guards and messages, exactly like real Dynamo (``L['x']``, 
 ``L['self'].layer.weight``, ``L['xs'][0]``), and ``expr()`` for the generated transformed
 function, whose parameters are the frame's locals and whose globals are the frame's globals
 (so ``L['self'].layer.weight`` becomes ``self.layer.weight`` there).
+
+Both are Python that runs, and names in them come from user code and data, so a name is
+written as it is only where it is an identifier that means itself; any other attribute is
+``getattr(L['o'], 'x y')`` and any key a literal (minicompile/names.py), as real Dynamo writes
+them: an attribute named ``x or __import__('os').system(...)`` stays a string.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from ..names import attr, literal
+from .exc import unimplemented
 
 
 class Source:
@@ -57,11 +65,11 @@ class AttrSource(Source):
     base: Source
     member: str
 
-    def name(self) -> str:
-        return f"{self.base.name()}.{self.member}"
+    def name(self) -> str:  # getattr(L['o'], 'x y') where the member is no identifier
+        return attr(self.base.name(), self.member)
 
     def expr(self) -> str:
-        return f"{self.base.expr()}.{self.member}"
+        return attr(self.base.expr(), self.member)
 
     def is_global(self) -> bool:
         return self.base.is_global()
@@ -104,12 +112,23 @@ class CallMethodSource(Source):
 class GetItemSource(Source):
     base: Source
     index: object  # an int, a str key, or any constant key
+    # where ``index`` has no literal (an Enum member, a device): its position among the keys
+    # of the dict, which the dict's keys guard pins (real Dynamo's ConstDictKeySource)
+    position: int | None = field(default=None, compare=False)
 
     def name(self) -> str:
-        return f"{self.base.name()}[{self.index!r}]"
+        return f"{self.base.name()}[{self._key(self.base.name())}]"
 
     def expr(self) -> str:
-        return f"{self.base.expr()}[{self.index!r}]"
+        return f"{self.base.expr()}[{self._key(self.base.expr())}]"
+
+    def _key(self, base: str) -> str:
+        key = literal(self.index)
+        if key is not None:
+            return key
+        if self.position is None:
+            unimplemented(f"the key {self.index!r} of {base} has no literal form")
+        return f"list(dict.keys({base}))[{self.position}]"  # a subclass may override keys()
 
     def is_global(self) -> bool:
         return self.base.is_global()

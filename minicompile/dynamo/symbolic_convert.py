@@ -23,6 +23,7 @@ import sys
 import types
 from typing import Callable
 
+from ..names import Namespace
 from .bytecode import PY313, Instruction, cleaned_instructions, expansion_start, indexof
 from .bytecode_transformation import parse_exception_table
 from .exc import ObservedException, Unsupported, unimplemented
@@ -52,6 +53,10 @@ TRACE_TIME_CALLS: dict[Callable, Callable[["InstructionTranslatorBase"], dict]] 
     logging.getLogger: lambda tx: {},
     collections.namedtuple: lambda tx: {"module": tx.f_globals.get("__name__")},
 }
+
+# module name -> the global through which another module's globals are read (``__import_m``):
+# one each, so ``my-mod`` and ``my_mod`` never share one
+_MODULE_ALIASES = Namespace()
 
 
 def _signature(tx, fn, *args, **kwargs) -> VariableTracker:
@@ -231,7 +236,8 @@ class InstructionTranslatorBase:
         module = sys.modules.get(self.f_globals.get("__name__", ""))
         if module is None or module.__dict__ is not self.f_globals:
             return None
-        alias = "__import_" + module.__name__.replace(".", "_dot_")
+        hint = "__import_" + module.__name__.replace(".", "_dot_")
+        alias = _MODULE_ALIASES(module.__name__, hint)
         root_globals[alias] = module
         return AttrSource(GlobalSource(alias), name)
 

@@ -135,6 +135,7 @@ class KernelGroup:
                 index = getattr(dep, "index", None)
                 if index is not None:
                     syms |= sympy.sympify(index).free_symbols - loop_vars
+            syms |= rw.symbols - loop_vars  # x * n: index_expr(s0)
             syms |= {s for size in m.node.var_ranges().values()
                      for s in sympy.sympify(size).free_symbols}
         syms = {s for s in syms if not str(s).startswith(("indirect", "tmp"))}

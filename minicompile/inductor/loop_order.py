@@ -119,8 +119,9 @@ def permute_deps(read_writes: ReadWrites, order: list[sympy.Symbol]) -> ReadWrit
         return dataclasses.replace(d, var_ranges=tuple(permute(d.var_ranges))) \
             if isinstance(d, MemoryDep) else d
 
-    return ReadWrites([dep(d) for d in read_writes.reads], [dep(d) for d in read_writes.writes],
-                      dict(permute(read_writes.var_ranges.items())))
+    return dataclasses.replace(read_writes, reads=[dep(d) for d in read_writes.reads],
+                               writes=[dep(d) for d in read_writes.writes],
+                               var_ranges=dict(permute(read_writes.var_ranges.items())))
 
 
 def describe_orders(changed: list[tuple]) -> str:

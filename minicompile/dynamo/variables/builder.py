@@ -128,8 +128,9 @@ class VariableBuilder:
             unimplemented("a dict with non-constant keys")
         if guard:
             self.install_guard(GuardKind.DICT_KEYS, list(value))
-        items = {k: VariableBuilder(self.tx, GetItemSource(self.source, k) if self.source
-                                    else None).wrap(v, guard) for k, v in value.items()}
+        items = {k: VariableBuilder(self.tx, GetItemSource(self.source, k, i) if self.source
+                                    else None).wrap(v, guard)
+                 for i, (k, v) in enumerate(value.items())}
         return ConstDictVariable(items, self.source)
 
     def wrap_method(self, value: types.MethodType, guard: bool) -> VariableTracker:
@@ -171,8 +172,8 @@ class VariableBuilder:
             return self.wrap_object(value, guard)
         if guard:
             self.install_guard(GuardKind.USER_DICT_KEYS, (type(value), list(dict.keys(value))))
-        items = {k: VariableBuilder(self.tx, GetItemSource(self.source, k)).wrap(v, guard)
-                 for k, v in dict.items(value)}
+        items = {k: VariableBuilder(self.tx, GetItemSource(self.source, k, i)).wrap(v, guard)
+                 for i, (k, v) in enumerate(dict.items(value))}
         return UserDefinedDictVariable(items, value, self.source)
 
     def wrap_set(self, value: set | frozenset, guard: bool) -> VariableTracker:

@@ -58,10 +58,7 @@ class BuiltinVariable(KnownCallableVariable):
                 return result
         if any(isinstance(a, TensorVariable) for a in [*args, *kwargs.values()]):
             if self.fn in TENSOR_OPERATORS or self.fn in TENSOR_BUILTINS:
-                fn = self.fn
-                if fn in INPLACE_OPERATORS and not isinstance(args[0], TensorVariable):
-                    fn = INPLACE_OPERATORS[fn]  # c = 0; c += x: an int has no __iadd__
-                return call_op(tx, "call_function", fn, float_operands(tx, fn, args),
+                return call_op(tx, "call_function", self.fn, float_operands(tx, self.fn, args),
                                kwargs)  # x * lr: an unspecialized float's graph input
             unimplemented(f"builtin {self._name()} on a tensor")
         if any(isinstance(a, SymNodeVariable) for a in [*args, *kwargs.values()]):
@@ -396,16 +393,6 @@ TENSOR_OPERATORS = {
     operator.ior, operator.ixor, operator.ilshift, operator.irshift, operator.neg, operator.pos,
     operator.invert, operator.abs, operator.lt, operator.le, operator.gt, operator.ge,
     operator.eq, operator.ne, operator.contains, operator.getitem,
-}
-
-# In-place operators and what Python falls back to when the left operand has no in-place
-# method (an int, a float, a tuple): ``c += x`` rebinds ``c`` to ``c + x``.
-INPLACE_OPERATORS = {
-    operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
-    operator.itruediv: operator.truediv, operator.ifloordiv: operator.floordiv,
-    operator.imod: operator.mod, operator.ipow: operator.pow, operator.imatmul: operator.matmul,
-    operator.iand: operator.and_, operator.ior: operator.or_, operator.ixor: operator.xor,
-    operator.ilshift: operator.lshift, operator.irshift: operator.rshift,
 }
 
 HANDLERS: dict[Callable, Callable] = {

@@ -24,10 +24,6 @@ CONSTANT_TYPES = (int, float, bool, str, bytes, complex, type(None), type(Ellips
                   type(NotImplemented), torch.dtype, torch.device, torch.memory_format,
                   torch.layout, type)
 
-# Types whose repr() is valid Python that evaluates to an equal value.
-_LITERAL_TYPES = (int, bool, str, bytes, type(None), complex)
-
-
 def is_constant(value: Any) -> bool:
     return isinstance(value, CONSTANT_TYPES) or value is Ellipsis
 
@@ -146,11 +142,9 @@ class ConstantVariable(VariableTracker):
         if self.source is not None:
             return self.source.expr()
         v = self.value
-        if isinstance(v, _LITERAL_TYPES):
-            return repr(v)
-        if isinstance(v, float):
-            return repr(v) if math.isfinite(v) else f"float({str(v)!r})"
-        return codegen.install_global("const", v)
+        if type(v) is float and not math.isfinite(v):
+            return f"float({str(v)!r})"
+        return codegen.constant(v)
 
     def _repr_body(self) -> str:
         return repr(self.value)

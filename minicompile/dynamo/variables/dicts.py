@@ -117,7 +117,8 @@ class ConstDictVariable(VariableTracker):
     def reconstruct(self, codegen) -> str:
         if self.source is not None:
             return self.source.expr()
-        literal = "{" + ", ".join(f"{k!r}: {codegen(v)}" for k, v in self.items.items()) + "}"
+        literal = "{" + ", ".join(f"{codegen.constant(k)}: {codegen(v)}"
+                                  for k, v in self.items.items()) + "}"
         if self.user_cls is dict:
             return literal
         cls = codegen.install_global(self.user_cls.__name__, self.user_cls)

@@ -13,6 +13,7 @@ import inspect
 import types
 from typing import Any
 
+from ...names import is_identifier
 from ..exc import ObservedException, unimplemented
 from ..source import ClosureSource, DefaultsSource
 from .base import KnownCallableVariable, VariableTracker
@@ -288,7 +289,8 @@ class FunctoolsPartialVariable(VariableTracker):
         if self.source is not None:
             return self.source.expr()
         parts = [codegen(self.func), *map(codegen, self.args),
-                 *(f"{k}={codegen(v)}" for k, v in self.keywords.items())]
+                 *(f"{k}={codegen(v)}" if is_identifier(k) else f"**{{{k!r}: {codegen(v)}}}"
+                   for k, v in self.keywords.items())]
         return f"{codegen.install_global('partial', functools.partial)}({', '.join(parts)})"
 
     def _repr_body(self) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from ...names import literal
 from ..exc import ObservedException, unimplemented
 from .base import VariableTracker
 from .constant import ConstantVariable
@@ -330,9 +331,7 @@ class SetVariable(VariableTracker):
     def reconstruct(self, codegen) -> str:
         if self.source is not None:
             return self.source.expr()
-        from .constant import _LITERAL_TYPES
-
-        if all(isinstance(v, _LITERAL_TYPES) for v in self.value) and self.value:
+        if self.value and all(literal(v) is not None for v in self.value):
             return repr(self.value)  # {1, 2} / frozenset({1, 2})
         name = self.python_type().__name__
         return f"{name}({codegen.install_global('const', tuple(self.value))})"

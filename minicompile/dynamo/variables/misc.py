@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 import torch
 
+from ... import names
 from ..exc import ObservedException, unimplemented
 from ..guards import Guard, GuardKind
 from ..source import AttrSource, TypeSource
@@ -30,7 +31,7 @@ class GetAttrVariable(VariableTracker):
         return self.obj.call_method(tx, self.name, args, kwargs)
 
     def reconstruct(self, codegen) -> str:
-        return f"{codegen(self.obj)}.{self.name}"
+        return names.attr(codegen(self.obj), self.name)
 
     def children(self) -> list[VariableTracker]:
         return [self.obj]

@@ -177,31 +177,38 @@ class NNModuleVariable(VariableTracker):
         if args or kwargs:
             unimplemented(f"{name}() with arguments")
         real = getattr(self.value, name)()
+        sources = self._sources_below() if self.source else {}
         out = []
         for entry in real:
             path, value = entry if isinstance(entry, tuple) else (None, entry)
-            if path is None:  # find the path of the unnamed entry
-                named = {"children": "named_children", "parameters": "named_parameters",
-                         "buffers": "named_buffers", "modules": "named_modules"}[name]
-                path = next(p for p, v in getattr(self.value, named)() if v is value)
-            source = self._path_source(path)
-            item = self._wrap_child(tx, value, source)
+            item = self._wrap_child(tx, value, sources.get(id(value)))
             out.append(TupleVariable([ConstantVariable(path), item]) if name.startswith("named")
                        else item)
         return ListVariable(out)
 
-    def _path_source(self, path: str):
-        """The source of ``named_parameters()``'s ``"layers.0.weight"``:
-        ``.layers._modules['0'].weight`` (a child whose name is no identifier is looked up in
-        ``_modules``)."""
-        source, module = self.source, self.value
-        for part in filter(None, path.split(".")) if source else ():
-            if part.isidentifier():
-                source = AttrSource(source, part)
-            else:
-                source = GetItemSource(AttrSource(source, "_modules"), part)
-            module = getattr(module, part, None)
-        return source
+    def _sources_below(self) -> dict[int, Any]:
+        """id() of each submodule, parameter and buffer below this module -> its source, the
+        first path that reaches it in ``named_modules()`` order (the one ``named_parameters()``
+        reports): ``named_parameters()``'s ``"layers.0.weight"`` is ``.layers._modules['0']
+        .weight``. Found by walking the tables, not by splitting the dotted path: a child
+        named ``"a.b"`` and a child ``b`` of a child ``a`` have the same path."""
+        sources: dict[int, Any] = {}
+
+        def walk(module: torch.nn.Module, source) -> None:
+            sources[id(module)] = source
+            for table in ("_parameters", "_buffers", "_modules"):
+                for key, value in module.__dict__.get(table, {}).items():
+                    if value is None or id(value) in sources:
+                        continue
+                    child = (AttrSource(source, key) if key.isidentifier()  # .layers
+                             else GetItemSource(AttrSource(source, table), key))  # ._modules['0']
+                    if table == "_modules":
+                        walk(value, child)
+                    else:
+                        sources[id(value)] = child
+
+        walk(self.value, self.source)
+        return sources
 
     def _repr_body(self) -> str:
         return type(self.value).__name__

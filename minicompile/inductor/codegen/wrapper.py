@@ -36,6 +36,7 @@ import torch
 import torch.utils._pytree as pytree
 from sympy.printing.str import StrPrinter
 
+from ...names import literal, readable
 from ..ir import Buffer, ExternKernel, IRNode, MultiOutput, ReinterpretView, storage_owner
 from ..kernel_group import KernelGroup
 from ..lowerings.extern import FRESH_CONTIGUOUS
@@ -140,7 +141,8 @@ class WrapperCodeGen:
 
     # --- called by the backends -----------------------------------------------------------
     def kernel_name(self, prefix: str, group: KernelGroup) -> str:
-        return f"{prefix}_{group.fused_name()}_{next(self._counter)}"
+        """``cpp_fused_add_mul_0``: a Python and C++ identifier whatever the ops are called."""
+        return f"{prefix}_{readable(group.fused_name())}_{next(self._counter)}"
 
     def define_kernel(self, name: str, kernel: Callable, source: str) -> None:
         self.namespace[name] = kernel
@@ -312,9 +314,9 @@ class WrapperCodeGen:
             return str(a)
         if isinstance(a, torch.device):
             return f"torch.device({str(a)!r})"
-        if a is None or isinstance(a, (bool, int, str)):
-            return repr(a)
-        if isinstance(a, float):
+        if literal(a) is not None:  # exact types: a str-Enum member's repr is no Python
+            return literal(a)
+        if type(a) is float:
             return repr(a) if math.isfinite(a) else ("inf" if a > 0 else "-inf" if a < 0 else "nan")
         return self.bind(a)
 

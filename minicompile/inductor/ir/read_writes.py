@@ -82,6 +82,9 @@ class ReadWrites:
     reads: list[MemoryDep | StarDep] = field(default_factory=list)
     writes: list[MemoryDep | StarDep] = field(default_factory=list)
     var_ranges: dict[sympy.Symbol, Expr] = field(default_factory=dict)
+    # symbols the body computes with, not as an index (``x * n`` for an int input n is
+    # ``index_expr(s0)``): a kernel needs them as arguments like the sizes of its loops
+    symbols: frozenset[sympy.Symbol] = frozenset()
 
     def read_names(self) -> set[str]:
         return {d.name for d in self.reads}
@@ -164,6 +167,7 @@ class RecordReadWrites:
         self.writes: list[MemoryDep] = []
         self._indirect = 0
         self._masks: list[_Cond | None] = []
+        self.symbols: set[sympy.Symbol] = set()  # in index_expr, constant, indirect sizes
 
     def _bounds(self) -> tuple[tuple[sympy.Symbol, Expr, Expr], ...]:
         if not self._masks or any(m is None for m in self._masks):
@@ -201,13 +205,17 @@ class RecordReadWrites:
         self.writes.append(self._dep(name, index))
 
     def indirect_indexing(self, value: Any, size: Expr) -> sympy.Symbol:
+        self.symbols |= sympy.sympify(size).free_symbols
         self._indirect += 1
         return sympy.Symbol(f"indirect{self._indirect - 1}", integer=True, nonnegative=True)
 
     def index_expr(self, expr: Expr, dtype) -> _Index:
+        self.symbols |= sympy.sympify(expr).free_symbols
         return _Index(sympy.sympify(expr))
 
     def constant(self, value: Any, dtype) -> _Index | _Dummy:
+        if isinstance(value, sympy.Expr):
+            self.symbols |= value.free_symbols
         if isinstance(value, sympy.Expr) and value.is_integer:  # 3, or a size such as s0
             return _Index(value)
         if isinstance(value, int) and not isinstance(value, bool):
@@ -251,4 +259,5 @@ def extract_read_writes(node) -> ReadWrites:
     handler = RecordReadWrites(var_ranges)
     with set_ops_handler(handler):
         node.store_output(index, rindex)
-    return ReadWrites(handler.reads, handler.writes, var_ranges)
+    return ReadWrites(handler.reads, handler.writes, var_ranges,
+                      frozenset(handler.symbols - set(var_ranges)))
