@@ -61,6 +61,8 @@ def convert_frame(fn: types.FunctionType, f_locals: dict, backend: Callable,
             break_error = e
         finally:
             torch._C._set_grad_enabled(grad_mode)  # a `with no_grad()` cut short by Unsupported
+            for region in reversed(output.active_autocasts):  # a `with autocast()` likewise
+                region.leave_while_tracing(output)
     guard = build_guard_fn(result.guards, name="guard_" + readable(code.co_name))
     _logging.trace_artifact("bytecode", result.transformed_source,
                             title=f"TRANSFORMED CODE {code.co_name}")

@@ -149,6 +149,8 @@ class BreakWriter:
     def graph_lines(self) -> list:
         """Compile the graph so far (its outputs: every tensor the code above needs)."""
         out = self.output
+        for region in reversed(out.active_autocasts):  # the resume function enters them again
+            out.create_proxy("call_function", torch.amp._exit_autocast, (region.node,), {})
         if out.initial_grad_mode != torch.is_grad_enabled():  # leave grad mode as we found it
             out.create_proxy("call_function", torch._C._set_grad_enabled,
                              (out.initial_grad_mode,), {})

@@ -200,9 +200,9 @@ def YIELD_VALUE(tx: Tx, inst: Inst) -> None:
 @handler("BEFORE_WITH")  # dis#opcode-BEFORE_WITH: push __exit__, then the result of __enter__
 def BEFORE_WITH(tx: Tx, inst: Inst) -> None:
     ctx = tx.pop()
-    if isinstance(ctx, (TorchVariable, ConstantVariable)):  # inference_mode(), autocast(), ...
+    if isinstance(ctx, (TorchVariable, ConstantVariable)):  # inference_mode(), profiler, ...
         unimplemented(f"the context manager {ctx} changes torch state minicompile does not "
-                      "model (only no_grad / enable_grad / set_grad_enabled are traced)")
+                      "model (no_grad, enable_grad, set_grad_enabled and autocast are traced)")
     entered = ctx.call_method(tx, "__enter__", [], {})
     tx.push(WithExitFunctionVariable(ctx))
     tx.push(entered)

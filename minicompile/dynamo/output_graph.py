@@ -83,7 +83,8 @@ def _is_side_effect(node: torch.fx.Node) -> bool:
     name = target if isinstance(target, str) else getattr(target, "__name__", "")
     return (node.op in ("placeholder", "output")
             or name.endswith("_") and not name.startswith("__")  # in-place: add_, copy_, ...
-            or target in (operator.setitem, torch._C._set_grad_enabled)
+            or target in (operator.setitem, torch._C._set_grad_enabled,
+                          torch.amp._enter_autocast, torch.amp._exit_autocast)
             or name.startswith("__i")  # operator.iadd & co (tensor += ...)
             or "out" in node.kwargs
             or _inplace_flag(node))  # F.relu(h, inplace=True), nn.ReLU(inplace=True)(h)
@@ -115,6 +116,7 @@ class OutputGraph:
                  frame_cache=None, initial_grad_mode: bool | None = None):
         self.root_fn, self.arg_names, self.frame_cache = root_fn, list(arg_names), frame_cache
         self.code, self.f_globals = root_fn.__code__, root_fn.__globals__
+        self.active_autocasts: list = []  # autocast regions entered and not left, innermost last
         self.initial_grad_mode = (torch.is_grad_enabled() if initial_grad_mode is None
                                   else initial_grad_mode)
         self.backend = backend

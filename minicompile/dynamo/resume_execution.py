@@ -29,6 +29,7 @@ from types import CodeType
 
 from .bytecode import PY313
 from .bytecode_analysis import in_exception_handler, live_locals_at, remove_dead_code
+from .exc import unimplemented
 from .bytecode_transformation import (
     Instruction,
     code_from_instructions,
@@ -226,6 +227,9 @@ class ContinueExecutionCache:
         reuses one resume function per offset instead of making a new one per iteration."""
         while code in cls.origins:
             code, offsets = cls.origins[code]
+            if offset not in offsets:  # the prologue: it re-enters the `with` blocks
+                unimplemented("a graph break while a resume function re-enters its `with` "
+                              "blocks: it runs eagerly")
             offset = offsets[offset]
         return code, offset
 

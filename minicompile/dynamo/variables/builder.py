@@ -38,7 +38,8 @@ from .torch import TorchVariable, is_torch_callable
 
 
 # torch classes whose call the trace understands (others are constants, e.g. for isinstance)
-TORCH_CLASSES = (torch.Size, torch.no_grad, torch.enable_grad, torch.set_grad_enabled)
+TORCH_CLASSES = (torch.Size, torch.no_grad, torch.enable_grad, torch.set_grad_enabled,
+                 torch.autocast)
 
 
 def _is_builtin(value: Any) -> bool:
@@ -198,6 +199,17 @@ class VariableBuilder:
             self.install_guard(GuardKind.TYPE_MATCH, type(value))
         return GradModeVariable(target=type(value) is torch.enable_grad)
 
+    def wrap_autocast(self, value: torch.autocast, guard: bool) -> VariableTracker:
+        """A ``torch.autocast`` object, such as the one a resume function re-enters: its
+        device, dtype and flags, each guarded (a fresh one is passed on every call)."""
+        from ..source import AttrSource
+        from .misc import AutocastVariable
+
+        state = [VariableBuilder(self.tx, AttrSource(self.source, name) if self.source else None)
+                 .wrap(getattr(value, name), guard).as_python_constant()
+                 for name in ("device", "fast_dtype", "_enabled", "_cache_enabled")]
+        return AutocastVariable(*state)
+
     def wrap_object(self, value: Any, guard: bool) -> VariableTracker:
         if guard:
             self.install_guard(GuardKind.TYPE_MATCH, type(value))
@@ -208,6 +220,7 @@ class VariableBuilder:
         (lambda v: isinstance(v, torch.Tensor), wrap_tensor),
         (lambda v: any(v is c for c in TORCH_CLASSES), _id_matched(TorchVariable)),  # no ==
         (lambda v: type(v) in (torch.no_grad, torch.enable_grad), wrap_grad_mode),
+        (lambda v: type(v) is torch.autocast, wrap_autocast),
         (lambda v: isinstance(v, types.MethodType)  # no_grad().clone: what @no_grad() calls
          and type(v.__self__) in (torch.no_grad, torch.enable_grad), wrap_method),
         (_is_builtin, lambda self, v, g: BuiltinVariable(v)),  # builtins are not in G: no guard

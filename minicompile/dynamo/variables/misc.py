@@ -166,6 +166,52 @@ class GradModeVariable(ContextManagerVariable):
         return f"grad_enabled={self.target}"
 
 
+class AutocastVariable(ContextManagerVariable):
+    """``torch.autocast(device_type, dtype=...)``: entering it puts a
+    ``torch.amp._enter_autocast`` node in the graph (and ``_exit_autocast`` on the way out),
+    as real Dynamo does. Autocast is also switched on while tracing, so the fake tensors get the
+    dtypes autocast gives; AOT autograd, which runs the graph under its dispatcher, then
+    records the casts the region implies as ATen ops, and the kernels compute them."""
+
+    def __init__(self, device_type: str, dtype: torch.dtype | None, enabled: bool,
+                 cache_enabled: bool | None):
+        super().__init__()
+        self.args = (device_type, dtype, enabled, cache_enabled)
+        self.mode: Any = None  # the real autocast entered while tracing
+        self.node: Any = None  # the graph's _enter_autocast node, which _exit_autocast takes
+
+    def enter(self, tx) -> VariableTracker:
+        self.mode = torch.amp.autocast_mode._UnmanagedAutocast(*self.args)
+        self.mode.__enter__()
+        self.node = tx.output.create_proxy("call_function", torch.amp._enter_autocast,
+                                           self.args, {})
+        tx.block_stack.append(self)
+        tx.output.active_autocasts.append(self)  # left for real by convert_frame, whatever happens
+        return ConstantVariable(None)
+
+    def exit(self, tx) -> VariableTracker:
+        self.leave_while_tracing(tx.output)
+        tx.output.create_proxy("call_function", torch.amp._exit_autocast, (self.node,), {})
+        if tx.block_stack and tx.block_stack[-1] is self:
+            tx.block_stack.pop()
+        return super().exit(tx)
+
+    def leave_while_tracing(self, output) -> None:
+        """Leave the real autocast entered for the fake tensors (at the region's end, or when
+        the trace stops inside it)."""
+        self.mode.__exit__(None, None, None)
+        output.active_autocasts.remove(self)
+
+    def fresh(self, writer) -> str:
+        device_type, dtype, enabled, cache_enabled = self.args
+        dtype = "None" if dtype is None else f"{writer.torch}.{str(dtype).split('.')[-1]}"
+        return (f"{writer.torch}.autocast({device_type!r}, dtype={dtype}, enabled={enabled!r}, "
+                f"cache_enabled={cache_enabled!r})")
+
+    def _repr_body(self) -> str:
+        return ", ".join(map(str, self.args))
+
+
 class GradModeWrappedFunction(VariableTracker):
     """What ``@torch.no_grad()`` / ``@torch.enable_grad()`` makes of a function: each call is
     traced between entering and leaving the grad mode, as the ``with`` inside the real wrapper

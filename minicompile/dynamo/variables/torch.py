@@ -9,6 +9,7 @@ and grad-mode context managers become ``GradModeVariable``.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable
 
 import torch
@@ -132,6 +133,20 @@ def _set_grad_enabled(tx, fn, args, kwargs) -> VariableTracker:
     return GradModeVariable(args[0].as_python_constant(), entered_prev=prev)
 
 
+def _autocast(tx, fn, args, kwargs) -> VariableTracker:
+    """``torch.autocast("cuda", dtype=torch.bfloat16)``: its arguments bound as autocast's own
+    signature binds them (they are constants: the region's casts depend on them)."""
+    from .misc import AutocastVariable
+
+    bound = inspect.signature(torch.autocast.__init__).bind(
+        None, *[a.as_python_constant() for a in args],
+        **{k: v.as_python_constant() for k, v in kwargs.items()})
+    bound.apply_defaults()
+    a = bound.arguments
+    dtype = a["dtype"] if a["dtype"] is not None else torch.get_autocast_dtype(a["device_type"])
+    return AutocastVariable(a["device_type"], dtype, a["enabled"], a["cache_enabled"])
+
+
 def _compiling(tx, fn, args, kwargs) -> VariableTracker:  # torch.compiler.is_compiling()
     return ConstantVariable(True)
 
@@ -161,6 +176,7 @@ CALL_HANDLERS: dict[Callable, Callable] = {
     torch.no_grad: _grad_mode,
     torch.enable_grad: _grad_mode,
     torch.set_grad_enabled: _set_grad_enabled,
+    torch.autocast: _autocast,
     torch.Size: _size,
     torch.jit.annotate: _annotate,
     **{fn: _compiling for fn in IS_COMPILING},

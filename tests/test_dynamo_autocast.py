@@ -1,0 +1,64 @@
+"""torch.autocast regions traced (variables/misc.py AutocastVariable): the graph holds
+``torch.amp._enter_autocast`` / ``_exit_autocast`` nodes as real Dynamo's does, AOT autograd
+records the casts the region implies, and every backend gives eager's dtypes and values."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import minicompile as mc
+
+LIN = torch.nn.Linear(8, 8)
+
+
+def region(x):
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = LIN(x)  # bfloat16 under autocast
+        z = y.relu() @ y.t()
+    return z.float().sum(), y, z
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_autocast_region_matches_eager(backend):
+    x = torch.randn(4, 8, requires_grad=True)
+    got, expected = mc.compile(region, backend=backend)(x), region(x)
+    for g, e in zip(got, expected):
+        assert g.dtype == e.dtype
+        torch.testing.assert_close(g, e, rtol=2e-2, atol=2e-2)
+    grad, = torch.autograd.grad(got[0], x)
+    torch.testing.assert_close(grad, torch.autograd.grad(expected[0], x)[0], rtol=2e-2, atol=2e-2)
+    assert not torch.is_autocast_enabled("cpu")  # the region was left
+
+
+def test_autocast_region_is_one_graph_with_enter_and_exit_nodes():
+    explained = mc.explain(region)(torch.randn(4, 8))
+    assert explained.graph_count == 1 and explained.graph_break_count == 0
+    targets = [n.target for n in explained.graphs[0].graph.nodes]
+    assert torch.amp._enter_autocast in targets and torch.amp._exit_autocast in targets
+
+
+def test_graph_break_inside_autocast_resumes_inside_it():
+    def f(x):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            y = LIN(x)
+            print("a break")  # noqa: T201  (a graph break inside the region)
+            z = LIN(y.float())
+        return y, z
+
+    x = torch.randn(2, 8)
+    got, expected = mc.compile(f, backend="eager")(x), f(x)
+    for g, e in zip(got, expected):
+        assert g.dtype == e.dtype == torch.bfloat16
+        torch.testing.assert_close(g, e)
+
+
+def test_disabled_autocast_changes_nothing():
+    def f(x):
+        with torch.autocast("cpu", enabled=False):
+            return LIN(x)
+
+    x = torch.randn(2, 8)
+    got = mc.compile(f, backend="aot_eager")(x)
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got, f(x))
