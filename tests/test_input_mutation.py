@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from eager_errors import eager_exception, raises_as_eager, raises_like
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import minicompile as mc
-from eager_errors import eager_exception, raises_as_eager, raises_like
 from minicompile import config
 
 aten = torch.ops.aten

@@ -11,9 +11,9 @@ import textwrap
 
 import pytest
 import torch
+from eager_errors import raises_as_eager
 
 import minicompile as mc
-from eager_errors import raises_as_eager
 from minicompile.dynamo.eval_frame import CACHE, cache_entries
 from minicompile.dynamo.exc import FullGraphError, unimplemented, without_internal_frames
 
