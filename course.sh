@@ -112,16 +112,20 @@ find_python() {
   done
 }
 
-main_version() { "$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])'; }
+python_version() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])'; }
+
+NEWEST_TESTED_ON=""  # the Python version the newest-torch pass ran under, once it has
 
 run_tests_newest() {
   # The whole suite and the notebooks again, on the newest supported torch under the newest
   # supported Python (3.13 where it is installed, else .venv's): run where either differs from
   # .venv's, that is where Python 3.13 is installed beside another, or where MINICOMPILE_TORCH
-  # pins .venv's torch (CI pins the machine's local CPU wheel there).
+  # pins .venv's torch (CI pins the machine's local CPU wheel there). Without a GPU, torch's CPU
+  # build where its index is reachable, else the registry's (the CUDA one, a few GB: about a
+  # minute where the registry is a local mirror, as on CI machines).
   local py
   py="$(find_python 3.13)"
-  if [ -z "$py" ] || [ "$(main_version)" = 3.13 ]; then
+  if [ -z "$py" ] || [ "$(python_version "$PY")" = 3.13 ]; then
     [ -n "${MINICOMPILE_TORCH:-}" ] || return 0
     py="$("$PY" -c 'import sys; print(sys._base_executable)')"
   fi
@@ -130,17 +134,19 @@ run_tests_newest() {
   fi
   say "the tests and notebooks on the newest supported torch, in $VENV_NEWEST"
   "$VENV_NEWEST/bin/python" -m pytest tests notebooks --nbval-lax -q -p no:cacheprovider "$@"
+  NEWEST_TESTED_ON="$(python_version "$VENV_NEWEST/bin/python")"
 }
 
 run_tests_other_pythons() {
   # Bytecode is what changes between CPython releases, so the bytecode layer is also checked
   # under the other supported versions installed here, without torch: tests/test_resume_execution.py
-  # as a script (resume functions and the assembler at every offset of a corpus). Python 3.13,
-  # where installed, already ran the whole suite (run_tests_newest).
-  local version py
-  for version in 3.11 3.12; do
+  # as a script (resume functions and the assembler at every offset of a corpus). Not again
+  # under the Python that ran the whole suite on the newest torch.
+  local version py tested
+  tested="$(python_version "$PY") $NEWEST_TESTED_ON"
+  for version in 3.11 3.12 3.13; do
     py="$(find_python "$version")"
-    [ "$version" != "$(main_version)" ] && [ -n "$py" ] || continue
+    [ -n "$py" ] && [[ " $tested " != *" $version "* ]] || continue
     say "resume functions and the bytecode assembler under Python $version (no torch needed)"
     PYTHONPATH="$PWD" "$py" tests/test_resume_execution.py
   done
