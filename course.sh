@@ -9,11 +9,15 @@ cd "$(dirname "${BASH_SOURCE[0]}")"
 
 VENV="${MINICOMPILE_VENV:-.venv}"
 PY="$VENV/bin/python"
-# torch is installed before the course's packages, so that the range in pyproject.toml is already
-# satisfied and pip never swaps the build chosen here (see install_torch).
-TORCH_SPEC="${MINICOMPILE_TORCH:-torch==2.13.0}"
+# The torch releases minicompile supports, read from pyproject.toml ("torch>=2.11,<2.16"). A torch
+# already in a venv is kept when it is in this range; otherwise the newest release in it is
+# installed, unless MINICOMPILE_TORCH names one. torch goes in before the course's packages, so
+# that the range is already satisfied and pip never swaps the build chosen here (install_torch).
+TORCH_RANGE="$(sed -n 's/^ *"\(torch[<>=!,.0-9]*\)",.*/\1/p' pyproject.toml)"
+TORCH_SPEC="${MINICOMPILE_TORCH:-$TORCH_RANGE}"
 TORCH_CPU_INDEX="https://download.pytorch.org/whl/cpu"
-VENV313="${MINICOMPILE_VENV313:-${VENV}-py313}"  # Python 3.13 with torch, for a second pass
+# A second venv with the newest supported torch, on Python 3.13 where it is installed here
+VENV_NEWEST="${MINICOMPILE_VENV_NEWEST:-${VENV}-newest}"
 
 say() { printf '\033[1m[course]\033[0m %s\n' "$*"; }
 
@@ -38,32 +42,46 @@ pip_has_local_source() {
     || "$PY" -m pip config list 2>/dev/null | grep -qE '(find-links|index-url)='
 }
 
-install_torch() {
-  # MINICOMPILE_TORCH set: exactly that. An NVIDIA GPU: PyPI's default build (CUDA). No GPU:
-  # the CPU build from PyTorch's CPU wheel index (a few hundred MB instead of several GB); where
-  # pip has a local wheel folder or index configured, that is tried first, and each of the two
-  # is the other's fallback.
-  local plain=("$TORCH_SPEC") cpu=(--index-url "$TORCH_CPU_INDEX" "$TORCH_SPEC")
-  if [ -n "${MINICOMPILE_TORCH:-}" ] || has_nvidia_gpu; then
-    say "installing torch ($TORCH_SPEC)"; "$PY" -m pip install -q "${plain[@]}"; return
-  fi
-  local first=("${cpu[@]}") second=("${plain[@]}")
-  pip_has_local_source && { first=("${plain[@]}"); second=("${cpu[@]}"); }
-  say "no NVIDIA GPU: installing the CPU build of torch ($TORCH_SPEC)"
-  "$PY" -m pip install -q "${first[@]}" || "$PY" -m pip install -q "${second[@]}"
+torch_in_range() {
+  # $1 (a python) imports a torch inside TORCH_RANGE (torch.__version__ compares as a version)
+  "$1" - "$TORCH_RANGE" 2>/dev/null <<'EOF'
+import operator, re, sys, torch
+OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt, "==": operator.eq}
+sys.exit(not all(OPS[op](torch.__version__, v)
+                 for op, v in re.findall(r"([<>=]=?)([0-9.]+)", sys.argv[1])))
+EOF
 }
 
-install_python_packages() {
-  [ -x "$PY" ] || { say "creating $VENV"; python3 -m venv "$VENV"; }
-  local stamp="$VENV/.minicompile-installed"
-  if [ -f "$stamp" ] && [ "$stamp" -nt pyproject.toml ]; then return; fi
-  say "installing torch and the course's packages into $VENV"
-  "$PY" -m pip install -q --upgrade pip
-  "$PY" -c "import torch" 2>/dev/null || install_torch
-  "$PY" -m pip install -q -e ".[course,test]"
-  "$PY" -m ipykernel install --sys-prefix --name python3 >/dev/null
+install_torch() {
+  # $1: the venv's python, $2: the requirement. An NVIDIA GPU: PyPI's default build (CUDA). No
+  # GPU: the CPU build from PyTorch's CPU wheel index (a few hundred MB instead of several GB);
+  # where pip has a local wheel folder or index configured (as on CI machines, which reach no
+  # other index), that is tried first, and each of the two is the other's fallback.
+  local py="$1" plain=("$2") cpu=(--index-url "$TORCH_CPU_INDEX" "$2")
+  torch_in_range "$py" && return
+  if has_nvidia_gpu; then
+    say "installing torch ($2)"; "$py" -m pip install -q "${plain[@]}"; return
+  fi
+  local first=("${cpu[@]}") second=("${plain[@]}")
+  PY="$py" pip_has_local_source && { first=("${plain[@]}"); second=("${cpu[@]}"); }
+  say "no NVIDIA GPU: installing the CPU build of torch ($2) where there is one"
+  "$py" -m pip install -q "${first[@]}" || "$py" -m pip install -q "${second[@]}"
+}
+
+install_venv() {
+  # $1: venv, $2: the python that makes it, $3: torch requirement, $4: the course's extras
+  local venv="$1" py="$1/bin/python" stamp="$1/.minicompile-installed"
+  [ -x "$py" ] || { say "creating $venv"; "$2" -m venv "$venv" || return 1; }
+  if [ -f "$stamp" ] && [ "$stamp" -nt pyproject.toml ] && torch_in_range "$py"; then return; fi
+  say "installing torch and the course's packages into $venv"
+  "$py" -m pip install -q --upgrade pip && install_torch "$py" "$3" \
+    && "$py" -m pip install -q -e ".[$4]" \
+    && "$py" -m ipykernel install --sys-prefix --name python3 >/dev/null || return 1
+  say "$venv has torch $("$py" -c 'import torch; print(torch.__version__)')"
   touch "$stamp"
 }
+
+install_python_packages() { install_venv "$VENV" python3 "$TORCH_SPEC" course,test; }
 
 triton_on_cpu_without_gpu() {
   # Triton kernels run on CPU tensors through Triton's interpreter when there is no GPU.
@@ -82,6 +100,7 @@ run_tests() {
     MINICOMPILE_CPU_BACKEND=triton "$PY" -m pytest tests -q -p no:cacheprovider \
       --deselect tests/test_bench.py "$@"
   fi
+  run_tests_newest "$@"
   run_tests_other_pythons
 }
 
@@ -93,43 +112,43 @@ find_python() {
   done
 }
 
-venv313_with_torch() {
-  # $VENV313 has torch, or gets it: the CPU build from torch's own index where that index is
-  # reachable, else the package registry's build (the CUDA one: a few GB, about a minute where
-  # the registry is a local mirror, as on CI machines, which reach no other index).
-  "$VENV313/bin/python" -c "import torch, pytest" 2>/dev/null && return
-  local py="$VENV313/bin/python" cpu=(--index-url "$TORCH_CPU_INDEX" "$TORCH_SPEC")
-  local first=("${cpu[@]}") second=("$TORCH_SPEC")
-  [ -x "$py" ] || "$1" -m venv "$VENV313" || return 1
-  PY="$py" pip_has_local_source && { first=("$TORCH_SPEC"); second=("${cpu[@]}"); }
-  say "installing torch ($TORCH_SPEC) and the test packages for Python 3.13 into $VENV313"
-  { "$py" -m pip install -q "${first[@]}" || "$py" -m pip install -q "${second[@]}"; } \
-    && "$py" -m pip install -q sympy networkx numpy matplotlib graphviz pytest hypothesis \
-      pytest-timeout \
-    || { say "no torch for Python 3.13 (MINICOMPILE_VENV313 may name a 3.13 venv that has it)"
-         return 1; }
+python_version() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])'; }
+
+NEWEST_TESTED_ON=""  # the Python version the newest-torch pass ran under, once it has
+
+run_tests_newest() {
+  # The whole suite and the notebooks again, on the newest supported torch under the newest
+  # supported Python (3.13 where it is installed, else .venv's): run where either differs from
+  # .venv's, that is where Python 3.13 is installed beside another, or where MINICOMPILE_TORCH
+  # pins .venv's torch (CI pins the machine's local CPU wheel there). Without a GPU, torch's CPU
+  # build where its index is reachable, else the registry's (the CUDA one, a few GB: about a
+  # minute where the registry is a local mirror, as on CI machines).
+  local py
+  py="$(find_python 3.13)"
+  if [ -z "$py" ] || [ "$(python_version "$PY")" = 3.13 ]; then
+    [ -n "${MINICOMPILE_TORCH:-}" ] || return 0
+    py="$("$PY" -c 'import sys; print(sys._base_executable)')"
+  fi
+  if ! install_venv "$VENV_NEWEST" "$py" "$TORCH_RANGE" test; then
+    say "no torch for $py: the tests on the newest torch are skipped"; return 0
+  fi
+  say "the tests and notebooks on the newest supported torch, in $VENV_NEWEST"
+  "$VENV_NEWEST/bin/python" -m pytest tests notebooks --nbval-lax -q -p no:cacheprovider "$@"
+  NEWEST_TESTED_ON="$(python_version "$VENV_NEWEST/bin/python")"
 }
 
 run_tests_other_pythons() {
-  # Bytecode is what changes between CPython releases, so the bytecode layer is checked under
-  # the other supported versions installed here too. Under 3.13 with torch: the bytecode,
-  # capture, guard and graph-break tests. Otherwise tests/test_resume_execution.py as a script,
-  # which needs no torch (resume functions and the assembler at every offset of a corpus).
-  local version py main_version
-  main_version="$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+  # Bytecode is what changes between CPython releases, so the bytecode layer is also checked
+  # under the other supported versions installed here, without torch: tests/test_resume_execution.py
+  # as a script (resume functions and the assembler at every offset of a corpus). Not again
+  # under the Python that ran the whole suite on the newest torch.
+  local version py tested
+  tested="$(python_version "$PY") $NEWEST_TESTED_ON"
   for version in 3.11 3.12 3.13; do
     py="$(find_python "$version")"
-    [ "$version" != "$main_version" ] && [ -n "$py" ] || continue
-    if [ "$version" = 3.13 ] && venv313_with_torch "$py"; then
-      say "bytecode, capture, guard and graph-break tests under Python 3.13"
-      PYTHONPATH="$PWD" "$VENV313/bin/python" -m pytest -q -p no:cacheprovider \
-        tests/test_bytecode.py tests/test_dynamo_capture.py tests/test_guards.py \
-        tests/test_graph_breaks.py tests/test_graph_breaks_side_effects.py \
-        tests/test_resume_execution.py tests/test_recompiles.py
-    else
-      say "resume functions and the bytecode assembler under Python $version (no torch needed)"
-      PYTHONPATH="$PWD" "$py" tests/test_resume_execution.py
-    fi
+    [ -n "$py" ] && [[ " $tested " != *" $version "* ]] || continue
+    say "resume functions and the bytecode assembler under Python $version (no torch needed)"
+    PYTHONPATH="$PWD" "$py" tests/test_resume_execution.py
   done
 }
 

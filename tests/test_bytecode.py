@@ -12,7 +12,7 @@ import torch
 
 import minicompile as mc
 from minicompile.dynamo import handlers_data, handlers_flow  # noqa: F401 (registers handlers)
-from minicompile.dynamo.bytecode import RENAMES, cleaned_instructions, format_cleaned
+from minicompile.dynamo.bytecode import PYTHONS, RENAMES, cleaned_instructions, format_cleaned
 from minicompile.dynamo.symbolic_convert import OPCODE_HANDLERS
 
 from bytecode_corpus import CORPUS, EXCEPTION_PATH, all_instructions, f_assert, f_branches
@@ -113,7 +113,7 @@ def test_instruction_table_column_of_this_python_is_true():
     (so each CPython that runs the suite checks its own column)."""
     from minicompile.course.instruction_table import instruction_table
 
-    column = {(3, 11): 1, (3, 12): 2, (3, 13): 3}[sys.version_info[:2]]
+    column = 1 + PYTHONS.index(sys.version_info[:2])
     wrong = []
     for row in instruction_table().splitlines()[2:]:
         cells = [cell.strip() for cell in row.strip("|").split("|")]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from eager_errors import raises_as_eager
 
 import minicompile as mc
 from minicompile.dynamo.eval_frame import cache_entries
@@ -74,8 +75,9 @@ def test_user_exception_propagates():
     def bad(x):
         return x @ torch.ones(5, 5)  # shape mismatch: eager raises RuntimeError
 
-    with pytest.raises(RuntimeError):
-        mc.compile(bad, backend="eager")(torch.ones(3, 3))
+    x = torch.ones(3, 3)
+    with raises_as_eager(bad, x):
+        mc.compile(bad, backend="eager")(x)
 
 
 def test_unsupported_carries_user_line():

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from eager_errors import eager_exception, raises_as_eager, raises_like
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import minicompile as mc
@@ -164,15 +165,20 @@ def test_no_copy_back(name, fn, make, monkeypatch):
 def test_version_counter_bumps():
     """A kernel writing the input does not tell autograd; the wrapper bumps the version as the
     in-place op would, so a tensor saved for backward and then overwritten is still caught."""
+    def saved_then_overwritten(write_column, x, y):
+        write_column(x, y)
+        loss = (torch.ones(10, 10, requires_grad=True) * x).sum()  # saves x
+        write_column(x, y)
+        return loss
+
     x, y = r(10, 10), r(10)
     compiled = mc.compile(_column_sin, backend="inductor")
     before = x._version
     compiled(x, y)
     assert x._version > before
-    w = torch.randn(10, 10, requires_grad=True)
-    loss = (w * x).sum()  # saves x
-    compiled(x, y)
-    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+    eager_loss = saved_then_overwritten(_column_sin, x.clone(), y)
+    loss = saved_then_overwritten(compiled, x.clone(), y)
+    with raises_like(eager_exception(eager_loss.backward)):
         loss.backward()
 
 
@@ -258,8 +264,7 @@ def test_shift_without_clone():
         t[1:] = t[:-1]
 
     x = torch.arange(6.0)
-    with pytest.raises(RuntimeError, match="single memory location"):
-        shift(x.clone())
+    assert isinstance(eager_exception(shift, x.clone()), RuntimeError)
     mine, ref = x.clone(), x.clone()
     mc.compile(shift, backend="inductor")(mine)
     _shift_with_clone(ref)
@@ -358,11 +363,9 @@ def test_non_contiguous_and_offset_inputs(backend, monkeypatch):
 def test_expanded_input_raises_like_eager():
     """x[:, 0] of an expanded x is one element three times: eager refuses the write, and so
     does the compiled function (functionalization leaves it to eager)."""
-    x = r(1, 4).expand(3, 4)
-    with pytest.raises(RuntimeError, match="single memory location"):
-        _column_sin(x, r(3))
-    with pytest.raises(RuntimeError, match="single memory location"):
-        mc.compile(_column_sin, backend="inductor")(x, r(3))
+    x, y = r(1, 4).expand(3, 4), r(3)
+    with raises_as_eager(_column_sin, x, y):
+        mc.compile(_column_sin, backend="inductor")(x, y)
 
 
 def test_called_with_another_layout():

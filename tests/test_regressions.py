@@ -251,3 +251,58 @@ def test_autograd_function_apply_is_traced_with_its_backward(backend, y_requires
     if y_requires_grad:
         torch.testing.assert_close(y.grad, yr.grad)
     assert mc.explain(_uses_functions)(x, y).graph_count == 1
+
+
+# torch 2.14 made ``Function.apply`` the C classmethod of ``_C._FunctionBase``: ``MyFunction.apply``
+# became a bound builtin (no ``__module__``, no ``__func__``), which the tracer no longer knew, and
+# every custom Function broke the graph. Both layouts are checked on whichever torch runs.
+APPLY_LAYOUTS = {
+    "installed torch": None,
+    "C apply (torch 2.14 on)": torch._C._FunctionBase.__dict__["apply"],
+}
+_scaled = _Scaled.apply  # the common module-level alias of a Function's apply
+
+
+def _uses_alias(x, y):
+    return _scaled(x, y, 2.0)[0].sum()
+
+
+def _overrides_apply(x):
+    return _Overriding.apply(x.cos()) + 1
+
+
+class _Overriding(_StraightThrough):
+    @classmethod
+    def apply(cls, x):  # not torch's apply: a user's classmethod, inlined like any other
+        return super().apply(x * 2)
+
+
+@pytest.fixture(params=list(APPLY_LAYOUTS))
+def apply_layout(request, monkeypatch):
+    c_apply = APPLY_LAYOUTS[request.param]
+    if c_apply is not None:
+        monkeypatch.setattr(torch.autograd.Function, "apply", c_apply)
+    monkeypatch.setitem(globals(), "_scaled", _Scaled.apply)  # the alias, made in this layout
+    return request.param
+
+
+@pytest.mark.parametrize("fn, args", [(_uses_functions, (4, 5)), (_uses_alias, (3, 7))],
+                         ids=["MyFunction.apply", "alias of apply"])
+def test_function_apply_is_one_graph_however_torch_implements_it(apply_layout, fn, args):
+    x, y = torch.randn(*args, requires_grad=True), torch.randn(*args)
+    compiled = mc.compile(fn, backend="aot_eager")
+    for _ in range(3):  # the same Function again: no recompile (a bound method is a new object)
+        torch.testing.assert_close(compiled(x, y), fn(x, y))
+    assert mc.metrics.frames_compiled == 1 and mc.metrics.recompiles == 0
+    explained = mc.explain(fn)(x, y)
+    assert explained.graph_count == 1 and explained.graph_break_count == 0
+    grad, = torch.autograd.grad(compiled(x, y).sum(), x)
+    torch.testing.assert_close(grad, torch.autograd.grad(fn(x, y).sum(), x)[0])
+
+
+def test_an_overridden_apply_is_the_users_code(apply_layout):
+    x = torch.randn(6, requires_grad=True)
+    out = mc.compile(_overrides_apply, backend="aot_eager")(x)
+    torch.testing.assert_close(out, _overrides_apply(x))
+    grad, = torch.autograd.grad(out.sum(), x)
+    torch.testing.assert_close(grad, torch.autograd.grad(_overrides_apply(x).sum(), x)[0])

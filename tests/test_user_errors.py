@@ -11,6 +11,7 @@ import textwrap
 
 import pytest
 import torch
+from eager_errors import raises_as_eager
 
 import minicompile as mc
 from minicompile.dynamo.eval_frame import CACHE, cache_entries
@@ -37,8 +38,7 @@ def test_matmul_shape_error_prints_like_eager():
     """Before: 115 lines, two internal tracebacks chained in front of the user's error."""
     eager = traceback_of("", "")
     compiled = traceback_of("import minicompile as mc", "mc.compile")
-    assert compiled[-1] == eager[-1] == \
-        "RuntimeError: mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"
+    assert compiled[-1] == eager[-1] and eager[-1].startswith("RuntimeError: ")
     assert len(compiled) <= len(eager) + 3  # the compiled wrapper's own line, and no more
     text = "\n".join(compiled)
     assert "During handling" not in text and "direct cause" not in text
@@ -55,8 +55,9 @@ def matmul_then_sum(a, b):
                              ids=["whole frame falls back", "graph break at the error"])
 def test_bad_input_leaves_no_stale_entry(fn):
     compiled = mc.compile(fn)
-    with pytest.raises(RuntimeError, match="cannot be multiplied") as info:
-        compiled(torch.randn(2, 3), torch.randn(4, 5))
+    a, b = torch.randn(2, 3), torch.randn(4, 5)
+    with raises_as_eager(fn, a, b) as info:
+        compiled(a, b)
     assert info.value.__context__ is None and info.value.__cause__ is None
     code = fn.__code__
     assert cache_entries(fn) == [] and code not in CACHE.eager
@@ -74,8 +75,9 @@ def test_bad_input_after_a_good_one_keeps_the_good_entry():
     a, b = torch.randn(2, 3), torch.randn(3, 5)
     compiled(a, b)
     entries = cache_entries(matmul_then_sum)
-    with pytest.raises(RuntimeError, match="cannot be multiplied"):
-        compiled(torch.randn(2, 3), torch.randn(4, 5))
+    bad = torch.randn(2, 3), torch.randn(4, 5)
+    with raises_as_eager(matmul_then_sum, *bad):
+        compiled(*bad)
     assert cache_entries(matmul_then_sum) == entries
     torch.testing.assert_close(compiled(a, b), matmul_then_sum(a, b))
 
@@ -100,9 +102,9 @@ def test_users_own_exception_surfaces_with_the_users_frame():
 
 
 def test_module_errors_surface_too():
-    model = torch.nn.Linear(3, 4)
-    with pytest.raises(RuntimeError, match="cannot be multiplied") as info:
-        mc.compile(model)(torch.randn(2, 5))
+    model, x = torch.nn.Linear(3, 4), torch.randn(2, 5)
+    with raises_as_eager(model, x) as info:
+        mc.compile(model)(x)
     assert info.value.__context__ is None
     assert len([e for e in info.traceback if "minicompile" in str(e.path)]) == 1
 

@@ -33,11 +33,21 @@ from __future__ import annotations
 import dis
 import sys
 import types
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
-PY312 = sys.version_info >= (3, 12)
-PY313 = sys.version_info >= (3, 13)
+# The CPython releases whose bytecode this module's tables describe, each tested (README.md).
+# A release after the last is read as the last one: taking it in is one more entry here and its
+# rows in the tables below (ADDED_IN, REMOVED_IN, RENAMES, _expand), as 3.12 and 3.13 came in.
+PYTHONS = ((3, 11), (3, 12), (3, 13))
+RUNNING = sys.version_info[:2]
+PY312 = RUNNING >= (3, 12)
+PY313 = RUNNING >= (3, 13)
+if RUNNING not in PYTHONS:
+    warnings.warn(f"minicompile reads CPython {'.'.join(map(str, PYTHONS[0]))} to "
+                  f"{'.'.join(map(str, PYTHONS[-1]))} bytecode; Python "
+                  f"{'.'.join(map(str, RUNNING))} is read as the last, untested", RuntimeWarning)
 DIS_DOCS = "https://docs.python.org/{v}/library/dis.html#opcode-{op}"
 
 
@@ -191,24 +201,37 @@ def zip_parts(out: list[Instruction], raw: list[dis.Instruction]):
         yield inst, by_offset[inst.offset]
 
 
-# Real instructions that exist on only one of the two supported versions (from dis.opmap).
-ONLY_311 = {"JUMP_IF_FALSE_OR_POP", "JUMP_IF_TRUE_OR_POP", "LIST_TO_TUPLE", "LOAD_METHOD",
-            "POP_JUMP_BACKWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_NONE",
-            "POP_JUMP_BACKWARD_IF_NOT_NONE", "POP_JUMP_BACKWARD_IF_TRUE",
-            "POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_FORWARD_IF_NONE",
-            "POP_JUMP_FORWARD_IF_NOT_NONE", "POP_JUMP_FORWARD_IF_TRUE", "PRECALL",
-            "UNARY_POSITIVE", "LOAD_CLASSDEREF", "PRINT_EXPR", "IMPORT_STAR"}
-# Real instructions 3.13 no longer has (LOAD_CLOSURE is only a pseudo-instruction of its compiler,
-# emitted as LOAD_FAST), and those it added that the interpreter meets.
-REMOVED_IN_313 = {"FORMAT_VALUE", "KW_NAMES", "LOAD_CLOSURE"}
-ONLY_313 = {"LOAD_FAST_LOAD_FAST", "STORE_FAST_STORE_FAST", "STORE_FAST_LOAD_FAST", "TO_BOOL",
-            "CALL_KW", "SET_FUNCTION_ATTRIBUTE", "CONVERT_VALUE", "FORMAT_SIMPLE",
-            "FORMAT_WITH_SPEC"}
-ONLY_312 = {"BINARY_SLICE", "CALL_INTRINSIC_1", "CALL_INTRINSIC_2", "CLEANUP_THROW", "END_FOR",
-            "END_SEND", "LOAD_FAST_AND_CLEAR", "LOAD_FAST_CHECK", "LOAD_FROM_DICT_OR_DEREF",
-            "LOAD_FROM_DICT_OR_GLOBALS", "LOAD_LOCALS", "LOAD_SUPER_ATTR", "POP_JUMP_IF_FALSE",
-            "POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE", "POP_JUMP_IF_TRUE", "RETURN_CONST",
-            "STORE_SLICE"}
+# Real instructions by the release that added or removed them (from dis.opmap); any other
+# instruction the interpreter meets exists on every release of PYTHONS.
+ADDED_IN: dict[tuple[int, int], set[str]] = {
+    (3, 12): {"BINARY_SLICE", "CALL_INTRINSIC_1", "CALL_INTRINSIC_2", "CLEANUP_THROW", "END_FOR",
+              "END_SEND", "LOAD_FAST_AND_CLEAR", "LOAD_FAST_CHECK", "LOAD_FROM_DICT_OR_DEREF",
+              "LOAD_FROM_DICT_OR_GLOBALS", "LOAD_LOCALS", "LOAD_SUPER_ATTR", "POP_JUMP_IF_FALSE",
+              "POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE", "POP_JUMP_IF_TRUE", "RETURN_CONST",
+              "STORE_SLICE"},
+    (3, 13): {"LOAD_FAST_LOAD_FAST", "STORE_FAST_STORE_FAST", "STORE_FAST_LOAD_FAST", "TO_BOOL",
+              "CALL_KW", "SET_FUNCTION_ATTRIBUTE", "CONVERT_VALUE", "FORMAT_SIMPLE",
+              "FORMAT_WITH_SPEC"},
+}
+REMOVED_IN: dict[tuple[int, int], set[str]] = {
+    (3, 12): {"JUMP_IF_FALSE_OR_POP", "JUMP_IF_TRUE_OR_POP", "LIST_TO_TUPLE", "LOAD_METHOD",
+              "POP_JUMP_BACKWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_NONE",
+              "POP_JUMP_BACKWARD_IF_NOT_NONE", "POP_JUMP_BACKWARD_IF_TRUE",
+              "POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_FORWARD_IF_NONE",
+              "POP_JUMP_FORWARD_IF_NOT_NONE", "POP_JUMP_FORWARD_IF_TRUE", "PRECALL",
+              "UNARY_POSITIVE", "LOAD_CLASSDEREF", "PRINT_EXPR", "IMPORT_STAR"},
+    # LOAD_CLOSURE lives on only as a pseudo-instruction of 3.13's compiler, emitted as LOAD_FAST
+    (3, 13): {"FORMAT_VALUE", "KW_NAMES", "LOAD_CLOSURE"},
+}
+
+
+def exists_on(opname: str, version: tuple[int, int]) -> bool:
+    """Whether CPython ``version`` (one of PYTHONS) has the real instruction ``opname``."""
+    added = [v for v, names in ADDED_IN.items() if opname in names]
+    removed = [v for v, names in REMOVED_IN.items() if opname in names]
+    return all(v <= version for v in added) and all(version < v for v in removed)
+
+
 # What _expand does beyond RENAMES, for the instruction table.
 EXPANSIONS = {
     "LOAD_GLOBAL": "with the NULL bit: PUSH_NULL; LOAD_GLOBAL",
@@ -272,7 +295,6 @@ def format_cleaned(code: types.CodeType) -> str:
     return "\n".join(lines)
 
 
-def dis_link(opname: str, version: str | None = None) -> str:
+def dis_link(opname: str, version: tuple[int, int] = RUNNING) -> str:
     """The dis documentation entry of an instruction (default: the running Python's docs)."""
-    version = version or f"{sys.version_info.major}.{sys.version_info.minor}"
-    return DIS_DOCS.format(v=version, op=opname)
+    return DIS_DOCS.format(v="%d.%d" % version, op=opname)

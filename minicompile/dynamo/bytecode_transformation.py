@@ -21,11 +21,10 @@ Works on CPython 3.11, 3.12 and 3.13; the table formats are documented in CPytho
 from __future__ import annotations
 
 import dis
-import sys
 from types import CodeType
 from typing import Any, Iterable
 
-from .bytecode import PY313, SUPERINSTRUCTIONS
+from .bytecode import PY312, PY313, SUPERINSTRUCTIONS
 from .bytecode import ExnTabEntry, Instruction  # noqa: F401  (re-exported: the one instruction class)
 from .bytecode_analysis import stacksize_analysis
 
@@ -64,7 +63,7 @@ def create_instruction(
 def create_call(nargs: int) -> list[Instruction]:
     """Call the callable under ``nargs`` arguments (with its NULL, see ``push_callable``):
     3.11 needs PRECALL."""
-    if sys.version_info < (3, 12):
+    if not PY312:
         return [create_instruction("PRECALL", arg=nargs), create_instruction("CALL", arg=nargs)]
     return [create_instruction("CALL", arg=nargs)]
 

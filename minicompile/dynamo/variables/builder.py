@@ -34,7 +34,8 @@ from .misc import GradModeVariable, PythonModuleVariable, UserDefinedObjectVaria
 from .nn_module import NNModuleVariable
 from .symnode import SymNodeVariable, symbolic_size
 from .tensor import TensorVariable
-from .torch import TorchVariable, is_torch_callable
+from .torch import (AutogradFunctionVariable, TorchVariable, is_function_apply, is_function_class,
+                    is_torch_callable)
 
 
 # torch classes whose call the trace understands (others are constants, e.g. for isinstance)
@@ -226,6 +227,7 @@ class VariableBuilder:
         (_is_builtin, lambda self, v, g: BuiltinVariable(v)),  # builtins are not in G: no guard
         (lambda v: isinstance(v, (tuple, list)) and type(v) in (tuple, list, torch.Size),
          wrap_sequence),
+        (is_function_class, _id_matched(AutogradFunctionVariable)),  # MyFunction (a class)
         (is_constant, wrap_constant),
         (lambda v: type(v).__module__ == "typing", wrap_constant),  # List[int], Any, Optional
         (lambda v: type(v) is dict, wrap_dict),
@@ -237,6 +239,7 @@ class VariableBuilder:
         (lambda v: isinstance(v, types.ModuleType), _id_matched(PythonModuleVariable)),
         (lambda v: any(v is d for d in CACHING_DECORATORS),
          lambda self, v, g: CachingDecoratorVariable(v)),  # lru_cache applied in the frame
+        (is_function_apply, _id_matched(TorchVariable)),  # apply = MyFunction.apply (torch 2.14: C)
         (is_torch_callable, _id_matched(TorchVariable)),
         (lambda v: isinstance(v, types.FunctionType), _id_matched(UserFunctionVariable)),
         (lambda v: isinstance(v, types.MethodType), wrap_method),

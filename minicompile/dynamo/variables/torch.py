@@ -90,11 +90,36 @@ class TorchVariable(KnownCallableVariable):
 
 # --- torch.autograd.Function subclasses ----------------------------------------------------------
 
+def is_function_class(value: Any) -> bool:
+    """A ``torch.autograd.Function`` subclass (a user's custom Function)."""
+    return isinstance(value, type) and issubclass(value, torch.autograd.Function)
+
+
 def is_function_apply(fn: Any) -> bool:
-    """``MyFunction.apply``: a user's autograd.Function called through its ``apply``."""
+    """``MyFunction.apply``: a user's autograd.Function called through torch's own ``apply``.
+
+    Recognised by identity with ``apply`` as ``torch.autograd.Function`` stores it, whatever it
+    is made of: a Python classmethod up to torch 2.13 (``MyFunction.apply`` a bound method of
+    module ``torch.autograd.function``), ``_C._FunctionBase``'s C classmethod since 2.14 (a bound
+    builtin, with no ``__module__`` and no ``__func__``). A class overriding ``apply`` is not it.
+    """
     owner = getattr(fn, "__self__", None)
-    return (getattr(fn, "__name__", None) == "apply" and isinstance(owner, type)
-            and issubclass(owner, torch.autograd.Function))
+    return (is_function_class(owner) and getattr(fn, "__name__", None) == "apply"
+            and inspect.getattr_static(owner, "apply", None)
+            is inspect.getattr_static(torch.autograd.Function, "apply"))
+
+
+class AutogradFunctionVariable(ConstantVariable):
+    """A ``torch.autograd.Function`` subclass (mirrors AutogradFunctionVariable in
+    torch/_dynamo/variables/misc.py): a constant class like any other, whose ``apply`` becomes
+    one graph node. The class is guarded by identity, so ``MyFunction.apply`` itself (a new bound
+    method at every lookup) needs no guard of its own."""
+
+    def call_method(self, tx, name, args, kwargs) -> VariableTracker:
+        method = getattr(self.value, name, None)
+        if is_function_apply(method):
+            return TorchVariable(method).call_function(tx, args, kwargs)
+        return super().call_method(tx, name, args, kwargs)
 
 
 class AppliedFunction:
