@@ -35,7 +35,9 @@ from ... import config, debug
 from ...metrics import metrics
 from ..dependencies import footprint
 from ..kernel_group import KernelGroup
-from ..runtime.triton_heuristics import TritonLauncher, compile_in_background
+from ..runtime.triton_helpers import CheckFailed
+from ..runtime.triton_heuristics import (CHECKED_OPTIONS, COMPILE_OPTIONS, TritonLauncher,
+                                         compile_in_background)
 from .common import BaseScheduling
 from .triton_kernel import TritonKernel
 from .wrapper import pexpr
@@ -108,12 +110,24 @@ class TritonKernelObject(TritonLauncher):
     """The launcher, plus what a reader of the generated code asks about it: its kernel group
     and the bytes its loads and stores touch (counted when first asked: enumerating the
     distinct offsets of every access took 4 of the 16 seconds a GPT block's first compile
-    took, for a number only notebooks and tests read)."""
+    took, for a number only notebooks and tests read). A kernel with index checks is compiled
+    with its device asserts; under the interpreter a failed check raises eager's error."""
 
     def __init__(self, name: str, fn: Any, kind: str, source: str, group: KernelGroup,
                  kernel: TritonKernel, scheduler: Any):
-        super().__init__(name, fn, kind, source)
+        super().__init__(name, fn, kind, source,
+                         options=CHECKED_OPTIONS if kernel.checks else COMPILE_OPTIONS)
         self.group, self._counted = group, (kernel, scheduler)
+        self.checks = kernel.checks
+
+    def __call__(self, *args: Any) -> None:
+        try:
+            super().__call__(*args)
+        except Exception as error:  # the interpreter wraps what a helper raises
+            failed = error.__cause__ if isinstance(error.__cause__, CheckFailed) else error
+            if not isinstance(failed, CheckFailed):
+                raise
+            raise self.checks[failed.site].fail(failed.value, failed.size) from None
 
     @functools.cached_property
     def bytes_from_code(self) -> CodeBytes:

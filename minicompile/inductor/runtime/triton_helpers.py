@@ -195,6 +195,51 @@ def _round_to_bfloat16_cast(x):
 round_to_bfloat16 = _round_to_bfloat16_bits if INTERPRET else _round_to_bfloat16_cast
 
 
+# --- run-time checks (inductor/checks.py) ----------------------------------------------------
+
+class CheckFailed(Exception):
+    """A kernel's check failed under the interpreter: its site number, the value and the size
+    (the launcher raises eager's error from them)."""
+
+    def __init__(self, site: int, value: int, size: int):
+        super().__init__(f"check {site} failed: {value} outside a dimension of {size}")
+        self.site, self.value, self.size = site, value, size
+
+
+@triton.jit
+def _check_index_device(index, in_bounds, mask, size, site: tl.constexpr):
+    """On a GPU, a device assert (compiled in by Triton's debug flag, as Inductor does)."""
+    tl.device_assert(in_bounds | ~mask, "index out of bounds")
+
+
+def _data(x):
+    return np.asarray(x.handle.data) if isinstance(x, tl.core.tensor) else \
+        np.asarray(getattr(x, "value", x))
+
+
+def _check_index_interpreted(index, in_bounds, mask, size, site):
+    """Under the interpreter, which ignores device asserts: the first failing lane raises."""
+    index, in_bounds, mask = np.broadcast_arrays(_data(index), _data(in_bounds), _data(mask))
+    bad = (in_bounds == 0) & (mask != 0)
+    if bad.any():
+        raise CheckFailed(int(_data(site)), int(index[bad].flat[0]), int(_data(size)))
+
+
+@triton.jit
+def _check_divisor_device(divisor, mask, site: tl.constexpr):
+    tl.device_assert((divisor != 0) | ~mask, "integer division by zero")
+
+
+def _check_divisor_interpreted(divisor, mask, site):
+    divisor, mask = np.broadcast_arrays(_data(divisor), _data(mask))
+    if ((divisor == 0) & (mask != 0)).any():
+        raise CheckFailed(int(_data(site)), 0, 0)
+
+
+check_index = _check_index_interpreted if INTERPRET else _check_index_device
+check_divisor = _check_divisor_interpreted if INTERPRET else _check_divisor_device
+
+
 # --- libdevice ------------------------------------------------------------------------------
 
 class _NumpyLibdevice:
