@@ -272,7 +272,28 @@ class _NumpyLibdevice:
         return call
 
 
+def _scalar_index_fix() -> None:
+    """Triton's interpreter up to 3.6 makes a scalar argument a 1-element array and converts it
+    with ``int(array)``, which NumPy 2.4 refuses for an array of one dimension: every
+    ``for roffset in range(0, rnumel, RBLOCK)`` failed ("only 0-dimensional arrays can be
+    converted to Python scalars"). Triton 3.7 squeezes the array first; so does this, patched
+    over each launch's own patch of ``tl.tensor`` (its scope restores both, in order)."""
+    from triton.runtime import interpreter
+
+    patch = getattr(interpreter, "_patch_lang_tensor", None)
+    if patch is None or getattr(patch, "squeezes_scalars", False):
+        return
+
+    def patched(tensor, scope):
+        patch(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(np.asarray(self.handle.data).squeeze()))
+
+    patched.squeezes_scalars = True
+    interpreter._patch_lang_tensor = patched
+
+
 if INTERPRET:
+    _scalar_index_fix()
     libdevice = _NumpyLibdevice()
 else:
     from triton.language.extra.cuda import libdevice  # noqa: F401
