@@ -32,7 +32,6 @@ from typing import Any
 import sympy
 
 from ... import config, debug
-from ...metrics import metrics
 from ..dependencies import footprint
 from ..kernel_group import KernelGroup
 from ..runtime.triton_helpers import CheckFailed
@@ -152,7 +151,6 @@ class TritonScheduling(BaseScheduling):
         if config.debug:  # each kernel's source in the debug folder (the GPU adds TTIR and PTX)
             debug.dump_artifact("triton_kernel", source, title=name)
         launcher = TritonKernelObject(name, fn, kernel.kind, source, group, kernel, scheduler)
-        metrics.kernels_generated += 1
         wrapper.define_kernel(name, launcher, source)
         numels = [pexpr(group.numel)] + ([] if kernel.kind == "pointwise"
                                          else [pexpr(group.rnumel)])
