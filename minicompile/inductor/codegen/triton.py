@@ -20,18 +20,13 @@ source, so every kernel can be tested on a machine without a GPU.
 from __future__ import annotations
 
 import functools
-import hashlib
-import importlib.util
-import os
-import sys
-import tempfile
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any
 
 import sympy
 
 from ... import config, debug
+from .. import codecache
 from ..dependencies import footprint
 from ..kernel_group import KernelGroup
 from ..runtime.triton_helpers import CheckFailed
@@ -52,32 +47,6 @@ from minicompile.inductor.runtime.triton_helpers import libdevice
 
 
 """
-
-_source_dir: str | None = None
-
-
-def _load_source(source: str) -> ModuleType:
-    """Write ``source`` to a private directory and import it (until the on-disk kernel cache of
-    ``codecache.py`` takes this over: same contract, ``source -> module``)."""
-    global _source_dir
-    if _source_dir is None:
-        _source_dir = tempfile.mkdtemp(prefix="minicompile-triton-")  # mode 0700
-    key = hashlib.sha256(source.encode()).hexdigest()[:24]
-    path = os.path.join(_source_dir, f"k{key}.py")
-    if not os.path.exists(path):
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w") as f:
-            f.write(source)
-        os.replace(tmp, path)  # atomic: a reader never sees half a file
-    name = f"minicompile_triton_k{key}"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    sys.modules[name] = module
-    return module
-
 
 @dataclass
 class CodeBytes:
@@ -147,7 +116,7 @@ class TritonScheduling(BaseScheduling):
         name = wrapper.kernel_name(PREFIX[kernel.kind], group)
         kernel.name = name
         source = MODULE_HEADER + kernel.codegen()
-        fn = getattr(_load_source(source), name)
+        fn = getattr(codecache.PyCodeCache.load(source, name), name)  # in the checked cache
         if config.debug:  # each kernel's source in the debug folder (the GPU adds TTIR and PTX)
             debug.dump_artifact("triton_kernel", source, title=name)
         launcher = TritonKernelObject(name, fn, kernel.kind, source, group, kernel, scheduler)
