@@ -19,8 +19,8 @@ import torch
 import torch.nn.functional as F
 
 import minicompile as mc
+from conftest import record_compiled_graphs
 from minicompile import config
-from minicompile.inductor import backend as inductor_backend
 from minicompile.inductor.codegen import cpp_build
 
 pytestmark = pytest.mark.cpu_only
@@ -54,14 +54,7 @@ def backend(request, monkeypatch):
     if request.param == "cpp" and shutil.which(cpp_build.CXX) is None:
         pytest.skip("no C++ compiler")
     monkeypatch.setattr(config.inductor, "cpu_backend", request.param)
-    compiled = []
-    inner = inductor_backend.compile_fx_inner
-
-    def record(*args, **kwargs):
-        compiled.append(inner(*args, **kwargs))
-        return compiled[-1]
-
-    monkeypatch.setattr(inductor_backend, "compile_fx_inner", record)
+    compiled = record_compiled_graphs(monkeypatch)
     mc.reset()
     yield request.param, compiled
     mc.reset()
@@ -112,11 +105,8 @@ def kernel_source(graphs) -> str:
 @needs_cxx
 def test_the_check_is_in_the_kernel(monkeypatch):
     """The error comes from the C++ kernel's check, not from a fall back to eager."""
-    graphs = []
     monkeypatch.setattr(config.inductor, "cpu_backend", "cpp")
-    inner = inductor_backend.compile_fx_inner
-    monkeypatch.setattr(inductor_backend, "compile_fx_inner",
-                        lambda *a, **k: graphs.append(inner(*a, **k)) or graphs[-1])
+    graphs = record_compiled_graphs(monkeypatch)
     mc.reset()
     compiled = mc.compile(INDEXING["gather"], backend="inductor")
     compiled(torch.tensor([0, 1]))
@@ -130,11 +120,8 @@ def test_the_check_is_in_the_kernel(monkeypatch):
     lambda i: i % 5,  # a modulo by the size
 ], ids=["arange", "modulo"])
 def test_a_provably_in_range_index_is_not_checked(make_index, monkeypatch):
-    graphs = []
     monkeypatch.setattr(config.inductor, "cpu_backend", "cpp")
-    inner = inductor_backend.compile_fx_inner
-    monkeypatch.setattr(inductor_backend, "compile_fx_inner",
-                        lambda *a, **k: graphs.append(inner(*a, **k)) or graphs[-1])
+    graphs = record_compiled_graphs(monkeypatch)
     mc.reset()
 
     def fn(i):
