@@ -210,3 +210,53 @@ def test_most_negative_integer_divided_by_minus_one_is_no_signal(backend_name):
     """Eager's own ``//`` wraps to the same value and ``%`` gives 0 (x86's divide traps)."""
     (result,) = run_probe(backend_name, [["int_min", 0]])
     assert result == ["ok", [[-2 ** 63, -2 ** 63], [0, 0]]]
+
+
+# --- on the GPU: device asserts ------------------------------------------------------------------
+
+GPU_PROBE = r"""
+import torch, torch.nn.functional as F
+import minicompile as mc
+w = torch.randn(50, 16, device="cuda")
+fn = lambda i: F.embedding(i, w) * 2
+compiled = mc.compile(fn)
+i = torch.tensor([3, 49, 7], device="cuda")
+torch.testing.assert_close(compiled(i), fn(i))
+print("in range: ok", flush=True)
+compiled(torch.tensor([3, 50], device="cuda"))
+torch.cuda.synchronize()
+print("out of range: no error", flush=True)
+"""
+
+
+@pytest.mark.gpu
+def test_out_of_range_index_on_the_gpu_is_a_device_assert():
+    """A Triton kernel with a checked index is compiled with its device asserts (Triton's debug
+    flag): an in-range call gives eager's result, an out-of-range one fails as eager's CUDA
+    kernels do, with a device-side assert (which ends the process's CUDA context: a subprocess)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    env.pop("TRITON_INTERPRET", None)
+    result = subprocess.run([sys.executable, "-c", GPU_PROBE], capture_output=True, text=True,
+                            env=env, timeout=600)
+    assert "in range: ok" in result.stdout, result.stderr[-3000:]
+    assert "out of range: no error" not in result.stdout
+    assert result.returncode != 0 and "assert" in result.stderr.lower(), result.stderr[-3000:]
+
+
+@pytest.mark.gpu
+def test_launcher_compiles_checked_kernels_with_device_asserts(monkeypatch):
+    from minicompile.inductor.codegen.wrapper import WrapperCodeGen
+    from minicompile.inductor.runtime.triton_heuristics import CHECKED_OPTIONS, COMPILE_OPTIONS
+
+    seen = []
+    define = WrapperCodeGen.define_kernel
+    monkeypatch.setattr(WrapperCodeGen, "define_kernel",
+                        lambda self, n, k, src: seen.append(k) or define(self, n, k, src))
+    mc.reset()
+    w, x = torch.randn(50, 16, device="cuda"), torch.randn(50, 16, device="cuda")
+    i = torch.tensor([1, 2], device="cuda")
+    torch.testing.assert_close(mc.compile(lambda i: F.embedding(i, w) + 1)(i), F.embedding(i, w) + 1)
+    torch.testing.assert_close(mc.compile(lambda x: x.sin() * 2)(x), x.sin() * 2)
+    options = [k.options for k in seen]
+    assert CHECKED_OPTIONS in options and COMPILE_OPTIONS in options
+    mc.reset()
