@@ -101,3 +101,19 @@ def compiled_graphs(monkeypatch):
     monkeypatch.setattr(backend_module, "compile_fx_inner", spy)
     mc.reset()
     return graphs
+
+
+def record_compiled_graphs(monkeypatch) -> list:
+    """The compiled graphs of every inductor compile from now on, to check which backend
+    generated them (a fall back to eager or to the reference backend would pass a comparison)."""
+    from minicompile.inductor import backend as inductor_backend
+
+    compiled = []
+    inner = inductor_backend.compile_fx_inner
+
+    def record(*args, **kwargs):
+        compiled.append(inner(*args, **kwargs))
+        return compiled[-1]
+
+    monkeypatch.setattr(inductor_backend, "compile_fx_inner", record)
+    return compiled

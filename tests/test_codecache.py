@@ -64,14 +64,14 @@ def test_flags_and_compiler_are_part_of_the_key():
     assert k1 == codecache.code_hash(ADD_CPP, "g++", "-O2")
     assert k1 != codecache.code_hash(ADD_CPP, "g++", "-O3")
     assert codecache.code_hash("ab", "c") != codecache.code_hash("a", "bc")
-    assert load_add(["-O2"])._name != load_add(["-O1"])._name
+    assert load_add(["-O2"]).cache_path != load_add(["-O1"]).cache_path
 
 
 def test_loaded_cpp_function_runs():
     lib = load_add()
     assert lib.add(2**40, 3) == 2**40 + 3  # 64-bit arithmetic really happened in the .so
-    assert lib._name.endswith("add_kernel.so")
-    assert os.path.exists(lib._name[: -len(".so")] + ".cpp")
+    assert lib.cache_path.endswith("add_kernel.so")
+    assert os.path.exists(lib.cache_path[: -len(".so")] + ".cpp")
 
 
 # --- the private directory ------------------------------------------------------------------------
@@ -161,7 +161,7 @@ def test_foreign_owned_sidecar_is_rebuilt():
 
 @needs_root
 def test_foreign_owned_shared_object_is_rebuilt_not_loaded():
-    path = load_add()._name
+    path = load_add().cache_path
     os.chown(path, FOREIGN_UID, -1)
     codecache.clear()
     assert codecache._read_verified(path) is None  # refused, even though its digest matches
@@ -170,7 +170,7 @@ def test_foreign_owned_shared_object_is_rebuilt_not_loaded():
 
 
 def test_corrupted_shared_object_is_rebuilt():
-    path = load_add()._name
+    path = load_add().cache_path
     good = open(path, "rb").read()
     codecache.write_atomic(path, good[: len(good) // 2])  # a new inode: the loaded copy is intact
     codecache.clear()
@@ -253,3 +253,79 @@ def test_missing_compiler():
 def test_bad_kernel_name_is_refused():
     with pytest.raises(ValueError, match="identifier"):
         PyCodeCache.load(py_kernel(1), "../escape")
+
+
+# --- hardening: the bytes loaded, the target, the folders above, stale temporaries ---------------
+def test_shared_object_is_loaded_from_the_checked_bytes_not_the_cache_path():
+    """The cache's file is checked against its digest; what is loaded is a private copy of the
+    bytes checked, so a file replaced between the check and the load is never run."""
+    lib = load_add()
+    assert not lib._name.startswith(codecache.cache_dir())
+    assert not os.path.exists(lib._name)  # the copy is removed once loaded
+    with open(lib.cache_path, "r+b") as f:  # the cached file changes after the load...
+        f.write(b"\0" * 64)
+    assert lib.add(2, 3) == 5  # ...the loaded library is the one that was checked
+
+
+def test_key_names_the_resolved_target_not_march_native():
+    target = codecache.resolved_target("g++", ("-O3", "-march=native"))
+    assert "-march=" in target and "-march=native" not in target.split()
+    assert codecache.resolved_target("g++", ("-O3",)) == ""
+
+
+def test_a_different_cpu_misses_the_cache(monkeypatch):
+    """Two machines sharing a cache: a kernel built for another CPU has another key."""
+    first = load_add(["-O2", "-march=native"]).cache_path
+    codecache.clear()
+    monkeypatch.setattr(codecache, "resolved_target", lambda *a: "-march=some-other-cpu")
+    assert load_add(["-O2", "-march=native"]).cache_path != first
+
+
+def test_cache_inside_a_folder_others_can_write_is_refused(tmp_path, monkeypatch):
+    """Whoever can write into a parent folder can rename the cache and put their own there."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    monkeypatch.setenv("MINICOMPILE_CACHE_DIR", str(shared / "cache"))
+    with pytest.warns(UserWarning, match="a folder above it"):
+        used = codecache.cache_dir()
+    assert used != str(shared / "cache")
+
+
+def test_stale_temporaries_are_removed_at_start_up(tmp_path, monkeypatch):
+    cache = tmp_path / "fresh-cache"
+    (cache / "key").mkdir(parents=True, mode=0o700)
+    os.chmod(cache, 0o700)
+    stale, recent, kept = cache / "key" / ".k.so.abc", cache / "key" / ".k.so.def", cache / "key" / "k.so"
+    for f in (stale, recent, kept):
+        f.write_bytes(b"x")
+    old = os.stat(stale).st_mtime - codecache.STALE_SECONDS - 60
+    os.utime(stale, (old, old))
+    os.utime(kept, (old, old))
+    monkeypatch.setenv("MINICOMPILE_CACHE_DIR", str(cache))
+    assert codecache.cache_dir() == str(cache)
+    assert not stale.exists() and recent.exists() and kept.exists()
+
+
+def test_triton_kernels_live_in_the_checked_cache(private_cache, monkeypatch):
+    """The Triton backend wrote each process's kernels into a new /tmp folder, never removed."""
+    pytest.importorskip("triton")
+    if os.environ.get("TRITON_INTERPRET", "0") in ("", "0"):
+        pytest.skip("Triton kernels on CPU tensors need TRITON_INTERPRET=1")
+    import torch
+
+    import minicompile as mc
+    from minicompile import config
+    from minicompile.inductor.codegen.wrapper import WrapperCodeGen
+
+    seen = []
+    define = WrapperCodeGen.define_kernel
+    monkeypatch.setattr(WrapperCodeGen, "define_kernel",
+                        lambda self, name, kernel, src: seen.append(kernel) or define(self, name, kernel, src))
+    monkeypatch.setattr(config.inductor, "cpu_backend", "triton")
+    mc.reset()
+    x = torch.randn(5, 7)
+    torch.testing.assert_close(mc.compile(lambda x: x.sin() + 1)(x), x.sin() + 1)
+    files = [k.fn.fn.__code__.co_filename for k in seen]
+    assert files and all(f.startswith(str(private_cache)) for f in files)
+    mc.reset()

@@ -10,6 +10,7 @@ import torch
 import minicompile as mc
 from minicompile import config
 from minicompile.inductor import compile_fx, fusion
+from minicompile.inductor.codegen import BACKENDS
 from minicompile.inductor.codegen.reference import BlockHandler
 from minicompile.inductor.executor import TorchHandler
 from minicompile.inductor.ir import PrintHandler, RecordReadWrites
@@ -221,3 +222,19 @@ def test_an_int_argument_that_changes_is_a_kernel_argument(backend, monkeypatch,
             torch.testing.assert_close(got, expected)
     assert mc.metrics.recompiles == 1  # n became dynamic once, not a recompile per value
     assert "falling back" not in caplog.text  # the backend's own kernels ran
+
+
+@pytest.mark.parametrize("backend", ["reference", "cpp", "triton"])
+def test_kernels_generated_counts_every_backends_kernels(backend, monkeypatch):
+    """Every backend defines its kernels through the wrapper, which counts them (the count was
+    the Triton backend's alone: 0 on C++)."""
+    if backend == "triton" and "triton" not in BACKENDS:
+        pytest.skip("no Triton")
+    monkeypatch.setattr(config.inductor, "cpu_backend", backend)
+    mc.reset()
+    mc.metrics.reset()
+    x = torch.randn(33, 17)
+    mc.compile(lambda x: (x.sin() + 1).sum(0) * x.cos().amax())(x)
+    graphs = mc.metrics.graphs_compiled
+    assert graphs == 1 and mc.metrics.kernels_generated >= 2  # a reduction, then its consumer
+    mc.reset()

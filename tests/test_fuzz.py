@@ -128,6 +128,21 @@ def test_shrinker_keeps_only_what_fails_and_writes_a_runnable_reproducer(tmp_pat
     module.test_fuzz_123_eager_cpu()  # the program is fine in eager: the reproducer passes
 
 
+def test_a_triton_reproducer_sets_the_interpreter_it_needs(tmp_path):
+    """Without TRITON_INTERPRET the Triton CPU backend falls back to eager, and a reproducer of
+    a Triton bug passed with the bug still there: it now sets the variable before importing."""
+    path = write_reproducer(tmp_path, RELU, runner.Outcome("mismatch"), "inductor-triton", "cpu",
+                            0, 7)
+    code = (f"exec(open({str(path)!r}).read()); test_fuzz_7_inductor_triton_cpu(); "
+            "import minicompile as mc; print(mc.metrics.eager_fallbacks)")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join(sys.path)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env=env, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split()[-1] == "0"  # compiled by the Triton backend, not eager
+
+
 def test_command_line_reports_and_exits_nonzero_on_a_mismatch(monkeypatch, tmp_path, capsys):
     monkeypatch.setitem(CPU_BACKENDS, "wrong", (_off_by_a_little, None))
     assert main(["-n", "2", "--seed", "7", "--backend", "wrong", "--out", str(tmp_path)]) == 1

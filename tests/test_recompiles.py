@@ -72,6 +72,7 @@ def test_recompile_limit_then_eager_with_warning():
                 run(cfn, pointwise, torch.randn(n))
         assert mc.metrics.frames_compiled == 3
         assert any("recompile_limit" in str(w.message) for w in caught)
+        assert mc.metrics.eager_fallbacks == 1  # the frame runs eagerly now: counted once
     finally:
         config.recompile_limit = config_limit
 

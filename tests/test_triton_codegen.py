@@ -185,6 +185,51 @@ def test_dynamic_shapes_one_kernel_set(kernels):
     assert any(name.startswith("triton_red") for name, _, _ in kernels)  # rnumel symbolic: looped
 
 
+# --- looped reductions under the interpreter (Triton <= 3.6 with NumPy 2.4) --------------------
+# Triton 3.6's interpreter turned the scalar ``rnumel`` into a 1-element array and ``int()`` of
+# it fails on NumPy 2.4, at ``for roffset in range(0, rnumel, RBLOCK)``: every reduction whose
+# row is looped (longer than 1024, or of a symbolic length) failed. These run on any version.
+
+@pytest.mark.parametrize("fn, shape", [
+    (lambda x: x.sum(), (1025,)),  # a full sum, one element past one block
+    (lambda x: x.amax(-1), (3, 4097)),
+    (lambda x: (x > 0).amax(-1), (2, 3000)),  # a boolean reduction
+    (lambda x: (x > 0).any(), (2049,)),
+    (lambda x: (x * 2).sum(-1), (3, 5000)),  # rows of a fused product
+], ids=["sum_1025", "amax_4097", "bool_amax", "bool_any", "rows_5000"])
+def test_looped_reductions_past_one_block(fn, shape, kernels):
+    check(fn, torch.randn(shape))
+    assert any(name.startswith("triton_red") for name, _, _ in kernels)
+
+
+def test_looped_reduction_over_a_changing_size():
+    fn = lambda x: x.sum(-1) * 2  # noqa: E731
+    compiled = mc.compile(fn, backend="inductor", dynamic=True)
+    for n in (7, 1025, 3001):
+        x = torch.randn(3, n)
+        torch.testing.assert_close(compiled(x), fn(x), atol=1e-4, rtol=1e-4)
+
+
+def test_plain_triton_kernel_with_a_runtime_loop_bound():
+    """The same loop in a kernel of one's own: the fix is in place once minicompile's Triton
+    helpers are imported (as every generated kernel module does)."""
+    import triton
+    import triton.language as tl
+    from minicompile.inductor.runtime import triton_helpers  # noqa: F401
+
+    @triton.jit
+    def total(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        acc = tl.zeros([BLOCK], tl.float32)
+        for offset in range(0, n, BLOCK):
+            r = offset + tl.arange(0, BLOCK)
+            acc += tl.load(x_ptr + r, r < n, other=0)
+        tl.store(out_ptr, tl.sum(acc, 0))
+
+    x, out = torch.randn(1025), torch.empty(1)
+    total[(1,)](x, out, x.numel(), BLOCK=256)
+    torch.testing.assert_close(out[0], x.sum(), atol=1e-4, rtol=1e-4)
+
+
 # --- models, forward and backward -------------------------------------------------------------
 
 def test_mlp_forward_backward():

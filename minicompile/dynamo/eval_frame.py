@@ -273,10 +273,10 @@ def _compile(fn: types.FunctionType, f_locals: dict, backend: Callable, fullgrap
             raise FullGraphError(cache.eager[code].reason, cache.eager[code].user_line)
         return None
     if len(entries) >= config.recompile_limit:
-        last = f"; last reason: {reasons[-1]}" if reasons else ""
-        warnings.warn(f"{code.co_name}: hit recompile_limit ({config.recompile_limit}); "
-                      f"running eagerly from now on{last}")
+        warnings.warn(f"{code.co_name}: hit recompile_limit ({config.recompile_limit}); running "
+                      f"eagerly from now on{'; last reason: ' + reasons[-1] if reasons else ''}")
         cache.eager[code] = Unsupported("recompile_limit reached")
+        metrics.increment("eager_fallbacks")  # the frame runs eagerly from now on
         return None
     if misses:
         metrics.increment("recompiles")

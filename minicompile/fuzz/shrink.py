@@ -79,11 +79,19 @@ def same_failure(outcome: Outcome, backend: str, device: str,
     return lambda p: check_program(p, backend, device, seed).kind == outcome.kind
 
 
+# (backend, device) -> the environment it needs before minicompile and Triton are imported:
+# Triton kernels for CPU tensors run only in Triton's interpreter, chosen at import (without
+# it the compile falls back to eager, and a reproducer would pass with the bug still there)
+ENVIRONMENT = {("inductor-triton", "cpu"): {"TRITON_INTERPRET": "1"}}
+
+
 def reproducer(program: Program, outcome: Outcome, backend: str, device: str, seed: int,
                name: str) -> str:
     """A pytest file that fails while the bug is there: the program's text, its inputs, a check."""
     message = textwrap.indent(outcome.message.strip()[:1500], "# ")
     inputs = ",\n    ".join(repr(spec) for spec in program.inputs)
+    environment = "".join(f"os.environ[{k!r}] = {v!r}  # the backend needs it (set before import)\n"
+                          for k, v in ENVIRONMENT.get((backend, device), {}).items())
     return f'''"""Reproducer written by the differential fuzzer (`python -m minicompile.fuzz`).
 
 Backend {backend!r} on {device}: a {outcome.kind}.
@@ -91,6 +99,9 @@ Backend {backend!r} on {device}: a {outcome.kind}.
 # What the fuzzer saw:
 {message}
 
+import os
+
+{environment}
 from minicompile.fuzz.program import InputSpec, Program
 from minicompile.fuzz.runner import check_program
 

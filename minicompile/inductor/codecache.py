@@ -11,13 +11,23 @@ A kernel is stored under the hash of everything that decides its artifact::
   triton versions)``. Same inputs, same path: a second process (or a second run) finds the
   artifact and skips the compile.
 - Private directory: ``$MINICOMPILE_CACHE_DIR`` or ``~/.cache/minicompile/<user>``, mode 0700.
-  We execute what we find there, so a directory another user could write into is refused (with a
-  warning that says why) and a fresh private temporary directory is used instead.
+  We execute what we find there, so a directory another user could write into, or one inside
+  such a directory (every folder up to the home directory or a root-owned sticky one such as
+  /tmp is checked: whoever can write into a parent can rename the cache away and put their own
+  in its place), is refused with a warning that says why, and a fresh private directory is used.
+- The target: ``-march=native`` means this machine's CPU, so the key holds what the compiler
+  resolved it to (``-march=znver3`` and each ``-m`` flag): a cache shared between machines (a
+  home directory on NFS) never hands one a binary with instructions its CPU lacks (SIGILL).
+- Temporaries left by a killed process (``kill -9`` mid-compile) are removed at start-up when
+  they are ours and older than ``STALE_SECONDS``.
 - Atomic writes: a file is written under a temporary name in the same directory, fsync'ed, then
   ``os.replace``'d into place, so a reader sees the old file or the whole new one, never half.
   Two processes building the same kernel both write complete, equal files; the last one wins.
-- Integrity: an artifact is loaded only if it is ours and matches its sidecar's digest and length.
-  A truncated, corrupted or foreign-owned file is rebuilt, never loaded.
+- Integrity: an artifact is loaded only if it is ours and matches its sidecar's digest and length,
+  and what is loaded is the bytes that were checked (a Python module is compiled from them; a
+  shared object is loaded from a private copy, not opened again by name: another writer could
+  have replaced it in between). A truncated, corrupted or foreign-owned file is
+  rebuilt, never loaded.
 - In memory: one dict ``path -> loaded module or library`` per cache, behind a lock per key, so
   two threads asking for the same kernel compile it once and get the same object.
 """
@@ -30,6 +40,7 @@ import hashlib
 import importlib.metadata
 import logging
 import os
+import platform
 import shlex
 import shutil
 import stat
@@ -37,6 +48,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import types
 import warnings
 from functools import cache
@@ -68,7 +80,8 @@ def _default_dir() -> str:
 
 
 def _why_not_private(path: str) -> str | None:
-    """None if ``path`` is a directory only we can write into, else the reason it is not."""
+    """None if ``path`` is a directory only we can write into, and so is each folder above it
+    up to our home directory or a root-owned sticky one (/tmp); else the reason it is not."""
     st = os.lstat(path)
     if not stat.S_ISDIR(st.st_mode):
         return "it is not a directory (or is a symlink)"
@@ -76,7 +89,23 @@ def _why_not_private(path: str) -> str | None:
         return f"it is owned by uid {st.st_uid}, not by us (uid {os.getuid()})"
     if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         return f"it is writable by group or others (mode {stat.S_IMODE(st.st_mode):o})"
-    return None
+    return _why_not_safe_parents(os.path.dirname(os.path.abspath(path)))
+
+
+def _why_not_safe_parents(folder: str) -> str | None:
+    home = os.path.realpath(os.path.expanduser("~"))
+    while True:
+        st = os.stat(folder)
+        sticky_root = st.st_uid == 0 and st.st_mode & stat.S_ISVTX
+        if os.path.realpath(folder) == home or sticky_root:
+            return None  # nobody else may rename what is inside
+        if st.st_uid not in (0, os.getuid()) or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            return (f"a folder above it, {folder}, is owned by uid {st.st_uid} with mode "
+                    f"{stat.S_IMODE(st.st_mode):o}: others could replace the cache inside it")
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
 
 
 def cache_dir() -> str:
@@ -89,12 +118,35 @@ def cache_dir() -> str:
         except OSError as e:
             reason = f"it cannot be created ({e})"
         path = requested
+        if reason is None:
+            remove_stale_temporaries(path)
         if reason is not None:
             path = tempfile.mkdtemp(prefix="minicompile-")  # mkdtemp makes it 0700
             warnings.warn(f"minicompile: not using kernel cache {requested}: {reason}; "
                           f"using the fresh private directory {path} instead", stacklevel=2)
         _resolved_dirs[requested] = path
     return _resolved_dirs[requested]
+
+
+STALE_SECONDS = 600  # a temporary this old was left by a process that died mid-write
+
+
+def remove_stale_temporaries(root: str) -> int:
+    """Remove our temporaries (``.name.XXXX``: a half-written file, a compile's output, a
+    precompiled header) older than ``STALE_SECONDS``, left by a killed process; their count."""
+    removed, now = 0, time.time()
+    for folder, _, files in os.walk(root):
+        for f in files:
+            path = os.path.join(folder, f)
+            try:
+                st = os.lstat(path)
+                if f.startswith(".") and st.st_uid == os.getuid() and \
+                        now - st.st_mtime > STALE_SECONDS and stat.S_ISREG(st.st_mode):
+                    os.unlink(path)
+                    removed += 1
+            except OSError:  # removed by another process meanwhile
+                pass
+    return removed
 
 
 # --- keys, atomic writes, integrity ---------------------------------------------------------------
@@ -234,6 +286,18 @@ def _compiler_version(compiler: str) -> str:
     return lines[0] if lines else compiler
 
 
+@cache
+def resolved_target(compiler: str, flags: tuple[str, ...]) -> str:
+    """What ``-march=native`` means on this machine, as the compiler resolves it (``-march=znver3``
+    and the ``-m`` flags it enables), part of a C++ kernel's key; '' without ``-march=native``."""
+    if "-march=native" not in flags:
+        return ""
+    out = subprocess.run([compiler, "-march=native", "-Q", "--help=target"], capture_output=True,
+                         text=True, check=False).stdout
+    lines = [" ".join(line.split()) for line in out.splitlines() if line.strip().startswith("-m")]
+    return "\n".join(sorted(lines)) or f"unresolved: {platform.processor()} {platform.machine()}"
+
+
 class CppCodeCache:
     """C++ source -> shared object compiled with the system compiler, loaded with ctypes."""
 
@@ -241,7 +305,8 @@ class CppCodeCache:
 
     @classmethod
     def load(cls, source: str, name: str, flags: list[str], compiler: str = "g++") -> ctypes.CDLL:
-        key = code_hash(source, compiler, _compiler_version(compiler), *flags)
+        key = code_hash(source, compiler, _compiler_version(compiler), *flags,
+                        resolved_target(compiler, tuple(flags)))
         path = _artifact_path(key, name, ".so")
         return cls.cache.get(path, lambda: cls._load(path, source, name, flags, compiler))
 
@@ -263,7 +328,22 @@ class CppCodeCache:
                 os.unlink(tmp)
                 raise
             _write_sidecar(path, data)
-        return ctypes.CDLL(path)
+        data = _read_verified(path)
+        if data is None:
+            raise CompileError(f"C++ kernel {name}: {path} changed while it was being loaded")
+        lib = _load_bytes(data, name)
+        lib.cache_path = path  # where its checked bytes are cached (the loaded copy is gone)
+        return lib
+
+
+def _load_bytes(data: bytes, name: str) -> ctypes.CDLL:
+    """The shared object holding exactly ``data`` (the bytes checked), loaded from a private
+    copy named by its digest and removed once loaded: never the cache's path opened again."""
+    with tempfile.TemporaryDirectory(prefix="minicompile-so-") as folder:  # mode 0700
+        copy = os.path.join(folder, f"{name}-{hashlib.sha256(data).hexdigest()[:16]}.so")
+        with open(copy, "wb") as f:
+            f.write(data)
+        return ctypes.CDLL(copy)  # (the loaded library keeps its mapping after the unlink)
 
 
 def _compile(name: str, cpp_path: str, cmd: list[str]) -> None:

@@ -25,6 +25,7 @@ import torch.utils._pytree as pytree
 
 from .ir import (Buffer, ComputedBuffer, ExternKernel, IRNode, Layout, Loops, MultiOutput,
                  ReinterpretView, layout_of)
+from .checks import Check
 from .index_eval import eval_index, evaluate_size, index_grid
 from .virtualized import BINARY_OPS, UNARY_OPS, set_ops_handler
 
@@ -166,9 +167,16 @@ class TorchHandler:
             self.masks.pop()
         return torch.where(mask, value, torch.tensor(other, dtype=value.dtype, device=value.device))
 
-    def indirect_indexing(self, value, size) -> sympy.Symbol:
-        value = value.to(torch.int64)
-        size = eval_index(size, self.env)
+    def indirect_indexing(self, value, size, check: Check = Check()) -> sympy.Symbol:
+        value = self._tensor(value).to(torch.int64)
+        size = int(eval_index(size, self.env))
+        low = -size if check.error.wrap else 0
+        bad = (value < low) | (value >= size)
+        if self.masks:  # a masked-off lane's index is never used (cat, pad)
+            bad = bad & self.masks[-1]
+        if bad.any():
+            value_b, bad = torch.broadcast_tensors(value, bad)
+            raise check.fail(int(value_b[bad][0]), size)
         symbol = sympy.Symbol(f"indirect{self._indirect}", integer=True)
         self._indirect += 1
         self.env[symbol] = torch.where(value < 0, value + size, value)  # x[-1] is x[size-1]

@@ -51,6 +51,17 @@ def is_flat(spec: pytree.TreeSpec) -> bool:
         return False
 
 
+
+# Inductor keeps complex tensors out of its loop kernels too (its complex ops are fallbacks)
+COMPLEX_REASON = ("a complex tensor: no kernel backend has a complex type (the ATen op runs it)")
+
+
+def touches_complex(node: torch.fx.Node) -> bool:
+    """Whether ``node`` reads or makes a complex tensor (its own value or an input's)."""
+    values = [node.meta.get("val")] + [a.meta.get("val") for a in node.all_input_nodes]
+    return any(isinstance(v, torch.Tensor) and v.is_complex() for v in pytree.tree_leaves(values))
+
+
 class GraphLowering:
     def __init__(self, gm: torch.fx.GraphModule, example_inputs: list | None = None,
                  name: str = "graph", options: dict | None = None):
@@ -193,6 +204,8 @@ class GraphLowering:
             return SYMBOLIC_OPS[target](*args, **kwargs)
         if node.meta.get("reinplace"):  # write into the input's storage (fx_passes/reinplace.py)
             return inplace_lowerings[target](*args, **kwargs)  # no fallback: it must be in place
+        if touches_complex(node):
+            return make_fallback(target, args, kwargs, COMPLEX_REASON)
         lower = lowerings.get(target)
         if lower is None:
             return make_fallback(target, args, kwargs, fallback_reason(target))

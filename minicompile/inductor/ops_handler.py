@@ -19,6 +19,7 @@ from typing import Any, Callable, Protocol, TypeVar
 import sympy
 import torch
 
+from .checks import Check
 from .virtualized import BINARY_OPS, OPS, UNARY_OPS
 
 T = TypeVar("T")
@@ -42,7 +43,7 @@ class OpsHandler(Protocol[T]):
 
     def masked(self, mask: T, body: Callable[[], T], other: Any) -> T: ...
 
-    def indirect_indexing(self, value: T, size: sympy.Expr) -> sympy.Symbol: ...
+    def indirect_indexing(self, value: T, size: sympy.Expr, check: Check = Check()) -> sympy.Symbol: ...
 
     def reduction(self, dtype: torch.dtype, src_dtype: torch.dtype, reduction_type: str,
                   value: T) -> T | tuple[T, ...]: ...

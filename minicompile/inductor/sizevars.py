@@ -61,6 +61,23 @@ def upper_bound(expr: Expr, var_ranges: dict[sympy.Symbol, Expr]) -> Expr | None
     return sympy.expand(expr.subs(subs))
 
 
+def value_range(expr: Expr, var_ranges: dict[sympy.Symbol, Expr]) -> tuple[int, int] | None:
+    """``(low, high)`` of an index expression over the loop ranges, when both are plain numbers
+    (``xindex % 5``: ``(0, 4)``; ``x0 + 3`` over 8 points: ``(3, 10)``); else None."""
+    expr = sympy.sympify(expr)
+    if isinstance(expr, ModularIndexing) and expr.args[2].is_number:
+        return 0, int(expr.args[2]) - 1
+    if isinstance(expr, FloorDiv) and expr.args[1].is_number and expr.args[1] > 0:
+        base = value_range(expr.args[0], var_ranges)
+        return None if base is None else (base[0] // int(expr.args[1]),
+                                          base[1] // int(expr.args[1]))
+    high = upper_bound(expr, var_ranges)
+    low = expr.subs({v: 0 for v in var_ranges}) if high is not None else None
+    if high is None or not (high.is_number and low.is_number):
+        return None
+    return int(low), int(high)
+
+
 def statically_less(a: Expr, b: Expr) -> bool:
     """True when ``a < b`` holds for every positive value of the size symbols."""
     diff = sympy.expand(b - a)

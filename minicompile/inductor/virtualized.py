@@ -54,8 +54,9 @@ REDUCTION_INIT = {
 #   where(cond, a, b)                 select
 #   masked(mask, body, other)         ``body()`` where mask holds, ``other`` elsewhere; loads in
 #                                     ``body`` must not touch memory outside the mask (cat, pad)
-#   indirect_indexing(x, size)        turn a loaded int value into a SymPy symbol usable inside
-#                                     an index (gather, embedding); negative values wrap
+#   indirect_indexing(x, size, check) turn a loaded int value into a SymPy symbol usable inside
+#                                     an index (gather, embedding), checked against ``size`` as
+#                                     eager checks it (``checks.py``: x[-1] wraps, gather raises)
 #   reduction(dtype, src_dtype, reduction_type, value)   combine ``value`` over the reduction
 #                                     loops (the node decides which loops those are)
 OPS = UNARY_OPS + BINARY_OPS + [

@@ -70,10 +70,12 @@ import sympy
 import torch
 
 from ... import config
-from ..kernel_group import XINDEX, KernelGroup, KernelMember
+from ..checks import Check
+from ..kernel_group import RINDEX, XINDEX, KernelGroup, KernelMember
 from . import cpp_build
 from .common import (BaseScheduling, CodegenError, IndentedBuffer, KernelSignature,
                      emit_members)
+from .cpp_hoist import LoopInvariants
 from .cpp_keep import KeptValues
 from .cpp_loops import (X0, X1, XTILE, is_column_reduction, lanes_loop, omp_accumulators,
                         parallel_threshold, renamed_accumulators, row_length)
@@ -97,7 +99,9 @@ class CppKernel:
         self.pointers = {n: f"in_ptr{i}" for i, n in enumerate(self.signature.inputs)}
         self.pointers.update({n: f"out_ptr{i}" for i, n in enumerate(self.signature.outputs)})
         self.values = KeptValues(group)
-        self.ops = CppOpsHandler(self.pointers, dtypes, group.var_ranges(), self.values)
+        self.checks: list[Check] = []  # the run-time checks the body makes (checks.py)
+        self.ops = CppOpsHandler(self.pointers, dtypes, group.var_ranges(), self.values,
+                                 self.checks)
         self.source = self.codegen()
         self.command = " ".join(cpp_build.command(f"{name}.cpp", f"{name}.so"))
         self._fn = None
@@ -123,21 +127,30 @@ class CppKernel:
                 f"// built with: {' '.join(cpp_build.command('<source>', '<object>'))}"]
 
     def codegen(self) -> str:
+        loops = IndentedBuffer()
+        loops.writeline(f"const int64_t xnumel = {cexpr(self.group.numel)};")
+        if self.group.kind == "pointwise":
+            self.pointwise_loops(loops)
+        else:
+            loops.writeline(f"const int64_t rnumel = {cexpr(self.group.rnumel)};")
+            if sympy.sympify(self.group.numel) == 1:
+                self.single_row_reduction(loops)
+            else:
+                self.row_reductions(loops)
         code = IndentedBuffer()
         code.writeline("")
         code.writelines(self.header())
-        code.writeline(f'extern "C" void {self.name}({", ".join(self.arguments())})')
+        # a kernel that checks returns whether a check failed (the caller raises eager's error)
+        result = "int64_t" if self.checks else "void"
+        code.writeline(f'extern "C" {result} {self.name}({", ".join(self.arguments())})')
         code.writeline("{")
         with code.indent():
-            code.writeline(f"const int64_t xnumel = {cexpr(self.group.numel)};")
-            if self.group.kind == "pointwise":
-                self.pointwise_loops(code)
-            else:
-                code.writeline(f"const int64_t rnumel = {cexpr(self.group.rnumel)};")
-                if sympy.sympify(self.group.numel) == 1:
-                    self.single_row_reduction(code)
-                else:
-                    self.row_reductions(code)
+            if self.checks:
+                sites = ", ".join(f"{n}: {c.kind}" for n, c in enumerate(self.checks))
+                code.writeline(f"mc::KernelError error;  // the first failed check ({sites})")
+            code.splice(loops)
+            if self.checks:
+                code.writeline("return error.finish();")
         code.writeline("}")
         body = code.getvalue()
         # the vector math functions the body calls are defined after the header (cpp_prefix.h)
@@ -149,6 +162,9 @@ class CppKernel:
         """Run ``members`` under the C++ ops handler: the lines of one loop body (the loop over
         the row of phase ``position``, if any) or of per-row code."""
         self.ops.code, self.ops.scope = LoopCode(), scope
+        self.ops.invariants = LoopInvariants(  # the loop's variable (per-row code: no loop)
+            (X0 if self.ops.index_subs else XINDEX) if self.group.kind == "pointwise"
+            else None if position is None else RINDEX)
         self.values.start(position, None if position is None else self.ops.code)
         emit_members(members, self.ops, self.group, scope)
         return self.ops.code
@@ -172,6 +188,7 @@ class CppKernel:
         with code.indent():
             if row is None:
                 code.writeline(f"const int64_t xend = std::min<int64_t>(xblock + {XBLOCK}, xnumel);")
+            code.splice(body.hoisted)
             segments = row_segments(self.ops.mask_bounds.at.get(X0, ()), row) if row else [(start, end)]
             for lo, hi in segments:
                 if config.inductor.cpp_vectorize:
@@ -185,7 +202,7 @@ class CppKernel:
         slower for a bias + GELU epilogue), one of ``mean[xindex / 1024]`` is ``mean[x1]``."""
         ranges = {X0: sympy.Integer(row), X1: sympy.sympify(self.group.numel // row)}
         self.values = KeptValues(self.group)  # a fresh handler: temporaries from tmp0 again
-        self.ops = CppOpsHandler(self.pointers, self.dtypes, ranges, self.values)
+        self.ops = CppOpsHandler(self.pointers, self.dtypes, ranges, self.values, self.checks)
         self.ops.index_subs = {XINDEX: X0 + row * X1}
         return self.emit(self.group.members, {})
 
@@ -232,6 +249,7 @@ class CppKernel:
                     code.splice(loop.body)
                     continue
                 code.splice(loop.prefix)
+                code.splice(loop.hoisted)
                 clauses = simd_clauses(loop)
                 vectorize = clauses is not None and config.inductor.cpp_vectorize
                 lanes = (lanes_loop(loop, self.group.rnumel)
@@ -252,6 +270,7 @@ class CppKernel:
         so that the inner loop reads consecutive elements (a vector load; along a row they are
         ``xnumel`` apart: a gather per element). Then the per-row code, row by row of the tile."""
         (_, loop), rows = phases[0], [p for _, p in phases[1:]]
+        loop.body.lines[:0] = loop.hoisted.lines  # (the row changes in the inner loop here)
 
         def per_row(buf: IndentedBuffer) -> IndentedBuffer:  # acc0 -> acc0[xindex - xblock]
             out = IndentedBuffer()
@@ -292,6 +311,7 @@ class CppKernel:
                 code.splice(loop.body)
                 continue
             code.splice(loop.prefix)
+            code.splice(loop.hoisted)
             clauses = simd_clauses(loop)
             if clauses is not None:
                 simd = "simd " if config.inductor.cpp_vectorize else ""
@@ -327,13 +347,22 @@ class CppKernel:
     def build(self) -> None:
         n_buf, n_size = len(self.signature.buffers()), len(self.signature.sizes)
         argtypes = [cpp_build.ctypes.c_void_p] * n_buf + [cpp_build.ctypes.c_int64] * (n_size + 1)
-        self._fn = cpp_build.load(self.source, self.name, argtypes)
+        self._fn, last_error = cpp_build.load(self.source, self.name, argtypes, bool(self.checks))
         # how it is called: one lambda, ``lambda b0, b1, s0: fn(b0.data_ptr(), b1.data_ptr(),
-        # s0, threads())``, which the wrapper calls directly (through ``__call__``, ~0.4 us more)
+        # s0, threads())``, which the wrapper calls directly (through ``__call__``, ~0.4 us more);
+        # a kernel that checks returns 1 when a check failed: ``fn(...) and failed()`` raises
         bufs, sizes = [f"b{i}" for i in range(n_buf)], [f"s{i}" for i in range(n_size)]
         args = [f"{b}.data_ptr()" for b in bufs] + sizes + ["threads()"]
         launcher = f"lambda {', '.join(bufs + sizes)}: fn({', '.join(args)})"
-        self.wrapper_call = eval(launcher, {"fn": self._fn, "threads": torch.get_num_threads})
+        if self.checks:
+            launcher += " and failed()"
+        self.wrapper_call = eval(launcher, {"fn": self._fn, "threads": torch.get_num_threads,
+                                            "failed": lambda: self.fail(last_error)})
+
+    def fail(self, last_error: Any) -> None:
+        """Raise eager's error for the check that failed in this thread's last call."""
+        site, value, size = last_error()
+        raise self.checks[site].fail(value, size)
 
     def __call__(self, *args: Any) -> None:
         if self._fn is None:

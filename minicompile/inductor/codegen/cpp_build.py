@@ -104,16 +104,25 @@ def precompiled_prefix(directory: str) -> str:
     return path
 
 
-def load(source: str, name: str, argtypes: list) -> Callable:
-    """The kernel's C function, compiled on a cache miss."""
+def load(source: str, name: str, argtypes: list,
+         checks: bool = False) -> tuple[Callable, Callable[[], tuple[int, int, int]]]:
+    """The kernel's C function, compiled on a cache miss, and a reader of the check that failed
+    in this thread's last call (``(site, value, size)``: cpp_prefix.h's ``mc_kernel_error``).
+    A kernel that ``checks`` returns whether one failed."""
     try:
         include_dir = precompiled_prefix(codecache.cache_dir())
         lib = codecache.CppCodeCache.load(source, name, [*flags(), "-I", include_dir, *LIBS], CXX)
     except codecache.CompileError as error:
         raise CppCompileError(str(error)) from error
     fn = getattr(lib, name)
-    fn.argtypes, fn.restype = argtypes, None
-    return fn
+    fn.argtypes, fn.restype = argtypes, (ctypes.c_int64 if checks else None)
+
+    def last_error() -> tuple[int, int, int]:
+        record = (ctypes.c_int64 * 3)()
+        lib.mc_kernel_error(record)
+        return tuple(record)
+
+    return fn, last_error
 
 
 def compile_many(jobs: list[Callable[[], None]]) -> None:

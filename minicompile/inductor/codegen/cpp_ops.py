@@ -29,10 +29,13 @@ from typing import Any, Callable
 import sympy
 import torch
 
+from ..checks import (DIVISION, DIVISIONS, Check, known_range, op_range, proven_in_range,
+                      site_of)
 from ..kernel_group import XINDEX
 from ..ops_handler import add_elementwise_ops
-from ..sizevars import simplify_index
+from ..sizevars import simplify_index, value_range
 from .common import CSE, IndentedBuffer
+from .cpp_hoist import LoopInvariants
 from .cpp_masks import MaskBounds
 from .cpp_printer import cexpr  # (cpp.py and the grading take it from here)
 
@@ -123,6 +126,9 @@ C_OPS: dict[str, str] = {
 }
 
 
+FLOAT_TYPES = {"float", "double"}
+
+
 def vector_math_lines(source: str, libmvec_level: int) -> list[str]:
     """The ``MC_VM_FUNCTION`` lines defining the vector math functions ``source`` calls."""
     called = {VECTOR_MATH_CALLED_BY.get(f, f) for f in re.findall(r"\bmc::(?:vm::)?(\w+)\(", source)}
@@ -180,6 +186,9 @@ class LoopCode:
     """The code of one loop over a row, as the ops handler fills it."""
 
     prefix: IndentedBuffer = field(default_factory=IndentedBuffer)  # before the loop
+    # checks of values the same at every point of the loop, also before it (a token id's,
+    # checked once per row instead of once per element: the loop stays vectorised)
+    hoisted: IndentedBuffer = field(default_factory=IndentedBuffer)
     body: IndentedBuffer = field(default_factory=IndentedBuffer)  # inside it
     suffix: IndentedBuffer = field(default_factory=IndentedBuffer)  # after it
     accumulators: list[Accumulator] = field(default_factory=list)
@@ -190,7 +199,8 @@ class CppOpsHandler:
     """``ops`` -> C++ lines in ``self.code.body`` (one temporary per distinct expression)."""
 
     def __init__(self, pointers: dict[str, str], dtypes: dict[str, torch.dtype],
-                 var_ranges: dict[sympy.Symbol, sympy.Expr], values: Any):
+                 var_ranges: dict[sympy.Symbol, sympy.Expr], values: Any,
+                 checks: list[Check] | None = None):
         self.pointers = pointers  # buffer name -> kernel argument (``in_ptr0``)
         self.values = values  # each temporary's value and C++ type (cpp_keep.KeptValues)
         self.dtypes = dtypes  # buffer name -> dtype
@@ -204,6 +214,10 @@ class CppOpsHandler:
         self.scope: dict[str, Any] = {}  # the forwarded values (``common.emit_members``)
         self.mask_bounds = MaskBounds()  # where cat's and pad's masks change (cpp_loops.py)
         self._counts = {"acc": 0, "indirect": 0, "masked": 0}
+        # the kernel's run-time checks, by site number (``mc::fail``'s ``site``: checks.py)
+        self.checks = [] if checks is None else checks
+        self.ranges: dict[str, tuple[int, int]] = {}  # temporary -> its known [low, high]
+        self.invariants = LoopInvariants()  # values a check may repeat before the loop
 
     def _fresh(self, prefix: str) -> str:
         n = self._counts[prefix]
@@ -232,7 +246,10 @@ class CppOpsHandler:
         value = f"{self.pointers[name]}[{self.index(index)}]"
         if self.dtypes[name] in HALF_DTYPES:
             value = f"static_cast<float>({value})"
-        return self._emit(value, compute_type(self.dtypes[name]))
+        var = self._emit(value, compute_type(self.dtypes[name]))
+        if self.invariants.index(self._indices[index][1]):
+            self.invariants.note(var, value)
+        return var
 
     def store(self, name: str, index: sympy.Expr, value: str) -> None:
         # a reduction's result exists after its loop: its store goes there too
@@ -251,13 +268,22 @@ class CppOpsHandler:
         var = self._emit(f"static_cast<{compute_type(dtype)}>({self.index(expr)})",
                          compute_type(dtype))
         self.mask_bounds.index_values[var] = self._indices[expr][1]
+        if self.invariants.index(self._indices[expr][1]):
+            self.invariants.note(var, f"static_cast<{compute_type(dtype)}>({self.index(expr)})")
+        bounds = value_range(self._indices[expr][1], self.var_ranges)
+        if bounds is not None:
+            self.ranges[var] = bounds
         return var
 
     def to_dtype(self, x: str, dtype: torch.dtype) -> str:
         if dtype in HALF_DTYPES:  # round to the 16-bit type, keep computing in float
             return self._emit(f"static_cast<float>(static_cast<{storage_type(dtype)}>({x}))",
                               "float")
-        return self._emit(f"static_cast<{compute_type(dtype)}>({x})", compute_type(dtype))
+        var = self._emit(f"static_cast<{compute_type(dtype)}>({x})", compute_type(dtype))
+        self.invariants.note(var, f"static_cast<{compute_type(dtype)}>({{0}})", (x,))
+        if x in self.ranges and dtype in (torch.int64, torch.int32):  # (indices fit in both)
+            self.ranges[var] = self.ranges[x]
+        return var
 
     def where(self, cond: str, a: str, b: str) -> str:
         return self._emit(f"{cond} ? {a} : {b}", self.values.result_type("where", (a, b)))
@@ -269,10 +295,12 @@ class CppOpsHandler:
         outer, inner = self.code.body, IndentedBuffer()
         forwarded = dict(self.scope)
         self.code.body = inner
+        self.invariants.masked += 1
         try:
             with self.cse.scoped():
                 result = body()
         finally:
+            self.invariants.masked -= 1
             self.code.body = outer
             self.scope.clear()
             self.scope.update(forwarded)  # recomputed producers lived in the lambda
@@ -290,11 +318,24 @@ class CppOpsHandler:
                 "False", "false")
         return self._emit(f"{mask} ? {lam}() : {fill}")
 
-    def indirect_indexing(self, value: str, size: sympy.Expr) -> sympy.Symbol:
-        """A loaded integer used inside an index; ``x[-1]`` is ``x[size - 1]``."""
+    def indirect_indexing(self, value: str, size: sympy.Expr, check: Check = Check()) -> sympy.Symbol:
+        """A loaded integer used inside an index, checked against ``size`` as eager checks it
+        (``x[-1]`` is ``x[size - 1]``; ``gather`` rejects it). A value known to lie inside
+        (``arange``, ``% size``) is used as it is."""
         var = self._fresh("indirect")
-        self.code.body.writeline(f"const int64_t {var} = {value} < 0 ? "
-                                 f"{value} + {cexpr(size)} : static_cast<int64_t>({value});")
+        low, high = known_range(value, self.ranges, self.mask_bounds.constants) or (None, None)
+        if proven_in_range(low, high, size, check) and low >= 0:
+            self.code.body.writeline(f"const int64_t {var} = {value};  // no check: "
+                                     f"{value} is in [{low}, {high}]")
+            return sympy.Symbol(var, integer=True)
+        call = "mc::wrapped_index" if check.error.wrap else "mc::checked_index"
+        why = f"eager: {check.error.exception.__name__} outside the dim"
+        out = self.code.body
+        if value in self.invariants.values:  # checked once, before the loop (cpp_hoist.py)
+            out, value = self.code.hoisted, self.invariants.values[value]
+            why += f"; the same for every {self.invariants.inner}"
+        out.writeline(f"const int64_t {var} = {call}({value}, {cexpr(size)}, error, "
+                      f"{site_of(self.checks, check)});  // {why}")
         return sympy.Symbol(var, integer=True)
 
     def reduction(self, dtype: torch.dtype, src_dtype: torch.dtype, reduction_type: str,
@@ -337,8 +378,19 @@ def _make_op(name: str) -> Callable:
     def op(self: CppOpsHandler, *args: str) -> str:
         if name in MaskBounds.FLIPPED:  # a comparison: lt, le, gt, ge
             self.mask_bounds.compare(name, *args)
-        return self._emit(C_OPS[name].format(*args),  # looked up now: a row can be swapped
-                          self.values.result_type(name, args), name)
+        ctype = self.values.result_type(name, args)
+        constant = self.mask_bounds.constants.get(args[-1])  # an integer literal divisor
+        constant = int(constant) if isinstance(constant, (int, sympy.Integer)) else None
+        if name in DIVISIONS and ctype not in FLOAT_TYPES and not constant:
+            args = (args[0], f"mc::divisor({args[1]}, error, {site_of(self.checks, DIVISION)})")
+        bounds = op_range(name, [known_range(a, self.ranges, self.mask_bounds.constants)
+                                 for a in args])
+        var = self._emit(C_OPS[name].format(*args),  # looked up now: a row can be swapped
+                         ctype, name)
+        self.invariants.note(var, C_OPS[name], args)
+        if bounds is not None:
+            self.ranges[var] = bounds
+        return var
 
     op.__name__ = name
     return op

@@ -334,6 +334,49 @@ template <typename T> inline T erf(T x) {
     if constexpr (std::is_same_v<T, float>) return erf_float(x); else return vm::erf(x);
 }
 
+// --- checks: an out-of-range index or a zero divisor fails the call, never reads memory ---------
+//
+// A kernel that checks (inductor/checks.py) declares one `mc::KernelError error;`, shared by its
+// threads. The first check to fail records where (its site number), the value and the size; the
+// loop goes on with a safe value (index 0, divisor 1), since a parallel loop cannot be left early,
+// and the kernel returns 1. The caller then reads the record with `mc_kernel_error` (from the
+// same thread: it is thread-local) and raises eager's error.
+struct KernelError {
+    int failed = 0;
+    int64_t site = 0, value = 0, size = 0;
+    int64_t finish();
+};
+inline thread_local int64_t last_error[3];
+inline int64_t KernelError::finish() {
+    if (!failed) return 0;
+    last_error[0] = site, last_error[1] = value, last_error[2] = size;
+    return 1;
+}
+// out of line and marked cold: the check in the loop is one compare and a never-taken branch
+[[gnu::cold, gnu::noinline]] inline void fail(KernelError& error, int64_t site, int64_t value,
+                                              int64_t size) {
+    if (__atomic_exchange_n(&error.failed, 1, __ATOMIC_ACQ_REL) == 0)
+        error.site = site, error.value = value, error.size = size;
+}
+// an index into a dimension of `size`: inside [0, size), else the error (eager: gather, embedding)
+inline int64_t checked_index(int64_t i, int64_t size, KernelError& error, int64_t site) {
+    if (__builtin_expect(i < 0 || i >= size, 0)) { fail(error, site, i, size); return 0; }
+    return i;
+}
+// one that may count from the end (eager: x[i], x[-1] is x[size - 1])
+inline int64_t wrapped_index(int64_t i, int64_t size, KernelError& error, int64_t site) {
+    const int64_t j = i < 0 ? i + size : i;
+    if (__builtin_expect(j < 0 || j >= size, 0)) { fail(error, site, i, size); return 0; }
+    return j;
+}
+// an integer division's divisor: 0 is the error (eager: ZeroDivisionError), a float's is itself
+template <typename T> inline T divisor(T b, KernelError& error, int64_t site) {
+    if constexpr (std::is_integral_v<T>) {
+        if (__builtin_expect(b == 0, 0)) { fail(error, site, 0, 0); return T(1); }
+    }
+    return b;
+}
+
 // --- ops whose C++ meaning differs from torch's -------------------------------------------------
 
 // NaN wins, as in torch.maximum and amax (a NaN b is false, so b is picked when b is NaN);
@@ -341,8 +384,14 @@ template <typename T> inline T erf(T x) {
 template <typename T> inline T maximum(T a, T b) { return (a > b || a != a) ? a : b; }
 template <typename T> inline T minimum(T a, T b) { return (a < b || a != a) ? a : b; }
 
+// The most negative integer divided by -1 overflows, and x86's divide instruction traps on it
+// (SIGFPE): the quotient is the negation, wrapped as eager's result is, and the remainder 0.
+template <typename T> inline bool overflows(T a, T b) {
+    return std::is_signed_v<T> && b == T(-1) && a == std::numeric_limits<T>::min();
+}
 template <typename T> inline T floordiv(T a, T b) {  // Python's a // b
     if constexpr (std::is_integral_v<T>) {
+        if (overflows(a, b)) return a;
         T q = a / b;
         return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
     } else {
@@ -350,10 +399,12 @@ template <typename T> inline T floordiv(T a, T b) {  // Python's a // b
     }
 }
 template <typename T> inline T truncdiv(T a, T b) {  // C's a / b
-    if constexpr (std::is_integral_v<T>) return a / b; else return std::trunc(a / b);
+    if constexpr (std::is_integral_v<T>) return overflows(a, b) ? a : a / b;
+    else return std::trunc(a / b);
 }
 template <typename T> inline T fmod(T a, T b) {  // remainder with the sign of a (C)
-    if constexpr (std::is_integral_v<T>) return a % b; else return std::fmod(a, b);
+    if constexpr (std::is_integral_v<T>) return overflows(a, b) ? T(0) : a % b;
+    else return std::fmod(a, b);
 }
 template <typename T> inline T remainder(T a, T b) {  // remainder with the sign of b (Python)
     T r = mc::fmod(a, b);
@@ -444,5 +495,10 @@ MC_DECLARE_MINMAX(int16_t)
 MC_DECLARE_MINMAX(int8_t)
 MC_DECLARE_MINMAX(uint8_t)
 MC_DECLARE_MINMAX(bool)
+
+// the failed check of this thread's last kernel call: site, value, size
+extern "C" void mc_kernel_error(int64_t* out) {
+    std::memcpy(out, mc::last_error, sizeof(mc::last_error));
+}
 
 #endif  // MINICOMPILE_CPP_PREFIX_H

@@ -20,22 +20,18 @@ source, so every kernel can be tested on a machine without a GPU.
 from __future__ import annotations
 
 import functools
-import hashlib
-import importlib.util
-import os
-import sys
-import tempfile
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any
 
 import sympy
 
 from ... import config, debug
-from ...metrics import metrics
+from .. import codecache
 from ..dependencies import footprint
 from ..kernel_group import KernelGroup
-from ..runtime.triton_heuristics import TritonLauncher, compile_in_background
+from ..runtime.triton_helpers import CheckFailed
+from ..runtime.triton_heuristics import (CHECKED_OPTIONS, COMPILE_OPTIONS, TritonLauncher,
+                                         compile_in_background)
 from .common import BaseScheduling
 from .triton_kernel import TritonKernel
 from .wrapper import pexpr
@@ -51,32 +47,6 @@ from minicompile.inductor.runtime.triton_helpers import libdevice
 
 
 """
-
-_source_dir: str | None = None
-
-
-def _load_source(source: str) -> ModuleType:
-    """Write ``source`` to a private directory and import it (until the on-disk kernel cache of
-    ``codecache.py`` takes this over: same contract, ``source -> module``)."""
-    global _source_dir
-    if _source_dir is None:
-        _source_dir = tempfile.mkdtemp(prefix="minicompile-triton-")  # mode 0700
-    key = hashlib.sha256(source.encode()).hexdigest()[:24]
-    path = os.path.join(_source_dir, f"k{key}.py")
-    if not os.path.exists(path):
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w") as f:
-            f.write(source)
-        os.replace(tmp, path)  # atomic: a reader never sees half a file
-    name = f"minicompile_triton_k{key}"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    sys.modules[name] = module
-    return module
-
 
 @dataclass
 class CodeBytes:
@@ -108,12 +78,24 @@ class TritonKernelObject(TritonLauncher):
     """The launcher, plus what a reader of the generated code asks about it: its kernel group
     and the bytes its loads and stores touch (counted when first asked: enumerating the
     distinct offsets of every access took 4 of the 16 seconds a GPT block's first compile
-    took, for a number only notebooks and tests read)."""
+    took, for a number only notebooks and tests read). A kernel with index checks is compiled
+    with its device asserts; under the interpreter a failed check raises eager's error."""
 
     def __init__(self, name: str, fn: Any, kind: str, source: str, group: KernelGroup,
                  kernel: TritonKernel, scheduler: Any):
-        super().__init__(name, fn, kind, source)
+        super().__init__(name, fn, kind, source,
+                         options=CHECKED_OPTIONS if kernel.checks else COMPILE_OPTIONS)
         self.group, self._counted = group, (kernel, scheduler)
+        self.checks = kernel.checks
+
+    def __call__(self, *args: Any) -> None:
+        try:
+            super().__call__(*args)
+        except Exception as error:  # the interpreter wraps what a helper raises
+            failed = error.__cause__ if isinstance(error.__cause__, CheckFailed) else error
+            if not isinstance(failed, CheckFailed):
+                raise
+            raise self.checks[failed.site].fail(failed.value, failed.size) from None
 
     @functools.cached_property
     def bytes_from_code(self) -> CodeBytes:
@@ -134,11 +116,10 @@ class TritonScheduling(BaseScheduling):
         name = wrapper.kernel_name(PREFIX[kernel.kind], group)
         kernel.name = name
         source = MODULE_HEADER + kernel.codegen()
-        fn = getattr(_load_source(source), name)
+        fn = getattr(codecache.PyCodeCache.load(source, name), name)  # in the checked cache
         if config.debug:  # each kernel's source in the debug folder (the GPU adds TTIR and PTX)
             debug.dump_artifact("triton_kernel", source, title=name)
         launcher = TritonKernelObject(name, fn, kernel.kind, source, group, kernel, scheduler)
-        metrics.kernels_generated += 1
         wrapper.define_kernel(name, launcher, source)
         numels = [pexpr(group.numel)] + ([] if kernel.kind == "pointwise"
                                          else [pexpr(group.rnumel)])

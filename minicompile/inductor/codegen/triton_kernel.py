@@ -26,6 +26,7 @@ from typing import Any, Callable
 import sympy
 import torch
 
+from ..checks import DIVISION, DIVISIONS, Check, site_of
 from ..ir import MemoryDep
 from ..kernel_group import RINDEX, XINDEX, KernelGroup, KernelMember
 from ..sizevars import simplify_index
@@ -65,6 +66,9 @@ class TritonKernel(TritonReductions):
         self.level = "element"  # the member being emitted runs per element or per row
         self.accesses: list[tuple[str, str, MemoryDep]] = []  # ("load"|"store", buffer, dep)
         self._indirect = 0
+        self.in_bounds: dict[sympy.Symbol, str] = {}  # indirect index -> its bounds condition
+        self.checks: list[Check] = []  # the kernel's checks, by site number (checks.py)
+        self.nonzero: set[str] = set()  # temporaries holding a nonzero integer constant
 
     @staticmethod
     def fits_in_one_block(group: KernelGroup) -> bool:
@@ -166,9 +170,14 @@ class TritonKernel(TritonReductions):
         return any(s in (XINDEX, RINDEX) or s.name.startswith("indirect")
                    for s in index.free_symbols)
 
-    def mask(self, element: bool) -> str:
+    def mask(self, element: bool, index: sympy.Expr | None = None) -> str:
+        """The mask of a load or store: the block's, the enclosing ``ops.masked``'s, and for an
+        address made from a loaded index, that index's bounds (a lane whose index is out of
+        range touches no memory, also where the device assert is compiled out)."""
         parts = ["xmask"] + (["rmask"] if element and self.kind != "pointwise" else [])
-        return " & ".join(parts + self.masks)
+        bounds = [] if index is None else [self.in_bounds[s] for s in sorted(
+            index.free_symbols & self.in_bounds.keys(), key=str)]
+        return " & ".join(parts + self.masks + bounds)
 
     def pointer(self, name: str, index: sympy.Expr) -> str:
         """``in_ptr0 + (index)``; an index without a kernel variable is broadcast to the block,
@@ -192,8 +201,9 @@ class TritonKernel(TritonReductions):
         self.record("load", name, index)
         dtype = self.buffer_dtype(name)
         element = self.level == "element"
-        other = "" if self.kind == "pointwise" and not self.masks else ", other=0"
-        expr = f"tl.load({self.pointer(name, index)}, {self.mask(element)}{other})"
+        checked = index.free_symbols & self.in_bounds.keys()
+        other = "" if self.kind == "pointwise" and not self.masks and not checked else ", other=0"
+        expr = f"tl.load({self.pointer(name, index)}, {self.mask(element, index)}{other})"
         if compute_dtype(dtype) != dtype:
             expr += f".to({triton_dtype(compute_dtype(dtype))})"
         return self.generate(expr, compute_dtype(dtype))
@@ -206,7 +216,7 @@ class TritonKernel(TritonReductions):
         if self.dtype(value) != dtype:
             value = f"{paren(value)}.to({triton_dtype(dtype)})"
         target.writeline(f"tl.store({self.pointer(name, index)}, {value}, "
-                         f"{self.mask(RINDEX in index.free_symbols)})")
+                         f"{self.mask(RINDEX in index.free_symbols, index)})")
 
     def constant(self, value: Any, dtype: torch.dtype) -> str:
         dtype = compute_dtype(dtype)
@@ -216,8 +226,11 @@ class TritonKernel(TritonReductions):
             int_type, bits = SIGN_BIT[dtype]
             return self.generate(f"tl.full([1], {bits}, {int_type}).to({triton_dtype(dtype)}, "
                                  f"bitcast=True)", dtype)
-        value = texpr(value) if isinstance(value, sympy.Basic) else triton_constant(value)
-        return self.generate(f"tl.full([1], {value}, {triton_dtype(dtype)})", dtype)
+        text = texpr(value) if isinstance(value, sympy.Basic) else triton_constant(value)
+        var = self.generate(f"tl.full([1], {text}, {triton_dtype(dtype)})", dtype)
+        if isinstance(value, (int, sympy.Integer)) and value != 0:
+            self.nonzero.add(var)  # a divisor that needs no check
+        return var
 
     def index_expr(self, expr: sympy.Expr, dtype: torch.dtype) -> str:
         expr = sympy.sympify(expr)
@@ -251,16 +264,33 @@ class TritonKernel(TritonReductions):
         return self.generate(f"tl.where({mask}, {value}, {other})",
                              self.dtype(value))
 
-    def indirect_indexing(self, value: str, size: sympy.Expr) -> sympy.Symbol:
-        """A loaded index as a symbol of the index expression; ``x[-1]`` is ``x[size - 1]``."""
+    def indirect_indexing(self, value: str, size: sympy.Expr, check: Check = Check()) -> sympy.Symbol:
+        """A loaded index as a symbol of the index expression, checked against ``size`` as eager
+        checks it (``x[-1]`` is ``x[size - 1]``; ``gather`` rejects it): a device assert on a
+        GPU (kept by Triton's debug flag), a raise under the interpreter; and the loads and
+        stores through it are masked to its bounds, so no lane touches memory outside."""
         name = f"indirect{self._indirect}"
         self._indirect += 1
-        self.body.writeline(f"{name} = tl.where({value} < 0, {value} + {texpr(size)}, {value})")
-        return sympy.Symbol(name, integer=True)
+        if check.error.wrap:
+            self.body.writeline(f"{name} = tl.where({value} < 0, {value} + {texpr(size)}, {value})")
+        else:
+            self.body.writeline(f"{name} = {value}")
+        ok = f"{name}_in_bounds"
+        self.body.writeline(f"{ok} = (0 <= {name}) & ({name} < {texpr(size)})")
+        self.body.writeline(f"triton_helpers.check_index({value}, {ok}, "
+                            f"{self.mask(self.level == 'element')}, {texpr(size)}, "
+                            f"{site_of(self.checks, check)})  # eager: {check.kind} raises outside")
+        symbol = sympy.Symbol(name, integer=True)
+        self.in_bounds[symbol] = ok
+        return symbol
 
 def _make_op(name: str) -> Callable:
     def op(self: TritonKernel, *args: str) -> str:
         dtype = result_dtype(name, [self.dtype(a) for a in args])
+        if name in DIVISIONS and not dtype.is_floating_point and args[1] not in self.nonzero:
+            # eager: ZeroDivisionError
+            self.body.writeline(f"triton_helpers.check_divisor({args[1]}, "
+                                f"{self.mask(self.level == 'element')}, {site_of(self.checks, DIVISION)})")
         template = TRITON_OPS[name]  # looked up now: a row can be swapped
         return self.generate(template.format(*[paren(a) for a in args]), dtype)
 

@@ -36,6 +36,7 @@ import torch
 import torch.utils._pytree as pytree
 from sympy.printing.str import StrPrinter
 
+from ...metrics import metrics
 from ...names import literal, readable
 from ..ir import Buffer, ExternKernel, IRNode, MultiOutput, ReinterpretView, storage_owner
 from ..kernel_group import KernelGroup
@@ -145,6 +146,7 @@ class WrapperCodeGen:
         return f"{prefix}_{readable(group.fused_name())}_{next(self._counter)}"
 
     def define_kernel(self, name: str, kernel: Callable, source: str) -> None:
+        metrics.kernels_generated += 1  # (every backend defines its kernels here)
         self.namespace[name] = kernel
         self.kernel_sources.append((name, source))
 

@@ -77,7 +77,7 @@ class PrintHandler:
         self._depth -= 1
         return self._emit(f"{value} if {mask} else {other!r}")
 
-    def indirect_indexing(self, value: str, size) -> sympy.Symbol:
+    def indirect_indexing(self, value: str, size, check=None) -> sympy.Symbol:
         return sympy.Symbol(f"indirect_{value}", integer=True, nonnegative=True)
 
     def reduction(self, dtype, src_dtype, reduction_type: str, value: str):

@@ -204,7 +204,7 @@ class RecordReadWrites:
     def store(self, name: str, index: Expr, value: Any) -> None:
         self.writes.append(self._dep(name, index))
 
-    def indirect_indexing(self, value: Any, size: Expr) -> sympy.Symbol:
+    def indirect_indexing(self, value: Any, size: Expr, check: Any = None) -> sympy.Symbol:
         self.symbols |= sympy.sympify(size).free_symbols
         self._indirect += 1
         return sympy.Symbol(f"indirect{self._indirect - 1}", integer=True, nonnegative=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sympy
 import torch
 
+from ..checks import Check
 from ..ir import IRNode, Pointwise
 from ..lowering import (Unsupported, device, make_pointwise, out_dtype, out_size, realize,
                         register_lowering)
@@ -189,7 +190,9 @@ def scatter(x, dim: int, index, src):
         value = load_x(i)
         for k in range(int(slots)):
             at = list(i[:dim]) + [sympy.Integer(k)] + list(i[dim + 1:])
-            hit = ops.eq(load_index(at), ops.index_expr(i[dim], torch.int64))
+            # the slot's target row, checked: eager raises for one outside [0, size)
+            target = ops.indirect_indexing(load_index(at), size[dim], Check("scatter", dim))
+            hit = ops.eq(ops.index_expr(target, torch.int64), ops.index_expr(i[dim], torch.int64))
             new = load_src(at) if load_src else _c(src, dtype)
             value = ops.where(hit, ops.to_dtype(new, dtype) if load_src else new, value)
         return value

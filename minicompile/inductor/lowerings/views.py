@@ -20,6 +20,7 @@ from typing import Sequence
 import sympy
 import torch
 
+from ..checks import Check
 from ..ir import IRNode, Pointwise, ReinterpretView, View, broadcast_reader
 from ..ir.layout import Layout, contiguous_strides
 from ..lowering import (Unsupported, device, out_dtype, out_meta, out_size, realize_strided,
@@ -311,7 +312,8 @@ def index(x: IRNode, indices):
             if d in indexed:
                 k = indexed.index(d)
                 value = loaders[k](broadcasts[k](bidx))
-                src.append(ops.indirect_indexing(value, size[d]))
+                # (eager names the k-th index tensor as "dimension k")
+                src.append(ops.indirect_indexing(value, size[d], Check("index", k)))
             else:
                 src.append(rest[r])
                 r += 1
@@ -328,7 +330,7 @@ def gather(x: IRNode, dim: int, index_t: IRNode, sparse_grad=False):
 
     def body_index(idx):
         src = list(idx)
-        src[dim] = ops.indirect_indexing(load_index(idx), size[dim])
+        src[dim] = ops.indirect_indexing(load_index(idx), size[dim], Check("gather", dim))
         return load(src)
 
     return Pointwise(device(), x.get_dtype(), body_index, out_size())
@@ -340,7 +342,8 @@ def embedding(weight: IRNode, indices: IRNode, *args):
     nidx = len(indices.get_size())
 
     def inner_fn(idx):
-        row = ops.indirect_indexing(load_index(idx[:nidx]), weight.get_size()[0])
+        row = ops.indirect_indexing(load_index(idx[:nidx]), weight.get_size()[0],
+                                   Check("embedding"))
         return load([row, idx[nidx]])
 
     return Pointwise(device(), weight.get_dtype(), inner_fn, out_size())
@@ -364,9 +367,11 @@ def index_select(x: IRNode, dim: int, index_t: IRNode):
     dim = _dim(dim, len(size))
     load, load_index = x.make_loader(), index_t.make_loader()
 
+    check = Check("index_select_dim1" if dim == 1 else "index_select", dim)
+
     def inner_fn(idx):
         src = list(idx)
-        src[dim] = ops.indirect_indexing(load_index([idx[dim]]), size[dim])
+        src[dim] = ops.indirect_indexing(load_index([idx[dim]]), size[dim], check)
         return load(src)
 
     return Pointwise(device(), x.get_dtype(), inner_fn, out_size())

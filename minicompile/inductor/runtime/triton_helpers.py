@@ -195,6 +195,51 @@ def _round_to_bfloat16_cast(x):
 round_to_bfloat16 = _round_to_bfloat16_bits if INTERPRET else _round_to_bfloat16_cast
 
 
+# --- run-time checks (inductor/checks.py) ----------------------------------------------------
+
+class CheckFailed(Exception):
+    """A kernel's check failed under the interpreter: its site number, the value and the size
+    (the launcher raises eager's error from them)."""
+
+    def __init__(self, site: int, value: int, size: int):
+        super().__init__(f"check {site} failed: {value} outside a dimension of {size}")
+        self.site, self.value, self.size = site, value, size
+
+
+@triton.jit
+def _check_index_device(index, in_bounds, mask, size, site: tl.constexpr):
+    """On a GPU, a device assert (compiled in by Triton's debug flag, as Inductor does)."""
+    tl.device_assert(in_bounds | ~mask, "index out of bounds")
+
+
+def _data(x):
+    return np.asarray(x.handle.data) if isinstance(x, tl.core.tensor) else \
+        np.asarray(getattr(x, "value", x))
+
+
+def _check_index_interpreted(index, in_bounds, mask, size, site):
+    """Under the interpreter, which ignores device asserts: the first failing lane raises."""
+    index, in_bounds, mask = np.broadcast_arrays(_data(index), _data(in_bounds), _data(mask))
+    bad = (in_bounds == 0) & (mask != 0)
+    if bad.any():
+        raise CheckFailed(int(_data(site)), int(index[bad].flat[0]), int(_data(size)))
+
+
+@triton.jit
+def _check_divisor_device(divisor, mask, site: tl.constexpr):
+    tl.device_assert((divisor != 0) | ~mask, "integer division by zero")
+
+
+def _check_divisor_interpreted(divisor, mask, site):
+    divisor, mask = np.broadcast_arrays(_data(divisor), _data(mask))
+    if ((divisor == 0) & (mask != 0)).any():
+        raise CheckFailed(int(_data(site)), 0, 0)
+
+
+check_index = _check_index_interpreted if INTERPRET else _check_index_device
+check_divisor = _check_divisor_interpreted if INTERPRET else _check_divisor_device
+
+
 # --- libdevice ------------------------------------------------------------------------------
 
 class _NumpyLibdevice:
@@ -227,7 +272,28 @@ class _NumpyLibdevice:
         return call
 
 
+def _scalar_index_fix() -> None:
+    """Triton's interpreter up to 3.6 makes a scalar argument a 1-element array and converts it
+    with ``int(array)``, which NumPy 2.4 refuses for an array of one dimension: every
+    ``for roffset in range(0, rnumel, RBLOCK)`` failed ("only 0-dimensional arrays can be
+    converted to Python scalars"). Triton 3.7 squeezes the array first; so does this, patched
+    over each launch's own patch of ``tl.tensor`` (its scope restores both, in order)."""
+    from triton.runtime import interpreter
+
+    patch = getattr(interpreter, "_patch_lang_tensor", None)
+    if patch is None or getattr(patch, "squeezes_scalars", False):
+        return
+
+    def patched(tensor, scope):
+        patch(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(np.asarray(self.handle.data).squeeze()))
+
+    patched.squeezes_scalars = True
+    interpreter._patch_lang_tensor = patched
+
+
 if INTERPRET:
+    _scalar_index_fix()
     libdevice = _NumpyLibdevice()
 else:
     from triton.language.extra.cuda import libdevice  # noqa: F401

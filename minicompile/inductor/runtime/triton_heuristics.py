@@ -22,7 +22,7 @@ import logging
 import os
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
@@ -48,6 +48,9 @@ FAST_LAUNCH = os.environ.get("MINICOMPILE_TRITON_FAST_LAUNCH", "1") != "0"
 # With fused multiply-adds (Triton's default on CUDA) a value recomputed in a second loop over a
 # row, fused there and not in the first, differs: exp(x * 0.1 - amax(x * 0.1)) gave inf
 COMPILE_OPTIONS = {"enable_fp_fusion": False}
+# a kernel with checks keeps its device asserts (Inductor's ``assert_indirect_indexing``), not
+# the int32 overflow asserts the debug flag adds; the interpreter raises (triton_helpers.py)
+CHECKED_OPTIONS = {**COMPILE_OPTIONS, "debug": True, "sanitize_overflow": False}
 # do_bench's warm-up and timing budget (ms) per autotuned candidate: each timed run clears the
 # L2 cache (a 256 MB memset), so 20 ms of runs were ~30 ms a candidate, and a GPT block's first
 # call timed 32 candidates; 5 ms is still dozens of runs of a launch-bound kernel
@@ -194,8 +197,9 @@ def dump_compiled(name: str, kernel: Any, cfg: Config) -> None:
 class TritonLauncher:
     """A callable kernel: ``launcher(*buffers, *sizes, xnumel[, rnumel])``."""
 
-    def __init__(self, name: str, fn: Any, kind: str, source: str, autotune: bool = True):
-        self.name, self.fn, self.kind, self.source = name, fn, kind, source
+    def __init__(self, name: str, fn: Any, kind: str, source: str, autotune: bool = True,
+                 options: dict = COMPILE_OPTIONS):
+        self.name, self.fn, self.kind, self.source, self.options = name, fn, kind, source, options
         self.autotune = autotune and not INTERPRET
         self.best: dict[tuple[int, int], Config] = {}  # size class -> chosen config
         self.grids: dict[tuple[int, int], tuple[Config, int]] = {}  # sizes -> (config, grid)
@@ -262,7 +266,7 @@ class TritonLauncher:
         own error quotes the offending line of a file it does not name: name it, and the
         kernel (the file is in the kernel cache, where the source can be read and rerun)."""
         try:
-            return self.fn[grid](*args, **cfg.kwargs(), **COMPILE_OPTIONS)
+            return self.fn[grid](*args, **cfg.kwargs(), **self.options)
         except CompilationError as e:
             path = getattr(getattr(self.fn, "fn", None), "__code__", None)
             raise KernelCompileError(
@@ -312,7 +316,7 @@ class TritonLauncher:
 
     def compile_job(self, cfg: Config, args: tuple, xnumel: int,
                     device_index: int | None = None) -> CompileJob:
-        return CompileJob(self.fn, cfg, args, xnumel, device_index)
+        return CompileJob(self.fn, cfg, args, xnumel, device_index, self.options)
 
     def __repr__(self) -> str:
         return f"<TritonLauncher {self.name} ({self.kind})>"
@@ -328,6 +332,7 @@ class CompileJob:
     args: tuple
     xnumel: int
     device_index: int | None = None
+    options: dict = field(default_factory=lambda: COMPILE_OPTIONS)
 
     def device(self) -> contextlib.AbstractContextManager:
         return contextlib.nullcontext() if self.device_index is None else \
@@ -335,7 +340,7 @@ class CompileJob:
 
     def warmup(self) -> Any:
         return self.fn.warmup(*self.args, grid=(triton.cdiv(self.xnumel, self.cfg.XBLOCK),),
-                              **self.cfg.kwargs(), **COMPILE_OPTIONS)
+                              **self.cfg.kwargs(), **self.options)
 
     def __call__(self) -> None:
         try:
@@ -352,7 +357,7 @@ class CompileJob:
             with self.device():
                 return compile_workers.specialization(
                     self.fn, self.args, (triton.cdiv(self.xnumel, self.cfg.XBLOCK),),
-                    {**self.cfg.kwargs(), **COMPILE_OPTIONS})
+                    {**self.cfg.kwargs(), **self.options})
         except Exception:
             return None
 

@@ -1,0 +1,140 @@
+"""What a generated kernel checks at run time, and the error eager raises when a check fails
+(mini version of the bounds checks of torch/_inductor/codegen/common.py: ``indirect_indexing``
+and ``check_bounds``, ``config.assert_indirect_indexing``; cpp.py's ``TORCH_CHECK(0 <= tmp < size)``
+and triton.py's ``tl.device_assert``).
+
+An index loaded from a tensor (a token id for ``embedding``, ``x[i]``, ``gather``) is data: a
+kernel that trusted it would read whatever lies next to the tensor (or die of SIGSEGV), where eager
+raises. So every indirect index is checked against its dimension before it is used, and so is the
+divisor of an integer division (x86 traps on ``n // 0``: SIGFPE would kill the process). A failing
+check never stops the loop it is in (a parallel loop cannot be left early): it records itself and
+goes on with a safe value (index 0, divisor 1); the caller raises eager's error after the kernel.
+
+Each op that indexes with data names its row of :data:`EAGER_ERRORS`: eager's exception type and
+message, and whether a negative index counts from the end (``x[-1]``, but not ``gather``'s).
+A backend skips a check it can prove always passes (an index made by ``arange`` or ``% size``)
+and says so in the generated code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy
+
+
+@dataclass(frozen=True)
+class EagerError:
+    """How eager fails for one kind of check."""
+
+    exception: type[Exception]
+    message: str  # formatted with the failing ``value``, the ``dim`` and its ``size``
+    wrap: bool = False  # a negative index counts from the end of the dimension
+
+
+OUT_OF_BOUNDS = "index {value} is out of bounds for dimension {dim} with size {size}"
+
+# check kind -> eager's error (the messages are eager's own, as of torch 2.11 - 2.15)
+EAGER_ERRORS: dict[str, EagerError] = {
+    "index": EagerError(IndexError, OUT_OF_BOUNDS, wrap=True),  # x[i], index_put
+    "embedding": EagerError(IndexError, "index out of range in self"),
+    "index_select": EagerError(IndexError, "index out of range in self"),
+    # (eager's CPU kernel for dim 1 of a tensor of 2 or more dims is another one, its own words)
+    "index_select_dim1": EagerError(RuntimeError, "INDICES element is out of DATA bounds, "
+                                                  "id={value} axis_dim={size}"),
+    "gather": EagerError(RuntimeError, OUT_OF_BOUNDS),
+    "scatter": EagerError(RuntimeError, OUT_OF_BOUNDS),
+    "division": EagerError(RuntimeError, "ZeroDivisionError"),  # integer // and % by zero
+}
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check site of a kernel: which kind, along which dimension of the indexed tensor."""
+
+    kind: str = "index"
+    dim: int = 0
+
+    @property
+    def error(self) -> EagerError:
+        return EAGER_ERRORS[self.kind]
+
+    def fail(self, value: int, size: int) -> Exception:
+        """The exception eager raises for ``value`` along a dimension of ``size``."""
+        return self.error.exception(self.error.message.format(value=value, dim=self.dim,
+                                                              size=size))
+
+
+DIVISION = Check("division")
+# the integer ops whose divisor is checked (x86 traps on a division by zero)
+DIVISIONS = {"floordiv", "truncdiv", "fmod", "remainder", "mod"}
+
+
+def site_of(checks: list[Check], check: Check) -> int:
+    """The site number of ``check`` in a kernel's list of checks (one per kind and dimension):
+    what a failed check reports, for the caller to find eager's error."""
+    if check not in checks:
+        checks.append(check)
+    return checks.index(check)
+
+
+def out_of_range(value: int, size: int, check: Check) -> bool:
+    """Whether eager rejects ``value`` as an index into a dimension of ``size``."""
+    low = -size if check.error.wrap else 0
+    return not low <= value < size
+
+
+def proven_in_range(low: int | None, high: int | None, size, check: Check) -> bool:
+    """Whether every value in ``[low, high]`` passes ``check`` (None: unknown)."""
+    if low is None or high is None:
+        return False
+    try:
+        size = int(size)
+    except TypeError:  # a symbolic size
+        return False
+    return not out_of_range(low, size, check) and not out_of_range(high, size, check)
+
+
+# --- value ranges: which indices are in range without a check ----------------------------------
+# (mini version of torch/utils/_sympy/value_ranges.py's ``ValueRangeAnalysis``): an integer op's
+# ``[low, high]`` from its operands', where both are known (an ``arange``'s index, a constant)
+Range = tuple[int, int]
+
+
+def _known(rule):  # a rule that needs both operands' ranges
+    return lambda a, b: None if a is None or b is None else rule(a, b)
+
+
+def _mul(a: Range, b: Range) -> Range:
+    products = [x * y for x in a for y in b]
+    return min(products), max(products)
+
+
+def _remainder(a: Range | None, b: Range | None) -> Range | None:
+    """Python's ``a % b`` has the sign of ``b``: ``[0, b - 1]`` for a positive constant ``b``."""
+    return (0, b[0] - 1) if b is not None and b[0] == b[1] and b[0] > 0 else None
+
+
+RANGE_RULES = {
+    "add": _known(lambda a, b: (a[0] + b[0], a[1] + b[1])),
+    "sub": _known(lambda a, b: (a[0] - b[1], a[1] - b[0])),
+    "mul": _known(_mul),
+    "mod": _remainder,
+    "remainder": _remainder,
+    "minimum": _known(lambda a, b: (min(a[0], b[0]), min(a[1], b[1]))),
+    "maximum": _known(lambda a, b: (max(a[0], b[0]), max(a[1], b[1]))),
+}
+
+
+def known_range(value: str, ranges: dict[str, Range], constants: dict) -> Range | None:
+    """``[low, high]`` of a kernel's temporary (``ranges``) or integer literal (``constants``)."""
+    constant = constants.get(value)
+    if isinstance(constant, (int, sympy.Integer)) and not isinstance(constant, bool):
+        return int(constant), int(constant)
+    return ranges.get(value)
+
+
+def op_range(op: str, operands: list[Range | None]) -> Range | None:
+    """The range of ``op`` applied to values in ``operands``' ranges; None: unknown."""
+    rule = RANGE_RULES.get(op)
+    return rule(*operands) if rule is not None and len(operands) == 2 else None

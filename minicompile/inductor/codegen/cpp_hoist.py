@@ -1,0 +1,49 @@
+"""Values the same at every point of the loop being written, so that a check of one can go
+before that loop (no counterpart in torch/_inductor/codegen/cpp.py, whose ``CppKernel`` keeps
+separate ``loads``/``compute``/``stores`` buffers per loop level and lets the C++ compiler
+hoist the rest).
+
+An embedding's ``in_ptr1[768*indirect0 + x0]`` reads a row chosen by the token id
+``in_ptr0[x1]``: the id is the same for every ``x0``. Checked inside the loop over ``x0``, the
+check (a compare, and a call on the never-taken branch) stops the compiler from vectorising the
+loop; checked once before it, the loop is as fast as without a check. The ops handler reports
+each value it writes; ``LoopInvariants`` keeps, for each one that does not depend on the loop's
+variable, the whole value as one C++ expression (``in_ptr0[x1]``, ``static_cast<int64_t>(...)``),
+which the check repeats before the loop.
+"""
+
+from __future__ import annotations
+
+import re
+
+import sympy
+
+NAME = re.compile(r"[A-Za-z_]\w*")  # a temporary's name (anything else is a literal)
+
+
+class LoopInvariants:
+    """The invariant values of the loop over ``inner`` (None: per-row code, no loop)."""
+
+    def __init__(self, inner: sympy.Symbol | None = None) -> None:
+        self.inner = inner
+        self.values: dict[str, str] = {}  # temporary -> its value as one C++ expression
+        self.masked = 0  # inside a masked lambda: its values exist only where the mask holds
+
+    def note(self, var: str, template: str, operands: tuple[str, ...] = ()) -> None:
+        """``var = template.format(*operands)`` is invariant if each operand is (or a literal)."""
+        if self.inner is None or self.masked:
+            return
+        inline = []
+        for a in operands:
+            if a in self.values:
+                inline.append(f"({self.values[a]})")
+            elif not NAME.fullmatch(a) or a in ("true", "false"):
+                inline.append(a)
+            else:
+                return
+        self.values[var] = template.format(*inline)
+
+    def index(self, index: sympy.Expr) -> bool:
+        """Whether an (already simplified) index is the same at every point of the loop."""
+        return self.inner is not None and not self.masked and not any(
+            s == self.inner or s.name.startswith("indirect") for s in index.free_symbols)

@@ -1,0 +1,262 @@
+"""Run-time checks of generated kernels (minicompile/inductor/checks.py): an index loaded from a
+tensor is checked against its dimension, and an integer divisor against zero, in every CPU
+backend; the compiled function raises what eager raises, and never reads outside a tensor.
+
+A kernel without the checks would return neighbouring heap memory for a small out-of-range index
+and die of SIGSEGV (or SIGFPE, for ``n // 0``) for others: those probes run in a subprocess, so
+that a regression fails the test instead of killing the test process."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import minicompile as mc
+from conftest import record_compiled_graphs
+from minicompile import config
+from minicompile.inductor.codegen import cpp_build
+
+pytestmark = pytest.mark.cpu_only
+needs_cxx = pytest.mark.skipif(shutil.which(cpp_build.CXX) is None, reason="no C++ compiler")
+
+W = torch.randn(5, 3)
+
+# name -> a function of an int64 index tensor of 2 elements that indexes with it
+INDEXING = {
+    "embedding": lambda i: F.embedding(i, W) * 2,
+    "getitem": lambda i: W[i] + 1,
+    "getitem_dim1": lambda i: W[:, i] * 3,
+    "index_select": lambda i: torch.index_select(W, 0, i) + 1,
+    "index_select_dim1": lambda i: torch.index_select(W, 1, i) + 1,
+    "gather": lambda i: torch.gather(W, 0, i.view(-1, 1).expand(-1, 3)) + 1,
+    "scatter": lambda i: torch.zeros(5, 3).scatter_(0, i.view(-1, 1).expand(-1, 3), 1.0) + 1,
+}
+BAD = [5, 7, -1, -6]  # past the end, negative (x[-1] wraps, gather raises), before the start
+
+
+def outcome(fn, *args):
+    """``("ok", value)`` or ``("raised", type name, message)``: what a call did."""
+    try:
+        return ("ok", fn(*args))
+    except Exception as e:  # noqa: BLE001 - the exception itself is compared
+        return ("raised", type(e).__name__, str(e))
+
+
+@pytest.fixture(params=["cpp", "reference", "triton"])
+def backend(request, monkeypatch):
+    if request.param == "cpp" and shutil.which(cpp_build.CXX) is None:
+        pytest.skip("no C++ compiler")
+    monkeypatch.setattr(config.inductor, "cpu_backend", request.param)
+    compiled = record_compiled_graphs(monkeypatch)
+    mc.reset()
+    yield request.param, compiled
+    mc.reset()
+
+
+def compare(fn, i, backend):
+    name, graphs = backend
+    expected = outcome(fn, i)
+    got = outcome(mc.compile(fn, backend="inductor"), i)
+    assert graphs and all(g.backends in ({"cpu": name}, {}) for g in graphs)
+    assert mc.metrics.eager_fallbacks == 0
+    if expected[0] == "ok":
+        assert got[0] == "ok", got
+        torch.testing.assert_close(got[1], expected[1])
+    else:
+        assert got == expected
+
+
+@pytest.mark.parametrize("op", list(INDEXING))
+@pytest.mark.parametrize("bad", BAD)
+def test_out_of_range_index_raises_eagers_error(op, bad, backend):
+    if op.endswith("dim1") and bad == 5:
+        bad = 3  # (dim 1 has 3 elements)
+    compare(INDEXING[op], torch.tensor([0, bad]), backend)
+
+
+@pytest.mark.parametrize("op", list(INDEXING))
+def test_in_range_index_keeps_the_result(op, backend):
+    """The check never changes a correct program's result (x[-1] still wraps)."""
+    compare(INDEXING[op], torch.tensor([2, -1 if op.startswith("getitem") else 1]), backend)
+
+
+@needs_cxx
+def test_a_failed_call_leaves_the_compiled_function_usable(backend):
+    fn = INDEXING["embedding"]
+    compiled = mc.compile(fn, backend="inductor")
+    with pytest.raises(IndexError, match="index out of range in self"):
+        compiled(torch.tensor([0, 9]))
+    torch.testing.assert_close(compiled(torch.tensor([4, 0])), fn(torch.tensor([4, 0])))
+
+
+# --- what the generated C++ says ---------------------------------------------------------------
+
+def kernel_source(graphs) -> str:
+    return "\n".join(g.source for g in graphs)
+
+
+@needs_cxx
+def test_the_check_is_in_the_kernel(monkeypatch):
+    """The error comes from the C++ kernel's check, not from a fall back to eager."""
+    monkeypatch.setattr(config.inductor, "cpu_backend", "cpp")
+    graphs = record_compiled_graphs(monkeypatch)
+    mc.reset()
+    compiled = mc.compile(INDEXING["gather"], backend="inductor")
+    compiled(torch.tensor([0, 1]))
+    source = kernel_source(graphs)
+    assert "mc::checked_index(" in source and "return error.finish();" in source
+
+
+@needs_cxx
+@pytest.mark.parametrize("make_index", [
+    lambda i: torch.arange(4),  # arange: 0..3 into 5 rows
+    lambda i: i % 5,  # a modulo by the size
+], ids=["arange", "modulo"])
+def test_a_provably_in_range_index_is_not_checked(make_index, monkeypatch):
+    monkeypatch.setattr(config.inductor, "cpu_backend", "cpp")
+    graphs = record_compiled_graphs(monkeypatch)
+    mc.reset()
+
+    def fn(i):
+        return W[make_index(i)] * 2
+
+    i = torch.tensor([-3, 12, 7, 4])
+    torch.testing.assert_close(mc.compile(fn, backend="inductor")(i), fn(i))
+    source = kernel_source(graphs)
+    assert "// no check" in source and "checked_index" not in source \
+        and "wrapped_index" not in source, source
+
+
+# --- probes that would crash the process without the checks -------------------------------------
+
+PROBE = r"""
+import json, sys
+import torch, torch.nn.functional as F
+import minicompile as mc
+from minicompile import config
+config.inductor.cpu_backend = sys.argv[1]
+W = torch.randn(5, 3)
+def embedding(i): return F.embedding(i, W) * 2
+def getitem(i): return W[i] + 1
+def floordiv(i): return (i + 1) // (i - 7)
+def remainder(i): return (i + 1) % (i - 7)
+def fmod(i): return torch.fmod(i + 1, i - 7)
+def truncdiv(i): return torch.div(i + 1, i - 7, rounding_mode="trunc")
+def floordiv32(i): return (i.int() + 1) // (i.int() - 7)
+def int_min(i): return ((i * 0 + (-2 ** 63)) // (i * 0 - 1), (i * 0 + (-2 ** 63)) % (i * 0 - 1))
+results = []
+for name, value in json.loads(sys.argv[2]):
+    fn = globals()[name]
+    i = torch.tensor([0, value])
+    try:
+        out = mc.compile(fn, backend="inductor")(i)
+        out = [o.tolist() for o in out] if isinstance(out, tuple) else out.tolist()
+        results.append(["ok", out])
+    except Exception as e:
+        results.append(["raised", type(e).__name__, str(e)])
+    print(json.dumps(results[-1]), flush=True)
+"""
+
+
+def run_probe(backend: str, cases: list) -> list:
+    """Compile and call each ``(function name, index value)`` of ``PROBE`` in a subprocess."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    result = subprocess.run([sys.executable, "-c", PROBE, backend, json.dumps(cases)],
+                            capture_output=True, text=True, env=env, timeout=600)
+    assert result.returncode == 0, (result.returncode, result.stderr[-2000:])
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def eager(name: str, value: int) -> list:
+    W_ = torch.randn(5, 3)
+    fns = {"embedding": lambda i: F.embedding(i, W_), "getitem": lambda i: W_[i],
+           "floordiv": lambda i: (i + 1) // (i - 7), "remainder": lambda i: (i + 1) % (i - 7),
+           "fmod": lambda i: torch.fmod(i + 1, i - 7),
+           "truncdiv": lambda i: torch.div(i + 1, i - 7, rounding_mode="trunc"),
+           "floordiv32": lambda i: (i.int() + 1) // (i.int() - 7)}
+    got = outcome(fns[name], torch.tensor([0, value]))
+    return ["ok", got[1].tolist()] if got[0] == "ok" else list(got)
+
+
+PROBE_BACKENDS = [pytest.param("cpp", marks=needs_cxx), "triton"]
+
+
+@pytest.mark.parametrize("backend_name", PROBE_BACKENDS)
+def test_far_out_of_range_index_and_zero_divisor_raise_instead_of_a_signal(backend_name):
+    cases = [["embedding", 2 ** 40], ["getitem", -2 ** 40], ["getitem", 2 ** 62],
+             ["floordiv", 7], ["remainder", 7], ["fmod", 7], ["truncdiv", 7], ["floordiv32", 7],
+             ["floordiv", 3]]
+    got = run_probe(backend_name, cases)
+    assert len(got) == len(cases)
+    for (name, value), result in zip(cases, got):
+        expected = eager(name, value)
+        if expected[0] == "ok":
+            assert result == expected, (name, value)
+        else:
+            assert result[:2] == expected[:2], (name, value, result)
+            if name not in ("embedding",):
+                assert result == expected, (name, value)
+
+
+@pytest.mark.parametrize("backend_name", PROBE_BACKENDS)
+def test_most_negative_integer_divided_by_minus_one_is_no_signal(backend_name):
+    """Eager's own ``//`` wraps to the same value and ``%`` gives 0 (x86's divide traps)."""
+    (result,) = run_probe(backend_name, [["int_min", 0]])
+    assert result == ["ok", [[-2 ** 63, -2 ** 63], [0, 0]]]
+
+
+# --- on the GPU: device asserts ------------------------------------------------------------------
+
+GPU_PROBE = r"""
+import torch, torch.nn.functional as F
+import minicompile as mc
+w = torch.randn(50, 16, device="cuda")
+fn = lambda i: F.embedding(i, w) * 2
+compiled = mc.compile(fn)
+i = torch.tensor([3, 49, 7], device="cuda")
+torch.testing.assert_close(compiled(i), fn(i))
+print("in range: ok", flush=True)
+compiled(torch.tensor([3, 50], device="cuda"))
+torch.cuda.synchronize()
+print("out of range: no error", flush=True)
+"""
+
+
+@pytest.mark.gpu
+def test_out_of_range_index_on_the_gpu_is_a_device_assert():
+    """A Triton kernel with a checked index is compiled with its device asserts (Triton's debug
+    flag): an in-range call gives eager's result, an out-of-range one fails as eager's CUDA
+    kernels do, with a device-side assert (which ends the process's CUDA context: a subprocess)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    env.pop("TRITON_INTERPRET", None)
+    result = subprocess.run([sys.executable, "-c", GPU_PROBE], capture_output=True, text=True,
+                            env=env, timeout=600)
+    assert "in range: ok" in result.stdout, result.stderr[-3000:]
+    assert "out of range: no error" not in result.stdout
+    assert result.returncode != 0 and "assert" in result.stderr.lower(), result.stderr[-3000:]
+
+
+@pytest.mark.gpu
+def test_launcher_compiles_checked_kernels_with_device_asserts(monkeypatch):
+    from minicompile.inductor.codegen.wrapper import WrapperCodeGen
+    from minicompile.inductor.runtime.triton_heuristics import CHECKED_OPTIONS, COMPILE_OPTIONS
+
+    seen = []
+    define = WrapperCodeGen.define_kernel
+    monkeypatch.setattr(WrapperCodeGen, "define_kernel",
+                        lambda self, n, k, src: seen.append(k) or define(self, n, k, src))
+    mc.reset()
+    w, x = torch.randn(50, 16, device="cuda"), torch.randn(50, 16, device="cuda")
+    i = torch.tensor([1, 2], device="cuda")
+    torch.testing.assert_close(mc.compile(lambda i: F.embedding(i, w) + 1)(i), F.embedding(i, w) + 1)
+    torch.testing.assert_close(mc.compile(lambda x: x.sin() * 2)(x), x.sin() * 2)
+    options = [k.options for k in seen]
+    assert CHECKED_OPTIONS in options and COMPILE_OPTIONS in options
+    mc.reset()
