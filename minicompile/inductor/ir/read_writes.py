@@ -82,6 +82,9 @@ class ReadWrites:
     reads: list[MemoryDep | StarDep] = field(default_factory=list)
     writes: list[MemoryDep | StarDep] = field(default_factory=list)
     var_ranges: dict[sympy.Symbol, Expr] = field(default_factory=dict)
+    # ops the body evaluates (loads included, a substituted producer's counted once): the size
+    # of the loop body, which bounds how far inlining may grow it (``inlining.py``)
+    num_ops: int = 0
 
     def read_names(self) -> set[str]:
         return {d.name for d in self.reads}
@@ -164,6 +167,7 @@ class RecordReadWrites:
         self.writes: list[MemoryDep] = []
         self._indirect = 0
         self._masks: list[_Cond | None] = []
+        self.num_ops = 0
 
     def _bounds(self) -> tuple[tuple[sympy.Symbol, Expr, Expr], ...]:
         if not self._masks or any(m is None for m in self._masks):
@@ -192,6 +196,7 @@ class RecordReadWrites:
         return MemoryDep(name, index, tuple(self.var_ranges.items()), bounds)
 
     def load(self, name: str, index: Expr) -> _Dummy:
+        self.num_ops += 1
         dep = self._dep(name, index, self._bounds())
         if dep not in self.reads:
             self.reads.append(dep)
@@ -241,7 +246,10 @@ class RecordReadWrites:
         return _Dummy()
 
     def __getattr__(self, name: str):
-        return lambda *args, **kwargs: _Dummy()
+        def op(*args, **kwargs) -> _Dummy:
+            self.num_ops += 1
+            return _Dummy()
+        return op
 
 
 def extract_read_writes(node) -> ReadWrites:
@@ -251,4 +259,4 @@ def extract_read_writes(node) -> ReadWrites:
     handler = RecordReadWrites(var_ranges)
     with set_ops_handler(handler):
         node.store_output(index, rindex)
-    return ReadWrites(handler.reads, handler.writes, var_ranges)
+    return ReadWrites(handler.reads, handler.writes, var_ranges, handler.num_ops)
