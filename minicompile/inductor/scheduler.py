@@ -200,11 +200,14 @@ class Scheduler:
         self.kernels: list[BaseSchedulerNode] = list(self.nodes)
         # fusion's cycle check: (the kernels' ids, the readers graph of those kernels)
         self._readers: tuple[tuple[int, ...], dict] = ((), {})
+        # answers that hold while the kernels do (who reads a buffer, a kernel's bytes), by the
+        # kernels' ids: asked per kernel and per buffer, rebuilt after each fusion
+        self._now: tuple[tuple[int, ...], dict] = ((), {})
         if fuse:
             self.fuse_nodes()
         self.kernels = self.topological_order(self.kernels)
-        self.num_bytes_accessed = sum(self.kernel_bytes(k)[0] + self.kernel_bytes(k)[1]
-                                      for k in self.kernels)
+        self.num_bytes_accessed = sum((sum(self.kernel_bytes(k), sympy.Integer(0))
+                                       for k in self.kernels), sympy.Integer(0))
         title = getattr(self.graph, "name", "graph")
         trace_artifact("fusion", lambda: "\n".join(map(str, self.decisions)) or "(no candidates)",
                        title=f"{title}: fusion decisions")
@@ -234,11 +237,27 @@ class Scheduler:
 
     # --- who reads what ----------------------------------------------------------------------
 
+    def memo(self, what: str) -> dict:
+        """A table of answers about the current kernels (emptied when they change)."""
+        key = tuple(map(id, self.kernels))
+        if self._now[0] != key:
+            self._now = (key, {})
+        return self._now[1].setdefault(what, {})
+
+    def kernels_reading(self, name: str) -> list[BaseSchedulerNode]:
+        readers = self.memo("readers")
+        if not readers:
+            for k in self.kernels:
+                for read in k.read_names():
+                    readers.setdefault(read, []).append(k)
+            readers[None] = []  # (built, even when nothing reads anything)
+        return readers.get(name, [])
+
     def is_stored(self, name: str, kernel: BaseSchedulerNode) -> bool:
         """Must ``kernel`` write ``name`` to memory? Yes when the caller or another kernel reads it."""
         if name in self.output_names:
             return True
-        if any(name in k.read_names() for k in self.kernels if k is not kernel):
+        if any(k is not kernel for k in self.kernels_reading(name)):
             return True
         # a write in place reaches memory, unless the next write into that storage is in this
         # kernel (fusion.py: then of the same elements; ``x[:, 0] += 1`` writes them twice)
@@ -323,6 +342,12 @@ class Scheduler:
     def kernel_bytes(self, kernel: BaseSchedulerNode) -> tuple[sympy.Expr, sympy.Expr]:
         """(bytes read, bytes written) by ``kernel``: each outside buffer read once, each stored
         buffer written once; buffers produced and consumed inside the kernel cost nothing."""
+        known = self.memo("bytes")
+        if kernel not in known:
+            known[kernel] = self._kernel_bytes(kernel)
+        return known[kernel]
+
+    def _kernel_bytes(self, kernel: BaseSchedulerNode) -> tuple[sympy.Expr, sympy.Expr]:
         written_here = kernel.get_names()
         reads: dict[str, list] = {}
         for n in kernel.get_nodes():
