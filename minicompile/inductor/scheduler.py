@@ -39,6 +39,9 @@ from .loop_order import describe_orders, permute_deps, reorder_to_fuse
 from .scheduler_report import describe as describe_schedule
 
 
+MAX_PAIRWISE_ATTEMPTS = 64  # kernels after each one, of those touching a buffer, tried with it
+
+
 class BaseSchedulerNode:
     """One IR buffer to compute (or, for :class:`FusedSchedulerNode`, several)."""
 
@@ -268,9 +271,16 @@ class Scheduler:
 
     def fuse_nodes(self, max_rounds: int = 10) -> None:
         seen: set[tuple[str, str]] = set()
+        # a refusal holds for good: it depends on the two kernels alone, and a path between
+        # them (another kernel in the way) only ever grows; kernels are new objects once fused
+        refused: set[tuple[BaseSchedulerNode, BaseSchedulerNode]] = set()
+        scores: dict[tuple[BaseSchedulerNode, BaseSchedulerNode], tuple] = {}
         for _ in range(max_rounds):
-            candidates = self.candidate_pairs()
-            candidates.sort(key=lambda pair: fusion_score(self, *pair), reverse=True)
+            candidates = [p for p in self.candidate_pairs() if p not in refused]
+            for pair in candidates:
+                if pair not in scores:
+                    scores[pair] = fusion_score(self, *pair)
+            candidates.sort(key=scores.__getitem__, reverse=True)
             fused_any = False
             for a, b in candidates:
                 if a not in self.kernels or b not in self.kernels:
@@ -289,6 +299,8 @@ class Scheduler:
                     fused = FusedSchedulerNode([a, b])
                     self.kernels = [k for k in self.kernels if k is not a and k is not b] + [fused]
                     fused_any = True
+                else:
+                    refused.add((a, b))
             if not fused_any:
                 break
 
@@ -307,15 +319,21 @@ class Scheduler:
         return False, reason
 
     def candidate_pairs(self) -> list[tuple[BaseSchedulerNode, BaseSchedulerNode]]:
-        """Pairs of kernels touching a common buffer, earlier kernel first."""
+        """Pairs of kernels touching a common buffer, earlier kernel first. Of the kernels
+        touching one buffer, each is paired with the next ``MAX_PAIRWISE_ATTEMPTS`` only
+        (Inductor's ``max_fusion_buffer_group_pairwise_attempts``): a buffer every step of a
+        recurrence reads (a weight, the loss's gradient) would otherwise pair every step with
+        every other, quadratically many pairs."""
         by_buffer: dict[str, list[BaseSchedulerNode]] = {}
         for k in self.kernels:
             for name in k.read_names() | k.get_names():
                 by_buffer.setdefault(name, []).append(k)
         pairs = set()
         for users in by_buffer.values():
-            for a, b in itertools.combinations(users, 2):
-                pairs.add((a, b) if a.order() < b.order() else (b, a))
+            users.sort(key=BaseSchedulerNode.order)
+            for i, a in enumerate(users):
+                for b in users[i + 1:i + 1 + MAX_PAIRWISE_ATTEMPTS]:
+                    pairs.add((a, b))
         return sorted(pairs, key=lambda p: (p[0].order(), p[1].order()))
 
     def would_create_cycle(self, a: BaseSchedulerNode, b: BaseSchedulerNode) -> bool:
