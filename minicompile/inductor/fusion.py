@@ -209,13 +209,24 @@ RULES: list[Callable[..., Verdict]] = [_no_extern, _has_elements, _loops_fit,
                                        _reductions_run_one_way, _backend_allows]
 
 
-def can_fuse(s: "Scheduler", a: "BaseSchedulerNode", b: "BaseSchedulerNode") -> Verdict:
-    """(True, "") when ``a`` and ``b`` (``a`` first in program order) can share a kernel."""
+# refusals no loop order can lift: what the kernels are, and how many points each loops over
+LOOP_ORDER_BLIND = {_no_extern, _has_elements, _loops_fit}
+
+
+def refusal(s: "Scheduler", a: "BaseSchedulerNode",
+            b: "BaseSchedulerNode") -> tuple[Callable[..., Verdict], str] | None:
+    """The first rule refusing ``(a, b)`` and its reason, or None when they can share a kernel."""
     for rule in RULES:
         ok, reason = rule(s, a, b)
         if not ok:
-            return False, reason
-    return True, ""
+            return rule, reason
+    return None
+
+
+def can_fuse(s: "Scheduler", a: "BaseSchedulerNode", b: "BaseSchedulerNode") -> Verdict:
+    """(True, "") when ``a`` and ``b`` (``a`` first in program order) can share a kernel."""
+    refused = refusal(s, a, b)
+    return (True, "") if refused is None else (False, refused[1])
 
 
 def fusion_score(s: "Scheduler", a: "BaseSchedulerNode", b: "BaseSchedulerNode") -> tuple:

@@ -31,7 +31,7 @@ from ..metrics import metrics
 from . import kernel_graph
 from .codegen import BaseScheduling, get_scheduling
 from .dependencies import footprint
-from .fusion import can_fuse, fusion_score
+from .fusion import LOOP_ORDER_BLIND, can_fuse, fusion_score, refusal
 from .inlining import inline_unfusable_producers
 from .ir import Buffer, ComputedBuffer, ExternKernel, MultiOutput, ReadWrites
 from .kernel_group import KernelGroup, build_kernel_group
@@ -285,8 +285,9 @@ class Scheduler:
             for a, b in candidates:
                 if a not in self.kernels or b not in self.kernels:
                     continue  # one of them was fused earlier in this round
-                ok, reason = can_fuse(self, a, b)
-                if not ok:
+                refused_by = refusal(self, a, b)
+                ok, reason = refused_by is None, "" if refused_by is None else refused_by[1]
+                if not ok and refused_by[0] not in LOOP_ORDER_BLIND:
                     ok, reason = self.fuse_after_reordering(a, b, reason)
                 if ok and self.would_create_cycle(a, b):
                     ok, reason = False, "a kernel between them needs the first and feeds the second"
@@ -297,7 +298,11 @@ class Scheduler:
                     seen.add(key)
                 if ok:
                     fused = FusedSchedulerNode([a, b])
+                    stale = self._readers[0] != tuple(map(id, self.kernels))
                     self.kernels = [k for k in self.kernels if k is not a and k is not b] + [fused]
+                    if not stale:  # the readers graph follows the fusion
+                        kernel_graph.merge(self._readers[1], a, b, fused)
+                        self._readers = (tuple(map(id, self.kernels)), self._readers[1])
                     fused_any = True
                 else:
                     refused.add((a, b))
