@@ -36,7 +36,7 @@ from typing import Iterable, Sequence
 
 import sympy
 
-from .ir import Buffer, ComputedBuffer, Pointwise, inline_producers
+from .ir import Buffer, ComputedBuffer, Pointwise, inline_producers, substitutions
 
 log = logging.getLogger(__name__)
 
@@ -73,12 +73,16 @@ REALIZE_READS_THRESHOLD = 4  # buffers read past which a body recomputed in seve
 # ops past which a reader takes no more substitutions (Inductor realizes such a consumer:
 # ``realize_acc_reads_threshold``, counted in reads there; ops bound the body's size directly)
 REALIZE_ACC_OPCOUNT_THRESHOLD = 2 * REALIZE_OPCOUNT_THRESHOLD
+# producers substituted into one body: how deep its evaluation may nest (a chain of copies or
+# views is a load per level and no op, so the op counts do not bound it; Python's stack does)
+MAX_SUBSTITUTIONS = 32
 
 
 def room_for(reader: ComputedBuffer, producer: ComputedBuffer) -> bool:
-    """May ``producer``'s body go into ``reader``'s without the sum passing the bound?"""
+    """May ``producer``'s body go into ``reader``'s without the sum passing the bounds?"""
     return (reader.get_read_writes().num_ops + producer.get_read_writes().num_ops
-            <= REALIZE_ACC_OPCOUNT_THRESHOLD)
+            <= REALIZE_ACC_OPCOUNT_THRESHOLD
+            and substitutions(reader) + 1 + substitutions(producer) <= MAX_SUBSTITUTIONS)
 
 
 def too_large(producer: ComputedBuffer, recomputed_in: int) -> str | None:

@@ -121,6 +121,13 @@ class InlineLoads:
         return getattr(self.parent, name)
 
 
+def substitutions(node: ComputedBuffer) -> int:
+    """How many producers have been substituted into ``node``'s body: a bound on how deep its
+    evaluation nests (each level a substituted load inside a substituted body)."""
+    fn = node.data.inner_fn
+    return len(fn.env) if isinstance(fn, Inlined) else 0
+
+
 def inline_producers(consumer: ComputedBuffer, producers: list[ComputedBuffer]) -> ComputedBuffer:
     """A copy of ``consumer`` whose loads from the (pointwise) ``producers`` are replaced by
     their bodies. The producers' buffers are then no longer read by it."""
@@ -140,4 +147,5 @@ def inline_producers(consumer: ComputedBuffer, producers: list[ComputedBuffer]) 
     return inlined
 
 
-__all__ = ["inline_producers", "unflatten_index", "InlineLoads", "Inlined", "Substitute"]
+__all__ = ["inline_producers", "unflatten_index", "InlineLoads", "Inlined", "Substitute",
+           "substitutions"]
