@@ -229,6 +229,28 @@ def can_fuse(s: "Scheduler", a: "BaseSchedulerNode", b: "BaseSchedulerNode") -> 
     return (True, "") if refused is None else (False, refused[1])
 
 
+MAX_PAIRWISE_ATTEMPTS = 64  # kernels after each one, of those touching a buffer, tried with it
+
+
+def candidate_pairs(kernels: list) -> list[tuple]:
+    """Pairs of kernels touching a common buffer, earlier kernel first. Of the kernels
+    touching one buffer, each is paired with the next ``MAX_PAIRWISE_ATTEMPTS`` only
+    (Inductor's ``max_fusion_buffer_group_pairwise_attempts``): a buffer every step of a
+    recurrence reads (a weight, the loss's gradient) would otherwise pair every step with
+    every other, quadratically many pairs."""
+    by_buffer: dict[str, list] = {}
+    for k in kernels:
+        for name in k.read_names() | k.get_names():
+            by_buffer.setdefault(name, []).append(k)
+    pairs = set()
+    for users in by_buffer.values():
+        users.sort(key=lambda k: k.order())
+        for i, a in enumerate(users):
+            for b in users[i + 1:i + 1 + MAX_PAIRWISE_ATTEMPTS]:
+                pairs.add((a, b))
+    return sorted(pairs, key=lambda p: (p[0].order(), p[1].order()))
+
+
 def fusion_score(s: "Scheduler", a: "BaseSchedulerNode", b: "BaseSchedulerNode") -> tuple:
     """Best pairs first: vertical before horizontal, then by bytes the fusion saves (Inductor's
     ``score_fusion``), then earlier pairs first."""

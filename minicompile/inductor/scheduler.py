@@ -20,7 +20,6 @@ kernels of the bytes they read and write.
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -31,15 +30,12 @@ from ..metrics import metrics
 from . import kernel_graph
 from .codegen import BaseScheduling, get_scheduling
 from .dependencies import footprint
-from .fusion import LOOP_ORDER_BLIND, can_fuse, fusion_score, refusal
+from .fusion import LOOP_ORDER_BLIND, can_fuse, candidate_pairs, fusion_score, refusal
 from .inlining import inline_unfusable_producers
 from .ir import Buffer, ComputedBuffer, ExternKernel, MultiOutput, ReadWrites
 from .kernel_group import KernelGroup, build_kernel_group
 from .loop_order import describe_orders, permute_deps, reorder_to_fuse
 from .scheduler_report import describe as describe_schedule
-
-
-MAX_PAIRWISE_ATTEMPTS = 64  # kernels after each one, of those touching a buffer, tried with it
 
 
 class BaseSchedulerNode:
@@ -324,22 +320,7 @@ class Scheduler:
         return False, reason
 
     def candidate_pairs(self) -> list[tuple[BaseSchedulerNode, BaseSchedulerNode]]:
-        """Pairs of kernels touching a common buffer, earlier kernel first. Of the kernels
-        touching one buffer, each is paired with the next ``MAX_PAIRWISE_ATTEMPTS`` only
-        (Inductor's ``max_fusion_buffer_group_pairwise_attempts``): a buffer every step of a
-        recurrence reads (a weight, the loss's gradient) would otherwise pair every step with
-        every other, quadratically many pairs."""
-        by_buffer: dict[str, list[BaseSchedulerNode]] = {}
-        for k in self.kernels:
-            for name in k.read_names() | k.get_names():
-                by_buffer.setdefault(name, []).append(k)
-        pairs = set()
-        for users in by_buffer.values():
-            users.sort(key=BaseSchedulerNode.order)
-            for i, a in enumerate(users):
-                for b in users[i + 1:i + 1 + MAX_PAIRWISE_ATTEMPTS]:
-                    pairs.add((a, b))
-        return sorted(pairs, key=lambda p: (p[0].order(), p[1].order()))
+        return candidate_pairs(self.kernels)
 
     def would_create_cycle(self, a: BaseSchedulerNode, b: BaseSchedulerNode) -> bool:
         """Fusing is impossible when a third kernel sits on a path between the two."""
