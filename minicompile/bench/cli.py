@@ -66,6 +66,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main_scaling(args: argparse.Namespace) -> int:
+    warm_up("cpu")  # one-time costs (imports, toolchain checks) stay out of the first size
     results = scaling.run(args.max_size, args.cases, args.compilers)
     print(scaling.format_table(results))
     if args.json:
