@@ -166,3 +166,31 @@ def test_the_progress_bar_starts_no_thread():
     time.sleep(0.05)
     assert threading.active_count() == before
     bar.bar.close()
+
+
+def test_scaling_suite_flags_and_plan(capsys):
+    from minicompile.bench import scaling
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    for flag in ("--suite", "--max-size", "--compilers"):
+        assert flag in out
+    assert scaling.plan(8, ["mlp", "lstm"]) == [("lstm", 4), ("lstm", 8)]
+    assert [n for _, n in scaling.plan(None, ["mlp"])] == [25, 50, 100, 200]
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--suite", "scaling", "--cases", "softmax"])  # a kernel case, not a scaling one
+    assert exit_info.value.code == 2
+
+
+def test_scaling_row_checks_gradients(monkeypatch):
+    """One small size, minicompile only, on the reference backend (no C++ compiles): the first
+    call's loss and gradients agree with eager, and the row's cells are numbers."""
+    import minicompile as mc
+    from minicompile.bench import scaling
+    monkeypatch.setattr(mc.config.inductor, "cpu_backend", "reference")
+    result = scaling.measure("lstm", 2, ["mc"])
+    assert result.status == {"mc": "ok"}, result.notes
+    cells = scaling.row(result)
+    assert cells[:2] == ["lstm", "T=2"] and float(cells[3]) > 0 and float(cells[6]) > 0
+    assert cells[2] == "-"  # torch.compile not asked for
+    assert "lstm  T=2" in scaling.format_table([result])

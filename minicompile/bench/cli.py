@@ -3,20 +3,24 @@
     python -m minicompile.bench                          # every case, on CUDA when there is a GPU
     python -m minicompile.bench --device cpu --quick     # small sizes, fewer repetitions
     python -m minicompile.bench --cases softmax,layernorm --json out.json --plot out.png
+    python -m minicompile.bench --suite scaling --max-size 64   # compile time against size
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import json
 import sys
+from dataclasses import asdict
 
 import torch
 
 from .cases import CASES
 from .progress import Progress
 from .report import format_table, header, plot, write_json
-from .run import STEPS_PER_CASE, run_case, warm_up
+from . import scaling
+from .run import COMPILERS, STEPS_PER_CASE, run_case, warm_up
 from .timing import copy_bandwidth_gbs, keep_freed_memory
 
 # elements per buffer of the copy-bandwidth measurement: far larger than any cache
@@ -34,22 +38,47 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--quick", action="store_true", help="smaller sizes, fewer repetitions")
     p.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)  # the test's sizes
-    p.add_argument("--cases", default=",".join(CASES),
-                   help="comma-separated case names (default: all)")
+    p.add_argument("--cases", default=None,
+                   help="comma-separated case names (default: all; scaling: "
+                        f"{', '.join(scaling.SIZES)})")
+    p.add_argument("--suite", choices=["kernels", "scaling"], default="kernels",
+                   help="kernels: the cases' run times (default); scaling: compile seconds and "
+                        "peak memory of a training step against its size (N-layer MLP, LSTM "
+                        "unrolled T steps; CPU)")
+    p.add_argument("--max-size", type=int, metavar="N",
+                   help="scaling: skip sizes (layers, steps) above N")
+    p.add_argument("--compilers", default=",".join(COMPILERS),
+                   help="scaling: which compilers (tc = torch.compile, mc = minicompile)")
     p.add_argument("--json", metavar="PATH", help="write every number to a JSON file")
     p.add_argument("--plot", metavar="PATH", help="save a time and GB/s plot (matplotlib Agg)")
     args = p.parse_args(argv)
-    args.cases = [c.strip() for c in args.cases.split(",") if c.strip()]
-    unknown = [c for c in args.cases if c not in CASES]
+    known = scaling.SIZES if args.suite == "scaling" else CASES
+    args.cases = [c.strip() for c in (args.cases or ",".join(known)).split(",") if c.strip()]
+    args.compilers = [c.strip() for c in args.compilers.split(",") if c.strip()]
+    if any(c not in COMPILERS for c in args.compilers):
+        p.error(f"unknown compiler in {args.compilers}; known: {', '.join(COMPILERS)}")
+    unknown = [c for c in args.cases if c not in known]
     if unknown:
-        p.error(f"unknown case(s) {', '.join(unknown)}; known: {', '.join(CASES)}")
+        p.error(f"unknown case(s) {', '.join(unknown)}; known: {', '.join(known)}")
     if args.device == "cuda" and not torch.cuda.is_available():
         p.error("--device cuda but torch.cuda.is_available() is False")
     return args
 
 
+def main_scaling(args: argparse.Namespace) -> int:
+    warm_up("cpu")  # one-time costs (imports, toolchain checks) stay out of the first size
+    results = scaling.run(args.max_size, args.cases, args.compilers)
+    print(scaling.format_table(results))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"argv": sys.argv[1:], "results": [asdict(r) for r in results]}, f, indent=2)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.suite == "scaling":
+        return main_scaling(args)
     budget = "tiny" if args.tiny else "quick" if args.quick else "full"
     scale = "tiny" if args.tiny else f"{args.device}-quick" if args.quick else args.device
     plan = [(name, size) for name in args.cases for size in CASES[name].sizes[scale]]

@@ -65,9 +65,11 @@ def _used_ranges(dep: MemoryDep) -> list[tuple[sympy.Symbol, sympy.Expr]]:
     return [(v, size) for v, size in dep.var_ranges if v in used]
 
 
-def affine_strides(dep: MemoryDep) -> tuple[sympy.Expr, list[tuple[sympy.Expr, sympy.Expr]]] | None:
-    """``(offset, [(stride, range), ...])`` when the index is ``offset + sum(stride * var)`` with
-    loop-independent strides; None for floor division, modulo, gathers, products of loop vars."""
+@functools.lru_cache(maxsize=1 << 14)
+def affine_strides(dep: MemoryDep) -> tuple[sympy.Expr, tuple[tuple[sympy.Expr, sympy.Expr], ...]] | None:
+    """``(offset, ((stride, range), ...))`` when the index is ``offset + sum(stride * var)`` with
+    loop-independent strides; None for floor division, modulo, gathers, products of loop vars.
+    (Remembered per access: fusion asks it of the same accesses for every pair it tries.)"""
     if dep.is_indirect():
         return None
     loop_vars = dict(dep.var_ranges)
@@ -82,7 +84,7 @@ def affine_strides(dep: MemoryDep) -> tuple[sympy.Expr, list[tuple[sympy.Expr, s
     linear = offset + sum(s * v for (s, _), (v, _) in zip(terms, _used_ranges(dep)))
     if sympy.expand(expr - linear) != 0:  # FloorDiv, ModularIndexing, i0*i1, ...
         return None
-    return offset, terms
+    return offset, tuple(terms)
 
 
 def var_strides(dep: MemoryDep) -> dict[sympy.Symbol, sympy.Expr] | None:

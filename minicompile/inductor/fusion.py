@@ -209,13 +209,46 @@ RULES: list[Callable[..., Verdict]] = [_no_extern, _has_elements, _loops_fit,
                                        _reductions_run_one_way, _backend_allows]
 
 
-def can_fuse(s: "Scheduler", a: "BaseSchedulerNode", b: "BaseSchedulerNode") -> Verdict:
-    """(True, "") when ``a`` and ``b`` (``a`` first in program order) can share a kernel."""
+# refusals no loop order can lift: what the kernels are, and how many points each loops over
+LOOP_ORDER_BLIND = {_no_extern, _has_elements, _loops_fit}
+
+
+def refusal(s: "Scheduler", a: "BaseSchedulerNode",
+            b: "BaseSchedulerNode") -> tuple[Callable[..., Verdict], str] | None:
+    """The first rule refusing ``(a, b)`` and its reason, or None when they can share a kernel."""
     for rule in RULES:
         ok, reason = rule(s, a, b)
         if not ok:
-            return False, reason
-    return True, ""
+            return rule, reason
+    return None
+
+
+def can_fuse(s: "Scheduler", a: "BaseSchedulerNode", b: "BaseSchedulerNode") -> Verdict:
+    """(True, "") when ``a`` and ``b`` (``a`` first in program order) can share a kernel."""
+    refused = refusal(s, a, b)
+    return (True, "") if refused is None else (False, refused[1])
+
+
+MAX_PAIRWISE_ATTEMPTS = 64  # kernels after each one, of those touching a buffer, tried with it
+
+
+def candidate_pairs(kernels: list) -> list[tuple]:
+    """Pairs of kernels touching a common buffer, earlier kernel first. Of the kernels
+    touching one buffer, each is paired with the next ``MAX_PAIRWISE_ATTEMPTS`` only
+    (Inductor's ``max_fusion_buffer_group_pairwise_attempts``): a buffer every step of a
+    recurrence reads (a weight, the loss's gradient) would otherwise pair every step with
+    every other, quadratically many pairs."""
+    by_buffer: dict[str, list] = {}
+    for k in kernels:
+        for name in k.read_names() | k.get_names():
+            by_buffer.setdefault(name, []).append(k)
+    pairs = set()
+    for users in by_buffer.values():
+        users.sort(key=lambda k: k.order())
+        for i, a in enumerate(users):
+            for b in users[i + 1:i + 1 + MAX_PAIRWISE_ATTEMPTS]:
+                pairs.add((a, b))
+    return sorted(pairs, key=lambda p: (p[0].order(), p[1].order()))
 
 
 def fusion_score(s: "Scheduler", a: "BaseSchedulerNode", b: "BaseSchedulerNode") -> tuple:

@@ -20,6 +20,13 @@ it; consumers over the same loops keep reading it and the scheduler fuses them. 
 (one input) with several readers is substituted into all of them, as Inductor leaves a pointwise
 node with several users unrealized: whichever kernels the readers end up in, none waits for a
 stored copy of it.
+
+Substitution has a bound, as Inductor's ``realize_*_threshold`` s have (torch/_inductor/config.py,
+``has_large_inner_fn`` and ``should_realize_on_reuse`` in ir.py): without one, a recurrence's
+backward substitutes producers into producers through every step, each body holds every step's
+before it and compiling is quadratic in the steps (and recursion-deep). :data:`LIMITS` keeps a
+producer a buffer when its body is large (it would be recomputed at full size in each reader),
+or when it is recomputed in several readers and reads many buffers or holds many ops.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ from typing import Iterable, Sequence
 
 import sympy
 
-from .ir import Buffer, ComputedBuffer, Pointwise, inline_producers
+from .ir import Buffer, ComputedBuffer, Pointwise, inline_producers, substitutions
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +65,43 @@ def recompute_everywhere(producer: ComputedBuffer, readers: list[Buffer]) -> boo
             and len(producer.get_read_writes().read_names()) <= 1)
 
 
+# Inductor's names and defaults (CPU op count: ``realize_cpu_opcount_threshold`` is 50 and the
+# GPU's 30; one value serves both backends here)
+REALIZE_OPCOUNT_THRESHOLD = 100  # ops in a body past which it is never substituted (graph.py)
+REALIZE_REUSE_OPCOUNT_THRESHOLD = 30  # ... recomputed in several readers (``has_large_inner_fn``)
+REALIZE_READS_THRESHOLD = 4  # buffers read past which a body recomputed in several readers stays
+# ops past which a reader takes no more substitutions (Inductor realizes such a consumer:
+# ``realize_acc_reads_threshold``, counted in reads there; ops bound the body's size directly)
+REALIZE_ACC_OPCOUNT_THRESHOLD = 2 * REALIZE_OPCOUNT_THRESHOLD
+# producers substituted into one body: how deep its evaluation may nest (a chain of copies or
+# views is a load per level and no op, so the op counts do not bound it; Python's stack does)
+MAX_SUBSTITUTIONS = 32
+
+
+def room_for(reader: ComputedBuffer, producer: ComputedBuffer) -> bool:
+    """May ``producer``'s body go into ``reader``'s without the sum passing the bounds?"""
+    return (reader.get_read_writes().num_ops + producer.get_read_writes().num_ops
+            <= REALIZE_ACC_OPCOUNT_THRESHOLD
+            and substitutions(reader) + 1 + substitutions(producer) <= MAX_SUBSTITUTIONS)
+
+
+def too_large(producer: ComputedBuffer, recomputed_in: int) -> str | None:
+    """Why ``producer`` must stay a buffer rather than be substituted into ``recomputed_in``
+    readers, or None (each row of the table: (applies, reason))."""
+    rw = producer.get_read_writes()
+    ops, reads = rw.num_ops, len(rw.read_names())
+    limits = [
+        (ops > REALIZE_OPCOUNT_THRESHOLD, f"{ops} ops > {REALIZE_OPCOUNT_THRESHOLD}"),
+        (recomputed_in > 1 and ops > REALIZE_REUSE_OPCOUNT_THRESHOLD,
+         f"recomputed in {recomputed_in} readers with {ops} ops > "
+         f"{REALIZE_REUSE_OPCOUNT_THRESHOLD}"),
+        (recomputed_in > 1 and reads > REALIZE_READS_THRESHOLD,
+         f"recomputed in {recomputed_in} readers reading {reads} buffers > "
+         f"{REALIZE_READS_THRESHOLD}"),
+    ]
+    return next((reason for applies, reason in limits if applies), None)
+
+
 def inlinable(node: Buffer, output_names: set[str]) -> bool:
     return (isinstance(node, ComputedBuffer) and isinstance(node.data, Pointwise)
             and node.get_name() not in output_names and node.layout.is_contiguous()
@@ -76,6 +120,10 @@ def inline_unfusable_producers(nodes: Sequence[Buffer],
     nodes = list(nodes)
     overwritten = {m for n in nodes for m in n.get_mutation_names()}
     reads = [n.get_read_writes().read_names() for n in nodes]  # refreshed when a node changes
+    readers_of: dict[str, set[int]] = {}  # buffer name -> positions of the nodes reading it
+    for k, names in enumerate(reads):
+        for name in names:
+            readers_of.setdefault(name, set()).add(k)
     dropped: set[int] = set()
     for pos in range(len(nodes) - 1, -1, -1):
         producer = nodes[pos]
@@ -84,13 +132,24 @@ def inline_unfusable_producers(nodes: Sequence[Buffer],
             # readers may run after it, so it stays a buffer the write waits for)
             continue
         name = producer.get_name()
-        readers = [k for k in range(pos + 1, len(nodes)) if k not in dropped and name in reads[k]]
+        readers = sorted(k for k in readers_of.get(name, ()) if k > pos and k not in dropped)
         everywhere = recompute_everywhere(producer, [nodes[k] for k in readers])
         inlined = [k for k in readers if isinstance(nodes[k], ComputedBuffer)
-                   and (everywhere or not shares_loops(producer, nodes[k]))]
+                   and (everywhere or not shares_loops(producer, nodes[k]))
+                   and room_for(nodes[k], producer)]
+        if inlined:
+            # recomputed: in each reader it goes into, and once more when it stays a buffer
+            why = too_large(producer, len(inlined) + (len(inlined) < len(readers)))
+            if why is not None:
+                log.debug("kept %s a buffer: %s", name, why)
+                continue
         for k in inlined:
             nodes[k] = inline_producers(nodes[k], [producer])
+            for gone in reads[k]:
+                readers_of[gone].discard(k)
             reads[k] = nodes[k].get_read_writes().read_names()
+            for read in reads[k]:
+                readers_of.setdefault(read, set()).add(k)
         if inlined:
             gone = len(inlined) == len(readers)  # read by nobody now
             if gone:
@@ -99,4 +158,5 @@ def inline_unfusable_producers(nodes: Sequence[Buffer],
                       ", ".join(nodes[k].get_name() for k in inlined), "; dropped" if gone else "")
     return [n for k, n in enumerate(nodes) if k not in dropped]
 
-__all__ = ["inline_unfusable_producers", "recompute_everywhere", "shares_loops"]
+
+__all__ = ["inline_unfusable_producers", "recompute_everywhere", "shares_loops", "too_large"]

@@ -37,6 +37,17 @@ def readers(kernels: list[Kernel]) -> dict[Kernel, set[Kernel]]:
     return out
 
 
+def merge(readers_of: dict[Kernel, set[Kernel]], a: Kernel, b: Kernel, fused: Kernel) -> None:
+    """Update ``readers_of`` in place for ``a`` and ``b`` fused into ``fused`` (one pass over
+    the kernels' reader sets, instead of rebuilding them from every kernel's reads)."""
+    out = (readers_of.pop(a) | readers_of.pop(b)) - {a, b}
+    for readers in readers_of.values():
+        if a in readers or b in readers:
+            readers -= {a, b}
+            readers.add(fused)
+    readers_of[fused] = out
+
+
 def path_between(readers_of: dict[Kernel, set[Kernel]], src: Kernel, dst: Kernel) -> bool:
     """Is there a path ``src -> k -> ... -> dst`` through a kernel ``k`` other than ``dst``?"""
     stack = [k for k in readers_of[src] if k is not dst]

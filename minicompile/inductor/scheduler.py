@@ -20,7 +20,6 @@ kernels of the bytes they read and write.
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -31,7 +30,7 @@ from ..metrics import metrics
 from . import kernel_graph
 from .codegen import BaseScheduling, get_scheduling
 from .dependencies import footprint
-from .fusion import can_fuse, fusion_score
+from .fusion import LOOP_ORDER_BLIND, can_fuse, candidate_pairs, fusion_score, refusal
 from .inlining import inline_unfusable_producers
 from .ir import Buffer, ComputedBuffer, ExternKernel, MultiOutput, ReadWrites
 from .kernel_group import KernelGroup, build_kernel_group
@@ -200,11 +199,14 @@ class Scheduler:
         self.kernels: list[BaseSchedulerNode] = list(self.nodes)
         # fusion's cycle check: (the kernels' ids, the readers graph of those kernels)
         self._readers: tuple[tuple[int, ...], dict] = ((), {})
+        # answers that hold while the kernels do (who reads a buffer, a kernel's bytes), by the
+        # kernels' ids: asked per kernel and per buffer, rebuilt after each fusion
+        self._now: tuple[tuple[int, ...], dict] = ((), {})
         if fuse:
             self.fuse_nodes()
         self.kernels = self.topological_order(self.kernels)
-        self.num_bytes_accessed = sum(self.kernel_bytes(k)[0] + self.kernel_bytes(k)[1]
-                                      for k in self.kernels)
+        self.num_bytes_accessed = sum((sum(self.kernel_bytes(k), sympy.Integer(0))
+                                       for k in self.kernels), sympy.Integer(0))
         title = getattr(self.graph, "name", "graph")
         trace_artifact("fusion", lambda: "\n".join(map(str, self.decisions)) or "(no candidates)",
                        title=f"{title}: fusion decisions")
@@ -234,11 +236,27 @@ class Scheduler:
 
     # --- who reads what ----------------------------------------------------------------------
 
+    def memo(self, what: str) -> dict:
+        """A table of answers about the current kernels (emptied when they change)."""
+        key = tuple(map(id, self.kernels))
+        if self._now[0] != key:
+            self._now = (key, {})
+        return self._now[1].setdefault(what, {})
+
+    def kernels_reading(self, name: str) -> list[BaseSchedulerNode]:
+        readers = self.memo("readers")
+        if not readers:
+            for k in self.kernels:
+                for read in k.read_names():
+                    readers.setdefault(read, []).append(k)
+            readers[None] = []  # (built, even when nothing reads anything)
+        return readers.get(name, [])
+
     def is_stored(self, name: str, kernel: BaseSchedulerNode) -> bool:
         """Must ``kernel`` write ``name`` to memory? Yes when the caller or another kernel reads it."""
         if name in self.output_names:
             return True
-        if any(name in k.read_names() for k in self.kernels if k is not kernel):
+        if any(k is not kernel for k in self.kernels_reading(name)):
             return True
         # a write in place reaches memory, unless the next write into that storage is in this
         # kernel (fusion.py: then of the same elements; ``x[:, 0] += 1`` writes them twice)
@@ -249,15 +267,23 @@ class Scheduler:
 
     def fuse_nodes(self, max_rounds: int = 10) -> None:
         seen: set[tuple[str, str]] = set()
+        # a refusal holds for good: it depends on the two kernels alone, and a path between
+        # them (another kernel in the way) only ever grows; kernels are new objects once fused
+        refused: set[tuple[BaseSchedulerNode, BaseSchedulerNode]] = set()
+        scores: dict[tuple[BaseSchedulerNode, BaseSchedulerNode], tuple] = {}
         for _ in range(max_rounds):
-            candidates = self.candidate_pairs()
-            candidates.sort(key=lambda pair: fusion_score(self, *pair), reverse=True)
+            candidates = [p for p in self.candidate_pairs() if p not in refused]
+            for pair in candidates:
+                if pair not in scores:
+                    scores[pair] = fusion_score(self, *pair)
+            candidates.sort(key=scores.__getitem__, reverse=True)
             fused_any = False
             for a, b in candidates:
                 if a not in self.kernels or b not in self.kernels:
                     continue  # one of them was fused earlier in this round
-                ok, reason = can_fuse(self, a, b)
-                if not ok:
+                refused_by = refusal(self, a, b)
+                ok, reason = refused_by is None, "" if refused_by is None else refused_by[1]
+                if not ok and refused_by[0] not in LOOP_ORDER_BLIND:
                     ok, reason = self.fuse_after_reordering(a, b, reason)
                 if ok and self.would_create_cycle(a, b):
                     ok, reason = False, "a kernel between them needs the first and feeds the second"
@@ -268,8 +294,14 @@ class Scheduler:
                     seen.add(key)
                 if ok:
                     fused = FusedSchedulerNode([a, b])
+                    stale = self._readers[0] != tuple(map(id, self.kernels))
                     self.kernels = [k for k in self.kernels if k is not a and k is not b] + [fused]
+                    if not stale:  # the readers graph follows the fusion
+                        kernel_graph.merge(self._readers[1], a, b, fused)
+                        self._readers = (tuple(map(id, self.kernels)), self._readers[1])
                     fused_any = True
+                else:
+                    refused.add((a, b))
             if not fused_any:
                 break
 
@@ -288,16 +320,7 @@ class Scheduler:
         return False, reason
 
     def candidate_pairs(self) -> list[tuple[BaseSchedulerNode, BaseSchedulerNode]]:
-        """Pairs of kernels touching a common buffer, earlier kernel first."""
-        by_buffer: dict[str, list[BaseSchedulerNode]] = {}
-        for k in self.kernels:
-            for name in k.read_names() | k.get_names():
-                by_buffer.setdefault(name, []).append(k)
-        pairs = set()
-        for users in by_buffer.values():
-            for a, b in itertools.combinations(users, 2):
-                pairs.add((a, b) if a.order() < b.order() else (b, a))
-        return sorted(pairs, key=lambda p: (p[0].order(), p[1].order()))
+        return candidate_pairs(self.kernels)
 
     def would_create_cycle(self, a: BaseSchedulerNode, b: BaseSchedulerNode) -> bool:
         """Fusing is impossible when a third kernel sits on a path between the two."""
@@ -323,6 +346,12 @@ class Scheduler:
     def kernel_bytes(self, kernel: BaseSchedulerNode) -> tuple[sympy.Expr, sympy.Expr]:
         """(bytes read, bytes written) by ``kernel``: each outside buffer read once, each stored
         buffer written once; buffers produced and consumed inside the kernel cost nothing."""
+        known = self.memo("bytes")
+        if kernel not in known:
+            known[kernel] = self._kernel_bytes(kernel)
+        return known[kernel]
+
+    def _kernel_bytes(self, kernel: BaseSchedulerNode) -> tuple[sympy.Expr, sympy.Expr]:
         written_here = kernel.get_names()
         reads: dict[str, list] = {}
         for n in kernel.get_nodes():

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Sequence
 
+import functools
 import math
 
 import sympy
@@ -167,11 +168,20 @@ def simplify_index(expr: Expr, var_ranges: dict[sympy.Symbol, Expr] | None = Non
     >>> i0, i1 = index_var("i", 0), index_var("i", 1)
     >>> simplify_index(FloorDiv(4*i0 + i1, 4), {i0: 3, i1: 4})
     i0
+
+    Remembered per (expression, ranges): one body is read for its dependencies, its loop
+    order, its bytes and its code, and a body with producers substituted into it is read again
+    after each substitution, each time asking the same questions.
     """
-    expr = merge_digits(sympy.expand(sympify(expr)))
-    if not var_ranges:
+    return _simplify_index(sympify(expr), tuple((var_ranges or {}).items()))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _simplify_index(expr: Expr, ranges: tuple[tuple[sympy.Symbol, Expr], ...]) -> Expr:
+    expr = merge_digits(sympy.expand(expr))
+    if not ranges:
         return expr
-    var_ranges = {k: sympify(v) for k, v in var_ranges.items()}
+    var_ranges = {k: sympify(v) for k, v in ranges}
     expr = expr.subs({v: 0 for v, size in var_ranges.items() if size == 1})  # range(1): v = 0
     for _ in range(4):  # rewriting inner terms can unlock outer ones; a few passes suffice
         new = expr.replace(

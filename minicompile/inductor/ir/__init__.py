@@ -13,7 +13,7 @@
 """
 
 from .extern import ExternKernel, FallbackKernel, MultiOutput, layout_of
-from .inline import InlineLoads, inline_producers, unflatten_index
+from .inline import InlineLoads, inline_producers, substitutions, unflatten_index
 from .layout import Layout, contiguous_strides, dtype_name
 from .mutation import InPlaceBuffer, InPlaceFallback, storage_owner
 from .nodes import (REDUCTION_INIT, Buffer, ComputedBuffer, InputBuffer, IRNode, Loops, Pointwise,
@@ -28,6 +28,6 @@ __all__ = [
     "as_strided_layout", "broadcast_reader", "ExternKernel", "FallbackKernel", "MultiOutput",
     "layout_of", "InPlaceBuffer", "InPlaceFallback", "storage_owner",
     "MemoryDep", "StarDep", "ReadWrites", "RecordReadWrites", "extract_read_writes",
-    "inline_producers", "unflatten_index", "InlineLoads", "PrintHandler", "format_body",
-    "format_loop_nest",
+    "inline_producers", "substitutions", "unflatten_index", "InlineLoads", "PrintHandler",
+    "format_body", "format_loop_nest",
 ]

@@ -197,8 +197,19 @@ class ComputedBuffer(Buffer):
         """Run the body once at symbolic ``index``/``rindex`` under the installed ``ops``."""
         return self.data.store_output(self.name, self.layout.make_indexer(), index, rindex)
 
-    def get_read_writes(self):
-        return extract_read_writes(self)
+    def get_read_writes(self) -> ReadWrites:
+        """Extracted once per body (the scheduler, inlining and codegen all ask, and a body
+        with producers substituted into it is not small): cached against the name, body and
+        layout it was extracted from, a copy handed out."""
+        cached = self.__dict__.get("_read_writes")
+        if cached is None or cached[:3] != (self.name, self.data, self.layout):
+            # (data and layout compare by identity: a Loops is eq=False, a Layout is not, but a
+            # layout equal to the old one gives the same reads)
+            cached = (self.name, self.data, self.layout, extract_read_writes(self))
+            self.__dict__["_read_writes"] = cached
+        rw = cached[3]
+        return ReadWrites(list(rw.reads), list(rw.writes), dict(rw.var_ranges),
+                          symbols=rw.symbols, num_ops=rw.num_ops)
 
     def __str__(self) -> str:
         return format_loop_nest(self)

@@ -10,6 +10,7 @@ decide fusion and count bytes.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,6 +86,9 @@ class ReadWrites:
     # symbols the body computes with, not as an index (``x * n`` for an int input n is
     # ``index_expr(s0)``): a kernel needs them as arguments like the sizes of its loops
     symbols: frozenset[sympy.Symbol] = frozenset()
+    # ops the body evaluates (loads included, a substituted producer's counted once): the size
+    # of the loop body, which bounds how far inlining may grow it (``inlining.py``)
+    num_ops: int = 0
 
     def read_names(self) -> set[str]:
         return {d.name for d in self.reads}
@@ -156,6 +160,31 @@ def _within(rel, lo: dict, hi: dict):
     return type(rel)(sympy.expand(e), 0)
 
 
+@functools.lru_cache(maxsize=1 << 12)
+def _solve_bounds(relations: tuple, ranges: tuple) -> tuple[tuple[sympy.Symbol, Expr, Expr], ...]:
+    """``(var, lo, hi)`` for each loop variable the ``relations`` (a conjunction) bound: the same
+    masks recur in every body a ``cat`` or ``pad`` is substituted into, so the answers are kept."""
+    var_ranges = dict(ranges)
+    lo = {v: sympy.Integer(0) for v in var_ranges}
+    hi = dict(var_ranges)
+    pending = list(relations)
+    while pending:  # a bound found can simplify another relation into a bound: cat in pad
+        left = []
+        for rel in pending:
+            b = _bound(_within(rel, lo, hi), var_ranges)
+            if b is None:
+                left.append(rel)
+                continue
+            v, low, high = b
+            lo[v] = lo[v] if low is None else sympy.Max(lo[v], low)
+            hi[v] = hi[v] if high is None else sympy.Min(hi[v], high)
+        if len(left) == len(pending):
+            break
+        pending = left
+    return tuple((v, lo[v], hi[v]) for v in var_ranges
+                 if lo[v] != 0 or hi[v] != var_ranges[v])
+
+
 class RecordReadWrites:
     """``ops`` handler recording loads and stores; index arithmetic and comparisons are kept as
     SymPy (so a mask built from indices bounds the loads under it), any other op returns a
@@ -168,34 +197,28 @@ class RecordReadWrites:
         self._indirect = 0
         self._masks: list[_Cond | None] = []
         self.symbols: set[sympy.Symbol] = set()  # in index_expr, constant, indirect sizes
+        self._masks_bounds: tuple | None = None  # _bounds() of the masks now entered
+        self.num_ops = 0
 
     def _bounds(self) -> tuple[tuple[sympy.Symbol, Expr, Expr], ...]:
+        """The loop bounds the masks entered put on a load (worked out once per mask entered,
+        not per load under it: a substituted ``cat`` holds hundreds)."""
+        if self._masks_bounds is None:
+            self._masks_bounds = self._solve_bounds()
+        return self._masks_bounds
+
+    def _solve_bounds(self) -> tuple[tuple[sympy.Symbol, Expr, Expr], ...]:
         if not self._masks or any(m is None for m in self._masks):
             return ()  # no mask, or one computed from data: count every loop point
-        lo = {v: sympy.Integer(0) for v in self.var_ranges}
-        hi = dict(self.var_ranges)
-        pending = [r for m in self._masks for r in m.relations]
-        while pending:  # a bound found can simplify another relation into a bound: cat in pad
-            left = []
-            for rel in pending:
-                b = _bound(_within(rel, lo, hi), self.var_ranges)
-                if b is None:
-                    left.append(rel)
-                    continue
-                v, low, high = b
-                lo[v] = lo[v] if low is None else sympy.Max(lo[v], low)
-                hi[v] = hi[v] if high is None else sympy.Min(hi[v], high)
-            if len(left) == len(pending):
-                break
-            pending = left
-        return tuple((v, lo[v], hi[v]) for v in self.var_ranges
-                     if lo[v] != 0 or hi[v] != self.var_ranges[v])
+        return _solve_bounds(tuple(r for m in self._masks for r in m.relations),
+                             tuple(self.var_ranges.items()))
 
     def _dep(self, name: str, index: Expr, bounds=()) -> MemoryDep:
         index = simplify_index(index, self.var_ranges)
         return MemoryDep(name, index, tuple(self.var_ranges.items()), bounds)
 
     def load(self, name: str, index: Expr) -> _Dummy:
+        self.num_ops += 1
         dep = self._dep(name, index, self._bounds())
         if dep not in self.reads:
             self.reads.append(dep)
@@ -242,14 +265,19 @@ class RecordReadWrites:
 
     def masked(self, mask: Any, body, other: Any) -> _Dummy:
         self._masks.append(mask if isinstance(mask, _Cond) else None)
+        outer, self._masks_bounds = self._masks_bounds, None
         try:
             body()
         finally:
             self._masks.pop()
+            self._masks_bounds = outer
         return _Dummy()
 
     def __getattr__(self, name: str):
-        return lambda *args, **kwargs: _Dummy()
+        def op(*args, **kwargs) -> _Dummy:
+            self.num_ops += 1
+            return _Dummy()
+        return op
 
 
 def extract_read_writes(node) -> ReadWrites:
@@ -260,4 +288,5 @@ def extract_read_writes(node) -> ReadWrites:
     with set_ops_handler(handler):
         node.store_output(index, rindex)
     return ReadWrites(handler.reads, handler.writes, var_ranges,
-                      frozenset(handler.symbols - set(var_ranges)))
+                      symbols=frozenset(handler.symbols - set(var_ranges)),
+                      num_ops=handler.num_ops)

@@ -1,0 +1,123 @@
+"""Substitution stays linear in the size of what is substituted (``ir/inline.py``,
+``inlining.py``): a producer loaded at one index is evaluated once however many times its
+readers load it, and the bounds keep every body, and how deep its evaluation nests, small
+however long the chain of producers is. Eager PyTorch checks every result."""
+
+import pytest
+import torch
+from torch._decomp import core_aten_decompositions
+from torch.fx.experimental.proxy_tensor import make_fx
+
+import minicompile as mc
+from minicompile.bench.scaling import lstm_steps
+from minicompile.inductor import inlining
+from minicompile.inductor.executor import run_nodes
+from minicompile.inductor.fx_passes import run_graph_passes
+from minicompile.inductor.graph import lower_graph
+from minicompile.inductor.ir import (ComputedBuffer, InputBuffer, Layout, Pointwise,
+                                     inline_producers, substitutions)
+from minicompile.inductor.scheduler import Scheduler
+from minicompile.inductor.virtualized import ops
+from minicompile.viz.schedule import run_scheduled
+
+DEVICE = torch.empty(0).device
+F32 = torch.float32
+
+
+def _diamonds(depth: int) -> list[ComputedBuffer]:
+    """buf0 = x * 0.5; buf_k = buf_{k-1} * buf_{k-1} + buf_{k-1}: each body loads the one
+    before three times at the same index (2**depth evaluations if each load re-evaluated)."""
+    x = InputBuffer("x", Layout(DEVICE, F32, [6]))
+    lx = x.make_loader()
+    nodes = [ComputedBuffer("buf0", Layout(DEVICE, F32, [6]), Pointwise(
+        DEVICE, F32, lambda i: ops.mul(lx(i), ops.constant(0.5, F32)), [6]))]
+    for k in range(1, depth + 1):
+        load = nodes[-1].make_loader()
+        nodes.append(ComputedBuffer(f"buf{k}", Layout(DEVICE, F32, [6]), Pointwise(
+            DEVICE, F32, lambda i, load=load: ops.add(ops.mul(load(i), load(i)), load(i)), [6])))
+    return nodes
+
+
+def test_a_load_is_evaluated_once_per_index():
+    depth = 20
+    nodes = _diamonds(depth)
+    fused = nodes[-1]
+    for producer in reversed(nodes[:-1]):  # as the scheduler does: later producers first
+        fused = inline_producers(fused, [producer])
+    rw = fused.get_read_writes()
+    assert rw.read_names() == {"x"} and substitutions(fused) == depth
+    # per level one mul and one add; one load of x, one constant and one mul at the bottom
+    assert rw.num_ops <= 2 * depth + 3, rw.num_ops  # not ~3**depth
+    x = torch.rand(6)
+    expected = x * 0.5
+    for _ in range(depth):
+        expected = expected * expected + expected
+    out = run_nodes([fused], {"x": x}, {})[fused.name]
+    torch.testing.assert_close(out, expected)
+
+
+def _schedule(fn, *args):
+    gm = make_fx(fn, decomposition_table=core_aten_decompositions())(*args)
+    run_graph_passes(gm)
+    graph = lower_graph(gm, list(args))
+    s = Scheduler(graph)
+    out = run_scheduled(s, *args, options={"cpu_backend": "reference"})
+    torch.testing.assert_close(out, fn(*args))
+    return s
+
+
+def _shrinking(steps: int):
+    def fn(x):  # each step reads its producer shifted by a row: other loops, so substituted
+        for _ in range(steps):
+            x = (x[1:] * 1.5).sin() + 0.25
+        return x
+    return fn
+
+
+def test_a_long_chain_of_substitutions_is_cut_into_bounded_bodies():
+    steps = 100  # unbounded, the last body would hold all 100 steps (300 ops)
+    s = _schedule(_shrinking(steps), torch.randn(steps + 3, 4))
+    bodies = [n.node for n in s.nodes if isinstance(n.node, ComputedBuffer)]
+    assert len(bodies) < steps / 2  # substituted: most steps are no buffer of their own
+    for node in bodies:
+        assert node.get_read_writes().num_ops <= inlining.REALIZE_ACC_OPCOUNT_THRESHOLD
+        assert substitutions(node) <= inlining.MAX_SUBSTITUTIONS
+
+
+def test_the_bounds_decide(monkeypatch):
+    """12 steps are 36 producers: with the bounds raised out of the way, one body takes more
+    substitutions than ``MAX_SUBSTITUTIONS`` allows, and the chain has fewer buffers."""
+    steps, x, limit = 12, torch.randn(15, 4), inlining.MAX_SUBSTITUTIONS
+    cut = [n.node for n in _schedule(_shrinking(steps), x).nodes]
+    monkeypatch.setattr(inlining, "REALIZE_OPCOUNT_THRESHOLD", 10**6)
+    monkeypatch.setattr(inlining, "REALIZE_ACC_OPCOUNT_THRESHOLD", 10**6)
+    monkeypatch.setattr(inlining, "MAX_SUBSTITUTIONS", 10**6)
+    whole = [n.node for n in _schedule(_shrinking(steps), x).nodes]
+    assert max(map(substitutions, cut)) <= limit < max(map(substitutions, whole))
+    assert len(cut) > len(whole)
+
+
+@pytest.mark.slow
+def test_a_64_step_recurrence_with_gradients_compiles(monkeypatch):
+    """The issue's case (an unrolled LSTM cell, backward included) at 64 steps: it compiled
+    for minutes and then fell back with RecursionError. Small sizes and the reference backend
+    (no C++ compiles) keep it quick; the compile is the same."""
+    monkeypatch.setattr(mc.config.inductor, "cpu_backend", "reference")
+    steps, batch, hidden = 64, 2, 4
+    torch.manual_seed(0)
+    x = torch.randn(steps, batch, hidden)
+    h, c = torch.zeros(batch, hidden), torch.zeros(batch, hidden)
+    params = [torch.randn(hidden, 4 * hidden) * 0.5, torch.randn(hidden, 4 * hidden) * 0.5,
+              torch.zeros(4 * hidden)]
+
+    def run(fn):
+        ps = [p.clone().requires_grad_() for p in params]
+        loss = fn(x, h, c, *ps)
+        loss.backward()
+        return [loss.detach()] + [p.grad for p in ps]
+
+    mc.reset()
+    fallbacks = mc.metrics.eager_fallbacks
+    step = lstm_steps(steps)
+    torch.testing.assert_close(run(mc.compile(step)), run(step), rtol=1e-4, atol=1e-4)
+    assert mc.metrics.eager_fallbacks == fallbacks and mc.metrics.graphs_compiled >= 1
