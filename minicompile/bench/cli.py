@@ -3,6 +3,7 @@
     python -m minicompile.bench                          # every case, on CUDA when there is a GPU
     python -m minicompile.bench --device cpu --quick     # small sizes, fewer repetitions
     python -m minicompile.bench --cases softmax,layernorm --json out.json --plot out.png
+    python -m minicompile.bench --suite huggingface|timm|all   # real models: see models/cli.py
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sys
 import torch
 
 from .cases import CASES
+from .models import cli as models_cli
 from .progress import Progress
 from .report import format_table, header, plot, write_json
 from .run import STEPS_PER_CASE, run_case, warm_up
@@ -49,6 +51,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if models_cli.wanted(argv):  # the model suites have their own options
+        return models_cli.main(argv)
     args = parse_args(argv)
     budget = "tiny" if args.tiny else "quick" if args.quick else "full"
     scale = "tiny" if args.tiny else f"{args.device}-quick" if args.quick else args.device
