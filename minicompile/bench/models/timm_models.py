@@ -44,6 +44,7 @@ class TimmModel:
     family: str
     kwargs: Callable[[int], dict] = lambda img: {}  # extra create_model arguments at an image size
     min_image: int = 32                             # smallest side the network accepts
+    drop_path: bool = True                          # takes drop_path_rate (stochastic depth)
 
 
 def fixed_grid(img: int) -> dict:
@@ -62,13 +63,13 @@ MODELS: dict[str, TimmModel] = {m.name: m for m in [
     TimmModel("swin_tiny_patch4_window7_224", "Swin: shifted windows, relative position bias",
               lambda img: {"img_size": img, "window_size": img // 32}, min_image=64),
     TimmModel("regnetx_002", "RegNetX: group convolutions"),
-    TimmModel("densenet121", "DenseNet: concatenated features"),
-    TimmModel("ghostnet_100", "GhostNet: cheap ghost features, squeeze-excite"),
+    TimmModel("densenet121", "DenseNet: concatenated features", drop_path=False),
+    TimmModel("ghostnet_100", "GhostNet: cheap ghost features, squeeze-excite", drop_path=False),
     TimmModel("lcnet_050", "LCNet: depthwise separable, hard-swish"),
-    TimmModel("mixer_b16_224", "MLP-Mixer: token- and channel-mixing MLPs", fixed_grid),
+    TimmModel("resmlp_12_224", "ResMLP: token- and channel-mixing MLPs, affine norms", fixed_grid),
     TimmModel("poolformer_s12", "PoolFormer: pooling as token mixer, GroupNorm"),
     TimmModel("rexnet_100", "ReXNet: channel-expanding inverted residuals"),
-    TimmModel("dla34", "DLA: deep layer aggregation"),
+    TimmModel("dla34", "DLA: deep layer aggregation", drop_path=False),
 ]}
 
 
@@ -76,8 +77,9 @@ def build(name: str, s: Size) -> tuple[nn.Module, dict]:
     row = MODELS[name]
     img = max(s.timm_image, row.min_image)
     torch.manual_seed(0)
+    drop_path = {"drop_path_rate": 0.0} if row.drop_path else {}
     model = import_timm().create_model(name, pretrained=False, num_classes=10, drop_rate=0.0,
-                              drop_path_rate=0.0, **row.kwargs(img))
+                                       **drop_path, **row.kwargs(img))
     g = torch.Generator().manual_seed(0)
     inputs = {"x": torch.randn(s.timm_batch, 3, img, img, generator=g),  # (B, 3, H, W)
               "target": torch.randint(0, 10, (s.timm_batch,), generator=g)}
