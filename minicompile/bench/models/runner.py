@@ -178,18 +178,21 @@ def first_line(e: BaseException) -> str:
 # ---- the run --------------------------------------------------------------------------------
 
 def run_model(spec: ModelSpec, mode: str, dtype: str, device: str, size: Size, budget: str,
-              progress: Callable[[str], None]) -> ModelResult:
+              progress: Callable[[str], None], compilers: tuple[str, ...] = tuple(COMPILERS),
+              timed: bool = True) -> ModelResult:
+    """One row. ``compilers``: keys of run.COMPILERS to run (the tests run minicompile alone,
+    untimed: ``compilers=("mc",), timed=False``)."""
     r = ModelResult(spec.name, spec.suite, spec.family, mode, dtype, device)
     label = f"{spec.name} {mode} {dtype}"
     try:
-        run_checked(r, spec, size, budget, label, progress)
+        run_checked(r, spec, size, budget, label, progress, compilers, timed)
     except Exception as e:  # noqa: BLE001 -- the eager model itself failed: nothing to judge
         r.status, r.reason = "fail: crash", f"eager: {first_line(e)}"
     return r
 
 
 def run_checked(r: ModelResult, spec: ModelSpec, size: Size, budget: str, label: str,
-                progress: Callable[[str], None]) -> None:
+                progress: Callable[[str], None], compilers: tuple[str, ...], timed: bool) -> None:
     model, inputs = spec.build(size)
     autocast = torch.bfloat16 if r.dtype == "bfloat16" else None
     base = Runner(spec, r.mode, model.to(r.device), to_device(inputs, r.device), autocast)
@@ -208,12 +211,13 @@ def run_checked(r: ModelResult, spec: ModelSpec, size: Size, budget: str, label:
             fp64 = None
 
     progress(f"{label}: torch._dynamo.explain")
-    try:
-        ex = explain_counts(torch._dynamo.explain, base)
-        r.dynamo_graphs, r.dynamo_breaks = ex.graph_count, ex.graph_break_count
-    except Exception:  # noqa: BLE001 -- counts stay empty; torch.compile's own run says more
-        pass
-    torch._dynamo.reset()
+    if "tc" in compilers:
+        try:
+            ex = explain_counts(torch._dynamo.explain, base)
+            r.dynamo_graphs, r.dynamo_breaks = ex.graph_count, ex.graph_break_count
+        except Exception:  # noqa: BLE001 -- counts stay empty; torch.compile's own run says more
+            pass
+        torch._dynamo.reset()
     progress(f"{label}: mc.explain")
     try:
         ex = explain_counts(mc.explain, base)
@@ -223,10 +227,9 @@ def run_checked(r: ModelResult, spec: ModelSpec, size: Size, budget: str, label:
         r.break_reasons = [f"mc.explain raised {first_line(e)}"]
     mc.reset()
 
-    runnable = {"eager": eager}
     steps = {"eager": eager.step}
-    for key, compiler in COMPILERS.items():
-        progress(f"{label}: {compiler.name}")
+    for key in compilers:
+        progress(f"{label}: {COMPILERS[key].name}")
         runner = base.copy()
         status, why, compiled = check_compiler(r, key, runner, expected, fp64, names)
         if key == "tc":
@@ -234,15 +237,15 @@ def run_checked(r: ModelResult, spec: ModelSpec, size: Size, budget: str, label:
         else:
             r.status, r.reason = status, why
         if compiled is not None:
-            runnable[key] = runner
             steps[key] = lambda runner=runner, compiled=compiled: runner.step(compiled)
 
     progress(f"{label}: timing")
-    r.ms = time_in_turns(steps, r.device, budget)
-    r.peak_mb = {key: mb for key, step in steps.items()
-                 if (mb := peak_memory_mb(step, r.device)) is not None}
-    for compiler in COMPILERS.values():
-        compiler.reset()
+    if timed:
+        r.ms = time_in_turns(steps, r.device, budget)
+        r.peak_mb = {key: mb for key, step in steps.items()
+                     if (mb := peak_memory_mb(step, r.device)) is not None}
+    for key in compilers:
+        COMPILERS[key].reset()
 
 
 def fallback_reason(r: ModelResult) -> str:

@@ -1,0 +1,148 @@
+"""The model suites on CPU: a handful of real models (tiny configs, random weights) compiled with
+minicompile's inductor (C++ kernels), inference and a training step, against eager.
+
+A wrong result or a crash fails; a frame left to eager passes only with its reason (real models
+are what dynamo/ is measured on: the table in docs/models.md has the rest). Skipped with the
+reason when transformers or timm cannot be imported (the ``models`` extra, docs/models.md).
+The harness itself (a crash is a row, a wrong result is caught, the report) is checked on a
+small module that needs neither.
+"""
+
+import json
+
+import pytest
+import torch
+from torch import nn
+
+from minicompile.bench.cli import main
+from minicompile.bench.models import huggingface, timm_models
+from minicompile.bench.models import runner as runner_module
+from minicompile.bench.models.report import markdown, summary
+from minicompile.bench.models.runner import ModelResult, run_model
+from minicompile.bench.models.zoo import SIZES, ModelSpec
+
+HF = {s.name: s for s in huggingface.specs()}
+TIMM = {s.name: s for s in timm_models.specs()}
+CASES = [(HF, name) for name in ("gpt2", "llama", "bert", "t5", "vit")] + \
+        [(TIMM, name) for name in ("resnet18", "mobilenetv3_small_100")]
+
+
+def run_minicompile(spec: ModelSpec, mode: str) -> ModelResult:
+    return run_model(spec, mode, "float32", "cpu", SIZES["tiny"], "tiny", lambda what: None,
+                     compilers=("mc",), timed=False)
+
+
+@pytest.mark.slow
+@pytest.mark.cpu_only
+@pytest.mark.parametrize("mode", ["inference", "training"])
+@pytest.mark.parametrize("suite,name", CASES, ids=[name for _, name in CASES])
+def test_model_matches_eager(suite, name, mode):
+    spec = suite[name]
+    if spec.unavailable:
+        pytest.skip(spec.unavailable)
+    r = run_minicompile(spec, mode)
+    assert r.status in ("pass", "fallback"), f"{r.status}: {r.reason}"
+    if r.status == "fallback":
+        assert isinstance(r.reason, str) and r.reason.strip(), "a fallback must say why"
+    assert r.mc_graphs is not None, r.break_reasons  # mc.explain ran
+
+
+# ---- the harness, on a small module (no transformers or timm needed) ------------------------
+
+class TinyNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(12, 20), nn.Linear(20, 5)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+def tiny_train_step(model, optimizer, inputs):
+    loss = nn.functional.cross_entropy(model(inputs["x"]), inputs["target"])
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return loss
+
+
+def tiny_spec(build=None) -> ModelSpec:
+    def default_build(size):
+        torch.manual_seed(0)
+        return TinyNet(), {"x": torch.randn(7, 12), "target": torch.randint(0, 5, (7,))}
+    return ModelSpec("tiny_net", "test", "two linear layers", build or default_build,
+                     lambda model, inputs: model(inputs["x"]), tiny_train_step)
+
+
+@pytest.mark.parametrize("mode", ["inference", "training"])
+def test_harness_passes_a_right_model(mode):
+    r = run_minicompile(tiny_spec(), mode)
+    assert (r.status, r.reason) == ("pass", "")
+    assert (r.mc_graphs, r.mc_breaks) == (1, 0)
+
+
+@pytest.mark.parametrize("mode", ["inference", "training"])
+def test_harness_catches_a_wrong_result(monkeypatch, mode):
+    """A compiler whose step is a little off (a wrong output, a wrong gradient) is a failure."""
+    compiler = runner_module.COMPILERS["mc"]
+
+    def off_by_a_little(fn):
+        def wrong(model, *rest):
+            with torch.no_grad():
+                model.fc2.bias.add_(1e-2)  # the output and, through the update, the gradient
+            out = fn(model, *rest)
+            with torch.no_grad():
+                model.fc2.bias.sub_(2e-2)  # training: a bias update no gradient explains
+            return out
+        return wrong
+
+    monkeypatch.setattr(compiler, "compile", off_by_a_little)
+    r = run_minicompile(tiny_spec(), mode)
+    assert r.status == "fail: wrong result", r
+    assert ("output 0" if mode == "inference" else "fc2.bias") in r.reason
+
+
+def test_harness_records_a_crash_and_goes_on():
+    def broken(size):
+        raise RuntimeError("no such layer")
+    r = run_minicompile(tiny_spec(broken), "inference")
+    assert r.status == "fail: crash" and "no such layer" in r.reason
+
+
+def test_report_counts_and_table():
+    rows = [ModelResult("a", "test", "f", "inference", "float32", "cpu", status="pass",
+                        mc_graphs=1, mc_breaks=0, dynamo_graphs=2, dynamo_breaks=1,
+                        tc_status="pass", ms={"eager": 4.0, "tc": 2.0, "mc": 1.0}),
+            ModelResult("b", "test", "f", "inference", "float32", "cpu", status="fallback",
+                        reason="graph break inside a try block", mc_graphs=0, mc_breaks=-1,
+                        dynamo_graphs=1, dynamo_breaks=0)]
+    text = summary(rows)
+    assert "2 runs: 1 pass, 1 fallback" in text and "0 fail" in text
+    assert "0 equal, 1 fewer, 0 more" in text and "eager/mc 4.00, tc/mc 2.00" in text
+    md = markdown(rows, {"device": "cpu", "device_name": "x", "torch": "t", "python": "p",
+                         "argv": "cmd"})
+    assert "| a | pass | 1/0 | 2/1 | 4 | 2 | 1 | 4.00 | 2.00 |" in md
+    assert "b inference float32: fallback: graph break inside a try block" in md
+
+
+def test_cli_routes_suites_and_rejects_unknown_models(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--suite", "huggingface", "--models", "no_such_model"])
+    assert exit_info.value.code == 2
+    assert "unknown model" in capsys.readouterr().err
+
+
+def test_cli_writes_skipped_rows_when_a_library_is_missing(monkeypatch, tmp_path):
+    """Without the optional extra the suite still runs: every row says why it was skipped."""
+    from minicompile.bench.models import cli
+    spec = tiny_spec()
+    missing = ModelSpec(spec.name, "timm", spec.family, spec.build, spec.forward,
+                        spec.train_step, unavailable="timm is not importable (test)")
+    monkeypatch.setitem(cli.SUITES, "timm", lambda: [missing])
+    monkeypatch.setattr(cli, "warm_up", lambda device: None)
+    out = tmp_path / "models.json"
+    assert main(["--suite", "timm", "--device", "cpu", "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["results"]
+    assert [(r["mode"], r["status"]) for r in rows] == [("inference", "skipped"),
+                                                        ("training", "skipped")]
+    assert rows[0]["reason"] == "timm is not importable (test)"
