@@ -61,8 +61,20 @@ install_python_packages() {
   "$PY" -m pip install -q --upgrade pip
   "$PY" -c "import torch" 2>/dev/null || install_torch
   "$PY" -m pip install -q -e ".[course,test]"
+  install_model_suites
   "$PY" -m ipykernel install --sys-prefix --name python3 >/dev/null
   touch "$stamp"
+}
+
+install_model_suites() {
+  # The benchmark's model suites and tests/test_models.py (docs/models.md): transformers always,
+  # timm where torch is a CUDA build. timm imports torchvision, and the registry's torchvision is
+  # built against the registry's (CUDA) torch: beside the CPU build its operators do not load
+  # ("operator torchvision::nms does not exist"), so there timm is left out and its tests skip.
+  local extra=hf
+  "$PY" -c "import sys, torch; sys.exit(0 if torch.version.cuda else 1)" && extra=models
+  say "installing the model suites' packages (.[$extra])"
+  "$PY" -m pip install -q -e ".[$extra]"
 }
 
 triton_on_cpu_without_gpu() {

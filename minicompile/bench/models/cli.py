@@ -70,12 +70,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--isolate", action=argparse.BooleanOptionalAction, default=None,
                    help="each model in a child process (default: on CUDA)")
     p.add_argument("--timeout", type=float, default=1800, help="seconds per isolated model")
+    p.add_argument("--resume", action="store_true",
+                   help="keep the rows already in --json and run only the models missing there "
+                        "(a long suite in several shorter commands)")
     args = p.parse_args(argv)
     args.dtypes = args.dtypes or (["float32", "bfloat16"] if args.device == "cuda" else ["float32"])
     args.size = args.size or args.device
     args.isolate = args.device == "cuda" if args.isolate is None else args.isolate
     if args.device == "cuda" and not cuda:
         p.error("--device cuda but torch.cuda.is_available() is False")
+    if args.resume and not args.json:
+        p.error("--resume reads and extends the file of --json")
     if "bfloat16" in args.dtypes and args.device != "cuda":
         p.error("bfloat16 autocast runs on CUDA only here")
     specs = [s for suite in ([*SUITES] if args.suite == "all" else [args.suite])
@@ -129,7 +134,7 @@ def child_argv(argv: list[str]) -> list[str]:
         elif arg in ("--models", "--json", "--markdown", "--timeout"):
             skip = True
         elif not arg.startswith(("--models=", "--json=", "--markdown=", "--timeout=", "--isolate",
-                                 "--no-isolate")):
+                                 "--no-isolate", "--resume")):
             out.append(arg)
     return out
 
@@ -138,26 +143,29 @@ def main(argv: list[str]) -> int:
     args = parse_args(argv)
     if args.device == "cpu":
         keep_freed_memory()  # (timing.py: page faults that depend on the heap's history)
+    results: list[ModelResult] = []
+    if args.resume and os.path.exists(args.json):
+        results = read_json(args.json)[1]
+    done = {r.model for r in results}
+    todo = [s for s in args.specs if s.name not in done]
     runs = len(args.modes) * len(args.dtypes)
-    print(f"minicompile.bench: {len(args.specs)} model(s) x {runs} run(s) on {args.device}, "
-          f"{args.size} sizes", file=sys.stderr)
-    progress = Progress(len(args.specs) * (1 if args.isolate else runs * STEPS_PER_RUN) + 1)
+    print(f"minicompile.bench: {len(todo)} model(s) x {runs} run(s) on {args.device}, "
+          f"{args.size} sizes" + (f" ({len(done)} done before)" if done else ""), file=sys.stderr)
+    progress = Progress(len(todo) * (1 if args.isolate else runs * STEPS_PER_RUN) + 1)
     progress("warm-up compile (one-time process costs)")
     if not args.isolate:
         warm_up(args.device)
-    results: list[ModelResult] = []
-    for spec in args.specs:
+    for spec in todo:
         if args.isolate:
-            progress(f"{spec.name}")
+            progress(spec.name)
             results += run_isolated(spec, args, argv)
         else:
             results += run_in_process(spec, args, progress)
         if args.json:  # written as it goes: a run cut short keeps what it measured
             write(args.json, results, header(args))
     progress.close()
-    h = header(args)
     for path in filter(None, (args.json, args.markdown)):
-        write(path, results, h)
+        write(path, results, header(args))
     print(summary(results))
     return 0
 

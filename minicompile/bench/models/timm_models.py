@@ -92,5 +92,8 @@ def specs() -> list[ModelSpec]:
         unavailable = None
     except Exception as e:  # noqa: BLE001 -- the suite reports why it cannot run
         unavailable = f"timm is not importable ({type(e).__name__}: {e})"
+        if torch.version.cuda is None:  # the registry's torchvision needs the registry's torch
+            unavailable += ("; with the CPU build of torch, timm needs a venv with the CUDA "
+                            "build and its torchvision (docs/models.md)")
     return [ModelSpec(name, "timm", row.family, lambda s, name=name: build(name, s),
                       forward_pass, train_step, unavailable) for name, row in MODELS.items()]
