@@ -18,7 +18,7 @@ from typing import Callable
 
 import torch
 
-from .zoo import ModelSpec, Size
+from .zoo import ModelSpec, Size, import_problem
 
 
 def import_transformers():
@@ -244,11 +244,7 @@ def build(name: str, s: Size) -> tuple[torch.nn.Module, dict]:
 
 
 def specs() -> list[ModelSpec]:
-    try:
-        import_transformers()
-        unavailable = None
-    except Exception as e:  # noqa: BLE001 -- the suite reports why it cannot run
-        unavailable = f"transformers is not importable ({type(e).__name__}: {e})"
+    unavailable = import_problem(import_transformers, "transformers")
     return [ModelSpec(name, "huggingface", row.family, lambda s, name=name: build(name, s),
                       forward_pass, row.train_step, unavailable)
             for name, row in MODELS.items()]

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .zoo import ModelSpec, Size
+from .zoo import ModelSpec, Size, import_problem
 
 
 
@@ -87,13 +87,9 @@ def build(name: str, s: Size) -> tuple[nn.Module, dict]:
 
 
 def specs() -> list[ModelSpec]:
-    try:
-        import_timm()
-        unavailable = None
-    except Exception as e:  # noqa: BLE001 -- the suite reports why it cannot run
-        unavailable = f"timm is not importable ({type(e).__name__}: {e})"
-        if torch.version.cuda is None:  # the registry's torchvision needs the registry's torch
-            unavailable += ("; with the CPU build of torch, timm needs a venv with the CUDA "
-                            "build and its torchvision (docs/models.md)")
+    unavailable = import_problem(import_timm, "timm")
+    if unavailable and torch.version.cuda is None:  # registry torchvision: registry (CUDA) torch
+        unavailable += ("; with the CPU build of torch, timm needs a venv with the CUDA build "
+                        "and its torchvision (docs/models.md)")
     return [ModelSpec(name, "timm", row.family, lambda s, name=name: build(name, s),
                       forward_pass, train_step, unavailable) for name, row in MODELS.items()]

@@ -53,6 +53,15 @@ class ModelSpec:
     unavailable: str | None = None              # why the suite's library cannot be imported
 
 
+def import_problem(import_library: Callable[[], Any], name: str) -> str | None:
+    """Why a suite's library cannot be imported (its rows are then skipped, saying so), or None."""
+    try:
+        import_library()
+    except Exception as e:  # noqa: BLE001 -- an optional extra: any failure is a reason to report
+        return f"{name} is not importable ({type(e).__name__}: {e})"
+    return None
+
+
 def to_device(inputs: dict, device: str) -> dict:
     return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
 
