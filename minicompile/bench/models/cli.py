@@ -2,7 +2,7 @@
 
     python -m minicompile.bench --suite huggingface --device cpu --markdown models.md
     python -m minicompile.bench --suite all --device cuda --json models.json --markdown models.md
-    python -m minicompile.bench --suite timm --models resnet18,vit_tiny_patch16_224 --modes inference
+    python -m minicompile.bench --suite timm --models resnet18,convnext_atto --modes inference
 
 Each model runs in each mode (inference, training) and precision (float32; on CUDA also bfloat16
 autocast): eager, real torch.compile and minicompile in one process (runner.py). On CUDA every
@@ -93,12 +93,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def skipped(spec: ModelSpec, args: argparse.Namespace, status: str, reason: str) -> list[ModelResult]:
+def skipped(spec: ModelSpec, args: argparse.Namespace, status: str,
+            reason: str) -> list[ModelResult]:
+    """One row per mode and precision, none of them run: ``status`` and ``reason`` say why."""
     return [ModelResult(spec.name, spec.suite, spec.family, mode, dtype, args.device,
-                        status=status, reason=reason) for mode in args.modes for dtype in args.dtypes]
+                        status=status, reason=reason)
+            for mode in args.modes for dtype in args.dtypes]
 
 
-def run_in_process(spec: ModelSpec, args: argparse.Namespace, progress: Progress) -> list[ModelResult]:
+def run_in_process(spec: ModelSpec, args: argparse.Namespace,
+                   progress: Progress) -> list[ModelResult]:
     if spec.unavailable:
         return skipped(spec, args, "skipped", spec.unavailable)
     budget = "quick" if args.quick else "full"

@@ -186,7 +186,8 @@ MODELS: dict[str, HFModel] = {
                     lambda s: encoder(s, vocab_size=s.vocab, max_position_embeddings=2 * s.seq),
                     masked_lm, "encoder, masked LM"),
     "roberta": HFModel("RobertaConfig", "RobertaForMaskedLM",
-                       lambda s: encoder(s, vocab_size=s.vocab, max_position_embeddings=2 * s.seq + 2),
+                       lambda s: encoder(s, vocab_size=s.vocab,
+                                         max_position_embeddings=2 * s.seq + 2),
                        masked_lm, "encoder, padding-offset positions"),
     "distilbert": HFModel("DistilBertConfig", "DistilBertForMaskedLM", lambda s: dict(
         dim=s.d, hidden_dim=s.ffn, n_layers=s.layers, n_heads=s.heads, vocab_size=s.vocab,

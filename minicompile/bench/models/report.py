@@ -59,7 +59,8 @@ def summary(results: list[ModelResult]) -> str:
     return (f"{len(results)} runs: {passed} pass, {fallback} fallback (right result, frames run "
             f"eagerly), {failed} fail{skip}. Graph breaks against real Dynamo (passing runs): "
             f"{same_breaks} equal, {fewer} fewer, {more} more. Geomean speed-up over the "
-            f"passing runs: eager/mc {_num(ratios['eager'], '.2f')}, tc/mc {_num(ratios['tc'], '.2f')}.")
+            f"passing runs: eager/mc {_num(ratios['eager'], '.2f')}, "
+            f"tc/mc {_num(ratios['tc'], '.2f')}.")
 
 
 def markdown(results: list[ModelResult], header: dict) -> str:
