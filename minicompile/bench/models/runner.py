@@ -47,8 +47,9 @@ class ModelResult:
     mode: str                                  # inference | training
     dtype: str                                 # float32 | bfloat16 (autocast)
     device: str
-    # pass: right, every frame compiled; fallback: right, but frames ran eagerly (reason: the
-    # first); fail: wrong result | fail: crash (reason: the difference, the exception)
+    # pass: right, every frame compiled; fallback: right, but frames ran eagerly or no graph was
+    # compiled at all (reason: the break that did it); fail: wrong result | fail: crash (reason:
+    # the difference, the exception)
     status: str = "not run"
     reason: str = ""
     eager_frames: int = 0                      # minicompile's frames left to eager (fallbacks)
@@ -274,6 +275,6 @@ def check_compiler(r: ModelResult, key: str, runner: Runner, expected: list, fp6
         return "fail: wrong result", why, None
     if key == "mc":
         r.eager_frames = mc.metrics.eager_fallbacks
-    if key == "mc" and r.eager_frames:  # right, but (part of) the step ran eagerly
-        return "fallback", fallback_reason(r), compiled
+    if key == "mc" and (r.eager_frames or not mc.metrics.graphs_compiled):
+        return "fallback", fallback_reason(r), compiled  # right, but (part of) it ran eagerly
     return "pass", "", compiled
