@@ -7,6 +7,7 @@ is faster), cold compile seconds, peak memory of one step.
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import sys
@@ -65,7 +66,7 @@ def summary(results: list[ModelResult]) -> str:
 
 def markdown(results: list[ModelResult], header: dict) -> str:
     out = [f"Device: {header['device_name']} | torch {header['torch']} | python "
-           f"{header['python']} | {header['argv']}", "", summary(results)]
+           f"{header['python']}", "", f"Command: `{header['argv']}`", "", summary(results)]
     groups: dict[tuple, list[ModelResult]] = {}
     for r in results:
         groups.setdefault((r.suite, r.mode, r.dtype), []).append(r)
@@ -106,3 +107,21 @@ def read_json(path: str) -> tuple[dict, list[ModelResult]]:
 
 def argv_line() -> str:
     return "python -m minicompile.bench " + " ".join(sys.argv[1:])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m minicompile.bench.models.report a.json b.json --markdown out.md``: one report
+    from several runs' JSON (the suites run as separate commands, or on separate venvs)."""
+    p = argparse.ArgumentParser(prog="python -m minicompile.bench.models.report")
+    p.add_argument("json", nargs="+", help="files written by --json")
+    p.add_argument("--markdown", metavar="PATH", required=True)
+    args = p.parse_args(argv)
+    runs = [read_json(path) for path in args.json]
+    header = dict(runs[0][0])
+    header["argv"] = "; ".join(h["argv"] + f" (torch {h['torch']})" for h, _ in runs)
+    write(args.markdown, [r for _, rows in runs for r in rows], header)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
