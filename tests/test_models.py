@@ -146,3 +146,18 @@ def test_cli_writes_skipped_rows_when_a_library_is_missing(monkeypatch, tmp_path
     assert [(r["mode"], r["status"]) for r in rows] == [("inference", "skipped"),
                                                         ("training", "skipped")]
     assert rows[0]["reason"] == "timm is not importable (test)"
+
+
+def test_report_merges_runs(tmp_path):
+    """Suites run as separate commands (or venvs) make one markdown report."""
+    from minicompile.bench.models.report import main as report_main, write
+    header = {"device": "cpu", "device_name": "x", "torch": "2.13", "python": "3.11", "argv": "a"}
+    for name in ("hf", "timm"):
+        write(str(tmp_path / f"{name}.json"),
+              [ModelResult(name, name, "f", "inference", "float32", "cpu", status="pass")], header)
+    out = tmp_path / "all.md"
+    assert report_main([str(tmp_path / "hf.json"), str(tmp_path / "timm.json"),
+                        "--markdown", str(out)]) == 0
+    text = out.read_text()
+    assert "### hf, inference, float32" in text and "### timm, inference, float32" in text
+    assert "2 runs: 2 pass" in text
