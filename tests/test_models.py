@@ -14,6 +14,7 @@ import pytest
 import torch
 from torch import nn
 
+import minicompile.config as config
 from minicompile.bench.cli import main
 from minicompile.bench.models import huggingface, timm_models
 from minicompile.bench.models import runner as runner_module
@@ -40,6 +41,9 @@ def test_model_matches_eager(suite, name, mode):
     spec = suite[name]
     if spec.unavailable:
         pytest.skip(spec.unavailable)
+    if config.inductor.cpu_backend != "cpp":  # course.sh's second pass (Triton's interpreter)
+        pytest.skip("real models run with the C++ kernels; interpreted Triton kernels would take "
+                    "minutes per model")
     r = run_minicompile(spec, mode)
     assert r.status in ("pass", "fallback"), f"{r.status}: {r.reason}"
     if r.status == "fallback":
