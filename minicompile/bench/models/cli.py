@@ -16,9 +16,11 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import signal
 import subprocess
 import sys
 import tempfile
+from typing import Iterator
 
 import torch
 
@@ -93,40 +95,51 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def skipped(spec: ModelSpec, args: argparse.Namespace, status: str,
-            reason: str) -> list[ModelResult]:
-    """One row per mode and precision, none of them run: ``status`` and ``reason`` say why."""
+def rows_not_run(spec: ModelSpec, args: argparse.Namespace, status: str, reason: str,
+                 done: list[ModelResult] = ()) -> list[ModelResult]:
+    """A row for each mode and precision not in ``done``: ``status`` and ``reason`` say why."""
+    ran = {(r.mode, r.dtype) for r in done}
     return [ModelResult(spec.name, spec.suite, spec.family, mode, dtype, args.device,
                         status=status, reason=reason)
-            for mode in args.modes for dtype in args.dtypes]
+            for mode in args.modes for dtype in args.dtypes if (mode, dtype) not in ran]
 
 
 def run_in_process(spec: ModelSpec, args: argparse.Namespace,
-                   progress: Progress) -> list[ModelResult]:
+                   progress: Progress) -> Iterator[ModelResult]:
     if spec.unavailable:
-        return skipped(spec, args, "skipped", spec.unavailable)
+        yield from rows_not_run(spec, args, "skipped", spec.unavailable)
+        return
     budget = "quick" if args.quick else "full"
-    return [run_model(spec, mode, dtype, args.device, SIZES[args.size], budget, progress)
-            for mode in args.modes for dtype in args.dtypes]
+    for mode in args.modes:
+        for dtype in args.dtypes:
+            yield run_model(spec, mode, dtype, args.device, SIZES[args.size], budget, progress)
 
 
-def run_isolated(spec: ModelSpec, args: argparse.Namespace, argv: list[str]) -> list[ModelResult]:
-    """One model in a child process with the same arguments; a crash or a timeout is a row."""
+def run_isolated(spec: ModelSpec, args: argparse.Namespace,
+                 argv: list[str]) -> Iterator[ModelResult]:
+    """One model in a child process with the same arguments. A crash or a timeout is a row for
+    each run the child had not finished (it writes its JSON after each run)."""
     with tempfile.TemporaryDirectory(prefix="minicompile-models-") as tmp:
         out, log = os.path.join(tmp, "result.json"), os.path.join(tmp, "log.txt")
         cmd = [sys.executable, "-m", "minicompile.bench", *child_argv(argv),
                "--models", spec.name, "--no-isolate", "--json", out]
-        try:
-            with open(log, "w") as f:
-                code = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT,
-                                      timeout=args.timeout).returncode
-        except subprocess.TimeoutExpired:
-            return skipped(spec, args, "fail: crash", f"timed out after {args.timeout:.0f} s")
-        if code == 0 and os.path.exists(out):
-            return read_json(out)[1]
-        with open(log) as f:
-            tail = [line.strip() for line in f if line.strip()][-1:] or [""]
-        return skipped(spec, args, "fail: crash", f"process exited with {code}: {tail[0][:200]}")
+        with open(log, "w") as f:  # its own session: a timeout stops its workers too
+            child = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+            try:
+                code = child.wait(timeout=args.timeout)
+                why = None
+            except subprocess.TimeoutExpired:
+                os.killpg(child.pid, signal.SIGKILL)
+                child.wait()
+                code, why = None, f"timed out after {args.timeout:.0f} s"
+        done = read_json(out)[1] if os.path.exists(out) else []
+        if code != 0 and why is None:
+            with open(log) as f:
+                tail = [line.strip() for line in f if line.strip()][-1:] or [""]
+            why = f"process exited with {code}: {tail[0][:200]}"
+        yield from done
+        yield from rows_not_run(spec, args, "fail: crash", why or "no result", done)
 
 
 def child_argv(argv: list[str]) -> list[str]:
@@ -162,11 +175,12 @@ def main(argv: list[str]) -> int:
     for spec in todo:
         if args.isolate:
             progress(spec.name)
-            results += run_isolated(spec, args, argv)
-        else:
-            results += run_in_process(spec, args, progress)
-        if args.json:  # written as it goes: a run cut short keeps what it measured
-            write(args.json, results, header(args))
+        rows = run_isolated(spec, args, argv) if args.isolate else \
+            run_in_process(spec, args, progress)
+        for row in rows:
+            results.append(row)
+            if args.json:  # written as it goes: a run cut short keeps what it measured
+                write(args.json, results, header(args))
     progress.close()
     for path in filter(None, (args.json, args.markdown)):
         write(path, results, header(args))
