@@ -165,3 +165,25 @@ def test_report_merges_runs(tmp_path):
     text = out.read_text()
     assert "### hf, inference, float32" in text and "### timm, inference, float32" in text
     assert "2 runs: 2 pass" in text
+
+
+def test_cli_resume_runs_only_what_is_missing(monkeypatch, tmp_path):
+    """--resume keeps the rows of --json and runs a model again only for missing runs."""
+    from minicompile.bench.models import cli
+    from minicompile.bench.models.report import write
+    spec = tiny_spec()
+    monkeypatch.setitem(cli.SUITES, "timm", lambda: [spec])
+    monkeypatch.setattr(cli, "warm_up", lambda device: None)
+    ran = []
+    monkeypatch.setattr(cli, "run_model", lambda spec, mode, dtype, *rest: ran.append(mode) or
+                        ModelResult(spec.name, "timm", "f", mode, dtype, "cpu", status="pass"))
+    out = tmp_path / "models.json"
+    header = {"device": "cpu", "device_name": "x", "torch": "t", "python": "p", "argv": "a"}
+    write(str(out), [ModelResult("tiny_net", "timm", "f", "inference", "float32", "cpu",
+                                 status="fail: crash", reason="timed out")], header)
+    argv = ["--suite", "timm", "--device", "cpu", "--json", str(out), "--resume"]
+    assert main(argv + ["--modes", "inference"]) == 0 and ran == []  # done (a crash is a result)
+    assert main(argv) == 0 and ran == ["inference", "training"]      # training was missing
+    rows = json.loads(out.read_text())["results"]
+    assert [(r["mode"], r["status"]) for r in rows] == [("inference", "pass"),
+                                                        ("training", "pass")]

@@ -73,8 +73,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="each model in a child process (default: on CUDA)")
     p.add_argument("--timeout", type=float, default=1800, help="seconds per isolated model")
     p.add_argument("--resume", action="store_true",
-                   help="keep the rows already in --json and run only the models missing there "
-                        "(a long suite in several shorter commands)")
+                   help="keep the rows already in --json and run only the models whose "
+                        "modes and dtypes are missing there (a long suite in several commands)")
     args = p.parse_args(argv)
     args.dtypes = args.dtypes or (["float32", "bfloat16"] if args.device == "cuda" else ["float32"])
     args.size = args.size or args.device
@@ -163,8 +163,14 @@ def main(argv: list[str]) -> int:
     results: list[ModelResult] = []
     if args.resume and os.path.exists(args.json):
         results = read_json(args.json)[1]
-    done = {r.model for r in results}
+    wanted = {(mode, dtype) for mode in args.modes for dtype in args.dtypes}
+    have: dict[str, set] = {}
+    for r in results:
+        have.setdefault(r.model, set()).add((r.mode, r.dtype))
+    done = {model for model, runs in have.items() if wanted <= runs}
     todo = [s for s in args.specs if s.name not in done]
+    redo = {s.name for s in todo}  # a model cut short runs again: its old rows go
+    results = [r for r in results if r.model not in redo or (r.mode, r.dtype) not in wanted]
     runs = len(args.modes) * len(args.dtypes)
     print(f"minicompile.bench: {len(todo)} model(s) x {runs} run(s) on {args.device}, "
           f"{args.size} sizes" + (f" ({len(done)} done before)" if done else ""), file=sys.stderr)
