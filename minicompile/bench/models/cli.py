@@ -14,6 +14,7 @@ a model that hangs is stopped after ``--timeout`` seconds.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
 import platform
 import signal
@@ -125,7 +126,7 @@ def run_isolated(spec: ModelSpec, args: argparse.Namespace,
                "--models", spec.name, "--no-isolate", "--json", out]
         with open(log, "w") as f:  # its own session: a timeout stops its workers too
             child = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+                                     start_new_session=True, preexec_fn=die_with_parent)
             try:
                 code = child.wait(timeout=args.timeout)
                 why = None
@@ -140,6 +141,18 @@ def run_isolated(spec: ModelSpec, args: argparse.Namespace,
             why = f"process exited with {code}: {tail[0][:200]}"
         yield from done
         yield from rows_not_run(spec, args, "fail: crash", why or "no result", done)
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def die_with_parent() -> None:
+    """In the child, before it starts: be killed when the benchmark's process ends (a command
+    stopped from outside must not leave a model running on the GPU). Linux only."""
+    try:
+        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
 
 
 def child_argv(argv: list[str]) -> list[str]:
