@@ -171,6 +171,14 @@ def explain_counts(explain: Callable, runner: Runner) -> Any:
         return explain(other.fn)(*other.args())
 
 
+def break_text(b: Any) -> str:
+    """One line for a break of mc.explain: its reason, and where in the user's code (the path
+    from the package folder on: ``transformers/utils/output_capturing.py:50 in get: ...``)."""
+    where = b.user_line or ""
+    where = where.split("site-packages/")[-1]
+    return f"{b.reason.splitlines()[0][:200]}" + (f" at {where[:160]}" if where else "")
+
+
 def first_line(e: BaseException) -> str:
     lines = [line.strip() for line in str(e).splitlines() if line.strip()]
     return f"{type(e).__name__}: {'; '.join(lines[:2])}"[:240]
@@ -223,7 +231,7 @@ def run_checked(r: ModelResult, spec: ModelSpec, size: Size, budget: str, label:
     try:
         ex = explain_counts(mc.explain, base)
         r.mc_graphs, r.mc_breaks = ex.graph_count, ex.graph_break_count
-        r.break_reasons = [str(b).splitlines()[0][:200] for b in ex.break_reasons]
+        r.break_reasons = [break_text(b) for b in ex.break_reasons]
     except Exception as e:  # noqa: BLE001
         r.break_reasons = [f"mc.explain raised {first_line(e)}"]
     mc.reset()
