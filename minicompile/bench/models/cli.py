@@ -35,6 +35,8 @@ from .runner import STEPS_PER_RUN, ModelResult, run_model
 from .zoo import SIZES, ModelSpec
 
 SUITES = {"huggingface": huggingface.specs, "timm": timm_models.specs}
+MODES = ("inference", "training")
+DTYPES = ("float32", "bfloat16")
 
 
 def wanted(argv: list[str]) -> bool:
@@ -61,7 +63,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--suite", choices=[*SUITES, "all"], required=True)
     p.add_argument("--device", choices=["cpu", "cuda"], default="cuda" if cuda else "cpu")
     p.add_argument("--models", type=_list, default=[], help="comma-separated names (default: all)")
-    p.add_argument("--modes", type=_list, default=["inference", "training"])
+    p.add_argument("--modes", type=_list, default=list(MODES))
     p.add_argument("--dtypes", type=_list, default=None,
                    help="float32,bfloat16 (bfloat16: autocast, CUDA only; default: float32 on "
                         "the CPU, both on CUDA)")
@@ -82,6 +84,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     args.isolate = args.device == "cuda" if args.isolate is None else args.isolate
     if args.device == "cuda" and not cuda:
         p.error("--device cuda but torch.cuda.is_available() is False")
+    for given, known in ((args.modes, MODES), (args.dtypes, DTYPES)):
+        if not set(given) <= set(known):
+            p.error(f"unknown {', '.join(sorted(set(given) - set(known)))}; known: "
+                    f"{', '.join(known)}")
     if args.resume and not args.json:
         p.error("--resume reads and extends the file of --json")
     if "bfloat16" in args.dtypes and args.device != "cuda":
