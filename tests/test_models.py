@@ -129,11 +129,14 @@ def test_report_counts_and_table():
     assert "b inference float32: fallback: graph break inside a try block" in md
 
 
-def test_cli_routes_suites_and_rejects_unknown_models(capsys):
+@pytest.mark.parametrize("argv,message", [(["--models", "no_such_model"], "unknown model"),
+                                          (["--modes", "train"], "unknown train"),
+                                          (["--resume"], "--resume reads and extends")])
+def test_cli_usage_errors(capsys, argv, message):
+    """``--suite`` routes to the model suites' own options, which refuse what they don't know."""
     with pytest.raises(SystemExit) as exit_info:
-        main(["--suite", "huggingface", "--models", "no_such_model"])
-    assert exit_info.value.code == 2
-    assert "unknown model" in capsys.readouterr().err
+        main(["--suite", "huggingface", *argv])
+    assert (exit_info.value.code, message in capsys.readouterr().err) == (2, True)
 
 
 def test_cli_writes_skipped_rows_when_a_library_is_missing(monkeypatch, tmp_path):
