@@ -30,7 +30,8 @@ def _pair(a: int | None, b: int | None) -> str:
 def row(r: ModelResult) -> list[str]:
     peak = "/".join(_num(r.peak_mb.get(k), ".0f") for k in ("eager", "tc", "mc"))
     status = r.status if r.tc_status in ("pass", "not run") else f"{r.status} (tc: {r.tc_status})"
-    return [r.model, status, _pair(r.mc_graphs, r.mc_breaks),
+    listed = f" ({len(r.break_reasons)} listed)" if r.break_reasons else ""
+    return [r.model, status, _pair(r.mc_graphs, r.mc_breaks) + listed,
             _pair(r.dynamo_graphs, r.dynamo_breaks),
             *(_num(r.ms.get(k)) for k in ("eager", "tc", "mc")),
             _num(r.speedup("eager"), ".2f"), _num(r.speedup("tc"), ".2f"),
@@ -82,7 +83,8 @@ def markdown(results: list[ModelResult], header: dict) -> str:
                 *reasons]
     legend = ("ms: median time of one step; eager/mc, tc/mc: speed-ups of minicompile (above 1: "
               "faster); graphs/breaks: explain()'s counts (breaks = graphs - 1, a frame left to "
-              "eager adds none); cold: first call after a reset with caches off (training: "
+              "eager adds none), and how many break reasons mc.explain listed (code run natively "
+              "between graphs, or inside a frame left to eager); cold: first call after a reset with caches off (training: "
               "backward and optimizer step included); peak MB: one steady step, "
               + ("CUDA max_memory_allocated" if header["device"] == "cuda" else
                  "rise of the process's peak resident set (VmHWM), ~0 where freed heap is reused")
