@@ -4,6 +4,7 @@
     python -m minicompile.bench --device cpu --quick     # small sizes, fewer repetitions
     python -m minicompile.bench --cases softmax,layernorm --json out.json --plot out.png
     python -m minicompile.bench --suite scaling --max-size 64   # compile time against size
+    python -m minicompile.bench --suite huggingface|timm|all   # real models: see models/cli.py
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import asdict
 import torch
 
 from .cases import CASES
+from .models import cli as models_cli
 from .progress import Progress
 from .report import format_table, header, plot, write_json
 from . import scaling
@@ -41,10 +43,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--cases", default=None,
                    help="comma-separated case names (default: all; scaling: "
                         f"{', '.join(scaling.SIZES)})")
-    p.add_argument("--suite", choices=["kernels", "scaling"], default="kernels",
+    p.add_argument("--suite", choices=["kernels", "scaling", "huggingface", "timm", "all"],
+                   default="kernels",
                    help="kernels: the cases' run times (default); scaling: compile seconds and "
                         "peak memory of a training step against its size (N-layer MLP, LSTM "
-                        "unrolled T steps; CPU)")
+                        "unrolled T steps; CPU); huggingface, timm, all: real models, with "
+                        "options of their own (docs/models.md)")
     p.add_argument("--max-size", type=int, metavar="N",
                    help="scaling: skip sizes (layers, steps) above N")
     p.add_argument("--compilers", default=",".join(COMPILERS),
@@ -76,6 +80,9 @@ def main_scaling(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if models_cli.wanted(argv):  # the model suites have their own options
+        return models_cli.main(argv)
     args = parse_args(argv)
     if args.suite == "scaling":
         return main_scaling(args)

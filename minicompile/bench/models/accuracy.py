@@ -1,0 +1,66 @@
+"""Is a compiled model's result right? (the role of ``same()`` in torch/_dynamo/utils.py, which
+PyTorch's benchmark harness, benchmarks/dynamo/common.py, uses for every model).
+
+float32 reorders sums when kernels fuse, so a compiled result may differ from eager's by more
+than a fixed tolerance and still be as right. The judge is then a third run in float64: the
+compiled result passes when its error against float64 is at most ``MULTIPLIER`` times eager's own
+float32 error (plus a little). bfloat16 keeps 8 bits of mantissa, so there the test is the
+cosine similarity of the flattened results.
+
+    ok, why = same(expected, actual, fp64=reference, tol=1e-3)
+"""
+
+from __future__ import annotations
+
+import torch
+
+MULTIPLIER = 2.0        # compiled float32 may be this many times less accurate than eager float32
+COSINE_MIN = 0.99       # bfloat16: cosine similarity of the flattened results
+
+
+def rmse(ref: torch.Tensor, res: torch.Tensor) -> float:
+    return (ref.double() - res.double()).pow(2).mean().sqrt().item()
+
+
+def cosine(ref: torch.Tensor, res: torch.Tensor) -> float:
+    a, b = ref.double().flatten(), res.double().flatten()
+    if a.norm() == 0 and b.norm() == 0:
+        return 1.0
+    return torch.nn.functional.cosine_similarity(a, b, dim=0, eps=1e-12).item()
+
+
+def same_tensor(ref: torch.Tensor, res: torch.Tensor, fp64: torch.Tensor | None, tol: float,
+                use_cosine: bool) -> str | None:
+    """None when ``res`` matches ``ref``; else why not."""
+    if ref.shape != res.shape:
+        return f"shape {tuple(res.shape)}, expected {tuple(ref.shape)}"
+    if not ref.is_floating_point():
+        return None if torch.equal(ref, res.to(ref.dtype)) else "integer values differ"
+    ref, res = ref.detach().cpu(), res.detach().cpu()
+    if use_cosine:
+        sim = cosine(ref, res)
+        return None if sim >= COSINE_MIN else f"cosine similarity {sim:.4f} < {COSINE_MIN}"
+    if torch.allclose(ref.double(), res.double(), rtol=tol, atol=tol, equal_nan=True):
+        return None
+    diff = (ref.double() - res.double()).abs().nan_to_num(float("inf")).max().item()
+    if fp64 is None:
+        return f"max abs difference {diff:.3g} > tol {tol:g}"
+    fp64 = fp64.detach().cpu()
+    res_error, ref_error = rmse(fp64, res), rmse(fp64, ref)
+    if res_error <= MULTIPLIER * ref_error + tol / 10:  # as wrong as eager float32, not more
+        return None
+    return (f"max abs difference {diff:.3g}; rmse against float64 {res_error:.3g}, eager's "
+            f"{ref_error:.3g}")
+
+
+def same(expected: list[torch.Tensor], actual: list[torch.Tensor],
+         fp64: list[torch.Tensor] | None = None, tol: float = 1e-3,
+         use_cosine: bool = False, names: list[str] | None = None) -> tuple[bool, str]:
+    """Compare two lists of results (outputs; or loss and gradients), tensor by tensor."""
+    if len(expected) != len(actual):
+        return False, f"{len(actual)} results, expected {len(expected)}"
+    for i, (ref, res) in enumerate(zip(expected, actual)):
+        why = same_tensor(ref, res, None if fp64 is None else fp64[i], tol, use_cosine)
+        if why is not None:
+            return False, f"{names[i] if names else f'result {i}'}: {why}"
+    return True, ""

@@ -1,0 +1,192 @@
+"""The model suites on CPU: a handful of real models (tiny configs, random weights) compiled with
+minicompile's inductor (C++ kernels), inference and a training step, against eager.
+
+A wrong result or a crash fails; a frame left to eager passes only with its reason (real models
+are what dynamo/ is measured on: the table in docs/models.md has the rest). Skipped with the
+reason when transformers or timm cannot be imported (the ``models`` extra, docs/models.md).
+The harness itself (a crash is a row, a wrong result is caught, the report) is checked on a
+small module that needs neither.
+"""
+
+import json
+
+import pytest
+import torch
+from torch import nn
+
+import minicompile.config as config
+from minicompile.bench.cli import main
+from minicompile.bench.models import huggingface, timm_models
+from minicompile.bench.models import runner as runner_module
+from minicompile.bench.models.report import markdown, summary
+from minicompile.bench.models.runner import ModelResult, run_model
+from minicompile.bench.models.zoo import SIZES, ModelSpec
+
+HF = {s.name: s for s in huggingface.specs()}
+TIMM = {s.name: s for s in timm_models.specs()}
+CASES = [(HF, name) for name in ("gpt2", "llama", "bert", "t5", "vit")] + \
+        [(TIMM, name) for name in ("resnet18", "mobilenetv3_small_100")]
+
+
+def run_minicompile(spec: ModelSpec, mode: str) -> ModelResult:
+    return run_model(spec, mode, "float32", "cpu", SIZES["tiny"], "tiny", lambda what: None,
+                     compilers=("mc",), timed=False)
+
+
+@pytest.mark.slow
+@pytest.mark.cpu_only
+@pytest.mark.parametrize("mode", ["inference", "training"])
+@pytest.mark.parametrize("suite,name", CASES, ids=[name for _, name in CASES])
+def test_model_matches_eager(suite, name, mode):
+    spec = suite[name]
+    if spec.unavailable:
+        pytest.skip(spec.unavailable)
+    if config.inductor.cpu_backend != "cpp":  # course.sh's second pass (Triton's interpreter)
+        pytest.skip("real models run with the C++ kernels; interpreted Triton kernels would take "
+                    "minutes per model")
+    r = run_minicompile(spec, mode)
+    assert r.status in ("pass", "fallback"), f"{r.status}: {r.reason}"
+    if r.status == "fallback":
+        assert isinstance(r.reason, str) and r.reason.strip(), "a fallback must say why"
+    assert r.mc_graphs is not None, r.break_reasons  # mc.explain ran
+
+
+# ---- the harness, on a small module (no transformers or timm needed) ------------------------
+
+class TinyNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(12, 20), nn.Linear(20, 5)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+def tiny_train_step(model, optimizer, inputs):
+    loss = nn.functional.cross_entropy(model(inputs["x"]), inputs["target"])
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return loss
+
+
+def tiny_spec(build=None) -> ModelSpec:
+    def default_build(size):
+        torch.manual_seed(0)
+        return TinyNet(), {"x": torch.randn(7, 12), "target": torch.randint(0, 5, (7,))}
+    return ModelSpec("tiny_net", "test", "two linear layers", build or default_build,
+                     lambda model, inputs: model(inputs["x"]), tiny_train_step)
+
+
+@pytest.mark.parametrize("mode", ["inference", "training"])
+def test_harness_passes_a_right_model(mode):
+    r = run_minicompile(tiny_spec(), mode)
+    assert (r.status, r.reason) == ("pass", "")
+    assert (r.mc_graphs, r.mc_breaks) == (1, 0)
+
+
+@pytest.mark.parametrize("mode", ["inference", "training"])
+def test_harness_catches_a_wrong_result(monkeypatch, mode):
+    """A compiler whose step is a little off (a wrong output, a wrong gradient) is a failure."""
+    compiler = runner_module.COMPILERS["mc"]
+
+    def off_by_a_little(fn):
+        def wrong(model, *rest):
+            with torch.no_grad():
+                model.fc2.bias.add_(1e-2)  # the output and, through the update, the gradient
+            out = fn(model, *rest)
+            with torch.no_grad():
+                model.fc2.bias.sub_(2e-2)  # training: a bias update no gradient explains
+            return out
+        return wrong
+
+    monkeypatch.setattr(compiler, "compile", off_by_a_little)
+    r = run_minicompile(tiny_spec(), mode)
+    assert r.status == "fail: wrong result", r
+    assert ("output 0" if mode == "inference" else "fc2.bias") in r.reason
+
+
+def test_harness_records_a_crash_and_goes_on():
+    def broken(size):
+        raise RuntimeError("no such layer")
+    r = run_minicompile(tiny_spec(broken), "inference")
+    assert r.status == "fail: crash" and "no such layer" in r.reason
+
+
+def test_report_counts_and_table():
+    rows = [ModelResult("a", "test", "f", "inference", "float32", "cpu", status="pass",
+                        mc_graphs=1, mc_breaks=0, dynamo_graphs=2, dynamo_breaks=1,
+                        tc_status="pass", ms={"eager": 4.0, "tc": 2.0, "mc": 1.0}),
+            ModelResult("b", "test", "f", "inference", "float32", "cpu", status="fallback",
+                        reason="graph break inside a try block", mc_graphs=0, mc_breaks=-1,
+                        dynamo_graphs=1, dynamo_breaks=0)]
+    text = summary(rows)
+    assert "2 runs: 1 pass, 1 fallback" in text and "0 fail" in text
+    assert "0 equal, 1 fewer, 0 more" in text and "eager/mc 4.00, tc/mc 2.00" in text
+    md = markdown(rows, {"device": "cpu", "device_name": "x", "torch": "t", "python": "p",
+                         "argv": "cmd"})
+    assert "| a | pass | 1/0 | 2/1 | 4 | 2 | 1 | 4.00 | 2.00 |" in md
+    assert "b inference float32: fallback: graph break inside a try block" in md
+
+
+@pytest.mark.parametrize("argv,message", [(["--models", "no_such_model"], "unknown model"),
+                                          (["--modes", "train"], "unknown train"),
+                                          (["--resume"], "--resume reads and extends")])
+def test_cli_usage_errors(capsys, argv, message):
+    """``--suite`` routes to the model suites' own options, which refuse what they don't know."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--suite", "huggingface", *argv])
+    assert (exit_info.value.code, message in capsys.readouterr().err) == (2, True)
+
+
+def test_cli_writes_skipped_rows_when_a_library_is_missing(monkeypatch, tmp_path):
+    """Without the optional extra the suite still runs: every row says why it was skipped."""
+    from minicompile.bench.models import cli
+    spec = tiny_spec()
+    missing = ModelSpec(spec.name, "timm", spec.family, spec.build, spec.forward,
+                        spec.train_step, unavailable="timm is not importable (test)")
+    monkeypatch.setitem(cli.SUITES, "timm", lambda: [missing])
+    monkeypatch.setattr(cli, "warm_up", lambda device: None)
+    out = tmp_path / "models.json"
+    assert main(["--suite", "timm", "--device", "cpu", "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["results"]
+    assert [(r["mode"], r["status"]) for r in rows] == [("inference", "skipped"),
+                                                        ("training", "skipped")]
+    assert rows[0]["reason"] == "timm is not importable (test)"
+
+
+def test_report_merges_runs(tmp_path):
+    """Suites run as separate commands (or venvs) make one markdown report."""
+    from minicompile.bench.models.report import main as report_main, write
+    header = {"device": "cpu", "device_name": "x", "torch": "2.13", "python": "3.11", "argv": "a"}
+    for name in ("hf", "timm"):
+        write(str(tmp_path / f"{name}.json"),
+              [ModelResult(name, name, "f", "inference", "float32", "cpu", status="pass")], header)
+    out = tmp_path / "all.md"
+    assert report_main([str(tmp_path / "hf.json"), str(tmp_path / "timm.json"),
+                        "--markdown", str(out)]) == 0
+    text = out.read_text()
+    assert "### hf, inference, float32" in text and "### timm, inference, float32" in text
+    assert "2 runs: 2 pass" in text
+
+
+def test_cli_resume_runs_only_what_is_missing(monkeypatch, tmp_path):
+    """--resume keeps the rows of --json and runs a model again only for missing runs."""
+    from minicompile.bench.models import cli
+    from minicompile.bench.models.report import write
+    spec = tiny_spec()
+    monkeypatch.setitem(cli.SUITES, "timm", lambda: [spec])
+    monkeypatch.setattr(cli, "warm_up", lambda device: None)
+    ran = []
+    monkeypatch.setattr(cli, "run_model", lambda spec, mode, dtype, *rest: ran.append(mode) or
+                        ModelResult(spec.name, "timm", "f", mode, dtype, "cpu", status="pass"))
+    out = tmp_path / "models.json"
+    header = {"device": "cpu", "device_name": "x", "torch": "t", "python": "p", "argv": "a"}
+    write(str(out), [ModelResult("tiny_net", "timm", "f", "inference", "float32", "cpu",
+                                 status="fail: crash", reason="timed out")], header)
+    argv = ["--suite", "timm", "--device", "cpu", "--json", str(out), "--resume"]
+    assert main(argv + ["--modes", "inference"]) == 0 and ran == []  # done (a crash is a result)
+    assert main(argv) == 0 and ran == ["inference", "training"]      # training was missing
+    rows = json.loads(out.read_text())["results"]
+    assert [(r["mode"], r["status"]) for r in rows] == [("inference", "pass"),
+                                                        ("training", "pass")]
