@@ -48,6 +48,11 @@ class inductor:
     # round every float16/bfloat16 pointwise result to its dtype inside fused kernels, as eager
     # does between ops (torch's default is False: fewer casts, values closer to float64). On
     # here: a recomputed value must equal the stored one (amax's backward compares them)
+    # Triton on a GPU: device asserts on indirect indices and integer divisors (Triton's debug
+    # mode; MINICOMPILE_TRITON_ASSERTS=1). Off, a lane's loads and stores are still masked to its
+    # tensor, so an out-of-range index reads nothing outside it. Under the interpreter the checks
+    # always run, and raise eager's error.
+    triton_device_asserts = os.environ.get("MINICOMPILE_TRITON_ASSERTS", "0") == "1"
     emulate_precision_casts = True
 
 

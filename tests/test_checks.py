@@ -26,7 +26,7 @@ from minicompile.inductor.codegen import cpp_build
 pytestmark = pytest.mark.cpu_only
 needs_cxx = pytest.mark.skipif(shutil.which(cpp_build.CXX) is None, reason="no C++ compiler")
 
-W = torch.randn(5, 3)
+W = torch.randn(5, 3, device="cpu")  # (made at import: CPU under MINICOMPILE_TEST_DEVICE too)
 
 # name -> a function of an int64 index tensor of 2 elements that indexes with it
 INDEXING = {
@@ -142,7 +142,7 @@ import torch, torch.nn.functional as F
 import minicompile as mc
 from minicompile import config
 config.inductor.cpu_backend = sys.argv[1]
-W = torch.randn(5, 3)
+W = torch.randn(5, 3, device="cpu")
 def embedding(i): return F.embedding(i, W) * 2
 def getitem(i): return W[i] + 1
 def floordiv(i): return (i + 1) // (i - 7)
@@ -231,10 +231,10 @@ print("out of range: no error", flush=True)
 
 @pytest.mark.gpu
 def test_out_of_range_index_on_the_gpu_is_a_device_assert():
-    """A Triton kernel with a checked index is compiled with its device asserts (Triton's debug
-    flag): an in-range call gives eager's result, an out-of-range one fails as eager's CUDA
+    """With MINICOMPILE_TRITON_ASSERTS=1, a Triton kernel with a checked index is compiled with
+    its device asserts (Triton's debug flag): an in-range call gives eager's result, an out-of-range one fails as eager's CUDA
     kernels do, with a device-side assert (which ends the process's CUDA context: a subprocess)."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), MINICOMPILE_TRITON_ASSERTS="1")
     env.pop("TRITON_INTERPRET", None)
     result = subprocess.run([sys.executable, "-c", GPU_PROBE], capture_output=True, text=True,
                             env=env, timeout=600)
@@ -248,6 +248,7 @@ def test_launcher_compiles_checked_kernels_with_device_asserts(monkeypatch):
     from minicompile.inductor.codegen.wrapper import WrapperCodeGen
     from minicompile.inductor.runtime.triton_heuristics import CHECKED_OPTIONS, COMPILE_OPTIONS
 
+    monkeypatch.setattr(mc.config.inductor, "triton_device_asserts", True)
     seen = []
     define = WrapperCodeGen.define_kernel
     monkeypatch.setattr(WrapperCodeGen, "define_kernel",

@@ -9,11 +9,12 @@ import torch
 
 import minicompile as mc
 
-LIN = torch.nn.Linear(8, 8)
+LIN = torch.nn.Linear(8, 8)  # on the test device (MINICOMPILE_TEST_DEVICE)
+DEVICE = LIN.weight.device.type
 
 
 def region(x):
-    with torch.autocast("cpu", dtype=torch.bfloat16):
+    with torch.autocast(DEVICE, dtype=torch.bfloat16):
         y = LIN(x)  # bfloat16 under autocast
         z = y.relu() @ y.t()
     return z.float().sum(), y, z
@@ -28,7 +29,7 @@ def test_autocast_region_matches_eager(backend):
         torch.testing.assert_close(g, e, rtol=2e-2, atol=2e-2)
     grad, = torch.autograd.grad(got[0], x)
     torch.testing.assert_close(grad, torch.autograd.grad(expected[0], x)[0], rtol=2e-2, atol=2e-2)
-    assert not torch.is_autocast_enabled("cpu")  # the region was left
+    assert not torch.is_autocast_enabled(DEVICE)  # the region was left
 
 
 def test_autocast_region_is_one_graph_with_enter_and_exit_nodes():
@@ -40,7 +41,7 @@ def test_autocast_region_is_one_graph_with_enter_and_exit_nodes():
 
 def test_graph_break_inside_autocast_resumes_inside_it():
     def f(x):
-        with torch.autocast("cpu", dtype=torch.bfloat16):
+        with torch.autocast(DEVICE, dtype=torch.bfloat16):
             y = LIN(x)
             print("a break")  # noqa: T201  (a graph break inside the region)
             z = LIN(y.float())
@@ -55,7 +56,7 @@ def test_graph_break_inside_autocast_resumes_inside_it():
 
 def test_disabled_autocast_changes_nothing():
     def f(x):
-        with torch.autocast("cpu", enabled=False):
+        with torch.autocast(DEVICE, enabled=False):
             return LIN(x)
 
     x = torch.randn(2, 8)

@@ -21,11 +21,13 @@ which Inductor switches to by size; this kernel writer does not.
 
 from __future__ import annotations
 
+import os
 from typing import Any, Callable
 
 import sympy
 import torch
 
+from ... import config
 from ..checks import DIVISION, DIVISIONS, Check, site_of
 from ..ir import MemoryDep
 from ..kernel_group import RINDEX, XINDEX, KernelGroup, KernelMember
@@ -277,17 +279,26 @@ class TritonKernel(TritonReductions):
             self.body.writeline(f"{name} = {value}")
         ok = f"{name}_in_bounds"
         self.body.writeline(f"{ok} = (0 <= {name}) & ({name} < {texpr(size)})")
-        self.body.writeline(f"triton_helpers.check_index({value}, {ok}, "
-                            f"{self.mask(self.level == 'element')}, {texpr(size)}, "
-                            f"{site_of(self.checks, check)})  # eager: {check.kind} raises outside")
+        if checks_emitted():
+            self.body.writeline(f"triton_helpers.check_index({value}, {ok}, "
+                                f"{self.mask(self.level == 'element')}, {texpr(size)}, "
+                                f"{site_of(self.checks, check)})  # eager: {check.kind} raises outside")
         symbol = sympy.Symbol(name, integer=True)
         self.in_bounds[symbol] = ok
         return symbol
 
+def checks_emitted() -> bool:
+    """Index and divisor checks in the kernel: always under Triton's interpreter (they raise
+    eager's error); on a GPU only as device asserts, with ``triton_device_asserts``."""
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0") \
+        or config.inductor.triton_device_asserts
+
+
 def _make_op(name: str) -> Callable:
     def op(self: TritonKernel, *args: str) -> str:
         dtype = result_dtype(name, [self.dtype(a) for a in args])
-        if name in DIVISIONS and not dtype.is_floating_point and args[1] not in self.nonzero:
+        if name in DIVISIONS and not dtype.is_floating_point and args[1] not in self.nonzero \
+                and checks_emitted():
             # eager: ZeroDivisionError
             self.body.writeline(f"triton_helpers.check_divisor({args[1]}, "
                                 f"{self.mask(self.level == 'element')}, {site_of(self.checks, DIVISION)})")
