@@ -6,6 +6,7 @@ compiles with ``backend="inductor"``)."""
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 import minicompile as mc
 from minicompile import config
@@ -238,3 +239,20 @@ def test_kernels_generated_counts_every_backends_kernels(backend, monkeypatch):
     graphs = mc.metrics.graphs_compiled
     assert graphs == 1 and mc.metrics.kernels_generated >= 2  # a reduction, then its consumer
     mc.reset()
+
+
+@pytest.mark.parametrize("backend", ["reference", "cpp", "triton"])
+def test_int_tensor_padded_with_a_float_value_indexes_a_gather(backend, monkeypatch):
+    """transformers' causal-LM loss pads its int64 labels with ``value=-100`` (a float scalar to
+    ATen) and gathers the log-probabilities at them: the pad value must stay an int (a float
+    literal made the index float: a Triton compile error on every decoder model's loss)."""
+    if backend == "triton" and "triton" not in BACKENDS:
+        pytest.skip("no Triton")
+    monkeypatch.setattr(config.inductor, "cpu_backend", backend)
+
+    def loss(logits, labels):
+        shifted = F.pad(labels, (0, 1), value=-100)[..., 1:].reshape(-1)
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), shifted, ignore_index=-100)
+
+    logits, labels = torch.randn(2, 16, 300), torch.randint(0, 300, (2, 16))
+    torch.testing.assert_close(mc.compile(loss)(logits, labels), loss(logits, labels))

@@ -59,6 +59,11 @@ def triton_constant(value, dtype: torch.dtype | None = None) -> str:
     ``tl.where(mask, b, 0)``) makes the result an int32, and ``~`` of an int32 1 is -2: true."""
     if isinstance(value, bool) or dtype == torch.bool:
         return repr(bool(value))
+    if isinstance(value, float) and dtype is not None and not dtype.is_floating_point \
+            and not dtype.is_complex and value == value and abs(value) != float("inf"):
+        # an int tensor's value (F.pad(labels, value=-100) passes -100.0): an int literal, or
+        # the float would turn the tensor float (an index of float type is no index)
+        return repr(int(value))
     if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
         return f'float("{value}")'
     return repr(value)
