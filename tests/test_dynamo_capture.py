@@ -815,3 +815,22 @@ def test_contextmanager_cleanup_runs_at_exit_not_at_entry():
     x, log, ref = torch.randn(2), [], []
     assert_same(mc.compile(f, backend="eager")(x, log), f(x, ref))
     assert log == ref == ["enter", "body", "exit"]
+
+
+class _Once:
+    @functools.lru_cache(None)
+    def count(self, text):  # an lru_cache'd method, as transformers' logger.warning_once
+        return len(text)
+
+
+_ONCE = _Once()
+
+
+def test_lru_cached_method_is_traced_through():
+    def f(x):
+        return x + _ONCE.count("abc")
+
+    x = torch.zeros(2)
+    assert_same(mc.compile(f, backend="eager")(x), f(x))
+    explained = mc.explain(f)(x)
+    assert explained.graph_count == 1 and explained.graph_break_count == 0

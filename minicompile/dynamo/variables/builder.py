@@ -142,7 +142,13 @@ class VariableBuilder:
                                 else None).wrap(value.__self__, guard)
         if value.__name__ in getattr(owner, "METHODS", ()):  # a tracker with its own methods
             return owner.var_getattr(self.tx, value.__name__)  # (a no_grad object's clone)
-        return UserMethodVariable(value.__func__, owner)
+        func = value.__func__
+        if isinstance(func, functools._lru_cache_wrapper) and isinstance(
+                getattr(func, "__wrapped__", None), types.FunctionType):
+            func = func.__wrapped__  # an lru_cache'd method: traced through, as wrap_lru_cache
+        if not isinstance(func, types.FunctionType):
+            unimplemented(f"calling {value.__qualname__}, a {type(func).__name__} bound as a method")
+        return UserMethodVariable(func, owner)
 
     def wrap_partial(self, value: functools.partial, guard: bool) -> VariableTracker:
         """Its func, args and keywords are wrapped (and guarded) like any other input."""
