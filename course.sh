@@ -91,7 +91,8 @@ install_model_suites() {
   # The torch already installed is pinned: a torchvision made for another torch must not swap it.
   local py="$1" extra=hf torch_now
   "$py" -c "import sys, torch; sys.exit(0 if torch.version.cuda else 1)" && extra=models
-  torch_now="$("$py" -c 'import torch; print(torch.__version__)')"
+  # (the public version: 2.15.0 for 2.15.0+cu132, which is what the registry lists)
+  torch_now="$("$py" -c 'import torch; print(torch.__version__.split("+")[0])')"
   say "installing the model suites' packages (.[$extra]) beside torch $torch_now"
   "$py" -m pip install -q -e ".[$extra]" "torch==$torch_now"
 }
