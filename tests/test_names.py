@@ -310,3 +310,26 @@ def test_dict_subclass_keys_with_no_literal(backend):
     for table in (Table({Color.RED: 2.0, Level.LOW: 5.0}), Table({Color.RED: -1.0, Level.LOW: 3.0}),
                   Table({"red": 4.0, 1: 7.0})):
         torch.testing.assert_close(f(x, table), fn(x, table))
+
+
+def test_dict_subclass_built_while_tracing_with_an_enum_key():
+    """A dict subclass made in the frame and returned is rebuilt by the transformed code: a key
+    with no literal (a str-Enum member) goes through a bound name, not its repr."""
+    import enum
+
+    class Key(str, enum.Enum):
+        A = "a"
+
+    class Box(dict):
+        def __init__(self, x):
+            super().__init__()
+            self[Key.A] = x
+
+    def f(x):
+        return Box(x * 2)
+
+    x = torch.randn(3)
+    assert mc.explain(f)(x).graph_break_count == 0  # built in the graph's frame, then rebuilt
+    got, expected = mc.compile(f, backend="eager")(x), f(x)
+    assert type(got) is Box and list(got) == [Key.A]
+    torch.testing.assert_close(got[Key.A], expected[Key.A])

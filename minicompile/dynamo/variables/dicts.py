@@ -296,6 +296,9 @@ class UserDefinedDictVariable(ConstDictVariable):
         if name == "__setattr__" and self.attrs is not None:  # object.__setattr__
             self.attrs[args[0].as_python_constant()] = args[1]
             return ConstantVariable(None)
+        if name == "__init__" and self.attrs is not None:  # dict.__init__(*a, **k): update
+            super().call_method(tx, "update", args, kwargs)
+            return ConstantVariable(None)
         if name in _DICT_MUTATORS and self.attrs is None:
             unimplemented(f"{name} on a {type(self.value).__name__} from outside the frame "
                           "(replaying it would call the class's own methods)")
@@ -337,8 +340,8 @@ class UserDefinedDictVariable(ConstDictVariable):
         if self.source is not None:
             return self.source.expr()
         cls = codegen.install_global(type(self.value).__name__, type(self.value))
-        items = ", ".join(f"{k!r}: {codegen(v)}" for k, v in self.items.items())
-        attrs = ", ".join(f"{k!r}: {codegen(v)}" for k, v in self.attrs.items())
+        items = ", ".join(f"{codegen.constant(k)}: {codegen(v)}" for k, v in self.items.items())
+        attrs = ", ".join(f"{codegen.constant(k)}: {codegen(v)}" for k, v in self.attrs.items())
         build = codegen.install_global("new_user_dict", new_user_dict)
         return f"{build}({cls}, {{{items}}}, {{{attrs}}})"
 
