@@ -24,6 +24,7 @@ from .decompositions import pre_autograd_decompositions
 from .dynamo.eval_frame import optimize
 from .dynamo.eval_frame import reset as dynamo_reset
 from .dynamo.explain import explain as dynamo_explain
+from .inductor.options import MODE_OPTIONS
 
 # The composition root wires the stages: AOT autograd unrolls RNNs (decompositions/rnn.py) and
 # gives batch norm one form on every device (decompositions/norms.py) before autograd.
@@ -40,24 +41,34 @@ def compile(
     mode: str | None = None,
     fullgraph: bool = False,
     dynamic: bool | None = None,
+    options: dict[str, Any] | None = None,
 ) -> Any:
     """Compile a function or nn.Module (mirrors ``torch.compile``); usable as a decorator.
 
-    backend: "eager", "aot_eager", "inductor", "torch-inductor", or any callable
+    backend: "eager", "aot_eager", "inductor", "cudagraphs", "torch-inductor", or any callable
     ``(gm, example_inputs) -> callable``.
+    ``mode`` ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs") and
+    ``options`` (a dict of inductor knobs, ``minicompile/inductor/options.py``) configure the
+    inductor backend; as ``torch.compile``, give one or the other.
     ``fullgraph=True`` makes a graph break an error. ``dynamic``: None (automatic dynamic: static
     first, symbolic after a size changes), True (symbolic from the start) or False (never).
     """
     if model is None:  # @mc.compile(...) with arguments
-        return lambda m: compile(m, backend=backend, mode=mode, fullgraph=fullgraph, dynamic=dynamic)
-    if mode not in (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"):
-        raise ValueError(f"unknown mode {mode!r}")
-    if mode == "reduce-overhead":
-        raise NotImplementedError("mode='reduce-overhead' needs the CUDA-graphs stage, which is "
-                                  "not part of minicompile yet; use mode=None")
+        return lambda m: compile(m, backend=backend, mode=mode, fullgraph=fullgraph,
+                                 dynamic=dynamic, options=options)
+    if mode not in MODE_OPTIONS:
+        raise ValueError(f"unknown mode {mode!r}; known: {[m for m in MODE_OPTIONS if m]}")
+    if mode not in (None, "default") and options is not None:
+        raise ValueError("give mode= or options=, not both (as torch.compile): a mode is a "
+                         "set of options")
     compiler = lookup_backend(backend)
-    if backend == "inductor" and mode not in (None, "default"):  # the mode reaches inductor
-        compiler = functools.wraps(compiler)(functools.partial(compiler, mode=mode))
+    if mode not in (None, "default") or options is not None:
+        if backend != "inductor":  # a knob that would not be read is an error, never ignored
+            raise ValueError(f"mode= and options= configure the inductor backend; backend="
+                             f"{backend!r} reads neither")
+        # the knobs reach inductor(), which freezes them into this compile's InductorOptions
+        compiler = functools.wraps(compiler)(functools.partial(compiler, mode=mode,
+                                                               options=options))
     return optimize(model, backend=compiler, fullgraph=fullgraph, dynamic=dynamic)
 
 

@@ -21,8 +21,10 @@ debug_dir = os.environ.get("MINICOMPILE_DEBUG_DIR", os.path.join(os.getcwd(), "m
 
 # --- inductor ---------------------------------------------------------------------------------------
 class inductor:
-    """Knobs of the back half (torch/_inductor/config.py). ``mc.compile(mode=...)`` overrides them
-    for one compiled function: ``compile_fx_inner(..., options={"cudagraphs": True})``."""
+    """Knobs of the back half (torch/_inductor/config.py): the defaults of every compile. A
+    compile reads them once, when it starts, into its ``InductorOptions`` (inductor/options.py),
+    with ``mc.compile(mode=..., options={...})`` on top; nothing in the back half reads them
+    after that."""
 
     # which scheduling backend generates kernels for CPU tensors (codegen/__init__.py): "cpp"
     # (C++/OpenMP through the system g++; a graph it cannot build runs on "reference" with a
@@ -55,10 +57,3 @@ class inductor:
     triton_device_asserts = os.environ.get("MINICOMPILE_TRITON_ASSERTS", "0") == "1"
     emulate_precision_casts = True
 
-
-MODE_OPTIONS = {  # mc.compile(mode=...) -> inductor options (torch._inductor.list_mode_options)
-    None: {}, "default": {},
-    "reduce-overhead": {"cudagraphs": True},
-    "max-autotune": {"max_autotune": True, "cudagraphs": True},
-    "max-autotune-no-cudagraphs": {"max_autotune": True},
-}

@@ -105,7 +105,7 @@ def test_output_code_log_prints_the_wrapper(capfd):
 def test_mode_reaches_inductor(compiled_graphs):
     f = mc.compile(lambda x: x * 3, mode="max-autotune-no-cudagraphs")
     f(torch.randn(3))
-    assert compiled_graphs[0].options["max_autotune"] is True
+    assert compiled_graphs[0].options.max_autotune is True
     with pytest.raises(ValueError, match="unknown mode"):
         mc.compile(lambda x: x, mode="fastest")
 

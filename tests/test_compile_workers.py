@@ -151,11 +151,9 @@ def test_jobs_after_the_workers_died_come_back_as_failures():
 def test_workers_start_only_for_several_jobs(monkeypatch):
     """A single job does not start the workers (a thread compiles it), but goes to them once
     they run and are ready; never to another process's pool (a forked child's copy)."""
-    monkeypatch.setattr(config.inductor, "compile_workers", 1)
-    assert compile_workers.workers_for(40) is None  # off
-    monkeypatch.setattr(config.inductor, "compile_workers", 2)
+    assert compile_workers.workers_for(40, workers=1) is None  # off
     monkeypatch.setattr(compile_workers, "_pool", None)
-    assert compile_workers.workers_for(1) is None and compile_workers._pool is None
+    assert compile_workers.workers_for(1, workers=2) is None and compile_workers._pool is None
 
     class ReadyPool:
         pid = os.getpid()
@@ -165,9 +163,9 @@ def test_workers_start_only_for_several_jobs(monkeypatch):
 
     pool = ReadyPool()
     monkeypatch.setattr(compile_workers, "_pool", pool)
-    assert compile_workers.workers_for(1) is pool
+    assert compile_workers.workers_for(1, workers=2) is pool
     pool.pid = os.getpid() + 1
-    assert compile_workers.workers_for(1) is None
+    assert compile_workers.workers_for(1, workers=2) is None
 
 
 @pytest.mark.gpu

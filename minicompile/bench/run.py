@@ -111,8 +111,9 @@ def warm_up(device: str) -> None:
         return (x * 2 + 1).softmax(-1)
 
     if device == "cuda":  # minicompile's Triton compile workers; Inductor starts its pool itself
+        from ..inductor.options import InductorOptions
         from ..inductor.runtime import compile_workers
-        compile_workers.start(wait=True)
+        compile_workers.start(InductorOptions.build().compile_workers, wait=True)
     x = torch.randn(8, 64, device=device)
     for compiler in COMPILERS.values():
         compiler.reset()

@@ -13,20 +13,19 @@ from typing import Callable
 
 import torch
 
-from .. import config
 from ..aot_autograd import aot_module_simplified
 from ..decompositions import decomposition_table
 from .compile_fx import compile_fx_inner
+from .options import InductorOptions
 
 
 def inductor(gm: torch.fx.GraphModule, example_inputs: list, mode: str | None = None,
              options: dict | None = None) -> Callable:
     """``mode`` ("reduce-overhead", "max-autotune", ...) and ``options`` set inductor knobs
-    (``config.inductor``) for this graph only."""
-    if mode not in config.MODE_OPTIONS:
-        raise ValueError(f"unknown mode {mode!r}; known: {[m for m in config.MODE_OPTIONS if m]}")
-    options = {**config.MODE_OPTIONS[mode], **(options or {})}
-    compile_graph = functools.partial(compile_fx_inner, options=options)
+    over ``config.inductor`` for this graph only: read once, here, into the ``InductorOptions``
+    that the forward, backward and inference compiles all read."""
+    opts = InductorOptions.build(mode, options)
+    compile_graph = functools.partial(compile_fx_inner, options=opts)
     # min-cut partitioning, as Inductor does: recompute cheap pointwise ops in the backward
     # instead of saving them, since fusion makes the recomputation almost free
     return aot_module_simplified(

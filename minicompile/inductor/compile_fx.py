@@ -37,13 +37,13 @@ from typing import Any, Callable
 
 import torch
 
-from .. import config
 from .._logging import trace_artifact
 from .codegen import backend_name
 from .codegen.common import CodegenError
 from .codegen.wrapper import WrapperCodeGen, unflatten_outputs
 from .fx_passes import run_graph_passes
 from .graph import GraphLowering
+from .options import InductorOptions
 from .scheduler import Scheduler
 
 log = logging.getLogger(__name__)
@@ -64,7 +64,7 @@ class CompiledFxGraph:
     scheduler: Scheduler
     pass_report: Any
     backends: dict[str, str]  # device type -> the backend that generated its kernels
-    options: dict[str, Any]  # the inductor knobs it was compiled with (config.inductor + mode)
+    options: InductorOptions  # the knobs it was compiled with (config.inductor + mode + options=)
 
     def __call__(self, *args: Any) -> Any:
         if not torch.is_grad_enabled():
@@ -76,19 +76,12 @@ class CompiledFxGraph:
             torch._C._set_grad_enabled(True)
 
 
-def inductor_options(options: dict | None) -> dict:
-    """``config.inductor`` with ``options`` (from ``mc.compile(mode=...)``) on top."""
-    knobs = {k: v for k, v in vars(config.inductor).items() if not k.startswith("_")}
-    unknown = set(options or {}) - set(knobs)
-    if unknown:
-        raise ValueError(f"unknown inductor options {sorted(unknown)}; known: {sorted(knobs)}")
-    return {**knobs, **(options or {})}
-
-
 def compile_fx_inner(gm: torch.fx.GraphModule, example_inputs: list,
-                     graph_kind: str = "graph", options: dict | None = None) -> CompiledFxGraph:
-    """``graph_kind`` ("forward", "backward", "inference") only names the graph in the logs."""
-    options = inductor_options(options)
+                     graph_kind: str = "graph",
+                     options: InductorOptions | dict | None = None) -> CompiledFxGraph:
+    """``graph_kind`` ("forward", "backward", "inference") only names the graph in the logs.
+    ``options``: the compile's ``InductorOptions`` (a dict: knobs over ``config.inductor``)."""
+    options = InductorOptions.of(options)
     name = f"{graph_kind} graph {counters['graphs']}"
     counters["graphs"] += 1
     report = run_graph_passes(
@@ -102,10 +95,10 @@ def compile_fx_inner(gm: torch.fx.GraphModule, example_inputs: list,
     try:
         source, call = generate(graph, scheduler, options)
     except CodegenError as error:  # a kernel the backend cannot write or compile
-        if options["cpu_backend"] == "reference":
+        if options.cpu_backend == "reference":
             raise
         log.warning("%s: %s\nfalling back to the reference backend", name, error)
-        options = {**options, "cpu_backend": "reference"}
+        options = options.replace(cpu_backend="reference")
         source, call = generate(graph, scheduler, options)
     trace_artifact("output_code", lambda: source, title=f"{name}: output code")
     devices = {g.device.type for g in scheduler.kernel_groups if g.is_loop_kernel()}
@@ -113,7 +106,8 @@ def compile_fx_inner(gm: torch.fx.GraphModule, example_inputs: list,
                            {d: backend_name(torch.device(d), options) for d in devices}, options)
 
 
-def generate(graph: GraphLowering, scheduler: Scheduler, options: dict) -> tuple[str, Callable]:
+def generate(graph: GraphLowering, scheduler: Scheduler,
+             options: InductorOptions) -> tuple[str, Callable]:
     """The output code and the callable: each kernel by its device's backend, then the wrapper."""
     wrapper = WrapperCodeGen(graph, scheduler)
     return wrapper.generate(lambda w: scheduler.codegen(w, options))

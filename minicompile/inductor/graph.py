@@ -23,6 +23,7 @@ import torch.utils._pytree as pytree
 from .ir import (Buffer, ComputedBuffer, ExternKernel, InputBuffer, IRNode, Layout, Loops,
                  Pointwise, View, layout_of)
 from ..shapes.functions import sym_to_sympy
+from .options import InductorOptions
 from . import lowerings as _families  # noqa: F401  (the op families register their rows)
 from .lowering import (Unsupported, fallback_reason, inplace_lowerings, is_scalar_constant,
                        lowerings, make_fallback, realize, realize_strided)
@@ -64,9 +65,9 @@ def touches_complex(node: torch.fx.Node) -> bool:
 
 class GraphLowering:
     def __init__(self, gm: torch.fx.GraphModule, example_inputs: list | None = None,
-                 name: str = "graph", options: dict | None = None):
+                 name: str = "graph", options: Any = None):
         self.gm = gm
-        self.options = options or {}  # inductor knobs (which backend generates the kernels)
+        self.options = InductorOptions.of(options)  # the compile's knobs (inductor/options.py)
         self.name = name  # titles this graph's log artifacts ("forward graph 0")
         self.example_inputs = example_inputs
         self.graph_inputs: dict[str, InputBuffer | Expr] = {}

@@ -17,7 +17,6 @@ import sympy
 import torch
 import torch.utils._pytree as pytree
 
-from .. import config
 from .ir import (Buffer, ComputedBuffer, ExternKernel, FallbackKernel, IRNode, Layout, Loops, MultiOutput,
                  Pointwise, ReinterpretView, View, as_strided_layout, broadcast_reader, layout_of)
 from .ir.read_writes import RecordReadWrites
@@ -126,7 +125,7 @@ def make_pointwise(fn: Callable, inputs: Sequence[Any], dtype: torch.dtype,
     compute_dtype = compute_dtype or dtype
     loaders = [loader(x, compute_dtype, size) for x in inputs]
     round_result = dtype != compute_dtype or (
-        dtype in LOW_PRECISION and config.inductor.emulate_precision_casts)
+        dtype in LOW_PRECISION and V.graph.options.emulate_precision_casts)
 
     def inner_fn(index):
         loaded = [load(index) for load in loaders]

@@ -35,6 +35,7 @@ from .inlining import inline_unfusable_producers
 from .ir import Buffer, ComputedBuffer, ExternKernel, MultiOutput, ReadWrites
 from .kernel_group import KernelGroup, build_kernel_group
 from .loop_order import describe_orders, permute_deps, reorder_to_fuse
+from .options import InductorOptions
 from .scheduler_report import describe as describe_schedule
 
 
@@ -179,9 +180,11 @@ class Scheduler:
 
     def __init__(self, nodes: Sequence[Buffer], inputs: dict[str, Buffer] | None = None,
                  output_names: Iterable[str] = (), fuse: bool = True,
-                 record_metrics: bool = True, options: dict | None = None):
+                 record_metrics: bool = True, options: InductorOptions | None = None):
         self.graph = None
-        self.options = options  # inductor options: which backend may veto a fusion
+        # the compile's knobs (a GraphLowering's own, by default): which backend may veto a
+        # fusion, which one generates the kernels
+        self.options = InductorOptions.of(options or getattr(nodes, "options", None))
         if hasattr(nodes, "graph_inputs"):  # a GraphLowering: take everything from it
             graph = self.graph = nodes
             inputs = {k: v for k, v in graph.graph_inputs.items() if isinstance(v, Buffer)}
@@ -378,7 +381,7 @@ class Scheduler:
 
     # --- code generation ----------------------------------------------------------------------
 
-    def codegen(self, wrapper, options: dict | None = None) -> None:
+    def codegen(self, wrapper, options: InductorOptions | None = None) -> None:
         """Hand each kernel to its device's backend and each library call to the wrapper, in
         order (Inductor's ``Scheduler.codegen``), then let every backend flush."""
         backends: dict[str, BaseScheduling] = {}
@@ -387,7 +390,7 @@ class Scheduler:
             if group.is_loop_kernel():
                 device = group.device.type
                 if device not in backends:
-                    backends[device] = get_scheduling(group.device, options)
+                    backends[device] = get_scheduling(group.device, options or self.options)
                 backends[device].codegen_kernel(group, wrapper)
             else:
                 wrapper.codegen_extern(group)

@@ -19,7 +19,8 @@ Reading map:
                   (``MINICOMPILE_LOGS=output_code``)
 
 A backend registers for a device type (Inductor's ``register_backend_for_device``); which one
-runs CPU tensors is ``config.inductor.cpu_backend`` (``MINICOMPILE_CPU_BACKEND``).
+runs CPU tensors is the compile's ``cpu_backend`` option (``config.inductor.cpu_backend``,
+``MINICOMPILE_CPU_BACKEND``, by default).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Any, Callable
 
 import torch
 
-from ... import config
+from ..options import InductorOptions
 from .common import BaseScheduling
 from .cpp import CppScheduling
 from .reference import ReferenceScheduling
@@ -39,25 +40,24 @@ except ImportError:  # pragma: no cover
     TritonScheduling = None
 
 # backend name -> how to make its scheduling object (modules added as backends land)
-BACKENDS: dict[str, Callable[[], BaseScheduling]] = {"reference": ReferenceScheduling,
+BACKENDS: dict[str, Callable[[InductorOptions], BaseScheduling]] = {"reference": ReferenceScheduling,
                                                      "cpp": CppScheduling}
 if TritonScheduling is not None:  # Triton is optional where it is not installed
     BACKENDS["triton"] = TritonScheduling
 
 
-def register_backend(name: str, make: Callable[[], BaseScheduling]) -> None:
+def register_backend(name: str, make: Callable[[InductorOptions], BaseScheduling]) -> None:
     BACKENDS[name] = make
 
 
-def backend_name(device: torch.device, options: dict[str, Any] | None = None) -> str:
-    """Which backend runs kernels for ``device``: the CPU one is a config knob."""
-    options = options or {}
+def backend_name(device: torch.device, options: InductorOptions) -> str:
+    """Which backend runs kernels for ``device``: the CPU one is a knob."""
     if torch.device(device).type == "cpu":
-        return options.get("cpu_backend", config.inductor.cpu_backend)
-    return options.get("cuda_backend", config.inductor.cuda_backend)
+        return options.cpu_backend
+    return options.cuda_backend
 
 
-def get_scheduling(device: torch.device, options: dict[str, Any] | None = None) -> BaseScheduling:
+def get_scheduling(device: torch.device, options: InductorOptions) -> BaseScheduling:
     name = backend_name(device, options)
     if name not in BACKENDS:
         known = ", ".join(sorted(BACKENDS))
@@ -67,7 +67,7 @@ def get_scheduling(device: torch.device, options: dict[str, Any] | None = None) 
         raise ValueError("Triton kernels for CPU tensors run in Triton's interpreter, which is "
                          "off in this process: set TRITON_INTERPRET=1 before Python starts, or "
                          "pick another CPU backend (MINICOMPILE_CPU_BACKEND=cpp)")
-    return BACKENDS[name]()
+    return BACKENDS[name](options)
 
 
 def _triton_interprets() -> bool:

@@ -37,6 +37,9 @@ class BaseScheduling:
 
     name = "base"
 
+    def __init__(self, options: Any) -> None:
+        self.options = options  # the compile's InductorOptions (inductor/options.py)
+
     def can_fuse(self, a: Any, b: Any) -> tuple[bool, str]:
         """A backend's veto on a fusion the generic rules allow (``(True, "")``: no veto)."""
         return True, ""

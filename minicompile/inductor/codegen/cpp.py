@@ -69,7 +69,6 @@ from typing import Any
 import sympy
 import torch
 
-from ... import config
 from ..checks import Check
 from ..kernel_group import RINDEX, XINDEX, KernelGroup, KernelMember
 from . import cpp_build
@@ -89,8 +88,9 @@ XBLOCK = 1024  # points per inner (vectorised) loop of a pointwise kernel
 class CppKernel:
     """One generated kernel: its C++ source, and once built, ``kernel(*buffers, *sizes)``."""
 
-    def __init__(self, group: KernelGroup, name: str, dtypes: dict[str, torch.dtype]):
-        self.group, self.name = group, name
+    def __init__(self, group: KernelGroup, name: str, dtypes: dict[str, torch.dtype],
+                 options: Any):
+        self.group, self.name, self.options = group, name, options  # InductorOptions
         self.signature = KernelSignature.of(group)
         unsupported = {n: d for n, d in dtypes.items() if d not in DTYPES}
         if unsupported:
@@ -103,7 +103,7 @@ class CppKernel:
         self.ops = CppOpsHandler(self.pointers, dtypes, group.var_ranges(), self.values,
                                  self.checks)
         self.source = self.codegen()
-        self.command = " ".join(cpp_build.command(f"{name}.cpp", f"{name}.so"))
+        self.command = " ".join(cpp_build.command(f"{name}.cpp", f"{name}.so", options.cpp_vectorize))
         self._fn = None
 
     # --- the source ---------------------------------------------------------------------------
@@ -124,7 +124,7 @@ class CppKernel:
                 f"// fused nodes: {members}" + (f"; local: {', '.join(g.local)}" if g.local else ""),
                 f"// arguments: {args}",
                 f"// bytes: read {g.read_bytes}, written {g.write_bytes}",
-                f"// built with: {' '.join(cpp_build.command('<source>', '<object>'))}"]
+                f"// built with: {' '.join(cpp_build.command('<source>', '<object>', self.options.cpp_vectorize))}"]
 
     def codegen(self) -> str:
         loops = IndentedBuffer()
@@ -173,7 +173,7 @@ class CppKernel:
         with self.ops.cse.scoped():
             body = self.emit(self.group.members, {})
         row = row_length(self.ops.simplified, self.group.numel) \
-            if config.inductor.cpp_row_loops else None
+            if self.options.cpp_row_loops else None
         if row is not None:  # rows of `row` points: x0 along a row, x1 the row
             body = self.emit_rows(row)
             outer = f"for (int64_t x1 = 0; x1 < {self.group.numel // row}; x1++)"
@@ -191,7 +191,7 @@ class CppKernel:
             code.splice(body.hoisted)
             segments = row_segments(self.ops.mask_bounds.at.get(X0, ()), row) if row else [(start, end)]
             for lo, hi in segments:
-                if config.inductor.cpp_vectorize:
+                if self.options.cpp_vectorize:
                     code.writeline("#pragma omp simd")
                 self.write_loop(code, var, str(lo), str(hi), body)
         code.writeline("}")
@@ -251,9 +251,9 @@ class CppKernel:
                 code.splice(loop.prefix)
                 code.splice(loop.hoisted)
                 clauses = simd_clauses(loop)
-                vectorize = clauses is not None and config.inductor.cpp_vectorize
+                vectorize = clauses is not None and self.options.cpp_vectorize
                 lanes = (lanes_loop(loop, self.group.rnumel)
-                         if vectorize and config.inductor.cpp_lanes else None)
+                         if vectorize and self.options.cpp_lanes else None)
                 if lanes is not None:
                     code.splice(lanes)
                 else:
@@ -291,7 +291,7 @@ class CppKernel:
             code.writeline("for (int64_t rindex = 0; rindex < rnumel; rindex++)")
             code.writeline("{")
             with code.indent():
-                if config.inductor.cpp_vectorize:
+                if self.options.cpp_vectorize:
                     code.writeline("#pragma omp simd")
                 self.write_loop(code, "xindex", "xblock", "xend", LoopCode(body=per_row(loop.body)))
             code.writeline("}")
@@ -314,7 +314,7 @@ class CppKernel:
             code.splice(loop.hoisted)
             clauses = simd_clauses(loop)
             if clauses is not None:
-                simd = "simd " if config.inductor.cpp_vectorize else ""
+                simd = "simd " if self.options.cpp_vectorize else ""
                 code.writeline(f"#pragma omp parallel for {simd}{parallel}{clauses}")
                 self.write_loop(code, "rindex", "0", "rnumel", loop)
             else:
@@ -347,7 +347,8 @@ class CppKernel:
     def build(self) -> None:
         n_buf, n_size = len(self.signature.buffers()), len(self.signature.sizes)
         argtypes = [cpp_build.ctypes.c_void_p] * n_buf + [cpp_build.ctypes.c_int64] * (n_size + 1)
-        self._fn, last_error = cpp_build.load(self.source, self.name, argtypes, bool(self.checks))
+        self._fn, last_error = cpp_build.load(self.source, self.name, argtypes, bool(self.checks),
+                                                 self.options.cpp_vectorize)
         # how it is called: one lambda, ``lambda b0, b1, s0: fn(b0.data_ptr(), b1.data_ptr(),
         # s0, threads())``, which the wrapper calls directly (through ``__call__``, ~0.4 us more);
         # a kernel that checks returns 1 when a check failed: ``fn(...) and failed()`` raises
@@ -383,14 +384,15 @@ class CppScheduling(BaseScheduling):
 
     name = "cpp"
 
-    def __init__(self) -> None:
+    def __init__(self, options: Any) -> None:
+        super().__init__(options)
         self.pending: list[CppKernel] = []
 
     def codegen_kernel(self, group: KernelGroup, wrapper: Any) -> None:
         name = wrapper.kernel_name("cpp", group)
         names = KernelSignature.of(group).buffers()
         dtypes = {n: wrapper.scheduler.buffers[n].get_dtype() for n in names}
-        kernel = CppKernel(group, name, dtypes)
+        kernel = CppKernel(group, name, dtypes, self.options)
         wrapper.define_kernel(name, kernel, kernel.source)
         wrapper.write_kernel_call(name, kernel.signature.call_args(), group)
         self.pending.append(kernel)

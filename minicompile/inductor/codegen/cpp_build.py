@@ -33,7 +33,6 @@ import subprocess
 import tempfile
 from typing import Callable
 
-from ... import config
 from .. import codecache
 from .common import CodegenError
 
@@ -73,20 +72,22 @@ class CppCompileError(CodegenError):
     """The C++ compiler rejected a kernel (or there is none): ``compile_fx`` falls back."""
 
 
-def flags() -> list[str]:
-    """``FLAGS``, and ``-fno-tree-vectorize`` when ``config.inductor.cpp_vectorize`` is off."""
-    return FLAGS + ([] if config.inductor.cpp_vectorize else ["-fno-tree-vectorize"])
+def flags(vectorize: bool = True) -> list[str]:
+    """``FLAGS``, and ``-fno-tree-vectorize`` when the ``cpp_vectorize`` option is off."""
+    return FLAGS + ([] if vectorize else ["-fno-tree-vectorize"])
 
 
-def command(source_path: str, output_path: str, include_dir: str = "<cache>") -> list[str]:
+def command(source_path: str, output_path: str, vectorize: bool = True,
+            include_dir: str = "<cache>") -> list[str]:
     """The compiler command of a kernel, as ``codecache.CppCodeCache`` runs it."""
-    return [CXX, source_path, *flags(), "-I", include_dir, *LIBS, "-shared", "-fPIC", "-o",
+    return [CXX, source_path, *flags(vectorize), "-I", include_dir, *LIBS, "-shared", "-fPIC", "-o",
             output_path]
 
 
-def precompiled_prefix(directory: str) -> str:
-    """A folder holding ``cpp_prefix.h`` and its precompiled form, built once per cache."""
-    key = hashlib.sha256("\0".join([PREFIX, CXX, *flags()]).encode()).hexdigest()[:16]
+def precompiled_prefix(directory: str, vectorize: bool = True) -> str:
+    """A folder holding ``cpp_prefix.h`` and its precompiled form, built once per cache (and
+    per flags: g++ uses a precompiled header only where the flags match)."""
+    key = hashlib.sha256("\0".join([PREFIX, CXX, *flags(vectorize)]).encode()).hexdigest()[:16]
     path = os.path.join(directory, f"prefix-{key}")
     header, pch = os.path.join(path, "cpp_prefix.h"), os.path.join(path, "cpp_prefix.h.gch")
     if not os.path.exists(pch) and shutil.which(CXX) is not None:
@@ -95,7 +96,7 @@ def precompiled_prefix(directory: str) -> str:
             codecache.write_atomic(header, PREFIX.encode())
         fd, tmp = tempfile.mkstemp(dir=path, prefix=".cpp_prefix.", suffix=".gch")
         os.close(fd)
-        result = subprocess.run([CXX, *flags(), "-fPIC", "-x", "c++-header", header, "-o", tmp],
+        result = subprocess.run([CXX, *flags(vectorize), "-fPIC", "-x", "c++-header", header, "-o", tmp],
                                 capture_output=True)
         if result.returncode == 0:
             os.replace(tmp, pch)  # if it failed, kernels parse the header itself
@@ -104,14 +105,14 @@ def precompiled_prefix(directory: str) -> str:
     return path
 
 
-def load(source: str, name: str, argtypes: list,
-         checks: bool = False) -> tuple[Callable, Callable[[], tuple[int, int, int]]]:
+def load(source: str, name: str, argtypes: list, checks: bool = False,
+         vectorize: bool = True) -> tuple[Callable, Callable[[], tuple[int, int, int]]]:
     """The kernel's C function, compiled on a cache miss, and a reader of the check that failed
     in this thread's last call (``(site, value, size)``: cpp_prefix.h's ``mc_kernel_error``).
     A kernel that ``checks`` returns whether one failed."""
     try:
-        include_dir = precompiled_prefix(codecache.cache_dir())
-        lib = codecache.CppCodeCache.load(source, name, [*flags(), "-I", include_dir, *LIBS], CXX)
+        include_dir = precompiled_prefix(codecache.cache_dir(), vectorize)
+        lib = codecache.CppCodeCache.load(source, name, [*flags(vectorize), "-I", include_dir, *LIBS], CXX)
     except codecache.CompileError as error:
         raise CppCompileError(str(error)) from error
     fn = getattr(lib, name)

@@ -25,7 +25,7 @@ from typing import Any
 
 import sympy
 
-from ... import config, debug
+from ... import debug
 from .. import codecache
 from ..dependencies import footprint
 from ..kernel_group import KernelGroup
@@ -82,9 +82,9 @@ class TritonKernelObject(TritonLauncher):
     with its device asserts; under the interpreter a failed check raises eager's error."""
 
     def __init__(self, name: str, fn: Any, kind: str, source: str, group: KernelGroup,
-                 kernel: TritonKernel, scheduler: Any):
+                 kernel: TritonKernel, scheduler: Any, knobs: Any):
         super().__init__(name, fn, kind, source,
-                         options=CHECKED_OPTIONS if kernel.checks else COMPILE_OPTIONS)
+                         options=CHECKED_OPTIONS if kernel.checks else COMPILE_OPTIONS, knobs=knobs)
         self.group, self._counted = group, (kernel, scheduler)
         self.checks = kernel.checks
 
@@ -107,19 +107,22 @@ class TritonScheduling(BaseScheduling):
 
     name = "triton"
 
-    def __init__(self) -> None:
+    def __init__(self, options: Any) -> None:
+        super().__init__(options)
         self.compile_jobs: list = []  # (launcher, its jobs): ``flush`` compiles them at once
 
     def codegen_kernel(self, group: KernelGroup, wrapper: Any) -> None:
         scheduler = wrapper.scheduler
-        kernel = TritonKernel(group, "kernel", lambda n: scheduler.buffers[n].get_dtype())
+        kernel = TritonKernel(group, "kernel", lambda n: scheduler.buffers[n].get_dtype(),
+                              self.options)
         name = wrapper.kernel_name(PREFIX[kernel.kind], group)
         kernel.name = name
         source = MODULE_HEADER + kernel.codegen()
         fn = getattr(codecache.PyCodeCache.load(source, name), name)  # in the checked cache
-        if config.debug:  # each kernel's source in the debug folder (the GPU adds TTIR and PTX)
+        if self.options.debug:  # each kernel's source in the debug folder (the GPU adds TTIR and PTX)
             debug.dump_artifact("triton_kernel", source, title=name)
-        launcher = TritonKernelObject(name, fn, kernel.kind, source, group, kernel, scheduler)
+        launcher = TritonKernelObject(name, fn, kernel.kind, source, group, kernel, scheduler,
+                                      self.options)
         wrapper.define_kernel(name, launcher, source)
         numels = [pexpr(group.numel)] + ([] if kernel.kind == "pointwise"
                                          else [pexpr(group.rnumel)])
@@ -136,6 +139,7 @@ class TritonScheduling(BaseScheduling):
         """Start compiling the graph's kernels, every candidate of each, in the background."""
         pending, self.compile_jobs = self.compile_jobs, []
         if pending:
-            future = compile_in_background([job for _, jobs in pending for job in jobs])
+            future = compile_in_background([job for _, jobs in pending for job in jobs],
+                                           self.options)
             for launcher, _ in pending:
                 launcher.compiling = future

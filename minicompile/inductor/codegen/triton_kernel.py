@@ -27,7 +27,6 @@ from typing import Any, Callable
 import sympy
 import torch
 
-from ... import config
 from ..checks import DIVISION, DIVISIONS, Check, site_of
 from ..ir import MemoryDep
 from ..kernel_group import RINDEX, XINDEX, KernelGroup, KernelMember
@@ -49,8 +48,11 @@ PERSISTENT_MULTIPASS_RNUMEL = 32768
 class TritonKernel(TritonReductions):
     """Writes the source of one kernel; ``codegen()`` returns it."""
 
-    def __init__(self, group: KernelGroup, name: str, dtype_of: Callable[[str], torch.dtype]):
+    def __init__(self, group: KernelGroup, name: str, dtype_of: Callable[[str], torch.dtype],
+                 options: Any = None):
         self.group, self.name = group, name
+        # index and divisor checks: always under the interpreter; on a GPU as device asserts
+        self.checks_emitted = checks_emitted(options is not None and options.triton_device_asserts)
         self.buffer_dtype = dtype_of  # buffer name -> its torch dtype
         self.signature = KernelSignature.of(group)
         self.args = {n: f"in_ptr{i}" for i, n in enumerate(self.signature.inputs)}
@@ -279,7 +281,7 @@ class TritonKernel(TritonReductions):
             self.body.writeline(f"{name} = {value}")
         ok = f"{name}_in_bounds"
         self.body.writeline(f"{ok} = (0 <= {name}) & ({name} < {texpr(size)})")
-        if checks_emitted():
+        if self.checks_emitted:
             self.body.writeline(f"triton_helpers.check_index({value}, {ok}, "
                                 f"{self.mask(self.level == 'element')}, {texpr(size)}, "
                                 f"{site_of(self.checks, check)})  # eager: {check.kind} raises outside")
@@ -287,18 +289,17 @@ class TritonKernel(TritonReductions):
         self.in_bounds[symbol] = ok
         return symbol
 
-def checks_emitted() -> bool:
+def checks_emitted(device_asserts: bool) -> bool:
     """Index and divisor checks in the kernel: always under Triton's interpreter (they raise
     eager's error); on a GPU only as device asserts, with ``triton_device_asserts``."""
-    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0") \
-        or config.inductor.triton_device_asserts
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0") or device_asserts
 
 
 def _make_op(name: str) -> Callable:
     def op(self: TritonKernel, *args: str) -> str:
         dtype = result_dtype(name, [self.dtype(a) for a in args])
         if name in DIVISIONS and not dtype.is_floating_point and args[1] not in self.nonzero \
-                and checks_emitted():
+                and self.checks_emitted:
             # eager: ZeroDivisionError
             self.body.writeline(f"triton_helpers.check_divisor({args[1]}, "
                                 f"{self.mask(self.level == 'element')}, {site_of(self.checks, DIVISION)})")

@@ -19,7 +19,7 @@ The workers start the first time a graph has kernels to compile ahead, in the ba
 graph's kernels compile in threads unless it has many (then it waits for the workers, about a
 second: each imports Triton, not torch, and compiles one small kernel before it says it is
 ready, ``compile_worker.warm_up``). ``MINICOMPILE_COMPILE_WORKERS=0`` (or
-``config.inductor.compile_workers = 0``) compiles in threads only.
+the ``compile_workers`` option 0) compiles in threads only.
 """
 
 from __future__ import annotations
@@ -39,7 +39,6 @@ from typing import Any
 from triton import knobs
 from triton.runtime.driver import driver
 
-from ... import config
 
 WORKER_SCRIPT = os.path.join(os.path.dirname(__file__), "compile_worker.py")
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
@@ -126,11 +125,12 @@ _pool: WorkerPool | None = None
 _pool_lock = threading.Lock()
 
 
-def start(wait: bool = False) -> WorkerPool | None:
-    """The worker pool, started if this is the first time (None if there are to be no
-    workers). ``wait``: until the workers are ready, as a benchmark's warm-up does."""
+def start(workers: int, wait: bool = False) -> WorkerPool | None:
+    """The worker pool, started with ``workers`` processes if this is the first time (None if
+    there are to be no workers). ``wait``: until they are ready, as a benchmark's warm-up
+    does."""
     global _pool
-    n = min(config.inductor.compile_workers, os.cpu_count() or 1)
+    n = min(workers, os.cpu_count() or 1)
     if n < 2:
         return None
     with _pool_lock:
@@ -149,13 +149,16 @@ def running() -> WorkerPool | None:
     return _pool if _pool is not None and _pool.pid == os.getpid() else None
 
 
-def workers_for(num_jobs: int) -> WorkerPool | None:
+def workers_for(num_jobs: int, workers: int) -> WorkerPool | None:
     """The worker pool, if it should compile these jobs: for two or more, started (now, if
     this is the first time); for one, only a pool already running (a worker has its first
     compile behind it, and builds the launcher too: a pointwise graph's one kernel, 16M floats
     on an H100, took 0.58 s to its first call compiled in a thread of this process, whose
-    first compile it was). Then ready, or worth waiting for."""
-    pool = start() if num_jobs >= 2 else running()
+    first compile it was). Then ready, or worth waiting for. ``workers``: the compile's
+    ``compile_workers`` option (0 or 1: none)."""
+    if workers < 2:
+        return None
+    pool = start(workers) if num_jobs >= 2 else running()
     if pool is None:
         return None
     return pool if pool.ready(START_TIMEOUT_S if num_jobs >= WAIT_FOR_WORKERS else 0.0) else None

@@ -31,7 +31,8 @@ from triton import knobs
 from triton.compiler.errors import CompilationError
 from triton.testing import do_bench
 
-from ... import config, debug
+from ... import debug
+from ..options import InductorOptions
 from ..._logging import trace_artifact
 from . import compile_workers
 
@@ -78,13 +79,15 @@ def pow2(n: int) -> int:
     return triton.next_power_of_2(max(1, n))
 
 
-def candidate_configs(kind: str, xnumel: int, rnumel: int) -> list[Config]:
-    """Configs worth trying for a kernel of ``kind`` at these sizes (the first is the default)."""
+def candidate_configs(kind: str, xnumel: int, rnumel: int,
+                      max_autotune: bool = False) -> list[Config]:
+    """Configs worth trying for a kernel of ``kind`` at these sizes (the first is the default);
+    ``max_autotune`` (``mode="max-autotune"``) tries more."""
     xcap = pow2(xnumel)
     if kind == "pointwise":
         if INTERPRET:
             return [Config(min(xcap, INTERPRETER_BLOCK))]
-        if config.inductor.max_autotune:
+        if max_autotune:
             return list(dict.fromkeys(Config(min(xcap, x), None, w)
                                       for x, w in ((1024, 4), (512, 4), (256, 4), (128, 4))))
         # one config, as Inductor's default mode: 8 elements a thread reach the copy bandwidth
@@ -198,8 +201,9 @@ class TritonLauncher:
     """A callable kernel: ``launcher(*buffers, *sizes, xnumel[, rnumel])``."""
 
     def __init__(self, name: str, fn: Any, kind: str, source: str, autotune: bool = True,
-                 options: dict = COMPILE_OPTIONS):
+                 options: dict = COMPILE_OPTIONS, knobs: InductorOptions | None = None):
         self.name, self.fn, self.kind, self.source, self.options = name, fn, kind, source, options
+        self.knobs = knobs or InductorOptions.build()  # the compile's (max_autotune, threads)
         self.autotune = autotune and not INTERPRET
         self.best: dict[tuple[int, int], Config] = {}  # size class -> chosen config
         self.grids: dict[tuple[int, int], tuple[Config, int]] = {}  # sizes -> (config, grid)
@@ -232,7 +236,7 @@ class TritonLauncher:
         """The config for these sizes' size class (autotuned the first time it is seen) and the
         grid it needs: ``cdiv(xnumel, XBLOCK)`` programs."""
         if xnumel == 0:
-            return candidate_configs(self.kind, 1, max(rnumel, 1))[0], 0
+            return self.candidates(1, max(rnumel, 1))[0], 0
         key = (pow2(xnumel), pow2(rnumel))
         if key not in self.best:
             self.best[key] = self.choose(args, xnumel, rnumel)
@@ -255,7 +259,7 @@ class TritonLauncher:
             binary(grid[0], args)
             return binary
         kernel = self.run_jit(grid, cfg, args)  # compiles (or finds) and launches
-        if config.debug:
+        if self.knobs.debug:
             dump_compiled(self.name, kernel, cfg)
         if FAST_LAUNCH:
             binary = self.binaries[key] = CompiledLaunch(kernel, cfg)
@@ -277,7 +281,7 @@ class TritonLauncher:
         """The fastest candidate, timed on scratch copies of the tensors: a kernel that updates
         a buffer in place (``x[i] = x[i] * 2``) run a hundred times would leave it multiplied a
         hundred times (real Inductor clones the arguments a kernel mutates, likewise)."""
-        configs = candidate_configs(self.kind, xnumel, rnumel)
+        configs = self.candidates(xnumel, rnumel)
         if not self.autotune or len(configs) == 1:
             return configs[0]
         scratch = tuple(scratch_copy(a) if isinstance(a, torch.Tensor) else a for a in args)
@@ -299,7 +303,7 @@ class TritonLauncher:
         A candidate that fails to compile here fails again, with its error, when it is timed.
         (Already built, for a static graph on a GPU, when the graph was generated: then each
         is a cache hit.)"""
-        compile_ahead([self.compile_job(c, args, xnumel) for c in configs])
+        compile_ahead([self.compile_job(c, args, xnumel) for c in configs], self.knobs)
 
     def compile_jobs(self, arg_types: tuple, device_index: int) -> list[CompileJob]:
         """One job per candidate config the first call will try: compile it for these
@@ -310,9 +314,12 @@ class TritonLauncher:
         xnumel, rnumel = (arg_types[-1], 1) if self.kind == "pointwise" else arg_types[-2:]
         if xnumel == 0:  # never launched
             return []
-        configs = candidate_configs(self.kind, xnumel, rnumel)
+        configs = self.candidates(xnumel, rnumel)
         return [self.compile_job(c, arg_types, xnumel, device_index)
                 for c in (configs if self.autotune else configs[:1])]
+
+    def candidates(self, xnumel: int, rnumel: int) -> list[Config]:
+        return candidate_configs(self.kind, xnumel, rnumel, self.knobs.max_autotune)
 
     def compile_job(self, cfg: Config, args: tuple, xnumel: int,
                     device_index: int | None = None) -> CompileJob:
@@ -362,18 +369,18 @@ class CompileJob:
             return None
 
 
-def compile_ahead(jobs: list[CompileJob]) -> None:
+def compile_ahead(jobs: list[CompileJob], knobs: InductorOptions) -> None:
     """Compile a graph's kernels, every candidate of each, at once, as soon as the graph is
     generated (Inductor's ``async_compile``): the first call then times candidates already
     built, instead of compiling kernel after kernel as the wrapper reaches them. Worker
     processes compile the binaries into Triton's cache (``compile_workers.py``); then threads
     load each (a cache hit) and build its launcher, with ``gcc`` in a process: the part of
     Triton's work that threads overlap. Without workers, the threads compile too."""
-    workers = None if INTERPRET else compile_workers.workers_for(len(jobs))
+    workers = None if INTERPRET else compile_workers.workers_for(len(jobs), knobs.compile_workers)
     if workers is not None:
         workers.run([j for j in (job.worker_job() for job in jobs) if j is not None])
     start = time.perf_counter()
-    threads = min(len(jobs), config.inductor.compile_threads)
+    threads = min(len(jobs), knobs.compile_threads)
     if threads < 2:
         for job in jobs:
             job()
@@ -387,14 +394,15 @@ def compile_ahead(jobs: list[CompileJob]) -> None:
 _background = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="compile_ahead")
 
 
-def compile_in_background(jobs: list[CompileJob]) -> concurrent.futures.Future:
+def compile_in_background(jobs: list[CompileJob],
+                          knobs: InductorOptions) -> concurrent.futures.Future:
     """``compile_ahead(jobs)`` in a background thread: a graph's kernels compile while the
     compiler goes on (lowering the backward graph while the forward's kernels compile, running
     the forward while the backward's do). A launcher waits for the future before its first
     launch (``TritonLauncher.compiling``)."""
     def compile_all() -> None:
         try:
-            compile_ahead(jobs)
+            compile_ahead(jobs, knobs)
         except Exception:  # noqa: BLE001 (a kernel not compiled here compiles at its call)
             pass
     return _background.submit(compile_all)
