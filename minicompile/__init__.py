@@ -24,11 +24,15 @@ from .decompositions import pre_autograd_decompositions
 from .dynamo.eval_frame import optimize
 from .dynamo.eval_frame import reset as dynamo_reset
 from .dynamo.explain import explain as dynamo_explain
+from .inductor.post_compile import register_post_compile
 from .inductor.options import MODE_OPTIONS
+from .cudagraphs import post_compile as cudagraphs_post_compile
 
 # The composition root wires the stages: AOT autograd unrolls RNNs (decompositions/rnn.py) and
-# gives batch norm one form on every device (decompositions/norms.py) before autograd.
+# gives batch norm one form on every device (decompositions/norms.py) before autograd; CUDA
+# graphs run after inductor's code generation, on its post-compile seam.
 PRE_AUTOGRAD_DECOMPOSITIONS.update(pre_autograd_decompositions)
+register_post_compile(cudagraphs_post_compile)
 
 __all__ = ["compile", "explain", "reset", "mark_dynamic", "metrics", "set_logs",
            "list_backends", "register_backend"]

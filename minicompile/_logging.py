@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import os
 import sys
-import warnings
 from typing import Callable
 
 from . import config, debug
@@ -35,12 +34,9 @@ ARTIFACTS = {
     "ir_post_fusion": "loop-level IR after fusion, grouped into kernels",
     "fusion": "fusion decisions, and the reason for each refused fusion",
     "output_code": "the generated wrapper and kernels",
-    "cudagraphs": "CUDA graph captures and replays",
+    "cudagraphs": "CUDA graph recordings, and why a graph runs without one",
     "autotuning": "block sizes timed for each Triton kernel and the one chosen",
 }
-
-# artifacts whose stage does not exist yet: enabling one says so instead of printing nothing
-NOT_YET_PRODUCED = {"cudagraphs": "CUDA graphs (mode='reduce-overhead') are not built yet"}
 
 _enabled: set[str] = set()
 _handler: logging.Handler | None = None
@@ -77,10 +73,6 @@ def set_logs(*names: str) -> None:
     global _handler
     _enabled.clear()
     _enabled.update(_parse(",".join(names)))
-    for name in sorted(_enabled & set(NOT_YET_PRODUCED)):
-        if names != ("all",) and "all" not in ",".join(names).split(","):
-            warnings.warn(f"MINICOMPILE_LOGS={name} prints nothing yet: {NOT_YET_PRODUCED[name]}",
-                          stacklevel=2)
     root = logging.getLogger("minicompile")
     if _enabled and _handler is None:
         _handler = _CurrentStderrHandler()

@@ -164,12 +164,6 @@ def test_a_returned_buffer_is_never_reused(backend, monkeypatch):
     torch.testing.assert_close(t, ref_t)
 
 
-def test_an_artifact_nothing_produces_yet_says_so():
-    with pytest.warns(UserWarning, match="cudagraphs prints nothing yet"):
-        mc.set_logs("cudagraphs")
-    mc.set_logs("")
-
-
 @pytest.mark.parametrize("make", [
     lambda x: x,                                   # laid out as traced: passed on as it is
     lambda x: torch.cat([x[:1], x])[1:],           # the same values at a storage offset

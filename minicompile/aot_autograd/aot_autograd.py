@@ -142,6 +142,7 @@ def aot_module_simplified(
         spec = out_spec[0]
         if not joint:
             trace_artifact("aot_graphs", lambda: _graph_text(graph), "inference graph")
+            graph.meta["static_input_indices"] = tuple(range(len(params)))
             run = make_inference_wrapper(inference_compiler(graph, fakes), sig)
             return _restructure(run, spec)
         trace_artifact("aot_graphs", lambda: _graph_text(graph), "joint graph")
@@ -149,6 +150,11 @@ def aot_module_simplified(
         trace_artifact("aot_graphs", lambda: _graph_text(part.fw_module),
                        f"forward graph ({part.saved_bytes} bytes saved for backward)")
         trace_artifact("aot_graphs", lambda: _graph_text(part.bw_module), "backward graph")
+        # what a stage after code generation may need (cudagraphs/): which inputs are the
+        # module's parameters and buffers, the same tensors every call (Inductor's
+        # ``static_input_idxs``), and where the forward's outputs saved for backward begin
+        part.fw_module.meta["static_input_indices"] = tuple(range(len(params)))
+        part.fw_module.meta["saved_outputs_start"] = sig.num_fwd_outputs
         fw = fw_compiler(part.fw_module, fakes)
         bw = bw_compiler(part.bw_module, _placeholder_vals(part.bw_module))
         run = make_training_wrapper(fw, bw, sig, part.num_saved_tensors)

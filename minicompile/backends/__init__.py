@@ -6,6 +6,7 @@ Names resolve lazily, so importing minicompile does not import every stage.
     "eager"           run the captured FX graph as it is
     "aot_eager"       minicompile's AOT autograd + decompositions, then run the ATen graphs
     "inductor"        the full pipeline: AOT autograd, lowering to loop IR, fusion, code generation
+    "cudagraphs"      AOT autograd, then the ATen graphs replayed as CUDA graphs (no code generation)
     "torch-inductor"  the real torch._inductor behind minicompile's capture (for comparisons)
     "torch-aot_eager" the real AOTAutograd behind minicompile's capture
 """
@@ -22,6 +23,7 @@ _LAZY: dict[str, str] = {
     "eager": "minicompile.backends.simple:eager",
     "aot_eager": "minicompile.backends.aot_eager:aot_eager",
     "inductor": "minicompile.inductor.backend:inductor",
+    "cudagraphs": "minicompile.backends.cudagraphs:cudagraphs",
     "torch-inductor": "minicompile.backends.simple:torch_inductor",
     "torch-aot_eager": "minicompile.backends.simple:torch_aot_eager",
 }

@@ -5,6 +5,7 @@
     python -m minicompile.bench --cases softmax,layernorm --json out.json --plot out.png
     python -m minicompile.bench --suite scaling --max-size 64   # compile time against size
     python -m minicompile.bench --suite huggingface|timm|all   # real models: see models/cli.py
+    python -m minicompile.bench --suite overhead          # launch-bound work: CUDA graphs
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from .cases import CASES
 from .models import cli as models_cli
 from .progress import Progress
 from .report import format_table, header, plot, write_json
-from . import scaling
+from . import overhead, scaling
 from .run import COMPILERS, STEPS_PER_CASE, run_case, warm_up
 from .timing import copy_bandwidth_gbs, keep_freed_memory
 
@@ -43,12 +44,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--cases", default=None,
                    help="comma-separated case names (default: all; scaling: "
                         f"{', '.join(scaling.SIZES)})")
-    p.add_argument("--suite", choices=["kernels", "scaling", "huggingface", "timm", "all"],
+    p.add_argument("--suite",
+                   choices=["kernels", "scaling", "overhead", "huggingface", "timm", "all"],
                    default="kernels",
                    help="kernels: the cases' run times (default); scaling: compile seconds and "
                         "peak memory of a training step against its size (N-layer MLP, LSTM "
-                        "unrolled T steps; CPU); huggingface, timm, all: real models, with "
-                        "options of their own (docs/models.md)")
+                        "unrolled T steps; CPU); overhead: launch-bound steps with and without "
+                        "CUDA graphs (mode='reduce-overhead'); huggingface, timm, all: real "
+                        "models, with options of their own (docs/models.md)")
     p.add_argument("--max-size", type=int, metavar="N",
                    help="scaling: skip sizes (layers, steps) above N")
     p.add_argument("--compilers", default=",".join(COMPILERS),
@@ -56,7 +59,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--json", metavar="PATH", help="write every number to a JSON file")
     p.add_argument("--plot", metavar="PATH", help="save a time and GB/s plot (matplotlib Agg)")
     args = p.parse_args(argv)
-    known = scaling.SIZES if args.suite == "scaling" else CASES
+    known = scaling.SIZES if args.suite == "scaling" else \
+        overhead.CASES if args.suite == "overhead" else CASES
     args.cases = [c.strip() for c in (args.cases or ",".join(known)).split(",") if c.strip()]
     args.compilers = [c.strip() for c in args.compilers.split(",") if c.strip()]
     if any(c not in COMPILERS for c in args.compilers):
@@ -86,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.suite == "scaling":
         return main_scaling(args)
+    if args.suite == "overhead":
+        return overhead.main(args.device, "quick" if args.quick else "full", args.cases)
     budget = "tiny" if args.tiny else "quick" if args.quick else "full"
     scale = "tiny" if args.tiny else f"{args.device}-quick" if args.quick else args.device
     plan = [(name, size) for name in args.cases for size in CASES[name].sizes[scale]]

@@ -24,6 +24,12 @@ titled with the graph's name (``forward graph 0``, ``backward graph 1``; Inducto
 and any fallbacks; ``fusion`` every fusion decision with its reason; ``ir_post_fusion`` the
 kernels, each with the bytes it reads and writes.
 
+After code generation, the post-compile wrappers registered in ``post_compile.py`` run, in order (Inductor's
+``CompiledFxGraph.post_compile``): each may replace what a call runs (``current_callable``) by a
+wrapper of it, and names itself in ``wrappers``. The CUDA-graphs stage (``cudagraphs/``) is one:
+under ``mode="reduce-overhead"`` it records the wrapper's launches once and replays them. A
+stage after this one registers here; nothing in this package knows it.
+
 ``counters`` (mirrors ``torch._dynamo.utils.counters["inductor"]``) counts the graphs compiled
 here, so a test can see that one compile served many sizes.
 """
@@ -32,7 +38,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
@@ -44,6 +50,7 @@ from .codegen.wrapper import WrapperCodeGen, unflatten_outputs
 from .fx_passes import run_graph_passes
 from .graph import GraphLowering
 from .options import InductorOptions
+from .post_compile import post_compile
 from .scheduler import Scheduler
 
 log = logging.getLogger(__name__)
@@ -65,13 +72,20 @@ class CompiledFxGraph:
     pass_report: Any
     backends: dict[str, str]  # device type -> the backend that generated its kernels
     options: InductorOptions  # the knobs it was compiled with (config.inductor + mode + options=)
+    kind: str = "graph"  # "forward", "backward" or "inference"
+    # what a call runs: ``call``, or the last post-compile wrapper of it (``post_compile``)
+    current_callable: Callable[[list], tuple] | None = None
+    wrappers: list[str] = field(default_factory=list)  # the post-compile wrappers, in order
+
+    def __post_init__(self) -> None:
+        self.current_callable = self.current_callable or self.call
 
     def __call__(self, *args: Any) -> Any:
         if not torch.is_grad_enabled():
-            return unflatten_outputs(self.graph, self.call(list(args)))
+            return unflatten_outputs(self.graph, self.current_callable(list(args)))
         torch._C._set_grad_enabled(False)  # library calls record no autograd graph (this is
         try:  # torch.no_grad() without building an object per call)
-            return unflatten_outputs(self.graph, self.call(list(args)))
+            return unflatten_outputs(self.graph, self.current_callable(list(args)))
         finally:
             torch._C._set_grad_enabled(True)
 
@@ -102,8 +116,10 @@ def compile_fx_inner(gm: torch.fx.GraphModule, example_inputs: list,
         source, call = generate(graph, scheduler, options)
     trace_artifact("output_code", lambda: source, title=f"{name}: output code")
     devices = {g.device.type for g in scheduler.kernel_groups if g.is_loop_kernel()}
-    return CompiledFxGraph(name, source, call, graph, scheduler, report,
-                           {d: backend_name(torch.device(d), options) for d in devices}, options)
+    compiled = CompiledFxGraph(name, source, call, graph, scheduler, report,
+                               {d: backend_name(torch.device(d), options) for d in devices},
+                               options, kind=graph_kind)
+    return post_compile(compiled, gm)
 
 
 def generate(graph: GraphLowering, scheduler: Scheduler,

@@ -1,0 +1,213 @@
+"""Record a compiled graph's launches once per input shape and replay them (mirrors
+torch/_inductor/cudagraph_trees.py, without the tree: one line of recordings per graph).
+
+    runner = CUDAGraphRunner(compiled_call, facts, name="forward graph 0")
+    outs = runner(args)     # 1st call of a shape: warm-up; 2nd: record, then replay; then replay
+
+A replay launches every kernel of the graph with one call (``cudaGraphLaunch``), so the host's
+per-kernel work (Python, argument packing, the launch itself) is paid once per graph instead of
+once per kernel. The price is that a recording reads and writes fixed addresses:
+
+- **Inputs.** A recording reads *static buffers*: each call's inputs are copied into them
+  first. A module's parameters and buffers (``static_input_indices``) are read in place: they
+  are the same tensors every call (a new parameter tensor makes a new recording). So are inputs
+  that live in a recording's outputs (what a forward replay saved for the backward): read in
+  place while they stay there.
+- **Memory.** Everything a recording allocates comes from one private pool per graph
+  (``torch.cuda.graph_pool_handle``), kept for as long as the graph lives.
+- **Outputs.** A replay writes its outputs where the recording's were: the next replay
+  overwrites what the last one returned. Each replay hands out fresh tensors over that memory,
+  and the next replay marks the previous ones so that reading them raises (torch's "accessing
+  tensor output of CUDAGraphs that has been overwritten by a subsequent run"): a stale output
+  is an error, never a silently changed value. Clone an output to keep it.
+- **A pending backward.** A forward's outputs saved for its backward must survive until that
+  backward runs: if they are still alive when the forward is called again (two forwards, then
+  two backwards), that call runs as compiled code, without the recording.
+- **Backward outputs** are gradients that ``.grad`` keeps across steps (accumulation): they are
+  copied out of the pool, so a later replay cannot overwrite them.
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Callable, Hashable
+
+import torch
+
+from .._logging import trace_artifact
+from .cudagraph_utils import GraphFacts, decide, describe, input_key, skip_reason
+
+log = logging.getLogger(__name__)
+
+STALE = ("Error: accessing tensor output of CUDAGraphs that has been overwritten by a subsequent "
+         "run of {name}. To keep an output, clone it before calling the compiled function again "
+         "(mode='reduce-overhead' replays write where the last replay's outputs are).")
+
+# data pointers of every recording's outputs: an input found here is read in place
+_recorded_outputs: dict[int, "Recording"] = {}
+
+
+@dataclass(eq=False)
+class Recording:
+    """One CUDA graph: its static inputs (copied into, or read in place) and its outputs."""
+
+    graph: torch.cuda.CUDAGraph
+    inputs: list[Any]  # what the recording reads: a static buffer, a tensor read in place, a value
+    copied: list[bool]  # which inputs each call copies into ``inputs[i]``
+    outputs: list[Any]  # the recorded outputs (tensors over pool memory, or plain values)
+    # outputs grouped by storage: (data pointer, bytes, device, [(index, dtype, size, stride,
+    # offset)]): each replay builds fresh tensors over these storages
+    storages: list[tuple[int, int, torch.device, list[tuple]]] = field(default_factory=list)
+
+
+class CUDAGraphRunner:
+    """Runs ``fn(args) -> tuple`` (a compiled graph's program) through CUDA graphs."""
+
+    def __init__(self, fn: Callable[[list], tuple], facts: GraphFacts, name: str,
+                 kind: str = "inference", saved_outputs_start: int | None = None):
+        self.fn, self.facts, self.name, self.kind = fn, facts, name, kind
+        self.saved_outputs_start = saved_outputs_start  # forward: outputs saved for backward
+        self.skip = skip_reason(facts)  # for the whole graph, or None
+        self.warmed: set[Hashable] = set()
+        self.recordings: dict[Hashable, Recording] = {}
+        self.skipped: dict[Hashable, str] = {}  # input key -> why it runs without a graph
+        self.pool = None
+        self.handed_out: list[weakref.ref] = []  # the last replays' output tensors
+        self.saved: list[weakref.ref] = []  # what the last replays saved for a backward
+        self.replays = 0
+        if self.skip:
+            trace_artifact("cudagraphs", f"{name}: no CUDA graph: {self.skip}")
+
+    # --- a call ---------------------------------------------------------------------------
+    def __call__(self, args: list) -> tuple:
+        if self.skip:
+            return self.fn(args)
+        key = (input_key(args), self.static_addresses(args))
+        action = decide(key, self.warmed, self.recordings, self.skipped)
+        if action == "warmup":
+            self.warmed.add(key)
+            return self.fn(args)
+        if action == "skip":
+            return self.fn(args)
+        if action == "record":
+            recording = self.record(key, args)
+            if recording is None:
+                return self.fn(args)
+        else:
+            recording = self.recordings[key]
+        reason = self.cannot_replay(recording, args)
+        if reason:
+            trace_artifact("cudagraphs", f"{self.name}: this call runs without its recording: "
+                           f"{reason}")
+            return self.fn(args)
+        return self.replay(recording, args)
+
+    def static_addresses(self, args: list) -> tuple[int, ...]:
+        """The parameters' addresses: a recording reads them in place."""
+        return tuple(args[i].data_ptr() for i in sorted(self.facts.static_inputs)
+                     if i < len(args) and isinstance(args[i], torch.Tensor))
+
+    def cannot_replay(self, recording: Recording, args: list) -> str | None:
+        """Why replaying now would be wrong: a pending backward's saved tensors live where the
+        replay writes, or an input read in place is somewhere else this time."""
+        self.saved = [r for r in self.saved if r() is not None]
+        if self.saved:
+            return "a backward is pending on what the last replay saved for it"
+        for arg, static, copied in zip(args, recording.inputs, recording.copied):
+            if isinstance(arg, torch.Tensor) and not copied and arg.data_ptr() != static.data_ptr():
+                return "an input read in place (a recording's output) has moved"
+        return None
+
+    # --- recording ------------------------------------------------------------------------
+    def record(self, key: Hashable, args: list) -> Recording | None:
+        inputs, copied = [], []
+        for i, arg in enumerate(args):
+            in_place = not isinstance(arg, torch.Tensor) or i in self.facts.static_inputs \
+                or isinstance(arg, torch.nn.Parameter) \
+                or arg.untyped_storage().data_ptr() in _recorded_outputs
+            inputs.append(arg if in_place else torch.empty_strided(
+                arg.shape, arg.stride(), dtype=arg.dtype, device=arg.device).copy_(arg))
+            copied.append(not in_place)
+        if self.pool is None:
+            self.pool = torch.cuda.graph_pool_handle()
+        graph = torch.cuda.CUDAGraph()
+        torch.cuda.synchronize()
+        try:
+            with torch.cuda.graph(graph, pool=self.pool):
+                outputs = list(self.fn(list(inputs)))
+        except Exception as error:  # noqa: BLE001 (an op that cannot be recorded: run as code)
+            reason = f"recording failed: {type(error).__name__}: {str(error).splitlines()[0]}"
+            self.skipped[key] = reason
+            trace_artifact("cudagraphs", f"{self.name} ({describe(args)}): no CUDA graph: {reason}")
+            torch.cuda.synchronize()
+            return None
+        recording = Recording(graph, inputs, copied, outputs)
+        aliased = {t.untyped_storage().data_ptr() for t, c in zip(inputs, copied) if c}
+        for i, out in enumerate(outputs):
+            if isinstance(out, torch.Tensor) and out.untyped_storage().data_ptr() in aliased:
+                self.skipped[key] = f"output {i} is a view of an input the recording copies"
+                return None
+        recording.storages = group_storages(outputs)
+        for data_ptr, *_ in recording.storages:
+            _recorded_outputs[data_ptr] = recording
+        self.recordings[key] = recording
+        trace_artifact("cudagraphs", f"{self.name}: recorded for inputs {describe(args)} "
+                       f"({len(self.recordings)} recording(s); {sum(copied)} input(s) copied "
+                       f"in per call, {len(args) - sum(copied)} read in place)")
+        return recording
+
+    # --- replay ---------------------------------------------------------------------------
+    def replay(self, recording: Recording, args: list) -> tuple:
+        for arg, static, copied in zip(args, recording.inputs, recording.copied):
+            if copied and arg.data_ptr() != static.data_ptr():
+                static.copy_(arg)
+        self.mark_stale()
+        recording.graph.replay()
+        self.replays += 1
+        outs = fresh_outputs(recording)
+        if self.kind == "backward":  # gradients outlive the next replay (.grad accumulates)
+            return tuple(o.clone() if isinstance(o, torch.Tensor) else o for o in outs)
+        tensors = [(i, o) for i, o in enumerate(outs) if isinstance(o, torch.Tensor)]
+        start = self.saved_outputs_start
+        self.handed_out = [weakref.ref(o) for i, o in tensors if start is None or i < start]
+        if start is not None:
+            self.saved = [weakref.ref(o) for i, o in tensors if i >= start]
+        return tuple(outs)
+
+    def mark_stale(self) -> None:
+        """The last replay's outputs, still held by the caller, are about to be overwritten:
+        reading one from now on raises."""
+        message = STALE.format(name=self.name)
+        for ref in self.handed_out:
+            tensor = ref()
+            if tensor is not None:
+                torch._C._set_storage_access_error_msg(tensor, message)
+        self.handed_out = []
+
+
+def group_storages(outputs: list) -> list[tuple[int, int, torch.device, list[tuple]]]:
+    """The recorded outputs by the storage they live in (outputs that are views of one buffer
+    share it): each replay makes one fresh storage object per entry, and views of it."""
+    groups: dict[int, tuple[int, int, torch.device, list[tuple]]] = {}
+    for i, out in enumerate(outputs):
+        if not isinstance(out, torch.Tensor):
+            continue
+        storage = out.untyped_storage()
+        entry = groups.setdefault(storage.data_ptr(),
+                                  (storage.data_ptr(), storage.nbytes(), out.device, []))
+        entry[3].append((i, out.dtype, out.shape, out.stride(), out.storage_offset()))
+    return list(groups.values())
+
+
+def fresh_outputs(recording: Recording) -> list:
+    """Tensors over the recording's output memory, on storage objects of their own: marking
+    them stale later leaves the next replay's outputs readable."""
+    outs = list(recording.outputs)
+    for data_ptr, nbytes, device, views in recording.storages:
+        storage = torch._C._construct_storage_from_data_pointer(data_ptr, device, nbytes)
+        for i, dtype, size, stride, offset in views:
+            outs[i] = torch.empty((), dtype=dtype, device=device).set_(
+                storage, offset, size, stride)
+    return outs

@@ -1,0 +1,245 @@
+"""CUDA graphs (cudagraphs/): what may be recorded and why not, what each call does, and on a
+GPU, replays equal to eager across calls, shapes and training steps, with stale outputs an
+error."""
+
+import pytest
+import torch
+import torch.fx as fx
+
+import minicompile as mc
+from minicompile import cudagraphs
+from minicompile.cudagraphs.cudagraph_utils import (MAX_RECORDINGS, GraphFacts, decide, facts_of,
+                                                     input_key, skip_reason)
+
+aten = torch.ops.aten
+
+
+def aten_graph(fn, *args) -> fx.GraphModule:
+    from torch.fx.experimental.proxy_tensor import make_fx
+    return make_fx(fn)(*args)
+
+
+def facts(**kw) -> GraphFacts:
+    base = dict(devices=frozenset({"cuda:0"}), mutated_inputs=(), syncing_ops=(),
+                static_inputs=frozenset())
+    return GraphFacts(**{**base, **kw})
+
+
+# --- what may be recorded (CPU) -----------------------------------------------------------
+
+def test_a_graph_of_one_gpu_may_be_recorded():
+    assert skip_reason(facts()) is None
+
+
+@pytest.mark.parametrize("kw, reason", [
+    (dict(devices=frozenset({"cpu"})), "cpu tensors: a CUDA graph records the kernels of one GPU"),
+    (dict(devices=frozenset({"cuda:0", "cpu"})), "cpu tensors"),
+    (dict(devices=frozenset({"cuda:0", "cuda:1"})), "tensors on 2 GPUs"),
+    (dict(devices=frozenset()), "no CUDA tensors"),
+    (dict(mutated_inputs=("arg1_1",)), "writes its input arg1_1 in place"),
+    (dict(syncing_ops=("aten.nonzero.default",)), "aten.nonzero.default makes the host wait"),
+])
+def test_each_skip_has_a_reason(kw, reason):
+    assert reason in skip_reason(facts(**kw))
+
+
+@pytest.mark.cpu_only
+def test_facts_are_read_off_the_aten_graph():
+    x = torch.randn(4, 4)
+    plain = facts_of(aten_graph(lambda x: x.sin() * 2, x))
+    assert plain.devices == {"cpu"} and not plain.mutated_inputs and not plain.syncing_ops
+
+    def writes_a_view(x, y):
+        x[0].add_(y[0])  # a write through a view is a write to the input
+        return y * 2
+    assert facts_of(aten_graph(writes_a_view, x, x.clone())).mutated_inputs == ("x_1",)
+    graph = fx.Graph()  # x.sum().item(): make_fx refuses to trace it
+    total = graph.call_function(aten.sum.default, (graph.placeholder("x"),))
+    graph.output(graph.call_function(aten._local_scalar_dense.default, (total,)))
+    syncing = facts_of(fx.GraphModule(torch.nn.Module(), graph)).syncing_ops
+    assert syncing == ("aten._local_scalar_dense.default",)
+
+
+def test_a_call_warms_up_then_records_then_replays():
+    warmed, recorded, skipped = set(), {}, {}
+    assert decide("a", warmed, recorded, skipped) == "warmup"
+    warmed.add("a")
+    assert decide("a", warmed, recorded, skipped) == "record"
+    recorded["a"] = object()
+    assert decide("a", warmed, recorded, skipped) == "replay"
+    assert decide("b", warmed, recorded, skipped) == "warmup"  # a new shape warms up again
+
+
+def test_shapes_past_the_limit_run_without_a_graph():
+    warmed, skipped = set(range(MAX_RECORDINGS + 1)), {}
+    recorded = {k: object() for k in range(MAX_RECORDINGS)}
+    assert decide(MAX_RECORDINGS, warmed, recorded, skipped) == "skip"
+    assert "MAX_RECORDINGS" in skipped[MAX_RECORDINGS]
+    assert decide(0, warmed, recorded, skipped) == "replay"  # the recorded ones still replay
+
+
+def test_input_key_separates_sizes_strides_dtypes_and_values():
+    x = torch.randn(4, 6)
+    keys = {input_key([x]), input_key([x.t()]), input_key([x.double()]), input_key([x[:2]]),
+            input_key([x, 3]), input_key([x, 4])}
+    assert len(keys) == 6
+    assert input_key([x]) == input_key([torch.randn(4, 6)])
+
+
+@pytest.mark.cpu_only
+def test_reduce_overhead_on_cpu_runs_without_graphs_and_says_why(compiled_graphs, capfd):
+    mc.set_logs("cudagraphs")
+    try:
+        f = mc.compile(lambda x: (x * 2).sin(), mode="reduce-overhead")
+        x = torch.randn(5)
+        for _ in range(3):
+            torch.testing.assert_close(f(x), (x * 2).sin())
+    finally:
+        mc.set_logs("")
+    (graph,) = compiled_graphs
+    assert graph.wrappers == ["cudagraphs"] and graph.current_callable.skip
+    err = capfd.readouterr()
+    assert "no CUDA graph: cpu tensors" in err.out + err.err
+
+
+@pytest.mark.cpu_only
+def test_default_mode_has_no_cudagraphs_wrapper(compiled_graphs):
+    mc.compile(lambda x: x + 1)(torch.randn(3))
+    assert compiled_graphs[0].wrappers == []
+
+
+@pytest.mark.cpu_only
+def test_cudagraphs_backend_trains_on_cpu_as_eager():
+    lin = torch.nn.Linear(6, 3)
+    f = mc.compile(lambda x: torch.tanh(lin(x)).sum(), backend="cudagraphs")
+    x = torch.randn(4, 6)
+    f(x).backward()
+    grad = lin.weight.grad.clone()
+    lin.weight.grad = None
+    torch.tanh(lin(x)).sum().backward()
+    torch.testing.assert_close(grad, lin.weight.grad)
+
+
+# --- on a GPU -----------------------------------------------------------------------------
+
+def runner_of(graph):
+    runner = graph.current_callable
+    assert isinstance(runner, cudagraphs.CUDAGraphRunner)
+    return runner
+
+
+@pytest.mark.gpu
+def test_replays_equal_eager_across_calls_and_shapes(compiled_graphs):
+    def fn(x, w):
+        return torch.relu(x @ w + 1).sum(-1) * 2
+
+    f = mc.compile(fn, mode="reduce-overhead", dynamic=False)
+    w = torch.randn(32, 32, device="cuda")
+    for n in (8, 8, 8, 16, 16, 16, 8):
+        x = torch.randn(n, 32, device="cuda")
+        torch.testing.assert_close(f(x, w), fn(x, w))
+    runners = [runner_of(g) for g in compiled_graphs]
+    assert sum(len(r.recordings) for r in runners) == 2  # one per shape
+    assert sum(r.replays for r in runners) >= 3
+
+
+@pytest.mark.gpu
+def test_dynamic_graph_records_one_graph_per_shape(compiled_graphs):
+    f = mc.compile(lambda x: (x.sin() * 3).cumsum(0) if False else x.sin() * 3,
+                   mode="reduce-overhead", dynamic=True)
+    for n in (4, 4, 4, 6, 6, 6, 4):
+        x = torch.randn(n, device="cuda")
+        torch.testing.assert_close(f(x), x.sin() * 3)
+    (graph,) = compiled_graphs
+    assert len(runner_of(graph).recordings) == 2
+
+
+@pytest.mark.gpu
+def test_a_stale_output_is_an_error_not_a_changed_value():
+    f = mc.compile(lambda x: x * 2, mode="reduce-overhead")
+    x = torch.randn(16, device="cuda")
+    f(x), f(x)  # warm-up, record
+    first = f(x)
+    kept = first.clone()
+    second = f(x + 1)
+    torch.testing.assert_close(second, (x + 1) * 2)
+    with pytest.raises(RuntimeError, match="overwritten by a subsequent run"):
+        first + 1
+    torch.testing.assert_close(kept, x * 2)
+
+
+@pytest.mark.gpu
+def test_parameters_are_read_in_place_and_inputs_copied(compiled_graphs):
+    lin = torch.nn.Linear(16, 16, device="cuda")
+    f = mc.compile(lin, mode="reduce-overhead")
+    with torch.no_grad():
+        for _ in range(3):
+            x = torch.randn(4, 16, device="cuda")
+            torch.testing.assert_close(f(x), lin(x))
+        lin.weight.mul_(2)  # updated in place: the recording reads the new values
+        x = torch.randn(4, 16, device="cuda")
+        torch.testing.assert_close(f(x), lin(x))
+    (recording,) = runner_of(compiled_graphs[0]).recordings.values()
+    assert recording.copied.count(True) == 1  # x; weight and bias read in place
+
+
+@pytest.mark.gpu
+def test_training_steps_equal_eager():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.GELU(),
+                                torch.nn.Linear(64, 8)).cuda()
+    twin = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.GELU(),
+                               torch.nn.Linear(64, 8)).cuda()
+    twin.load_state_dict(model.state_dict())
+    compiled = mc.compile(model, mode="reduce-overhead")
+    opts = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (model, twin)]
+    for step in range(5):
+        x, y = torch.randn(16, 32, device="cuda"), torch.randn(16, 8, device="cuda")
+        losses = []
+        for run, opt in ((compiled, opts[0]), (twin, opts[1])):
+            loss = torch.nn.functional.mse_loss(run(x), y)
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            losses.append(loss.item())
+        assert losses[0] == pytest.approx(losses[1], rel=1e-4), step
+    for a, b in zip(model.parameters(), twin.parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.gpu
+def test_two_forwards_then_two_backwards_and_accumulated_grads():
+    """A pending backward keeps its saved tensors: the second forward runs without replaying
+    over them; gradients accumulate in .grad across replays."""
+    lin = torch.nn.Linear(8, 8, device="cuda")
+    f = mc.compile(lambda x: torch.sigmoid(lin(x)).sum(), mode="reduce-overhead")
+    xs = [torch.randn(4, 8, device="cuda") for _ in range(6)]
+    for x in xs[:2]:  # warm up and record
+        f(x).backward()
+    lin.weight.grad = None
+    a, b = f(xs[2]), f(xs[3])
+    b.backward()
+    a.backward()
+    f(xs[4]).backward()  # accumulates into .grad left by earlier replays
+    got = lin.weight.grad.clone()
+    lin.weight.grad = None
+    for x in xs[2:5]:
+        torch.sigmoid(lin(x)).sum().backward()
+    torch.testing.assert_close(got, lin.weight.grad)
+
+
+@pytest.mark.gpu
+def test_an_op_that_waits_for_the_gpu_is_not_recorded(compiled_graphs):
+    f = mc.compile(lambda x: x * (x > 0).sum().item(), mode="reduce-overhead")
+    x = torch.randn(8, device="cuda")
+    for _ in range(3):
+        torch.testing.assert_close(f(x), x * (x > 0).sum().item())
+
+
+@pytest.mark.gpu
+def test_cudagraphs_backend_replays_aten_graphs():
+    f = mc.compile(lambda x: torch.softmax(x * 2, -1), backend="cudagraphs")
+    for _ in range(4):
+        x = torch.randn(4, 16, device="cuda")
+        torch.testing.assert_close(f(x), torch.softmax(x * 2, -1))
+    assert cudagraphs.counters["wrapped"] >= 1
