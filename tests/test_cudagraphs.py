@@ -87,11 +87,16 @@ def test_input_key_separates_sizes_strides_dtypes_and_values():
 
 
 @pytest.mark.cpu_only
-def test_reduce_overhead_on_cpu_runs_without_graphs_and_says_why(compiled_graphs, capfd):
+def test_reduce_overhead_on_cpu_runs_without_graphs_and_says_why(compiled_graphs, capfd,
+                                                                 monkeypatch):
+    from minicompile.cudagraphs import cudagraph_trees
+    monkeypatch.setattr(cudagraph_trees, "_warned", set())
     mc.set_logs("cudagraphs")
     try:
         f = mc.compile(lambda x: (x * 2).sin(), mode="reduce-overhead")
         x = torch.randn(5)
+        with pytest.warns(UserWarning, match="runs without one: cpu tensors"):
+            f(x)
         for _ in range(3):
             torch.testing.assert_close(f(x), (x * 2).sin())
     finally:

@@ -108,3 +108,13 @@ def test_knobs_that_would_not_be_read_are_errors():
         mc.compile(lambda x: x, backend="eager", mode="max-autotune")
     with pytest.raises(ValueError, match="backend='aot_eager' reads neither"):
         mc.compile(lambda x: x, backend="aot_eager", options={"cpp_lanes": False})
+
+
+@pytest.mark.cpu_only
+def test_max_autotune_on_the_cpp_backend_says_it_has_nothing_to_try(monkeypatch):
+    from minicompile.inductor import compile_fx
+    monkeypatch.setattr(compile_fx, "_warned", set())
+    monkeypatch.setattr(config.inductor, "cpu_backend", "cpp")
+    f = mc.compile(lambda x: x.sin() + 1, mode="max-autotune-no-cudagraphs")
+    with pytest.warns(UserWarning, match="kernels of the 'cpp' backend have none to try"):
+        f(torch.randn(8))

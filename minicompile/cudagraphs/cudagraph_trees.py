@@ -30,6 +30,7 @@ once per kernel. The price is that a recording reads and writes fixed addresses:
 from __future__ import annotations
 
 import logging
+import warnings
 import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable
@@ -44,6 +45,17 @@ log = logging.getLogger(__name__)
 STALE = ("Error: accessing tensor output of CUDAGraphs that has been overwritten by a subsequent "
          "run of {name}. To keep an output, clone it before calling the compiled function again "
          "(mode='reduce-overhead' replays write where the last replay's outputs are).")
+
+_warned: set[str] = set()  # skip reasons already warned about in this process
+
+
+def warn_once(message: str, reason: str) -> None:
+    """A knob that cannot be honoured is said, once per reason, never passed over silently."""
+    kind = reason.split(":")[0]
+    if kind not in _warned:
+        _warned.add(kind)
+        warnings.warn(message, stacklevel=2)
+
 
 # data pointers of every recording's outputs: an input found here is read in place
 _recorded_outputs: dict[int, "Recording"] = {}
@@ -85,6 +97,9 @@ class CUDAGraphRunner:
         self.last: Recording | None = None  # the recording the last call replayed
         if self.skip:
             trace_artifact("cudagraphs", f"{name}: no CUDA graph: {self.skip}")
+            warn_once(f"CUDA graphs were asked for (mode='reduce-overhead' or "
+                      f"backend='cudagraphs') but {name} runs without one: {self.skip} "
+                      f"(MINICOMPILE_LOGS=cudagraphs lists every such graph)", self.skip)
 
     # --- a call ---------------------------------------------------------------------------
     def __call__(self, args: list) -> tuple:

@@ -37,6 +37,7 @@ here, so a test can see that one compile served many sizes.
 from __future__ import annotations
 
 import logging
+import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -116,10 +117,24 @@ def compile_fx_inner(gm: torch.fx.GraphModule, example_inputs: list,
         source, call = generate(graph, scheduler, options)
     trace_artifact("output_code", lambda: source, title=f"{name}: output code")
     devices = {g.device.type for g in scheduler.kernel_groups if g.is_loop_kernel()}
+    if options.max_autotune and any(backend_name(torch.device(d), options) != "triton"
+                                    for d in devices):
+        _warn_once("max_autotune tries more Triton configurations; kernels of the "
+                   f"{options.cpu_backend!r} backend have none to try, and compile as usual")
     compiled = CompiledFxGraph(name, source, call, graph, scheduler, report,
                                {d: backend_name(torch.device(d), options) for d in devices},
                                options, kind=graph_kind)
     return post_compile(compiled, gm)
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    """An option this compile cannot honour is said once per process, never passed silently."""
+    if message not in _warned:
+        _warned.add(message)
+        warnings.warn(message, stacklevel=3)
 
 
 def generate(graph: GraphLowering, scheduler: Scheduler,
