@@ -250,3 +250,22 @@ def test_int_tensor_padded_with_a_float_value_indexes_a_gather(backend, monkeypa
 
     logits, labels = torch.randn(2, 16, 300), torch.randint(0, 300, (2, 16))
     torch.testing.assert_close(mc.compile(loss)(logits, labels), loss(logits, labels))
+
+
+def test_the_wrapper_is_typed_lines_printed_as_the_program(compiled_graphs):
+    """Stages after code generation read what the program does from its lines; the source is
+    exactly their text."""
+    from minicompile.inductor.codegen.wrapper_lines import (AllocateLine, ExternCallLine,
+                                                            KernelCallLine, ReturnLine, ReuseLine)
+    w = torch.randn(16, 16)
+    f = mc.compile(lambda x: torch.relu(x @ w).sin() + x)
+    x = torch.randn(16, 16)
+    torch.testing.assert_close(f(x), torch.relu(x @ w).sin() + x)
+    (graph,) = compiled_graphs
+    kinds = {type(line) for line in graph.wrapper_lines}
+    assert {ExternCallLine, KernelCallLine, ReturnLine} <= kinds
+    assert kinds & {AllocateLine, ReuseLine}  # the kernel's output: made, or taken over
+    for line in graph.wrapper_lines:
+        assert f"{'    ' * line.level}{line.text()}\n" in graph.source
+    kernels = [line.kernel for line in graph.wrapper_lines if isinstance(line, KernelCallLine)]
+    assert kernels and all(f"# kernel {k}" in graph.source for k in kernels)

@@ -74,6 +74,9 @@ class CompiledFxGraph:
     backends: dict[str, str]  # device type -> the backend that generated its kernels
     options: InductorOptions  # the knobs it was compiled with (config.inductor + mode + options=)
     kind: str = "graph"  # "forward", "backward" or "inference"
+    # the wrapper program as typed lines (codegen/wrapper_lines.py): allocate, reuse, kernel
+    # call, library call, free; ``source`` holds their text
+    wrapper_lines: list = field(default_factory=list)
     # what a call runs: ``call``, or the last post-compile wrapper of it (``post_compile``)
     current_callable: Callable[[list], tuple] | None = None
     wrappers: list[str] = field(default_factory=list)  # the post-compile wrappers, in order
@@ -108,13 +111,13 @@ def compile_fx_inner(gm: torch.fx.GraphModule, example_inputs: list,
                    title=f"{name}: loop IR before fusion")
     scheduler = Scheduler(graph, options=options)  # logs "fusion" and "ir_post_fusion"
     try:
-        source, call = generate(graph, scheduler, options)
+        source, call, lines = generate(graph, scheduler, options)
     except CodegenError as error:  # a kernel the backend cannot write or compile
         if options.cpu_backend == "reference":
             raise
         log.warning("%s: %s\nfalling back to the reference backend", name, error)
         options = options.replace(cpu_backend="reference")
-        source, call = generate(graph, scheduler, options)
+        source, call, lines = generate(graph, scheduler, options)
     trace_artifact("output_code", lambda: source, title=f"{name}: output code")
     devices = {g.device.type for g in scheduler.kernel_groups if g.is_loop_kernel()}
     if options.max_autotune and any(backend_name(torch.device(d), options) != "triton"
@@ -123,7 +126,7 @@ def compile_fx_inner(gm: torch.fx.GraphModule, example_inputs: list,
                    f"{options.cpu_backend!r} backend have none to try, and compile as usual")
     compiled = CompiledFxGraph(name, source, call, graph, scheduler, report,
                                {d: backend_name(torch.device(d), options) for d in devices},
-                               options, kind=graph_kind)
+                               options, kind=graph_kind, wrapper_lines=lines)
     return post_compile(compiled, gm)
 
 
@@ -138,10 +141,12 @@ def _warn_once(message: str) -> None:
 
 
 def generate(graph: GraphLowering, scheduler: Scheduler,
-             options: InductorOptions) -> tuple[str, Callable]:
-    """The output code and the callable: each kernel by its device's backend, then the wrapper."""
+             options: InductorOptions) -> tuple[str, Callable, list]:
+    """The output code, the callable and the wrapper's typed lines: each kernel by its
+    device's backend, then the wrapper."""
     wrapper = WrapperCodeGen(graph, scheduler)
-    return wrapper.generate(lambda w: scheduler.codegen(w, options))
+    source, call = wrapper.generate(lambda w: scheduler.codegen(w, options))
+    return source, call, wrapper.body.lines
 
 
 def _pre_fusion_text(report: Any, graph: GraphLowering) -> str:

@@ -15,6 +15,7 @@ from ..decompositions import decomposition_table
 from ..inductor.codegen.wrapper import WrapperCodeGen, unflatten_outputs
 from ..inductor.fx_passes import run_graph_passes
 from ..inductor.graph import lower_graph
+from ..inductor.options import InductorOptions
 from ..inductor.scheduler import Scheduler
 
 
@@ -30,6 +31,7 @@ def schedule_function(fn: Callable, *args: Any, fuse: bool = True,
 def run_scheduled(s: Scheduler, *args: Any, options: dict | None = None) -> Any:
     """Generate the wrapper and kernels of a scheduled graph (the configured backend, or
     ``options={"cpu_backend": ...}``) and run them on ``args``."""
-    _, call = WrapperCodeGen(s.graph, s).generate(lambda w: s.codegen(w, options))
+    knobs = InductorOptions.of(options) if options is not None else None  # None: the schedule's
+    _, call = WrapperCodeGen(s.graph, s).generate(lambda w: s.codegen(w, knobs))
     with torch.no_grad():
         return unflatten_outputs(s.graph, call(list(args)))

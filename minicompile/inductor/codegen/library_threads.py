@@ -33,7 +33,6 @@ from typing import Any
 import torch
 
 from ..lowerings.extern import multiply_adds
-from .common import IndentedBuffer
 
 ONE_THREAD_MULTIPLY_ADDS = 1 << 16  # products smaller than this run on one thread
 
@@ -66,7 +65,7 @@ class OneThreadRegions:
     """Writes the region's opening before the first small product of a run, and its end
     before anything else that computes (a generated kernel, a large product, the return)."""
 
-    def __init__(self, body: IndentedBuffer):
+    def __init__(self, body: Any):  # a WrapperBody (wrapper_lines.py)
         self.body, self.open = body, False
 
     def extern(self, node: Any) -> None:

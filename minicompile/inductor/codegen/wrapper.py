@@ -42,8 +42,9 @@ from ..ir import Buffer, ExternKernel, IRNode, MultiOutput, ReinterpretView, sto
 from ..kernel_group import KernelGroup
 from ..lowerings.extern import FRESH_CONTIGUOUS
 from ..memory_planning import BufferLifetime, plan_memory
-from .common import IndentedBuffer
 from .library_threads import OneThreadRegions, one_thread, restore_threads
+from .wrapper_lines import (AllocateLine, ExternCallLine, FreeLine, KernelCallLine, ReturnLine,
+                            ReuseLine, WrapperBody)
 
 
 class PythonPrinter(StrPrinter):
@@ -131,7 +132,7 @@ class WrapperCodeGen:
         self.graph, self.scheduler = graph, scheduler
         self.namespace: dict[str, Any] = dict(RUNTIME)
         self.kernel_sources: list[tuple[str, str]] = []  # (name, source) for the output code
-        self.body = IndentedBuffer(1)
+        self.body = WrapperBody()  # typed lines (wrapper_lines.py)
         self.threads = OneThreadRegions(self.body)  # small products on one thread
         self._counter = itertools.count()
         self._consts = itertools.count()
@@ -152,7 +153,7 @@ class WrapperCodeGen:
 
     def write_kernel_call(self, name: str, call_args: list[str], group: KernelGroup) -> None:
         self.threads.close()
-        self.body.writeline(f"{name}({', '.join(call_args)})")
+        self.body.append(KernelCallLine(name, list(call_args)))
 
     # --- the program ------------------------------------------------------------------------
     def bind(self, value: Any, prefix: str = "const") -> str:
@@ -239,26 +240,27 @@ class WrapperCodeGen:
         for name in group.stored:
             if self.scheduler.buffers[name].get_mutation_names():  # ir/mutation.py: the new
                 owner = storage_owner(self.scheduler.buffers, name)  # value lives in the input
-                self.body.writeline(f"{name} = {owner}  # {owner} written in place")
+                self.body.append(ReuseLine(name, owner, f"{owner} written in place"))
                 continue
             b = self.starts[name]
             layout = self.scheduler.buffers[name].layout
             if b.storage == name and layout.offset == 0:
-                self.body.writeline(f"{name} = empty_strided({ptuple(layout.size)}, "
-                                    f"{ptuple(layout.stride)}, dtype={layout.dtype}, "
-                                    f"device={self.device(layout.device)})")
+                self.body.append(AllocateLine(name, f"empty_strided({ptuple(layout.size)}, "
+                                              f"{ptuple(layout.stride)}, dtype={layout.dtype}, "
+                                              f"device={self.device(layout.device)})"))
                 self.laid_out[name] = layout
             elif b.storage == name:
-                self.body.writeline(f"{name} = empty(({pexpr(layout.storage_size())},), "
-                                    f"dtype={layout.dtype}, device={self.device(layout.device)})")
+                self.body.append(AllocateLine(name, f"empty(({pexpr(layout.storage_size())},), "
+                                              f"dtype={layout.dtype}, "
+                                              f"device={self.device(layout.device)})"))
             elif b.in_place_of is not None:  # the donor is still read by this kernel
                 old = self.holder.get(b.storage, b.in_place_of)
-                self.body.writeline(f"{name} = {old}  # in place: this kernel reads {old} last")
+                self.body.append(ReuseLine(name, old, f"in place: this kernel reads {old} last"))
                 if self.laid_out.get(old):
                     self.laid_out[name] = self.laid_out[old]
             else:
                 old = self.holder[b.storage]
-                self.body.writeline(f"{name} = {old}; del {old}  # reuse")
+                self.body.append(ReuseLine(name, old, "reuse", delete_old=True))
                 if self.laid_out.get(old):
                     self.laid_out[name] = self.laid_out[old]
             self.holder[b.storage] = name
@@ -267,12 +269,12 @@ class WrapperCodeGen:
         """Delete buffers whose last reader just ran, unless a later buffer takes them over."""
         for b in self.ends.get(group.position, []):
             if b.name in self.donors:
-                self.body.writeline(f"del {b.name}")  # its storage lives on, written in place
+                self.body.append(FreeLine(b.name))  # its storage lives on, written in place
                 continue
             later = any(o.storage == b.storage and o.first > group.position
                         for o in self.plan.lifetimes)
             if not later:
-                self.body.writeline(f"del {self.holder.get(b.storage, b.name)}")
+                self.body.append(FreeLine(self.holder.get(b.storage, b.name)))
 
     def laid_out_value(self, name: str, layout, value: str | None = None) -> str:
         """Source for ``value`` (default: the variable ``name``) as the tensor kernels index for
@@ -340,9 +342,9 @@ class WrapperCodeGen:
             args += [f"{k}={self.arg(v)}" for k, v in node.kwargs.items()]
             value = f"{op_name}({', '.join(args)})"
         if node.layout is None or name in self.laid_out:  # several outputs: MultiOutput
-            self.body.writeline(f"{name} = {value}")  # lines take them apart
+            self.body.append(ExternCallLine(name, value))  # lines take them apart
         else:
-            self.body.writeline(f"{name} = {self.laid_out_value(name, node.layout, value)}")
+            self.body.append(ExternCallLine(name, self.laid_out_value(name, node.layout, value)))
 
     def codegen_outputs(self) -> None:
         self.threads.close()
@@ -356,7 +358,7 @@ class WrapperCodeGen:
                 outs.append(pexpr(o))
             else:
                 outs.append(self.arg(o))
-        self.body.writeline(f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
+        self.body.append(ReturnLine(outs))
 
     def generate(self, codegen_kernels: Callable[["WrapperCodeGen"], None]) -> tuple[str, Callable]:
         """``codegen_kernels(self)`` writes every kernel's lines (``Scheduler.codegen``)."""
