@@ -118,3 +118,31 @@ def test_max_autotune_on_the_cpp_backend_says_it_has_nothing_to_try(monkeypatch)
     f = mc.compile(lambda x: x.sin() + 1, mode="max-autotune-no-cudagraphs")
     with pytest.warns(UserWarning, match="kernels of the 'cpp' backend have none to try"):
         f(torch.randn(8))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available()
+                    and __import__("os").environ.get("TRITON_INTERPRET") != "1",
+                    reason="the Triton template runs on a GPU or under TRITON_INTERPRET=1")
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_the_mm_template_max_autotune_chooses_from_computes_the_product(with_bias):
+    """The candidate max-autotune may pick instead of the library: odd sizes, a strided
+    factor, a broadcast bias."""
+    from minicompile.inductor.runtime.mm_autotune import CONFIGS, run_template
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    a = torch.randn(37, 50, device=device)
+    b = torch.randn(29, 50, device=device).t()  # (50, 29), strides (1, 50)
+    bias = torch.randn(29, device=device) if with_bias else None
+    for config in (CONFIGS[0], CONFIGS[-1]):
+        got = run_template(a, b, bias, config)
+        want = a @ b + (bias if with_bias else 0)
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.gpu
+def test_max_autotune_times_the_library_and_the_template(compiled_graphs):
+    w = torch.randn(256, 512, device="cuda", dtype=torch.float16)
+    f = mc.compile(lambda x: torch.relu(x @ w) * 2, mode="max-autotune-no-cudagraphs")
+    x = torch.randn(128, 256, device="cuda", dtype=torch.float16)
+    torch.testing.assert_close(f(x), torch.relu(x @ w) * 2, rtol=2e-2, atol=2e-2)
+    (graph,) = compiled_graphs
+    assert "mm_choice" in graph.source

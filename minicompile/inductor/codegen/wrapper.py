@@ -46,6 +46,8 @@ from .library_threads import OneThreadRegions, one_thread, restore_threads
 from .wrapper_lines import (AllocateLine, ExternCallLine, FreeLine, KernelCallLine, ReturnLine,
                             ReuseLine, WrapperBody)
 
+aten = torch.ops.aten
+
 
 class PythonPrinter(StrPrinter):
     """SymPy size expressions as Python integer arithmetic (``FloorDiv`` prints as ``//``)."""
@@ -338,6 +340,7 @@ class WrapperCodeGen:
                     and node.layout is not None and node.layout.is_contiguous():
                 op_name = direct  # a fresh contiguous result: it is the layout's view
                 self.laid_out[name] = node.layout
+                op_name = self.autotuned_product(node) or op_name
             args = [self.arg(a) for a in node.args]
             args += [f"{k}={self.arg(v)}" for k, v in node.kwargs.items()]
             value = f"{op_name}({', '.join(args)})"
@@ -345,6 +348,16 @@ class WrapperCodeGen:
             self.body.append(ExternCallLine(name, value))  # lines take them apart
         else:
             self.body.append(ExternCallLine(name, self.laid_out_value(name, node.layout, value)))
+
+    def autotuned_product(self, node: Any) -> str | None:
+        """Under ``max_autotune``, a GPU ``mm``/``addmm`` is a choice between the library and a
+        Triton template, made by timing both at the first call (runtime/mm_autotune.py)."""
+        op = {aten.mm.default: "mm", aten.addmm.default: "addmm"}.get(node.kernel)
+        if op is None or node.kwargs or not self.scheduler.options.max_autotune \
+                or node.layout.device.type != "cuda":
+            return None
+        from ..runtime.mm_autotune import MatmulChoice  # (Triton: imported only on a GPU)
+        return self.bind(MatmulChoice(op), f"{op}_choice")
 
     def codegen_outputs(self) -> None:
         self.threads.close()
