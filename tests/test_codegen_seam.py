@@ -4,6 +4,8 @@ Every backend runs the scheduler's kernels one at a time with local values forwa
 fused members, so a wrong fusion decision gives a wrong answer here (and in every test that
 compiles with ``backend="inductor"``)."""
 
+import os
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -219,12 +221,20 @@ def test_an_int_argument_that_changes_is_a_kernel_argument(backend, monkeypatch,
     assert "falling back" not in caplog.text  # the backend's own kernels ran
 
 
+def skip_unless_cpu_backend_runs(backend: str) -> None:
+    """Triton kernels for CPU tensors need Triton, and its interpreter (on a GPU machine the
+    interpreter is off: the GPU tests run Triton on CUDA tensors)."""
+    if backend == "triton" and "triton" not in BACKENDS:
+        pytest.skip("no Triton")
+    if backend == "triton" and os.environ.get("TRITON_INTERPRET", "0") in ("", "0"):
+        pytest.skip("Triton kernels for CPU tensors run under TRITON_INTERPRET=1")
+
+
 @pytest.mark.parametrize("backend", ["reference", "cpp", "triton"])
 def test_kernels_generated_counts_every_backends_kernels(backend, monkeypatch):
     """Every backend defines its kernels through the wrapper, which counts them (the count was
     the Triton backend's alone: 0 on C++)."""
-    if backend == "triton" and "triton" not in BACKENDS:
-        pytest.skip("no Triton")
+    skip_unless_cpu_backend_runs(backend)
     monkeypatch.setattr(config.inductor, "cpu_backend", backend)
     mc.reset()
     mc.metrics.reset()
@@ -240,8 +250,7 @@ def test_int_tensor_padded_with_a_float_value_indexes_a_gather(backend, monkeypa
     """transformers' causal-LM loss pads its int64 labels with ``value=-100`` (a float scalar to
     ATen) and gathers the log-probabilities at them: the pad value must stay an int (a float
     literal made the index float: a Triton compile error on every decoder model's loss)."""
-    if backend == "triton" and "triton" not in BACKENDS:
-        pytest.skip("no Triton")
+    skip_unless_cpu_backend_runs(backend)
     monkeypatch.setattr(config.inductor, "cpu_backend", backend)
 
     def loss(logits, labels):

@@ -3,7 +3,7 @@
     python -m minicompile.bench --suite overhead            # on the GPU
     python -m minicompile.bench --suite overhead --quick
 
-Each case is timed, in one process, as eager, real ``torch.compile`` in its default mode and
+Each case is timed (wall clock per call, in turns: ``wall_ms_in_turns``), in one process, as eager, real ``torch.compile`` in its default mode and
 with ``mode="reduce-overhead"``, and minicompile in both modes; outputs are checked against
 eager first. A tiny MLP's kernels take a few microseconds each: the host's work per kernel
 (Python, argument packing, the launch) is most of a call, and a replayed CUDA graph pays it
@@ -13,7 +13,9 @@ once per graph. On a CPU there are no CUDA graphs: the reduce-overhead rows run 
 
 from __future__ import annotations
 
+import statistics
 import sys
+import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -21,7 +23,9 @@ import torch
 
 import minicompile as mc
 
-from .timing import time_in_turns
+from .timing import sync, time_in_turns
+
+ROUNDS = 5  # rounds of timing, every step in turn in each: the median is reported
 
 # key -> (label, how to compile): eager is the baseline
 COMPILERS: dict[str, tuple[str, Callable[[Callable], Callable]]] = {
@@ -96,8 +100,31 @@ def run(case: Case, device: str, budget: str) -> dict[str, Any]:
             steps[key], status[key] = step, "ok"
         except Exception as error:  # noqa: BLE001 (reported in the table, not fatal)
             status[key] = f"{type(error).__name__}: {str(error).splitlines()[0][:80]}"
-    ms = time_in_turns(steps, device, budget)
+    ms = wall_ms_in_turns(steps, device, budget)
     return {"case": case.name, "ms": ms, "status": status}
+
+
+def wall_ms_in_turns(steps: dict[str, Callable[[], Any]], device: str,
+                     budget: str) -> dict[str, float]:
+    """Milliseconds per step by the wall clock, over back-to-back calls ended by one
+    synchronisation: the host's pace, which is what launch-bound work is bound by (do_bench
+    would put a cache-clearing kernel, and its launch, between calls). The steps take turns,
+    ``ROUNDS`` times, each step's median over the rounds. CPU: ``time_in_turns``."""
+    if device != "cuda":
+        return time_in_turns(steps, device, budget)
+    calls = 50 if budget == "quick" else 200
+    rounds: dict[str, list[float]] = {key: [] for key in steps}
+    for _ in range(ROUNDS):
+        for key, step in steps.items():
+            for _ in range(5):
+                step()
+            sync(device)
+            start = time.perf_counter()
+            for _ in range(calls):
+                step()
+            sync(device)
+            rounds[key].append((time.perf_counter() - start) / calls * 1e3)
+    return {key: statistics.median(ms) for key, ms in rounds.items()}
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:
