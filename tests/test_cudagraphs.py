@@ -248,3 +248,19 @@ def test_cudagraphs_backend_replays_aten_graphs():
         x = torch.randn(4, 16, device="cuda")
         torch.testing.assert_close(f(x), torch.softmax(x * 2, -1))
     assert cudagraphs.counters["wrapped"] >= 1
+
+
+@pytest.mark.gpu
+def test_a_graph_fed_its_own_output_copies_it_in():
+    """y = f(y): the input lives where the replay writes its output; read in place, a kernel
+    could read a value the same replay has already overwritten."""
+    w = torch.randn(32, 32, device="cuda") / 6
+
+    def step(y):
+        z = torch.tanh(y @ w)
+        return (z + y.flip(0)) / 2  # reads y again after z is written
+    f = mc.compile(step, mode="reduce-overhead")
+    y = ref = torch.randn(32, 32, device="cuda")
+    for _ in range(6):  # each call's input is the last replay's output
+        y, ref = f(y), step(ref)
+        torch.testing.assert_close(y, ref)

@@ -57,8 +57,9 @@ def warn_once(message: str, reason: str) -> None:
         warnings.warn(message, stacklevel=2)
 
 
-# data pointers of every recording's outputs: an input found here is read in place
-_recorded_outputs: dict[int, "Recording"] = {}
+# data pointers of every live recording's outputs: an input found here (what a forward's replay
+# saved, read by its backward) is read in place. Weak: a recording dropped with its graph leaves
+_recorded_outputs: weakref.WeakValueDictionary[int, "Recording"] = weakref.WeakValueDictionary()
 
 
 @dataclass(eq=False)
@@ -66,6 +67,7 @@ class Recording:
     """One CUDA graph: its static inputs (copied into, or read in place) and its outputs."""
 
     graph: torch.cuda.CUDAGraph
+    owner: Any  # the runner that made it
     inputs: list[Any]  # what the recording reads: a static buffer, a tensor read in place, a value
     copied: list[bool]  # which inputs each call copies into ``inputs[i]``
     outputs: list[Any]  # the recorded outputs (tensors over pool memory, or plain values)
@@ -155,8 +157,7 @@ class CUDAGraphRunner:
         inputs, copied = [], []
         for i, arg in enumerate(args):
             in_place = not isinstance(arg, torch.Tensor) or i in self.facts.static_inputs \
-                or isinstance(arg, torch.nn.Parameter) \
-                or arg.untyped_storage().data_ptr() in _recorded_outputs
+                or isinstance(arg, torch.nn.Parameter) or self.another_graphs_output(arg)
             inputs.append(arg if in_place else torch.empty_strided(
                 arg.shape, arg.stride(), dtype=arg.dtype, device=arg.device).copy_(arg))
             copied.append(not in_place)
@@ -173,7 +174,7 @@ class CUDAGraphRunner:
             trace_artifact("cudagraphs", f"{self.name} ({describe(args)}): no CUDA graph: {reason}")
             torch.cuda.synchronize()
             return None
-        recording = Recording(graph, inputs, copied, outputs)
+        recording = Recording(graph, self, inputs, copied, outputs)
         aliased = {t.untyped_storage().data_ptr() for t, c in zip(inputs, copied) if c}
         for i, out in enumerate(outputs):
             if isinstance(out, torch.Tensor) and out.untyped_storage().data_ptr() in aliased:
@@ -194,6 +195,13 @@ class CUDAGraphRunner:
                        f"({len(self.recordings)} recording(s); {sum(copied)} input(s) copied "
                        f"in per call, {len(args) - sum(copied)} read in place)")
         return recording
+
+    def another_graphs_output(self, arg: torch.Tensor) -> bool:
+        """An output of another graph's recording (a forward's saved tensor, read by its
+        backward): read in place. This graph's own outputs are copied: its replay writes them
+        while its kernels may still read the input."""
+        recording = _recorded_outputs.get(arg.untyped_storage().data_ptr())
+        return recording is not None and recording.owner is not self
 
     # --- replay ---------------------------------------------------------------------------
     def replay(self, recording: Recording, args: list) -> tuple:
