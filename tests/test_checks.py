@@ -261,3 +261,41 @@ def test_launcher_compiles_checked_kernels_with_device_asserts(monkeypatch):
     options = [k.options for k in seen]
     assert CHECKED_OPTIONS in options and COMPILE_OPTIONS in options
     mc.reset()
+
+
+EMPTY_DIM_PROBE = r"""
+import json, sys, torch, torch.nn.functional as F
+import minicompile as mc
+mc.config.inductor.cpu_backend = sys.argv[1]
+cases = {
+    "embedding": (lambda w, i: F.embedding(i, w), (torch.randn(0, 3), torch.zeros(2, dtype=torch.long))),
+    "getitem": (lambda w, i: w[i] * 2, (torch.randn(0, 4), torch.zeros(3, dtype=torch.long))),
+    "gather": (lambda w, i: torch.gather(w, 1, i), (torch.randn(3, 0), torch.zeros(3, 2, dtype=torch.long))),
+    "index_select": (lambda w, i: w.index_select(0, i) + 1, (torch.randn(0, 5), torch.ones(4, dtype=torch.long))),
+    "dynamic": (lambda w, i: w[i] + 1, (torch.randn(0, 4), torch.zeros(3, dtype=torch.long))),
+}
+for name, (fn, args) in cases.items():
+    mc.reset()
+    f = mc.compile(fn, dynamic=(name == "dynamic"))
+    if name == "dynamic":  # compiled for a non-empty size first, then called with an empty one
+        f(torch.randn(5, 4), torch.zeros(3, dtype=torch.long))
+    try:
+        f(*args)
+        print(json.dumps([name, "ok"]), flush=True)
+    except Exception as e:
+        print(json.dumps([name, "raised", type(e).__name__]), flush=True)
+"""
+
+
+@pytest.mark.parametrize("backend_name", PROBE_BACKENDS)
+def test_an_index_into_an_empty_dim_raises_instead_of_reading(backend_name):
+    """No element of an empty dimension exists: a failed check can't fall back to index 0
+    (the kernel read past the tensor: SIGSEGV for embedding from a weight of 0 rows)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    result = subprocess.run([sys.executable, "-c", EMPTY_DIM_PROBE, backend_name],
+                            capture_output=True, text=True, env=env, timeout=600)
+    assert result.returncode == 0, (result.returncode, result.stderr[-2000:])
+    got = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [g[0] for g in got] == ["embedding", "getitem", "gather", "index_select", "dynamic"]
+    for name, outcome_, *error in got:  # eager raises for each (IndexError or RuntimeError)
+        assert outcome_ == "raised" and error[0] in ("IndexError", "RuntimeError"), (name, error)

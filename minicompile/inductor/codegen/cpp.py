@@ -148,6 +148,7 @@ class CppKernel:
             if self.checks:
                 sites = ", ".join(f"{n}: {c.kind}" for n, c in enumerate(self.checks))
                 code.writeline(f"mc::KernelError error;  // the first failed check ({sites})")
+                code.writelines(self.empty_dim_checks())
             code.splice(loops)
             if self.checks:
                 code.writeline("return error.finish();")
@@ -156,6 +157,16 @@ class CppKernel:
         # the vector math functions the body calls are defined after the header (cpp_prefix.h)
         return "\n".join(['#include "cpp_prefix.h"',
                           *vector_math_lines(body, cpp_build.LIBMVEC_LEVEL)]) + "\n" + body
+
+    def empty_dim_checks(self) -> list[str]:
+        """An indexed dimension of size 0 has no element to read: a failed check can't fall
+        back to index 0 (it reads outside the tensor). Any index into it is eager's error, so
+        the kernel fails before its loops whenever it has work to do."""
+        work = " * ".join(f"({cexpr(n)})" for n in (self.group.numel, self.group.rnumel)
+                          if sympy.sympify(n) != 1) or "1"
+        return [f"if (({cexpr(size)}) <= 0 && {work} > 0) {{ mc::fail(error, {site}, 0, "
+                f"{cexpr(size)}); return error.finish(); }}  // an empty dim: nothing to index"
+                for site, size in self.ops.dim_sizes if not sympy.sympify(size).is_positive]
 
     def emit(self, members: list[KernelMember], scope: dict[str, Any],
              position: int | None = None) -> LoopCode:
@@ -202,7 +213,9 @@ class CppKernel:
         slower for a bias + GELU epilogue), one of ``mean[xindex / 1024]`` is ``mean[x1]``."""
         ranges = {X0: sympy.Integer(row), X1: sympy.sympify(self.group.numel // row)}
         self.values = KeptValues(self.group)  # a fresh handler: temporaries from tmp0 again
+        dim_sizes = self.ops.dim_sizes
         self.ops = CppOpsHandler(self.pointers, self.dtypes, ranges, self.values, self.checks)
+        self.ops.dim_sizes = dim_sizes  # (the kernel's, whichever handler finds them)
         self.ops.index_subs = {XINDEX: X0 + row * X1}
         return self.emit(self.group.members, {})
 

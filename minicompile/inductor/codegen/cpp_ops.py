@@ -216,6 +216,9 @@ class CppOpsHandler:
         self._counts = {"acc": 0, "indirect": 0, "masked": 0}
         # the kernel's run-time checks, by site number (``mc::fail``'s ``site``: checks.py)
         self.checks = [] if checks is None else checks
+        # (site, size) of each checked dimension that may be empty: the kernel checks it first
+        # (``CppKernel.empty_dim_checks``), since no index inside it exists to read at
+        self.dim_sizes: list[tuple[int, sympy.Expr]] = []
         self.ranges: dict[str, tuple[int, int]] = {}  # temporary -> its known [low, high]
         self.invariants = LoopInvariants()  # values a check may repeat before the loop
 
@@ -334,8 +337,11 @@ class CppOpsHandler:
         if value in self.invariants.values:  # checked once, before the loop (cpp_hoist.py)
             out, value = self.code.hoisted, self.invariants.values[value]
             why += f"; the same for every {self.invariants.inner}"
+        site = site_of(self.checks, check)
         out.writeline(f"const int64_t {var} = {call}({value}, {cexpr(size)}, error, "
-                      f"{site_of(self.checks, check)});  // {why}")
+                      f"{site});  // {why}")
+        if not (sympy.sympify(size).is_positive and (site, size) not in self.dim_sizes):
+            self.dim_sizes.append((site, size))
         return sympy.Symbol(var, integer=True)
 
     def reduction(self, dtype: torch.dtype, src_dtype: torch.dtype, reduction_type: str,
