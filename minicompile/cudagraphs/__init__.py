@@ -24,7 +24,6 @@ from typing import Any, Callable
 
 import torch.fx as fx
 
-from .._logging import trace_artifact
 from .cudagraph_trees import CUDAGraphRunner
 from .cudagraph_utils import MAX_RECORDINGS, GraphFacts, decide, facts_of, skip_reason
 
@@ -54,4 +53,4 @@ class CUDAGraphsPostCompile:
 post_compile = CUDAGraphsPostCompile()
 
 __all__ = ["CUDAGraphRunner", "GraphFacts", "MAX_RECORDINGS", "counters", "cudagraphify",
-           "decide", "facts_of", "post_compile", "skip_reason", "trace_artifact"]
+           "decide", "facts_of", "post_compile", "skip_reason"]
