@@ -37,7 +37,8 @@ from typing import Any, Callable, Hashable
 import torch
 
 from .._logging import trace_artifact
-from .cudagraph_utils import GraphFacts, decide, describe, input_key, skip_reason
+from .cudagraph_utils import (GraphFacts, decide, describe, input_key, reads_in_place,
+                              skip_reason)
 
 log = logging.getLogger(__name__)
 
@@ -139,9 +140,7 @@ class CUDAGraphRunner:
     def record(self, key: Hashable, args: list) -> Recording | None:
         inputs, copied = [], []
         for i, arg in enumerate(args):
-            in_place = not isinstance(arg, torch.Tensor) or i in self.facts.static_inputs \
-                or isinstance(arg, torch.nn.Parameter) \
-                or arg.untyped_storage().data_ptr() in _recorded_outputs
+            in_place = reads_in_place(i, arg, self.facts.static_inputs, _recorded_outputs)
             inputs.append(arg if in_place else torch.empty_strided(
                 arg.shape, arg.stride(), dtype=arg.dtype, device=arg.device).copy_(arg))
             copied.append(not in_place)
