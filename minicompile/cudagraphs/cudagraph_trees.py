@@ -96,11 +96,15 @@ class CUDAGraphRunner:
         if self.skip:
             return self.fn(args)
         key = (input_key(args), self.static_addresses(args))
+        refused_before = key in self.skipped
         action = decide(key, self.warmed, self.recordings, self.skipped)
         if action == "warmup":
             self.warmed.add(key)
             return self.fn(args)
         if action == "skip":
+            if not refused_before:  # said once per shape, when it is first refused
+                trace_artifact("cudagraphs", f"{self.name} ({describe(args)}): no CUDA graph: "
+                               f"{self.skipped.get(key, 'refused')}")
             return self.fn(args)
         if action == "record":
             recording = self.record(key, args)
