@@ -5,9 +5,9 @@ Every exercise whose check passes puts the learner's function into the stage it 
 (:data:`PLUGS`: the interpreter's BINARY_OP table and FOR_ITER handler, call inlining, duck
 sizing, a resume function's live locals and stack prologue, the min-cut partitioner, three decompositions, a lowering, the scheduler's tile and one
 of its fusion rules, C++ operator templates and accumulators, the CUDA-graph decisions); every
-other piece stays minicompile's own. Then one model (:class:`CourseModel`) runs a training step through
-``mc.compile(backend="inductor")`` at two batch sizes (the second compiles with a symbolic batch)
-with C++ kernels, and its loss and gradients are compared with eager PyTorch's; then a function
+other piece stays minicompile's own. Then one model (:class:`CourseModel`) runs a training step
+through ``mc.compile(backend="inductor")`` at two batch sizes (the second compiles with a
+symbolic batch) with C++ kernels, and its loss and gradients are compared with eager PyTorch's; then a function
 with a graph break (:func:`with_a_graph_break`) runs through the resume function the learner's
 liveness and stack prologue built; last, the model trains with ``mode="reduce-overhead"``: on a
 GPU its graphs are recorded and replayed with the learner's CUDA-graph decisions, on a CPU the
