@@ -7,9 +7,9 @@ sizing, a resume function's live locals and stack prologue, the min-cut partitio
 of its fusion rules, C++ operator templates and accumulators, the CUDA-graph decisions); every
 other piece stays minicompile's own. Then one model (:class:`CourseModel`) runs a training step
 through ``mc.compile(backend="inductor")`` at two batch sizes (the second compiles with a
-symbolic batch) with C++ kernels, and its loss and gradients are compared with eager PyTorch's; then a function
-with a graph break (:func:`with_a_graph_break`) runs through the resume function the learner's
-liveness and stack prologue built; last, the model trains with ``mode="reduce-overhead"``: on a
+symbolic batch) with C++ kernels, and its loss and gradients are compared with eager
+PyTorch's; then a function with a graph break (:func:`with_a_graph_break`) runs through the
+resume function the learner's liveness and stack prologue built; last, the model trains with ``mode="reduce-overhead"``: on a
 GPU its graphs are recorded and replayed with the learner's CUDA-graph decisions, on a CPU the
 learner's ``skip_reason`` must refuse them (the other CUDA-graph pieces need a GPU).
 
