@@ -9,9 +9,10 @@ other piece stays minicompile's own. Then one model (:class:`CourseModel`) runs 
 through ``mc.compile(backend="inductor")`` at two batch sizes (the second compiles with a
 symbolic batch) with C++ kernels, and its loss and gradients are compared with eager
 PyTorch's; then a function with a graph break (:func:`with_a_graph_break`) runs through the
-resume function the learner's liveness and stack prologue built; last, the model trains with ``mode="reduce-overhead"``: on a
-GPU its graphs are recorded and replayed with the learner's CUDA-graph decisions, on a CPU the
-learner's ``skip_reason`` must refuse them (the other CUDA-graph pieces need a GPU).
+resume function the learner's liveness and stack prologue built; last, the model trains with
+``mode="reduce-overhead"``: on a GPU its graphs are recorded and replayed with the learner's
+CUDA-graph decisions, on a CPU the learner's ``skip_reason`` must refuse them (the other
+CUDA-graph pieces need a GPU).
 
 Each plugged piece counts its calls, so the report says which of the learner's pieces the
 compiled model really ran, and a piece that was never reached is named as such.
