@@ -849,10 +849,12 @@ def test_wrong_solution_scores_zero(ex, name, fn):
 # ---- notebook 10: CUDA graphs (a block of its own: its cases and controls run below) ----------
 
 def _skip_reason(mixed=True, gpus=True, any_gpu=True, empty=True, mutation=True, named=True,
-                 syncing=True):
+                 syncing=True, only_cpu=False):
     def skip_reason(facts):
         cuda = sorted(d for d in facts.devices if d.startswith("cuda"))
         others = sorted(d for d in facts.devices if not d.startswith("cuda"))
+        if only_cpu:  # "cpu" looked for by name: another device counts as none
+            cuda, others = sorted(set(facts.devices) - {"cpu"}), sorted({"cpu"} & facts.devices)
         if others and (mixed or not cuda):
             return f"{', '.join(others)} tensors: a CUDA graph records one GPU's kernels"
         if gpus and len(cuda) > 1:
@@ -909,6 +911,7 @@ WRONG_10 = {
         "a graph of CPU and GPU tensors recorded (one GPU tensor is enough)":
             _skip_reason(mixed=False),
         "tensors on two GPUs recorded as one": _skip_reason(gpus=False),
+        "only 'cpu' refused (an xpu or mps tensor taken for a GPU)": _skip_reason(only_cpu=True),
         "only cuda:0 may be recorded (a graph on cuda:1 refused)": _skip_reason(any_gpu=False),
         "a graph with no tensors on a GPU recorded": _skip_reason(empty=False),
         "a graph that writes its input in place recorded": _skip_reason(mutation=False),

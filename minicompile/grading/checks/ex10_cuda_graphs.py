@@ -59,6 +59,7 @@ SKIP_CASES = [
     (_facts(static=(0, 1, 2)), None),
     (_facts(("cpu",)), "cpu"),
     (_facts(("cuda:0", "cpu")), "cpu"),
+    (_facts(("xpu:0",)), "xpu:0"),
     (_facts(("cuda:0", "cuda:1")), "cuda:1"),
     (_facts(()), ""),
     (_facts(mutated=("arg3_1",)), "arg3_1"),
