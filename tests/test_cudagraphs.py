@@ -9,7 +9,7 @@ import torch.fx as fx
 import minicompile as mc
 from minicompile import cudagraphs
 from minicompile.cudagraphs.cudagraph_utils import (MAX_RECORDINGS, GraphFacts, decide, facts_of,
-                                                     input_key, skip_reason)
+                                                     input_key, reads_in_place, skip_reason)
 
 aten = torch.ops.aten
 
@@ -84,6 +84,18 @@ def test_input_key_separates_sizes_strides_dtypes_and_values():
             input_key([x, 3]), input_key([x, 4])}
     assert len(keys) == 6
     assert input_key([x]) == input_key([torch.randn(4, 6)])
+
+
+def test_inputs_read_in_place_are_values_parameters_buffers_and_recorded_outputs():
+    pool = torch.randn(10)  # a recording's output; a backward receives a view at an offset
+    recorded = {pool.untyped_storage().data_ptr()}
+    weight = torch.nn.Parameter(torch.randn(3))
+    x = torch.randn(3)
+    assert not reads_in_place(1, x, {0}, recorded)  # a user input: copied in
+    assert reads_in_place(0, x, {0}, recorded)  # a buffer (static input position)
+    assert reads_in_place(5, weight, set(), recorded)  # a parameter a backward receives
+    assert reads_in_place(2, pool[4:7], set(), recorded)  # its storage, not its own address
+    assert reads_in_place(3, 7, set(), recorded)  # a size: baked into the launches
 
 
 @pytest.mark.cpu_only

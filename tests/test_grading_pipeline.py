@@ -8,6 +8,7 @@ import math
 import shutil
 import types
 
+import pytest
 import torch
 
 from minicompile.aot_autograd.partitioners import PARTITIONERS
@@ -48,8 +49,11 @@ def test_every_solution_runs_in_the_compiled_model_and_matches_eager():
     report = run_pipeline(_solutions(), {})
     assert report.error == "", report.error
     never = [ex for ex, calls in report.plugged.items() if calls == 0]
-    assert set(report.plugged) == {p.exercise for p in PLUGS} and not never, \
+    reachable = {p.exercise for p in PLUGS if torch.cuda.is_available() or not p.needs_gpu}
+    assert set(report.plugged) == reachable and not never, \
         f"pieces the model never reached: {never}"
+    assert all("needs a GPU" in report.own[p.exercise] for p in PLUGS
+               if p.exercise not in reachable)  # said so, not hidden
     assert report.metrics["graph_breaks"] == 0 and report.metrics["recompiles"] == 1
     assert _tables() == before
 
@@ -107,3 +111,10 @@ def test_wrong_graph_break_pieces_fail_the_resume_stage():
     assert "live_locals leaves out ['h', 'scale', 'x']" in run_pipeline(forgets_h, {}).error
     no_stack = _solutions(restore_stack=lambda stack: [])
     assert "the resume function needs" in run_pipeline(no_stack, {}).error
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="on a GPU the graphs may be recorded")
+def test_a_skip_reason_that_lets_cpu_graphs_through_fails_the_cuda_graph_stage():
+    report = run_pipeline({"10.1": _solutions(skip_reason=lambda facts: None)["10.1"]}, {})
+    assert "skip_reason refused no graph" in report.error, report.error
+    assert report.plugged["10.1"] > 0

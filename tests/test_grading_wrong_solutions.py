@@ -12,6 +12,7 @@ import pytest
 import sympy
 import torch
 
+from minicompile.cudagraphs.cudagraph_utils import MAX_RECORDINGS
 from minicompile.grade import grade_one
 from minicompile.grading import REPO_ROOT, load_checks, load_learner_module
 from minicompile.inductor.dependencies import rows_line_up
@@ -843,3 +844,118 @@ def test_wrong_solution_scores_zero(ex, name, fn):
     wrong = _with(exercise.module, **{fn_name: fn})
     with pytest.raises(Exception):
         exercise.check(wrong)
+
+
+# ---- notebook 10: CUDA graphs (a block of its own: its cases and controls run below) ----------
+
+def _skip_reason(mixed=True, gpus=True, any_gpu=True, empty=True, mutation=True, named=True,
+                 syncing=True, only_cpu=False):
+    def skip_reason(facts):
+        cuda = sorted(d for d in facts.devices if d.startswith("cuda"))
+        others = sorted(d for d in facts.devices if not d.startswith("cuda"))
+        if only_cpu:  # "cpu" looked for by name: another device counts as none
+            cuda, others = sorted(set(facts.devices) - {"cpu"}), sorted({"cpu"} & facts.devices)
+        if others and (mixed or not cuda):
+            return f"{', '.join(others)} tensors: a CUDA graph records one GPU's kernels"
+        if gpus and len(cuda) > 1:
+            return f"tensors on {', '.join(cuda)}"
+        if not any_gpu and cuda != ["cuda:0"] and cuda:
+            return f"tensors on {cuda[0]}, not the first GPU"
+        if empty and not cuda:
+            return "no CUDA tensors"
+        if mutation and facts.mutated_inputs:
+            return f"it writes {facts.mutated_inputs[0] if named else 'an input'} in place"
+        if syncing and facts.syncing_ops:
+            return f"{facts.syncing_ops[0]} makes the host wait"
+        return None
+    return skip_reason
+
+
+def _decide(warm_up=True, limit=MAX_RECORDINGS, limit_first=False, use_skipped=True,
+            one_recording=False, reason=True):
+    def decide(key, warmed, recorded, skipped):
+        if one_recording and key not in recorded:
+            recorded.clear()  # a new shape drops the recording of the last one
+        if limit_first and len(recorded) >= limit:
+            skipped[key] = "too many recordings"
+            return "skip"
+        if key in recorded:
+            return "replay"
+        if use_skipped and key in skipped:
+            return "skip"
+        if warm_up and key not in warmed:
+            return "warmup"
+        if len(recorded) >= limit:
+            if reason:
+                skipped[key] = "too many recordings"
+            return "skip"
+        return "record"
+    return decide
+
+
+def _reads_in_place(values=True, positions=True, parameters=True, outputs=True, storage=True,
+                    always=False):
+    def reads_in_place(i, arg, static_inputs, recorded_storages):
+        if always or not isinstance(arg, torch.Tensor):
+            return values
+        if (positions and i in static_inputs) or \
+                (parameters and isinstance(arg, torch.nn.Parameter)):
+            return True
+        address = arg.untyped_storage().data_ptr() if storage else arg.data_ptr()
+        return outputs and address in recorded_storages
+    return reads_in_place
+
+
+WRONG_10 = {
+    "10.1": {
+        "a graph of CPU and GPU tensors recorded (one GPU tensor is enough)":
+            _skip_reason(mixed=False),
+        "tensors on two GPUs recorded as one": _skip_reason(gpus=False),
+        "only 'cpu' refused (an xpu or mps tensor taken for a GPU)": _skip_reason(only_cpu=True),
+        "only cuda:0 may be recorded (a graph on cuda:1 refused)": _skip_reason(any_gpu=False),
+        "a graph with no tensors on a GPU recorded": _skip_reason(empty=False),
+        "a graph that writes its input in place recorded": _skip_reason(mutation=False),
+        "the reason for a written input does not say which": _skip_reason(named=False),
+        ".item() and nonzero recorded (the host waits inside a recording)":
+            _skip_reason(syncing=False),
+    },
+    "10.2": {
+        "the first call records (autotuning and compiling inside the recording)":
+            _decide(warm_up=False),
+        "one recording more than MAX_RECORDINGS": _decide(limit=MAX_RECORDINGS + 1),
+        "no limit: every new shape is recorded": _decide(limit=10 ** 9),
+        "the limit checked before the recordings (a recorded shape is refused once full)":
+            _decide(limit_first=True),
+        "a shape whose recording failed is recorded again": _decide(use_skipped=False),
+        "a new shape drops the last one's recording (re-recorded on every change)":
+            _decide(one_recording=True),
+        "past the limit, skipped without saying why": _decide(reason=False),
+    },
+    "10.3": {
+        "every tensor copied in (parameters and buffers too)":
+            _reads_in_place(positions=False, parameters=False, outputs=False),
+        "every tensor read in place (the batch too)": _reads_in_place(always=True),
+        "a size copied like a tensor": _reads_in_place(values=False),
+        "buffers copied (only nn.Parameter recognised)": _reads_in_place(positions=False),
+        "a parameter a backward receives copied (only positions recognised)":
+            _reads_in_place(parameters=False),
+        "what a forward's replay saved copied into the backward's buffers":
+            _reads_in_place(outputs=False),
+        "a saved activation looked up by its own address (a view at an offset is copied)":
+            _reads_in_place(storage=False),
+    },
+}
+WRONG.update(WRONG_10)
+CONTROLS_10 = {"10.1": _skip_reason(), "10.2": _decide(), "10.3": _reads_in_place()}
+CASES_10 = [(ex, name, fn) for ex, variants in WRONG_10.items() for name, fn in variants.items()]
+
+
+@pytest.mark.parametrize("ex", sorted(CONTROLS_10), ids=str)
+def test_right_setting_of_each_cuda_graphs_family_passes(ex):
+    fn = CONTROLS_10[ex]
+    EXERCISES[ex].check(_with(EXERCISES[ex].module, **{fn.__name__: fn}))
+
+
+@pytest.mark.parametrize("ex, name, fn", CASES_10, ids=[f"{c[0]}: {c[1]}" for c in CASES_10])
+def test_wrong_cuda_graphs_solution_scores_zero(ex, name, fn):
+    test_wrong_solution_scores_zero(ex, name, fn)

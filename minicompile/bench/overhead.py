@@ -83,13 +83,16 @@ def step_of(fn: Callable, args: tuple, trains: bool, params: Callable) -> Callab
     return train
 
 
-def run(case: Case, device: str, budget: str) -> dict[str, Any]:
+def run(case: Case, device: str, budget: str,
+        compilers: dict[str, tuple[str, Callable]] | None = None) -> dict[str, Any]:
+    """Eager and each of ``compilers`` (default: all of ``COMPILERS``) on ``case``, checked
+    against eager, then timed in turns."""
     fn, args, trains = case.make(device)
     params = getattr(fn, "parameters", lambda: [])
     steps = {"eager": step_of(fn, args, trains, params)}
     expected = steps["eager"]()
     status = {}
-    for key, (_, compile_) in COMPILERS.items():
+    for key, (_, compile_) in (COMPILERS if compilers is None else compilers).items():
         torch._dynamo.reset()
         mc.reset()
         step = step_of(compile_(fn), args, trains, params)

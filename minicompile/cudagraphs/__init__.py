@@ -6,7 +6,8 @@ torch/_dynamo/backends/cudagraphs.py).
 
 Reading map:
 
-    cudagraph_utils.py   what may be recorded (``skip_reason``), and what a call does with the
+    cudagraph_utils.py   what may be recorded (``skip_reason``), which inputs a recording reads
+                         in place (``reads_in_place``), and what a call does with the
                          recordings it has (``decide``: warm up, record, replay, run as code)
     cudagraph_trees.py   ``CUDAGraphRunner``: static inputs, the private memory pool, recording
                          with ``torch.cuda.graph``, replays, stale outputs, pending backwards
@@ -25,7 +26,8 @@ from typing import Any, Callable
 import torch.fx as fx
 
 from .cudagraph_trees import CUDAGraphRunner
-from .cudagraph_utils import MAX_RECORDINGS, GraphFacts, decide, facts_of, skip_reason
+from .cudagraph_utils import (MAX_RECORDINGS, GraphFacts, decide, facts_of, reads_in_place,
+                              skip_reason)
 
 # "wrapped": graphs given a runner; "skipped": graphs run without CUDA graphs (never reset)
 counters: Counter[str] = Counter()
@@ -53,4 +55,4 @@ class CUDAGraphsPostCompile:
 post_compile = CUDAGraphsPostCompile()
 
 __all__ = ["CUDAGraphRunner", "GraphFacts", "MAX_RECORDINGS", "counters", "cudagraphify",
-           "decide", "facts_of", "post_compile", "skip_reason"]
+           "decide", "facts_of", "post_compile", "reads_in_place", "skip_reason"]

@@ -38,7 +38,8 @@ from typing import Any, Callable, Hashable
 import torch
 
 from .._logging import trace_artifact
-from .cudagraph_utils import GraphFacts, decide, describe, input_key, skip_reason
+from .cudagraph_utils import (GraphFacts, decide, describe, input_key, reads_in_place,
+                              skip_reason)
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +82,20 @@ class Recording:
     storages: list[tuple[int, int, torch.device, list[tuple]]] = field(default_factory=list)
 
 
+class OutputsOfOtherGraphs:
+    """The storages (data pointers) of every live recording's outputs but ``runner``'s own: an
+    input found here (a forward's saved tensor, read by its backward) is read in place. A
+    graph's own outputs are copied: its replay writes them while its kernels may still read
+    the input."""
+
+    def __init__(self, runner: "CUDAGraphRunner"):
+        self.runner = runner
+
+    def __contains__(self, data_ptr: int) -> bool:
+        recording = _recorded_outputs.get(data_ptr)
+        return recording is not None and recording.owner is not self.runner
+
+
 class CUDAGraphRunner:
     """Runs ``fn(args) -> tuple`` (a compiled graph's program) through CUDA graphs."""
 
@@ -112,11 +127,15 @@ class CUDAGraphRunner:
         if self.skip:
             return self.fn(args)
         key = (input_key(args), self.static_addresses(args))
+        refused_before = key in self.skipped
         action = decide(key, self.warmed, self.recordings, self.skipped)
         if action == "warmup":
             self.warmed.add(key)
             return self.fn(args)
         if action == "skip":
+            if not refused_before:  # said once per shape, when it is first refused
+                trace_artifact("cudagraphs", f"{self.name} ({describe(args)}): no CUDA graph: "
+                               f"{self.skipped.get(key, 'refused')}")
             return self.fn(args)
         if action == "record":
             recording = self.record(key, args)
@@ -156,8 +175,8 @@ class CUDAGraphRunner:
     def record(self, key: Hashable, args: list) -> Recording | None:
         inputs, copied = [], []
         for i, arg in enumerate(args):
-            in_place = not isinstance(arg, torch.Tensor) or i in self.facts.static_inputs \
-                or isinstance(arg, torch.nn.Parameter) or self.another_graphs_output(arg)
+            in_place = reads_in_place(i, arg, self.facts.static_inputs,
+                                      OutputsOfOtherGraphs(self))
             inputs.append(arg if in_place else torch.empty_strided(
                 arg.shape, arg.stride(), dtype=arg.dtype, device=arg.device).copy_(arg))
             copied.append(not in_place)
@@ -195,13 +214,6 @@ class CUDAGraphRunner:
                        f"({len(self.recordings)} recording(s); {sum(copied)} input(s) copied "
                        f"in per call, {len(args) - sum(copied)} read in place)")
         return recording
-
-    def another_graphs_output(self, arg: torch.Tensor) -> bool:
-        """An output of another graph's recording (a forward's saved tensor, read by its
-        backward): read in place. This graph's own outputs are copied: its replay writes them
-        while its kernels may still read the input."""
-        recording = _recorded_outputs.get(arg.untyped_storage().data_ptr())
-        return recording is not None and recording.owner is not self
 
     # --- replay ---------------------------------------------------------------------------
     def replay(self, recording: Recording, args: list) -> tuple:

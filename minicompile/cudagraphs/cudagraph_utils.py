@@ -13,13 +13,14 @@ same thing on the same addresses every call:
 - a new recording per input shape, up to ``MAX_RECORDINGS`` (each holds its own memory).
 
 This module is the part a CPU machine can test: the facts of a graph, the reason to skip it,
-and the decision a call makes (warm up, record, replay, or run without a graph).
+which inputs a recording reads in place, and the decision a call makes (warm up, record,
+replay, or run without a graph).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Hashable
+from typing import Any, Container, Hashable
 
 import torch
 import torch.fx as fx
@@ -106,6 +107,19 @@ def skip_reason(facts: GraphFacts) -> str | None:
         return (f"{facts.syncing_ops[0]} makes the host wait for a value computed on the GPU, "
                 f"which a stream being recorded cannot do")
     return None
+
+
+def reads_in_place(i: int, arg: Any, static_inputs: Container[int],
+                   recorded_storages: Container[int]) -> bool:
+    """Whether a recording reads argument ``i`` where it is, instead of copying it into a static
+    buffer of its own before every replay: a value that is not a tensor (baked into the
+    launches), a parameter or buffer of the module (``static_inputs``, or a ``Parameter`` a
+    backward receives: the same tensor every call), or a tensor in the memory of a recording's
+    outputs (``recorded_storages``: their storages' data pointers; what a forward replay saved
+    for its backward, which stays there until the next replay)."""
+    return (not isinstance(arg, torch.Tensor) or i in static_inputs
+            or isinstance(arg, torch.nn.Parameter)
+            or arg.untyped_storage().data_ptr() in recorded_storages)
 
 
 def input_key(args: list) -> Hashable:

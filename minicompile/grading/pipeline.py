@@ -4,12 +4,15 @@
 Every exercise whose check passes puts the learner's function into the stage it was written for
 (:data:`PLUGS`: the interpreter's BINARY_OP table and FOR_ITER handler, call inlining, duck
 sizing, a resume function's live locals and stack prologue, the min-cut partitioner, three decompositions, a lowering, the scheduler's tile and one
-of its fusion rules, C++ operator templates and accumulators); every other piece stays
-minicompile's own. Then one model (:class:`CourseModel`) runs a training step through
-``mc.compile(backend="inductor")`` at two batch sizes (the second compiles with a symbolic batch)
-with C++ kernels, and its loss and gradients are compared with eager PyTorch's; last, a function
-with a graph break (:func:`with_a_graph_break`) runs through the resume function the learner's
-liveness and stack prologue built.
+of its fusion rules, C++ operator templates and accumulators, the CUDA-graph decisions); every
+other piece stays minicompile's own. Then one model (:class:`CourseModel`) runs a training step
+through ``mc.compile(backend="inductor")`` at two batch sizes (the second compiles with a
+symbolic batch) with C++ kernels, and its loss and gradients are compared with eager
+PyTorch's; then a function with a graph break (:func:`with_a_graph_break`) runs through the
+resume function the learner's liveness and stack prologue built; last, the model trains with
+``mode="reduce-overhead"``: on a GPU its graphs are recorded and replayed with the learner's
+CUDA-graph decisions, on a CPU the learner's ``skip_reason`` must refuse them (the other
+CUDA-graph pieces need a GPU).
 
 Each plugged piece counts its calls, so the report says which of the learner's pieces the
 compiled model really ran, and a piece that was never reached is named as such.
@@ -27,7 +30,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import minicompile as mc
-from .. import config
+from .. import config, cudagraphs
 from ..dynamo import resume_execution
 from .plugs import PLUGS, Usage, swapped
 
@@ -99,7 +102,8 @@ class PipelineReport:
                    f"matches eager (largest difference {self.max_diff:.2e}) with "
                    f"{len(self.plugged)} of your {len(PLUGS)} pieces plugged in")
         return "\n".join(lines + ["", f"CourseModel, a training step at batch sizes {BATCHES} "
-                                  f"({counts}), then with_a_graph_break:", verdict])
+                                  f"({counts}), then with_a_graph_break, then CourseModel with "
+                                  f"mode='reduce-overhead':", verdict])
 
 
 def run_pipeline(pieces: dict[str, ModuleType], not_plugged: dict[str, str]) -> PipelineReport:
@@ -107,8 +111,12 @@ def run_pipeline(pieces: dict[str, ModuleType], not_plugged: dict[str, str]) -> 
     ``CourseModel`` one step at two batch sizes with minicompile's inductor backend, against
     eager. ``not_plugged`` says why each other exercise of :data:`PLUGS` keeps minicompile's own
     piece."""
-    usages = {plug.exercise: Usage() for plug in PLUGS if plug.exercise in pieces}
+    gpu = torch.cuda.is_available()
+    usages = {plug.exercise: Usage() for plug in PLUGS
+              if plug.exercise in pieces and (gpu or not plug.needs_gpu)}
     report = PipelineReport(own=dict(not_plugged))
+    report.own.update({plug.exercise: NO_GPU for plug in PLUGS
+                       if plug.exercise in pieces and plug.exercise not in usages})
     with contextlib.ExitStack() as stack:
         for plug in PLUGS:
             if plug.exercise in usages:
@@ -130,6 +138,14 @@ def run_pipeline(pieces: dict[str, ModuleType], not_plugged: dict[str, str]) -> 
             except Exception as e:  # a resume function built wrong fails when it runs
                 report.error = (f"with_a_graph_break raised {type(e).__name__}: {e} (the "
                                 "resume function your graph-break pieces built)")
+        if not report.error:
+            try:
+                report.max_diff = max(report.max_diff, _cudagraphs_against_eager())
+            except AssertionError as e:
+                report.error = str(e)
+            except Exception as e:  # e.g. a CPU graph let through to be recorded
+                report.error = (f"mode='reduce-overhead' raised {type(e).__name__}: {e} (the "
+                                "CUDA-graph stage, with your pieces in it)")
     report.plugged = {ex: use.calls for ex, use in usages.items()}
     return report
 
@@ -149,16 +165,8 @@ def _train_on_cpu() -> float:
     worst = 0.0
     for batch in BATCHES:
         x, target = torch.randn(batch, 24), torch.randint(0, 10, (batch,))
-        losses = []
-        for model in (compiled, reference):
-            model.zero_grad()
-            loss = F.nll_loss(model(x), target)
-            loss.backward()
-            losses.append(loss)
-        worst = max(worst, _compare(f"loss at batch {batch}", losses[0], losses[1]))
-        params = zip(compiled.named_parameters(), reference.parameters())
-        for (name, got), want in params:
-            worst = max(worst, _compare(f"gradient of {name} at batch {batch}", got.grad, want.grad))
+        worst = max(worst, _step_against_eager(f"at batch {batch}", compiled, reference, x,
+                                               target))
     assert mc.metrics.eager_fallbacks == 0 and mc.metrics.graph_breaks == 0, (
         f"the model was not compiled whole ({mc.metrics.eager_fallbacks} eager fallbacks, "
         f"{mc.metrics.graph_breaks} graph breaks): a plugged piece raised or refused")
@@ -180,6 +188,48 @@ def _resume_against_eager() -> float:
         return worst
     finally:
         resume_execution.ContinueExecutionCache.clear()  # none of it outlives the swap
+
+
+NO_GPU = "needs a GPU: CUDA graphs record GPU kernels, and this machine has none"
+
+
+def _cudagraphs_against_eager() -> float:
+    """``CourseModel`` trained with ``mode="reduce-overhead"`` against eager. On a GPU, three
+    steps per batch size (warm up, record, replay): the CUDA-graph stage records and replays
+    with the learner's pieces deciding. On a CPU nothing may be recorded: one step, whose
+    graphs the stage must refuse (skip_reason) and run as compiled code."""
+    on_gpu = torch.cuda.is_available()
+    steps = [(b, i) for b in BATCHES for i in range(3)] if on_gpu else [(BATCHES[0], 0)]
+    refused = cudagraphs.counters["skipped"]
+    torch.manual_seed(0)
+    with torch.device("cuda" if on_gpu else "cpu"):
+        reference = CourseModel()
+        compiled = mc.compile(copy.deepcopy(reference), mode="reduce-overhead")
+        worst = 0.0
+        for batch, step in steps:
+            x, target = torch.randn(batch, 24), torch.randint(0, 10, (batch,))
+            worst = max(worst, _step_against_eager(
+                f"with mode='reduce-overhead', batch {batch}, step {step}", compiled, reference,
+                x, target))
+    assert on_gpu or cudagraphs.counters["skipped"] > refused, (
+        "mode='reduce-overhead' on CPU tensors: skip_reason refused no graph")
+    return worst
+
+
+def _step_against_eager(what: str, compiled: nn.Module, reference: nn.Module,
+                        x: torch.Tensor, target: torch.Tensor) -> float:
+    """One training step of both models on the same batch: the largest difference of the
+    loss and the gradients."""
+    losses = []
+    for model in (compiled, reference):
+        model.zero_grad()
+        loss = F.nll_loss(model(x), target)
+        loss.backward()
+        losses.append(loss)
+    worst = _compare(f"loss {what}", losses[0], losses[1])
+    for (name, got), want in zip(compiled.named_parameters(), reference.parameters()):
+        worst = max(worst, _compare(f"gradient of {name} {what}", got.grad, want.grad))
+    return worst
 
 
 def _compare(what: str, got: torch.Tensor, want: torch.Tensor) -> float:

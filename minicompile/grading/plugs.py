@@ -15,6 +15,7 @@ import sympy
 import torch
 
 from ..aot_autograd.partitioners import PARTITIONERS, partition_with_saved
+from ..cudagraphs import cudagraph_trees
 from ..decompositions import decomposition_table
 from ..dynamo import graph_break, handlers_data, handlers_flow  # noqa: F401 (the registry)
 from ..dynamo import resume_execution
@@ -219,12 +220,21 @@ def _reductions(sol: ModuleType, use: Usage) -> ContextManager:
     return swapped(cpp_ops, "REDUCTIONS", table)
 
 
+def _cudagraphs(name: str) -> Callable[[ModuleType, Usage], ContextManager]:
+    """The learner's ``name`` in the CUDA-graph stage (``CUDAGraphRunner`` looks it up in
+    ``cudagraph_trees`` at every call)."""
+    def install(sol: ModuleType, use: Usage) -> ContextManager:
+        return swapped(cudagraph_trees, name, use.counted(getattr(sol, name)))
+    return install
+
+
 @dataclass
 class Plug:
     exercise: str
     piece: str  # the learner's function
     stage: str  # where the compiler uses it
     install: Callable[[ModuleType, Usage], ContextManager]
+    needs_gpu: bool = False  # reached only where CUDA graphs are recorded
 
 
 PLUGS: list[Plug] = [
@@ -246,4 +256,9 @@ PLUGS: list[Plug] = [
     Plug("7.4", "reads_line_up", "inductor: a fusion rule of the scheduler", _fusion_rule),
     Plug("9.1", "nan_aware_ops", "C++ codegen: operator templates", _c_ops),
     Plug("9.3", "reduction_rows", "C++ codegen: reduction accumulators", _reductions),
+    Plug("10.1", "skip_reason", "CUDA graphs: may a graph be recorded", _cudagraphs("skip_reason")),
+    Plug("10.2", "decide", "CUDA graphs: warm up, record, replay or skip", _cudagraphs("decide"),
+         needs_gpu=True),
+    Plug("10.3", "reads_in_place", "CUDA graphs: inputs read in place or copied",
+         _cudagraphs("reads_in_place"), needs_gpu=True),
 ]
