@@ -188,12 +188,13 @@ def RETURN_GENERATOR(tx: Tx, inst: Inst) -> None:
     tx.push(ConstantVariable(None))
 
 
-@handler("YIELD_VALUE")  # dis#opcode-YIELD_VALUE: collect the item; the caller sends None back
-def YIELD_VALUE(tx: Tx, inst: Inst) -> None:
+@handler("YIELD_VALUE")  # dis#opcode-YIELD_VALUE: hand the item over and pause; the consumer
+def YIELD_VALUE(tx: Tx, inst: Inst) -> None:  # resumes with None sent back (next(), for)
     if tx.parent is None:
         unimplemented("yield in a compiled frame")
     tx.generated_items.append(tx.pop())
     tx.push(ConstantVariable(None))
+    tx.suspended = True
 
 
 # -- with blocks ------------------------------------------------------------------------------

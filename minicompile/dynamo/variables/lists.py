@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 import types
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 
@@ -211,6 +211,8 @@ class ListVariable(BaseListVariable):
             tx.output.side_effects.mutate_container(self, name, args, kwargs)
 
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
+        if name == "extend" and len(args) == 1 and isinstance(args[0], ListIteratorVariable):
+            return extend_from_iterator(tx, self, "append", args[0])
         mutators = {
             "append": lambda: self.items.append(args[0]),
             "extend": lambda: self.items.extend(args[0].unpack_var_sequence(tx)),
@@ -395,3 +397,80 @@ class ListIteratorVariable(VariableTracker):
 
     def children(self) -> list[VariableTracker]:
         return list(self.items)
+
+
+def iterate(tx, seq: VariableTracker) -> Iterator[VariableTracker]:
+    """``seq``'s items one at a time: an iterator's when they are asked for (a generator runs
+    only as far as the consumer reads), a sequence's as they are now."""
+    if isinstance(seq, ListIteratorVariable):
+        while (item := seq.next_item()) is not None:
+            yield item
+    else:
+        yield from seq.unpack_var_sequence(tx)
+
+
+def extend_from_iterator(tx, container: VariableTracker, append: str,
+                         it: ListIteratorVariable) -> VariableTracker:
+    """``l.extend(gen)`` as CPython runs it: one ``append`` per item as it comes, so the
+    iterator sees the container grow (``l.extend(len(l) + i for i in ...)``)."""
+    for item in iterate(tx, it):
+        container.call_method(tx, append, [item], {})
+    return ConstantVariable(None)
+
+
+class LazyIteratorVariable(ListIteratorVariable):
+    """An iterator made from others (``zip``, ``map``, ``enumerate``, ``filter``, ``islice``):
+    each item is made when asked for, pulling from its sources in CPython's order, so a
+    generator among them runs only as far as the consumer reads, and ``map``'s function is
+    called when CPython calls it."""
+
+    def __init__(self, rows: Iterator[VariableTracker]):
+        super().__init__([])
+        self.rows, self.exhausted = rows, False
+
+    def next_item(self) -> VariableTracker | None:
+        if self.index >= len(self.items) and not self.exhausted:
+            row = next(self.rows, None)
+            if row is None:
+                self.exhausted = True
+            else:
+                self.items.append(row)
+        return super().next_item()
+
+    def unpack_var_sequence(self, tx) -> list[VariableTracker]:
+        self.items.extend(self.rows)
+        self.exhausted = True
+        return super().unpack_var_sequence(tx)
+
+    def remaining(self, codegen) -> str:
+        if not self.exhausted:
+            unimplemented("an iterator (zip/map/enumerate/filter/islice) in progress at a graph "
+                          "break: the items it has not made yet cannot be passed on")
+        return super().remaining(codegen)
+
+
+class LocalGeneratorVariable(ListIteratorVariable):
+    """A generator made by calling a user generator function (Dynamo's
+    ``LocalGeneratorObjectVariable``): its frame, an inlining translator, runs only when an item
+    is asked for and pauses at each ``yield``, so its side effects happen when CPython's do (a
+    ``break``, ``next()`` or ``any()`` leaves the rest unrun)."""
+
+    def __init__(self, frame):
+        super().__init__(frame.generated_items, generator=frame.code.co_name)
+        self.frame = frame
+
+    def next_item(self) -> VariableTracker | None:
+        if self.index >= len(self.items) and not self.frame.done:
+            self.frame.resume()
+        return super().next_item()
+
+    def unpack_var_sequence(self, tx) -> list[VariableTracker]:
+        while not self.frame.done:
+            self.frame.resume()
+        return super().unpack_var_sequence(tx)
+
+    def remaining(self, codegen) -> str:
+        if not self.frame.done:
+            unimplemented(f"the generator {self.generator}() is paused at a graph break: its "
+                          "frame cannot be passed on to the code after the break")
+        return super().remaining(codegen)

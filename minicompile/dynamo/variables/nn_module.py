@@ -27,6 +27,7 @@ from .constant import ConstantVariable
 
 CONTAINERS = (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict)
 # Methods answered at trace time from the real module (its parameters, children, ...).
+_MISSING = object()  # no such class attribute
 INTROSPECTION = ("children", "named_children", "parameters", "named_parameters", "buffers",
                  "named_buffers", "modules", "named_modules")
 
@@ -71,19 +72,36 @@ class NNModuleVariable(VariableTracker):
         return VariableBuilder(tx, source).wrap(value)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .functions import UserFunctionVariable, UserMethodVariable
+        from .functions import UserFunctionVariable
 
         m, source = self.value, self._child_source(name, attr=True)
+        # object.__getattribute__'s order: a data descriptor of the class (a property), the
+        # instance's __dict__, the class's attributes (methods), and only then
+        # nn.Module.__getattr__ (parameters, buffers, submodules): a method named like a
+        # submodule wins, as in eager.
+        static = inspect.getattr_static(type(m), name, _MISSING)
+        if isinstance(static, property):
+            return UserFunctionVariable(static.fget).call_function(tx, [self], {})
+        if name in m.__dict__:
+            return self._wrap_child(tx, m.__dict__[name], source)
+        if name == "__class__":
+            return ConstantVariable(type(m))
+        if static is not _MISSING:
+            return self._class_attribute(tx, name, static)
         for table in ("_parameters", "_buffers", "_modules"):
             d = m.__dict__.get(table, {})
             if name in d:  # read from the table, as nn.Module.__getattr__ does, minus its cost
                 source = self.source and GetItemSource(AttrSource(self.source, table), name)
                 return self._wrap_child(tx, d[name], source)
-        if name in m.__dict__:
-            return self._wrap_child(tx, m.__dict__[name], source)
-        static = inspect.getattr_static(m, name, None)
-        if isinstance(static, property):
-            return UserFunctionVariable(static.fget).call_function(tx, [self], {})
+        if hasattr(m, name):  # a class's own __getattr__
+            return self._wrap_child(tx, getattr(m, name), None)
+        raise ObservedException(AttributeError(
+            f"{type(m).__name__!r} object has no attribute {name!r}"))
+
+    def _class_attribute(self, tx, name: str, static: Any) -> VariableTracker:
+        """``m.name`` found on the class: a method, a static method, or a class constant."""
+        from .functions import UserFunctionVariable, UserMethodVariable
+
         if name in INTROSPECTION and static is getattr(torch.nn.Module, name):
             from .misc import GetAttrVariable  # answered by call_method, not by inlining torch's
 
@@ -92,12 +110,7 @@ class NNModuleVariable(VariableTracker):
             return UserMethodVariable(static, self)
         if isinstance(static, staticmethod):
             return UserFunctionVariable(static.__func__)
-        if name == "__class__":
-            return ConstantVariable(type(m))
-        if hasattr(m, name):  # class-level constants (__constants__, defaults set on the class)
-            return self._wrap_child(tx, getattr(m, name), None)
-        raise ObservedException(AttributeError(
-            f"{type(m).__name__!r} object has no attribute {name!r}"))
+        return self._wrap_child(tx, getattr(self.value, name), None)  # __constants__, defaults
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         from .functions import UserMethodVariable
