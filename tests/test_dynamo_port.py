@@ -23,7 +23,10 @@ import minicompile as mc
 from dynamo_port import CASES, Case, assert_same
 
 with torch.device("cpu"):  # the corpus's global tensors too, under MINICOMPILE_TEST_DEVICE=cuda
-    from dynamo_port import functions_corpus, misc_corpus  # noqa: F401  (they register the cases)
+    from dynamo_port import (  # noqa: F401  (they register the cases)
+        ctx_manager_corpus, dicts_corpus, exceptions_corpus, functions_corpus, generator_corpus,
+        misc_corpus, modules_corpus, python_autograd_corpus, recompiles_corpus, repros_corpus,
+        sets_corpus, unspec_corpus)
 
 ONE_GRAPH_TARGET = 0.95
 

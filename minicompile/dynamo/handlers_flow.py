@@ -20,7 +20,7 @@ from .variables.constant import ConstantVariable
 from .variables.dicts import ConstDictVariable
 from .variables.functions import NestedUserFunctionVariable
 from .variables.lists import ListIteratorVariable
-from .variables.misc import WithExitFunctionVariable
+from .variables.misc import ContextManagerVariable, WithExitFunctionVariable
 from .variables.torch import TorchVariable
 
 
@@ -207,9 +207,8 @@ def BEFORE_WITH(tx: Tx, inst: Inst) -> None:
     entered = ctx.call_method(tx, "__enter__", [], {})
     tx.push(WithExitFunctionVariable(ctx))
     tx.push(entered)
-    # The normal exit calls the exit function with (None, None, None); the exception table's
-    # handler (PUSH_EXC_INFO, WITH_EXCEPT_START, ...) is only reached if tracing raised, and
-    # tracing never raises: it stops with Unsupported first.
+    # The normal exit calls the exit function with (None, None, None); an exception raised in
+    # the block reaches WITH_EXCEPT_START through the exception table.
 
 
 # -- raising ----------------------------------------------------------------------------------
@@ -270,9 +269,18 @@ def RERAISE(tx: Tx, inst: Inst) -> None:
     raise ObservedException(exc, exc.python_type().__name__)
 
 
-@handler("WITH_EXCEPT_START", supported=False)  # dis#opcode-WITH_EXCEPT_START
-def WITH_EXCEPT_START(tx: Tx, inst: Inst) -> None:
-    unimplemented("an exception leaves a `with` block (its __exit__ would see it: not traced)")
+@handler("WITH_EXCEPT_START")  # dis#opcode-WITH_EXCEPT_START: the exit function 4th from the
+def WITH_EXCEPT_START(tx: Tx, inst: Inst) -> None:  # top, called for the exception on top
+    exit_fn, exc = tx.stack[-4], tx.stack[-1]
+    if not (isinstance(exit_fn, WithExitFunctionVariable)
+            and isinstance(exit_fn.ctx, ContextManagerVariable)):
+        # a user's __exit__ would see the traceback, and a @contextmanager's would throw the
+        # exception into its generator: neither is modelled
+        unimplemented("an exception leaves a `with` block of a user context manager (its "
+                      "__exit__ would see it: not traced)")
+    # torch's own (grad mode, autocast) restore their state and never swallow the exception
+    tx.push(exit_fn.call_function(tx, [SourcelessBuilder.wrap(tx, exc.python_type()), exc,
+                                       ConstantVariable(None)], {}))
 
 
 @handler("IMPORT_NAME")  # dis#opcode-IMPORT_NAME: only modules that are already imported

@@ -316,6 +316,14 @@ class SetVariable(VariableTracker):
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
         from .builder import SourcelessBuilder
 
+        if name in ("isdisjoint", "issuperset") and len(args) == 1 \
+                and isinstance(args[0], ListIteratorVariable):  # stop at the first answer
+            items = (i.as_python_constant() for i in iterate(tx, args[0]))
+            found = (i in self.value for i in items)
+            return ConstantVariable(not any(found) if name == "isdisjoint" else all(found))
+        # any other method consumes an iterator whole: its items, as a tuple
+        args = [TupleVariable(a.unpack_var_sequence(tx)) if isinstance(a, ListIteratorVariable)
+                else a for a in args]
         if not all(a.is_python_constant() for a in [*args, *kwargs.values()]):
             unimplemented(f"{self.python_type().__name__}.{name} with a non-constant argument")
         if name in self.MUTATORS and (self.source is not None or type(self.value) is frozenset):
@@ -385,6 +393,14 @@ class ListIteratorVariable(VariableTracker):
 
     def python_type(self) -> type:
         return type(iter([]))
+
+    def call_method(self, tx, name, args, kwargs) -> VariableTracker:
+        if name == "__contains__" and len(args) == 1 and not kwargs:  # `x in it`: consumes it
+            from .misc import identity_equal  # up to the first match, as CPython does
+
+            return ConstantVariable(any(identity_equal(tx, item, args[0])
+                                        for item in iterate(tx, self)))
+        return super().call_method(tx, name, args, kwargs)
 
     def remaining(self, codegen) -> str:
         """The tuple of the items still to come (a loop in progress is passed across a graph

@@ -391,6 +391,8 @@ class UserDefinedObjectVariable(VariableTracker):
         from .builder import VariableBuilder
         from .dicts import ConstDictVariable
 
+        if isinstance(self.value, BaseException):  # its ``args`` is kept among the attrs
+            unimplemented(f"{type(self.value).__name__}.__dict__ of an exception")
         if self.attrs is not None:
             view = ConstDictVariable({})
             view.items = self.attrs
@@ -479,7 +481,12 @@ def user_compare(name: str) -> Callable:
 
 
 def new_object(cls: type, attrs: dict[str, Any]) -> Any:
-    """What the transformed code calls to rebuild an object built while tracing."""
-    obj = object.__new__(cls)
+    """What the transformed code calls to rebuild an object built while tracing (an exception
+    through its own ``__new__``, which keeps ``args`` where ``e.args`` reads them)."""
+    if issubclass(cls, BaseException):
+        attrs = dict(attrs)
+        obj = cls.__new__(cls, *attrs.pop("args", ()))
+    else:
+        obj = object.__new__(cls)
     obj.__dict__.update(attrs)
     return obj

@@ -135,6 +135,14 @@ class NNModuleVariable(VariableTracker):
             tx.output.add_guard(Guard(AttrSource(self.source, "_modules"), GuardKind.DICT_KEYS,
                                       list(self.value._modules), tx.user_line()))
 
+    def _parameters_in_order(self, tx) -> list[VariableTracker]:
+        """A ParameterList's parameters (its ``_parameters``, keyed "0", "1", ...), the keys
+        guarded so that an appended parameter recompiles."""
+        if self.source is not None:
+            tx.output.add_guard(Guard(AttrSource(self.source, "_parameters"), GuardKind.DICT_KEYS,
+                                      list(self.value._parameters), tx.user_line()))
+        return [self.var_getattr(tx, name) for name in self.value._parameters]
+
     def _items(self) -> list[tuple[Any, torch.nn.Module]]:
         m = self.value
         if isinstance(m, torch.nn.ModuleDict):
@@ -151,6 +159,8 @@ class NNModuleVariable(VariableTracker):
         return NNModuleVariable(sub, source)
 
     def unpack_var_sequence(self, tx) -> list[VariableTracker]:
+        if isinstance(self.value, torch.nn.ParameterList):
+            return self._parameters_in_order(tx)
         self._guard_contents(tx)
         if isinstance(self.value, torch.nn.ModuleDict):
             return [ConstantVariable(k) for k, _ in self._items()]
@@ -160,6 +170,8 @@ class NNModuleVariable(VariableTracker):
         from .lists import ListVariable, TupleVariable
 
         m = self.value
+        if name == "__len__" and isinstance(m, torch.nn.ParameterList):
+            return ConstantVariable(len(self._parameters_in_order(tx)))
         if name == "__len__" and isinstance(m, CONTAINERS):
             self._guard_contents(tx)
             return ConstantVariable(len(m))
