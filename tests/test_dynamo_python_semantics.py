@@ -30,6 +30,8 @@ def _norm(value):
         return ("dict", [(k, _norm(v)) for k, v in value.items()])
     if isinstance(value, Plain):
         return ("Plain", _norm(vars(value)))
+    if isinstance(value, BaseException):
+        return (type(value).__name__, value.args, _norm(vars(value)))
     return value
 
 
@@ -155,6 +157,83 @@ def case_generator_paused_at_break():
         print("a graph break")
         return x + a + next(it)
     return fn, (torch.ones(3),), seen
+
+
+def case_yield_from_return_value():
+    seen = []
+
+    def sub(t):
+        seen.append("sub")
+        yield t + 1
+        return 7
+
+    def outer(t):
+        r = yield from sub(t)
+        seen.append(r)
+        yield t * r
+
+    def fn(x):
+        g = outer(x)
+        first = next(g)
+        seen.append("between")
+        return first, list(g)
+    return fn, (torch.ones(3),), seen
+
+
+def case_in_generator_stops_at_match():
+    seen = []
+
+    def fn(x):
+        g = counted_gen(seen)
+        found = 1 in g
+        return x + next(g), found, {9}.isdisjoint(counted_gen(seen, 3))
+    return fn, (torch.ones(3),), seen
+
+
+def case_exception_leaves_no_grad_block():
+    def fn(x):
+        try:
+            with torch.no_grad():
+                y = x * 2
+                raise ValueError
+        except ValueError:
+            pass
+        return y, x * 3, torch.is_grad_enabled()
+    return fn, (torch.ones(3, requires_grad=True),), []
+
+
+class SwallowingContext:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, traceback):
+        return traceback is not None  # what the tracer cannot see: it falls back
+
+
+def case_exception_leaves_user_context():
+    def fn(x):
+        try:
+            with SwallowingContext():
+                raise ValueError
+            return x + 1
+        except ValueError:
+            return x - 1
+    return fn, (torch.ones(3),), []
+
+
+class CustomError(Exception):
+    def __init__(self, code, detail=None):
+        self.code = code
+        self.detail = detail
+
+
+def case_user_exception_class():
+    def fn(x):
+        try:
+            raise CustomError(3, detail="d")
+        except CustomError as e:
+            return x + e.code, e.args, e.detail, CustomError(4)
+    return fn, (torch.ones(3),), []
 
 
 # -- grad mode switched by a call, across a graph break ----------------------------------------

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from typing import Callable
 
-from .bytecode import PY313
+from .bytecode import PY312, PY313
 from .bytecode import Instruction as Inst
 from .exc import ObservedException, unimplemented
 from .symbolic_convert import InstructionTranslatorBase as Tx
@@ -195,6 +195,35 @@ def YIELD_VALUE(tx: Tx, inst: Inst) -> None:  # resumes with None sent back (nex
     tx.generated_items.append(tx.pop())
     tx.push(ConstantVariable(None))
     tx.suspended = True
+
+
+@handler("GET_YIELD_FROM_ITER")  # dis#opcode-GET_YIELD_FROM_ITER: `yield from it` (no coroutines)
+def GET_YIELD_FROM_ITER(tx: Tx, inst: Inst) -> None:
+    GET_ITER(tx, inst)
+
+
+@handler("SEND")  # dis#opcode-SEND: the next item of the iterator below; once it is exhausted,
+def SEND(tx: Tx, inst: Inst) -> None:  # its return value, and on to the jump target
+    sent, receiver = tx.stack[-1], tx.stack[-2]
+    if not (sent.is_python_constant() and sent.as_python_constant() is None):
+        unimplemented("send() of a value into a generator")
+    item = receiver.next_item()
+    if item is not None:
+        tx.stack[-1] = item  # YIELD_VALUE hands it on
+        return
+    frame = getattr(receiver, "frame", None)  # a user generator's `return value`
+    value = getattr(frame, "return_value", None) or ConstantVariable(None)
+    if PY312:
+        tx.stack[-1] = value  # END_SEND drops the iterator
+    else:
+        del tx.stack[-2:]
+        tx.push(value)
+    tx.jump(inst)
+
+
+@handler("END_SEND")  # dis#opcode-END_SEND (3.12): drop the exhausted iterator below the value
+def END_SEND(tx: Tx, inst: Inst) -> None:
+    del tx.stack[-2]
 
 
 # -- with blocks ------------------------------------------------------------------------------

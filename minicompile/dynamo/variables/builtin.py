@@ -398,7 +398,32 @@ TENSOR_OPERATORS = {
     operator.eq, operator.ne, operator.contains, operator.getitem,
 }
 
+def _exception_text(fn: Callable) -> Callable:
+    """``str(e)`` / ``repr(e)`` of an exception the trace made, when its class keeps the
+    builtin's: computed from its constant ``args`` (None: not such a value, fall through)."""
+
+    def fold(tx, obj=None, *rest):
+        value = getattr(obj, "value", None)
+        if rest or not isinstance(obj, UserDefinedObjectVariable) \
+                or not isinstance(value, BaseException) or not _builtin_text(type(value)):
+            return None
+        args = (obj.attrs or {}).get("args")
+        if args is None:
+            return ConstantVariable(fn(value))
+        if not args.is_python_constant():
+            return None
+        return ConstantVariable(fn(type(value).__new__(type(value), *_const(args))))
+
+    return fold
+
+
+def _builtin_text(cls: type) -> bool:
+    return all(next(k for k in cls.__mro__ if name in vars(k)).__module__ == "builtins"
+               for name in ("__str__", "__repr__"))
+
+
 HANDLERS: dict[Callable, Callable] = {
+    builtins.str: _exception_text(str), builtins.repr: _exception_text(repr),
     operator.add: _seq_add, operator.iadd: _seq_iadd, operator.mul: _seq_mul,
     operator.imul: _seq_mul, operator.getitem: _getitem, operator.setitem: _setitem,
     operator.contains: _contains, operator.not_: _not, operator.truth: _truth,
