@@ -40,7 +40,7 @@ def customized_ctx_manager(mode):
 
 
 @case(args=_grad_args)
-def no_grad_block(a, b):
+def ctx_no_grad_block(a, b):
     x = a + 1
     with torch.no_grad():
         x = x + b
@@ -56,7 +56,7 @@ def set_grad_enabled_block(a, b):
 
 
 @case(args=_grad_args)
-def enable_grad_block(a, b):
+def ctx_enable_grad_block(a, b):
     x = a + 1
     with torch.enable_grad():
         x = x + b

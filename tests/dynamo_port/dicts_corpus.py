@@ -90,7 +90,7 @@ def dict_class_keys(x):
 
 
 @case(args=lambda: ({"a": torch.randn(10), "b": torch.randn(10)},))
-def dict_mutation_side_effect(d):
+def dict_pop_into_new_key(d):
     d["c"] = d["a"] + d.pop("b")
     return d
 
@@ -103,7 +103,7 @@ def dict_copy_alias(x, d0):
 
 
 @case(args=lambda: ({"a": torch.rand(10), "b": torch.rand(10)},))
-def dict_order_keys(d):
+def dict_values_in_key_order(d):
     c = 0
     for v in d.values():
         c = c + v
@@ -123,7 +123,7 @@ def ordered_dict_move_to_end(x):
 
 
 @case
-def defaultdict_list(x):
+def defaultdict_of_lists(x):
     d = defaultdict(list)
     d["a"].append(x)
     d["a"].append(x * 2)
@@ -132,13 +132,13 @@ def defaultdict_list(x):
 
 
 @case
-def dict_fromkeys(x):
+def dict_fromkeys_value(x):
     d = dict.fromkeys(["a", "b"], 3)
     return x * d["a"] * d["b"], list(d)
 
 
 @case
-def dict_update_kwargs(x):
+def dict_update_mapping_and_kwargs(x):
     d = {"a": 1}
     d.update({"b": 2}, c=3)
     return x + d["a"] + d["b"] + d["c"], list(d)
@@ -178,6 +178,6 @@ def dict_setdefault_pop(x):
 
 
 @case
-def dict_comprehension(x):
+def dict_comprehension_of_tensors(x):
     d = {i: x * i for i in range(3)}
     return d[2] - d[1], len(d)
