@@ -392,3 +392,19 @@ def test_same_as_cpython(make_case):
     if make_case is case_rng_state_replayed:
         torch.manual_seed(0)
     run_both(make_case)
+
+
+def test_next_of_module_parameters_is_an_iterator():
+    """``m.parameters()`` is a generator: ``next()`` of it gives the first parameter (a list
+    in its place made the code after a graph break fail with a TypeError)."""
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU())
+
+    def fn(x):
+        params = model.parameters()
+        first = next(params)
+        print("a graph break")
+        return x + first.sum() + len(list(params))
+
+    x = torch.ones(2)
+    mc.reset()
+    torch.testing.assert_close(mc.compile(fn, backend="eager")(x), fn(x))

@@ -196,8 +196,9 @@ class NNModuleVariable(VariableTracker):
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
 
     def _introspect(self, tx, name, args, kwargs) -> VariableTracker:
-        """``self.parameters()`` and friends: a list of trackers with their sources."""
-        from .lists import ListVariable, TupleVariable
+        """``self.parameters()`` and friends: an iterator (they are generators, so
+        ``next(m.parameters())`` works) over trackers with their sources."""
+        from .lists import ListIteratorVariable, TupleVariable
 
         if args or kwargs:
             unimplemented(f"{name}() with arguments")
@@ -209,7 +210,7 @@ class NNModuleVariable(VariableTracker):
             item = self._wrap_child(tx, value, sources.get(id(value)))
             out.append(TupleVariable([ConstantVariable(path), item]) if name.startswith("named")
                        else item)
-        return ListVariable(out)
+        return ListIteratorVariable(out)
 
     def _sources_below(self) -> dict[int, Any]:
         """id() of each submodule, parameter and buffer below this module -> its source, the
