@@ -379,13 +379,14 @@ def test_decompositions_of_non_contiguous_inputs():
 
 @pytest.mark.parametrize("fn", [lambda x: torch.softmax(x, 0), lambda x: torch.log_softmax(x, 0)],
                          ids=["softmax", "log_softmax"])
-def test_softmax_of_integers_raises_as_in_eager(fn):
-    """Eager has no integer softmax kernel; the decomposition must not compute one (it gave
-    zeros), so aot_eager raises eager's error."""
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_softmax_of_integers_raises_as_in_eager(fn, backend):
+    """Eager has no integer softmax kernel; neither the decomposition nor inductor's lowering
+    may compute one (they gave zeros): the compiled function raises eager's error."""
     x = torch.arange(3)
     with pytest.raises(NotImplementedError) as eager:
         fn(x)
     mc.reset()
     with pytest.raises(NotImplementedError) as compiled:
-        mc.compile(fn, backend="aot_eager")(x)
+        mc.compile(fn, backend=backend)(x)
     assert str(compiled.value) == str(eager.value)
