@@ -375,3 +375,18 @@ def test_decompositions_of_non_contiguous_inputs():
     grads = torch.autograd.grad(got, [x, weight, emb.weight])
     torch.testing.assert_close(grads, torch.autograd.grad(expected, [x, weight, emb.weight]))
     assert mc.metrics.eager_fallbacks == 0
+
+
+@pytest.mark.parametrize("fn", [lambda x: torch.softmax(x, 0), lambda x: torch.log_softmax(x, 0)],
+                         ids=["softmax", "log_softmax"])
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_softmax_of_integers_raises_as_in_eager(fn, backend):
+    """Eager has no integer softmax kernel; neither the decomposition nor inductor's lowering
+    may compute one (they gave zeros): the compiled function raises eager's error."""
+    x = torch.arange(3)
+    with pytest.raises(NotImplementedError) as eager:
+        fn(x)
+    mc.reset()
+    with pytest.raises(NotImplementedError) as compiled:
+        mc.compile(fn, backend=backend)(x)
+    assert str(compiled.value) == str(eager.value)

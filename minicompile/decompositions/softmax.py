@@ -16,6 +16,8 @@ def softmax(x, dim, half_to_float):
     """exp(x - max) / sum(exp(x - max)), with the division of the ATen kernel it replaces: the
     CPU kernel over the last dimension computes 1 / sum once per row and multiplies each element
     by it (a multiplication costs a fraction of a division); the others divide each element."""
+    if not x.is_floating_point():  # no integer softmax: the kernel's own error, as in eager
+        return NotImplemented
     xf = upcast(x)
     e = aten.exp.default(aten.sub.Tensor(xf, aten.amax.default(xf, [dim], True)))
     total = aten.sum.dim_IntList(e, [dim], True)
@@ -28,6 +30,8 @@ def softmax(x, dim, half_to_float):
 
 @register_decomposition(aten._log_softmax.default)
 def log_softmax(x, dim, half_to_float):  # (x - max) - log(sum(exp(x - max)))
+    if not x.is_floating_point():  # no integer log-softmax: the kernel's error, as in eager
+        return NotImplemented
     xf = upcast(x)
     shifted = aten.sub.Tensor(xf, aten.amax.default(xf, [dim], True))
     lse = aten.log.default(aten.sum.dim_IntList(aten.exp.default(shifted), [dim], True))

@@ -56,6 +56,7 @@ from .symbolic_convert import NATIVE_MODULES
 from .variables.base import NullVariable, callable_and_args
 from .variables.functions import UserFunctionVariable, UserMethodVariable
 from .variables.lists import ListIteratorVariable
+from .variables.misc import GradModeVariable
 from .variables.misc import WithExitFunctionVariable
 from .variables.nn_module import NNModuleVariable, _has_hooks
 
@@ -95,6 +96,7 @@ class BreakWriter:
         self.tx, self.inst, self.output = tx, inst, tx.output
         self.codegen = tx.output.codegen()
         self.temps: list[str] = []  # values read before the side effects are replayed
+        self.grad_mode_after = ambient_grad_mode(tx)
 
     def value(self, vt) -> str:
         """``vt``'s expression; one that reads outside state is copied into a temporary
@@ -151,19 +153,34 @@ class BreakWriter:
         out = self.output
         for region in reversed(out.active_autocasts):  # the resume function enters them again
             out.create_proxy("call_function", torch.amp._exit_autocast, (region.node,), {})
-        if out.initial_grad_mode != torch.is_grad_enabled():  # leave grad mode as we found it
+        if self.grad_mode_after != torch.is_grad_enabled():  # the mode outside open `with`s
             out.create_proxy("call_function", torch._C._set_grad_enabled,
-                             (out.initial_grad_mode,), {})
+                             (self.grad_mode_after,), {})
         out.graph.output(tuple(vt.proxy.node for vt in self.codegen.graph_outputs))
         out.dead_code_elimination()
-        if not self.codegen.graph_outputs and not any(
-                n.op not in ("placeholder", "output", "get_attr")
-                and n.target is not torch._C._set_grad_enabled for n in out.graph.nodes):
+        if self.grad_mode_after == out.initial_grad_mode and not self.codegen.graph_outputs \
+                and not any(n.op not in ("placeholder", "output", "get_attr")
+                            and n.target is not torch._C._set_grad_enabled
+                            for n in out.graph.nodes):
             return [], []  # nothing, or only grad-mode switches that end where they began
         # (a graph whose outputs are only parameters still runs: the code below reads them)
         graph = out.compile_graph()
         args = ", ".join(gi.source.expr() for gi in out.graph_inputs)
         return [f"{self.codegen.graph_out_name} = {graph.name}({args})"], [graph]
+
+
+def ambient_grad_mode(tx) -> bool:
+    """The grad mode the code after the break runs under, outside the ``with`` blocks still
+    open (the resume function enters those again, and they restore this mode on exit): the mode
+    the outermost open grad-mode block found, else the current one, which a call such as
+    ``torch.set_grad_enabled(False)`` may have changed for the rest of the frame."""
+    blocks = [ctx for ctx in tx.block_stack if isinstance(ctx, GradModeVariable)]
+    if not blocks:
+        return torch.is_grad_enabled()
+    if blocks[-1].target != torch.is_grad_enabled():  # entering it again would not restore it
+        unimplemented("grad mode switched by a call inside a `with` grad-mode block that is "
+                      "open at the graph break")
+    return blocks[0].prev
 
 
 def _next_offset(tx, index: int) -> int:
@@ -205,7 +222,7 @@ def write_call(w: BreakWriter, tx, index: int, error: Unsupported) -> tuple[list
                            stack_exprs + ["__break_result"])
     body = [f"__break_result = {call_src}", f"return {resume}"]
     grad_now = torch.is_grad_enabled()
-    if grad_now != tx.output.initial_grad_mode:  # the graph left grad mode as it found it
+    if grad_now != w.grad_mode_after:  # the graph left the mode of the open `with` blocks
         ctx = "enable_grad" if grad_now else "no_grad"
         body = [f"with {w.torch}.{ctx}():", f"    {body[0]}", body[1]]
     kind = "inlined_call" if getattr(error, "inlined", False) else _break_kind(fn_value)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from typing import Callable
 
-from .bytecode import PY313
+from .bytecode import PY312, PY313
 from .bytecode import Instruction as Inst
 from .exc import ObservedException, unimplemented
 from .symbolic_convert import InstructionTranslatorBase as Tx
@@ -20,7 +20,7 @@ from .variables.constant import ConstantVariable
 from .variables.dicts import ConstDictVariable
 from .variables.functions import NestedUserFunctionVariable
 from .variables.lists import ListIteratorVariable
-from .variables.misc import WithExitFunctionVariable
+from .variables.misc import ContextManagerVariable, WithExitFunctionVariable
 from .variables.torch import TorchVariable
 
 
@@ -188,12 +188,42 @@ def RETURN_GENERATOR(tx: Tx, inst: Inst) -> None:
     tx.push(ConstantVariable(None))
 
 
-@handler("YIELD_VALUE")  # dis#opcode-YIELD_VALUE: collect the item; the caller sends None back
-def YIELD_VALUE(tx: Tx, inst: Inst) -> None:
+@handler("YIELD_VALUE")  # dis#opcode-YIELD_VALUE: hand the item over and pause; the consumer
+def YIELD_VALUE(tx: Tx, inst: Inst) -> None:  # resumes with None sent back (next(), for)
     if tx.parent is None:
         unimplemented("yield in a compiled frame")
     tx.generated_items.append(tx.pop())
     tx.push(ConstantVariable(None))
+    tx.suspended = True
+
+
+@handler("GET_YIELD_FROM_ITER")  # dis#opcode-GET_YIELD_FROM_ITER: `yield from it` (no coroutines)
+def GET_YIELD_FROM_ITER(tx: Tx, inst: Inst) -> None:
+    GET_ITER(tx, inst)
+
+
+@handler("SEND")  # dis#opcode-SEND: the next item of the iterator below; once it is exhausted,
+def SEND(tx: Tx, inst: Inst) -> None:  # its return value, and on to the jump target
+    sent, receiver = tx.stack[-1], tx.stack[-2]
+    if not (sent.is_python_constant() and sent.as_python_constant() is None):
+        unimplemented("send() of a value into a generator")
+    item = receiver.next_item()
+    if item is not None:
+        tx.stack[-1] = item  # YIELD_VALUE hands it on
+        return
+    frame = getattr(receiver, "frame", None)  # a user generator's `return value`
+    value = getattr(frame, "return_value", None) or ConstantVariable(None)
+    if PY312:
+        tx.stack[-1] = value  # END_SEND drops the iterator
+    else:
+        del tx.stack[-2:]
+        tx.push(value)
+    tx.jump(inst)
+
+
+@handler("END_SEND")  # dis#opcode-END_SEND (3.12): drop the exhausted iterator below the value
+def END_SEND(tx: Tx, inst: Inst) -> None:
+    del tx.stack[-2]
 
 
 # -- with blocks ------------------------------------------------------------------------------
@@ -206,9 +236,8 @@ def BEFORE_WITH(tx: Tx, inst: Inst) -> None:
     entered = ctx.call_method(tx, "__enter__", [], {})
     tx.push(WithExitFunctionVariable(ctx))
     tx.push(entered)
-    # The normal exit calls the exit function with (None, None, None); the exception table's
-    # handler (PUSH_EXC_INFO, WITH_EXCEPT_START, ...) is only reached if tracing raised, and
-    # tracing never raises: it stops with Unsupported first.
+    # The normal exit calls the exit function with (None, None, None); an exception raised in
+    # the block reaches WITH_EXCEPT_START through the exception table.
 
 
 # -- raising ----------------------------------------------------------------------------------
@@ -269,9 +298,18 @@ def RERAISE(tx: Tx, inst: Inst) -> None:
     raise ObservedException(exc, exc.python_type().__name__)
 
 
-@handler("WITH_EXCEPT_START", supported=False)  # dis#opcode-WITH_EXCEPT_START
-def WITH_EXCEPT_START(tx: Tx, inst: Inst) -> None:
-    unimplemented("an exception leaves a `with` block (its __exit__ would see it: not traced)")
+@handler("WITH_EXCEPT_START")  # dis#opcode-WITH_EXCEPT_START: the exit function 4th from the
+def WITH_EXCEPT_START(tx: Tx, inst: Inst) -> None:  # top, called for the exception on top
+    exit_fn, exc = tx.stack[-4], tx.stack[-1]
+    if not (isinstance(exit_fn, WithExitFunctionVariable)
+            and isinstance(exit_fn.ctx, ContextManagerVariable)):
+        # a user's __exit__ would see the traceback, and a @contextmanager's would throw the
+        # exception into its generator: neither is modelled
+        unimplemented("an exception leaves a `with` block of a user context manager (its "
+                      "__exit__ would see it: not traced)")
+    # torch's own (grad mode, autocast) restore their state and never swallow the exception
+    tx.push(exit_fn.call_function(tx, [SourcelessBuilder.wrap(tx, exc.python_type()), exc,
+                                       ConstantVariable(None)], {}))
 
 
 @handler("IMPORT_NAME")  # dis#opcode-IMPORT_NAME: only modules that are already imported

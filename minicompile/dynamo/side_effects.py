@@ -152,6 +152,10 @@ class SideEffects:
         self.mutations.append(Mutation("delattr", obj_vt, name))
         return True
 
+    def stores_attrs_of(self, obj: Any) -> bool:
+        """Has the trace set or deleted an attribute of ``obj`` (not yet in its ``__dict__``)?"""
+        return any(key[0] == id(obj) for key in self._attrs)
+
     def load_attr(self, obj: Any, name: str) -> Any:
         """The tracker stored as ``obj.name`` earlier in the trace, ``DELETED``, or None."""
         return self._attrs.get((id(obj), name))

@@ -34,7 +34,7 @@ from .variables.constant import ConstantVariable
 from .variables.builder import SourcelessBuilder, VariableBuilder
 from .variables.functions import ClosureCell, UserMethodVariable
 from .variables.misc import GetAttrVariable
-from .variables.lists import ListIteratorVariable
+from .variables.lists import LocalGeneratorVariable
 
 Handler = Callable[["InstructionTranslatorBase", Instruction], None]
 OPCODE_HANDLERS: dict[str, Handler] = {}
@@ -119,6 +119,7 @@ class InstructionTranslatorBase:
         self.block_stack: list[VariableTracker] = []  # active `with` contexts (grad mode)
         self.return_value: VariableTracker | None = None
         self.done = False
+        self.suspended = False  # a generator's frame paused at a yield
         self.depth = 0 if parent is None else parent.depth + 1
         self.break_index: int | None = None  # root frame: stop here and graph-break
         self.break_error: Unsupported | None = None
@@ -170,7 +171,7 @@ class InstructionTranslatorBase:
         prev, self.output.current_tx = self.output.current_tx, self
         try:
             for _ in range(MAX_STEPS):
-                if self.done:
+                if self.done or self.suspended:
                     return
                 if self.index >= len(self.instructions):
                     unimplemented("ran past the last instruction")
@@ -299,11 +300,20 @@ class InliningInstructionTranslator(InstructionTranslatorBase):
                            for name in code.co_varnames[:arg_count(code)]}
         tx = cls(code, fn.get_globals(), symbolic_locals, fn.closure_cells(parent),
                  parent.output, parent)
+        if code.co_flags & inspect.CO_GENERATOR:  # runs when its items are asked for
+            return LocalGeneratorVariable(tx)
         tx.run()
-        if code.co_flags & inspect.CO_GENERATOR:  # run to the end now: its items, in order
-            return ListIteratorVariable(tx.generated_items, generator=code.co_name)
         return tx.return_value
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.generated_items: list[VariableTracker] = []  # YIELD_VALUE of an inlined generator
+
+    def resume(self) -> None:
+        """A generator's frame, on to its next ``yield`` (or its end)."""
+        self.suspended = False
+        try:
+            self.run()
+        except ObservedException:  # raised out of the generator: it is finished
+            self.done = True
+            raise

@@ -2,11 +2,13 @@
 
 Each function takes a tensor ``x``, an int ``n`` and a list ``log``, and is a random sequence
 of snippets (``SNIPPETS``) that exercise what Dynamo must get right beyond tensor math: control
-flow on constants and shapes, containers, closures and ``nonlocal``, calls, comprehensions and
-generator expressions, exceptions raised and caught, side effects on an argument and on a
-global. The compiled function (backend "eager", so only the tracer is under test) must give the
-same return value, raise the same exception, and leave the same side effects as CPython, on two
-calls with inputs of different shapes (the second goes through the guards and may recompile).
+flow on constants and shapes, containers, closures and ``nonlocal``, calls, comprehensions,
+generators (left early, resumed by ``next``, delegating with ``yield from``), context managers
+and grad mode (across graph breaks), user classes and exceptions, exceptions raised and caught,
+side effects on an argument and on a global. The compiled function (backend "eager", so only
+the tracer is under test) must give the same return value, raise the same exception, and leave
+the same side effects and grad mode as CPython, on two calls with inputs of different shapes
+and a different ``n`` (the second goes through the guards and may recompile).
 """
 
 from __future__ import annotations
@@ -82,6 +84,33 @@ SNIPPETS = [
     "bump_global(n)",
     "x = x.tolist() and x",
     "n += round(x.abs().max().item())",
+    # generators: lazy, left early, resumed, delegating; consumers that see them run
+    "def walk(m):\n    for i in range(m):\n        log.append(i)\n        yield i\n"
+    "for v in walk({k} + 2):\n    if v >= {k}:\n        break\n    x = x + v",
+    "def walk2(m):\n    for i in range(m):\n        log.append(-i)\n        yield i\n"
+    "it = walk2({k} + 1)\nn += next(it)\nn += next(it, 100)",
+    "n += any(log.append(i) or i >= {k} for i in range(6))",
+    "items = [1]\nitems.extend(len(items) + i for i in range({k}))\nn += sum(items)",
+    "def inner(m):\n    yield m\n    return m * 2\ndef outer(m):\n    r = yield from inner(m)\n"
+    "    yield r\nn += sum(outer({k}))",
+    "pairs = list(zip(range({k}), (log.append(i) or x * i for i in range(5))))\nn += len(pairs)",
+    # context managers and grad mode, across graph breaks too
+    "g = x.detach().requires_grad_()\nwith torch.no_grad():\n    y = g * {c}\n"
+    "log.append(y.requires_grad)\nx = x + y",
+    "g = x.detach().requires_grad_()\ntorch.set_grad_enabled(False)\ny = g * {c}\n"
+    "torch._dynamo.graph_break()\nz = g * 2\ntorch.set_grad_enabled(True)\n"
+    "log.append((y.requires_grad, z.requires_grad))",
+    "with Tracker(log, {k}) as t:\n    x = x + t",
+    "try:\n    with torch.no_grad():\n        raise KeyError({k})\nexcept KeyError:\n"
+    "    log.append(torch.is_grad_enabled())",
+    # user classes and exceptions; the int argument n changes between the calls
+    "acc = Accumulator()\nfor i in range({k}):\n    acc.add(x * i)\nx = acc.total(x)\n"
+    "log.append(sorted(acc.__dict__))",
+    "try:\n    raise CodeError({k}, 'bad')\nexcept CodeError as e:\n    n += e.code\n"
+    "    log.append(str(e))",
+    "s = DoublingSet()\ns.add({k})\ns.add(n)\nn += sum(s)",
+    "if n % 2:\n    x = x * n\nelse:\n    x = x + n",
+    "x = x * (n + {c})",
     # things the tracer must break the graph on, not trace wrong
     "if x.sum() > 0:\n    x = x + 1",
     "n += int(x.numel())",
@@ -107,6 +136,37 @@ def bump_global(m):
     global COUNT
     COUNT += m
     LOG.append(COUNT)
+
+class Tracker:
+    def __init__(self, log, k):
+        self.log, self.k = log, k
+
+    def __enter__(self):
+        self.log.append("enter")
+        return self.k
+
+    def __exit__(self, *exc):
+        self.log.append("exit")
+        return False
+
+class Accumulator:
+    def __init__(self):
+        self.items = []
+
+    def add(self, t):
+        self.items.append(t)
+        self.count = len(self.items)
+
+    def total(self, start):
+        return sum(self.items, start)
+
+class CodeError(Exception):
+    def __init__(self, code, message):
+        self.code = code
+
+class DoublingSet(set):
+    def add(self, item):
+        super().add(item * 2)
 """
 
 
@@ -114,7 +174,7 @@ def bump_global(m):
 class TracerProgram:
     source: str
     shapes: tuple[tuple[int, ...], tuple[int, ...]]  # the two calls' x shapes
-    n: int
+    ns: tuple[int, int]  # the two calls' n
 
 
 def generate_function(seed: int, max_snippets: int = 6) -> TracerProgram:
@@ -127,7 +187,7 @@ def generate_function(seed: int, max_snippets: int = 6) -> TracerProgram:
     ret = rng.choice(["x", "(x, n)", "[x, n, len(log)]", "{'x': x, 'n': n}", "x.sum() + n"])
     source = HELPERS + "\ndef fn(x, n, log):\n" + "\n".join(body) + f"\n    return {ret}\n"
     shape = lambda: tuple(rng.choice([1, 2, 3, 5]) for _ in range(rng.choice([1, 2])))
-    return TracerProgram(source, (shape(), shape()), rng.randint(0, 5))
+    return TracerProgram(source, (shape(), shape()), (rng.randint(0, 5), rng.randint(0, 5)))
 
 
 def _instantiate(program: TracerProgram):
@@ -137,12 +197,15 @@ def _instantiate(program: TracerProgram):
 
 
 def _call(fn, x: torch.Tensor, n: int) -> tuple[Any, BaseException | None, list]:
-    """(return value, exception, side effects: the log argument and ``x`` afterwards)."""
+    """(return value, exception, side effects: the log argument, ``x`` and the grad mode
+    afterwards). Grad mode is restored for the next call whatever the function left."""
     log = []
     try:
-        return fn(x, n, log), None, [log, x]
+        return fn(x, n, log), None, [log, x, torch.is_grad_enabled()]
     except Exception as e:
-        return None, e, [log, x]
+        return None, e, [log, x, torch.is_grad_enabled()]
+    finally:
+        torch.set_grad_enabled(True)
 
 
 def check_function(program: TracerProgram) -> tuple[str, str]:
@@ -151,12 +214,12 @@ def check_function(program: TracerProgram) -> tuple[str, str]:
     compiled_fn, compiled_log = _instantiate(program)
     compiled = mc.compile(compiled_fn, backend="eager")
     gen = torch.Generator().manual_seed(len(program.source))
-    for call, shape in enumerate(program.shapes):
+    for call, (shape, n) in enumerate(zip(program.shapes, program.ns)):
         x = torch.randn(shape, generator=gen)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            expected = _call(eager_fn, x.clone(), program.n)
-            actual = _call(compiled, x.clone(), program.n)
+            expected = _call(eager_fn, x.clone(), n)
+            actual = _call(compiled, x.clone(), n)
         problem = _difference(expected, actual, eager_log, compiled_log)
         if problem:
             kind = "crash" if expected[1] is None and actual[1] is not None else "mismatch"

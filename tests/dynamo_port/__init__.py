@@ -1,8 +1,11 @@
 """A port of PyTorch's own Dynamo test functions, as a corpus of small programs.
 
-The bodies come from ``test/dynamo/test_functions.py`` (``functions_corpus.py``) and
-``test/dynamo/test_misc.py`` (``misc_corpus.py``) in the pytorch/pytorch repository, re-typed and
-adapted: each test's function becomes a :class:`Case`, and ``tests/test_dynamo_port.py`` runs
+The bodies come from the pytorch/pytorch repository's ``test/dynamo/`` files, one corpus module
+each: ``test_functions.py`` (``functions_corpus.py``), ``test_misc.py`` (``misc_corpus.py``),
+``test_generator.py``, ``test_exceptions.py``, ``test_ctx_manager.py``, ``test_dicts.py``,
+``test_sets.py``, ``test_unspec.py``, ``test_recompiles.py``, ``test_python_autograd.py``,
+``test_modules.py`` and ``test_repros.py`` (``<name>_corpus.py``), re-typed and adapted: each
+test's function becomes a :class:`Case`, and ``tests/test_dynamo_port.py`` runs
 every case through ``mc.compile`` and through the real ``torch._dynamo``, compares both results
 with eager, and compares minicompile's graph count with the real one.
 

@@ -28,8 +28,8 @@ from .dicts import DICT_CLASS_METHODS, ConstDictVariable, DictClassMethodVariabl
 from .floats import float_operands
 from .functions import BaseUserFunctionVariable, FunctoolsPartialVariable, UserMethodVariable
 from .iter import ITER_HANDLERS
-from .lists import (BaseListVariable, ListIteratorVariable, ListVariable, RangeVariable, SetVariable,
-                    TupleVariable)
+from .lists import (BaseListVariable, LazyIteratorVariable, ListIteratorVariable, ListVariable,
+                    RangeVariable, SetVariable, TupleVariable, iterate)
 from .misc import GetAttrVariable, SuperVariable, UserDefinedObjectVariable, user_compare
 from .nn_module import NNModuleVariable
 from .symnode import SymNodeVariable, symbolic_builtin
@@ -170,14 +170,16 @@ def _next(tx, it, *default):
 
 
 def _zip(tx, *seqs, strict=None):
-    columns = [s.unpack_var_sequence(tx) for s in seqs]
-    return ListIteratorVariable([TupleVariable(list(row)) for row in zip(*columns)])
+    if strict is not None and strict.truth(tx):
+        unimplemented("zip(..., strict=True)")
+    rows = zip(*(iterate(tx, s) for s in seqs))
+    return LazyIteratorVariable(TupleVariable(list(row)) for row in rows)
 
 
 def _enumerate(tx, seq, start=None):
     first = _const(start) if start is not None else 0
-    return ListIteratorVariable([TupleVariable([ConstantVariable(i), v])
-                                 for i, v in enumerate(seq.unpack_var_sequence(tx), first)])
+    return LazyIteratorVariable(TupleVariable([ConstantVariable(i), v])
+                                for i, v in enumerate(iterate(tx, seq), first))
 
 
 def _reversed(tx, seq):
@@ -185,16 +187,17 @@ def _reversed(tx, seq):
 
 
 def _map(tx, fn, *seqs):
-    columns = [s.unpack_var_sequence(tx) for s in seqs]
-    return ListIteratorVariable([fn.call_function(tx, list(row), {}) for row in zip(*columns)])
+    rows = zip(*(iterate(tx, s) for s in seqs))
+    return LazyIteratorVariable(fn.call_function(tx, list(row), {}) for row in rows)
 
 
 def _filter(tx, fn, seq):
-    items = seq.unpack_var_sequence(tx)
-    keep = [i for i in items
-            if (i if fn.is_python_constant() and _const(fn) is None
-                else fn.call_function(tx, [i], {})).truth(tx)]
-    return ListIteratorVariable(keep)
+    def keep(item):
+        if fn.is_python_constant() and _const(fn) is None:
+            return item.truth(tx)
+        return fn.call_function(tx, [item], {}).truth(tx)
+
+    return LazyIteratorVariable(i for i in iterate(tx, seq) if keep(i))
 
 
 def _sequence(cls):
@@ -295,7 +298,7 @@ def _set(cls):
 
 def _all_any(fn):
     def fold(tx, seq):
-        return ConstantVariable(fn(i.truth(tx) for i in seq.unpack_var_sequence(tx)))
+        return ConstantVariable(fn(i.truth(tx) for i in iterate(tx, seq)))  # stops early
 
     return fold
 
@@ -395,7 +398,32 @@ TENSOR_OPERATORS = {
     operator.eq, operator.ne, operator.contains, operator.getitem,
 }
 
+def _exception_text(fn: Callable) -> Callable:
+    """``str(e)`` / ``repr(e)`` of an exception the trace made, when its class keeps the
+    builtin's: computed from its constant ``args`` (None: not such a value, fall through)."""
+
+    def fold(tx, obj=None, *rest):
+        value = getattr(obj, "value", None)
+        if rest or not isinstance(obj, UserDefinedObjectVariable) \
+                or not isinstance(value, BaseException) or not _builtin_text(type(value)):
+            return None
+        args = (obj.attrs or {}).get("args")
+        if args is None:
+            return ConstantVariable(fn(value))
+        if not args.is_python_constant():
+            return None
+        return ConstantVariable(fn(type(value).__new__(type(value), *_const(args))))
+
+    return fold
+
+
+def _builtin_text(cls: type) -> bool:
+    return all(next(k for k in cls.__mro__ if name in vars(k)).__module__ == "builtins"
+               for name in ("__str__", "__repr__"))
+
+
 HANDLERS: dict[Callable, Callable] = {
+    builtins.str: _exception_text(str), builtins.repr: _exception_text(repr),
     operator.add: _seq_add, operator.iadd: _seq_iadd, operator.mul: _seq_mul,
     operator.imul: _seq_mul, operator.getitem: _getitem, operator.setitem: _setitem,
     operator.contains: _contains, operator.not_: _not, operator.truth: _truth,

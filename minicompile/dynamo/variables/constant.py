@@ -229,10 +229,13 @@ def _namedtuple(tx, cls, args, kwargs) -> VariableTracker:
 
 def _module_arg(vt: VariableTracker) -> Any:
     """A constructor argument as a real value: a constant, or a module built in this frame."""
+    from .lists import BaseListVariable
     from .nn_module import NNModuleVariable
 
     if isinstance(vt, NNModuleVariable) and vt.source is None:
         return vt.value
+    if isinstance(vt, BaseListVariable):  # nn.ModuleList([nn.ReLU(), ...])
+        return vt.python_cls(_module_arg(i) for i in vt.items)
     return vt.as_python_constant()
 
 
@@ -278,6 +281,39 @@ def _is_module_with_torch_init(cls: Any) -> bool:
     return defining.__module__.startswith("torch.nn")  # module: torch._dynamo patches it)
 
 
+def _is_user_exception_class(cls: Any) -> bool:
+    """A Python subclass of a builtin exception whose instances are made by the builtin's C
+    ``__new__`` (which stores ``args``), with at most a Python ``__init__`` on top."""
+    if not (isinstance(cls, type) and issubclass(cls, BaseException)
+            and cls.__module__ != "builtins" and type(cls) is type):
+        return False
+    def builtin_slot(name: str) -> bool:
+        return next(k for k in cls.__mro__ if name in vars(k)).__module__ == "builtins"
+
+    init = inspect.getattr_static(cls, "__init__")
+    return builtin_slot("__new__") and (builtin_slot("__init__")
+                                        or isinstance(init, types.FunctionType))
+
+
+def _user_exception(tx, cls, args, kwargs) -> VariableTracker:
+    """``MyError(1, "msg")``: the instance ``BaseException.__new__`` makes from the constant
+    arguments (its ``args``), with a Python ``__init__`` inlined into its attributes, as a
+    plain user object's is."""
+    from .functions import UserMethodVariable
+    from .misc import UserDefinedObjectVariable
+
+    real_args = tuple(a.as_python_constant() for a in args)
+    # ``args`` kept with the attributes: the object is rebuilt from them if it escapes the frame
+    obj = UserDefinedObjectVariable(cls.__new__(cls, *real_args), None,
+                                    attrs={"args": ConstantVariable(real_args)})
+    init = inspect.getattr_static(cls, "__init__")
+    if isinstance(init, types.FunctionType):
+        UserMethodVariable(init, obj).call_function(tx, args, kwargs)
+    elif kwargs:
+        unimplemented(f"{cls.__name__}() takes no keyword arguments")
+    return obj
+
+
 def _is_namedtuple_class(cls: Any) -> bool:
     return isinstance(cls, type) and issubclass(cls, tuple) and hasattr(cls, "_fields")
 
@@ -295,6 +331,8 @@ CLASS_CALLS = [
     (lambda cls, args, kwargs: _is_namedtuple_class(cls), _namedtuple),
     (lambda cls, args, kwargs: _is_module_with_torch_init(cls), _new_module),
     (lambda cls, args, kwargs: _is_user_dict_class(cls), _user_dict_object),
+    (lambda cls, args, kwargs: _is_user_exception_class(cls) and _all_constant(args, kwargs),
+     _user_exception),
     # last: the classes above are plain by this test too (nullcontext's metaclass is ABCMeta)
     (lambda cls, args, kwargs: is_plain_user_class(cls), _user_object),
 ]

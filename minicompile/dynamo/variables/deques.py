@@ -16,7 +16,7 @@ from typing import Any, Callable
 from ..exc import unimplemented
 from .base import VariableTracker
 from .constant import ConstantVariable
-from .lists import ListVariable
+from .lists import ListIteratorVariable, ListVariable, extend_from_iterator
 
 
 class DequeVariable(ListVariable):
@@ -40,6 +40,9 @@ class DequeVariable(ListVariable):
         unimplemented("a deque cannot be an argument of a graph node")
 
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
+        if name in ("extend", "extendleft") and len(args) == 1 \
+                and isinstance(args[0], ListIteratorVariable):
+            return extend_from_iterator(tx, self, "append" + name[6:], args[0])
         if name in DEQUE_METHODS:
             if kwargs:
                 unimplemented(f"deque.{name} with keyword arguments")

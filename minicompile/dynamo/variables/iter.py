@@ -16,7 +16,7 @@ from typing import Any, Callable
 from ..exc import unimplemented
 from .base import KnownCallableVariable, VariableTracker
 from .constant import ConstantVariable
-from .lists import ListIteratorVariable, TupleVariable
+from .lists import LazyIteratorVariable, ListIteratorVariable, TupleVariable, iterate
 
 
 def _items(tx, seq: VariableTracker) -> list[VariableTracker]:
@@ -59,7 +59,7 @@ def _const_is_none(vt: VariableTracker) -> bool:
 
 
 def _islice(tx, seq, *bounds):
-    return ListIteratorVariable(_items(tx, seq)[slice(*(_const(b) for b in bounds))])
+    return LazyIteratorVariable(itertools.islice(iterate(tx, seq), *(_const(b) for b in bounds)))
 
 
 def _repeat(tx, obj, times=None):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 import types
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 
@@ -211,6 +211,8 @@ class ListVariable(BaseListVariable):
             tx.output.side_effects.mutate_container(self, name, args, kwargs)
 
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
+        if name == "extend" and len(args) == 1 and isinstance(args[0], ListIteratorVariable):
+            return extend_from_iterator(tx, self, "append", args[0])
         mutators = {
             "append": lambda: self.items.append(args[0]),
             "extend": lambda: self.items.extend(args[0].unpack_var_sequence(tx)),
@@ -314,6 +316,14 @@ class SetVariable(VariableTracker):
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
         from .builder import SourcelessBuilder
 
+        if name in ("isdisjoint", "issuperset") and len(args) == 1 \
+                and isinstance(args[0], ListIteratorVariable):  # stop at the first answer
+            items = (i.as_python_constant() for i in iterate(tx, args[0]))
+            found = (i in self.value for i in items)
+            return ConstantVariable(not any(found) if name == "isdisjoint" else all(found))
+        # any other method consumes an iterator whole: its items, as a tuple
+        args = [TupleVariable(a.unpack_var_sequence(tx)) if isinstance(a, ListIteratorVariable)
+                else a for a in args]
         if not all(a.is_python_constant() for a in [*args, *kwargs.values()]):
             unimplemented(f"{self.python_type().__name__}.{name} with a non-constant argument")
         if name in self.MUTATORS and (self.source is not None or type(self.value) is frozenset):
@@ -384,6 +394,14 @@ class ListIteratorVariable(VariableTracker):
     def python_type(self) -> type:
         return type(iter([]))
 
+    def call_method(self, tx, name, args, kwargs) -> VariableTracker:
+        if name == "__contains__" and len(args) == 1 and not kwargs:  # `x in it`: consumes it
+            from .misc import identity_equal  # up to the first match, as CPython does
+
+            return ConstantVariable(any(identity_equal(tx, item, args[0])
+                                        for item in iterate(tx, self)))
+        return super().call_method(tx, name, args, kwargs)
+
     def remaining(self, codegen) -> str:
         """The tuple of the items still to come (a loop in progress is passed across a graph
         break as this tuple: the resume function's prologue calls iter() on it)."""
@@ -395,3 +413,80 @@ class ListIteratorVariable(VariableTracker):
 
     def children(self) -> list[VariableTracker]:
         return list(self.items)
+
+
+def iterate(tx, seq: VariableTracker) -> Iterator[VariableTracker]:
+    """``seq``'s items one at a time: an iterator's when they are asked for (a generator runs
+    only as far as the consumer reads), a sequence's as they are now."""
+    if isinstance(seq, ListIteratorVariable):
+        while (item := seq.next_item()) is not None:
+            yield item
+    else:
+        yield from seq.unpack_var_sequence(tx)
+
+
+def extend_from_iterator(tx, container: VariableTracker, append: str,
+                         it: ListIteratorVariable) -> VariableTracker:
+    """``l.extend(gen)`` as CPython runs it: one ``append`` per item as it comes, so the
+    iterator sees the container grow (``l.extend(len(l) + i for i in ...)``)."""
+    for item in iterate(tx, it):
+        container.call_method(tx, append, [item], {})
+    return ConstantVariable(None)
+
+
+class LazyIteratorVariable(ListIteratorVariable):
+    """An iterator made from others (``zip``, ``map``, ``enumerate``, ``filter``, ``islice``):
+    each item is made when asked for, pulling from its sources in CPython's order, so a
+    generator among them runs only as far as the consumer reads, and ``map``'s function is
+    called when CPython calls it."""
+
+    def __init__(self, rows: Iterator[VariableTracker]):
+        super().__init__([])
+        self.rows, self.exhausted = rows, False
+
+    def next_item(self) -> VariableTracker | None:
+        if self.index >= len(self.items) and not self.exhausted:
+            row = next(self.rows, None)
+            if row is None:
+                self.exhausted = True
+            else:
+                self.items.append(row)
+        return super().next_item()
+
+    def unpack_var_sequence(self, tx) -> list[VariableTracker]:
+        self.items.extend(self.rows)
+        self.exhausted = True
+        return super().unpack_var_sequence(tx)
+
+    def remaining(self, codegen) -> str:
+        if not self.exhausted:
+            unimplemented("an iterator (zip/map/enumerate/filter/islice) in progress at a graph "
+                          "break: the items it has not made yet cannot be passed on")
+        return super().remaining(codegen)
+
+
+class LocalGeneratorVariable(ListIteratorVariable):
+    """A generator made by calling a user generator function (Dynamo's
+    ``LocalGeneratorObjectVariable``): its frame, an inlining translator, runs only when an item
+    is asked for and pauses at each ``yield``, so its side effects happen when CPython's do (a
+    ``break``, ``next()`` or ``any()`` leaves the rest unrun)."""
+
+    def __init__(self, frame):
+        super().__init__(frame.generated_items, generator=frame.code.co_name)
+        self.frame = frame
+
+    def next_item(self) -> VariableTracker | None:
+        if self.index >= len(self.items) and not self.frame.done:
+            self.frame.resume()
+        return super().next_item()
+
+    def unpack_var_sequence(self, tx) -> list[VariableTracker]:
+        while not self.frame.done:
+            self.frame.resume()
+        return super().unpack_var_sequence(tx)
+
+    def remaining(self, codegen) -> str:
+        if not self.frame.done:
+            unimplemented(f"the generator {self.generator}() is paused at a graph break: its "
+                          "frame cannot be passed on to the code after the break")
+        return super().remaining(codegen)

@@ -16,6 +16,7 @@ from ... import names
 from ..exc import ObservedException, unimplemented
 from ..guards import Guard, GuardKind
 from ..source import AttrSource, TypeSource
+from .arguments import check_arguments
 from .base import VariableTracker
 from .constant import ConstantVariable
 
@@ -28,6 +29,7 @@ class GetAttrVariable(VariableTracker):
         self.obj, self.name = obj, name
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
+        check_arguments(self.obj, self.name, args, kwargs)  # arguments.py
         return self.obj.call_method(tx, self.name, args, kwargs)
 
     def reconstruct(self, codegen) -> str:
@@ -363,6 +365,8 @@ class UserDefinedObjectVariable(VariableTracker):
         from .functions import UserFunctionVariable, UserMethodVariable
 
         source = AttrSource(self.source, name) if self.source else None
+        if name == "__dict__":
+            return self.instance_dict(tx)
         static = inspect.getattr_static(self.value, name, None)
         if isinstance(static, property):
             return UserFunctionVariable(static.fget).call_function(tx, [self], {})
@@ -380,6 +384,24 @@ class UserDefinedObjectVariable(VariableTracker):
             raise ObservedException(AttributeError(
                 f"{type(self.value).__name__!r} object has no attribute {name!r}"))
         return VariableBuilder(tx, source).wrap(getattr(self.value, name))
+
+    def instance_dict(self, tx) -> VariableTracker:
+        """``obj.__dict__``: for an object built while tracing, a dict over ``attrs`` itself
+        (what the code stored is there, and writes through it are the object's)."""
+        from .builder import VariableBuilder
+        from .dicts import ConstDictVariable
+
+        if isinstance(self.value, BaseException):  # its ``args`` is kept among the attrs
+            unimplemented(f"{type(self.value).__name__}.__dict__ of an exception")
+        if self.attrs is not None:
+            view = ConstDictVariable({})
+            view.items = self.attrs
+            return view
+        if tx.output.side_effects.stores_attrs_of(self.value):
+            unimplemented(f"{type(self.value).__name__}.__dict__ after this frame set an attribute "
+                          "(the store is replayed after the graph, so the real dict lacks it)")
+        return VariableBuilder(tx, AttrSource(self.source, "__dict__") if self.source else None
+                               ).wrap(self.value.__dict__)
 
     def unpack_var_sequence(self, tx) -> list[VariableTracker]:
         """``for item in obj`` over a ``collections.abc.Sequence`` whose ``__iter__`` is the
@@ -459,7 +481,12 @@ def user_compare(name: str) -> Callable:
 
 
 def new_object(cls: type, attrs: dict[str, Any]) -> Any:
-    """What the transformed code calls to rebuild an object built while tracing."""
-    obj = object.__new__(cls)
+    """What the transformed code calls to rebuild an object built while tracing (an exception
+    through its own ``__new__``, which keeps ``args`` where ``e.args`` reads them)."""
+    if issubclass(cls, BaseException):
+        attrs = dict(attrs)
+        obj = cls.__new__(cls, *attrs.pop("args", ()))
+    else:
+        obj = object.__new__(cls)
     obj.__dict__.update(attrs)
     return obj

@@ -27,6 +27,7 @@ from .constant import ConstantVariable
 
 CONTAINERS = (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict)
 # Methods answered at trace time from the real module (its parameters, children, ...).
+_MISSING = object()  # no such class attribute
 INTROSPECTION = ("children", "named_children", "parameters", "named_parameters", "buffers",
                  "named_buffers", "modules", "named_modules")
 
@@ -71,19 +72,36 @@ class NNModuleVariable(VariableTracker):
         return VariableBuilder(tx, source).wrap(value)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .functions import UserFunctionVariable, UserMethodVariable
+        from .functions import UserFunctionVariable
 
         m, source = self.value, self._child_source(name, attr=True)
+        # object.__getattribute__'s order: a data descriptor of the class (a property), the
+        # instance's __dict__, the class's attributes (methods), and only then
+        # nn.Module.__getattr__ (parameters, buffers, submodules): a method named like a
+        # submodule wins, as in eager.
+        static = inspect.getattr_static(type(m), name, _MISSING)
+        if isinstance(static, property):
+            return UserFunctionVariable(static.fget).call_function(tx, [self], {})
+        if name in m.__dict__:
+            return self._wrap_child(tx, m.__dict__[name], source)
+        if name == "__class__":
+            return ConstantVariable(type(m))
+        if static is not _MISSING:
+            return self._class_attribute(tx, name, static)
         for table in ("_parameters", "_buffers", "_modules"):
             d = m.__dict__.get(table, {})
             if name in d:  # read from the table, as nn.Module.__getattr__ does, minus its cost
                 source = self.source and GetItemSource(AttrSource(self.source, table), name)
                 return self._wrap_child(tx, d[name], source)
-        if name in m.__dict__:
-            return self._wrap_child(tx, m.__dict__[name], source)
-        static = inspect.getattr_static(m, name, None)
-        if isinstance(static, property):
-            return UserFunctionVariable(static.fget).call_function(tx, [self], {})
+        if hasattr(m, name):  # a class's own __getattr__
+            return self._wrap_child(tx, getattr(m, name), None)
+        raise ObservedException(AttributeError(
+            f"{type(m).__name__!r} object has no attribute {name!r}"))
+
+    def _class_attribute(self, tx, name: str, static: Any) -> VariableTracker:
+        """``m.name`` found on the class: a method, a static method, or a class constant."""
+        from .functions import UserFunctionVariable, UserMethodVariable
+
         if name in INTROSPECTION and static is getattr(torch.nn.Module, name):
             from .misc import GetAttrVariable  # answered by call_method, not by inlining torch's
 
@@ -92,12 +110,7 @@ class NNModuleVariable(VariableTracker):
             return UserMethodVariable(static, self)
         if isinstance(static, staticmethod):
             return UserFunctionVariable(static.__func__)
-        if name == "__class__":
-            return ConstantVariable(type(m))
-        if hasattr(m, name):  # class-level constants (__constants__, defaults set on the class)
-            return self._wrap_child(tx, getattr(m, name), None)
-        raise ObservedException(AttributeError(
-            f"{type(m).__name__!r} object has no attribute {name!r}"))
+        return self._wrap_child(tx, getattr(self.value, name), None)  # __constants__, defaults
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         from .functions import UserMethodVariable
@@ -122,6 +135,14 @@ class NNModuleVariable(VariableTracker):
             tx.output.add_guard(Guard(AttrSource(self.source, "_modules"), GuardKind.DICT_KEYS,
                                       list(self.value._modules), tx.user_line()))
 
+    def _parameters_in_order(self, tx) -> list[VariableTracker]:
+        """A ParameterList's parameters (its ``_parameters``, keyed "0", "1", ...), the keys
+        guarded so that an appended parameter recompiles."""
+        if self.source is not None:
+            tx.output.add_guard(Guard(AttrSource(self.source, "_parameters"), GuardKind.DICT_KEYS,
+                                      list(self.value._parameters), tx.user_line()))
+        return [self.var_getattr(tx, name) for name in self.value._parameters]
+
     def _items(self) -> list[tuple[Any, torch.nn.Module]]:
         m = self.value
         if isinstance(m, torch.nn.ModuleDict):
@@ -138,6 +159,8 @@ class NNModuleVariable(VariableTracker):
         return NNModuleVariable(sub, source)
 
     def unpack_var_sequence(self, tx) -> list[VariableTracker]:
+        if isinstance(self.value, torch.nn.ParameterList):
+            return self._parameters_in_order(tx)
         self._guard_contents(tx)
         if isinstance(self.value, torch.nn.ModuleDict):
             return [ConstantVariable(k) for k, _ in self._items()]
@@ -147,6 +170,8 @@ class NNModuleVariable(VariableTracker):
         from .lists import ListVariable, TupleVariable
 
         m = self.value
+        if name == "__len__" and isinstance(m, torch.nn.ParameterList):
+            return ConstantVariable(len(self._parameters_in_order(tx)))
         if name == "__len__" and isinstance(m, CONTAINERS):
             self._guard_contents(tx)
             return ConstantVariable(len(m))
@@ -171,8 +196,9 @@ class NNModuleVariable(VariableTracker):
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
 
     def _introspect(self, tx, name, args, kwargs) -> VariableTracker:
-        """``self.parameters()`` and friends: a list of trackers with their sources."""
-        from .lists import ListVariable, TupleVariable
+        """``self.parameters()`` and friends: an iterator (they are generators, so
+        ``next(m.parameters())`` works) over trackers with their sources."""
+        from .lists import ListIteratorVariable, TupleVariable
 
         if args or kwargs:
             unimplemented(f"{name}() with arguments")
@@ -184,7 +210,7 @@ class NNModuleVariable(VariableTracker):
             item = self._wrap_child(tx, value, sources.get(id(value)))
             out.append(TupleVariable([ConstantVariable(path), item]) if name.startswith("named")
                        else item)
-        return ListVariable(out)
+        return ListIteratorVariable(out)
 
     def _sources_below(self) -> dict[int, Any]:
         """id() of each submodule, parameter and buffer below this module -> its source, the

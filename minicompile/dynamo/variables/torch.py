@@ -49,6 +49,12 @@ UNSUPPORTED: dict[Callable, str] = {
     torch.set_default_dtype: "changing the default dtype is a global side effect",
     torch.inference_mode: "inference_mode is not captured",
     torch.use_deterministic_algorithms: "changing determinism is a global side effect",
+    **{fn: "the random number generator's state is global state the graph does not model (a "
+           "captured get/set would not replay the same numbers)"
+       for fn in _existing("get_rng_state", "set_rng_state", "seed", "random.seed",
+                           "cuda.get_rng_state", "cuda.set_rng_state", "cuda.manual_seed",
+                           "cuda.manual_seed_all", "cuda.get_rng_state_all",
+                           "cuda.set_rng_state_all", "cuda.seed", "cuda.seed_all")},
 }
 
 

@@ -240,8 +240,16 @@ def std_mean(x, dims=None, *, correction=None, keepdim=False):
 # --- normalisations --------------------------------------------------------------------------
 
 
+def _floating_only(x, name: str) -> None:
+    """ATen has no integer softmax kernel: such a call runs through ATen, which raises eager's
+    error, instead of a kernel computing one."""
+    if not x.get_dtype().is_floating_point:
+        raise Unsupported(f"{name} of a {x.get_dtype()} tensor (no ATen kernel: it raises)")
+
+
 @register_lowering(aten._softmax)
 def softmax(x, dim, half_to_float=False):
+    _floating_only(x, "softmax")
     dtype = out_meta().dtype
     mx = realize(make_reduction(x, [dim], True, "max", dtype, dtype))
     # sum(exp(x - max)): the exp is recomputed by the output below rather than stored
@@ -265,6 +273,7 @@ def softmax_max_and_sum_exp(x, dims):
 
 @register_lowering(aten._log_softmax)
 def log_softmax(x, dim, half_to_float=False):
+    _floating_only(x, "log_softmax")
     dtype = out_meta().dtype
     mx = realize(make_reduction(x, [dim], True, "max", dtype, dtype))
     total = realize(make_reduction(_sub_exp(x, mx, dtype), [dim], True, "sum", dtype, dtype))
