@@ -21,6 +21,7 @@ import contextlib
 import copy
 from dataclasses import dataclass, field
 from types import ModuleType
+from typing import Iterator
 
 import torch
 import torch.nn as nn
@@ -31,7 +32,8 @@ from .. import config
 from ..dynamo import resume_execution
 from .plugs import PLUGS, Usage, swapped
 
-__all__ = ["PLUGS", "CourseModel", "PipelineReport", "run_pipeline", "with_a_graph_break"]
+__all__ = ["PLUGS", "CourseModel", "PipelineReport", "plugged_in", "run_pipeline",
+           "with_a_graph_break"]
 
 
 # --- the model ---------------------------------------------------------------------------------
@@ -107,15 +109,8 @@ def run_pipeline(pieces: dict[str, ModuleType], not_plugged: dict[str, str]) -> 
     ``CourseModel`` one step at two batch sizes with minicompile's inductor backend, against
     eager. ``not_plugged`` says why each other exercise of :data:`PLUGS` keeps minicompile's own
     piece."""
-    usages = {plug.exercise: Usage() for plug in PLUGS if plug.exercise in pieces}
     report = PipelineReport(own=dict(not_plugged))
-    with contextlib.ExitStack() as stack:
-        for plug in PLUGS:
-            if plug.exercise in usages:
-                stack.enter_context(plug.install(pieces[plug.exercise], usages[plug.exercise]))
-        stack.enter_context(swapped(config.inductor, "cpu_backend", "cpp"))
-        mc.reset()
-        stack.callback(mc.reset)
+    with plugged_in(pieces) as usages:
         try:
             report.max_diff = _train_against_eager()
         except AssertionError as e:
@@ -132,6 +127,22 @@ def run_pipeline(pieces: dict[str, ModuleType], not_plugged: dict[str, str]) -> 
                                 "resume function your graph-break pieces built)")
     report.plugged = {ex: use.calls for ex, use in usages.items()}
     return report
+
+
+@contextlib.contextmanager
+def plugged_in(pieces: dict[str, ModuleType]) -> Iterator[dict[str, Usage]]:
+    """The compiler with ``pieces[ex]`` (the learner's module) in the stage of each exercise it
+    names, C++ kernels for CPU tensors, and empty caches, for the block; yields each plugged
+    piece's :class:`Usage`. Everything is minicompile's own again afterwards."""
+    usages = {plug.exercise: Usage() for plug in PLUGS if plug.exercise in pieces}
+    with contextlib.ExitStack() as stack:
+        for plug in PLUGS:
+            if plug.exercise in usages:
+                stack.enter_context(plug.install(pieces[plug.exercise], usages[plug.exercise]))
+        stack.enter_context(swapped(config.inductor, "cpu_backend", "cpp"))
+        mc.reset()
+        stack.callback(mc.reset)
+        yield usages
 
 
 def _train_against_eager() -> float:
