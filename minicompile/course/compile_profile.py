@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
@@ -33,12 +34,13 @@ import torch
 from ..aot_autograd import aot_autograd as aot_module
 from ..aot_autograd.partitioners import PARTITIONERS
 from ..dynamo import eval_frame
+from ..bench.helpers import kernel_rows, quiet_profiler
 from ..inductor import backend as inductor_backend
 from ..inductor import codecache, compile_fx
+from ..inductor.codegen import cpp_build
 from ..inductor.codegen.wrapper import WrapperCodeGen
 from ..inductor.graph import GraphLowering
 from ..inductor.scheduler import Scheduler
-from ..bench.helpers import device_of, kernel_rows, quiet_profiler
 from ..viz.codegen import kernel_names
 
 # (stage, owner, attribute): the function whose calls count as time spent in the stage, in the
@@ -51,20 +53,24 @@ STAGES: list[tuple[str, Any, str]] = [
     ("inductor: lowering to loop IR", GraphLowering, "run"),
     ("inductor: scheduling and fusion", Scheduler, "__init__"),
     ("inductor: code generation", WrapperCodeGen, "generate"),
-    ("inductor: compiling kernels (g++)", codecache.CppCodeCache, "load"),
-    ("inductor: loading the wrapper", codecache.PyCodeCache, "load"),
+    ("inductor: compiling kernels (g++)", cpp_build, "compile_many"),  # one g++ per kernel
+    ("inductor: loading generated Python", codecache.PyCodeCache, "load"),
 ]
 
 
 class _StageClock:
-    """Exclusive time per stage: entering a stage pauses the one it runs in."""
+    """Exclusive time per stage: entering a stage pauses the one it runs in. Only the thread
+    that compiles is timed: a stage's helper threads (parallel g++ builds) are inside its time."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
         self._running: list[list] = []  # [stage, started at] of the stages now inside each other
+        self._thread = threading.get_ident()
 
     def timed(self, stage: str, fn: Callable) -> Callable:
         def timed_fn(*args, **kwargs):
+            if threading.get_ident() != self._thread:
+                return fn(*args, **kwargs)
             now = time.perf_counter()
             if self._running:  # the enclosing stage stops counting while this one runs
                 outer = self._running[-1]
@@ -167,14 +173,14 @@ def _kernels_recorded(graphs: list[RecordedGraph]) -> Iterator[None]:
         yield
 
 
-def kernel_profile(step: Callable[[], Any], graphs: list[RecordedGraph], device: str | None = None,
+def kernel_profile(step: Callable[[], Any], graphs: list[RecordedGraph], device: str = "cpu",
                    reps: int = 3) -> list[tuple[str, int, float]]:
     """(kernel or ATen op, calls per step, microseconds per step) of ``step()``, most expensive
     first: GPU kernels on a GPU; on the CPU the generated kernels (by name) and the ATen ops the
     wrappers call (library matmuls) or eager code runs."""
     from torch.profiler import ProfilerActivity, profile
 
-    on_gpu = (device or device_of([])) == "cuda"
+    on_gpu = device == "cuda"
     step()  # warm up: compile, allocate, autotune outside the profile
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
     with _kernels_recorded([] if on_gpu else graphs), quiet_profiler(), \
