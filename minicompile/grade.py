@@ -164,9 +164,9 @@ def pipeline(*, solutions: bool = False, folder: str | None = None, verbose: boo
 
 def learner_pieces(*, solutions: bool = False, folder: str | None = None, verbose: bool = True
                    ) -> tuple[dict[str, ModuleType], dict[str, str]]:
-    """Grade the exercises whose pieces plug into the compiler: ``({exercise: your module}`` for
-    each whose check passes, ``{exercise: why not}`` for the others). ``plugged_in(pieces)``
-    (``grading.pipeline``) then runs the compiler with them."""
+    """Grade the exercises whose pieces plug into the compiler. Returns ``(pieces, not_plugged)``:
+    ``{exercise: your module}`` for each whose check passes, ``{exercise: why not}`` for the
+    others. ``plugged_in(pieces)`` (``grading.pipeline``) then runs the compiler with them."""
     folder = folder or os.path.join(REPO_ROOT, "solutions" if solutions else "exercises")
     ids = {plug.exercise for plug in PLUGS}
     exercises = [e for e in load_checks() if e.id in ids]
