@@ -7,6 +7,7 @@ on PATH)::
     grade("02")          # every exercise of notebook 02; grade("2.3") for one
     hint("2.3")          # a nudge; hint("2.3", 2) says more
     pipeline()           # the whole compiler with your solved pieces in it, on one model
+    learner_pieces()     # your solved pieces, for plugged_in(pieces) (grading.pipeline)
 
 Runs every registered check against the learner's ``exercises/`` folder (or the reference
 ``solutions/``), printing progress as it goes and then a table of exercises, points and the total.
@@ -24,6 +25,7 @@ import sys
 import time
 import traceback
 from dataclasses import dataclass
+from types import ModuleType
 
 from .grading import REPO_ROOT, Exercise, load_checks, load_learner_module
 from .grading.pipeline import PLUGS, run_pipeline
@@ -154,6 +156,17 @@ def pipeline(*, solutions: bool = False, folder: str | None = None, verbose: boo
     """Run the whole compiler with your pieces plugged in and print the report: each exercise
     of ``grading.pipeline.PLUGS`` whose check passes puts your function into its stage, then
     one model trains a step compiled end to end, against eager. True when it matches."""
+    pieces, not_plugged = learner_pieces(solutions=solutions, folder=folder, verbose=verbose)
+    report = run_pipeline(pieces, not_plugged)
+    print(report.format())
+    return not report.error
+
+
+def learner_pieces(*, solutions: bool = False, folder: str | None = None, verbose: bool = True
+                   ) -> tuple[dict[str, ModuleType], dict[str, str]]:
+    """Grade the exercises whose pieces plug into the compiler. Returns ``(pieces, not_plugged)``:
+    ``{exercise: your module}`` for each whose check passes, ``{exercise: why not}`` for the
+    others. ``plugged_in(pieces)`` (``grading.pipeline``) then runs the compiler with them."""
     folder = folder or os.path.join(REPO_ROOT, "solutions" if solutions else "exercises")
     ids = {plug.exercise for plug in PLUGS}
     exercises = [e for e in load_checks() if e.id in ids]
@@ -164,10 +177,7 @@ def pipeline(*, solutions: bool = False, folder: str | None = None, verbose: boo
     modules = {name: load_learner_module(name, folder) for name in passed}
     pieces = {r.exercise.id: modules[r.exercise.module] for r in results if r.status == "pass"}
     reasons = {"todo": "not solved yet", "fail": "your check fails", "error": "your check fails"}
-    not_plugged = {r.exercise.id: reasons[r.status] for r in results if r.status != "pass"}
-    report = run_pipeline(pieces, not_plugged)
-    print(report.format())
-    return not report.error
+    return pieces, {r.exercise.id: reasons[r.status] for r in results if r.status != "pass"}
 
 
 def hint(exercise_id: str, level: int = 1) -> None:

@@ -615,3 +615,46 @@ def test_break_after_a_graph_that_only_returns_parameters():
     out.sum().backward()
     torch.testing.assert_close(model.weight.grad, x.t() @ torch.ones(2, 4))
     assert mc.metrics.eager_fallbacks == 0
+
+
+@torch._disable_dynamo
+def never_traced(x):
+    record("never_traced", x.shape)
+    return x + 1
+
+
+def calls_a_disabled_function(x):
+    return never_traced(x.sin()).cos()
+
+
+def test_a_function_wrapped_in_disable_dynamo_runs_natively_with_its_reason():
+    """torch._disable_dynamo (Optimizer.zero_grad wears it) asks never to be traced: tracing its
+    wrapper put a function into the graph (an internal error), then compiling the wrapper as its
+    own frame hit the same. Now the call is a break, the function runs natively, once."""
+    LOG.clear()
+    x = torch.randn(5)
+    out = mc.explain(calls_a_disabled_function)(x)
+    assert out.graph_count == 2 and len(out.break_reasons) == 1, out.break_reasons
+    reason = str(out.break_reasons[0])
+    assert "torch._disable_dynamo" in reason and "internal error" not in reason, reason
+    LOG.clear()
+    torch.testing.assert_close(mc.compile(calls_a_disabled_function)(x),
+                               calls_a_disabled_function(x))
+    assert LOG == [("never_traced", x.shape)] * 2  # once compiled, once eager
+
+
+def test_an_optimizer_step_breaks_at_zero_grad_with_its_reason():
+    model = torch.nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x):
+        loss = model(x).sum()
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        return loss
+
+    out = mc.explain(step)(torch.randn(3, 4))
+    reasons = [str(r) for r in out.break_reasons]
+    assert any("zero_grad is wrapped in torch._disable_dynamo" in r for r in reasons), reasons
+    assert not any("internal error" in r for r in reasons), reasons

@@ -60,7 +60,7 @@ def bandwidth_table(times: dict[str, float], nbytes: dict[str, int] | int,
 
 
 @contextlib.contextmanager
-def _quiet_profiler() -> Iterator[None]:
+def quiet_profiler() -> Iterator[None]:
     """The profiler's own chatter stays out of notebooks: its Python warning about cleared
     events, and the ``USDT ... profiler_start/stop`` lines its C++ side writes to file
     descriptor 2 (below Python's ``sys.stderr``, so only redirecting the descriptor hides them).
@@ -87,7 +87,7 @@ def profile_kernels(fn: Callable, *args: Any, reps: int = 5) -> list[tuple[str, 
     fn(*args)  # warm up: compile, allocate, autotune outside the profile
     on_gpu = device_of(args) == "cuda"
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
-    with _quiet_profiler(), profile(activities=activities) as prof:
+    with quiet_profiler(), profile(activities=activities) as prof:
         for _ in range(reps):
             fn(*args)
         if on_gpu:

@@ -6,6 +6,8 @@ torch. Files:
     compare.py            our AOT graphs next to eager autograd's and real AOTAutograd's; timings
     levels.py             one program at the ATen, core ATen and prims levels, op counts, bytes
     instruction_table.py  docs/instructions.md, generated from the interpreter's handler registry
+    compile_profile.py    a compile's time per stage, the graphs inductor made, a step's time per kernel
+    training.py           one model trained by eager and by compilers side by side; loss and speed plots
 
 Also course tooling, in their own places: viz/ (graph renderings), grading/ and grade.py
 (exercises), bench.py (benchmarks).

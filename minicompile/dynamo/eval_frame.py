@@ -43,7 +43,7 @@ from .automatic_dynamic import DynamicPolicy, FrameState, dynamic_policy
 from .bytecode_analysis import writes_globals
 from .convert_frame import CacheEntry, convert_frame
 from .exc import FullGraphError, Unsupported, without_internal_frames
-from .symbolic_convert import NATIVE_MODULES
+from .symbolic_convert import NATIVE_MODULES, NEVER_TRACED_WRAPPERS
 from .variables.nn_module import _has_hooks
 
 
@@ -90,6 +90,7 @@ class FrameCache:
                 module = (getattr(value, "__module__", None) or "").split(".")[0]
                 if not isinstance(value, types.FunctionType) \
                         or module in NATIVE_MODULES | {"torch"} \
+                        or value.__code__ in NEVER_TRACED_WRAPPERS \
                         or hasattr(value, "_minicompile_orig"):
                     return value
                 return self.compiled_callee(value, backend)

@@ -52,7 +52,7 @@ from .output_graph import FrameResult, transformed_name
 from .resume_execution import (CONTEXT, ITERATOR, NULL, VALUE, ContinueExecutionCache, ResumeSpec,
                                in_loop, in_try_block, live_locals, resume_blocker, resume_function)
 from .side_effects import reads_state
-from .symbolic_convert import NATIVE_MODULES
+from .symbolic_convert import NATIVE_MODULES, NEVER_TRACED_WRAPPERS
 from .variables.base import NullVariable, callable_and_args
 from .variables.functions import UserFunctionVariable, UserMethodVariable
 from .variables.lists import ListIteratorVariable
@@ -322,7 +322,8 @@ def skip_frame(tx, inst: Instruction, error: Unsupported, kind: str = "graph_bre
 
 def _user_code(fn: Any) -> bool:
     module = (getattr(fn, "__module__", None) or "").split(".")[0]
-    return isinstance(fn, types.FunctionType) and module not in NATIVE_MODULES | {"torch"}
+    return isinstance(fn, types.FunctionType) and module not in NATIVE_MODULES | {"torch"} \
+        and fn.__code__ not in NEVER_TRACED_WRAPPERS
 
 
 def _native_callable(fn_vt, fn_value: Any, w: BreakWriter) -> str:

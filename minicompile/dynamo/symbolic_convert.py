@@ -23,6 +23,8 @@ import sys
 import types
 from typing import Callable
 
+import torch
+
 from ..names import Namespace
 from .bytecode import PY313, Instruction, cleaned_instructions, expansion_start, indexof
 from .bytecode_transformation import parse_exception_table
@@ -44,6 +46,10 @@ MAX_INLINE_DEPTH = 48  # deeper than this is probably recursion
 # Python code of these modules is never inlined: logging and I/O must happen for real, in
 # program order, and numpy/random compute on data the graph cannot see (a graph break).
 NATIVE_MODULES = {"logging", "numpy", "random", "warnings"}
+# Wrappers whose function asks never to be traced (the code object of the wrapper -> its
+# name): ``torch._disable_dynamo`` wraps ``Optimizer.zero_grad`` and others, and real Dynamo's
+# trace_rules skip them. The call runs natively: a graph break.
+NEVER_TRACED_WRAPPERS = {torch._disable_dynamo(lambda: None).__code__: "torch._disable_dynamo"}
 # Pure functions called for real at trace time on constant arguments (their result does not
 # depend on when they run), each with the keyword arguments that tie the result to the traced
 # frame: logging's lookups (only the logging call itself breaks the graph) and
@@ -292,6 +298,10 @@ class InliningInstructionTranslator(InstructionTranslatorBase):
                                                               for k, v in kwargs.items()}}))
         if getattr(fn, "fn", None) in HANDLED_CALLS:
             return HANDLED_CALLS[fn.fn](parent, *args, **kwargs)
+        if code in NEVER_TRACED_WRAPPERS:
+            wrapped = getattr(getattr(fn, "fn", None), "__wrapped__", None)
+            unimplemented(f"{getattr(wrapped, '__qualname__', code.co_name)} is wrapped in "
+                          f"{NEVER_TRACED_WRAPPERS[code]}: it asks never to be traced")
         if module in NATIVE_MODULES:  # like Dynamo's trace_rules: run these natively
             unimplemented(f"call to {code.co_name} from the {module!r} module (not traced)")
         bound = fn.bind_args(parent, args, kwargs)

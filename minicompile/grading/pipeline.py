@@ -24,6 +24,7 @@ import contextlib
 import copy
 from dataclasses import dataclass, field
 from types import ModuleType
+from typing import Iterator
 
 import torch
 import torch.nn as nn
@@ -34,7 +35,8 @@ from .. import config, cudagraphs
 from ..dynamo import resume_execution
 from .plugs import PLUGS, Usage, swapped
 
-__all__ = ["PLUGS", "CourseModel", "PipelineReport", "run_pipeline", "with_a_graph_break"]
+__all__ = ["PLUGS", "CourseModel", "PipelineReport", "plugged_in", "run_pipeline",
+           "with_a_graph_break"]
 
 
 # --- the model ---------------------------------------------------------------------------------
@@ -111,19 +113,10 @@ def run_pipeline(pieces: dict[str, ModuleType], not_plugged: dict[str, str]) -> 
     ``CourseModel`` one step at two batch sizes with minicompile's inductor backend, against
     eager. ``not_plugged`` says why each other exercise of :data:`PLUGS` keeps minicompile's own
     piece."""
-    gpu = torch.cuda.is_available()
-    usages = {plug.exercise: Usage() for plug in PLUGS
-              if plug.exercise in pieces and (gpu or not plug.needs_gpu)}
     report = PipelineReport(own=dict(not_plugged))
     report.own.update({plug.exercise: NO_GPU for plug in PLUGS
-                       if plug.exercise in pieces and plug.exercise not in usages})
-    with contextlib.ExitStack() as stack:
-        for plug in PLUGS:
-            if plug.exercise in usages:
-                stack.enter_context(plug.install(pieces[plug.exercise], usages[plug.exercise]))
-        stack.enter_context(swapped(config.inductor, "cpu_backend", "cpp"))
-        mc.reset()
-        stack.callback(mc.reset)
+                       if plug.exercise in pieces and not runs_here(plug)})
+    with plugged_in(pieces) as usages:
         try:
             report.max_diff = _train_against_eager()
         except AssertionError as e:
@@ -148,6 +141,28 @@ def run_pipeline(pieces: dict[str, ModuleType], not_plugged: dict[str, str]) -> 
                                 "CUDA-graph stage, with your pieces in it)")
     report.plugged = {ex: use.calls for ex, use in usages.items()}
     return report
+
+
+def runs_here(plug) -> bool:
+    """Whether a piece can run on this machine (a CUDA-graph piece needs a GPU)."""
+    return torch.cuda.is_available() or not plug.needs_gpu
+
+
+@contextlib.contextmanager
+def plugged_in(pieces: dict[str, ModuleType]) -> Iterator[dict[str, Usage]]:
+    """The compiler with ``pieces[ex]`` (the learner's module) in the stage of each exercise it
+    names, C++ kernels for CPU tensors, and empty caches, for the block; yields each plugged
+    piece's :class:`Usage`. Everything is minicompile's own again afterwards."""
+    usages = {plug.exercise: Usage() for plug in PLUGS
+              if plug.exercise in pieces and runs_here(plug)}
+    with contextlib.ExitStack() as stack:
+        for plug in PLUGS:
+            if plug.exercise in usages:
+                stack.enter_context(plug.install(pieces[plug.exercise], usages[plug.exercise]))
+        stack.enter_context(swapped(config.inductor, "cpu_backend", "cpp"))
+        mc.reset()
+        stack.callback(mc.reset)
+        yield usages
 
 
 def _train_against_eager() -> float:

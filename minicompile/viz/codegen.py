@@ -4,6 +4,7 @@
     real_output_code(fn, *args)         # what real torch.compile generates for the same call
     real_kernels(code)                  # the kernels inside real Inductor's output code
     kernel_names(code)                  # the kernel names in either output code
+    our_kernels(code), wrapper_code(code)  # minicompile's kernels by name; its wrapper program
     time_compiled(fn, args, threads=n)  # median seconds per call (torch.utils.benchmark)
 
 Real Inductor writes its output code as a Python module whose kernels are strings handed to
@@ -97,3 +98,16 @@ def kernel_names(code: str) -> list[str]:
     """The kernels in output code (minicompile's or real Inductor's), in order of appearance:
     both name a kernel ``cpp_fused_<ops>_<n>`` or ``triton_<kind>_fused_<ops>_<n>``."""
     return list(dict.fromkeys(_OUR_KERNEL.findall(code)))
+
+
+def our_kernels(code: str) -> dict[str, str]:
+    """``{kernel name: source}`` of the kernels in minicompile's output code, where each kernel
+    starts at its ``# kernel <name>`` line and the wrapper at ``def call(args):``."""
+    kernels, _, _ = code.partition("\ndef call(args):")
+    parts = re.split(r"^# kernel (\w+)\n", kernels, flags=re.M)
+    return {name: body.strip() for name, body in zip(parts[1::2], parts[2::2])}
+
+
+def wrapper_code(code: str) -> str:
+    """The wrapper program of minicompile's output code: ``def call(args):`` to the end."""
+    return "def call(args):" + code.partition("\ndef call(args):")[2].rstrip()
