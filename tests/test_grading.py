@@ -31,7 +31,7 @@ def test_every_notebook_with_exercises_has_at_least_three():
 
 
 def test_generated_stubs_match_the_pristine_manifest():
-    assert stale_manifest_entries() == [], "run: python -m minicompile.grading.generate"
+    assert stale_manifest_entries() == [], "run: bash course.sh python -m minicompile.grading.generate"
 
 
 def test_make_stub_replaces_region_and_counts_lines():

@@ -1,10 +1,10 @@
-"""``python -m minicompile.bench``: eager vs real torch.compile vs minicompile, side by side.
+"""``bash course.sh bench``: eager vs real torch.compile vs minicompile, side by side.
 
-    python -m minicompile.bench                          # every case, on CUDA when there is a GPU
-    python -m minicompile.bench --device cpu --quick     # small sizes, fewer repetitions
-    python -m minicompile.bench --cases softmax,layernorm --json out.json --plot out.png
-    python -m minicompile.bench --suite scaling --max-size 64   # compile time against size
-    python -m minicompile.bench --suite huggingface|timm|all   # real models: see models/cli.py
+    bash course.sh bench                          # every case, on CUDA when there is a GPU
+    bash course.sh bench --device cpu --quick     # small sizes, fewer repetitions
+    bash course.sh bench --cases softmax,layernorm --json out.json --plot out.png
+    bash course.sh bench --suite scaling --max-size 64   # compile time against size
+    bash course.sh bench --suite huggingface|timm|all   # real models: see models/cli.py
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ COPY_NUMEL = {"cuda": {"full": 1 << 28, "quick": 1 << 26, "tiny": 1 << 20},
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
-        prog="python -m minicompile.bench",
+        prog="bash course.sh bench",
         description="Time eager PyTorch, real torch.compile (inductor) and minicompile "
                     "(mc.compile(fn, backend='inductor')) in one process; outputs are checked "
                     "against eager before timing. Cases: " + ", ".join(CASES) + ".")

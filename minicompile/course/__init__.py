@@ -6,6 +6,7 @@ torch. Files:
     compare.py            our AOT graphs next to eager autograd's and real AOTAutograd's; timings
     levels.py             one program at the ATen, core ATen and prims levels, op counts, bytes
     instruction_table.py  docs/instructions.md, generated from the interpreter's handler registry
+    notebook_metadata.py  the notebooks' metadata as JupyterLab writes it (a git clean filter)
 
 Also course tooling, in their own places: viz/ (graph renderings), grading/ and grade.py
 (exercises), bench.py (benchmarks).
