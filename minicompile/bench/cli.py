@@ -92,8 +92,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.device == "cpu":
         keep_freed_memory()  # (timing.py: page faults that depend on the heap's history)
 
-    h = header(args.device, copy_bandwidth_gbs(args.device, COPY_NUMEL[args.device][budget],
-                                               budget))
+    def copy_gbs() -> float:  # before and after the cases: a load that changed shows
+        return copy_bandwidth_gbs(args.device, COPY_NUMEL[args.device][budget], budget)
+
+    copy_start = copy_gbs()
     print(f"minicompile.bench: {len(plan)} case(s) on {args.device}, {budget} sizes", file=sys.stderr)
     progress = Progress(1 + STEPS_PER_CASE * len(plan))
     progress("warm-up compile (one-time process costs)")
@@ -107,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.device == "cuda":
             torch.cuda.empty_cache()
     progress.close()
+    h = header(args.device, copy_start, copy_gbs())
 
     print(format_table(results, h))
     if args.json:
