@@ -67,7 +67,10 @@ def real_output_code(fn: Callable, *args: Any) -> str:
     return "\n".join(codes)
 
 
-_KERNEL = re.compile(r"^(\w+) = async_compile\.\w+\((?:\[.*?\], )?r?'''\n(.*?)'''", re.S | re.M)
+# ``name = async_compile.triton('name', '''...'''`` (codegen/triton.py, define_kernel) or
+# ``name = async_compile.cpp_pybinding(['const float*', ...], r'''...'''`` (codegen/cpp.py)
+_KERNEL = re.compile(r"^(\w+) = async_compile\.\w+\((?:'\w+', |\[.*?\], )?r?'''\n(.*?)'''",
+                     re.S | re.M)
 
 
 def real_kernels(code: str) -> dict[str, str]:
