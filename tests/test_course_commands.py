@@ -25,6 +25,7 @@ import pytest
 from ipykernel.ipkernel import IPythonKernel
 from ipykernel.kernelspec import get_kernel_dict
 
+import minicompile.config as config
 from minicompile.course.notebook_metadata import dumps, normalise
 from minicompile.grade import Result, _note
 from minicompile.grading import REPO_ROOT, load_checks
@@ -82,6 +83,10 @@ def all_commands() -> list[tuple[str, str]]:
 
 
 COMMANDS = all_commands()
+# The commands start processes and never compile with the CPU backend: checked once, not again in
+# course.sh's second pass (MINICOMPILE_CPU_BACKEND=triton)
+runs_processes = pytest.mark.skipif(config.inductor.cpu_backend != "cpp",
+                                    reason="checked in the first pass (cpp)")
 
 
 def test_the_documents_hold_commands():
@@ -132,6 +137,7 @@ def _module_and_args(words: list[str]) -> tuple[list[str], list[str]]:
 COURSE_COMMANDS = [(w, c) for w, c in COMMANDS if c.split(" # ")[0].count("bash course.sh")]
 
 
+@runs_processes
 @pytest.mark.parametrize("where,command", COURSE_COMMANDS,
                          ids=[f"{w}:{c[:40]}" for w, c in COURSE_COMMANDS])
 def test_each_course_command_names_what_exists(where, command):
@@ -181,6 +187,7 @@ def course_sh(tmp_path_factory):
     return run
 
 
+@runs_processes
 @pytest.mark.parametrize("args", [["grade", "--hint", "1.1"], ["bench", "--help"],
                                   ["fuzz", "--help"], ["--help"]])
 def test_course_subcommands_run(course_sh, args):
@@ -189,6 +196,7 @@ def test_course_subcommands_run(course_sh, args):
     assert run.stdout.strip()
 
 
+@runs_processes
 def test_course_python_runs_in_the_callers_folder(course_sh, tmp_path):
     """``bash course.sh python script.py`` from any folder: the file is the caller's, the
     package is the course's, and without a GPU Triton runs in its interpreter."""
@@ -202,11 +210,13 @@ def test_course_python_runs_in_the_callers_folder(course_sh, tmp_path):
     assert run.stdout.split() == [str(tmp_path), REPO_ROOT, "1"]
 
 
+@runs_processes
 def test_an_unknown_subcommand_fails_with_the_usage(course_sh):
     run = course_sh("grades")
     assert run.returncode == 2 and "usage: bash course.sh" in run.stdout and "grade" in run.stdout
 
 
+@runs_processes
 def test_the_grader_picks_tritons_interpreter_without_a_gpu(tmp_path):
     """A correct Triton solution passes from the command line with no TRITON_INTERPRET set,
     on a machine whose GPU is hidden."""
