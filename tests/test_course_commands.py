@@ -231,15 +231,30 @@ def test_the_grader_picks_tritons_interpreter_without_a_gpu(tmp_path):
 
 # -- notebooks as JupyterLab writes them ---------------------------------------------------------
 
+def _with_version_of(nb: dict, like: dict) -> dict:
+    """``nb`` with the Python version ``like`` has (git's smudge filter writes one on checkout)."""
+    version = like.get("metadata", {}).get("language_info", {}).get("version")
+    if version is not None:
+        nb["metadata"]["language_info"]["version"] = version
+    return nb
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
 def test_notebooks_are_committed_as_the_lab_writes_them(path):
-    """nbformat's layout, the installed kernel's display name, no Python version."""
+    """nbformat's layout and the installed kernel's display name, in the file (which may carry
+    a Python version: course.sh's filter writes it on checkout, as the lab would) and in the
+    commit (which never does)."""
     text = Path(path).read_text()
     nb = json.loads(text)
     assert nb["metadata"]["kernelspec"]["display_name"] == get_kernel_dict()["display_name"]
-    assert text == dumps(normalise(json.loads(text))), (
+    assert text == dumps(_with_version_of(normalise(json.loads(text)), nb)), (
         f"run: bash course.sh python minicompile/course/notebook_metadata.py {path}")
     assert text == nbformat.writes(nbformat.reads(text, 4)) + "\n"
+    rel = os.path.relpath(path, REPO_ROOT)
+    committed = subprocess.run(["git", "show", f"HEAD:{rel}"], cwd=REPO_ROOT,
+                               capture_output=True, text=True)
+    if committed.returncode == 0:  # a git checkout (git show: the blob, no filter)
+        assert committed.stdout == dumps(normalise(json.loads(committed.stdout))), rel
 
 
 def _git(cwd, *args):
