@@ -15,7 +15,7 @@ from torch.autograd import DeviceType
 
 from minicompile.bench import bandwidth_table, profile_kernels
 from minicompile.bench.cli import main
-from minicompile.bench.helpers import kernel_rows
+from minicompile.bench.helpers import kernel_rows, say_if_noisy
 from minicompile.bench.report import COLUMNS, format_table, trust_notes
 from minicompile.bench.run import Result as BenchResult
 from minicompile.bench.timing import spread
@@ -236,3 +236,10 @@ def test_bandwidth_table_marks_a_time_faster_than_copy():
 
 _HEADER = {"device": "cpu", "device_name": "cpu", "torch": "t", "triton": "t", "python": "p",
            "minicompile_backend": "cpp"}
+
+
+def test_a_notebook_timing_says_when_its_repeats_disagree(capsys):
+    say_if_noisy("softmax", 0.02)
+    assert capsys.readouterr().out == ""
+    say_if_noisy("softmax", 0.35)
+    assert "softmax's repeats spread by 35%" in capsys.readouterr().out

@@ -38,10 +38,16 @@ def benchmark(fn: Callable, *args: Any, device: str | None = None,
     arguments. ``budget`` is the benchmark's ("full", "quick", "tiny")."""
     device = device or device_of(args)
     ms, spread = time_ms_spread(lambda: fn(*args), device, budget)
-    if spread > NOISY_SPREAD:  # say so where the number is shown: a notebook's timing cell
-        print(f"(noisy: {getattr(fn, '__name__', 'fn')}'s repeats spread by {spread:.0%}: "
-              "something else ran on the machine; time it again before trusting it)")
+    say_if_noisy(getattr(fn, "__name__", "fn"), spread)
     return ms / 1e3
+
+
+def say_if_noisy(what: str, spread: float) -> None:
+    """A line under a notebook's timing when its repeats disagree (``timing.spread`` above
+    ``NOISY_SPREAD``): the number then says more about the machine than about the code."""
+    if spread > NOISY_SPREAD:
+        print(f"(noisy: {what}'s repeats spread by {spread:.0%}: something else ran on the "
+              "machine; time it again before trusting it)")
 
 
 def copy_bandwidth(like: torch.Tensor, budget: str = "quick") -> float:
