@@ -109,6 +109,8 @@ triton_on_cpu_without_gpu() {
     || export TRITON_INTERPRET=1
 }
 
+absolute_python() { echo "$(cd "$(dirname "$PY")" && pwd)/python"; }  # usable from any folder
+
 installed() {
   # set up once: the run subcommands install only when .venv is missing or stale
   local stamp="$VENV/.minicompile-installed"
@@ -124,7 +126,7 @@ keep_notebook_metadata() {
   # and not changed since are checked out again through it.
   git rev-parse --git-dir >/dev/null 2>&1 || return 0
   local py script="$PWD/minicompile/course/notebook_metadata.py" nb
-  py="$(cd "$(dirname "$PY")" && pwd)/python"
+  py="$(absolute_python)"
   git config filter.notebook-metadata.clean "'$py' '$script' --clean" || return 0
   git config filter.notebook-metadata.smudge "'$py' '$script' --smudge"
   for nb in notebooks/*.ipynb; do
@@ -246,10 +248,10 @@ case "${1:-}" in
     fi ;;
   grade|bench|fuzz)
     module="minicompile.$1"; shift; installed; triton_on_cpu_without_gpu
-    py="$(cd "$(dirname "$PY")" && pwd)/python"; cd "$HERE"; exec "$py" -m "$module" "$@" ;;
+    py="$(absolute_python)"; cd "$HERE"; exec "$py" -m "$module" "$@" ;;
   python)
     shift; installed; triton_on_cpu_without_gpu
-    py="$(cd "$(dirname "$PY")" && pwd)/python"; cd "$HERE"; exec "$py" "$@" ;;
+    py="$(absolute_python)"; cd "$HERE"; exec "$py" "$@" ;;
   -h|--help|help)
     echo "$USAGE" ;;
   *)
