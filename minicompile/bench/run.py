@@ -99,8 +99,10 @@ def run_case(name: str, workload: Workload, device: str, budget: str,
         if key not in runnable:
             progress(f"{name} {workload.size}: {key} not timed")
     steps = {key: (lambda fn=fn: workload.step(fn)) for key, fn in runnable.items()}
-    timed = time_and_spread_in_turns(
-        steps, device, budget, started=lambda key: progress(f"{name} {workload.size}: timing {key}"))
+    def started(key: str) -> None:
+        progress(f"{name} {workload.size}: timing {key}")
+
+    timed = time_and_spread_in_turns(steps, device, budget, started)
     result.ms = {key: ms for key, (ms, _) in timed.items()}
     result.spread = {key: sp for key, (_, sp) in timed.items()}
     return result

@@ -80,10 +80,12 @@ def time_in_turns(steps: dict[str, Callable[[], Any]], device: str, budget: str 
 
 
 def time_and_spread_in_turns(steps: dict[str, Callable[[], Any]], device: str,
-                             budget: str = "full", started: Callable[[str], None] = lambda key: None
+                             budget: str = "full",
+                             started: Callable[[str], None] = lambda key: None
                              ) -> dict[str, tuple[float, float]]:
-    """Median milliseconds of each step, and the spread of its repeats (``spread``). On the CPU the steps take turns: ``CPU_ROUNDS`` rounds,
-    each timing every step for a fifth of the budget, and each step's median over the rounds.
+    """Median milliseconds of each step, and the spread of its repeats (``spread``). On the CPU
+    the steps take turns: ``CPU_ROUNDS`` rounds, each timing every step for a fifth of the
+    budget, and each step's median over the rounds.
     A shared machine drifts (another process, the host's load) over seconds: timed one after
     the other, eager could get a quiet second and a compiler a busy one; in turns, each sees
     the same stretches of time. The GPU has no such drift (``do_bench``: CUDA events, one

@@ -49,8 +49,10 @@ def as_the_lab_writes(nb: dict) -> dict:
 
 
 def dumps(nb: dict) -> str:
-    """JSON text as nbformat (and so JupyterLab) writes a notebook: sorted keys, one-space indent."""
-    return json.dumps(nb, indent=1, sort_keys=True, separators=(",", ": "), ensure_ascii=False) + "\n"
+    """JSON text as nbformat (and so JupyterLab) writes a notebook: sorted keys, one-space
+    indent, text as it is (no ``\\u`` escapes)."""
+    text = json.dumps(nb, indent=1, sort_keys=True, separators=(",", ": "), ensure_ascii=False)
+    return text + "\n"
 
 
 def normalised_text(text: str, how=normalise) -> str:
