@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# The two commands of the course (see README.md):
-#   bash course.sh lab    install everything, then open the notebooks in JupyterLab
-#   bash course.sh test   install everything, then run the whole test suite (what CI runs)
-# Installs into ./.venv (override with MINICOMPILE_VENV). Safe to run again: set-up is skipped
-# when nothing changed.
+# Every command of the course runs through this script, from a fresh clone (see README.md):
+#   bash course.sh lab            install everything, then open the course in JupyterLab
+#   bash course.sh test           install everything, then run the whole test suite (what CI runs)
+#   bash course.sh test --quick   the everyday check: the stubs, the notebooks, your grades
+#   bash course.sh grade|bench|fuzz [args]   python -m minicompile.grade|bench|fuzz [args]
+#   bash course.sh python [args]  the course's Python (.venv/bin/python)
+# Installs into ./.venv (override with MINICOMPILE_VENV) on first use. Safe to run again: set-up
+# is skipped when nothing changed. Without a GPU, Triton kernels run in Triton's interpreter
+# (TRITON_INTERPRET=1) under every subcommand.
 set -euo pipefail
+HERE="$PWD"  # where the command was typed: the run subcommands' file arguments are relative to it
 cd "$(dirname "${BASH_SOURCE[0]}")"
 
 VENV="${MINICOMPILE_VENV:-.venv}"
@@ -99,8 +104,57 @@ install_model_suites() {
 
 triton_on_cpu_without_gpu() {
   # Triton kernels run on CPU tensors through Triton's interpreter when there is no GPU.
+  [ -n "${TRITON_INTERPRET:-}" ] && return
   "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" \
     || export TRITON_INTERPRET=1
+}
+
+absolute_python() { echo "$(cd "$(dirname "$PY")" && pwd)/python"; }  # usable from any folder
+
+installed() {
+  # set up once: the run subcommands install only when .venv is missing or stale
+  local stamp="$VENV/.minicompile-installed"
+  [ -f "$stamp" ] && [ "$stamp" -nt pyproject.toml ] && return
+  install_dot; install_python_packages
+}
+
+keep_notebook_metadata() {
+  # Opening a notebook in JupyterLab rewrites its metadata (the kernel's display name, the
+  # Python version): .gitattributes sends notebooks through a git filter that writes, on
+  # checkout, what the lab will write, and takes the version out again on commit
+  # (minicompile/course/notebook_metadata.py). Notebooks checked out before the filter existed
+  # and not changed since are checked out again through it.
+  git rev-parse --git-dir >/dev/null 2>&1 || return 0
+  local py script="$PWD/minicompile/course/notebook_metadata.py" nb
+  py="$(absolute_python)"
+  git config filter.notebook-metadata.clean "'$py' '$script' --clean" || return 0
+  git config filter.notebook-metadata.smudge "'$py' '$script' --smudge"
+  for nb in notebooks/*.ipynb; do
+    if git diff --quiet -- "$nb" 2>/dev/null && ! grep -q '"version": "3' "$nb"; then
+      rm "$nb" && git checkout -- "$nb"
+    fi
+  done
+}
+
+expected_time() {
+  # measured on a 2-core machine; more cores, less time
+  if [ "$1" = quick ]; then
+    say "the everyday check: about 5 to 10 minutes on 2 cores (the stubs, every notebook, your grades)"
+  else
+    say "the whole suite: about 40 minutes on a fresh 2-core machine (installing included), about" \
+        "15 once installed; the everyday check is bash course.sh test --quick"
+  fi
+}
+
+run_quick() {
+  # What a learner runs every day: the notebooks as they stand, then their own grades (which
+  # never fail the command: an exercise not yet done is progress, not an error).
+  triton_on_cpu_without_gpu
+  "$PY" -m minicompile.grading.generate --check
+  say "every notebook, as the test suite runs it (pytest --nbval-lax)"
+  "$PY" -m pytest notebooks --nbval-lax -q -p no:cacheprovider "$@"
+  say "your exercises (bash course.sh grade)"
+  "$PY" -m minicompile.grade
 }
 
 run_tests() {
@@ -166,17 +220,40 @@ run_tests_other_pythons() {
   done
 }
 
+USAGE="usage: bash course.sh lab [jupyter args] | test [--quick] [pytest args]
+       | grade [args] | bench [args] | fuzz [args] | python [args]
+  lab      install, then open the course in JupyterLab
+  test     install, then the whole test suite (what CI runs); --quick: the everyday check
+  grade    your exercises (python -m minicompile.grade: -k 04, --hint 2.3, --pipeline, --help)
+  bench    eager, torch.compile and minicompile side by side (python -m minicompile.bench)
+  fuzz     minicompile against eager on random programs (python -m minicompile.fuzz)
+  python   the course's Python, e.g. bash course.sh python my_script.py"
+
 case "${1:-}" in
   lab)
-    shift; install_dot; install_python_packages; triton_on_cpu_without_gpu
+    shift; install_dot; install_python_packages; keep_notebook_metadata; triton_on_cpu_without_gpu
     # trusted notebooks show their committed drawings (SVG output) on first open
     "$VENV/bin/jupyter" trust notebooks/*.ipynb >/dev/null 2>&1 || say "could not trust notebooks"
-    say "opening the course at notebooks/00_tour.ipynb (exercises/ is in the file browser too)"
+    say "opening the course at the repository root: start with notebooks/00_tour.ipynb;" \
+        "your work goes in exercises/"
     root_flag=(); [ "$(id -u)" = 0 ] && root_flag=(--allow-root)  # containers often run as root
-    exec "$VENV/bin/jupyter" lab "${root_flag[@]}" --ServerApp.root_dir="$PWD" "$@" \
-      notebooks/00_tour.ipynb ;;
+    exec "$VENV/bin/jupyter" lab "${root_flag[@]}" --ServerApp.root_dir="$PWD" "$@" ;;
   test)
-    shift; install_dot; install_python_packages; run_tests "$@" ;;
+    shift
+    if [ "${1:-}" = --quick ]; then
+      shift; expected_time quick; installed; keep_notebook_metadata; run_quick "$@"
+    else
+      expected_time full; install_dot; install_python_packages; keep_notebook_metadata
+      run_tests "$@"
+    fi ;;
+  grade|bench|fuzz)
+    module="minicompile.$1"; shift; installed; triton_on_cpu_without_gpu
+    py="$(absolute_python)"; cd "$HERE"; exec "$py" -m "$module" "$@" ;;
+  python)
+    shift; installed; triton_on_cpu_without_gpu
+    py="$(absolute_python)"; cd "$HERE"; exec "$py" "$@" ;;
+  -h|--help|help)
+    echo "$USAGE" ;;
   *)
-    echo "usage: bash course.sh lab [jupyter args] | test [pytest args]"; exit 2 ;;
+    echo "$USAGE"; exit 2 ;;
 esac

@@ -1,6 +1,6 @@
 """Exercises for notebook 01: the bytecode interpreter.
 
-Grade with ``python -m minicompile.grade -k 01``. Each piece you write is plugged into the real
+Grade with ``bash course.sh grade -k 01``. Each piece you write is plugged into the real
 mini Dynamo (minicompile/dynamo/), which then traces real functions with it; the checks compare
 the compiled results with eager PyTorch on random tensors, and require that everything is
 captured in one graph (a wrong piece makes the trace fail or fall back to eager).

@@ -1,6 +1,6 @@
 """Exercises for notebook 03: graph breaks and resume functions.
 
-Grade with ``python -m minicompile.grade -k 03``. Each function plugs into minicompile's real
+Grade with ``bash course.sh grade -k 03``. Each function plugs into minicompile's real
 resume-function machinery; the checks stop real Python functions in the middle (at every offset
 they reach), continue them with a resume function built from your piece, and compare with what
 the untouched function returns.

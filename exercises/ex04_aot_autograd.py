@@ -1,6 +1,6 @@
 """Exercises for notebook 04: AOT autograd, the joint graph and its partitions.
 
-Grade with ``python -m minicompile.grade -k 04``. Each function plugs into minicompile's own
+Grade with ``bash course.sh grade -k 04``. Each function plugs into minicompile's own
 AOT autograd: the checks build joint graphs of real models, run your partition or wrapper, and
 compare outputs and gradients with eager PyTorch.
 

@@ -1,6 +1,6 @@
 """Exercises for notebook 07: fusion, bytes moved, and memory planning.
 
-Grade with ``python -m minicompile.grade -k 07``. Exercises 7.1 to 7.3 are pieces of
+Grade with ``bash course.sh grade -k 07``. Exercises 7.1 to 7.3 are pieces of
 minicompile's scheduler (``minicompile/inductor/fusion.py``, ``scheduler.py``,
 ``memory_planning.py``) in a plain-data form; the checks compare your answers with the
 scheduler's own on random cases and on real graphs. Exercise 7.4 is a fusion rule on the real

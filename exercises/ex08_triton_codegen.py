@@ -1,6 +1,6 @@
 """Exercises for notebook 08: Triton code generation.
 
-Grade with ``python -m minicompile.grade -k 08``. Each function is a piece of minicompile's Triton
+Grade with ``bash course.sh grade -k 08``. Each function is a piece of minicompile's Triton
 backend (``minicompile/inductor/codegen/triton_ops.py`` and ``triton_kernel.py``); the checks plug
 your piece into the real backend, generate Triton kernels and run them (on a GPU, or on CPU
 tensors through Triton's interpreter, ``TRITON_INTERPRET=1``), comparing with eager PyTorch.

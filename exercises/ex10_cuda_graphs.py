@@ -1,6 +1,6 @@
 """Exercises for notebook 10: CUDA graphs.
 
-Grade with ``python -m minicompile.grade -k 10``. Each function is a decision of minicompile's
+Grade with ``bash course.sh grade -k 10``. Each function is a decision of minicompile's
 CUDA-graph stage (``minicompile/cudagraphs/cudagraph_utils.py``): whether a graph may be recorded
 at all, what a call does with the recordings it has, and which inputs a recording reads where
 they are instead of copying them into its static buffers. The checks compare your decisions with

@@ -5,7 +5,7 @@ through Python logging when its name is enabled, and written to the debug folder
 ``MINICOMPILE_DEBUG=1`` (see :mod:`minicompile.debug`). Text may be given as a callable so the
 (possibly costly) rendering only happens when someone is listening.
 
-    MINICOMPILE_LOGS=graph_code,guards python my_script.py
+    MINICOMPILE_LOGS=graph_code,guards bash course.sh python my_script.py
     MINICOMPILE_LOGS=all ...            # every artifact
     mc.set_logs("graph_code", "recompiles")   # the same from Python or a notebook
 """

@@ -1,4 +1,5 @@
-"""The grader: ``python -m minicompile.grade [--solutions] [-k 04] [--hint 2.3] [--pipeline]``.
+"""The grader: ``bash course.sh grade [--solutions] [-k 04] [--hint 2.3] [--pipeline]``
+(``python -m minicompile.grade`` run by the course's Python).
 
 In a notebook, grade in-process (the same Python that runs the notebook, whatever ``python`` is
 on PATH)::
@@ -20,15 +21,22 @@ file it was raised.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import os
 import sys
 import time
 import traceback
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Iterator
+
+import torch
 
 from .grading import REPO_ROOT, Exercise, load_checks, load_learner_module
 from .grading.pipeline import PLUGS, run_pipeline
+
+CLI = "bash course.sh grade"  # the grader as a learner types it, from the course's folder
 
 
 @dataclass
@@ -40,11 +48,27 @@ class Result:
     seconds: float = 0.0
 
 
+@contextlib.contextmanager
+def compiler_warnings_off() -> Iterator[None]:
+    """While a check runs, a stub or a wrong piece makes the compiler fall back to eager with a
+    logged warning (``aot_autograd falls back to eager: NotImplementedError: Exercise 7.4``);
+    the grade already says what went wrong (checks re-raise the learner's exception), so the
+    warning would only repeat it, in the middle of a progress line. Errors still show."""
+    logger = logging.getLogger("minicompile")
+    saved = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(saved)
+
+
 def grade_one(ex: Exercise, folder: str) -> Result:
     start = time.perf_counter()
     try:
         sol = load_learner_module(ex.module, folder)
-        ex.check(sol)
+        with compiler_warnings_off():
+            ex.check(sol)
         result = Result(ex, ex.points, "pass")
     except NotImplementedError as e:
         result = Result(ex, 0, "todo", str(e))
@@ -137,7 +161,7 @@ def _note(r: Result) -> str:
     detail = "\n".join("    " + line for line in r.detail.splitlines())
     return (f"{r.exercise.id} [{r.status}]\n{detail}\n"
             f"    stuck? hint({r.exercise.id!r}) in a notebook, or "
-            f"python -m minicompile.grade --hint {r.exercise.id}")
+            f"{CLI} --hint {r.exercise.id}")
 
 
 def grade(only: str | None = None, *, solutions: bool = False, folder: str | None = None,
@@ -180,8 +204,9 @@ def learner_pieces(*, solutions: bool = False, folder: str | None = None, verbos
     return pieces, {r.exercise.id: reasons[r.status] for r in results if r.status != "pass"}
 
 
-def hint(exercise_id: str, level: int = 1) -> None:
-    """Print the hints of an exercise up to ``level`` (1: a nudge; each level says more)."""
+def hint(exercise_id: str, level: int = 1, *, cli: bool = False) -> None:
+    """Print the hints of an exercise up to ``level`` (1: a nudge; each level says more); ``cli``:
+    say how to get the next one on the command line rather than in a notebook."""
     ex = next((e for e in load_checks() if e.id == exercise_id), None)
     if ex is None:
         raise ValueError(f"no exercise {exercise_id!r}: hints are per exercise, e.g. '2.3'")
@@ -189,11 +214,13 @@ def hint(exercise_id: str, level: int = 1) -> None:
     for i, text in enumerate(tiers, 1):
         print(f"{ex.id} hint {i}/{len(ex.hints)}: {text}")
     if len(tiers) < len(ex.hints):
-        print(f"(more: hint({ex.id!r}, {len(tiers) + 1}))")
+        more = len(tiers) + 1
+        print(f"(more: {CLI} --hint {ex.id} --level {more})" if cli
+              else f"(more: hint({ex.id!r}, {more}))")
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m minicompile.grade", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog=CLI, description=__doc__.split("\n")[0])
     p.add_argument("--solutions", action="store_true", help="grade the reference solutions/")
     p.add_argument("--dir", help="grade this folder instead of exercises/")
     p.add_argument("-k", dest="only", help="only exercises whose id or file matches, e.g. 04 or 1.2")
@@ -205,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         if args.hint:
-            hint(args.hint, args.level)
+            hint(args.hint, args.level, cli=True)
             return 0
         if args.pipeline:
             return 0 if pipeline(solutions=args.solutions, folder=args.dir) else 1
@@ -224,5 +251,18 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _rerun_with_triton_interpreter() -> None:
+    """Without a GPU, Triton kernels (a learner's and the compiler's) run on CPU tensors in
+    Triton's interpreter, which is chosen when Triton and minicompile's runtime are imported:
+    ``TRITON_INTERPRET=1`` must be set before Python starts, so the grader starts again with it
+    (as ``bash course.sh lab`` and ``test`` do). A variable the learner set is kept."""
+    import torch
+
+    if os.environ.get("TRITON_INTERPRET") is None and not torch.cuda.is_available():
+        env = {**os.environ, "TRITON_INTERPRET": "1"}
+        os.execve(sys.executable, [sys.executable, "-m", "minicompile.grade", *sys.argv[1:]], env)
+
+
 if __name__ == "__main__":
+    _rerun_with_triton_interpreter()
     sys.exit(main())

@@ -1,6 +1,6 @@
 """Exercises for notebook 02: guards, recompilation and dynamic shapes.
 
-Grade with ``python -m minicompile.grade -k 02``. Each function plugs into minicompile's real
+Grade with ``bash course.sh grade -k 02``. Each function plugs into minicompile's real
 guard and shape machinery; the checks run it on random tensors against the reference behaviour.
 """
 

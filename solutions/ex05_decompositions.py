@@ -1,6 +1,6 @@
 """Exercises for notebook 05: decompositions, from compound ATen ops to core ATen.
 
-Grade with ``python -m minicompile.grade -k 05``. Write each decomposition with ``aten.*``
+Grade with ``bash course.sh grade -k 05``. Write each decomposition with ``aten.*``
 overloads from the core set (``aten.mul.Tensor``, ``aten.add.Tensor``, ``aten.erf.default``,
 ``aten.tanh.default``, ``aten.exp.default``, ``aten.log.default``, ``aten.amax.default``,
 ``aten.sum.dim_IntList``, ``aten.sub.Tensor``, ``aten.div.Tensor``, ``aten.rsqrt.default``,

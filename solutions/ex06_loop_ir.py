@@ -1,6 +1,6 @@
 """Exercises for notebook 06: the loop-level IR.
 
-Run ``python -m minicompile.grade -k 06`` to grade ``exercises/ex06_loop_ir.py``.
+Run ``bash course.sh grade -k 06`` to grade ``exercises/ex06_loop_ir.py``.
 """
 
 from __future__ import annotations

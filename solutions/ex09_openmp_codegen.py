@@ -1,6 +1,6 @@
 """Exercises for notebook 09: C++/OpenMP code generation.
 
-Grade with ``python -m minicompile.grade -k 09``. Each function is a piece of minicompile's C++
+Grade with ``bash course.sh grade -k 09``. Each function is a piece of minicompile's C++
 backend (``minicompile/inductor/codegen/cpp_ops.py``); the checks plug your piece into the real
 backend, compile the generated C++ with g++, run it on tensors with NaNs, negative numbers and
 odd sizes, and compare with eager PyTorch.

@@ -15,8 +15,10 @@ from torch.autograd import DeviceType
 
 from minicompile.bench import bandwidth_table, profile_kernels
 from minicompile.bench.cli import main
-from minicompile.bench.helpers import kernel_rows
-from minicompile.bench.report import COLUMNS
+from minicompile.bench.helpers import kernel_rows, say_if_noisy
+from minicompile.bench.report import COLUMNS, format_table, trust_notes
+from minicompile.bench.run import Result as BenchResult
+from minicompile.bench.timing import spread
 
 
 def test_help_prints_usage(capsys):
@@ -24,7 +26,7 @@ def test_help_prints_usage(capsys):
         main(["--help"])
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
-    assert "usage: python -m minicompile.bench" in out
+    assert "usage: bash course.sh bench" in out
     for flag in ("--device", "--quick", "--cases", "--json", "--plot"):
         assert flag in out
     assert "--tiny" not in out  # the test's sizes stay out of the usage
@@ -50,12 +52,13 @@ def test_pointwise_row_and_ratios(capsys, tmp_path):
         assert name in lines[head]
     rows = [line.split() for line in lines if line.startswith("pointwise ")]
     assert len(rows) == 1
-    # case, size (two words: "4K f32"), eager, tc, mc, mc/eager, mc/tc, GB/s, %, cold tc, cold mc
+    # case, size (two words: "4K f32"), eager, tc, mc, mc/eager, mc/tc, GB/s, %, spread,
+    # cold tc, cold mc
     cells = rows[0]
-    times, ratios, colds = cells[3:6], cells[6:8], cells[10:12]
+    times, ratios, colds = cells[3:6], cells[6:8], cells[11:13]
     for cell in times + ratios + colds:
         assert float(cell) >= 0, cells  # "WRONG" / "ERROR" / "-" would not parse
-    assert cells[9].endswith("%")
+    assert cells[9].endswith("%") and float(cells[10].rstrip("%?")) >= 0
     geomean = next(line.split() for line in lines if line.startswith("geomean"))
     assert [float(c) for c in geomean[1:3]] == [float(c) for c in ratios]
 
@@ -194,3 +197,49 @@ def test_scaling_row_checks_gradients(monkeypatch):
     assert cells[:2] == ["lstm", "T=2"] and float(cells[3]) > 0 and float(cells[6]) > 0
     assert cells[2] == "-"  # torch.compile not asked for
     assert "lstm  T=2" in scaling.format_table([result])
+
+
+def _timed(case="layernorm", size="4x8", ms=1.0, spread=0.02, nbytes=0):
+    return BenchResult(case, size, "memory", bytes=nbytes, ms={"eager": ms, "mc": ms},
+                      spread={"eager": spread, "mc": spread})
+
+
+def test_spread_is_the_range_over_the_median():
+    assert spread([1.0, 1.1, 1.3]) == pytest.approx(0.3 / 1.1)
+    assert spread([2.0, 2.0]) == 0.0
+
+
+def test_a_quiet_run_is_trusted():
+    h = {"copy_bandwidth_gbs": 30.0, "copy_bandwidth_end_gbs": 29.0}
+    assert trust_notes([_timed(nbytes=10_000_000)], h) == []  # 10 GB/s: a third of copy
+
+
+@pytest.mark.parametrize("result,end,says", [
+    (_timed(spread=0.4), 30.0, "repeats spread by 40%"),
+    (_timed(nbytes=100_000_000), 30.0, "333% of copy bandwidth"),  # 100 GB/s against 30
+    (_timed(), 2.1, "copy bandwidth was 30.0 GB/s before the cases and 2.1 after"),
+])
+def test_untrustworthy_numbers_are_flagged(result, end, says):
+    """Repeats that disagree, a memory-bound case faster than a copy (the CPU benchmark's
+    layernorm at 1716% of a copy timed on a busy machine), copy bandwidth that moved."""
+    h = {"copy_bandwidth_gbs": 30.0, "copy_bandwidth_end_gbs": end}
+    notes = trust_notes([result], h)
+    assert any(says in n for n in notes), notes
+    assert "can't be trusted" in format_table([result], {**h, **_HEADER})
+
+
+def test_bandwidth_table_marks_a_time_faster_than_copy():
+    table = bandwidth_table({"fused": 1e-3, "eager": 1e-2}, 100_000_000, copy_gbs=30.0)
+    fused, eager = table.splitlines()[1:3]
+    assert fused.endswith(" ?") and not eager.endswith("?") and "in cache" in table
+
+
+_HEADER = {"device": "cpu", "device_name": "cpu", "torch": "t", "triton": "t", "python": "p",
+           "minicompile_backend": "cpp"}
+
+
+def test_a_notebook_timing_says_when_its_repeats_disagree(capsys):
+    say_if_noisy("softmax", 0.02)
+    assert capsys.readouterr().out == ""
+    say_if_noisy("softmax", 0.35)
+    assert "softmax's repeats spread by 35%" in capsys.readouterr().out

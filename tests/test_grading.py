@@ -1,6 +1,7 @@
 """The grader grades: solutions score full marks, untouched stubs score zero, stubs are fresh,
 and a learner's solved exercises are never overwritten or counted as stale."""
 
+import logging
 import os
 import shutil
 import subprocess
@@ -31,7 +32,7 @@ def test_every_notebook_with_exercises_has_at_least_three():
 
 
 def test_generated_stubs_match_the_pristine_manifest():
-    assert stale_manifest_entries() == [], "run: python -m minicompile.grading.generate"
+    assert stale_manifest_entries() == [], "run: bash course.sh python -m minicompile.grading.generate"
 
 
 def test_make_stub_replaces_region_and_counts_lines():
@@ -206,3 +207,13 @@ def test_hint_prints_one_tier_more_per_level(capsys):
     assert "hint 2/3" in second
     with pytest.raises(ValueError):
         hint("2.9")
+
+
+def test_a_stub_grades_todo_without_the_compilers_fallback_warning(caplog, pristine_stubs):
+    """A stub plugged into the compiler makes it fall back to eager with a logged warning; the
+    grade says 'todo' and the warning does not interrupt the progress line."""
+    plugged = [e for e in EXERCISES if e.id == "7.4"] or EXERCISES[-1:]
+    with caplog.at_level(logging.WARNING):
+        results = run_checks(pristine_stubs, plugged[0].id, verbose=False)
+    assert results[0].status == "todo"
+    assert not [r for r in caplog.records if "falls back to eager" in r.getMessage()]

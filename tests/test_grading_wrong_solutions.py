@@ -479,7 +479,7 @@ def _default_saved(whole_tuples=False, always_primals=False, output_is_backward=
     return default_saved_values
 
 
-def _min_cut(recompute=True, unit_capacity=False):
+def _min_cut(recompute=True, unit_capacity=False, views_cost_bytes=False):
     import networkx as nx
 
     from minicompile.aot_autograd.partitioners import (ancestors, descendants, is_recomputable,
@@ -500,7 +500,8 @@ def _min_cut(recompute=True, unit_capacity=False):
                 g.add_edge(n.name + "_in", "sink")
             elif n in primals or (n in forward and (not recompute or not is_recomputable(n))):
                 g.add_edge("source", n.name + "_in")
-            is_view = isinstance(n.target, torch._ops.OpOverload) and n.target.is_view
+            is_view = isinstance(n.target, torch._ops.OpOverload) and n.target.is_view \
+                and not views_cost_bytes
             cap = 1 if unit_capacity and not is_view else tensor_bytes(n)
             if cap == float("inf") or is_view:
                 g.add_edge(n.name + "_in", n.name + "_out")
@@ -548,6 +549,8 @@ WRONG.update({
     "4.2": {
         "nothing recomputed (every forward op tied to the source)": _min_cut(recompute=False),
         "every tensor costs the same (fewest tensors, not fewest bytes)": _min_cut(unit_capacity=True),
+        "a view costs its own bytes (saving it keeps its whole base alive)":
+            _min_cut(views_cost_bytes=True),
     },
     "4.3": {
         "saved tensors kept as ctx attributes (no in-place check)": _saved_as_ctx_attributes,

@@ -2,7 +2,7 @@
 
     from minicompile.bench import benchmark, profile_kernels, format_profile, plot_times
     from minicompile.bench import copy_bandwidth, bandwidth_table
-    python -m minicompile.bench --device cpu --quick      # eager vs torch.compile vs minicompile
+    bash course.sh bench --device cpu --quick      # eager vs torch.compile vs minicompile
 
 Reading map:
 
@@ -14,7 +14,7 @@ Reading map:
     run.py        one case: compile cold, check against eager, then time
     report.py     header, table with ratios and geomean, JSON, plot
     progress.py   the progress bar
-    cli.py        ``python -m minicompile.bench`` (``__main__.py``)
+    cli.py        ``bash course.sh bench`` (``__main__.py``)
 """
 
 from .helpers import (bandwidth_table, benchmark, copy_bandwidth, format_profile, plot_times,

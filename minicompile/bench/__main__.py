@@ -1,4 +1,4 @@
-"""``python -m minicompile.bench --help``: see cli.py."""
+"""``bash course.sh bench --help``: see cli.py."""
 
 from .cli import main
 

@@ -1,11 +1,11 @@
-"""``python -m minicompile.bench``: eager vs real torch.compile vs minicompile, side by side.
+"""``bash course.sh bench``: eager vs real torch.compile vs minicompile, side by side.
 
-    python -m minicompile.bench                          # every case, on CUDA when there is a GPU
-    python -m minicompile.bench --device cpu --quick     # small sizes, fewer repetitions
-    python -m minicompile.bench --cases softmax,layernorm --json out.json --plot out.png
-    python -m minicompile.bench --suite scaling --max-size 64   # compile time against size
-    python -m minicompile.bench --suite huggingface|timm|all   # real models: see models/cli.py
-    python -m minicompile.bench --suite overhead          # launch-bound work: CUDA graphs
+    bash course.sh bench                          # every case, on CUDA when there is a GPU
+    bash course.sh bench --device cpu --quick     # small sizes, fewer repetitions
+    bash course.sh bench --cases softmax,layernorm --json out.json --plot out.png
+    bash course.sh bench --suite scaling --max-size 64   # compile time against size
+    bash course.sh bench --suite huggingface|timm|all   # real models: see models/cli.py
+    bash course.sh bench --suite overhead          # launch-bound work: CUDA graphs
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ COPY_NUMEL = {"cuda": {"full": 1 << 28, "quick": 1 << 26, "tiny": 1 << 20},
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
-        prog="python -m minicompile.bench",
+        prog="bash course.sh bench",
         description="Time eager PyTorch, real torch.compile (inductor) and minicompile "
                     "(mc.compile(fn, backend='inductor')) in one process; outputs are checked "
                     "against eager before timing. Cases: " + ", ".join(CASES) + ".")
@@ -98,8 +98,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.device == "cpu":
         keep_freed_memory()  # (timing.py: page faults that depend on the heap's history)
 
-    h = header(args.device, copy_bandwidth_gbs(args.device, COPY_NUMEL[args.device][budget],
-                                               budget))
+    def copy_gbs() -> float:  # before and after the cases: a load that changed shows
+        return copy_bandwidth_gbs(args.device, COPY_NUMEL[args.device][budget], budget)
+
+    copy_start = copy_gbs()
     print(f"minicompile.bench: {len(plan)} case(s) on {args.device}, {budget} sizes", file=sys.stderr)
     progress = Progress(1 + STEPS_PER_CASE * len(plan))
     progress("warm-up compile (one-time process costs)")
@@ -113,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.device == "cuda":
             torch.cuda.empty_cache()
     progress.close()
+    h = header(args.device, copy_start, copy_gbs())
 
     print(format_table(results, h))
     if args.json:

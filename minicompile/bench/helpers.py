@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, Iterator
 import torch
 from torch.autograd import DeviceType
 
-from .timing import copy_bandwidth_gbs, time_ms
+from .timing import NOISY_SPREAD, copy_bandwidth_gbs, time_ms_spread
 
 
 def device_of(args: Iterable[Any]) -> str:
@@ -37,13 +37,26 @@ def benchmark(fn: Callable, *args: Any, device: str | None = None,
     ``device`` defaults to where the tensor arguments live; pass it for a closure without
     arguments. ``budget`` is the benchmark's ("full", "quick", "tiny")."""
     device = device or device_of(args)
-    return time_ms(lambda: fn(*args), device, budget) / 1e3
+    ms, spread = time_ms_spread(lambda: fn(*args), device, budget)
+    say_if_noisy(getattr(fn, "__name__", "fn"), spread)
+    return ms / 1e3
+
+
+def say_if_noisy(what: str, spread: float) -> None:
+    """A line under a notebook's timing when its repeats disagree (``timing.spread`` above
+    ``NOISY_SPREAD``): the number then says more about the machine than about the code."""
+    if spread > NOISY_SPREAD:
+        print(f"(noisy: {what}'s repeats spread by {spread:.0%}: something else ran on the "
+              "machine; time it again before trusting it)")
 
 
 def copy_bandwidth(like: torch.Tensor, budget: str = "quick") -> float:
     """GB/s of a device-to-device copy as large as ``like`` (bytes read + written): the most a
     memory-bound kernel can reach on this machine, measured in the same run."""
     return copy_bandwidth_gbs(like.device.type, like.numel(), budget)
+
+
+FASTER_THAN_COPY = 1.2  # above this fraction of copy bandwidth a memory-bound time is suspect
 
 
 def bandwidth_table(times: dict[str, float], nbytes: dict[str, int] | int,
@@ -54,8 +67,12 @@ def bandwidth_table(times: dict[str, float], nbytes: dict[str, int] | int,
     for name, seconds in times.items():
         moved = nbytes[name] if isinstance(nbytes, dict) else nbytes
         gbs = moved / seconds / 1e9
-        lines.append(f"{name:32} {seconds * 1e3:9.3f} {gbs:8.1f} {gbs / copy_gbs:9.0%}")
+        suspect = " ?" if gbs > FASTER_THAN_COPY * copy_gbs else ""
+        lines.append(f"{name:32} {seconds * 1e3:9.3f} {gbs:8.1f} {gbs / copy_gbs:9.0%}{suspect}")
     lines.append(f"{'copy bandwidth (measured)':32} {'':>9} {copy_gbs:8.1f} {1:9.0%}")
+    if any(line.endswith(" ?") for line in lines):
+        lines.append("? faster than copying as many bytes: the data stays in cache, or the copy "
+                     "was timed on a busy machine; not a measure of memory bandwidth")
     return "\n".join(lines)
 
 

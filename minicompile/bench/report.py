@@ -12,7 +12,9 @@ import torch
 
 import minicompile.config as config
 
+from .helpers import FASTER_THAN_COPY
 from .run import Result
+from .timing import NOISY_SPREAD
 
 try:
     import triton
@@ -21,7 +23,8 @@ except ImportError:  # pragma: no cover
     TRITON_VERSION = "not installed"
 
 COLUMNS = ["case", "size", "eager ms", "torch.compile ms", "minicompile ms", "mc/eager", "mc/tc",
-           "GB/s (mc)", "% copy BW", "cold tc s", "cold mc s"]
+           "GB/s (mc)", "% copy BW", "spread", "cold tc s", "cold mc s"]
+COPY_DRIFT = 0.25       # copy bandwidth moving this much between start and end: the load changed
 
 
 def device_name(device: str) -> str:
@@ -35,17 +38,22 @@ def device_name(device: str) -> str:
     return f"{model}, {torch.get_num_threads()} threads"
 
 
-def header(device: str, copy_gbs: float) -> dict:
+def header(device: str, copy_gbs: float, copy_end_gbs: float | None = None) -> dict:
+    """The run's machine and versions; copy bandwidth measured before the cases and, when
+    given, again after them (``trust_notes`` compares the two)."""
     backend = config.inductor.cpu_backend if device == "cpu" else config.inductor.cuda_backend
     return {"device": device, "device_name": device_name(device), "torch": torch.__version__,
             "triton": TRITON_VERSION, "python": platform.python_version(),
-            "minicompile_backend": backend, "copy_bandwidth_gbs": copy_gbs}
+            "minicompile_backend": backend, "copy_bandwidth_gbs": copy_gbs,
+            "copy_bandwidth_end_gbs": copy_end_gbs}
 
 
 def header_line(h: dict) -> str:
+    end = h.get("copy_bandwidth_end_gbs")
     return (f"{h['device']}: {h['device_name']} | torch {h['torch']} | triton {h['triton']} | "
             f"python {h['python']} | minicompile {h['device']} backend: "
-            f"{h['minicompile_backend']} | copy bandwidth {h['copy_bandwidth_gbs']:.1f} GB/s")
+            f"{h['minicompile_backend']} | copy bandwidth {h['copy_bandwidth_gbs']:.1f} GB/s"
+            + ("" if end is None else f" (after the cases: {end:.1f})"))
 
 
 def _num(v: float | None, fmt: str = ".4g") -> str:
@@ -66,11 +74,40 @@ def _throughput(r: Result, copy_gbs: float) -> tuple[str, str]:
     return _num(gbs, ".3g"), ("-" if gbs is None else f"{100 * gbs / copy_gbs:.0f}%")
 
 
+def _spread(r: Result) -> float | None:
+    """The widest spread of the row's three timings (``timing.spread``)."""
+    return max(r.spread.values()) if r.spread else None
+
+
 def row(r: Result, copy_gbs: float) -> list[str]:
     gbs, pct = _throughput(r, copy_gbs)
+    sp = _spread(r)
     return [r.case, r.size, _time(r, "eager"), _time(r, "tc"), _time(r, "mc"),
             _num(r.ratio("mc", "eager"), ".2f"), _num(r.ratio("mc", "tc"), ".2f"), gbs, pct,
+            "-" if sp is None else f"{sp:.0%}" + ("?" if sp > NOISY_SPREAD else ""),
             _num(r.cold_s.get("tc"), ".3g"), _num(r.cold_s.get("mc"), ".3g")]
+
+
+def trust_notes(results: list[Result], h: dict) -> list[str]:
+    """Why some numbers of this run can't be trusted: repeats that disagree, a memory-bound
+    case faster than copying its bytes, copy bandwidth that moved during the run."""
+    notes = []
+    start, end = h["copy_bandwidth_gbs"], h.get("copy_bandwidth_end_gbs")
+    if end and abs(end - start) > COPY_DRIFT * max(start, end):
+        notes.append(f"copy bandwidth was {start:.1f} GB/s before the cases and {end:.1f} after: "
+                     "the machine's load changed during the run, so rows timed at different "
+                     "moments don't compare")
+    for r in results:
+        sp = _spread(r)
+        if sp is not None and sp > NOISY_SPREAD:
+            notes.append(f"{r.case} {r.size}: repeats spread by {sp:.0%} (more than "
+                         f"{NOISY_SPREAD:.0%}): something else ran on the machine; time it again")
+        fastest = max((r.gbs(k) or 0 for k in r.ms), default=0) if r.kind == "memory" else 0
+        if fastest > FASTER_THAN_COPY * start:
+            notes.append(f"{r.case} {r.size}: {fastest / start:.0%} of copy bandwidth, faster "
+                         "than copying as many bytes: its data stays in cache, or the copy was "
+                         "timed on a busy machine; not a measure of memory bandwidth")
+    return notes
 
 
 def geomean(values: list[float]) -> float | None:
@@ -81,7 +118,7 @@ def geomean_row(results: list[Result]) -> list[str]:
     def of(key, base):
         return geomean([x for x in (r.ratio(key, base) for r in results) if x is not None])
     return ["geomean", "", "", "", "", _num(of("mc", "eager"), ".2f"), _num(of("mc", "tc"), ".2f"),
-            "", "", "", ""]
+            "", "", "", "", ""]
 
 
 def format_table(results: list[Result], h: dict) -> str:
@@ -95,10 +132,15 @@ def format_table(results: list[Result], h: dict) -> str:
     rule = "  ".join("-" * w for w in widths)
     out = [header_line(h), "", line(rows[0]), rule, *map(line, rows[1:-1]), rule, line(rows[-1])]
     notes = [f"  {r.case} {r.size}: {n}" for r in results for n in r.notes]
+    untrusted = [f"  {n}" for n in trust_notes(results, h)]
     legend = ("ms: median per call (lower is better); mc/eager, mc/tc: time ratios, below 1 means "
               "minicompile is faster; GB/s: fewest bytes / time (compute and training rows: "
-              "TFLOP/s); cold: first-call seconds after a reset, caches off")
-    return "\n".join(out + ([""] + ["notes:"] + notes if notes else []) + ["", legend])
+              "TFLOP/s); spread: (slowest - fastest) / median of the repeats, the widest of the "
+              "row's three, '?' above " f"{NOISY_SPREAD:.0%}" "; cold: first-call seconds after "
+              "a reset, caches off")
+    return "\n".join(out + ([""] + ["notes:"] + notes if notes else [])
+                     + ([""] + ["can't be trusted:"] + untrusted if untrusted else [])
+                     + ["", legend])
 
 
 def write_json(path: str, results: list[Result], h: dict) -> None:

@@ -16,7 +16,7 @@ import torch
 import minicompile as mc
 
 from .cases import Workload
-from .timing import cold_inductor, cold_minicompile, first_call_s, time_in_turns
+from .timing import cold_inductor, cold_minicompile, first_call_s, time_and_spread_in_turns
 
 
 @dataclass
@@ -43,6 +43,7 @@ class Result:
     bytes: int = 0                                        # fewest bytes one step must move
     flops: float = 0.0
     ms: dict[str, float] = field(default_factory=dict)    # eager / tc / mc -> median ms
+    spread: dict[str, float] = field(default_factory=dict)  # eager / tc / mc -> timing.spread
     cold_s: dict[str, float] = field(default_factory=dict)  # tc / mc -> first-call seconds
     status: dict[str, str] = field(default_factory=dict)  # tc / mc -> ok | WRONG | ERROR
     notes: list[str] = field(default_factory=list)
@@ -98,8 +99,12 @@ def run_case(name: str, workload: Workload, device: str, budget: str,
         if key not in runnable:
             progress(f"{name} {workload.size}: {key} not timed")
     steps = {key: (lambda fn=fn: workload.step(fn)) for key, fn in runnable.items()}
-    result.ms = time_in_turns(steps, device, budget,
-                              started=lambda key: progress(f"{name} {workload.size}: timing {key}"))
+    def started(key: str) -> None:
+        progress(f"{name} {workload.size}: timing {key}")
+
+    timed = time_and_spread_in_turns(steps, device, budget, started)
+    result.ms = {key: ms for key, (ms, _) in timed.items()}
+    result.spread = {key: sp for key, (_, sp) in timed.items()}
     return result
 
 

@@ -38,15 +38,35 @@ def sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def time_ms(step: Callable[[], Any], device: str, budget: str = "full") -> float:
-    """Median milliseconds of one ``step()``."""
+# A time whose repeats spread by more than this (a fraction of its median) says more about the
+# machine (another process, a busy host) than about the code: reported as untrustworthy.
+NOISY_SPREAD = 0.10
+
+
+def spread(samples: list[float]) -> float:
+    """How far apart repeated timings of one thing are: (slowest - fastest) / median."""
+    return (max(samples) - min(samples)) / statistics.median(samples) if samples else 0.0
+
+
+def time_ms_spread(step: Callable[[], Any], device: str, budget: str = "full"
+                   ) -> tuple[float, float]:
+    """Median milliseconds of one ``step()`` and the spread of the repeats it is the median of
+    (GPU: the 10th to 90th percentile of ``do_bench``'s reps; CPU: ``blocked_autorange``'s
+    blocks, each the mean of many calls)."""
     if device == "cuda":
         warmup, rep = GPU_BUDGET[budget]
-        return float(do_bench(step, warmup=warmup, rep=rep, return_mode="median"))
+        low, median, high = do_bench(step, warmup=warmup, rep=rep, quantiles=[0.1, 0.5, 0.9])
+        return float(median), (high - low) / median
     step()  # warm up outside the measurement
     timer = benchmark.Timer(stmt="step()", globals={"step": step},
                             num_threads=torch.get_num_threads())
-    return timer.blocked_autorange(min_run_time=CPU_BUDGET[budget]).median * 1e3
+    m = timer.blocked_autorange(min_run_time=CPU_BUDGET[budget])
+    return m.median * 1e3, spread(m.times)
+
+
+def time_ms(step: Callable[[], Any], device: str, budget: str = "full") -> float:
+    """Median milliseconds of one ``step()``."""
+    return time_ms_spread(step, device, budget)[0]
 
 
 CPU_ROUNDS = 5  # the CPU budget is spent in rounds, taking turns (``time_in_turns``)
@@ -54,17 +74,28 @@ CPU_ROUNDS = 5  # the CPU budget is spent in rounds, taking turns (``time_in_tur
 
 def time_in_turns(steps: dict[str, Callable[[], Any]], device: str, budget: str = "full",
                   started: Callable[[str], None] = lambda key: None) -> dict[str, float]:
-    """Median milliseconds of each step. On the CPU the steps take turns: ``CPU_ROUNDS`` rounds,
-    each timing every step for a fifth of the budget, and each step's median over the rounds.
+    """Median milliseconds of each step (``time_and_spread_in_turns`` without the spreads)."""
+    return {key: ms for key, (ms, _) in
+            time_and_spread_in_turns(steps, device, budget, started).items()}
+
+
+def time_and_spread_in_turns(steps: dict[str, Callable[[], Any]], device: str,
+                             budget: str = "full",
+                             started: Callable[[str], None] = lambda key: None
+                             ) -> dict[str, tuple[float, float]]:
+    """Median milliseconds of each step, and the spread of its repeats (``spread``). On the CPU
+    the steps take turns: ``CPU_ROUNDS`` rounds, each timing every step for a fifth of the
+    budget, and each step's median over the rounds.
     A shared machine drifts (another process, the host's load) over seconds: timed one after
     the other, eager could get a quiet second and a compiler a busy one; in turns, each sees
     the same stretches of time. The GPU has no such drift (``do_bench``: CUDA events, one
-    step after the other). ``started(key)`` is called before a step is first timed."""
+    step after the other). ``started(key)`` is called before a step is first timed. The
+    spread is over the rounds' medians on the CPU (``time_ms_spread`` on the GPU)."""
     if device == "cuda":
         out = {}
         for key, step in steps.items():
             started(key)
-            out[key] = time_ms(step, device, budget)
+            out[key] = time_ms_spread(step, device, budget)
         return out
     rounds: dict[str, list[float]] = {key: [] for key in steps}
     for r in range(CPU_ROUNDS):
@@ -76,7 +107,7 @@ def time_in_turns(steps: dict[str, Callable[[], Any]], device: str, budget: str 
                                     num_threads=torch.get_num_threads())
             rounds[key].append(timer.blocked_autorange(
                 min_run_time=CPU_BUDGET[budget] / CPU_ROUNDS).median * 1e3)
-    return {key: statistics.median(ms) for key, ms in rounds.items()}
+    return {key: (statistics.median(ms), spread(ms)) for key, ms in rounds.items()}
 
 
 # glibc's mallopt parameters (malloc.h)

@@ -8,6 +8,7 @@ torch. Files:
     instruction_table.py  docs/instructions.md, generated from the interpreter's handler registry
     compile_profile.py    a compile's time per stage, the graphs inductor made, a step's time per kernel
     training.py           one model trained by eager and by compilers side by side; loss and speed plots
+    notebook_metadata.py  the notebooks' metadata as JupyterLab writes it (a git clean filter)
 
 Also course tooling, in their own places: viz/ (graph renderings), grading/ and grade.py
 (exercises), bench.py (benchmarks).

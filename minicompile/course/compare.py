@@ -19,7 +19,7 @@ import torch.fx as fx
 from ..aot_autograd import trace_module
 from ..aot_autograd.partitioners import (default_partition, is_sym,
                                          min_cut_rematerialization_partition, tensor_bytes)
-from ..bench.helpers import benchmark, device_of
+from ..bench.helpers import benchmark, device_of, say_if_noisy
 from ..decompositions import decomposition_table
 
 
@@ -146,6 +146,9 @@ def time_forward_backward(fn: Callable, inputs: list, iters: int = 20) -> tuple[
         torch.cuda.synchronize()
     fwd = sorted(seconds(t0, t1) for t0, t1, _ in stamps[3:])
     bwd = sorted(seconds(t1, t2) for _, t1, t2 in stamps[3:])
+    for phase, times in (("forward", fwd), ("backward", bwd)):  # 10th to 90th percentile
+        low, median, high = (times[len(times) * q // 10] for q in (1, 5, 9))
+        say_if_noisy(f"{getattr(fn, '__name__', 'fn')} {phase}", (high - low) / median)
     return fwd[len(fwd) // 2], bwd[len(bwd) // 2]
 
 

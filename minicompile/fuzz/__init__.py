@@ -1,6 +1,6 @@
 """Differential fuzzing: random programs, compiled and compared with eager.
 
-``python -m minicompile.fuzz -n 500 --seed 0`` generates programs (generate.py, from the op table
+``bash course.sh fuzz -n 500 --seed 0`` generates programs (generate.py, from the op table
 in ops.py), compiles each with every backend (runner.py), compares with eager at tolerances
 suited to the dtype (compare.py), and shrinks a failing one to a pytest reproducer (shrink.py).
 ``tracer.py`` does the same for the bytecode tracer: small Python functions against CPython.

@@ -1,4 +1,4 @@
-"""``python -m minicompile.fuzz -n N --seed S [--backend B] [--device D]``: the long fuzz run.
+"""``bash course.sh fuzz -n N --seed S [--backend B] [--device D]``: the long fuzz run.
 
 Prints a progress bar, shrinks every failure to a pytest reproducer (``--out``, default
 fuzz_failures/), ends with ``fuzz: N programs, M mismatches, C crashes`` and exits non-zero on
@@ -14,7 +14,7 @@ from pathlib import Path
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m minicompile.fuzz", description=__doc__)
+    parser = argparse.ArgumentParser(prog="bash course.sh fuzz", description=__doc__)
     parser.add_argument("-n", type=int, default=100, help="how many programs")
     parser.add_argument("--seed", type=int, default=0, help="seed of the first program")
     parser.add_argument("--backend", action="append",

@@ -1,4 +1,4 @@
-"""The fuzz loop behind ``python -m minicompile.fuzz``: generate, check, shrink, report."""
+"""The fuzz loop behind ``bash course.sh fuzz``: generate, check, shrink, report."""
 
 from __future__ import annotations
 

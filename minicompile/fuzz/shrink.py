@@ -92,7 +92,7 @@ def reproducer(program: Program, outcome: Outcome, backend: str, device: str, se
     inputs = ",\n    ".join(repr(spec) for spec in program.inputs)
     environment = "".join(f"os.environ[{k!r}] = {v!r}  # the backend needs it (set before import)\n"
                           for k, v in ENVIRONMENT.get((backend, device), {}).items())
-    return f'''"""Reproducer written by the differential fuzzer (`python -m minicompile.fuzz`).
+    return f'''"""Reproducer written by the differential fuzzer (`bash course.sh fuzz`).
 
 Backend {backend!r} on {device}: a {outcome.kind}.
 """

@@ -9,7 +9,7 @@ Layout (see CONVENTIONS.md, "Exercises"):
           ...
           ### END SOLUTION
 
-- ``exercises/exNN_topic.py`` is generated from it (``python -m minicompile.grading.generate``):
+- ``exercises/exNN_topic.py`` is generated from it (``bash course.sh python -m minicompile.grading.generate``):
   each region becomes ``raise NotImplementedError("Exercise 1.1: ... (roughly N lines)")``, and
   ``stubs.sha256`` records every pristine stub (a learner's edited file is never overwritten).
 - ``minicompile/grading/checks/exNN_topic.py`` holds the checks, one per exercise::
@@ -18,7 +18,7 @@ Layout (see CONVENTIONS.md, "Exercises"):
       def check_binary_op_table(sol):        # sol: the learner's module
           ...                                # assert against eager PyTorch / real Python
 
-- ``python -m minicompile.grade`` runs every check against ``exercises/`` (``--solutions`` for
+- ``bash course.sh grade`` runs every check against ``exercises/`` (``--solutions`` for
   the reference solutions) and prints a table of exercises, points and the total.
 """
 

@@ -1,4 +1,4 @@
-"""Generate the exercise stubs from ``solutions/``: ``python -m minicompile.grading.generate``.
+"""Generate the exercise stubs from ``solutions/``: ``bash course.sh python -m minicompile.grading.generate``.
 
 Each region fenced by ``### BEGIN SOLUTION <id>: <goal>`` / ``### END SOLUTION`` becomes::
 
@@ -128,7 +128,7 @@ def edited_exercises(exercises: str = EXERCISES) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m minicompile.grading.generate",
+    p = argparse.ArgumentParser(prog="bash course.sh python -m minicompile.grading.generate",
                                 description=__doc__.split("\n")[0])
     p.add_argument("--check", action="store_true",
                    help="write nothing; exit 1 if the generated stubs differ from the pristine "
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         stale = stale_manifest_entries()
         if stale:
             print("solutions/ changed but the stubs were not regenerated for: " + ", ".join(stale))
-            print("(course maintainers) run: python -m minicompile.grading.generate")
+            print("(course maintainers) run: bash course.sh python -m minicompile.grading.generate")
             return 1
         edited = edited_exercises()
         print("the stubs are what solutions/ generates"

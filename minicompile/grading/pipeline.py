@@ -1,4 +1,4 @@
-"""The whole compiler with the learner's own pieces in it: ``python -m minicompile.grade
+"""The whole compiler with the learner's own pieces in it: ``bash course.sh grade
 --pipeline`` (or ``pipeline()`` from ``minicompile.grade`` in a notebook).
 
 Every exercise whose check passes puts the learner's function into the stage it was written for

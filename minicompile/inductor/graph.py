@@ -214,8 +214,11 @@ class GraphLowering:
             result = lower(*args, **kwargs)
         except Unsupported as e:
             return make_fallback(target, args, kwargs, str(e))
-        # an unrealized result carries the ops inlined into it (they name its kernel)
-        inlined = {o for a in pytree.tree_leaves((args, kwargs)) for o in getattr(a, "origins", ())}
+        # an unrealized result carries the ops inlined into it (they name its kernel); a buffer
+        # it reads from memory is another kernel's (or a library call's: the sin of a matmul is
+        # cpp_fused_sin, as in Inductor), and joins this one's name only if fused into it
+        inlined = {o for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, Loops)
+                   for o in a.origins}
         for loops in pytree.tree_leaves(result):
             if isinstance(loops, Loops):
                 loops.origins = inlined | set(self.current_origins())

@@ -23,6 +23,8 @@ import torch.utils.benchmark as benchmark
 
 from .. import compile as mc_compile
 from .. import config, reset
+from ..bench.helpers import say_if_noisy
+from ..bench.timing import spread
 from ..inductor import backend as inductor_backend
 
 
@@ -68,7 +70,10 @@ def real_output_code(fn: Callable, *args: Any) -> str:
     return "\n".join(codes)
 
 
-_KERNEL = re.compile(r"^(\w+) = async_compile\.\w+\((?:\[.*?\], )?r?'''\n(.*?)'''", re.S | re.M)
+# ``name = async_compile.triton('name', '''...'''`` (codegen/triton.py, define_kernel) or
+# ``name = async_compile.cpp_pybinding(['const float*', ...], r'''...'''`` (codegen/cpp.py)
+_KERNEL = re.compile(r"^(\w+) = async_compile\.\w+\((?:'\w+', |\[.*?\], )?r?'''\n(.*?)'''",
+                     re.S | re.M)
 
 
 def real_kernels(code: str) -> dict[str, str]:
@@ -86,7 +91,9 @@ def time_compiled(fn: Callable, args: tuple, threads: int | None = None,
         fn(*args)
         timer = benchmark.Timer("fn(*args)", globals={"fn": fn, "args": args},
                                 num_threads=torch.get_num_threads())
-        return timer.blocked_autorange(min_run_time=min_run_time).median
+        m = timer.blocked_autorange(min_run_time=min_run_time)
+        say_if_noisy(getattr(fn, "__name__", "fn"), spread(m.times))
+        return m.median
     finally:
         torch.set_num_threads(saved)
 

@@ -1,4 +1,4 @@
-"""The model suites of the benchmark (``python -m minicompile.bench --suite huggingface|timm|all``),
+"""The model suites of the benchmark (``bash course.sh bench --suite huggingface|timm|all``),
 the role of PyTorch's benchmarks/dynamo/ harness.
 
 Reading map:

@@ -1,8 +1,8 @@
-"""``python -m minicompile.bench --suite huggingface|timm|all``: the model suites.
+"""``bash course.sh bench --suite huggingface|timm|all``: the model suites.
 
-    python -m minicompile.bench --suite huggingface --device cpu --markdown models.md
-    python -m minicompile.bench --suite all --device cuda --json models.json --markdown models.md
-    python -m minicompile.bench --suite timm --models resnet18,convnext_atto --modes inference
+    bash course.sh bench --suite huggingface --device cpu --markdown models.md
+    bash course.sh bench --suite all --device cuda --json models.json --markdown models.md
+    bash course.sh bench --suite timm --models resnet18,convnext_atto --modes inference
 
 Each model runs in each mode (inference, training) and precision (float32; on CUDA also bfloat16
 autocast): eager, real torch.compile and minicompile in one process (runner.py). On CUDA every
@@ -40,7 +40,7 @@ DTYPES = ("float32", "bfloat16")
 
 
 def wanted(argv: list[str]) -> bool:
-    """Whether ``python -m minicompile.bench`` was asked for a model suite."""
+    """Whether ``bash course.sh bench`` was asked for a model suite."""
     for i, arg in enumerate(argv):
         value = arg.split("=", 1)[1] if arg.startswith("--suite=") else \
             argv[i + 1] if arg == "--suite" and i + 1 < len(argv) else None
@@ -56,7 +56,7 @@ def _list(text: str) -> list[str]:
 def parse_args(argv: list[str]) -> argparse.Namespace:
     cuda = torch.cuda.is_available()
     p = argparse.ArgumentParser(
-        prog="python -m minicompile.bench --suite huggingface|timm|all",
+        prog="bash course.sh bench --suite huggingface|timm|all",
         description="Real models, each from a small config with random weights: eager is the "
                     "oracle, then torch.compile, then minicompile; pass/fail, graph breaks next "
                     "to real Dynamo's, speed-ups, cold compile time, peak memory.")

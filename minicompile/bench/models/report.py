@@ -108,13 +108,13 @@ def read_json(path: str) -> tuple[dict, list[ModelResult]]:
 
 
 def argv_line() -> str:
-    return "python -m minicompile.bench " + " ".join(sys.argv[1:])
+    return "bash course.sh bench " + " ".join(sys.argv[1:])
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m minicompile.bench.models.report a.json b.json --markdown out.md``: one report
+    """``bash course.sh python -m minicompile.bench.models.report a.json b.json --markdown out.md``: one report
     from several runs' JSON (the suites run as separate commands, or on separate venvs)."""
-    p = argparse.ArgumentParser(prog="python -m minicompile.bench.models.report")
+    p = argparse.ArgumentParser(prog="bash course.sh python -m minicompile.bench.models.report")
     p.add_argument("json", nargs="+", help="files written by --json")
     p.add_argument("--markdown", metavar="PATH", required=True)
     args = p.parse_args(argv)

@@ -39,6 +39,10 @@ def _cases():
         ("LayerNorm + MLP block", block_fn, [p.detach() for p in params] + [torch.randn(3, 5, 12)]),
         ("softmax(x * w)", lambda x, w: torch.softmax(x * w, -1).exp(),
          [torch.randn(6, 11), torch.randn(11)]),
+        # the backward reads a narrow view of x: saving the view would keep all of x alive, so
+        # the cut that changes with how a view is costed (x whole, never the slice)
+        ("sin(x[:, :2]) * y", lambda x, y: (torch.sin(x[:, :2]) * y).sum(),
+         [torch.randn(6, 64), torch.randn(6, 2)]),
     ]
 
 
@@ -94,8 +98,12 @@ def check_min_cut_saved_values(sol):
         want = min_cut_saved_values(joint.graph, sig.num_fwd_outputs)
         got_bytes = sum(tensor_bytes(n) for n in got)
         want_bytes = sum(tensor_bytes(n) for n in want)
-        assert got_bytes == want_bytes, (f"{name}: saving {[n.name for n in got]} costs "
-                                         f"{got_bytes} bytes; the minimum is {want_bytes}")
+        views = [n.name for n in got if isinstance(n.target, torch._ops.OpOverload)
+                 and n.target.is_view]
+        assert got_bytes == want_bytes and not views, (
+            f"{name}: saving {[n.name for n in got]} costs {got_bytes} bytes; the minimum is "
+            f"{want_bytes}" + (f" (a saved view keeps its whole base alive: {views})"
+                               if views else ""))
         _check_runs(name, joint, sig, got, fn, inputs)
         if name.startswith("cos"):
             assert [n.name for n in got] == ["primals_1"], "cos(cos(x)): save only x"
