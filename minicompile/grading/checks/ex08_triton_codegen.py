@@ -11,16 +11,19 @@ from __future__ import annotations
 import contextlib
 from typing import Callable, Iterator
 
+import numpy as np
 import sympy
 import torch
+from triton.runtime import interpreter
 
 from minicompile import config
 from minicompile.grading import exercise
-from minicompile.inductor.codegen import triton_kernel, triton_ops, triton_reductions
+from minicompile.inductor.codegen import triton, triton_kernel, triton_ops
 from minicompile.inductor.runtime import triton_heuristics
-from minicompile.inductor.sizevars import FloorDiv, ModularIndexing
+from minicompile.inductor.sizevars import FloorDiv
 
-from .ex09_openmp_codegen import _eval_c, _special, compare, reached, swapped
+from .ex09_openmp_codegen import (_eval_c, _special, check_pasted, compare, index_cases,
+                                  power_graphs, reached, swapped)
 from .ex09_openmp_codegen import cpp_backend as _compiled_sources
 
 
@@ -35,14 +38,45 @@ def device() -> str:
 
 @contextlib.contextmanager
 def triton_backend() -> Iterator[list]:
-    """Triton kernels for CPU tensors too; yields the compiled graphs' output code."""
-    with _compiled_sources() as sources:
+    """Triton kernels for CPU tensors too, with a GPU's NaN rules; yields the compiled graphs'
+    output code."""
+    with _compiled_sources() as sources, gpu_nan_rules():
         saved = config.inductor.cpu_backend
         config.inductor.cpu_backend = "triton"
         try:
             yield sources
         finally:
             config.inductor.cpu_backend = saved
+
+
+@contextlib.contextmanager
+def gpu_nan_rules() -> Iterator[None]:
+    """Under Triton's interpreter, ``tl.maximum``/``tl.minimum`` and ``tl.max``/``tl.min`` drop
+    a NaN operand as they do on a GPU (PTX ``max.f32``, NumPy's ``fmax``). Some interpreter
+    versions propagate it instead (NumPy's ``maximum``): a template built on them would pass on
+    CPU and return numbers where torch returns NaN on the GPU. A no-op on a GPU."""
+    if not triton_heuristics.INTERPRET:
+        yield
+        return
+    builder, reduce_ops = interpreter.InterpreterBuilder, interpreter.ReduceOps
+    rows = {"create_maxnumf": lambda self, a, b: self.binary_op(a, b, np.fmax),
+            "create_minnumf": lambda self, a, b: self.binary_op(a, b, np.fmin)}
+    saved = {k: getattr(builder, k) for k in rows}
+    own_min_max = reduce_ops.min_max
+    skip_nan = {np.max: np.nanmax, np.amax: np.nanmax, np.min: np.nanmin, np.amin: np.nanmin}
+
+    def min_max(self, input, val_reduce_op, idx_reduce_op=None):
+        return own_min_max(self, input, skip_nan.get(val_reduce_op, val_reduce_op), idx_reduce_op)
+
+    for k, v in rows.items():
+        setattr(builder, k, v)
+    reduce_ops.min_max = min_max
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            setattr(builder, k, v)
+        reduce_ops.min_max = own_min_max
 
 
 # --- 8.1 ------------------------------------------------------------------------------------------
@@ -60,7 +94,7 @@ def check_triton_nan_ops(sol):
     rows = {k: rows[k] for k in ("maximum", "minimum", "remainder")}
     dev = device()
     with triton_backend() as sources, swapped(triton_ops.TRITON_OPS, rows):
-        for dtype in (torch.float32, torch.int64):
+        for dtype in (torch.float32, torch.int64):  # int64 beyond 2**24 (no float32 detour)
             a, b = _special(dtype).to(dev), _special(dtype).flip(0).to(dev)
             compare(lambda x, y: torch.maximum(x, y), a, b, what=f"torch.maximum on {dtype}")
             compare(lambda x, y: torch.minimum(x, y), a, b, what=f"torch.minimum on {dtype}")
@@ -74,25 +108,38 @@ def check_triton_nan_ops(sol):
 
 # --- 8.2 ------------------------------------------------------------------------------------------
 
+class _TL:
+    """What an index printed for Triton may call, evaluated in Python."""
+    minimum, maximum = staticmethod(min), staticmethod(max)
+
+
+def _eval_triton(text: str, env: dict) -> int:
+    return int(eval(text, {"tl": _TL}, {str(k): v for k, v in env.items()}))  # noqa: S307
+
+
+def _min_max_cases() -> list[tuple[sympy.Expr, dict]]:
+    """Min and Max of two and three arguments (each argument the result at one of the values)."""
+    x, y, z = sympy.symbols("x y z", integer=True, nonnegative=True)
+    values = [{x: 1, y: 5, z: 3}, {x: 5, y: 1, z: 3}, {x: 5, y: 3, z: 1}]
+    return [(sympy.Min(x, 7) * 3, {x: 9}), (sympy.Max(x + 1, y) + 2, {x: 4, y: 3}),
+            (FloorDiv(sympy.Min(x, 40), 3), {x: 50})] + [
+        (f(x, y, z) + 1, env) for f in (sympy.Min, sympy.Max) for env in values] + [
+        (f(x, y, z) + 1, {x: v[y], y: v[z], z: v[x]}) for f in (sympy.Min, sympy.Max)
+        for v in values]
+
+
 @exercise("8.2", points=10, hints=(
     "An expression is a tree: print its leaves, then each operator from its printed "
     "arguments.",
     "Print the arguments first (recursively), then combine them.",
-    "What happens to (a + b) when it is pasted into x * _ ?",
+    "What happens to (a + b) when it is pasted into x * _ ? And to a // b pasted into 2 * _ ?",
 ))
 def check_triton_index(sol):
     """Print SymPy index expressions as Triton"""
-    x, y = sympy.symbols("x y", integer=True, nonnegative=True)
-    unit = [(3 * x + y, {x: 2, y: 5}), (FloorDiv(x, 4), {x: 13}),
-            (ModularIndexing(x + 1, 3, 5), {x: 29}), (7 * ModularIndexing(x, 1, 4) + 2, {x: 10}),
-            ((x + 1) * (y + 2), {x: 3, y: 4}), (x ** 2 + 1, {x: 6})]
-    for expr, env in unit:
+    for expr, env in index_cases() + _min_max_cases():
         text = sol.triton_index(expr)
         assert isinstance(text, str), f"triton_index({expr}) returned {text!r}, not a str"
-        got = _eval_c(f"2 * {text}".replace("//", "/"), env)
-        assert got == 2 * int(expr.subs(env)), (
-            f"triton_index({expr}) = {text!r}: 2 * {text} is {got} at {env}, "
-            f"expected {2 * int(expr.subs(env))}")
+        check_pasted(expr, text, env, _eval_triton, "triton_index")
     dev = device()
     t = torch.randn(6, 10, device=dev)
     graphs: list[tuple[str, Callable]] = [
@@ -102,11 +149,21 @@ def check_triton_index(sol):
         ("a 3-D permute", lambda v: v.view(2, 3, 10).permute(2, 0, 1) - 1),
         ("unfold with step 2", lambda v: v.unfold(1, 3, 2) * 3),
         ("sum over the columns of a transpose", lambda v: v.t().sum(1)),
+        ("a diagonal", lambda v: torch.diagonal(v.view(10, 6)[:6]) + 1),
     ]
-    with triton_backend() as sources, _printer(sol.triton_index):
+    powers: list[sympy.Expr] = []
+
+    def printer(expr):
+        powers.extend(expr.atoms(sympy.Pow))
+        return sol.triton_index(expr)
+
+    with triton_backend() as sources, _printer(printer):
         for what, fn in graphs:
             compare(fn, t, what=what)
+        for what, fn, args in power_graphs():
+            compare(fn, *(a.to(dev) for a in args), what=what, dynamic=True)
         assert sources, "nothing was compiled"
+    assert powers, "no kernel index held a power (s0**2): the check did not reach it"
 
 
 @contextlib.contextmanager
@@ -124,35 +181,104 @@ def _printer(print_index: Callable[[sympy.Expr], str]) -> Iterator[None]:
 
 # --- 8.3 ------------------------------------------------------------------------------------------
 
-REDUCTIONS = ("sum", "prod", "max", "min", "any")
+FENCE = 1 << 15  # elements past each buffer's storage a launch must leave alone (> any XBLOCK)
+FENCE_BYTE = 0x5A
+
+
+@contextlib.contextmanager
+def fenced_launches() -> Iterator[list]:
+    """Every Triton launch runs on copies of its tensors' storages followed by a fence of
+    ``FENCE`` elements of a known byte; a launch that writes into the fence (a lane past the
+    end of a buffer stored to: a mask off by one, or missing) fails here, on a GPU and under
+    the interpreter alike, where it would otherwise overwrite whatever memory follows. Yields
+    the kinds of kernels launched."""
+    launched: list[str] = []
+    own_call = triton.TritonKernelObject.__call__
+
+    def call(launcher, *args):
+        launched.append(launcher.kind)
+        copies = [_fenced_copy(a) if isinstance(a, torch.Tensor) else (a, None) for a in args]
+        own_call(launcher, *(c for c, _ in copies))
+        for original, (copy, fence) in zip(args, copies):
+            if fence is None:
+                continue
+            assert bool((fence == FENCE_BYTE).all()), (
+                f"kernel {launcher.name} wrote past the end of a buffer of "
+                f"{original.untyped_storage().nbytes() // original.element_size()} elements "
+                f"(a lane whose mask should be off)\n{launcher.source}")
+            _bytes(original).copy_(_bytes(copy)[:_bytes(original).numel()])
+
+    with _attribute(triton.TritonKernelObject, "__call__", call):
+        yield launched
+
+
+def _bytes(t: torch.Tensor) -> torch.Tensor:
+    """The whole storage under ``t``, as bytes."""
+    storage = t.untyped_storage()
+    return torch.empty(0, dtype=torch.uint8, device=t.device).set_(
+        storage, 0, (storage.nbytes(),), (1,))
+
+
+def _fenced_copy(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``t`` on a copy of its storage with ``FENCE`` elements of ``FENCE_BYTE`` after it; the
+    fence as bytes."""
+    original = _bytes(t)
+    raw = torch.full((original.numel() + FENCE * t.element_size(),), FENCE_BYTE,
+                     dtype=torch.uint8, device=t.device)
+    raw[:original.numel()] = original
+    copy = torch.empty(0, dtype=t.dtype, device=t.device).set_(
+        raw.untyped_storage(), t.storage_offset(), t.size(), t.stride())
+    return copy, raw[original.numel():]
+
+
+@contextlib.contextmanager
+def _attribute(obj, name: str, value) -> Iterator[None]:
+    saved = getattr(obj, name)
+    setattr(obj, name, value)
+    try:
+        yield
+    finally:
+        setattr(obj, name, saved)
+
+
+def _pointwise_graphs(dev: str) -> list[tuple[str, Callable, tuple]]:
+    """Odd sizes (the last program partly masked), special values, wide integers."""
+    x = torch.randn(37, device=dev)
+    x[3], x[5], x[7] = float("nan"), float("-inf"), float("inf")
+    big = torch.randn(1823, 3, device=dev)  # 5469 elements: 6 blocks of 1024 on a GPU
+    many = torch.randn(201, 203, device=dev)  # 40803: 3 blocks of 16384 in the interpreter
+    ints = _special(torch.int64).to(dev)
+    return [("sin(x) * 2 over 37 elements (with NaN and infinities)", lambda t: t.sin() * 2, (x,)),
+            ("x + y over 1823x3 elements", lambda a, b: a + b, (big, big.flip(0))),
+            ("a transpose made contiguous (1823x3)", lambda a: a.t().contiguous() - 1, (big,)),
+            ("x * y.t() over 201x203 elements", lambda a, b: a * b.t(), (many, many.t() + 1)),
+            ("two outputs", lambda a: (a.exp(), a.relu() * 3), (x,)),
+            ("int64 beyond 2**24, plus 1", lambda a: a + 1, (ints,)),
+            ("one element", lambda a: a * 5, (x[:1],))]
 
 
 @exercise("8.3", points=10, hints=(
-    "Lanes past the end of a row are loaded too, with the value you choose for them.",
-    "That value must not change the result: for a sum, which value changes nothing?",
-    "For max, which value is below every element, negative ones too?",
+    "Grade shows the kernel the backend wrote with your function: read it as Triton would run "
+    "it for the last program, the one that runs past the end.",
+    "Which lanes of the last program hold no element? Which of your loads and stores touch "
+    "them? How many programs cover 37 elements, 64 at a time?",
+    "xmask is true for exactly the lanes below xnumel, and every tl.load and tl.store takes it.",
 ))
-def check_persistent_reduction(sol):
-    """Neutral values and axis-1 reductions of a persistent kernel"""
-    neutral = {r: (lambda d, r=r: sol.persistent_reduction(r, d)[0]) for r in REDUCTIONS}
-    rows = {r: sol.persistent_reduction(r, torch.float32)[1] for r in REDUCTIONS}
+def check_pointwise_kernel(sol):
+    """A pointwise Triton kernel: its block, mask and grid"""
     dev = device()
-    x = torch.randn(5, 37, device=dev) * 10  # 37 columns: RBLOCK 64, 27 lanes past each row
-    x[1] = -x[1].abs() - 1  # an all-negative row
-    x[2, 30] = float("nan")
-    x[3] = x[3].abs() + 1  # an all-positive row
-    ints = torch.randint(-50, -1, (4, 23), device=dev)
-    with triton_backend() as sources, swapped(triton_reductions.NEUTRAL, neutral), \
-            swapped(triton_reductions.REDUCE_ROWS, rows):
-        compare(lambda t: t.sum(1), x, what="row sums", atol=1e-4)
-        compare(lambda t: t.amax(1), x, what="row max")
-        compare(lambda t: t.amin(1), x, what="row min")
-        compare(lambda t: (1 + t / 100).prod(1), x, what="row products", atol=1e-5)
-        compare(lambda t: (t > 25).any(1), x, what="row any")
-        compare(lambda t: t.amax(1), ints, what="row max of negative int64")
-        compare(lambda t: t.amin(1) + t.sum(1), ints, what="row min + row sum of int64")
-        compare(lambda t: t.amax(1, keepdim=True) * t.sum(1, keepdim=True), x[[0, 1, 3]],
-                what="a row's max and sum in one kernel")
-    for r, template in rows.items():
-        assert reached(template, "\n".join(sources)), (
-            f"your {r} reduction never reached a kernel")
+    calls = {"kernel": 0}
+
+    def kernel(*args):
+        calls["kernel"] += 1
+        source = sol.pointwise_kernel(*args)
+        assert isinstance(source, str), f"pointwise_kernel returned {source!r}, not a str"
+        return source
+
+    with triton_backend() as sources, fenced_launches() as launched, \
+            _attribute(triton_kernel, "pointwise_kernel", kernel), \
+            _attribute(triton_heuristics, "grid", sol.grid):
+        for what, fn, args in _pointwise_graphs(dev):
+            compare(fn, *args, what=what)
+    assert calls["kernel"] and "pointwise" in launched, (
+        "no pointwise kernel was written with your pointwise_kernel")

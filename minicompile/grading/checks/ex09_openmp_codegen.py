@@ -21,6 +21,7 @@ from minicompile.grading import exercise
 from minicompile.inductor import backend as inductor_backend
 from minicompile.inductor.codegen import cpp, cpp_ops
 from minicompile.inductor.codegen.cpp_ops import C_OPS, REDUCTIONS, ReductionKind
+from minicompile.inductor.sizevars import FloorDiv, ModularIndexing
 
 NAN, INF = float("nan"), float("inf")
 
@@ -59,12 +60,24 @@ def swapped(table: dict, rows: dict) -> Iterator[None]:
 
 
 def compare(fn: Callable, *args: torch.Tensor, what: str, atol: float = 1e-6,
-            rtol: float = 1e-5) -> None:
-    """``mc.compile(fn)`` against eager, with the numbers of the first difference. A sum of
-    thousands of float32 values depends on the order of its additions (vector lanes, threads):
-    compare sums with an ``atol`` to match."""
+            rtol: float = 1e-5, dynamic: bool | None = None) -> None:
+    """``mc.compile(fn)`` against eager (each output of a tuple), with the numbers of the first
+    difference. A sum of thousands of float32 values depends on the order of its additions
+    (vector lanes, threads): compare sums with an ``atol`` to match. Integer results are
+    compared exactly. ``dynamic=True`` compiles with symbolic sizes."""
     mc.reset()
-    got, want = mc.compile(fn)(*args), fn(*args)
+    got, want = mc.compile(fn, dynamic=dynamic)(*args), fn(*args)
+    if isinstance(want, torch.Tensor):
+        got, want = (got,), (want,)
+    for k, (g, w) in enumerate(zip(got, want)):
+        label = what if len(want) == 1 else f"{what}, output {k}"
+        _same(g, w, args, label, atol, rtol)
+
+
+def _same(got: torch.Tensor, want: torch.Tensor, args: tuple, what: str, atol: float,
+          rtol: float) -> None:
+    if not want.dtype.is_floating_point:  # integers exactly: 2**24 + 1 is not 2**24
+        atol = rtol = 0
     try:
         torch.testing.assert_close(got, want, equal_nan=True, atol=atol, rtol=rtol)
     except AssertionError as e:
@@ -85,12 +98,20 @@ def reached(template: str, source: str) -> bool:
 # --- 9.1 ------------------------------------------------------------------------------------------
 
 def _special(dtype: torch.dtype, n: int = 37) -> torch.Tensor:
+    """Values where wrong templates show: NaN, -0.0 and infinities for floats; for integers,
+    values beyond 2**24, where a detour through float32 rounds (odd ones to even), at the same
+    places in ``x`` and ``x.flip(0)`` (``n - 1`` is a multiple of 3 and 6)."""
     x = torch.linspace(-30, 30, n, dtype=torch.float64)
     if dtype.is_floating_point:
         x[::5] = NAN
         x[1::7] = -0.0
         x[2], x[3] = INF, -INF
-    return x.to(dtype)
+        return x.to(dtype)
+    x = x.to(dtype)
+    i = torch.arange(n, dtype=dtype)
+    x[::3] = 2 ** 24 + 1 + i[::3]  # 2**24 + 1, + 4, + 7, ...: float32 keeps only even ones
+    x[1::6] = -(2 ** 40) - 1 - 2 * i[1::6]
+    return x
 
 
 @exercise("9.1", points=10, hints=(
@@ -146,28 +167,66 @@ def _index_graphs() -> list[tuple[str, Callable, tuple]]:
 ))
 def check_print_index(sol):
     """Print SymPy index expressions as C++"""
-    from minicompile.inductor.sizevars import FloorDiv, ModularIndexing
-
-    x, y = sympy.symbols("x y", integer=True, nonnegative=True)
-    unit = [(3 * x + y, {x: 2, y: 5}), (FloorDiv(x, 4), {x: 13}),
-            (ModularIndexing(x + 1, 3, 5), {x: 29}), (7 * ModularIndexing(x, 1, 4) + 2, {x: 10}),
-            ((x + 1) * (y + 2), {x: 3, y: 4}), (x ** 2 + 1, {x: 6})]
-    for expr, env in unit:
+    for expr, env in index_cases():
         text = sol.print_index(expr)
         assert isinstance(text, str), f"print_index({expr}) returned {text!r}, not a str"
-        want = int(expr.subs(env))
-        got = _eval_c(f"2 * {text}", env)  # pasted into a larger expression, as kernels do
-        assert got == 2 * want, (f"print_index({expr}) = {text!r}: 2 * {text} is {got} at {env}, "
-                                 f"expected {2 * want}")
-    with cpp_backend() as sources, _printer(sol.print_index):
+        check_pasted(expr, text, env, _eval_c, "print_index")
+    powers: list[sympy.Expr] = []
+    with cpp_backend() as sources, _printer(_noting_powers(sol.print_index, powers)):
         for what, fn, args in _index_graphs():
             compare(fn, *args, what=what)
+        for what, fn, args in power_graphs():
+            compare(fn, *args, what=what, dynamic=True)
+        assert powers, "no kernel index held a power (s0**2): the check did not reach it"
         mark_dynamic = torch.randn(11, 13)
         mc.reset()
         f = mc.compile(lambda t: t.t().reshape(-1) + 1, dynamic=True)
         for t in (mark_dynamic, torch.randn(5, 3)):
             torch.testing.assert_close(f(t), t.t().reshape(-1) + 1)
         assert sources, "nothing was compiled"
+
+
+def index_cases() -> list[tuple[sympy.Expr, dict]]:
+    """Index expressions and values at which a missing parenthesis or a wrong operator changes
+    the result when the printed text is pasted into a larger expression (``check_pasted``):
+    ``2 * x // 4`` is ``2 * (x // 4)`` at x = 13, not at x = 14."""
+    x, y = sympy.symbols("x y", integer=True, nonnegative=True)
+    return [(3 * x + y, {x: 2, y: 5}), (FloorDiv(x, 4), {x: 14}),
+            (ModularIndexing(x + 1, 3, 5), {x: 29}), (7 * ModularIndexing(x, 1, 4) + 2, {x: 10}),
+            ((x + 1) * (y + 2), {x: 3, y: 4}), (x ** 2 + 1, {x: 6}),
+            (FloorDiv(x, y ** 2), {x: 50, y: 3}), (ModularIndexing(x, y ** 2, 7), {x: 100, y: 3}),
+            (ModularIndexing(x, 1, y + 2) * 3, {x: 23, y: 4}), ((x + 2) ** 2, {x: 3})]
+
+
+PASTED = ("2 * {}", "{} * 3", "1000 - {}", "{} % 1000")  # where kernels paste an index
+
+
+def check_pasted(expr: sympy.Expr, text: str, env: dict, evaluate: Callable[[str, dict], int],
+                 printer: str) -> None:
+    """``text``, the printed ``expr``, pasted into each of ``PASTED``, against SymPy's value."""
+    want = int(expr.subs(env))
+    for context in PASTED:
+        pasted = context.format(text)
+        got = evaluate(pasted, env)
+        expected = int(eval(context.format(want)))  # noqa: S307 (numbers only)
+        assert got == expected, (f"{printer}({expr}) = {text!r}: pasted as {pasted} it is {got} "
+                                 f"at {env}, expected {expected}")
+
+
+def power_graphs() -> list[tuple[str, Callable, tuple]]:
+    """Graphs whose kernels index with a power: a cube of side s0 has strides s0**2, s0, 1
+    (compiled with symbolic sizes, ``dynamic=True``)."""
+    cube = torch.randn(5, 5, 5)
+    return [("a permuted cube with symbolic sides", lambda t: t.permute(2, 0, 1).contiguous() + 1,
+             (cube,)),
+            ("a cube summed over its first dimension", lambda t: t.sum(0), (cube,))]
+
+
+def _noting_powers(print_index: Callable, powers: list) -> Callable:
+    def printer(expr):
+        powers.extend(expr.atoms(sympy.Pow))
+        return print_index(expr)
+    return printer
 
 
 def _eval_c(text: str, env: dict) -> int:
@@ -201,6 +260,23 @@ def _rows_with_specials(dtype: torch.dtype) -> torch.Tensor:
     return x
 
 
+def _infinite_rows(dtype: torch.dtype) -> torch.Tensor:
+    """Rows of -inf (a max starting from the lowest finite value returns that instead), one of
+    them with a NaN, beside an ordinary row."""
+    x = torch.full((4, 3001), -INF, dtype=dtype)
+    x[1] = torch.randn(3001, dtype=dtype)
+    x[2, 1500] = NAN
+    return x
+
+
+def _wide_ints() -> torch.Tensor:
+    """int64 rows beyond 2**24, where float32 keeps only even numbers: the max is odd."""
+    x = torch.randint(2 ** 24, 2 ** 24 + 1000, (3, 3001)) * 2
+    x[:, 2000] = 2 ** 24 + 2001  # the odd maximum (2**24 + 2000 in float32)
+    x[:, 2001] = -(2 ** 24) - 2001  # and minimum
+    return x
+
+
 @exercise("9.3", points=10, hints=(
     "Each row is an initial value, an update, and how OpenMP combines the threads' partial "
     "results.",
@@ -228,6 +304,14 @@ def check_reduction_rows(sol):
                 compare(lambda t: t[:2].amax(1), x, what="max of two long rows")
                 compare(lambda t: t.amax(), -x.abs() - 1, what="max of an all-negative tensor")
                 compare(lambda t: t.amin(), x.abs() + 1, what="min of an all-positive tensor")
+            for dtype in (torch.float32, torch.float64):
+                rows = _infinite_rows(dtype)
+                compare(lambda t: t.amax(1), rows, what=f"row max with a row of -inf ({dtype})")
+                compare(lambda t: t.amin(1), -rows, what=f"row min with a row of +inf ({dtype})")
+            wide = _wide_ints()
+            compare(lambda t: t.amax(1), wide, what=f"row max of int64 beyond 2**24 ({n} threads)")
+            compare(lambda t: t.amin(1), wide, what=f"row min of int64 beyond 2**24 ({n} threads)")
+            compare(lambda t: t.sum(1), wide, what="row sums of int64 beyond 2**24")
             ints = torch.randint(-50, -1, (3, 40001))
             compare(lambda t: t.amax(1), ints, what=f"row max of negative int64 ({n} threads)")
             compare(lambda t: t.sum(1), ints, what="row sums of int64")
