@@ -7,9 +7,11 @@ sizing, a resume function's live locals and stack prologue, the min-cut partitio
 of its fusion rules, C++ operator templates and accumulators); every other piece stays
 minicompile's own. Then one model (:class:`CourseModel`) runs a training step through
 ``mc.compile(backend="inductor")`` at two batch sizes (the second compiles with a symbolic batch)
-with C++ kernels, and its loss and gradients are compared with eager PyTorch's; last, a function
-with a graph break (:func:`with_a_graph_break`) runs through the resume function the learner's
-liveness and stack prologue built.
+with C++ kernels, and its loss and gradients are compared with eager PyTorch's; the same step
+runs again with Triton kernels where Triton can run (a GPU, or CPU tensors under
+``TRITON_INTERPRET=1``), so the learner's Triton pieces write them; last, a function with a graph
+break (:func:`with_a_graph_break`) runs through the resume function the learner's liveness and
+stack prologue built.
 
 Each plugged piece counts its calls, so the report says which of the learner's pieces the
 compiled model really ran, and a piece that was never reached is named as such.
@@ -29,6 +31,7 @@ import torch.nn.functional as F
 import minicompile as mc
 from .. import config
 from ..dynamo import resume_execution
+from ..inductor.runtime import triton_heuristics
 from .plugs import PLUGS, Usage, swapped
 
 __all__ = ["PLUGS", "CourseModel", "PipelineReport", "run_pipeline", "with_a_graph_break"]
@@ -80,6 +83,7 @@ class PipelineReport:
     own: dict[str, str] = field(default_factory=dict)  # exercise -> why minicompile's own ran
     max_diff: float = 0.0
     metrics: dict[str, int] = field(default_factory=dict)
+    triton: str = ""  # where the Triton kernels ran, or why they did not
     error: str = ""  # empty when the model compiled and matched eager
 
     def format(self) -> str:
@@ -99,7 +103,8 @@ class PipelineReport:
                    f"matches eager (largest difference {self.max_diff:.2e}) with "
                    f"{len(self.plugged)} of your {len(PLUGS)} pieces plugged in")
         return "\n".join(lines + ["", f"CourseModel, a training step at batch sizes {BATCHES} "
-                                  f"({counts}), then with_a_graph_break:", verdict])
+                                  f"with C++ kernels ({counts}), then with Triton kernels "
+                                  f"({self.triton}), then with_a_graph_break:", verdict])
 
 
 def run_pipeline(pieces: dict[str, ModuleType], not_plugged: dict[str, str]) -> PipelineReport:
@@ -122,6 +127,13 @@ def run_pipeline(pieces: dict[str, ModuleType], not_plugged: dict[str, str]) -> 
             report.error = str(e)
         report.metrics = {k: getattr(mc.metrics, k) for k in
                           ("graphs_compiled", "recompiles", "graph_breaks", "eager_fallbacks")}
+        device, report.triton = triton_device()
+        if not report.error and device is not None:
+            mc.reset()
+            try:
+                report.max_diff = max(report.max_diff, _train_against_eager(device, "triton"))
+            except AssertionError as e:
+                report.error = f"with Triton kernels: {e}"
         if not report.error:
             try:
                 report.max_diff = max(report.max_diff, _resume_against_eager())
@@ -134,15 +146,24 @@ def run_pipeline(pieces: dict[str, ModuleType], not_plugged: dict[str, str]) -> 
     return report
 
 
-def _train_against_eager() -> float:
+def triton_device() -> tuple[str | None, str]:
+    """Where Triton kernels can run here (None: nowhere), and that in words."""
+    if torch.cuda.is_available():
+        return "cuda", "on the GPU"
+    if triton_heuristics.INTERPRET:
+        return "cpu", "on CPU tensors, in Triton's interpreter"
+    return None, "not run: no GPU, and TRITON_INTERPRET=1 was not set before Python started"
+
+
+def _train_against_eager(device: str = "cpu", cpu_kernels: str = "cpp") -> float:
     """One training step of the compiled model per batch size, against the eager model's; the
-    largest difference of any loss or gradient."""
+    largest difference of any loss or gradient. ``cpu_kernels``: the backend of CPU tensors."""
     torch.manual_seed(0)
-    with torch.device("cpu"):  # the plugged pieces include C++ code generation: CPU tensors
-        return _train_on_cpu()
+    with torch.device(device), swapped(config.inductor, "cpu_backend", cpu_kernels):
+        return _train_model()
 
 
-def _train_on_cpu() -> float:
+def _train_model() -> float:
     reference = CourseModel()
     compiled = mc.compile(copy.deepcopy(reference), backend="inductor")
     mc.metrics.reset()

@@ -21,9 +21,10 @@ from ..dynamo import resume_execution
 from ..dynamo.bytecode_transformation import instructions_from_code
 from ..dynamo.symbolic_convert import OPCODE_HANDLERS, InstructionTranslatorBase
 from ..inductor import fusion
-from ..inductor.codegen import cpp_ops
+from ..inductor.codegen import cpp_ops, triton_kernel
 from ..inductor.codegen.cpp_ops import ReductionKind
 from ..inductor.lowering import lowerings
+from ..inductor.runtime import triton_heuristics
 from ..shapes.symbolic_shapes import ShapeEnv
 from .checks.ex03_graph_breaks import checked_prologue
 
@@ -219,12 +220,22 @@ def _reductions(sol: ModuleType, use: Usage) -> ContextManager:
     return swapped(cpp_ops, "REDUCTIONS", table)
 
 
+@contextlib.contextmanager
+def _pointwise_kernel(sol: ModuleType, use: Usage) -> Iterator[None]:
+    """The learner writes every pointwise Triton kernel whose loads and stores ``xmask`` alone
+    masks, and the grid of every launch."""
+    with swapped(triton_kernel, "pointwise_kernel", use.counted(sol.pointwise_kernel)), \
+            swapped(triton_heuristics, "grid", sol.grid):
+        yield
+
+
 @dataclass
 class Plug:
     exercise: str
     piece: str  # the learner's function
     stage: str  # where the compiler uses it
     install: Callable[[ModuleType, Usage], ContextManager]
+    triton: bool = False  # reached only where Triton kernels run (a GPU, or the interpreter)
 
 
 PLUGS: list[Plug] = [
@@ -244,6 +255,8 @@ PLUGS: list[Plug] = [
          _hardsigmoid_lowering),
     Plug("7.1", "kernel_tile", "inductor: the scheduler's kernel tile", _kernel_tile),
     Plug("7.4", "reads_line_up", "inductor: a fusion rule of the scheduler", _fusion_rule),
+    Plug("8.3", "pointwise_kernel", "Triton codegen: pointwise kernels and their grid",
+         _pointwise_kernel, triton=True),
     Plug("9.1", "nan_aware_ops", "C++ codegen: operator templates", _c_ops),
     Plug("9.3", "reduction_rows", "C++ codegen: reduction accumulators", _reductions),
 ]

@@ -231,6 +231,18 @@ def _fenced_copy(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return copy, raw[original.numel():]
 
 
+def _raising(fn: Callable, raised: list) -> Callable:
+    """``fn``, noting what it raises: a compile that fails falls back to eager, which would hide
+    the learner's exception (and ``NotImplementedError`` says the stub is untouched)."""
+    def call(*args):
+        try:
+            return fn(*args)
+        except Exception as e:
+            raised.append(e)
+            raise
+    return call
+
+
 @contextlib.contextmanager
 def _attribute(obj, name: str, value) -> Iterator[None]:
     saved = getattr(obj, name)
@@ -267,18 +279,22 @@ def _pointwise_graphs(dev: str) -> list[tuple[str, Callable, tuple]]:
 def check_pointwise_kernel(sol):
     """A pointwise Triton kernel: its block, mask and grid"""
     dev = device()
-    calls = {"kernel": 0}
+    calls, raised = {"kernel": 0}, []
 
     def kernel(*args):
         calls["kernel"] += 1
-        source = sol.pointwise_kernel(*args)
+        source = _raising(sol.pointwise_kernel, raised)(*args)
         assert isinstance(source, str), f"pointwise_kernel returned {source!r}, not a str"
         return source
 
     with triton_backend() as sources, fenced_launches() as launched, \
             _attribute(triton_kernel, "pointwise_kernel", kernel), \
-            _attribute(triton_heuristics, "grid", sol.grid):
+            _attribute(triton_heuristics, "grid", _raising(sol.grid, raised)):
         for what, fn, args in _pointwise_graphs(dev):
-            compare(fn, *args, what=what)
+            try:
+                compare(fn, *args, what=what)
+            finally:
+                if raised:  # the compiler fell back to eager; the learner's error is the news
+                    raise raised[0]
     assert calls["kernel"] and "pointwise" in launched, (
         "no pointwise kernel was written with your pointwise_kernel")
