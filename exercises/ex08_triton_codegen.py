@@ -9,7 +9,9 @@ tensors through Triton's interpreter, ``TRITON_INTERPRET=1``), comparing with ea
 from __future__ import annotations
 
 import sympy
+import torch
 
+from minicompile.inductor.codegen.triton_frames import LoopedReduction
 from minicompile.inductor.sizevars import FloorDiv, ModularIndexing
 
 
@@ -71,3 +73,40 @@ def grid(xnumel: int, XBLOCK: int) -> int:  # noqa: N803 (Triton's name)
     """Exercise 8.3 (continued): the number of programs that cover ``xnumel`` elements,
     ``XBLOCK`` a program."""
     raise NotImplementedError('Exercise 8.3: round up (roughly 1 lines)')
+
+
+def looped_reduction_kernel(name: str, params: list[str], loads: list[tuple[str, str]],
+                            body: list[str], reductions: list[LoopedReduction],
+                            after: list[str], stores: list[tuple[str, str]]) -> str:
+    """Exercise 8.4: a looped reduction kernel, from its parts.
+
+    Rows too long for one block (``x.amax(1)`` over rows of 3001) are reduced in a loop: program
+    ``p`` owns rows ``p * XBLOCK`` to ``p * XBLOCK + XBLOCK - 1``, and walks them ``RBLOCK``
+    elements at a time, each lane ``(x, r)`` of an ``[XBLOCK, RBLOCK]`` accumulator folding in
+    the values that land on it. After the loop each accumulator is reduced across its rows.
+    The backend gives you, for ``(t * 2).amax(1)``::
+
+        params = ["in_ptr0", "out_ptr0"]
+        loads  = [("tmp0", "in_ptr0 + (rindex + 3001*xindex)")]     # inside the loop
+        body   = ["tmp1 = tmp0 * 2.0"]                              # inside the loop
+        reductions = [LoopedReduction(accumulator="_tmp2", result="tmp3", kind="max",
+                                      value="tmp1", dtype=torch.float32, tl_dtype="tl.float32")]
+        after  = []                                                 # per-row code after it
+        stores = [("out_ptr0 + (xindex)", "tmp3")]                  # one value per row
+
+    Write a ``@triton.jit`` function ``name`` taking ``params``, then ``xnumel, rnumel,
+    XBLOCK: tl.constexpr, RBLOCK: tl.constexpr``:
+
+    - ``xindex``: the program's rows as an ``[XBLOCK, 1]`` column (``tl.arange(0, XBLOCK)[:,
+      None]``), ``xmask`` those below ``xnumel``; ``rbase = tl.arange(0, RBLOCK)[None, :]``;
+    - each accumulator: ``tl.full([XBLOCK, RBLOCK], <start>, <tl_dtype>)``, its start value
+      one that changes no result (``kind`` is ``sum``, ``prod``, ``max`` or ``min``);
+    - ``for roffset in range(...)``: ``rindex`` the block's columns, ``rmask`` those inside the
+      row; the loads, masked by ``xmask & rmask`` with ``other=0``; the body; each accumulator
+      updated only where ``xmask & rmask`` (``tl.where``): ``+``, ``*``,
+      ``triton_helpers.maximum``/``minimum`` (NaN-propagating, as torch's);
+    - after the loop ``<result> = <the accumulator reduced along axis 1>[:, None]``
+      (``tl.sum``, ``triton_helpers.prod``, ``triton_helpers.max2``/``min2``: ``tl.max`` drops
+      NaN on a GPU), then the lines of ``after``, then the stores, masked by ``xmask``.
+    """
+    raise NotImplementedError('Exercise 8.4: rows and their mask, accumulators, the loop, the row reductions, stores (roughly 30 lines)')

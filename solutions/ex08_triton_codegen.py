@@ -9,7 +9,9 @@ tensors through Triton's interpreter, ``TRITON_INTERPRET=1``), comparing with ea
 from __future__ import annotations
 
 import sympy
+import torch
 
+from minicompile.inductor.codegen.triton_frames import LoopedReduction
 from minicompile.inductor.sizevars import FloorDiv, ModularIndexing
 
 
@@ -111,4 +113,72 @@ def grid(xnumel: int, XBLOCK: int) -> int:  # noqa: N803 (Triton's name)
     ``XBLOCK`` a program."""
     ### BEGIN SOLUTION 8.3: round up
     return (xnumel + XBLOCK - 1) // XBLOCK
+    ### END SOLUTION
+
+
+def looped_reduction_kernel(name: str, params: list[str], loads: list[tuple[str, str]],
+                            body: list[str], reductions: list[LoopedReduction],
+                            after: list[str], stores: list[tuple[str, str]]) -> str:
+    """Exercise 8.4: a looped reduction kernel, from its parts.
+
+    Rows too long for one block (``x.amax(1)`` over rows of 3001) are reduced in a loop: program
+    ``p`` owns rows ``p * XBLOCK`` to ``p * XBLOCK + XBLOCK - 1``, and walks them ``RBLOCK``
+    elements at a time, each lane ``(x, r)`` of an ``[XBLOCK, RBLOCK]`` accumulator folding in
+    the values that land on it. After the loop each accumulator is reduced across its rows.
+    The backend gives you, for ``(t * 2).amax(1)``::
+
+        params = ["in_ptr0", "out_ptr0"]
+        loads  = [("tmp0", "in_ptr0 + (rindex + 3001*xindex)")]     # inside the loop
+        body   = ["tmp1 = tmp0 * 2.0"]                              # inside the loop
+        reductions = [LoopedReduction(accumulator="_tmp2", result="tmp3", kind="max",
+                                      value="tmp1", dtype=torch.float32, tl_dtype="tl.float32")]
+        after  = []                                                 # per-row code after it
+        stores = [("out_ptr0 + (xindex)", "tmp3")]                  # one value per row
+
+    Write a ``@triton.jit`` function ``name`` taking ``params``, then ``xnumel, rnumel,
+    XBLOCK: tl.constexpr, RBLOCK: tl.constexpr``:
+
+    - ``xindex``: the program's rows as an ``[XBLOCK, 1]`` column (``tl.arange(0, XBLOCK)[:,
+      None]``), ``xmask`` those below ``xnumel``; ``rbase = tl.arange(0, RBLOCK)[None, :]``;
+    - each accumulator: ``tl.full([XBLOCK, RBLOCK], <start>, <tl_dtype>)``, its start value
+      one that changes no result (``kind`` is ``sum``, ``prod``, ``max`` or ``min``);
+    - ``for roffset in range(...)``: ``rindex`` the block's columns, ``rmask`` those inside the
+      row; the loads, masked by ``xmask & rmask`` with ``other=0``; the body; each accumulator
+      updated only where ``xmask & rmask`` (``tl.where``): ``+``, ``*``,
+      ``triton_helpers.maximum``/``minimum`` (NaN-propagating, as torch's);
+    - after the loop ``<result> = <the accumulator reduced along axis 1>[:, None]``
+      (``tl.sum``, ``triton_helpers.prod``, ``triton_helpers.max2``/``min2``: ``tl.max`` drops
+      NaN on a GPU), then the lines of ``after``, then the stores, masked by ``xmask``.
+    """
+    ### BEGIN SOLUTION 8.4: rows and their mask, accumulators, the loop, the row reductions, stores
+    start = {"sum": "0", "prod": "1",
+             "max": lambda d: 'float("-inf")' if d.is_floating_point else str(torch.iinfo(d).min),
+             "min": lambda d: 'float("inf")' if d.is_floating_point else str(torch.iinfo(d).max)}
+    step = {"sum": "{acc} + {v}", "prod": "{acc} * {v}",
+            "max": "triton_helpers.maximum({acc}, {v})", "min": "triton_helpers.minimum({acc}, {v})"}
+    rows = {"sum": "tl.sum({acc}, 1)", "prod": "triton_helpers.prod({acc}, 1)",
+            "max": "triton_helpers.max2({acc}, 1)", "min": "triton_helpers.min2({acc}, 1)"}
+    sizes = ["xnumel", "rnumel", "XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"]
+    lines = ["@triton.jit", f"def {name}({', '.join(params + sizes)}):",
+             "    xoffset = tl.program_id(0) * XBLOCK",
+             "    xindex = xoffset + tl.arange(0, XBLOCK)[:, None]",
+             "    xmask = xindex < xnumel",
+             "    rbase = tl.arange(0, RBLOCK)[None, :]"]
+    for r in reductions:
+        first = start[r.kind] if isinstance(start[r.kind], str) else start[r.kind](r.dtype)
+        lines.append(f"    {r.accumulator} = tl.full([XBLOCK, RBLOCK], {first}, {r.tl_dtype})")
+    lines += ["    for roffset in range(0, rnumel, RBLOCK):",
+              "        rindex = roffset + rbase",
+              "        rmask = rindex < rnumel"]
+    lines += [f"        {var} = tl.load({address}, xmask & rmask, other=0)"
+              for var, address in loads]
+    lines += [f"        {line}" for line in body]
+    for r in reductions:
+        update = step[r.kind].format(acc=r.accumulator, v=r.value)
+        lines.append(f"        {r.accumulator} = tl.where(xmask & rmask, {update}, {r.accumulator})")
+    lines += [f"    {r.result} = {rows[r.kind].format(acc=r.accumulator)}[:, None]"
+              for r in reductions]
+    lines += [f"    {line}" for line in after]
+    lines += [f"    tl.store({address}, {value}, xmask)" for address, value in stores]
+    return "\n".join(lines) + "\n"
     ### END SOLUTION

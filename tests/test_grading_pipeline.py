@@ -19,7 +19,7 @@ from minicompile.grading import REPO_ROOT, load_checks, load_learner_module
 from minicompile.grading.generate import write_stubs
 from minicompile.grading.pipeline import PLUGS, run_pipeline, triton_device
 from minicompile.inductor import fusion
-from minicompile.inductor.codegen import cpp_ops, triton_kernel
+from minicompile.inductor.codegen import cpp_loops, cpp_ops, triton_frames
 from minicompile.inductor.lowering import lowerings
 from minicompile.inductor.runtime import triton_heuristics
 
@@ -43,7 +43,10 @@ def _tables() -> dict:
             "tile": fusion.tile, "partitioners": dict(PARTITIONERS),
             "decompositions": dict(decomposition_table), "lowerings": dict(lowerings),
             "c_ops": cpp_ops.C_OPS, "reductions": cpp_ops.REDUCTIONS,
-            "pointwise_kernel": triton_kernel.pointwise_kernel, "grid": triton_heuristics.grid}
+            "pointwise_kernel": triton_frames.pointwise_kernel,
+            "looped_reduction_kernel": triton_frames.looped_reduction_kernel,
+            "grid": triton_heuristics.grid, "vector_loop": cpp_loops.vector_loop,
+            "parallel_reduction": cpp_loops.parallel_reduction}
 
 
 def test_every_solution_runs_in_the_compiled_model_and_matches_eager():

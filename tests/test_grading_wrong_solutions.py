@@ -70,6 +70,60 @@ def _printer(add="parenthesised", mod=None, pow_=None, div=None, min_max=None):
     return print_index
 
 
+def _vector(tail=True, vector_while="{first} + {lanes} <= {end}", tail_end="< {end}",
+            lane_start="{first}", lane_end="{first} + {lanes}", step="{lanes}"):
+    """Exercise 9.2's loop with one part written wrong."""
+    def vector_loop(var, start, end, body):
+        lanes, first = 16, f"{var}_vector"
+        fields = {"lanes": lanes, "first": first, "end": end}
+        inner = [f"        {line}" for line in body]
+        lines = ["{", f"    int64_t {first} = {start};",
+                 f"    for (; {vector_while.format(**fields)}; {first} += {step.format(**fields)})",
+                 "    {", "        #pragma omp simd",
+                 f"        for (int64_t {var}_lane = {lane_start.format(**fields)}; "
+                 f"{var}_lane < {lane_end.format(**fields)}; {var}_lane++)",
+                 "        {", f"            const int64_t {var} = {var}_lane;",
+                 *["    " + line for line in inner], "        }", "    }"]
+        if tail:
+            lines += [f"    for (int64_t {var} = {first}; {var} {tail_end.format(**fields)}; {var}++)",
+                      "    {", *inner, "    }"]
+        return lines + ["}"]
+    return vector_loop
+
+
+def _parallel(partial="{start}", shared_loop=True, critical=True, combine=None,
+              merged=True):
+    """Exercise 9.4's per-thread partials with one part written wrong."""
+    def parallel_reduction(accumulators, body, parallel):
+        lines = ["{"]
+        for a in accumulators:
+            lines += [f"const {a.ctype} {a.name}_start = {a.name};",
+                      f"{a.ctype}& {a.name}_total = {a.name};"]
+        lines += [f"#pragma omp parallel {parallel}", "{"]
+        lines += [f"{a.ctype} {a.name} = {partial.format(start=a.name + '_start')};"
+                  for a in accumulators]
+        if shared_loop:
+            lines.append("#pragma omp for schedule(static)")
+        lines += ["for (int64_t rindex = 0; rindex < rnumel; rindex++)", "{", *body, "}"]
+        if critical:
+            lines.append("#pragma omp critical")
+        how = [combine or a.combine for a in accumulators]
+        lines += ["{"] + [f"{a.name}_total = {c.format(a=a.name + '_total', b=a.name)};"
+                          for a, c in zip(accumulators, how) if merged] + ["}"]
+        return lines + ["}", "}"]
+    return parallel_reduction
+
+
+def _racing_reduction(accumulators, body, parallel):
+    """Every thread updates the one accumulator: ``acc0 = acc0 + x`` read and written by two
+    threads at once loses updates."""
+    return [f"#pragma omp parallel for {parallel}",
+            "for (int64_t rindex = 0; rindex < rnumel; rindex++)", "{", *body, "}"]
+
+
+_racing_reduction.__name__ = "parallel_reduction"  # the exercise's function it replaces
+
+
 def _rows(**changes):
     def reduction_rows():
         good = load_learner_module("ex09_openmp_codegen", f"{REPO_ROOT}/solutions").reduction_rows()
@@ -89,13 +143,23 @@ WRONG = {
             _ops(maximum="(({0} != {0}) || ({1} != {1}) ? {0} + {1} : fmaxf({0}, {1}))"),
     },
     "9.2": {
-        "a sum printed without parentheses (x + 1 pasted into 2 * _)": _printer(add="bare"),
-        "ModularIndexing that forgets to divide": _printer(mod=lambda a: f"(({a[0]}) % ({a[2]}))"),
-        "a power printed with ^ (XOR in C++)": _printer(pow_=lambda a, e: f"(({a[0]}) ^ {e})"),
-        "FloorDiv without parentheses (2 * x / 4 is (2 * x) / 4)":
-            _printer(div=lambda a: f"{a[0]} / {a[1]}"),
-        "ModularIndexing without its outer parentheses":
-            _printer(mod=lambda a: f"(({a[0]}) / ({a[1]})) % ({a[2]})"),
+        "no tail (the points after the last whole vector are never written)": _vector(
+            tail=False),
+        "vectors run while any point is left (the last one runs past the end)": _vector(
+            vector_while="{first} < {end}"),
+        "the tail one point too far (<= end)": _vector(tail_end="<= {end}"),
+        "the lanes index from 0, not from the vector's first point": _vector(
+            lane_start="0", lane_end="{lanes}"),
+        "vectors advanced by twice their width (every other vector skipped)": _vector(
+            step="2 * {lanes}"),
+    },
+    "9.4": {
+        "a race: every thread updates the shared accumulator": _racing_reduction,
+        "partials started from 0 (an all-negative tensor's max is 0)": _parallel(partial="0"),
+        "each thread runs the whole loop (no omp for: the row counted once per thread)":
+            _parallel(shared_loop=False),
+        "partials combined with + whatever the reduction": _parallel(combine="{a} + {b}"),
+        "the partials never merged into the total": _parallel(merged=False),
     },
     "9.3": {
         "max starting from 0 (an all-negative row's max is 0)":
@@ -157,6 +221,29 @@ def _pointwise(mask="xindex < xnumel", store_mask=True, offset="tl.program_id(0)
     return {"pointwise_kernel": pointwise_kernel, "grid": grid_}
 
 
+def _looped(*replacements: tuple[str, str], source=None):
+    """The reference looped reduction kernel of 8.4 with lines of its output rewritten
+    (``(old, new)`` regular expressions, where they match), or its source rewritten by
+    ``source``."""
+    good = load_learner_module("ex08_triton_codegen", f"{REPO_ROOT}/solutions")
+
+    def looped_reduction_kernel(name, params, loads, body, reductions, after, stores):
+        text = good.looped_reduction_kernel(name, params, loads, body, reductions, after, stores)
+        for old, new in replacements:
+            text = re.sub(old, new, text, flags=re.M)
+        return source(text, reductions) if source else text
+    return looped_reduction_kernel
+
+
+def _accumulators_inside_the_loop(text, reductions):
+    """Each accumulator started afresh in every iteration: only the last block counts."""
+    lines = text.splitlines()
+    starts = [line for line in lines if "tl.full([XBLOCK, RBLOCK]" in line]
+    lines = [line for line in lines if line not in starts]
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith("rmask ="))
+    return "\n".join(lines[:at + 1] + ["    " + line for line in starts] + lines[at + 1:]) + "\n"
+
+
 WRONG.update({
     "8.1": {
         "maximum without the NaN test": _triton_ops(maximum="tl.where({0} > {1}, {0}, {1})"),
@@ -190,6 +277,28 @@ WRONG.update({
         "program offset without the stride XBLOCK (programs overlap)": _pointwise(
             offset="tl.program_id(0)"),
         "mask against XBLOCK instead of xnumel": _pointwise(mask="xindex < xoffset + XBLOCK"),
+    },
+    "8.4": {
+        "max's lanes starting at 0 (an all-negative row's max is 0)":
+            _looped((r'tl.full\(\[XBLOCK, RBLOCK\], float\("-inf"\)', "tl.full([XBLOCK, RBLOCK], 0")),
+        "max's lanes starting at the lowest float (a row of -inf)":
+            _looped((r'float\("-inf"\)', "-3.4028234663852886e+38")),
+        "accumulators updated without the mask (masked lanes fold in their 0)":
+            _looped((r"tl\.where\(xmask & rmask, (.*), (_tmp\d+)\)$", r"\1")),
+        "rmask off by one (rindex <= rnumel reads the next row's first element)":
+            _looped((r"rmask = rindex < rnumel", "rmask = rindex <= rnumel")),
+        "the loop stops before the row's last, partial block":
+            _looped((r"range\(0, rnumel, RBLOCK\)", "range(0, rnumel // RBLOCK * RBLOCK, RBLOCK)")),
+        "rindex without roffset (every iteration reads the first block)":
+            _looped((r"rindex = roffset \+ rbase", "rindex = rbase")),
+        "max across the row with tl.max (a GPU drops the NaN)":
+            _looped((r"triton_helpers\.max2\((_tmp\d+), 1\)", r"tl.max(\1, 1)")),
+        "stores without xmask (the last program writes past the last row)":
+            _looped((r"^(\s*tl\.store\(.*), xmask\)$", r"\1)")),
+        "accumulators started inside the loop (only the last block counts)":
+            _looped(source=_accumulators_inside_the_loop),
+        "accumulators always float32 (int64 beyond 2**24 rounded)":
+            _looped((r"tl\.int64\)$", "tl.float32)")),
     },
 })
 
@@ -871,7 +980,8 @@ CONTROLS = {"1.3": _inline(), "2.1": _guard(), "2.2": _create_symbol(), "2.4": _
             "4.1": _default_saved(), "4.2": _min_cut(), "5.1": _gelu(), "5.2": _log_softmax(),
             "5.3": _layer_norm(), "6.2": _hardsigmoid(), "6.3": _sum_of_squares(),
             "7.1": _tile(), "7.2": _bytes_moved(), "7.3": _plan_reuse(), "7.4": _fusion_rule(),
-            "8.2": _triton_printer(), "8.3": _pointwise(), "9.2": _printer()}
+            "8.2": _triton_printer(), "8.3": _pointwise(), "8.4": _looped(), "9.2": _vector(),
+            "9.4": _parallel()}
 
 
 @pytest.mark.parametrize("ex", sorted(CONTROLS), ids=str)

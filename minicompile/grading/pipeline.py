@@ -3,13 +3,17 @@
 
 Every exercise whose check passes puts the learner's function into the stage it was written for
 (:data:`PLUGS`: the interpreter's BINARY_OP table and FOR_ITER handler, call inlining, duck
-sizing, a resume function's live locals and stack prologue, the min-cut partitioner, three decompositions, a lowering, the scheduler's tile and one
-of its fusion rules, C++ operator templates and accumulators); every other piece stays
+sizing, a resume function's live locals and stack prologue, the min-cut partitioner, three
+decompositions, a lowering, the scheduler's tile and one of its fusion rules, Triton's pointwise
+kernels, grid and looped reductions, C++ operator templates, vector loops, accumulators and
+parallel reductions); every other piece stays
 minicompile's own. Then one model (:class:`CourseModel`) runs a training step through
 ``mc.compile(backend="inductor")`` at two batch sizes (the second compiles with a symbolic batch)
-with C++ kernels, and its loss and gradients are compared with eager PyTorch's; the same step
+with C++ kernels, and its loss and gradients are compared with eager PyTorch's, and so is
+:func:`long_rows` (long rows, and a whole-tensor reduction); the same step
 runs again with Triton kernels where Triton can run (a GPU, or CPU tensors under
-``TRITON_INTERPRET=1``), so the learner's Triton pieces write them; last, a function with a graph
+``TRITON_INTERPRET=1``), so the learner's Triton pieces write them (the long rows: a looped
+reduction); last, a function with a graph
 break (:func:`with_a_graph_break`) runs through the resume function the learner's liveness and
 stack prologue built.
 
@@ -34,7 +38,8 @@ from ..dynamo import resume_execution
 from ..inductor.runtime import triton_heuristics
 from .plugs import PLUGS, Usage, swapped
 
-__all__ = ["PLUGS", "CourseModel", "PipelineReport", "run_pipeline", "with_a_graph_break"]
+__all__ = ["PLUGS", "CourseModel", "PipelineReport", "long_rows", "run_pipeline",
+           "with_a_graph_break"]
 
 
 # --- the model ---------------------------------------------------------------------------------
@@ -77,6 +82,12 @@ def with_a_graph_break(x: torch.Tensor) -> torch.Tensor:
     return h * scale + x.cos()
 
 
+def long_rows(x: torch.Tensor) -> torch.Tensor:
+    """Each row's max plus its mean, less the whole tensor's mean: rows longer than a Triton
+    block are reduced in a loop, and the whole tensor as one row, shared by the C++ threads."""
+    return x.amax(1) + x.sum(1) / x.shape[1] - x.mean()  # (B,)
+
+
 @dataclass
 class PipelineReport:
     plugged: dict[str, int] = field(default_factory=dict)  # exercise -> calls of the piece
@@ -103,8 +114,8 @@ class PipelineReport:
                    f"matches eager (largest difference {self.max_diff:.2e}) with "
                    f"{len(self.plugged)} of your {len(PLUGS)} pieces plugged in")
         return "\n".join(lines + ["", f"CourseModel, a training step at batch sizes {BATCHES} "
-                                  f"with C++ kernels ({counts}), then with Triton kernels "
-                                  f"({self.triton}), then with_a_graph_break:", verdict])
+                                  f"and long_rows with C++ kernels ({counts}), then with Triton "
+                                  f"kernels ({self.triton}), then with_a_graph_break:", verdict])
 
 
 def run_pipeline(pieces: dict[str, ModuleType], not_plugged: dict[str, str]) -> PipelineReport:
@@ -127,11 +138,17 @@ def run_pipeline(pieces: dict[str, ModuleType], not_plugged: dict[str, str]) -> 
             report.error = str(e)
         report.metrics = {k: getattr(mc.metrics, k) for k in
                           ("graphs_compiled", "recompiles", "graph_breaks", "eager_fallbacks")}
+        if not report.error:
+            try:
+                report.max_diff = max(report.max_diff, _long_rows_against_eager("cpu", "cpp"))
+            except AssertionError as e:
+                report.error = str(e)
         device, report.triton = triton_device()
         if not report.error and device is not None:
             mc.reset()
             try:
-                report.max_diff = max(report.max_diff, _train_against_eager(device, "triton"))
+                report.max_diff = max(report.max_diff, _train_against_eager(device, "triton"),
+                                      _long_rows_against_eager(device, "triton"))
             except AssertionError as e:
                 report.error = f"with Triton kernels: {e}"
         if not report.error:
@@ -184,6 +201,18 @@ def _train_model() -> float:
         f"the model was not compiled whole ({mc.metrics.eager_fallbacks} eager fallbacks, "
         f"{mc.metrics.graph_breaks} graph breaks): a plugged piece raised or refused")
     return worst
+
+
+def _long_rows_against_eager(device: str, cpu_kernels: str) -> float:
+    """``long_rows`` compiled (on ``device``; ``cpu_kernels``: the backend of CPU tensors)
+    against eager."""
+    mc.reset()
+    with torch.device(device), swapped(config.inductor, "cpu_backend", cpu_kernels):
+        x = torch.randn(6, 2500)
+        mc.metrics.reset()
+        got = mc.compile(long_rows, backend="inductor")(x)
+        assert mc.metrics.eager_fallbacks == 0, "long_rows fell back to eager: a piece raised"
+        return _compare("long_rows", got, long_rows(x))
 
 
 def _resume_against_eager() -> float:

@@ -21,7 +21,7 @@ from ..dynamo import resume_execution
 from ..dynamo.bytecode_transformation import instructions_from_code
 from ..dynamo.symbolic_convert import OPCODE_HANDLERS, InstructionTranslatorBase
 from ..inductor import fusion
-from ..inductor.codegen import cpp_ops, triton_kernel
+from ..inductor.codegen import cpp_loops, cpp_ops, triton_frames
 from ..inductor.codegen.cpp_ops import ReductionKind
 from ..inductor.lowering import lowerings
 from ..inductor.runtime import triton_heuristics
@@ -213,6 +213,18 @@ def _c_ops(sol: ModuleType, use: Usage) -> ContextManager:
     return swapped(cpp_ops, "C_OPS", _CountingRows({**cpp_ops.C_OPS, **rows}, set(rows), use))
 
 
+def _vector_loop(sol: ModuleType, use: Usage) -> ContextManager:
+    return swapped(cpp_loops, "vector_loop", use.counted(sol.vector_loop))
+
+
+def _parallel_reduction(sol: ModuleType, use: Usage) -> ContextManager:
+    learner = use.counted(sol.parallel_reduction)
+
+    def parallel_reduction(accumulators, body, parallel, simd=True):
+        return learner(accumulators, body, parallel)
+    return swapped(cpp_loops, "parallel_reduction", parallel_reduction)
+
+
 def _reductions(sol: ModuleType, use: Usage) -> ContextManager:
     rows = {k: ReductionKind(init, update, omp=omp)
             for k, (init, update, omp) in sol.reduction_rows().items() if k in cpp_ops.REDUCTIONS}
@@ -224,9 +236,16 @@ def _reductions(sol: ModuleType, use: Usage) -> ContextManager:
 def _pointwise_kernel(sol: ModuleType, use: Usage) -> Iterator[None]:
     """The learner writes every pointwise Triton kernel whose loads and stores ``xmask`` alone
     masks, and the grid of every launch."""
-    with swapped(triton_kernel, "pointwise_kernel", use.counted(sol.pointwise_kernel)), \
+    with swapped(triton_frames, "pointwise_kernel", use.counted(sol.pointwise_kernel)), \
             swapped(triton_heuristics, "grid", sol.grid):
         yield
+
+
+def _looped_reduction_kernel(sol: ModuleType, use: Usage) -> ContextManager:
+    """The learner writes every looped reduction of sums, products, maxima and minima whose
+    row code follows its one loop."""
+    kernel = use.counted(sol.looped_reduction_kernel)
+    return swapped(triton_frames, "looped_reduction_kernel", kernel)
 
 
 @dataclass
@@ -257,6 +276,12 @@ PLUGS: list[Plug] = [
     Plug("7.4", "reads_line_up", "inductor: a fusion rule of the scheduler", _fusion_rule),
     Plug("8.3", "pointwise_kernel", "Triton codegen: pointwise kernels and their grid",
          _pointwise_kernel, triton=True),
+    Plug("8.4", "looped_reduction_kernel", "Triton codegen: looped reductions (long rows)",
+         _looped_reduction_kernel, triton=True),
     Plug("9.1", "nan_aware_ops", "C++ codegen: operator templates", _c_ops),
+    Plug("9.2", "vector_loop", "C++ codegen: pointwise loops, vectors and a tail",
+         _vector_loop),
     Plug("9.3", "reduction_rows", "C++ codegen: reduction accumulators", _reductions),
+    Plug("9.4", "parallel_reduction", "C++ codegen: one row reduced by all threads",
+         _parallel_reduction),
 ]

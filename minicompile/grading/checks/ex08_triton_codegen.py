@@ -18,12 +18,13 @@ from triton.runtime import interpreter
 
 from minicompile import config
 from minicompile.grading import exercise
-from minicompile.inductor.codegen import triton, triton_kernel, triton_ops
+from minicompile.inductor.codegen import triton, triton_frames, triton_kernel, triton_ops
+from minicompile.inductor.codegen.common import KernelSignature
 from minicompile.inductor.runtime import triton_heuristics
-from minicompile.inductor.sizevars import FloorDiv
+from minicompile.inductor.sizevars import FloorDiv, ModularIndexing
 
-from .ex09_openmp_codegen import (_eval_c, _special, check_pasted, compare, index_cases,
-                                  power_graphs, reached, swapped)
+from .ex09_openmp_codegen import (Graph, _attribute, _special, compare,
+                                  compare_written_by, fence, reached, swapped)
 from .ex09_openmp_codegen import cpp_backend as _compiled_sources
 
 
@@ -108,6 +109,42 @@ def check_triton_nan_ops(sol):
 
 # --- 8.2 ------------------------------------------------------------------------------------------
 
+def index_cases() -> list[tuple[sympy.Expr, dict]]:
+    """Index expressions and values at which a missing parenthesis or a wrong operator changes
+    the result when the printed text is pasted into a larger expression (``check_pasted``):
+    ``2 * x // 4`` is ``2 * (x // 4)`` at x = 13, not at x = 14."""
+    x, y = sympy.symbols("x y", integer=True, nonnegative=True)
+    return [(3 * x + y, {x: 2, y: 5}), (FloorDiv(x, 4), {x: 14}),
+            (ModularIndexing(x + 1, 3, 5), {x: 29}), (7 * ModularIndexing(x, 1, 4) + 2, {x: 10}),
+            ((x + 1) * (y + 2), {x: 3, y: 4}), (x ** 2 + 1, {x: 6}),
+            (FloorDiv(x, y ** 2), {x: 50, y: 3}), (ModularIndexing(x, y ** 2, 7), {x: 100, y: 3}),
+            (ModularIndexing(x, 1, y + 2) * 3, {x: 23, y: 4}), ((x + 2) ** 2, {x: 3})]
+
+
+PASTED = ("2 * {}", "{} * 3", "1000 - {}", "{} % 1000")  # where kernels paste an index
+
+
+def check_pasted(expr: sympy.Expr, text: str, env: dict, evaluate: Callable[[str, dict], int],
+                 printer: str) -> None:
+    """``text``, the printed ``expr``, pasted into each of ``PASTED``, against SymPy's value."""
+    want = int(expr.subs(env))
+    for context in PASTED:
+        pasted = context.format(text)
+        got = evaluate(pasted, env)
+        expected = int(eval(context.format(want)))  # noqa: S307 (numbers only)
+        assert got == expected, (f"{printer}({expr}) = {text!r}: pasted as {pasted} it is {got} "
+                                 f"at {env}, expected {expected}")
+
+
+def power_graphs() -> list[tuple[str, Callable, tuple]]:
+    """Graphs whose kernels index with a power: a cube of side s0 has strides s0**2, s0, 1
+    (compiled with symbolic sizes, ``dynamic=True``)."""
+    cube = torch.randn(5, 5, 5)
+    return [("a permuted cube with symbolic sides", lambda t: t.permute(2, 0, 1).contiguous() + 1,
+             (cube,)),
+            ("a cube summed over its first dimension", lambda t: t.sum(0), (cube,))]
+
+
 class _TL:
     """What an index printed for Triton may call, evaluated in Python."""
     minimum, maximum = staticmethod(min), staticmethod(max)
@@ -181,92 +218,37 @@ def _printer(print_index: Callable[[sympy.Expr], str]) -> Iterator[None]:
 
 # --- 8.3 ------------------------------------------------------------------------------------------
 
-FENCE = 1 << 15  # elements past each buffer's storage a launch must leave alone (> any XBLOCK)
-FENCE_BYTE = 0x5A
-
-
 @contextlib.contextmanager
 def fenced_launches() -> Iterator[list]:
-    """Every Triton launch runs on copies of its tensors' storages followed by a fence of
-    ``FENCE`` elements of a known byte; a launch that writes into the fence (a lane past the
-    end of a buffer stored to: a mask off by one, or missing) fails here, on a GPU and under
-    the interpreter alike, where it would otherwise overwrite whatever memory follows. Yields
-    the kinds of kernels launched."""
+    """Every Triton launch fenced (``fence``); yields the kinds of kernels launched."""
     launched: list[str] = []
     own_call = triton.TritonKernelObject.__call__
 
     def call(launcher, *args):
         launched.append(launcher.kind)
-        copies = [_fenced_copy(a) if isinstance(a, torch.Tensor) else (a, None) for a in args]
-        own_call(launcher, *(c for c, _ in copies))
-        for original, (copy, fence) in zip(args, copies):
-            if fence is None:
-                continue
-            assert bool((fence == FENCE_BYTE).all()), (
-                f"kernel {launcher.name} wrote past the end of a buffer of "
-                f"{original.untyped_storage().nbytes() // original.element_size()} elements "
-                f"(a lane whose mask should be off)\n{launcher.source}")
-            _bytes(original).copy_(_bytes(copy)[:_bytes(original).numel()])
+        signature = KernelSignature.of(launcher.group)
+        fence(launcher.name, launcher.source, lambda *a: own_call(launcher, *a), signature, args)
 
     with _attribute(triton.TritonKernelObject, "__call__", call):
         yield launched
 
 
-def _bytes(t: torch.Tensor) -> torch.Tensor:
-    """The whole storage under ``t``, as bytes."""
-    storage = t.untyped_storage()
-    return torch.empty(0, dtype=torch.uint8, device=t.device).set_(
-        storage, 0, (storage.nbytes(),), (1,))
-
-
-def _fenced_copy(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``t`` on a copy of its storage with ``FENCE`` elements of ``FENCE_BYTE`` after it; the
-    fence as bytes."""
-    original = _bytes(t)
-    raw = torch.full((original.numel() + FENCE * t.element_size(),), FENCE_BYTE,
-                     dtype=torch.uint8, device=t.device)
-    raw[:original.numel()] = original
-    copy = torch.empty(0, dtype=t.dtype, device=t.device).set_(
-        raw.untyped_storage(), t.storage_offset(), t.size(), t.stride())
-    return copy, raw[original.numel():]
-
-
-def _raising(fn: Callable, raised: list) -> Callable:
-    """``fn``, noting what it raises: a compile that fails falls back to eager, which would hide
-    the learner's exception (and ``NotImplementedError`` says the stub is untouched)."""
-    def call(*args):
-        try:
-            return fn(*args)
-        except Exception as e:
-            raised.append(e)
-            raise
-    return call
-
-
-@contextlib.contextmanager
-def _attribute(obj, name: str, value) -> Iterator[None]:
-    saved = getattr(obj, name)
-    setattr(obj, name, value)
-    try:
-        yield
-    finally:
-        setattr(obj, name, saved)
-
-
-def _pointwise_graphs(dev: str) -> list[tuple[str, Callable, tuple]]:
+def _pointwise_graphs(dev: str) -> list[Graph]:
     """Odd sizes (the last program partly masked), special values, wide integers."""
     x = torch.randn(37, device=dev)
     x[3], x[5], x[7] = float("nan"), float("-inf"), float("inf")
     big = torch.randn(1823, 3, device=dev)  # 5469 elements: 6 blocks of 1024 on a GPU
     many = torch.randn(201, 203, device=dev)  # 40803: 3 blocks of 16384 in the interpreter
     ints = _special(torch.int64).to(dev)
-    return [("sin(x) * 2 over 37 elements (with NaN and infinities)", lambda t: t.sin() * 2, (x,)),
-            ("x + y over 1823x3 elements", lambda a, b: a + b, (big, big.flip(0))),
-            ("a transpose made contiguous (1823x3)", lambda a: a.t().contiguous() - 1, (big,)),
-            ("x * y.t() over 201x203 elements", lambda a, b: a * b.t(), (many, many.t() + 1)),
-            ("two outputs", lambda a: (a.exp(), a.relu() * 3), (x,)),
-            ("int64 beyond 2**24, plus 1", lambda a: a + 1, (ints,)),
-            ("one element", lambda a: a * 5, (x[:1],))]
+    return [("sin(x) * 2 over 37 elements (NaN, infinities)", lambda t: t.sin() * 2, (x,), {}),
+            ("x + y over 1823x3 elements", lambda a, b: a + b, (big, big.flip(0)), {}),
+            ("a transpose made contiguous (1823x3)", lambda a: a.t().contiguous() - 1, (big,),
+             {}),
+            ("x * y.t() over 201x203 elements", lambda a, b: a * b.t(), (many, many.t() + 1),
+             {}),
+            ("two outputs", lambda a: (a.exp(), a.relu() * 3), (x,), {}),
+            ("int64 beyond 2**24, plus 1", lambda a: a + 1, (ints,), {}),
+            ("one element", lambda a: a * 5, (x[:1],), {})]
 
 
 @exercise("8.3", points=10, hints=(
@@ -278,23 +260,55 @@ def _pointwise_graphs(dev: str) -> list[tuple[str, Callable, tuple]]:
 ))
 def check_pointwise_kernel(sol):
     """A pointwise Triton kernel: its block, mask and grid"""
-    dev = device()
-    calls, raised = {"kernel": 0}, []
+    with triton_backend(), _attribute(triton_heuristics, "grid", sol.grid):  # (runs at launch)
+        compare_written_by(sol.pointwise_kernel, "pointwise_kernel", str, triton_frames,
+                           _pointwise_graphs(device()), fenced_launches, "pointwise")
 
-    def kernel(*args):
-        calls["kernel"] += 1
-        source = _raising(sol.pointwise_kernel, raised)(*args)
-        assert isinstance(source, str), f"pointwise_kernel returned {source!r}, not a str"
-        return source
 
-    with triton_backend() as sources, fenced_launches() as launched, \
-            _attribute(triton_kernel, "pointwise_kernel", kernel), \
-            _attribute(triton_heuristics, "grid", _raising(sol.grid, raised)):
-        for what, fn, args in _pointwise_graphs(dev):
-            try:
-                compare(fn, *args, what=what)
-            finally:
-                if raised:  # the compiler fell back to eager; the learner's error is the news
-                    raise raised[0]
-    assert calls["kernel"] and "pointwise" in launched, (
-        "no pointwise kernel was written with your pointwise_kernel")
+# --- 8.4 ------------------------------------------------------------------------------------------
+
+def _long_rows(dev: str) -> torch.Tensor:
+    """7 rows of 3001: longer than one block (the loop's last block partly masked), 7 rows (the
+    last program's rows partly masked), and rows where a wrong start value or mask shows: all
+    negative, a NaN, all -inf, all positive before a row whose first element is huge (a lane
+    one past a row's end reads it)."""
+    x = torch.randn(7, 3001, device=dev) * 10
+    x[1] = -x[1].abs() - 1
+    x[2, 2999] = float("nan")
+    x[3] = float("-inf")
+    x[4] = x[4].abs() + 1
+    x[5, 0] = 1e6
+    return x
+
+
+def _looped_graphs(dev: str) -> list[Graph]:
+    x, wide = _long_rows(dev), (torch.randint(2 ** 24, 2 ** 24 + 1000, (3, 3001)) * 2).to(dev)
+    wide[:, 2000], wide[:, 2001] = 2 ** 24 + 2001, -(2 ** 24) - 2001  # odd: float32 rounds them
+    many = torch.randn(1029, 1100, device=dev)  # several programs, the last partly masked
+    return [("row max", lambda t: t.amax(1), (x,), {}),
+            ("row min", lambda t: t.amin(1), (-x,), {}),
+            ("row sums of 2 * x", lambda t: (t * 2).sum(1), (x,), {"atol": 1e-3}),
+            ("row products of 1 + x / 1e4", lambda t: (1 + t / 1e4).prod(1), (x[[0, 1, 4]],),
+             {"atol": 1e-5}),
+            ("a row's sum plus its max", lambda t: t.sum(1) + t.amax(1), (x[[0, 1, 4, 6]],),
+             {"atol": 1e-3}),
+            ("row max and min of int64 beyond 2**24", lambda t: t.amax(1) - t.amin(1), (wide,), {}),
+            ("row sums of int64 beyond 2**24", lambda t: t.sum(1), (wide,), {}),
+            ("1029 row max of 1100", lambda t: t.amax(1), (many,), {}),
+            ("row sums, symbolic sizes", lambda t: t.sum(1), (x[[0, 1, 4, 6]],),
+             {"atol": 1e-3, "dynamic": True})]
+
+
+@exercise("8.4", points=10, hints=(
+    "Grade shows the kernel written with your function: follow one program through the loop, "
+    "for the last block of a row of 3001 and the last program's rows.",
+    "Which lanes of the accumulator hold no element of the row? What do they start as, and "
+    "what do they become after each step?",
+    "A lane outside the row (rmask) or outside the rows (xmask) must keep the start value, and "
+    "the start value must change nothing: also for a row of -inf, and for int64.",
+))
+def check_looped_reduction_kernel(sol):
+    """A looped Triton reduction: accumulators, loop, row reduction"""
+    with triton_backend():
+        compare_written_by(sol.looped_reduction_kernel, "looped_reduction_kernel", str,
+                           triton_frames, _looped_graphs(device()), fenced_launches, "looped")

@@ -13,10 +13,10 @@ name of a temporary (``tmp3``). Three shapes of kernel, as Inductor's:
                   accumulators inside the loop and reduced across lanes after it; per-row code
                   runs between the loops
 
-A pointwise kernel whose loads and stores are masked by ``xmask`` alone (no ``ops.masked``, no
-loaded index) is written by ``pointwise_kernel`` from its parts: the addresses it loads, the lines
-that compute, the addresses and values it stores (exercise 8.3 of the course writes this
-function). Loads and stores are masked (``xmask``, ``rmask``, and the masks of enclosing ``ops.masked``);
+A kernel whose parts fit a frame of ``triton_frames.py`` (a plain pointwise kernel, a plain looped
+reduction) is written there from its parts: the addresses it loads, the lines that compute, its
+accumulators, the addresses and values it stores. Loads and stores are masked (``xmask``,
+``rmask``, and the masks of enclosing ``ops.masked``);
 half-precision values are computed in float32 (upcast after a load, downcast at a store).
 Indices are int32 (``tl.arange``): a buffer over 2**31 elements would need int64 indexing,
 which Inductor switches to by size; this kernel writer does not.
@@ -36,6 +36,7 @@ from ..ir import MemoryDep
 from ..kernel_group import RINDEX, XINDEX, KernelGroup, KernelMember
 from ..sizevars import simplify_index
 from ..ops_handler import add_elementwise_ops
+from . import triton_frames
 from .common import CSE, IndentedBuffer, KernelSignature, emit_members
 from .triton_reductions import TritonReductions
 from .triton_ops import (SIGN_BIT, TRITON_OPS, compute_dtype, is_negative_zero, paren,
@@ -48,43 +49,6 @@ PERSISTENT_RNUMEL = 1024  # rows up to this long are reduced in one block: no lo
 # at 32768 (cross-entropy over a 32000-word vocabulary) 32 per thread with 32 warps. On an H100,
 # cross-entropy over 16384x32000 bfloat16 logits: 0.73 ms looped (the row read twice), 0.59 ms so.
 PERSISTENT_MULTIPASS_RNUMEL = 32768
-
-def pointwise_kernel(name: str, params: list[str], loads: list[tuple[str, str]],
-                     body: list[str], stores: list[tuple[str, str]]) -> str:
-    """A pointwise kernel from its parts: ``loads`` are ``(variable, address)`` pairs, ``body``
-    the lines computing from the loaded variables, ``stores`` ``(address, value)`` pairs.
-    Program ``p`` owns elements ``p * XBLOCK`` to ``p * XBLOCK + XBLOCK - 1``; the last program's
-    lanes past ``xnumel`` are masked off, so they touch no memory."""
-    code = IndentedBuffer()
-    code.writeline("@triton.jit")
-    code.writeline(f"def {name}({', '.join(params + ['xnumel', 'XBLOCK: tl.constexpr'])}):")
-    with code.indent():
-        code.writelines(["xoffset = tl.program_id(0) * XBLOCK",
-                         "xindex = xoffset + tl.arange(0, XBLOCK)",
-                         "xmask = xindex < xnumel"])
-        code.writelines([f"{var} = tl.load({address}, xmask)" for var, address in loads])
-        code.writelines(body)
-        code.writelines([f"tl.store({address}, {value}, xmask)" for address, value in stores])
-    return code.getvalue()
-
-
-class PlainPointwise:
-    """The parts of a pointwise kernel as ``pointwise_kernel`` takes them, gathered while the
-    kernel is emitted; ``plain`` turns false at the first load or store masked by more than
-    ``xmask`` (or converting a dtype), or a buffer both loaded and stored."""
-
-    def __init__(self):
-        self.plain = True
-        self.loads: dict[str, tuple[str, str]] = {}  # line -> (variable, address)
-        self.stores: dict[str, tuple[str, str]] = {}  # line -> (address, value)
-        self.buffers: dict[str, set[str]] = {"load": set(), "store": set()}
-
-    def parts(self, body: list[str]) -> tuple[list, list[str], list] | None:
-        if not self.plain or self.buffers["load"] & self.buffers["store"]:
-            return None
-        compute = [line for line in body if line not in self.loads and line not in self.stores]
-        return list(self.loads.values()), compute, list(self.stores.values())
-
 
 class TritonKernel(TritonReductions):
     """Writes the source of one kernel; ``codegen()`` returns it."""
@@ -106,12 +70,14 @@ class TritonKernel(TritonReductions):
         self.row_values: set[str] = set()  # results of this loop's reductions (after the loop)
         self.masks: list[str] = []  # the masks of the enclosing ops.masked calls
         self.level = "element"  # the member being emitted runs per element or per row
+        self.loop_lines: list[str] = []  # a looped kernel's loop body, and its per-row code
+        self.row_lines: list[str] = []
         self.accesses: list[tuple[str, str, MemoryDep]] = []  # ("load"|"store", buffer, dep)
         self._indirect = 0
         self.in_bounds: dict[sympy.Symbol, str] = {}  # indirect index -> its bounds condition
         self.checks: list[Check] = []  # the kernel's checks, by site number (checks.py)
         self.nonzero: set[str] = set()  # temporaries holding a nonzero integer constant
-        self.parts = PlainPointwise()  # a pointwise kernel's loads, body and stores
+        self.parts = triton_frames.PlainParts()  # what a frame of triton_frames.py takes
 
     @staticmethod
     def fits_in_one_block(group: KernelGroup) -> bool:
@@ -133,12 +99,9 @@ class TritonKernel(TritonReductions):
             for member in self.group.members:
                 self.emit(member, scope)
             body = self.body
-        parts = self.parts.parts(body.lines) if self.kind == "pointwise" else None
-        if parts is not None:
-            loads, compute, stores = parts
-            params = self.parameters()[:-2]  # without xnumel and XBLOCK
-            return pointwise_kernel(self.name, params, loads, self.header_comment() + compute,
-                                    stores)
+        framed = self.framed(body)
+        if framed is not None:
+            return triton_frames.with_header(framed, self.header_comment())
         code = IndentedBuffer()
         code.writeline("@triton.jit")
         code.writeline(f"def {self.name}({', '.join(self.parameters())}):")
@@ -148,9 +111,28 @@ class TritonKernel(TritonReductions):
             code.splice(body)
         return code.getvalue()
 
+    def framed(self, body: IndentedBuffer) -> str | None:
+        """The kernel written by its frame in ``triton_frames`` (looked up now: the course swaps
+        them), or None when its parts fit no frame."""
+        parts = self.parts
+        if not parts.fits() or self.kind == "persistent":
+            return None
+        params = self.arguments()
+        loads, stores = list(parts.loads.values()), list(parts.stores.values())
+        if self.kind == "pointwise":
+            return triton_frames.pointwise_kernel(self.name, params, loads,
+                                                  parts.body(body.lines), stores)
+        return triton_frames.looped_reduction_kernel(
+            self.name, params, loads, parts.body(self.loop_lines), parts.reductions,
+            parts.body(self.row_lines), stores)
+
+    def arguments(self) -> list[str]:
+        """The buffers' pointers, then the size symbols."""
+        return [self.args[n] for n in self.signature.buffers()] + [
+            str(s) for s in self.signature.sizes]
+
     def parameters(self) -> list[str]:
-        params = [self.args[n] for n in self.signature.buffers()]
-        params += [str(s) for s in self.signature.sizes] + ["xnumel"]
+        params = self.arguments() + ["xnumel"]
         if self.kind == "pointwise":
             return params + ["XBLOCK: tl.constexpr"]
         return params + ["rnumel", "XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"]
@@ -184,11 +166,16 @@ class TritonKernel(TritonReductions):
         top = IndentedBuffer()
         elementwise = {m.get_name() for m in self.group.members
                        if m.level == "element" and not m.is_reduction()}
-        for phase in self.group.phases():
+        phases = self.group.phases()
+        self.parts.plain &= [p.kind for p in phases[:1]] == ["loop"] and \
+            all(p.kind == "row" for p in phases[1:])  # the looped frame: one loop, then rows
+        for phase in phases:
             if phase.kind == "row":
                 self.body = top
+                start = len(top.lines)
                 for member in phase.members:
                     self.emit(member, scope)
+                self.row_lines += top.lines[start:]
                 continue
             for name in elementwise & set(scope):  # an earlier loop's values: recomputed
                 del scope[name]
@@ -203,6 +190,7 @@ class TritonKernel(TritonReductions):
                 top.writelines(["rindex = roffset + rbase", "rmask = rindex < rnumel"])
                 top.splice(self.body)
             top.splice(self.after_loop)
+            self.loop_lines, self.row_lines = list(self.body.lines), list(self.after_loop.lines)
             self.row_values.clear()
         return top
 
@@ -256,13 +244,10 @@ class TritonKernel(TritonReductions):
         if compute_dtype(dtype) != dtype:
             expr += f".to({triton_dtype(compute_dtype(dtype))})"
         var = self.generate(expr, compute_dtype(dtype))
-        if self.kind == "pointwise":
-            address = self.pointer(name, index)
-            self.parts.buffers["load"].add(name)
-            if expr == f"tl.load({address}, xmask)":
-                self.parts.loads[f"{var} = {expr}"] = (var, address)
-            else:
-                self.parts.plain = False
+        address = self.pointer(name, index)
+        framed = {"pointwise": "xmask", "looped": "xmask & rmask, other=0"}.get(self.kind)
+        self.parts.buffers["load"].add(name)
+        self.parts.load(f"{var} = {expr}", var, address, expr == f"tl.load({address}, {framed})")
         return var
 
     def store(self, name: str, index: sympy.Expr, value: str) -> None:
@@ -275,10 +260,8 @@ class TritonKernel(TritonReductions):
         address, mask = self.pointer(name, index), self.mask(RINDEX in index.free_symbols, index)
         line = f"tl.store({address}, {value}, {mask})"
         target.writeline(line)
-        if self.kind == "pointwise":
-            self.parts.buffers["store"].add(name)
-            self.parts.stores[line] = (address, value)
-            self.parts.plain &= mask == "xmask"
+        self.parts.buffers["store"].add(name)
+        self.parts.store(line, address, value, mask == "xmask")  # rows (after the loop) only
 
     def constant(self, value: Any, dtype: torch.dtype) -> str:
         dtype = compute_dtype(dtype)
