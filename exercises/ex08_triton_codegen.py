@@ -109,4 +109,4 @@ def looped_reduction_kernel(name: str, params: list[str], loads: list[tuple[str,
       (``tl.sum``, ``triton_helpers.prod``, ``triton_helpers.max2``/``min2``: ``tl.max`` drops
       NaN on a GPU), then the lines of ``after``, then the stores, masked by ``xmask``.
     """
-    raise NotImplementedError('Exercise 8.4: rows and their mask, accumulators, the loop, the row reductions, stores (roughly 30 lines)')
+    raise NotImplementedError('Exercise 8.4: rows and their mask, accumulators, the loop, the row reductions, stores (roughly 32 lines)')

@@ -98,4 +98,4 @@ def parallel_reduction(accumulators: list[Partial], body: list[str], parallel: s
     region, the total is still its start value: keep a copy, and a way to name the total inside
     the region (``auto& acc0_total = acc0;``).
     """
-    raise NotImplementedError('Exercise 9.4: per-thread partials from the start value, shared iterations, a critical combine (roughly 15 lines)')
+    raise NotImplementedError('Exercise 9.4: per-thread partials, shared iterations, a critical combine (roughly 15 lines)')

@@ -155,7 +155,8 @@ def looped_reduction_kernel(name: str, params: list[str], loads: list[tuple[str,
              "max": lambda d: 'float("-inf")' if d.is_floating_point else str(torch.iinfo(d).min),
              "min": lambda d: 'float("inf")' if d.is_floating_point else str(torch.iinfo(d).max)}
     step = {"sum": "{acc} + {v}", "prod": "{acc} * {v}",
-            "max": "triton_helpers.maximum({acc}, {v})", "min": "triton_helpers.minimum({acc}, {v})"}
+            "max": "triton_helpers.maximum({acc}, {v})",
+            "min": "triton_helpers.minimum({acc}, {v})"}
     rows = {"sum": "tl.sum({acc}, 1)", "prod": "triton_helpers.prod({acc}, 1)",
             "max": "triton_helpers.max2({acc}, 1)", "min": "triton_helpers.min2({acc}, 1)"}
     sizes = ["xnumel", "rnumel", "XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"]
@@ -175,7 +176,8 @@ def looped_reduction_kernel(name: str, params: list[str], loads: list[tuple[str,
     lines += [f"        {line}" for line in body]
     for r in reductions:
         update = step[r.kind].format(acc=r.accumulator, v=r.value)
-        lines.append(f"        {r.accumulator} = tl.where(xmask & rmask, {update}, {r.accumulator})")
+        lines.append(
+            f"        {r.accumulator} = tl.where(xmask & rmask, {update}, {r.accumulator})")
     lines += [f"    {r.result} = {rows[r.kind].format(acc=r.accumulator)}[:, None]"
               for r in reductions]
     lines += [f"    {line}" for line in after]

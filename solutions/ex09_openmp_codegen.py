@@ -132,7 +132,7 @@ def parallel_reduction(accumulators: list[Partial], body: list[str], parallel: s
     region, the total is still its start value: keep a copy, and a way to name the total inside
     the region (``auto& acc0_total = acc0;``).
     """
-    ### BEGIN SOLUTION 9.4: per-thread partials from the start value, shared iterations, a critical combine
+    ### BEGIN SOLUTION 9.4: per-thread partials, shared iterations, a critical combine
     lines = ["{"]
     for a in accumulators:
         lines += [f"    const {a.ctype} {a.name}_start = {a.name};",

@@ -181,7 +181,8 @@ WRONG = {
                        "(({acc} != {acc}) || ({acc} < {value}) ? {acc} : {value})", "mc_min")),
         "max through fmaxf after the NaN tests (int64 beyond 2**24 rounded to float)":
             _rows(max=("(std::numeric_limits<{t}>::has_infinity ? "
-                       "-std::numeric_limits<{t}>::infinity() : std::numeric_limits<{t}>::lowest())",
+                       "-std::numeric_limits<{t}>::infinity() : "
+                       "std::numeric_limits<{t}>::lowest())",
                        "(({acc} != {acc}) ? {acc} : ({value} != {value}) ? {value} : "
                        "fmaxf({acc}, {value}))", "mc_max")),
     },
@@ -254,7 +255,8 @@ WRONG.update({
         "minimum as tl.minimum (a GPU drops the NaN)": _triton_ops(minimum="tl.minimum({0}, {1})"),
         "maximum through float32 after the NaN tests (int64 beyond 2**24 rounded)":
             _triton_ops(maximum="tl.where(({0} != {0}) | ({1} != {1}), {0} + {1}, "
-                                "tl.maximum({0}.to(tl.float32), {1}.to(tl.float32)).to({0}.dtype))"),
+                                "tl.maximum({0}.to(tl.float32), {1}.to(tl.float32))"
+                                ".to({0}.dtype))"),
     },
     "8.2": {
         "a sum printed without parentheses": _triton_printer(add="bare"),
@@ -280,7 +282,8 @@ WRONG.update({
     },
     "8.4": {
         "max's lanes starting at 0 (an all-negative row's max is 0)":
-            _looped((r'tl.full\(\[XBLOCK, RBLOCK\], float\("-inf"\)', "tl.full([XBLOCK, RBLOCK], 0")),
+            _looped((r'tl.full\(\[XBLOCK, RBLOCK\], float\("-inf"\)',
+                     "tl.full([XBLOCK, RBLOCK], 0")),
         "max's lanes starting at the lowest float (a row of -inf)":
             _looped((r'float\("-inf"\)', "-3.4028234663852886e+38")),
         "accumulators updated without the mask (masked lanes fold in their 0)":

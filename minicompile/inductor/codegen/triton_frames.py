@@ -74,8 +74,10 @@ def _highest(dtype: torch.dtype) -> str:
 LOOPED = {
     "sum": (lambda d: "0", "{acc} + {v}", "tl.sum({acc}, 1)[:, None]"),
     "prod": (lambda d: "1", "{acc} * {v}", "triton_helpers.prod({acc}, 1)[:, None]"),
-    "max": (_lowest, "triton_helpers.maximum({acc}, {v})", "triton_helpers.max2({acc}, 1)[:, None]"),
-    "min": (_highest, "triton_helpers.minimum({acc}, {v})", "triton_helpers.min2({acc}, 1)[:, None]"),
+    "max": (_lowest, "triton_helpers.maximum({acc}, {v})",
+            "triton_helpers.max2({acc}, 1)[:, None]"),
+    "min": (_highest, "triton_helpers.minimum({acc}, {v})",
+            "triton_helpers.min2({acc}, 1)[:, None]"),
 }
 
 
@@ -107,7 +109,8 @@ def looped_reduction_kernel(name: str, params: list[str], loads: list[tuple[str,
             code.writelines(body)
             for r in reductions:
                 step = LOOPED[r.kind][1].format(acc=r.accumulator, v=r.value)
-                code.writeline(f"{r.accumulator} = tl.where(xmask & rmask, {step}, {r.accumulator})")
+                code.writeline(
+                    f"{r.accumulator} = tl.where(xmask & rmask, {step}, {r.accumulator})")
         code.writelines([f"{r.result} = {LOOPED[r.kind][2].format(acc=r.accumulator)}"
                          for r in reductions])
         code.writelines(after)
