@@ -56,28 +56,27 @@ def gpu_nan_rules() -> Iterator[None]:
     a NaN operand as they do on a GPU (PTX ``max.f32``, NumPy's ``fmax``). Some interpreter
     versions propagate it instead (NumPy's ``maximum``): a template built on them would pass on
     CPU and return numbers where torch returns NaN on the GPU. A no-op on a GPU."""
-    if not triton_heuristics.INTERPRET:
-        yield
-        return
-    builder, reduce_ops = interpreter.InterpreterBuilder, interpreter.ReduceOps
-    rows = {"create_maxnumf": lambda self, a, b: self.binary_op(a, b, np.fmax),
-            "create_minnumf": lambda self, a, b: self.binary_op(a, b, np.fmin)}
-    saved = {k: getattr(builder, k) for k in rows}
-    own_min_max = reduce_ops.min_max
-    skip_nan = {np.max: np.nanmax, np.amax: np.nanmax, np.min: np.nanmin, np.amin: np.nanmin}
+    patches = []  # (owner, attribute, replacement), where this Triton version has them
+    if triton_heuristics.INTERPRET:
+        builder = getattr(interpreter, "InterpreterBuilder", None)
+        for name, numpy_fn in (("create_maxnumf", np.fmax), ("create_minnumf", np.fmin)):
+            if hasattr(builder, name):
+                patches.append((builder, name, lambda self, a, b, f=numpy_fn:
+                                self.binary_op(a, b, f)))
+        reduce_ops = getattr(interpreter, "ReduceOps", None)
+        if hasattr(reduce_ops, "min_max"):
+            own_min_max = reduce_ops.min_max
+            skip_nan = {np.max: np.nanmax, np.amax: np.nanmax, np.min: np.nanmin,
+                        np.amin: np.nanmin}
 
-    def min_max(self, input, val_reduce_op, idx_reduce_op=None):
-        return own_min_max(self, input, skip_nan.get(val_reduce_op, val_reduce_op), idx_reduce_op)
-
-    for k, v in rows.items():
-        setattr(builder, k, v)
-    reduce_ops.min_max = min_max
-    try:
+            def min_max(self, input, val_reduce_op, idx_reduce_op=None):
+                return own_min_max(self, input, skip_nan.get(val_reduce_op, val_reduce_op),
+                                   idx_reduce_op)
+            patches.append((reduce_ops, "min_max", min_max))
+    with contextlib.ExitStack() as stack:
+        for owner, name, value in patches:
+            stack.enter_context(_attribute(owner, name, value))
         yield
-    finally:
-        for k, v in saved.items():
-            setattr(builder, k, v)
-        reduce_ops.min_max = own_min_max
 
 
 # --- 8.1 ------------------------------------------------------------------------------------------
