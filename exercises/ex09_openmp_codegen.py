@@ -8,9 +8,9 @@ odd sizes, and compare with eager PyTorch.
 
 from __future__ import annotations
 
-import sympy
+from minicompile.inductor.codegen.cpp_loops import Partial
 
-from minicompile.inductor.sizevars import FloorDiv, ModularIndexing
+VECTOR_LANES = 16  # float32 lanes of a 512-bit vector register (AVX-512)
 
 
 def nan_aware_ops() -> dict[str, str]:
@@ -30,24 +30,25 @@ def nan_aware_ops() -> dict[str, str]:
     raise NotImplementedError('Exercise 9.1: four C++ expressions, NaN-propagating like torch (roughly 6 lines)')
 
 
-def print_index(expr: sympy.Expr) -> str:
-    """Exercise 9.2: a SymPy index expression as C++ ``int64_t`` arithmetic.
+def vector_loop(var: str, start: str, end: str, body: list[str]) -> list[str]:
+    """Exercise 9.2: the loop of a pointwise kernel, as whole vectors and a tail.
 
-    The kernels index memory with expressions built from loop variables and sizes (symbols such
-    as ``xindex``, ``r0``, ``s0``), integers, ``+``, ``*``, positive integer powers, and two
-    index functions: ``FloorDiv(a, b)`` (floor of a / b) and ``ModularIndexing(a, b, m)``
-    (``(a // b) % m``). Every argument is non-negative where a kernel evaluates it, so C's ``/``
-    and ``%`` give the floor division and the remainder. Examples::
+    A pointwise kernel runs its body for every point of a block, ``var`` (``"xindex"``, or
+    ``"x0"`` along a row) going from ``start`` to ``end`` (C++ expressions: ``"xblock"``,
+    ``"xend"``)::
 
-        print_index(3*x + y)                       ->  "3*x + y"   (any correct C++ will do)
-        print_index(FloorDiv(x, 4))                ->  "(x / 4)"
-        print_index(ModularIndexing(x + 1, 3, 5))  ->  "(((x + 1) / 3) % 5)"
+        body = ["auto tmp0 = in_ptr0[xindex];",
+                "out_ptr0[xindex] = std::sin(tmp0) * 2;"]
 
-    The result is pasted into larger expressions (``in_ptr0[<yours>]``, ``<yours> * 8``):
-    parenthesise what needs it. ``sympy.Add``/``sympy.Mul`` keep their terms in ``expr.args``;
-    test ``isinstance(expr, FloorDiv)`` before the general cases.
+    A CPU computes 16 floats at once (AVX-512; AVX2: 8), so write the range as whole vectors of
+    ``VECTOR_LANES`` points (an inner loop of exactly ``VECTOR_LANES`` iterations under
+    ``#pragma omp simd``, which g++ turns into vector instructions), then a tail loop for the
+    points left over when the block is not a multiple of ``VECTOR_LANES`` (37 points: two
+    vectors and a tail of 5). Inside both loops the body sees ``var`` as the point's index.
+    Return the C++ lines, one statement or brace a line; wrap them in ``{ }`` so that the
+    variables you declare don't clash with the next loop's.
     """
-    raise NotImplementedError('Exercise 9.2: recursive printer: atoms, Add, Mul, Pow, FloorDiv, ModularIndexing (roughly 16 lines)')
+    raise NotImplementedError('Exercise 9.2: whole vectors of VECTOR_LANES points, then the tail (roughly 13 lines)')
 
 
 def reduction_rows() -> dict[str, tuple[str, str, str]]:
@@ -73,3 +74,28 @@ def reduction_rows() -> dict[str, tuple[str, str, str]]:
     ``std::numeric_limits<{t}>::has_infinity`` says whether ``{t}`` has one.
     """
     raise NotImplementedError('Exercise 9.3: (init, update, omp) for sum, prod, max, min, any (roughly 11 lines)')
+
+
+def parallel_reduction(accumulators: list[Partial], body: list[str], parallel: str) -> list[str]:
+    """Exercise 9.4: one row reduced by all the threads, without a race.
+
+    ``x.sum()`` has one row, so its loop over ``rindex`` is what the threads share. Before your
+    lines each accumulator is declared and started; the body updates it; after your lines it
+    must hold the whole row's result::
+
+        float acc0 = 0;                                          // written before yours
+        <your lines: the loop "for (int64_t rindex = 0; rindex < rnumel; rindex++)" around
+         body = ["auto tmp0 = in_ptr0[rindex];", "acc0 = acc0 + tmp0;"]>
+        out_ptr0[0] = acc0;                                      // written after yours
+
+    Threads updating one ``acc0`` at once lose each other's updates (a race). Give each thread
+    its own partial instead: in a ``#pragma omp parallel <parallel>`` region (``parallel`` is
+    ``num_threads(num_threads) if(...)``), declare a partial with the accumulator's name (it
+    shadows the total, so the body updates it) started as the total's start value, share the
+    iterations with ``#pragma omp for``, then fold the partial into the total, one thread at a
+    time (``#pragma omp critical``). Each accumulator ``a`` has ``a.name``, ``a.ctype`` (its C++
+    type) and ``a.combine``, a template merging two partials ``{a}`` and ``{b}``. Before the
+    region, the total is still its start value: keep a copy, and a way to name the total inside
+    the region (``auto& acc0_total = acc0;``).
+    """
+    raise NotImplementedError('Exercise 9.4: per-thread partials, shared iterations, a critical combine (roughly 15 lines)')

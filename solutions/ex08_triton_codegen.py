@@ -11,6 +11,7 @@ from __future__ import annotations
 import sympy
 import torch
 
+from minicompile.inductor.codegen.triton_frames import LoopedReduction
 from minicompile.inductor.sizevars import FloorDiv, ModularIndexing
 
 
@@ -71,39 +72,115 @@ def triton_index(expr: sympy.Expr) -> str:
     ### END SOLUTION
 
 
-def persistent_reduction(reduction_type: str, dtype: torch.dtype) -> tuple[object, str]:
-    """Exercise 8.3: how a persistent kernel reduces its ``[XBLOCK, RBLOCK]`` block of rows.
+def pointwise_kernel(name: str, params: list[str], loads: list[tuple[str, str]],
+                     body: list[str], stores: list[tuple[str, str]]) -> str:
+    """Exercise 8.3: a whole pointwise Triton kernel, from its parts.
 
-    A persistent reduction holds whole rows in one block: lane ``(x, r)`` has element ``r`` of
-    row ``x``, and lanes past the row's end (``rmask`` false, when RBLOCK is the next power of two
-    above the row length) hold garbage. The kernel first replaces those lanes by a *neutral*
-    value, then reduces along axis 1::
+    The backend gives you what it computed for a pointwise kernel (``b = a.sin() * 2`` over 37
+    elements)::
 
-        tmp5 = tl.where(xmask & rmask, tmp4, <neutral>)
-        tmp6 = <reduce, with {0} = tmp5>
+        name   = "triton_poi_fused_mul_sin_0"
+        params = ["in_ptr0", "out_ptr0"]                  # buffers, then size symbols (s0)
+        loads  = [("tmp0", "in_ptr0 + (xindex)")]         # (variable, address)
+        body   = ["tmp1 = tl.sin(tmp0)", "tmp2 = tmp1 * 2.0"]
+        stores = [("out_ptr0 + (xindex)", "tmp2")]        # (address, value)
 
-    Return ``(neutral, reduce)`` for ``reduction_type`` in ``sum``, ``prod``, ``max``, ``min``,
-    ``any`` and the values' ``dtype`` (float32, int64 or bool): ``neutral`` a Python number (or
-    bool) that leaves the result unchanged, ``reduce`` a template over ``{0}`` that yields an
-    ``[XBLOCK, 1]`` block (``tl.sum(v, 1)`` gives ``[XBLOCK]``; ``[:, None]`` adds the axis back).
-    ``tl.sum``, ``tl.max``, ``tl.min`` and ``tl.reduce`` exist; ``tl.max`` of a block with a NaN
-    does not give NaN, torch's ``amax`` does: ``triton_helpers.max2(v, 1)`` and ``min2`` do too,
-    and ``triton_helpers.prod(v, 1)`` multiplies. ``any`` of a bool block: its ``tl.max`` as int8
-    is 1 when one element is true.
+    Return the source of a ``@triton.jit`` function ``name`` taking ``params``, then ``xnumel``
+    (how many elements) and ``XBLOCK: tl.constexpr`` (how many one program handles). Program
+    ``tl.program_id(0)`` computes the block of elements starting at ``program_id * XBLOCK``: the
+    vector ``xindex`` of their indices (``tl.arange(0, XBLOCK)``), ``xmask`` of those that
+    exist (the last program runs past ``xnumel``), then each load (``tl.load(address, mask)``),
+    the body, each store (``tl.store(address, value, mask)``). Every line of the function's body
+    is indented by four spaces.
+
+    Also write ``grid(xnumel, XBLOCK)``: how many programs the launch needs.
     """
-    ### BEGIN SOLUTION 8.3: the neutral element by type and dtype, then the axis-1 reduction
-    if reduction_type in ("max", "min"):
-        if dtype.is_floating_point:
-            neutral = float("-inf") if reduction_type == "max" else float("inf")
-        elif dtype == torch.bool:
-            neutral = reduction_type == "min"
-        else:
-            info = torch.iinfo(dtype)
-            neutral = info.min if reduction_type == "max" else info.max
-        return neutral, f"triton_helpers.{reduction_type}2({{0}}, 1)[:, None]"
-    return {
-        "sum": (0, "tl.sum({0}, 1)[:, None]"),
-        "prod": (1, "triton_helpers.prod({0}, 1)[:, None]"),
-        "any": (0, "tl.max({0}.to(tl.int8), 1)[:, None] != 0"),
-    }[reduction_type]
+    ### BEGIN SOLUTION 8.3: the program's block of indices, its mask, masked loads and stores
+    lines = ["@triton.jit",
+             f"def {name}({', '.join(params + ['xnumel', 'XBLOCK: tl.constexpr'])}):",
+             "    xoffset = tl.program_id(0) * XBLOCK",
+             "    xindex = xoffset + tl.arange(0, XBLOCK)",
+             "    xmask = xindex < xnumel"]
+    lines += [f"    {var} = tl.load({address}, xmask)" for var, address in loads]
+    lines += [f"    {line}" for line in body]
+    lines += [f"    tl.store({address}, {value}, xmask)" for address, value in stores]
+    return "\n".join(lines) + "\n"
+    ### END SOLUTION
+
+
+def grid(xnumel: int, XBLOCK: int) -> int:  # noqa: N803 (Triton's name)
+    """Exercise 8.3 (continued): the number of programs that cover ``xnumel`` elements,
+    ``XBLOCK`` a program."""
+    ### BEGIN SOLUTION 8.3: round up
+    return (xnumel + XBLOCK - 1) // XBLOCK
+    ### END SOLUTION
+
+
+def looped_reduction_kernel(name: str, params: list[str], loads: list[tuple[str, str]],
+                            body: list[str], reductions: list[LoopedReduction],
+                            after: list[str], stores: list[tuple[str, str]]) -> str:
+    """Exercise 8.4: a looped reduction kernel, from its parts.
+
+    Rows too long for one block (``x.amax(1)`` over rows of 3001) are reduced in a loop: program
+    ``p`` owns rows ``p * XBLOCK`` to ``p * XBLOCK + XBLOCK - 1``, and walks them ``RBLOCK``
+    elements at a time, each lane ``(x, r)`` of an ``[XBLOCK, RBLOCK]`` accumulator folding in
+    the values that land on it. After the loop each accumulator is reduced across its rows.
+    The backend gives you, for ``(t * 2).amax(1)``::
+
+        params = ["in_ptr0", "out_ptr0"]
+        loads  = [("tmp0", "in_ptr0 + (rindex + 3001*xindex)")]     # inside the loop
+        body   = ["tmp1 = tmp0 * 2.0"]                              # inside the loop
+        reductions = [LoopedReduction(accumulator="_tmp2", result="tmp3", kind="max",
+                                      value="tmp1", dtype=torch.float32, tl_dtype="tl.float32")]
+        after  = []                                                 # per-row code after it
+        stores = [("out_ptr0 + (xindex)", "tmp3")]                  # one value per row
+
+    Write a ``@triton.jit`` function ``name`` taking ``params``, then ``xnumel, rnumel,
+    XBLOCK: tl.constexpr, RBLOCK: tl.constexpr``:
+
+    - ``xindex``: the program's rows as an ``[XBLOCK, 1]`` column (``tl.arange(0, XBLOCK)[:,
+      None]``), ``xmask`` those below ``xnumel``; ``rbase = tl.arange(0, RBLOCK)[None, :]``;
+    - each accumulator: ``tl.full([XBLOCK, RBLOCK], <start>, <tl_dtype>)``, its start value
+      one that changes no result (``kind`` is ``sum``, ``prod``, ``max`` or ``min``);
+    - ``for roffset in range(...)``: ``rindex`` the block's columns, ``rmask`` those inside the
+      row; the loads, masked by ``xmask & rmask`` with ``other=0``; the body; each accumulator
+      updated only where ``xmask & rmask`` (``tl.where``): ``+``, ``*``,
+      ``triton_helpers.maximum``/``minimum`` (NaN-propagating, as torch's);
+    - after the loop ``<result> = <the accumulator reduced along axis 1>[:, None]``
+      (``tl.sum``, ``triton_helpers.prod``, ``triton_helpers.max2``/``min2``: ``tl.max`` drops
+      NaN on a GPU), then the lines of ``after``, then the stores, masked by ``xmask``.
+    """
+    ### BEGIN SOLUTION 8.4: rows and their mask, accumulators, the loop, the row reductions, stores
+    start = {"sum": "0", "prod": "1",
+             "max": lambda d: 'float("-inf")' if d.is_floating_point else str(torch.iinfo(d).min),
+             "min": lambda d: 'float("inf")' if d.is_floating_point else str(torch.iinfo(d).max)}
+    step = {"sum": "{acc} + {v}", "prod": "{acc} * {v}",
+            "max": "triton_helpers.maximum({acc}, {v})",
+            "min": "triton_helpers.minimum({acc}, {v})"}
+    rows = {"sum": "tl.sum({acc}, 1)", "prod": "triton_helpers.prod({acc}, 1)",
+            "max": "triton_helpers.max2({acc}, 1)", "min": "triton_helpers.min2({acc}, 1)"}
+    sizes = ["xnumel", "rnumel", "XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"]
+    lines = ["@triton.jit", f"def {name}({', '.join(params + sizes)}):",
+             "    xoffset = tl.program_id(0) * XBLOCK",
+             "    xindex = xoffset + tl.arange(0, XBLOCK)[:, None]",
+             "    xmask = xindex < xnumel",
+             "    rbase = tl.arange(0, RBLOCK)[None, :]"]
+    for r in reductions:
+        first = start[r.kind] if isinstance(start[r.kind], str) else start[r.kind](r.dtype)
+        lines.append(f"    {r.accumulator} = tl.full([XBLOCK, RBLOCK], {first}, {r.tl_dtype})")
+    lines += ["    for roffset in range(0, rnumel, RBLOCK):",
+              "        rindex = roffset + rbase",
+              "        rmask = rindex < rnumel"]
+    lines += [f"        {var} = tl.load({address}, xmask & rmask, other=0)"
+              for var, address in loads]
+    lines += [f"        {line}" for line in body]
+    for r in reductions:
+        update = step[r.kind].format(acc=r.accumulator, v=r.value)
+        lines.append(
+            f"        {r.accumulator} = tl.where(xmask & rmask, {update}, {r.accumulator})")
+    lines += [f"    {r.result} = {rows[r.kind].format(acc=r.accumulator)}[:, None]"
+              for r in reductions]
+    lines += [f"    {line}" for line in after]
+    lines += [f"    tl.store({address}, {value}, xmask)" for address, value in stores]
+    return "\n".join(lines) + "\n"
     ### END SOLUTION

@@ -8,9 +8,9 @@ odd sizes, and compare with eager PyTorch.
 
 from __future__ import annotations
 
-import sympy
+from minicompile.inductor.codegen.cpp_loops import Partial
 
-from minicompile.inductor.sizevars import FloorDiv, ModularIndexing
+VECTOR_LANES = 16  # float32 lanes of a 512-bit vector register (AVX-512)
 
 
 def nan_aware_ops() -> dict[str, str]:
@@ -38,40 +38,38 @@ def nan_aware_ops() -> dict[str, str]:
     ### END SOLUTION
 
 
-def print_index(expr: sympy.Expr) -> str:
-    """Exercise 9.2: a SymPy index expression as C++ ``int64_t`` arithmetic.
+def vector_loop(var: str, start: str, end: str, body: list[str]) -> list[str]:
+    """Exercise 9.2: the loop of a pointwise kernel, as whole vectors and a tail.
 
-    The kernels index memory with expressions built from loop variables and sizes (symbols such
-    as ``xindex``, ``r0``, ``s0``), integers, ``+``, ``*``, positive integer powers, and two
-    index functions: ``FloorDiv(a, b)`` (floor of a / b) and ``ModularIndexing(a, b, m)``
-    (``(a // b) % m``). Every argument is non-negative where a kernel evaluates it, so C's ``/``
-    and ``%`` give the floor division and the remainder. Examples::
+    A pointwise kernel runs its body for every point of a block, ``var`` (``"xindex"``, or
+    ``"x0"`` along a row) going from ``start`` to ``end`` (C++ expressions: ``"xblock"``,
+    ``"xend"``)::
 
-        print_index(3*x + y)                       ->  "3*x + y"   (any correct C++ will do)
-        print_index(FloorDiv(x, 4))                ->  "(x / 4)"
-        print_index(ModularIndexing(x + 1, 3, 5))  ->  "(((x + 1) / 3) % 5)"
+        body = ["auto tmp0 = in_ptr0[xindex];",
+                "out_ptr0[xindex] = std::sin(tmp0) * 2;"]
 
-    The result is pasted into larger expressions (``in_ptr0[<yours>]``, ``<yours> * 8``):
-    parenthesise what needs it. ``sympy.Add``/``sympy.Mul`` keep their terms in ``expr.args``;
-    test ``isinstance(expr, FloorDiv)`` before the general cases.
+    A CPU computes 16 floats at once (AVX-512; AVX2: 8), so write the range as whole vectors of
+    ``VECTOR_LANES`` points (an inner loop of exactly ``VECTOR_LANES`` iterations under
+    ``#pragma omp simd``, which g++ turns into vector instructions), then a tail loop for the
+    points left over when the block is not a multiple of ``VECTOR_LANES`` (37 points: two
+    vectors and a tail of 5). Inside both loops the body sees ``var`` as the point's index.
+    Return the C++ lines, one statement or brace a line; wrap them in ``{ }`` so that the
+    variables you declare don't clash with the next loop's.
     """
-    ### BEGIN SOLUTION 9.2: recursive printer: atoms, Add, Mul, Pow, FloorDiv, ModularIndexing
-    if expr.is_Integer:
-        return str(int(expr))
-    if expr.is_Symbol:
-        return expr.name
-    args = [print_index(a) for a in expr.args]
-    if isinstance(expr, FloorDiv):
-        return f"(({args[0]}) / ({args[1]}))"
-    if isinstance(expr, ModularIndexing):
-        return f"((({args[0]}) / ({args[1]})) % ({args[2]}))"
-    if isinstance(expr, sympy.Add):
-        return "(" + " + ".join(args) + ")"
-    if isinstance(expr, sympy.Mul):
-        return "(" + " * ".join(f"({a})" for a in args) + ")"
-    if isinstance(expr, sympy.Pow) and expr.exp.is_Integer and expr.exp > 0:
-        return "(" + " * ".join([f"({args[0]})"] * int(expr.exp)) + ")"
-    raise NotImplementedError(f"cannot print {expr!r} as a C++ index")
+    ### BEGIN SOLUTION 9.2: whole vectors of VECTOR_LANES points, then the tail
+    lanes, first = VECTOR_LANES, f"{var}_vector"
+    inner = [f"        {line}" for line in body]
+    return ["{",
+            f"    int64_t {first} = {start};",
+            f"    for (; {first} + {lanes} <= {end}; {first} += {lanes})",
+            "    {",
+            "        #pragma omp simd",
+            f"        for (int64_t {var} = {first}; {var} < {first} + {lanes}; {var}++)",
+            "        {", *["    " + line for line in inner], "        }",
+            "    }",
+            f"    for (int64_t {var} = {first}; {var} < {end}; {var}++)  // the tail",
+            "    {", *inner, "    }",
+            "}"]
     ### END SOLUTION
 
 
@@ -109,4 +107,45 @@ def reduction_rows() -> dict[str, tuple[str, str, str]]:
         "min": (highest, "(({acc} != {acc}) || ({acc} < {value}) ? {acc} : {value})", "mc_min"),
         "any": ("false", "{acc} || {value}", "||"),
     }
+    ### END SOLUTION
+
+
+def parallel_reduction(accumulators: list[Partial], body: list[str], parallel: str) -> list[str]:
+    """Exercise 9.4: one row reduced by all the threads, without a race.
+
+    ``x.sum()`` has one row, so its loop over ``rindex`` is what the threads share. Before your
+    lines each accumulator is declared and started; the body updates it; after your lines it
+    must hold the whole row's result::
+
+        float acc0 = 0;                                          // written before yours
+        <your lines: the loop "for (int64_t rindex = 0; rindex < rnumel; rindex++)" around
+         body = ["auto tmp0 = in_ptr0[rindex];", "acc0 = acc0 + tmp0;"]>
+        out_ptr0[0] = acc0;                                      // written after yours
+
+    Threads updating one ``acc0`` at once lose each other's updates (a race). Give each thread
+    its own partial instead: in a ``#pragma omp parallel <parallel>`` region (``parallel`` is
+    ``num_threads(num_threads) if(...)``), declare a partial with the accumulator's name (it
+    shadows the total, so the body updates it) started as the total's start value, share the
+    iterations with ``#pragma omp for``, then fold the partial into the total, one thread at a
+    time (``#pragma omp critical``). Each accumulator ``a`` has ``a.name``, ``a.ctype`` (its C++
+    type) and ``a.combine``, a template merging two partials ``{a}`` and ``{b}``. Before the
+    region, the total is still its start value: keep a copy, and a way to name the total inside
+    the region (``auto& acc0_total = acc0;``).
+    """
+    ### BEGIN SOLUTION 9.4: per-thread partials, shared iterations, a critical combine
+    lines = ["{"]
+    for a in accumulators:
+        lines += [f"    const {a.ctype} {a.name}_start = {a.name};",
+                  f"    {a.ctype}& {a.name}_total = {a.name};"]
+    lines += [f"    #pragma omp parallel {parallel}", "    {"]
+    lines += [f"        {a.ctype} {a.name} = {a.name}_start;  // this thread's partial"
+              for a in accumulators]
+    lines += ["        #pragma omp for schedule(static)",
+              "        for (int64_t rindex = 0; rindex < rnumel; rindex++)",
+              "        {", *[f"            {line}" for line in body], "        }",
+              "        #pragma omp critical"]
+    lines += ["        {"] + [
+        f"            {a.name}_total = {a.combine.format(a=f'{a.name}_total', b=a.name)};"
+        for a in accumulators] + ["        }"]
+    return lines + ["    }", "}"]
     ### END SOLUTION

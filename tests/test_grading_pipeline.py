@@ -17,10 +17,11 @@ from minicompile.dynamo import handlers_data
 from minicompile.grade import main
 from minicompile.grading import REPO_ROOT, load_checks, load_learner_module
 from minicompile.grading.generate import write_stubs
-from minicompile.grading.pipeline import PLUGS, run_pipeline
+from minicompile.grading.pipeline import PLUGS, run_pipeline, runs_here, triton_device
 from minicompile.inductor import fusion
-from minicompile.inductor.codegen import cpp_ops
+from minicompile.inductor.codegen import cpp_loops, cpp_ops, triton_frames
 from minicompile.inductor.lowering import lowerings
+from minicompile.inductor.runtime import triton_heuristics
 
 aten = torch.ops.aten
 MODULES = {e.id: e.module for e in load_checks()}
@@ -41,16 +42,21 @@ def _tables() -> dict:
     return {"binary": handlers_data.BINARY_OPS, "rules": list(fusion.RULES),
             "tile": fusion.tile, "partitioners": dict(PARTITIONERS),
             "decompositions": dict(decomposition_table), "lowerings": dict(lowerings),
-            "c_ops": cpp_ops.C_OPS, "reductions": cpp_ops.REDUCTIONS}
+            "c_ops": cpp_ops.C_OPS, "reductions": cpp_ops.REDUCTIONS,
+            "pointwise_kernel": triton_frames.pointwise_kernel,
+            "looped_reduction_kernel": triton_frames.looped_reduction_kernel,
+            "grid": triton_heuristics.grid, "vector_loop": cpp_loops.vector_loop,
+            "parallel_reduction": cpp_loops.parallel_reduction}
 
 
 def test_every_solution_runs_in_the_compiled_model_and_matches_eager():
     before = _tables()
     report = run_pipeline(_solutions(), {})
     assert report.error == "", report.error
-    never = [ex for ex, calls in report.plugged.items() if calls == 0]
-    reachable = {p.exercise for p in PLUGS if torch.cuda.is_available() or not p.needs_gpu}
-    assert set(report.plugged) == reachable and not never, \
+    reachable = {p.exercise for p in PLUGS
+                 if runs_here(p) and (not p.triton or triton_device()[0])}
+    never = [ex for ex, calls in report.plugged.items() if calls == 0 and ex in reachable]
+    assert set(report.plugged) == {p.exercise for p in PLUGS if runs_here(p)} and not never, \
         f"pieces the model never reached: {never}"
     assert all("needs a GPU" in report.own[p.exercise] for p in PLUGS
                if p.exercise not in reachable)  # said so, not hidden
@@ -69,6 +75,19 @@ def test_a_wrong_piece_makes_the_model_differ_from_eager():
     report = run_pipeline({"5.1": _solutions(gelu=_wrong_gelu)["5.1"]}, {})
     assert "differ" in report.error or "not close" in report.error, report.error
     assert "FAILED" in report.format()
+
+
+def _grid_rounded_down(xnumel, XBLOCK):  # noqa: N803
+    """Exercise 8.3's grid without the last, partial block."""
+    return xnumel // XBLOCK
+
+
+def test_a_wrong_triton_grid_makes_the_model_differ_from_eager():
+    if triton_device()[0] is None:
+        pytest.skip("Triton cannot run here (no GPU, TRITON_INTERPRET unset)")
+    wrong = _solutions(grid=_grid_rounded_down)["8.3"]
+    report = run_pipeline({"8.3": wrong}, {})
+    assert report.plugged["8.3"] > 0 and "with Triton kernels" in report.error, report.error
 
 
 def test_a_fusion_rule_that_fuses_everything_is_caught_end_to_end():

@@ -4,8 +4,10 @@ the checks, CONVENTIONS.md "Exercises")."""
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
+import re
 import types
 
 import pytest
@@ -38,15 +40,25 @@ def _ops(**rows):
     return nan_aware_ops
 
 
-def _printer(add="parenthesised", mod=None, pow_=None):
+def _printer(add="parenthesised", mod=None, pow_=None, div=None, min_max=None):
+    """An index printer (C's ``/``; Min and Max as Triton's ``tl.minimum``/``tl.maximum``) with
+    one of its cases replaced by a wrong one."""
     def print_index(expr):
         if expr.is_Integer:
             return str(int(expr))
         if expr.is_Symbol:
             return expr.name
         a = [print_index(x) for x in expr.args]
+        if isinstance(expr, (sympy.Min, sympy.Max)):
+            fn = "tl.minimum" if isinstance(expr, sympy.Min) else "tl.maximum"
+            if min_max:
+                return min_max(fn, a)
+            text = a[0]
+            for x in a[1:]:
+                text = f"{fn}({text}, {x})"
+            return text
         if isinstance(expr, FloorDiv):
-            return f"(({a[0]}) / ({a[1]}))"
+            return div(a) if div else f"(({a[0]}) / ({a[1]}))"
         if isinstance(expr, ModularIndexing):
             return mod(a) if mod else f"((({a[0]}) / ({a[1]})) % ({a[2]}))"
         if isinstance(expr, sympy.Add):
@@ -57,6 +69,60 @@ def _printer(add="parenthesised", mod=None, pow_=None):
             return pow_(a, int(expr.exp)) if pow_ else "(" + " * ".join([f"({a[0]})"] * int(expr.exp)) + ")"
         raise NotImplementedError(expr)
     return print_index
+
+
+def _vector(tail=True, vector_while="{first} + {lanes} <= {end}", tail_end="< {end}",
+            lane_start="{first}", lane_end="{first} + {lanes}", step="{lanes}"):
+    """Exercise 9.2's loop with one part written wrong."""
+    def vector_loop(var, start, end, body):
+        lanes, first = 16, f"{var}_vector"
+        fields = {"lanes": lanes, "first": first, "end": end}
+        inner = [f"        {line}" for line in body]
+        lines = ["{", f"    int64_t {first} = {start};",
+                 f"    for (; {vector_while.format(**fields)}; {first} += {step.format(**fields)})",
+                 "    {", "        #pragma omp simd",
+                 f"        for (int64_t {var}_lane = {lane_start.format(**fields)}; "
+                 f"{var}_lane < {lane_end.format(**fields)}; {var}_lane++)",
+                 "        {", f"            const int64_t {var} = {var}_lane;",
+                 *["    " + line for line in inner], "        }", "    }"]
+        if tail:
+            lines += [f"    for (int64_t {var} = {first}; {var} {tail_end.format(**fields)}; {var}++)",
+                      "    {", *inner, "    }"]
+        return lines + ["}"]
+    return vector_loop
+
+
+def _parallel(partial="{start}", shared_loop=True, critical=True, combine=None,
+              merged=True):
+    """Exercise 9.4's per-thread partials with one part written wrong."""
+    def parallel_reduction(accumulators, body, parallel):
+        lines = ["{"]
+        for a in accumulators:
+            lines += [f"const {a.ctype} {a.name}_start = {a.name};",
+                      f"{a.ctype}& {a.name}_total = {a.name};"]
+        lines += [f"#pragma omp parallel {parallel}", "{"]
+        lines += [f"{a.ctype} {a.name} = {partial.format(start=a.name + '_start')};"
+                  for a in accumulators]
+        if shared_loop:
+            lines.append("#pragma omp for schedule(static)")
+        lines += ["for (int64_t rindex = 0; rindex < rnumel; rindex++)", "{", *body, "}"]
+        if critical:
+            lines.append("#pragma omp critical")
+        how = [combine or a.combine for a in accumulators]
+        lines += ["{"] + [f"{a.name}_total = {c.format(a=a.name + '_total', b=a.name)};"
+                          for a, c in zip(accumulators, how) if merged] + ["}"]
+        return lines + ["}", "}"]
+    return parallel_reduction
+
+
+def _racing_reduction(accumulators, body, parallel):
+    """Every thread updates the one accumulator: ``acc0 = acc0 + x`` read and written by two
+    threads at once loses updates."""
+    return [f"#pragma omp parallel for {parallel}",
+            "for (int64_t rindex = 0; rindex < rnumel; rindex++)", "{", *body, "}"]
+
+
+_racing_reduction.__name__ = "parallel_reduction"  # the exercise's function it replaces
 
 
 def _rows(**changes):
@@ -74,11 +140,27 @@ WRONG = {
             _ops(minimum="({0} < {1} ? {0} : {1})"),
         "relu as x > 0 ? x : 0 (relu(NaN) becomes 0)": _ops(relu="({0} > 0 ? {0} : 0)"),
         "sigmoid with the sign of the exponent flipped": _ops(sigmoid="(1 / (1 + std::exp({0})))"),
+        "maximum as fmaxf after the NaN tests (int64 beyond 2**24 rounded to float)":
+            _ops(maximum="(({0} != {0}) || ({1} != {1}) ? {0} + {1} : fmaxf({0}, {1}))"),
     },
     "9.2": {
-        "a sum printed without parentheses (x + 1 pasted into 2 * _)": _printer(add="bare"),
-        "ModularIndexing that forgets to divide": _printer(mod=lambda a: f"(({a[0]}) % ({a[2]}))"),
-        "a power printed with ^ (XOR in C++)": _printer(pow_=lambda a, e: f"(({a[0]}) ^ {e})"),
+        "no tail (the points after the last whole vector are never written)": _vector(
+            tail=False),
+        "vectors run while any point is left (the last one runs past the end)": _vector(
+            vector_while="{first} < {end}"),
+        "the tail one point too far (<= end)": _vector(tail_end="<= {end}"),
+        "the lanes index from 0, not from the vector's first point": _vector(
+            lane_start="0", lane_end="{lanes}"),
+        "vectors advanced by twice their width (every other vector skipped)": _vector(
+            step="2 * {lanes}"),
+    },
+    "9.4": {
+        "a race: every thread updates the shared accumulator": _racing_reduction,
+        "partials started from 0 (an all-negative tensor's max is 0)": _parallel(partial="0"),
+        "each thread runs the whole loop (no omp for: the row counted once per thread)":
+            _parallel(shared_loop=False),
+        "partials combined with + whatever the reduction": _parallel(combine="{a} + {b}"),
+        "the partials never merged into the total": _parallel(merged=False),
     },
     "9.3": {
         "max starting from 0 (an all-negative row's max is 0)":
@@ -92,6 +174,18 @@ WRONG = {
                        "(({acc} != {acc}) || ({acc} > {value}) ? {acc} : {value})", "+")),
         "min starting from 0": _rows(min=("0", "(({acc} != {acc}) || ({acc} < {value}) ? "
                                                "{acc} : {value})", "mc_min")),
+        "max starting from the lowest finite value (a row of -inf has max -inf)":
+            _rows(max=("std::numeric_limits<{t}>::lowest()",
+                       "(({acc} != {acc}) || ({acc} > {value}) ? {acc} : {value})", "mc_max")),
+        "min starting from the largest finite value (a row of +inf has min +inf)":
+            _rows(min=("std::numeric_limits<{t}>::max()",
+                       "(({acc} != {acc}) || ({acc} < {value}) ? {acc} : {value})", "mc_min")),
+        "max through fmaxf after the NaN tests (int64 beyond 2**24 rounded to float)":
+            _rows(max=("(std::numeric_limits<{t}>::has_infinity ? "
+                       "-std::numeric_limits<{t}>::infinity() : "
+                       "std::numeric_limits<{t}>::lowest())",
+                       "(({acc} != {acc}) ? {acc} : ({value} != {value}) ? {value} : "
+                       "fmaxf({acc}, {value}))", "mc_max")),
     },
 }
 
@@ -110,13 +204,46 @@ def _triton_printer(**kw):
     return triton_index
 
 
-def _persistent(**changes):
-    def persistent_reduction(reduction_type, dtype):
-        good = load_learner_module("ex08_triton_codegen", f"{REPO_ROOT}/solutions")
-        neutral, reduce = good.persistent_reduction(reduction_type, dtype)
-        change = changes.get(reduction_type, {})
-        return change.get("neutral", neutral), change.get("reduce", reduce)
-    return persistent_reduction
+def _pointwise(mask="xindex < xnumel", store_mask=True, offset="tl.program_id(0) * XBLOCK",
+               grid=lambda n, b: (n + b - 1) // b):
+    """The reference pointwise kernel and grid of 8.3 with one part written wrong."""
+    good = load_learner_module("ex08_triton_codegen", f"{REPO_ROOT}/solutions")
+
+    def pointwise_kernel(name, params, loads, body, stores):
+        source = good.pointwise_kernel(name, params, loads, body, stores)
+        source = source.replace("xmask = xindex < xnumel", f"xmask = {mask}")
+        source = source.replace("xoffset = tl.program_id(0) * XBLOCK", f"xoffset = {offset}")
+        if not store_mask:
+            source = re.sub(r"^(\s*tl\.store\(.*), xmask\)$", r"\1)", source, flags=re.M)
+        return source
+
+    def grid_(xnumel, XBLOCK):  # noqa: N803
+        return grid(xnumel, XBLOCK)
+    grid_.__name__ = "grid"
+    return {"pointwise_kernel": pointwise_kernel, "grid": grid_}
+
+
+def _looped(*replacements: tuple[str, str], source=None):
+    """The reference looped reduction kernel of 8.4 with lines of its output rewritten
+    (``(old, new)`` regular expressions, where they match), or its source rewritten by
+    ``source``."""
+    good = load_learner_module("ex08_triton_codegen", f"{REPO_ROOT}/solutions")
+
+    def looped_reduction_kernel(name, params, loads, body, reductions, after, stores):
+        text = good.looped_reduction_kernel(name, params, loads, body, reductions, after, stores)
+        for old, new in replacements:
+            text = re.sub(old, new, text, flags=re.M)
+        return source(text, reductions) if source else text
+    return looped_reduction_kernel
+
+
+def _accumulators_inside_the_loop(text, reductions):
+    """Each accumulator started afresh in every iteration: only the last block counts."""
+    lines = text.splitlines()
+    starts = [line for line in lines if "tl.full([XBLOCK, RBLOCK]" in line]
+    lines = [line for line in lines if line not in starts]
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith("rmask ="))
+    return "\n".join(lines[:at + 1] + ["    " + line for line in starts] + lines[at + 1:]) + "\n"
 
 
 WRONG.update({
@@ -125,20 +252,57 @@ WRONG.update({
         "minimum that tests only the second operand for NaN":
             _triton_ops(minimum="tl.where(({1} != {1}) | ({0} < {1}), {0}, {1})"),
         "remainder as %, the sign of the dividend (C's fmod)": _triton_ops(remainder="{0} % {1}"),
+        "maximum as tl.maximum (a GPU drops the NaN)": _triton_ops(maximum="tl.maximum({0}, {1})"),
+        "minimum as tl.minimum (a GPU drops the NaN)": _triton_ops(minimum="tl.minimum({0}, {1})"),
+        "maximum through float32 after the NaN tests (int64 beyond 2**24 rounded)":
+            _triton_ops(maximum="tl.where(({0} != {0}) | ({1} != {1}), {0} + {1}, "
+                                "tl.maximum({0}.to(tl.float32), {1}.to(tl.float32))"
+                                ".to({0}.dtype))"),
     },
     "8.2": {
         "a sum printed without parentheses": _triton_printer(add="bare"),
         "ModularIndexing that forgets to divide":
             _triton_printer(mod=lambda a: f"(({a[0]}) % ({a[2]}))"),
         "a power printed with ^": _triton_printer(pow_=lambda a, e: f"(({a[0]}) ^ {e})"),
+        "FloorDiv without parentheses": _triton_printer(div=lambda a: f"{a[0]} / {a[1]}"),
+        "Min and Max of their first two arguments only": _triton_printer(
+            min_max=lambda fn, a: f"{fn}({a[0]}, {a[1]})"),
+        "Min printed as tl.maximum, as Max is": _triton_printer(
+            min_max=lambda fn, a: functools.reduce(lambda x, y: f"tl.maximum({x}, {y})", a)),
     },
     "8.3": {
-        "max's masked lanes filled with 0 (an all-negative row's max is 0)":
-            _persistent(max={"neutral": 0}),
-        "max with tl.max (a NaN in the row is dropped)":
-            _persistent(max={"reduce": "tl.max({0}, 1)[:, None]"}),
-        "prod's masked lanes filled with 0": _persistent(prod={"neutral": 0}),
-        "min's masked lanes filled with 0": _persistent(min={"neutral": 0}),
+        "mask off by one (xindex <= xnumel: one lane past the end)": _pointwise(
+            mask="xindex <= xnumel"),
+        "no mask on the store (the last program writes past the end)": _pointwise(
+            store_mask=False),
+        "grid rounded down (xnumel // XBLOCK: the last partial block never runs)": _pointwise(
+            grid=lambda n, b: n // b),
+        "program offset without the stride XBLOCK (programs overlap)": _pointwise(
+            offset="tl.program_id(0)"),
+        "mask against XBLOCK instead of xnumel": _pointwise(mask="xindex < xoffset + XBLOCK"),
+    },
+    "8.4": {
+        "max's lanes starting at 0 (an all-negative row's max is 0)":
+            _looped((r'tl.full\(\[XBLOCK, RBLOCK\], float\("-inf"\)',
+                     "tl.full([XBLOCK, RBLOCK], 0")),
+        "max's lanes starting at the lowest float (a row of -inf)":
+            _looped((r'float\("-inf"\)', "-3.4028234663852886e+38")),
+        "accumulators updated without the mask (masked lanes fold in their 0)":
+            _looped((r"tl\.where\(xmask & rmask, (.*), (_tmp\d+)\)$", r"\1")),
+        "rmask off by one (rindex <= rnumel reads the next row's first element)":
+            _looped((r"rmask = rindex < rnumel", "rmask = rindex <= rnumel")),
+        "the loop stops before the row's last, partial block":
+            _looped((r"range\(0, rnumel, RBLOCK\)", "range(0, rnumel // RBLOCK * RBLOCK, RBLOCK)")),
+        "rindex without roffset (every iteration reads the first block)":
+            _looped((r"rindex = roffset \+ rbase", "rindex = rbase")),
+        "max across the row with tl.max (a GPU drops the NaN)":
+            _looped((r"triton_helpers\.max2\((_tmp\d+), 1\)", r"tl.max(\1, 1)")),
+        "stores without xmask (the last program writes past the last row)":
+            _looped((r"^(\s*tl\.store\(.*), xmask\)$", r"\1)")),
+        "accumulators started inside the loop (only the last block counts)":
+            _looped(source=_accumulators_inside_the_loop),
+        "accumulators always float32 (int64 beyond 2**24 rounded)":
+            _looped((r"tl\.int64\)$", "tl.float32)")),
     },
 })
 
@@ -822,14 +986,15 @@ CONTROLS = {"1.3": _inline(), "2.1": _guard(), "2.2": _create_symbol(), "2.4": _
             "3.4": _classify([_PRINT, _TENSOR, _NUMPY, _USER, _BUILTIN]),
             "4.1": _default_saved(), "4.2": _min_cut(), "5.1": _gelu(), "5.2": _log_softmax(),
             "5.3": _layer_norm(), "6.2": _hardsigmoid(), "6.3": _sum_of_squares(),
-            "7.1": _tile(), "7.2": _bytes_moved(), "7.3": _plan_reuse(), "7.4": _fusion_rule()}
+            "7.1": _tile(), "7.2": _bytes_moved(), "7.3": _plan_reuse(), "7.4": _fusion_rule(),
+            "8.2": _triton_printer(), "8.3": _pointwise(), "8.4": _looped(), "9.2": _vector(),
+            "9.4": _parallel()}
 
 
 @pytest.mark.parametrize("ex", sorted(CONTROLS), ids=str)
 def test_right_setting_of_each_family_passes(ex):
     exercise = EXERCISES[ex]
-    fn = CONTROLS[ex]
-    exercise.check(_with(exercise.module, **{fn.__name__: fn}))
+    exercise.check(_with(exercise.module, **_overrides(CONTROLS[ex])))
 
 
 def test_every_exercise_has_wrong_variants():
@@ -840,11 +1005,15 @@ def test_every_exercise_has_wrong_variants():
 CASES = [(ex, name, fn) for ex, variants in WRONG.items() for name, fn in variants.items()]
 
 
+def _overrides(fn) -> dict:
+    """A wrong function, or several (``{name: function}``) replacing one exercise's pieces."""
+    return fn if isinstance(fn, dict) else {fn.__name__: fn}
+
+
 @pytest.mark.parametrize("ex, name, fn", CASES, ids=[f"{c[0]}: {c[1]}" for c in CASES])
 def test_wrong_solution_scores_zero(ex, name, fn):
     exercise = EXERCISES[ex]
-    fn_name = fn.__name__
-    wrong = _with(exercise.module, **{fn_name: fn})
+    wrong = _with(exercise.module, **_overrides(fn))
     with pytest.raises(Exception):
         exercise.check(wrong)
 

@@ -3,16 +3,21 @@
 
 Every exercise whose check passes puts the learner's function into the stage it was written for
 (:data:`PLUGS`: the interpreter's BINARY_OP table and FOR_ITER handler, call inlining, duck
-sizing, a resume function's live locals and stack prologue, the min-cut partitioner, three decompositions, a lowering, the scheduler's tile and one
-of its fusion rules, C++ operator templates and accumulators, the CUDA-graph decisions); every
-other piece stays minicompile's own. Then one model (:class:`CourseModel`) runs a training step
-through ``mc.compile(backend="inductor")`` at two batch sizes (the second compiles with a
-symbolic batch) with C++ kernels, and its loss and gradients are compared with eager
-PyTorch's; then a function with a graph break (:func:`with_a_graph_break`) runs through the
-resume function the learner's liveness and stack prologue built; last, the model trains with
-``mode="reduce-overhead"``: on a GPU its graphs are recorded and replayed with the learner's
-CUDA-graph decisions, on a CPU the learner's ``skip_reason`` must refuse them (the other
-CUDA-graph pieces need a GPU).
+sizing, a resume function's live locals and stack prologue, the min-cut partitioner, three
+decompositions, a lowering, the scheduler's tile and one of its fusion rules, Triton's pointwise
+kernels, grid and looped reductions, C++ operator templates, vector loops, accumulators and
+parallel reductions, the CUDA-graph decisions); every other piece stays
+minicompile's own. Then one model (:class:`CourseModel`) runs a training step through
+``mc.compile(backend="inductor")`` at two batch sizes (the second compiles with a symbolic batch)
+with C++ kernels, and its loss and gradients are compared with eager PyTorch's, and so is
+:func:`long_rows` (long rows, and a whole-tensor reduction); the same step
+runs again with Triton kernels where Triton can run (a GPU, or CPU tensors under
+``TRITON_INTERPRET=1``), so the learner's Triton pieces write them (the long rows: a looped
+reduction); then a function with a graph
+break (:func:`with_a_graph_break`) runs through the resume function the learner's liveness and
+stack prologue built; last, the model trains with ``mode="reduce-overhead"``: on a GPU its
+graphs are recorded and replayed with the learner's CUDA-graph decisions, on a CPU the learner's
+``skip_reason`` must refuse them (the other CUDA-graph pieces need a GPU).
 
 Each plugged piece counts its calls, so the report says which of the learner's pieces the
 compiled model really ran, and a piece that was never reached is named as such.
@@ -33,10 +38,11 @@ import torch.nn.functional as F
 import minicompile as mc
 from .. import config, cudagraphs
 from ..dynamo import resume_execution
+from ..inductor.runtime import triton_heuristics
 from .plugs import PLUGS, Usage, swapped
 
-__all__ = ["PLUGS", "CourseModel", "PipelineReport", "plugged_in", "run_pipeline",
-           "with_a_graph_break"]
+__all__ = ["PLUGS", "CourseModel", "PipelineReport", "long_rows", "plugged_in",
+           "run_pipeline", "with_a_graph_break"]
 
 
 # --- the model ---------------------------------------------------------------------------------
@@ -79,12 +85,19 @@ def with_a_graph_break(x: torch.Tensor) -> torch.Tensor:
     return h * scale + x.cos()
 
 
+def long_rows(x: torch.Tensor) -> torch.Tensor:
+    """Each row's max plus its mean, less the whole tensor's mean: rows longer than a Triton
+    block are reduced in a loop, and the whole tensor as one row, shared by the C++ threads."""
+    return x.amax(1) + x.sum(1) / x.shape[1] - x.mean()  # (B,)
+
+
 @dataclass
 class PipelineReport:
     plugged: dict[str, int] = field(default_factory=dict)  # exercise -> calls of the piece
     own: dict[str, str] = field(default_factory=dict)  # exercise -> why minicompile's own ran
     max_diff: float = 0.0
     metrics: dict[str, int] = field(default_factory=dict)
+    triton: str = ""  # where the Triton kernels ran, or why they did not
     error: str = ""  # empty when the model compiled and matched eager
 
     def format(self) -> str:
@@ -104,8 +117,9 @@ class PipelineReport:
                    f"matches eager (largest difference {self.max_diff:.2e}) with "
                    f"{len(self.plugged)} of your {len(PLUGS)} pieces plugged in")
         return "\n".join(lines + ["", f"CourseModel, a training step at batch sizes {BATCHES} "
-                                  f"({counts}), then with_a_graph_break, then CourseModel with "
-                                  f"mode='reduce-overhead':", verdict])
+                                  f"and long_rows with C++ kernels ({counts}), then with Triton "
+                                  f"kernels ({self.triton}), then with_a_graph_break, then "
+                                  f"CourseModel with mode='reduce-overhead':", verdict])
 
 
 def run_pipeline(pieces: dict[str, ModuleType], not_plugged: dict[str, str]) -> PipelineReport:
@@ -123,6 +137,19 @@ def run_pipeline(pieces: dict[str, ModuleType], not_plugged: dict[str, str]) -> 
             report.error = str(e)
         report.metrics = {k: getattr(mc.metrics, k) for k in
                           ("graphs_compiled", "recompiles", "graph_breaks", "eager_fallbacks")}
+        if not report.error:
+            try:
+                report.max_diff = max(report.max_diff, _long_rows_against_eager("cpu", "cpp"))
+            except AssertionError as e:
+                report.error = str(e)
+        device, report.triton = triton_device()
+        if not report.error and device is not None:
+            mc.reset()
+            try:
+                report.max_diff = max(report.max_diff, _train_against_eager(device, "triton"),
+                                      _long_rows_against_eager(device, "triton"))
+            except AssertionError as e:
+                report.error = f"with Triton kernels: {e}"
         if not report.error:
             try:
                 report.max_diff = max(report.max_diff, _resume_against_eager())
@@ -165,15 +192,24 @@ def plugged_in(pieces: dict[str, ModuleType]) -> Iterator[dict[str, Usage]]:
         yield usages
 
 
-def _train_against_eager() -> float:
+def triton_device() -> tuple[str | None, str]:
+    """Where Triton kernels can run here (None: nowhere), and that in words."""
+    if torch.cuda.is_available():
+        return "cuda", "on the GPU"
+    if triton_heuristics.INTERPRET:
+        return "cpu", "on CPU tensors, in Triton's interpreter"
+    return None, "not run: no GPU, and TRITON_INTERPRET=1 was not set before Python started"
+
+
+def _train_against_eager(device: str = "cpu", cpu_kernels: str = "cpp") -> float:
     """One training step of the compiled model per batch size, against the eager model's; the
-    largest difference of any loss or gradient."""
+    largest difference of any loss or gradient. ``cpu_kernels``: the backend of CPU tensors."""
     torch.manual_seed(0)
-    with torch.device("cpu"):  # the plugged pieces include C++ code generation: CPU tensors
-        return _train_on_cpu()
+    with torch.device(device), swapped(config.inductor, "cpu_backend", cpu_kernels):
+        return _train_model()
 
 
-def _train_on_cpu() -> float:
+def _train_model() -> float:
     reference = CourseModel()
     compiled = mc.compile(copy.deepcopy(reference), backend="inductor")
     mc.metrics.reset()
@@ -186,6 +222,18 @@ def _train_on_cpu() -> float:
         f"the model was not compiled whole ({mc.metrics.eager_fallbacks} eager fallbacks, "
         f"{mc.metrics.graph_breaks} graph breaks): a plugged piece raised or refused")
     return worst
+
+
+def _long_rows_against_eager(device: str, cpu_kernels: str) -> float:
+    """``long_rows`` compiled (on ``device``; ``cpu_kernels``: the backend of CPU tensors)
+    against eager."""
+    mc.reset()
+    with torch.device(device), swapped(config.inductor, "cpu_backend", cpu_kernels):
+        x = torch.randn(6, 2500)
+        mc.metrics.reset()
+        got = mc.compile(long_rows, backend="inductor")(x)
+        assert mc.metrics.eager_fallbacks == 0, "long_rows fell back to eager: a piece raised"
+        return _compare("long_rows", got, long_rows(x))
 
 
 def _resume_against_eager() -> float:

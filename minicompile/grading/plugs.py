@@ -22,9 +22,10 @@ from ..dynamo import resume_execution
 from ..dynamo.bytecode_transformation import instructions_from_code
 from ..dynamo.symbolic_convert import OPCODE_HANDLERS, InstructionTranslatorBase
 from ..inductor import fusion
-from ..inductor.codegen import cpp_ops
+from ..inductor.codegen import cpp_loops, cpp_ops, triton_frames
 from ..inductor.codegen.cpp_ops import ReductionKind
 from ..inductor.lowering import lowerings
+from ..inductor.runtime import triton_heuristics
 from ..shapes.symbolic_shapes import ShapeEnv
 from .checks.ex03_graph_breaks import checked_prologue
 
@@ -213,6 +214,18 @@ def _c_ops(sol: ModuleType, use: Usage) -> ContextManager:
     return swapped(cpp_ops, "C_OPS", _CountingRows({**cpp_ops.C_OPS, **rows}, set(rows), use))
 
 
+def _vector_loop(sol: ModuleType, use: Usage) -> ContextManager:
+    return swapped(cpp_loops, "vector_loop", use.counted(sol.vector_loop))
+
+
+def _parallel_reduction(sol: ModuleType, use: Usage) -> ContextManager:
+    learner = use.counted(sol.parallel_reduction)
+
+    def parallel_reduction(accumulators, body, parallel, simd=True):
+        return learner(accumulators, body, parallel)
+    return swapped(cpp_loops, "parallel_reduction", parallel_reduction)
+
+
 def _reductions(sol: ModuleType, use: Usage) -> ContextManager:
     rows = {k: ReductionKind(init, update, omp=omp)
             for k, (init, update, omp) in sol.reduction_rows().items() if k in cpp_ops.REDUCTIONS}
@@ -228,6 +241,22 @@ def _cudagraphs(name: str) -> Callable[[ModuleType, Usage], ContextManager]:
     return install
 
 
+@contextlib.contextmanager
+def _pointwise_kernel(sol: ModuleType, use: Usage) -> Iterator[None]:
+    """The learner writes every pointwise Triton kernel whose loads and stores ``xmask`` alone
+    masks, and the grid of every launch."""
+    with swapped(triton_frames, "pointwise_kernel", use.counted(sol.pointwise_kernel)), \
+            swapped(triton_heuristics, "grid", sol.grid):
+        yield
+
+
+def _looped_reduction_kernel(sol: ModuleType, use: Usage) -> ContextManager:
+    """The learner writes every looped reduction of sums, products, maxima and minima whose
+    row code follows its one loop."""
+    kernel = use.counted(sol.looped_reduction_kernel)
+    return swapped(triton_frames, "looped_reduction_kernel", kernel)
+
+
 @dataclass
 class Plug:
     exercise: str
@@ -235,6 +264,7 @@ class Plug:
     stage: str  # where the compiler uses it
     install: Callable[[ModuleType, Usage], ContextManager]
     needs_gpu: bool = False  # reached only where CUDA graphs are recorded
+    triton: bool = False  # reached only where Triton kernels run (a GPU, or the interpreter)
 
 
 PLUGS: list[Plug] = [
@@ -254,8 +284,16 @@ PLUGS: list[Plug] = [
          _hardsigmoid_lowering),
     Plug("7.1", "kernel_tile", "inductor: the scheduler's kernel tile", _kernel_tile),
     Plug("7.4", "reads_line_up", "inductor: a fusion rule of the scheduler", _fusion_rule),
+    Plug("8.3", "pointwise_kernel", "Triton codegen: pointwise kernels and their grid",
+         _pointwise_kernel, triton=True),
+    Plug("8.4", "looped_reduction_kernel", "Triton codegen: looped reductions (long rows)",
+         _looped_reduction_kernel, triton=True),
     Plug("9.1", "nan_aware_ops", "C++ codegen: operator templates", _c_ops),
+    Plug("9.2", "vector_loop", "C++ codegen: pointwise loops, vectors and a tail",
+         _vector_loop),
     Plug("9.3", "reduction_rows", "C++ codegen: reduction accumulators", _reductions),
+    Plug("9.4", "parallel_reduction", "C++ codegen: one row reduced by all threads",
+         _parallel_reduction),
     Plug("10.1", "skip_reason", "CUDA graphs: may a graph be recorded", _cudagraphs("skip_reason")),
     Plug("10.2", "decide", "CUDA graphs: warm up, record, replay or skip", _cudagraphs("decide"),
          needs_gpu=True),

@@ -71,7 +71,7 @@ import torch
 
 from ..checks import Check
 from ..kernel_group import RINDEX, XINDEX, KernelGroup, KernelMember
-from . import cpp_build
+from . import cpp_build, cpp_loops
 from .common import (BaseScheduling, CodegenError, IndentedBuffer, KernelSignature,
                      emit_members)
 from .cpp_hoist import LoopInvariants
@@ -203,8 +203,9 @@ class CppKernel:
             segments = row_segments(self.ops.mask_bounds.at.get(X0, ()), row) if row else [(start, end)]
             for lo, hi in segments:
                 if self.options.cpp_vectorize:
-                    code.writeline("#pragma omp simd")
-                self.write_loop(code, var, str(lo), str(hi), body)
+                    code.writelines(cpp_loops.vector_loop(var, str(lo), str(hi), body.body.lines))
+                else:
+                    self.write_loop(code, var, str(lo), str(hi), body)
         code.writeline("}")
 
     def emit_rows(self, row: int) -> LoopCode:
@@ -325,36 +326,9 @@ class CppKernel:
                 continue
             code.splice(loop.prefix)
             code.splice(loop.hoisted)
-            clauses = simd_clauses(loop)
-            if clauses is not None:
-                simd = "simd " if self.options.cpp_vectorize else ""
-                code.writeline(f"#pragma omp parallel for {simd}{parallel}{clauses}")
-                self.write_loop(code, "rindex", "0", "rnumel", loop)
-            else:
-                self.partials_loop(code, loop, parallel)
+            code.writelines(cpp_loops.parallel_reduction(  # (looked up now: the course swaps it)
+                cpp_loops.partials(loop), loop.body.lines, parallel, self.options.cpp_vectorize))
             code.splice(loop.suffix)
-
-    def partials_loop(self, code: IndentedBuffer, loop: LoopCode, parallel: str) -> None:
-        """One partial accumulator per thread, each over a contiguous chunk of the row, combined
-        in thread order after the loop (argmax keeps the first maximum)."""
-        by_hand = [a for a in loop.accumulators if a.kind.omp is None]
-        clauses = "".join(f" reduction({a.kind.omp}:{a.name})" for a in loop.accumulators
-                          if a.kind.omp is not None)
-        for a in by_hand:
-            code.writeline(f"std::vector<{a.ctype}> {a.name}_parts(num_threads, {a.name});")
-        code.writeline(f"#pragma omp parallel {parallel}")
-        code.writeline("{")
-        with code.indent():
-            for a in by_hand:  # this thread's partial, shadowing the total inside the region
-                code.writeline(f"auto {a.name} = {a.name}_parts[omp_get_thread_num()];")
-            code.writeline(f"#pragma omp for schedule(static){clauses}")
-            self.write_loop(code, "rindex", "0", "rnumel", loop)
-            for a in by_hand:
-                code.writeline(f"{a.name}_parts[omp_get_thread_num()] = {a.name};")
-        code.writeline("}")
-        for a in by_hand:
-            combine = a.kind.combine.format(a=a.name, b="part")
-            code.writeline(f"for (const auto& part : {a.name}_parts) {a.name} = {combine};")
 
     # --- running it -----------------------------------------------------------------------------
     def build(self) -> None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 
 import sympy
 
@@ -40,6 +41,59 @@ SHORT_ROW_BYTES, SHORT_ROW_LANE_BYTES = 2048, 64  # a row shorter than 2 KB: one
 PARALLEL_MIN_WORK = 65536  # operations a kernel must do before its loop is shared among threads
 MATH_CALL_WORK = 8  # a line calling a math function (``exp``, ``log``, ...): this many operations
 LANE_SIZES = {"float": 4, "int32_t": 4, "double": 8, "int64_t": 8}  # others: plain loops
+
+
+def vector_loop(var: str, start: str, end: str, body: list[str]) -> list[str]:
+    """The lines that run ``body`` for every ``var`` in ``[start, end)``, vectorised. Here
+    ``#pragma omp simd`` asks g++ to split the range into whole vectors of lanes and a scalar
+    tail (its epilogue loop); Inductor's ``CppVecKernel`` writes the split out, vectors of
+    ``at::vec::Vectorized`` then a tail loop, as exercise 9.2 of the course does."""
+    return ["#pragma omp simd", f"for (int64_t {var} = {start}; {var} < {end}; {var}++)", "{",
+            *[f"    {line}" for line in body], "}"]
+
+
+@dataclass
+class Partial:
+    """One accumulator of a loop shared among threads, of C++ type ``ctype``: ``combine`` merges
+    two partial results ``{a}`` and ``{b}``; ``omp`` is its OpenMP reduction identifier (None:
+    none exists)."""
+
+    name: str
+    ctype: str
+    combine: str
+    omp: str | None
+
+
+def partials(loop) -> list[Partial]:
+    return [Partial(a.name, a.ctype, a.kind.combine or
+                    a.kind.update.format(acc="{a}", value="{b}"), a.kind.omp)
+            for a in loop.accumulators]
+
+
+def parallel_reduction(accumulators: list[Partial], body: list[str], parallel: str,
+                       simd: bool = True) -> list[str]:
+    """The loop over ``rindex`` of a one-row reduction, its iterations shared among threads
+    (``parallel``: the ``num_threads(...) if(...)`` clauses), each accumulator already declared
+    and started. Where every accumulator has an OpenMP reduction, OpenMP keeps one partial per
+    thread and combines them (``reduction(+:acc0)``); otherwise each thread's partial starts as
+    a copy of the accumulator and they are combined by hand, in thread order, after the loop
+    (argmax keeps the first maximum). Exercise 9.4 of the course writes this by hand."""
+    loop = ["for (int64_t rindex = 0; rindex < rnumel; rindex++)", "{",
+            *[f"    {line}" for line in body], "}"]
+    clauses = "".join(f" reduction({a.omp}:{a.name})" for a in accumulators if a.omp)
+    if all(a.omp for a in accumulators):
+        return [f"#pragma omp parallel for {'simd ' if simd else ''}{parallel}{clauses}", *loop]
+    by_hand = [a for a in accumulators if a.omp is None]
+    lines = [f"std::vector<{a.ctype}> {a.name}_parts(num_threads, {a.name});"
+             for a in by_hand]
+    lines += [f"#pragma omp parallel {parallel}", "{"]
+    # this thread's partial, shadowing the total inside the region
+    lines += [f"    auto {a.name} = {a.name}_parts[omp_get_thread_num()];" for a in by_hand]
+    lines += [f"    #pragma omp for schedule(static){clauses}", *[f"    {line}" for line in loop]]
+    lines += [f"    {a.name}_parts[omp_get_thread_num()] = {a.name};" for a in by_hand]
+    lines += ["}"]
+    return lines + [f"for (const auto& part : {a.name}_parts) {a.name} = "
+                    f"{a.combine.format(a=a.name, b='part')};" for a in by_hand]
 
 
 def omp_accumulators(loop) -> list[tuple[str, str, str]] | None:

@@ -13,7 +13,10 @@ name of a temporary (``tmp3``). Three shapes of kernel, as Inductor's:
                   accumulators inside the loop and reduced across lanes after it; per-row code
                   runs between the loops
 
-Loads and stores are masked (``xmask``, ``rmask``, and the masks of enclosing ``ops.masked``);
+A kernel whose parts fit a frame of ``triton_frames.py`` (a plain pointwise kernel, a plain looped
+reduction) is written there from its parts: the addresses it loads, the lines that compute, its
+accumulators, the addresses and values it stores. Loads and stores are masked (``xmask``,
+``rmask``, and the masks of enclosing ``ops.masked``);
 half-precision values are computed in float32 (upcast after a load, downcast at a store).
 Indices are int32 (``tl.arange``): a buffer over 2**31 elements would need int64 indexing,
 which Inductor switches to by size; this kernel writer does not.
@@ -32,6 +35,7 @@ from ..ir import MemoryDep
 from ..kernel_group import RINDEX, XINDEX, KernelGroup, KernelMember
 from ..sizevars import simplify_index
 from ..ops_handler import add_elementwise_ops
+from . import triton_frames
 from .common import CSE, IndentedBuffer, KernelSignature, emit_members
 from .triton_reductions import TritonReductions
 from .triton_ops import (SIGN_BIT, TRITON_OPS, compute_dtype, is_negative_zero, paren,
@@ -68,11 +72,14 @@ class TritonKernel(TritonReductions):
         self.row_values: set[str] = set()  # results of this loop's reductions (after the loop)
         self.masks: list[str] = []  # the masks of the enclosing ops.masked calls
         self.level = "element"  # the member being emitted runs per element or per row
+        self.loop_lines: list[str] = []  # a looped kernel's loop body, and its per-row code
+        self.row_lines: list[str] = []
         self.accesses: list[tuple[str, str, MemoryDep]] = []  # ("load"|"store", buffer, dep)
         self._indirect = 0
         self.in_bounds: dict[sympy.Symbol, str] = {}  # indirect index -> its bounds condition
         self.checks: list[Check] = []  # the kernel's checks, by site number (checks.py)
         self.nonzero: set[str] = set()  # temporaries holding a nonzero integer constant
+        self.parts = triton_frames.PlainParts()  # what a frame of triton_frames.py takes
 
     @staticmethod
     def fits_in_one_block(group: KernelGroup) -> bool:
@@ -94,6 +101,9 @@ class TritonKernel(TritonReductions):
             for member in self.group.members:
                 self.emit(member, scope)
             body = self.body
+        framed = self.framed(body)
+        if framed is not None:
+            return triton_frames.with_header(framed, self.header_comment())
         code = IndentedBuffer()
         code.writeline("@triton.jit")
         code.writeline(f"def {self.name}({', '.join(self.parameters())}):")
@@ -103,9 +113,28 @@ class TritonKernel(TritonReductions):
             code.splice(body)
         return code.getvalue()
 
+    def framed(self, body: IndentedBuffer) -> str | None:
+        """The kernel written by its frame in ``triton_frames`` (looked up now: the course swaps
+        them), or None when its parts fit no frame."""
+        parts = self.parts
+        if not parts.fits() or self.kind == "persistent":
+            return None
+        params = self.arguments()
+        loads, stores = list(parts.loads.values()), list(parts.stores.values())
+        if self.kind == "pointwise":
+            return triton_frames.pointwise_kernel(self.name, params, loads,
+                                                  parts.body(body.lines), stores)
+        return triton_frames.looped_reduction_kernel(
+            self.name, params, loads, parts.body(self.loop_lines), parts.reductions,
+            parts.body(self.row_lines), stores)
+
+    def arguments(self) -> list[str]:
+        """The buffers' pointers, then the size symbols."""
+        return [self.args[n] for n in self.signature.buffers()] + [
+            str(s) for s in self.signature.sizes]
+
     def parameters(self) -> list[str]:
-        params = [self.args[n] for n in self.signature.buffers()]
-        params += [str(s) for s in self.signature.sizes] + ["xnumel"]
+        params = self.arguments() + ["xnumel"]
         if self.kind == "pointwise":
             return params + ["XBLOCK: tl.constexpr"]
         return params + ["rnumel", "XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"]
@@ -139,11 +168,16 @@ class TritonKernel(TritonReductions):
         top = IndentedBuffer()
         elementwise = {m.get_name() for m in self.group.members
                        if m.level == "element" and not m.is_reduction()}
-        for phase in self.group.phases():
+        phases = self.group.phases()
+        self.parts.plain &= [p.kind for p in phases[:1]] == ["loop"] and \
+            all(p.kind == "row" for p in phases[1:])  # the looped frame: one loop, then rows
+        for phase in phases:
             if phase.kind == "row":
                 self.body = top
+                start = len(top.lines)
                 for member in phase.members:
                     self.emit(member, scope)
+                self.row_lines += top.lines[start:]
                 continue
             for name in elementwise & set(scope):  # an earlier loop's values: recomputed
                 del scope[name]
@@ -158,6 +192,7 @@ class TritonKernel(TritonReductions):
                 top.writelines(["rindex = roffset + rbase", "rmask = rindex < rnumel"])
                 top.splice(self.body)
             top.splice(self.after_loop)
+            self.loop_lines, self.row_lines = list(self.body.lines), list(self.after_loop.lines)
             self.row_values.clear()
         return top
 
@@ -210,7 +245,12 @@ class TritonKernel(TritonReductions):
         expr = f"tl.load({self.pointer(name, index)}, {self.mask(element, index)}{other})"
         if compute_dtype(dtype) != dtype:
             expr += f".to({triton_dtype(compute_dtype(dtype))})"
-        return self.generate(expr, compute_dtype(dtype))
+        var = self.generate(expr, compute_dtype(dtype))
+        address = self.pointer(name, index)
+        framed = {"pointwise": "xmask", "looped": "xmask & rmask, other=0"}.get(self.kind)
+        self.parts.buffers["load"].add(name)
+        self.parts.load(f"{var} = {expr}", var, address, expr == f"tl.load({address}, {framed})")
+        return var
 
     def store(self, name: str, index: sympy.Expr, value: str) -> None:
         index = sympy.sympify(index)
@@ -219,8 +259,11 @@ class TritonKernel(TritonReductions):
         target = self.after_loop if value in self.row_values else self.body
         if self.dtype(value) != dtype:
             value = f"{paren(value)}.to({triton_dtype(dtype)})"
-        target.writeline(f"tl.store({self.pointer(name, index)}, {value}, "
-                         f"{self.mask(RINDEX in index.free_symbols, index)})")
+        address, mask = self.pointer(name, index), self.mask(RINDEX in index.free_symbols, index)
+        line = f"tl.store({address}, {value}, {mask})"
+        target.writeline(line)
+        self.parts.buffers["store"].add(name)
+        self.parts.store(line, address, value, mask == "xmask")  # rows (after the loop) only
 
     def constant(self, value: Any, dtype: torch.dtype) -> str:
         dtype = compute_dtype(dtype)

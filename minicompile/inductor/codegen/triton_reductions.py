@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 import torch
 
+from .triton_frames import FRAMED_REDUCTIONS, LoopedReduction
 from .triton_ops import compute_dtype, paren, triton_constant, triton_dtype
 
 # reduction type -> the value a masked-off lane contributes (by the value's dtype)
@@ -92,6 +93,7 @@ class TritonReductions:
         after it."""
         acc = f"_{self.cse.newvar()}"
         mask, block = "xmask & rmask", "[XBLOCK, RBLOCK]"
+        self.parts.plain &= rtype in FRAMED_REDUCTIONS  # others: no frame of triton_frames.py
         if rtype == "online_softmax_reduce":
             return self.reduce_online_softmax(acc, value, dtype)
         if rtype == "welford_reduce":
@@ -129,8 +131,16 @@ class TritonReductions:
                                        f"{triton_dtype(acc_dtype)})")
             step = COMBINE[rtype].format(acc=acc, v=value)
             self.body.writeline(f"{acc} = tl.where({mask}, {step}, {acc})")
-            result = self.generate(REDUCE_ROWS[rtype].format(acc),
-                                   torch.bool if rtype == "any" else dtype, self.after_loop)
+            reduce_rows = REDUCE_ROWS[rtype].format(acc)
+            result = self.generate(reduce_rows, torch.bool if rtype == "any" else dtype,
+                                   self.after_loop)
+            if vdtype == acc_dtype != torch.bool:  # the frame's numbers, not bools
+                self.parts.frame_lines |= {f"{acc} = tl.where({mask}, {step}, {acc})",
+                                           f"{result} = {reduce_rows}"}
+                self.parts.reductions.append(LoopedReduction(
+                    acc, result, rtype, value, acc_dtype, triton_dtype(acc_dtype)))
+            else:
+                self.parts.plain = False
         self.row_values.add(result)
         return result
 
