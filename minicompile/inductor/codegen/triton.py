@@ -84,7 +84,8 @@ class TritonKernelObject(TritonLauncher):
     def __init__(self, name: str, fn: Any, kind: str, source: str, group: KernelGroup,
                  kernel: TritonKernel, scheduler: Any):
         super().__init__(name, fn, kind, source,
-                         options=CHECKED_OPTIONS if kernel.checks else COMPILE_OPTIONS)
+                         options=CHECKED_OPTIONS if kernel.checks else COMPILE_OPTIONS,
+                         hint=kernel.reduction_hint())
         self.group, self._counted = group, (kernel, scheduler)
         self.checks = kernel.checks
 

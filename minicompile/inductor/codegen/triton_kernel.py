@@ -112,9 +112,13 @@ class TritonKernel(TritonReductions):
         g = self.group
         fused = ", ".join(m.get_name() + ("" if m.level == "element" else " (per row)")
                           for m in g.members)
-        return [f"# fuses {fused}", f"# aten: {', '.join(g.origins) or '-'}",
-                f"# reads {', '.join(g.reads) or '-'}; writes {', '.join(g.stored) or '-'}",
-                f"# bytes: read {g.read_bytes}, write {g.write_bytes}"]
+        lines = [f"# fuses {fused}", f"# aten: {', '.join(g.origins) or '-'}",
+                 f"# reads {', '.join(g.reads) or '-'}; writes {', '.join(g.stored) or '-'}",
+                 f"# bytes: read {g.read_bytes}, write {g.write_bytes}"]
+        if self.reduction_hint() == "outer":
+            lines.append("# outer reduction: loads are contiguous along x, not r; the launcher "
+                         "tiles many adjacent x per program and loops over r")
+        return lines
 
     def prologue(self) -> list[str]:
         if self.kind == "pointwise":
@@ -158,6 +162,22 @@ class TritonKernel(TritonReductions):
             top.splice(self.after_loop)
             self.row_values.clear()
         return top
+
+    def reduction_hint(self) -> str:
+        """"outer" when the row's elements lie far apart and the kept dim is contiguous in every
+        element-level load that moves along either (``x.sum(0)``, a batchnorm's statistics over
+        N, H, W of a channels-last tensor): the launcher then tiles many adjacent kept elements
+        per program, coalesced, and walks the reduced dim in the loop. Decided from the strides
+        of the loads the kernel really emitted, so a fused prologue's reads count too."""
+        if self.kind == "pointwise":
+            return "inner"
+        x_contiguous = r_contiguous = False
+        for kind, _, dep in self.accesses:
+            if kind != "load" or RINDEX not in dep.index.free_symbols:
+                continue
+            r_contiguous |= local_stride(dep.index, RINDEX) == 1
+            x_contiguous |= local_stride(dep.index, XINDEX) == 1
+        return "outer" if x_contiguous and not r_contiguous else "inner"
 
     # --- temporaries --------------------------------------------------------------------------
     def generate(self, expr: str, dtype: torch.dtype, buffer: IndentedBuffer | None = None) -> str:
@@ -286,6 +306,14 @@ class TritonKernel(TritonReductions):
         symbol = sympy.Symbol(name, integer=True)
         self.in_bounds[symbol] = ok
         return symbol
+
+def local_stride(index: sympy.Expr, var: sympy.Symbol) -> int | None:
+    """How far ``index`` moves when ``var`` steps from 0 to 1, the other kernel variables at 0
+    (a modular index's stride at the start of its range); None if it is not a number."""
+    at = {s: 0 for s in index.free_symbols}
+    step = index.subs({**at, var: 1}) - index.subs(at)
+    return int(step) if step.is_number else None
+
 
 def checks_emitted() -> bool:
     """Index and divisor checks in the kernel: always under Triton's interpreter (they raise

@@ -78,8 +78,18 @@ def pow2(n: int) -> int:
     return triton.next_power_of_2(max(1, n))
 
 
-def candidate_configs(kind: str, xnumel: int, rnumel: int) -> list[Config]:
-    """Configs worth trying for a kernel of ``kind`` at these sizes (the first is the default)."""
+# An outer reduction (``x.sum(0)``: the kept dim is the contiguous one, a row's elements lie a
+# whole row of the input apart) reads coalesced only when a program owns many adjacent kept
+# elements: (XBLOCK, RBLOCK) tiles wide in x and short in r, each loop step reading XBLOCK
+# contiguous values from each of RBLOCK rows (Inductor's ReductionHint.OUTER configs). The
+# inner configs, one row per program in long blocks, read one element per row: 4 bytes of each
+# 32-byte sector. Narrower tiles make more programs where there are few kept elements.
+OUTER_SHAPES = ((64, 8, 4), (32, 32, 4), (128, 16, 8), (16, 64, 4))
+
+
+def candidate_configs(kind: str, xnumel: int, rnumel: int, hint: str = "inner") -> list[Config]:
+    """Configs worth trying for a kernel of ``kind`` at these sizes (the first is the default);
+    ``hint``: "outer" for a reduction whose loads are contiguous along the kept dim."""
     xcap = pow2(xnumel)
     if kind == "pointwise":
         if INTERPRET:
@@ -94,6 +104,10 @@ def candidate_configs(kind: str, xnumel: int, rnumel: int) -> list[Config]:
         rblock = pow2(rnumel)
         if INTERPRET:
             return [Config(max(1, min(xcap, INTERPRETER_BLOCK // rblock)), rblock)]
+        if hint == "outer":  # as many adjacent kept elements a program as fit in registers
+            xblocks = [x for x in (64, 32, 16, 8) if x * rblock <= 8192] or [1]
+            return list(dict.fromkeys(Config(min(xcap, x), rblock, 8 if x * rblock > 2048 else 4)
+                                      for x in xblocks))
         if rblock > 2048:  # one long row per program: warps to spread the row over
             return [Config(1, rblock, w) for w in (8, 16, 32) if rblock // (32 * w) >= 4]
         xblocks = [x for x in (1, 8, 32) if x * rblock <= 8192 and enough_programs(x, xnumel)]
@@ -107,10 +121,17 @@ def candidate_configs(kind: str, xnumel: int, rnumel: int) -> list[Config]:
     # H200: 0.41 ms with 2048-element blocks, 0.33 with 4096; one row of 16384: 43 us with
     # 2048 and 8 warps, 32 with 8192 and 16; on an H100 the two shorter-row configs took 0.44
     # and 1.25 ms there: not compiled for long rows), shorter rows several per program
-    shapes = ((1, 4096, 8), (1, 8192, 16)) if rcap >= 4096 else \
-        ((1, 4096, 8), (8, 512, 8), (64, 64, 4))
-    return list(dict.fromkeys(Config(min(xcap, x), min(rcap, r), w) for x, r, w in shapes
-                              if enough_programs(x, xnumel)))
+    if hint == "outer":
+        shapes = OUTER_SHAPES
+    elif rcap >= 4096:
+        shapes = ((1, 4096, 8), (1, 8192, 16))
+    else:
+        shapes = ((1, 4096, 8), (8, 512, 8), (64, 64, 4))
+    configs = [Config(min(xcap, x), min(rcap, r), w) for x, r, w in shapes
+               if enough_programs(x, xnumel)]
+    # (few kept elements: the narrowest tile; splitting the rows over programs, Inductor's
+    # split reduction, would fill the GPU, and is not done here)
+    return list(dict.fromkeys(configs or [Config(min(xcap, 16), min(rcap, 64), 4)]))
 
 
 MIN_PROGRAMS = 128  # about one program per SM of an H100 (132)
@@ -198,8 +219,9 @@ class TritonLauncher:
     """A callable kernel: ``launcher(*buffers, *sizes, xnumel[, rnumel])``."""
 
     def __init__(self, name: str, fn: Any, kind: str, source: str, autotune: bool = True,
-                 options: dict = COMPILE_OPTIONS):
+                 options: dict = COMPILE_OPTIONS, hint: str = "inner"):
         self.name, self.fn, self.kind, self.source, self.options = name, fn, kind, source, options
+        self.hint = hint  # a reduction's: "outer" when its loads are contiguous along the kept dim
         self.autotune = autotune and not INTERPRET
         self.best: dict[tuple[int, int], Config] = {}  # size class -> chosen config
         self.grids: dict[tuple[int, int], tuple[Config, int]] = {}  # sizes -> (config, grid)
@@ -232,12 +254,15 @@ class TritonLauncher:
         """The config for these sizes' size class (autotuned the first time it is seen) and the
         grid it needs: ``cdiv(xnumel, XBLOCK)`` programs."""
         if xnumel == 0:
-            return candidate_configs(self.kind, 1, max(rnumel, 1))[0], 0
+            return self.configs(1, max(rnumel, 1))[0], 0
         key = (pow2(xnumel), pow2(rnumel))
         if key not in self.best:
             self.best[key] = self.choose(args, xnumel, rnumel)
         cfg = self.best[key]
         return cfg, triton.cdiv(xnumel, cfg.XBLOCK)
+
+    def configs(self, xnumel: int, rnumel: int) -> list[Config]:
+        return candidate_configs(self.kind, xnumel, rnumel, self.hint)
 
     def launch(self, cfg: Config, args: tuple, grid_0: int,
                key: tuple | None = None) -> CompiledLaunch | None:
@@ -277,7 +302,7 @@ class TritonLauncher:
         """The fastest candidate, timed on scratch copies of the tensors: a kernel that updates
         a buffer in place (``x[i] = x[i] * 2``) run a hundred times would leave it multiplied a
         hundred times (real Inductor clones the arguments a kernel mutates, likewise)."""
-        configs = candidate_configs(self.kind, xnumel, rnumel)
+        configs = self.configs(xnumel, rnumel)
         if not self.autotune or len(configs) == 1:
             return configs[0]
         scratch = tuple(scratch_copy(a) if isinstance(a, torch.Tensor) else a for a in args)
@@ -310,7 +335,7 @@ class TritonLauncher:
         xnumel, rnumel = (arg_types[-1], 1) if self.kind == "pointwise" else arg_types[-2:]
         if xnumel == 0:  # never launched
             return []
-        configs = candidate_configs(self.kind, xnumel, rnumel)
+        configs = self.configs(xnumel, rnumel)
         return [self.compile_job(c, arg_types, xnumel, device_index)
                 for c in (configs if self.autotune else configs[:1])]
 
