@@ -248,7 +248,9 @@ def norm_backward(fn, dtype=torch.float32, params=2):
         x = _rand(device, m, n, dtype=dtype).requires_grad_()
         ps = [(1 + 0.1 * _rand(device, n, dtype=dtype)).requires_grad_()] + \
              [_rand(device, n, dtype=dtype).requires_grad_() for _ in range(params - 1)]
-        tol = (2e-2, 5e-2) if dtype != torch.float32 else (1e-3, 1e-3)  # sums over m rows
+        # the weight's gradient is a sum over m rows: eager rounds its half-precision terms,
+        # a fused kernel sums them in float32; the difference grows as sqrt(m)
+        tol = (4e-2, 2e-2 * math.sqrt(m)) if dtype != torch.float32 else (1e-3, 1e-3)
         return Workload(fn, (x, *ps), f"{m}x{n} {_short(dtype)} fwd+bwd", tol=tol,
                         grad_out=_rand(device, m, n, dtype=dtype))
     return make

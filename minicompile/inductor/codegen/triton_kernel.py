@@ -8,6 +8,8 @@ name of a temporary (``tmp3``). Three shapes of kernel, as Inductor's:
     triton_per_*  persistent reduction: a program owns XBLOCK whole rows; ``xindex`` is
                   (XBLOCK, 1), ``rindex`` (1, RBLOCK) with RBLOCK >= rnumel, so an element value
                   is (XBLOCK, RBLOCK) and a row value (XBLOCK, 1); a reduction is one ``tl.sum``
+    triton_poi_* with a 2-D tile (``triton_tiling.py``): a program owns a (YBLOCK, XBLOCK)
+                  block of ``(y0, x0)``, ``xindex = xnumel * y0 + x0``: for a transposed read
     triton_red_*  looped reduction (long rows): one ``for roffset`` loop per loop phase of the
                   group (``KernelGroup.phases``), each reduction kept in (XBLOCK, RBLOCK)
                   accumulators inside the loop and reduced across lanes after it; per-row code
@@ -35,6 +37,7 @@ from ..sizevars import simplify_index
 from ..ops_handler import add_elementwise_ops
 from .common import CSE, IndentedBuffer, KernelSignature, emit_members
 from .triton_reductions import TritonReductions
+from .triton_tiling import X0, Y0, Tile, local_stride
 from .triton_ops import (SIGN_BIT, TRITON_OPS, compute_dtype, is_negative_zero, paren,
                          result_dtype, texpr, triton_constant, triton_dtype)
 
@@ -49,14 +52,15 @@ PERSISTENT_MULTIPASS_RNUMEL = 32768
 class TritonKernel(TritonReductions):
     """Writes the source of one kernel; ``codegen()`` returns it."""
 
-    def __init__(self, group: KernelGroup, name: str, dtype_of: Callable[[str], torch.dtype]):
-        self.group, self.name = group, name
+    def __init__(self, group: KernelGroup, name: str, dtype_of: Callable[[str], torch.dtype],
+                 tile: Tile | None = None):
+        self.group, self.name, self.tile = group, name, tile
         self.buffer_dtype = dtype_of  # buffer name -> its torch dtype
         self.signature = KernelSignature.of(group)
         self.args = {n: f"in_ptr{i}" for i, n in enumerate(self.signature.inputs)}
         self.args.update({n: f"out_ptr{i}" for i, n in enumerate(self.signature.outputs)})
         if group.kind == "pointwise":
-            self.kind = "pointwise"
+            self.kind = "tiled" if tile is not None else "pointwise"
         else:
             self.kind = "persistent" if self.fits_in_one_block(group) else "looped"
         self.cse = CSE()
@@ -103,10 +107,21 @@ class TritonKernel(TritonReductions):
 
     def parameters(self) -> list[str]:
         params = [self.args[n] for n in self.signature.buffers()]
-        params += [str(s) for s in self.signature.sizes] + ["xnumel"]
+        params += [str(s) for s in self.signature.sizes]
+        if self.kind == "tiled":
+            return params + ["ynumel", "xnumel", "XBLOCK: tl.constexpr", "YBLOCK: tl.constexpr"]
+        params.append("xnumel")
         if self.kind == "pointwise":
             return params + ["XBLOCK: tl.constexpr"]
         return params + ["rnumel", "XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"]
+
+    def numels(self) -> list:
+        """The sizes the call passes after the buffers and size symbols."""
+        if self.tile is not None:
+            return [self.tile.ynumel, self.tile.xnumel]
+        if self.kind == "pointwise":
+            return [self.group.numel]
+        return [self.group.numel, self.group.rnumel]
 
     def header_comment(self) -> list[str]:
         g = self.group
@@ -115,12 +130,20 @@ class TritonKernel(TritonReductions):
         lines = [f"# fuses {fused}", f"# aten: {', '.join(g.origins) or '-'}",
                  f"# reads {', '.join(g.reads) or '-'}; writes {', '.join(g.stored) or '-'}",
                  f"# bytes: read {g.read_bytes}, write {g.write_bytes}"]
+        if self.tile is not None:
+            lines.append(f"# 2-D tile: xindex = {self.tile.xnumel}*y0 + x0; an access contiguous "
+                         "along y0 and another along x0, each coalesced in its own layout")
         if self.reduction_hint() == "outer":
             lines.append("# outer reduction: loads are contiguous along x, not r; the launcher "
                          "tiles many adjacent x per program and loops over r")
         return lines
 
     def prologue(self) -> list[str]:
+        if self.kind == "tiled":  # program p owns tile (p // xtiles, p % xtiles)
+            return ["xtiles = tl.cdiv(xnumel, XBLOCK)",
+                    "y0 = (tl.program_id(0) // xtiles) * YBLOCK + tl.arange(0, YBLOCK)[:, None]",
+                    "x0 = (tl.program_id(0) % xtiles) * XBLOCK + tl.arange(0, XBLOCK)[None, :]",
+                    "xmask = (y0 < ynumel) & (x0 < xnumel)"]
         if self.kind == "pointwise":
             return ["xoffset = tl.program_id(0) * XBLOCK",
                     "xindex = xoffset + tl.arange(0, XBLOCK)",
@@ -169,7 +192,7 @@ class TritonKernel(TritonReductions):
         N, H, W of a channels-last tensor): the launcher then tiles many adjacent kept elements
         per program, coalesced, and walks the reduced dim in the loop. Decided from the strides
         of the loads the kernel really emitted, so a fused prologue's reads count too."""
-        if self.kind == "pointwise":
+        if not self.reduces():
             return "inner"
         x_contiguous = r_contiguous = False
         for kind, _, dep in self.accesses:
@@ -188,15 +211,22 @@ class TritonKernel(TritonReductions):
     def dtype(self, value: str) -> torch.dtype:
         return self.dtypes[value]
 
+    def reduces(self) -> bool:
+        return self.kind in ("persistent", "looped")
+
     def is_block_index(self, index: sympy.Expr) -> bool:
-        return any(s in (XINDEX, RINDEX) or s.name.startswith("indirect")
+        return any(s in (XINDEX, RINDEX, X0, Y0) or s.name.startswith("indirect")
                    for s in index.free_symbols)
+
+    def in_tile(self, index: sympy.Expr) -> sympy.Expr:
+        """``index`` in the kernel's block variables: the tile's ``(y0, x0)`` if it has one."""
+        return index if self.tile is None else self.tile.rewrite(index)
 
     def mask(self, element: bool, index: sympy.Expr | None = None) -> str:
         """The mask of a load or store: the block's, the enclosing ``ops.masked``'s, and for an
         address made from a loaded index, that index's bounds (a lane whose index is out of
         range touches no memory, also where the device assert is compiled out)."""
-        parts = ["xmask"] + (["rmask"] if element and self.kind != "pointwise" else [])
+        parts = ["xmask"] + (["rmask"] if element and self.reduces() else [])
         bounds = [] if index is None else [self.in_bounds[s] for s in sorted(
             index.free_symbols & self.in_bounds.keys(), key=str)]
         return " & ".join(parts + self.masks + bounds)
@@ -205,10 +235,11 @@ class TritonKernel(TritonReductions):
         """``in_ptr0 + (index)``; an index without a kernel variable is broadcast to the block,
         so that the masked load or store has one address per lane. (Decided on the simplified
         index: over a range of one element, ``17*xindex + 1`` is the constant ``1``.)"""
-        index = simplify_index(index, self.group.var_ranges())
+        index = self.in_tile(simplify_index(index, self.group.var_ranges()))
         text = texpr(index)
         if not self.is_block_index(index):
-            shape = "[XBLOCK]" if self.kind == "pointwise" else "[XBLOCK, 1]"
+            shape = {"pointwise": "[XBLOCK]", "tiled": "[YBLOCK, XBLOCK]"}.get(self.kind,
+                                                                              "[XBLOCK, 1]")
             text = f"{text} + tl.zeros({shape}, tl.int32)"
         return f"{self.args[name]} + ({text})"
 
@@ -224,7 +255,7 @@ class TritonKernel(TritonReductions):
         dtype = self.buffer_dtype(name)
         element = self.level == "element"
         checked = index.free_symbols & self.in_bounds.keys()
-        other = "" if self.kind == "pointwise" and not self.masks and not checked else ", other=0"
+        other = "" if not self.reduces() and not self.masks and not checked else ", other=0"
         expr = f"tl.load({self.pointer(name, index)}, {self.mask(element, index)}{other})"
         if compute_dtype(dtype) != dtype:
             expr += f".to({triton_dtype(compute_dtype(dtype))})"
@@ -255,7 +286,7 @@ class TritonKernel(TritonReductions):
         return var
 
     def index_expr(self, expr: sympy.Expr, dtype: torch.dtype) -> str:
-        expr = sympy.sympify(expr)
+        expr = self.in_tile(sympy.sympify(expr))
         if not self.is_block_index(expr):
             return self.constant(expr, dtype)
         return self.generate(f"({texpr(expr)}).to({triton_dtype(compute_dtype(dtype))})",
@@ -306,14 +337,6 @@ class TritonKernel(TritonReductions):
         symbol = sympy.Symbol(name, integer=True)
         self.in_bounds[symbol] = ok
         return symbol
-
-def local_stride(index: sympy.Expr, var: sympy.Symbol) -> int | None:
-    """How far ``index`` moves when ``var`` steps from 0 to 1, the other kernel variables at 0
-    (a modular index's stride at the start of its range); None if it is not a number."""
-    at = {s: 0 for s in index.free_symbols}
-    step = index.subs({**at, var: 1}) - index.subs(at)
-    return int(step) if step.is_number else None
-
 
 def checks_emitted() -> bool:
     """Index and divisor checks in the kernel: always under Triton's interpreter (they raise

@@ -62,16 +62,26 @@ class Config:
     XBLOCK: int
     RBLOCK: int | None = None
     num_warps: int = 4
+    YBLOCK: int | None = None  # a 2-D tiled pointwise kernel's lines per program
 
     def kwargs(self) -> dict[str, int]:
         out = {"XBLOCK": self.XBLOCK, "num_warps": self.num_warps}
-        if self.RBLOCK is not None:
-            out["RBLOCK"] = self.RBLOCK
+        for name in ("RBLOCK", "YBLOCK"):  # in the kernel's parameter order
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
         return out
+
+    def programs(self, numel0: int, numel1: int) -> int:
+        """The grid: ``cdiv(xnumel, XBLOCK)`` programs; a tile's ``(numel0, numel1)`` are
+        ``(ynumel, xnumel)``, one program per (YBLOCK, XBLOCK) block."""
+        if self.YBLOCK is None:
+            return triton.cdiv(numel0, self.XBLOCK)
+        return triton.cdiv(numel0, self.YBLOCK) * triton.cdiv(numel1, self.XBLOCK)
 
     def __str__(self) -> str:
         r = f", RBLOCK={self.RBLOCK}" if self.RBLOCK is not None else ""
-        return f"XBLOCK={self.XBLOCK}{r}, num_warps={self.num_warps}"
+        y = f", YBLOCK={self.YBLOCK}" if self.YBLOCK is not None else ""
+        return f"XBLOCK={self.XBLOCK}{r}{y}, num_warps={self.num_warps}"
 
 
 def pow2(n: int) -> int:
@@ -90,6 +100,8 @@ OUTER_SHAPES = ((64, 8, 4), (32, 32, 4), (128, 16, 8), (16, 64, 4))
 def candidate_configs(kind: str, xnumel: int, rnumel: int, hint: str = "inner") -> list[Config]:
     """Configs worth trying for a kernel of ``kind`` at these sizes (the first is the default);
     ``hint``: "outer" for a reduction whose loads are contiguous along the kept dim."""
+    if kind == "tiled":  # (xnumel, rnumel) are the tile's (ynumel, xnumel)
+        return tiled_configs(pow2(xnumel), pow2(rnumel))
     xcap = pow2(xnumel)
     if kind == "pointwise":
         if INTERPRET:
@@ -132,6 +144,19 @@ def candidate_configs(kind: str, xnumel: int, rnumel: int, hint: str = "inner") 
     # (few kept elements: the narrowest tile; splitting the rows over programs, Inductor's
     # split reduction, would fill the GPU, and is not done here)
     return list(dict.fromkeys(configs or [Config(min(xcap, 16), min(rcap, 64), 4)]))
+
+
+# (XBLOCK, YBLOCK, warps) of a 2-D tile: square tiles of 32 or 64 (a 128-byte line of float32
+# along each axis, as Inductor's 2-D pointwise configs), and flatter ones for a short axis
+TILE_SHAPES = ((64, 64, 8), (32, 32, 4), (128, 16, 4), (16, 128, 4))
+
+
+def tiled_configs(ycap: int, xcap: int) -> list[Config]:
+    if INTERPRET:  # one config, big blocks
+        xblock = min(xcap, 128)
+        return [Config(xblock, YBLOCK=min(ycap, max(1, INTERPRETER_BLOCK // xblock)))]
+    return list(dict.fromkeys(Config(min(xcap, x), None, w, min(ycap, y))
+                              for x, y, w in TILE_SHAPES))
 
 
 MIN_PROGRAMS = 128  # about one program per SM of an H100 (132)
@@ -259,7 +284,7 @@ class TritonLauncher:
         if key not in self.best:
             self.best[key] = self.choose(args, xnumel, rnumel)
         cfg = self.best[key]
-        return cfg, triton.cdiv(xnumel, cfg.XBLOCK)
+        return cfg, cfg.programs(xnumel, rnumel)
 
     def configs(self, xnumel: int, rnumel: int) -> list[Config]:
         return candidate_configs(self.kind, xnumel, rnumel, self.hint)
@@ -308,7 +333,7 @@ class TritonLauncher:
         scratch = tuple(scratch_copy(a) if isinstance(a, torch.Tensor) else a for a in args)
         self.precompile(configs, scratch, xnumel)
         warmup, rep = AUTOTUNE_MS
-        timings = {c: do_bench(lambda c=c: self.launch(c, scratch, triton.cdiv(xnumel, c.XBLOCK)),
+        timings = {c: do_bench(lambda c=c: self.launch(c, scratch, c.programs(xnumel, rnumel)),
                                warmup=warmup, rep=rep)
                    for c in configs}
         best = min(timings, key=timings.get)
