@@ -21,11 +21,12 @@ from dataclasses import dataclass
 
 import sympy
 
-from ..kernel_group import XINDEX
+from ..kernel_group import RINDEX, XINDEX
 from ..sizevars import FloorDiv, ModularIndexing, simplify_index
 
 X0 = sympy.Symbol("x0", integer=True, nonnegative=True)  # position in the tile's contiguous dim
 Y0 = sympy.Symbol("y0", integer=True, nonnegative=True)  # which line of the tile
+BLOCK_VARS = (XINDEX, RINDEX, X0, Y0)  # a kernel's block variables
 
 
 @dataclass(frozen=True)
@@ -47,9 +48,9 @@ class Tile:
 def local_stride(index: sympy.Expr, var: sympy.Symbol) -> int | None:
     """How far ``index`` moves when ``var`` steps from 0 to 1, the other kernel variables at 0
     (a modular index's stride at the start of its range); None if it is not a number."""
-    at = {s: 0 for s in index.free_symbols}
+    at = {s: 0 for s in index.free_symbols if s in BLOCK_VARS or s.name.startswith("indirect")}
     step = index.subs({**at, var: 1}) - index.subs(at)
-    return int(step) if step.is_number else None
+    return int(step) if step.is_Integer else None  # (a size symbol's stride is not a number)
 
 
 def split_points(indices: list[sympy.Expr]) -> list[int]:
