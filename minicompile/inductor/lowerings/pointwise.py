@@ -252,6 +252,14 @@ def addcmul(a, b, c, value=1):
         [a, b, c], dtype)
 
 
+@register_lowering(aten.addcdiv)
+def addcdiv(a, b, c, value=1):  # a + value * b / c, in ATen's CPU kernel's order
+    dtype = out_dtype()
+    return make_pointwise(
+        lambda x, y, z: ops.add(x, ops.truediv(ops.mul(ops.constant(value, dtype), y), z)),
+        [a, b, c], dtype)
+
+
 @register_lowering(aten._to_copy, aten.clone, prims.convert_element_type, aten.lift_fresh_copy)
 def to_copy(x, dtype=None, **kwargs):
     if kwargs.get("device") not in (None, x.get_device()):
