@@ -151,15 +151,20 @@ def _kinds(launchers) -> list[str]:
     (lambda x, y: x + y, (torch.randn(67, 33), torch.randn(67, 33)), False),
     (lambda x, b: x + b, (torch.randn(67, 33), torch.randn(33)), False),  # a broadcast is no tile
 ])
-def test_tiled_pointwise(backend, launchers, fn, args, tiled):
+def test_tiled_pointwise(backend, launchers, sources, fn, args, tiled):
     check(fn, *args)
     if backend == "triton":
         assert ("tiled" in _kinds(launchers)) == tiled, _kinds(launchers)
+    else:  # C++: tiles of the row loops (where the rows are long enough to have row loops)
+        assert not any("// 2-D tiles" in s for s in sources) or tiled
 
 
 def test_tiled_source_names_its_tile(backend, sources):
     check(lambda x, y: x.t() + y, torch.randn(31, 17), torch.randn(17, 31))
-    if backend == "triton":
+    if backend == "cpp":
+        (source,) = sources
+        assert "// 2-D tiles" in source and "x0 < x0_end" in source
+    else:
         (source,) = sources
         assert "# 2-D tile: xindex = 31*y0 + x0" in source
         assert "33*x0" not in source and "17*x0" in source  # x read along y0, a column apart

@@ -35,9 +35,9 @@ from ..ir import MemoryDep
 from ..kernel_group import RINDEX, XINDEX, KernelGroup, KernelMember
 from ..sizevars import simplify_index
 from ..ops_handler import add_elementwise_ops
-from .common import CSE, IndentedBuffer, KernelSignature, emit_members
+from .common import CSE, IndentedBuffer, KernelSignature, emit_members, local_stride
 from .triton_reductions import TritonReductions
-from .triton_tiling import X0, Y0, Tile, local_stride
+from .triton_tiling import X0, Y0, Tile
 from .triton_ops import (SIGN_BIT, TRITON_OPS, compute_dtype, is_negative_zero, paren,
                          result_dtype, texpr, triton_constant, triton_dtype)
 

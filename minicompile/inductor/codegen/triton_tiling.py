@@ -21,12 +21,12 @@ from dataclasses import dataclass
 
 import sympy
 
-from ..kernel_group import RINDEX, XINDEX
+from ..kernel_group import XINDEX
 from ..sizevars import FloorDiv, ModularIndexing, simplify_index
+from .common import local_stride, nearer_along
 
 X0 = sympy.Symbol("x0", integer=True, nonnegative=True)  # position in the tile's contiguous dim
 Y0 = sympy.Symbol("y0", integer=True, nonnegative=True)  # which line of the tile
-BLOCK_VARS = (XINDEX, RINDEX, X0, Y0)  # a kernel's block variables
 
 
 @dataclass(frozen=True)
@@ -43,14 +43,6 @@ class Tile:
         """An index in the flat ``xindex``, in the tile's ``(y0, x0)``: ``xindex // X`` becomes
         ``y0`` and ``xindex % X`` becomes ``x0``, as the simplifier knows ``x0 < X``."""
         return simplify_index(index.subs(XINDEX, self.xnumel * Y0 + X0), self.var_ranges())
-
-
-def local_stride(index: sympy.Expr, var: sympy.Symbol) -> int | None:
-    """How far ``index`` moves when ``var`` steps from 0 to 1, the other kernel variables at 0
-    (a modular index's stride at the start of its range); None if it is not a number."""
-    at = {s: 0 for s in index.free_symbols if s in BLOCK_VARS or s.name.startswith("indirect")}
-    step = index.subs({**at, var: 1}) - index.subs(at)
-    return int(step) if step.is_Integer else None  # (a size symbol's stride is not a number)
 
 
 def split_points(indices: list[sympy.Expr]) -> list[int]:
@@ -72,7 +64,7 @@ def split_points(indices: list[sympy.Expr]) -> list[int]:
 
 def choose_tile(indices: list[sympy.Expr], numel: sympy.Expr) -> Tile | None:
     """The tile where one access is contiguous along ``x0`` and another reads better along
-    ``y0`` (``closer_along_y``), or None
+    ``y0`` (``common.nearer_along``), or None
     (every access already agrees with the flat order, or the sizes are symbolic: a tile's
     split is a compile-time constant here)."""
     numel = sympy.sympify(numel)
@@ -84,13 +76,6 @@ def choose_tile(indices: list[sympy.Expr], numel: sympy.Expr) -> Tile | None:
         tile = Tile(int(numel) // split, split)
         rewritten = [tile.rewrite(i) for i in indices if XINDEX in i.free_symbols]
         along_x = any(local_stride(i, X0) == 1 for i in rewritten)
-        if along_x and any(closer_along_y(i) for i in rewritten):
+        if along_x and any(nearer_along(i, Y0, X0) for i in rewritten):
             return tile
     return None
-
-
-def closer_along_y(index: sympy.Expr) -> bool:
-    """Whether neighbouring ``y0`` lanes are nearer in memory than neighbouring ``x0`` lanes
-    (``x.t()[::2]``: 2 elements apart against a row): read better along ``y0``."""
-    sy, sx = local_stride(index, Y0), local_stride(index, X0)
-    return sy is not None and sy != 0 and (sx is None or abs(sy) < abs(sx))
