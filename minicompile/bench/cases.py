@@ -22,7 +22,8 @@ from .gpt_block import Block, block_flops
 
 # tolerances of the check against eager, per dtype (torch.testing.assert_close's rtol, atol):
 # fused kernels reorder float32 sums, bfloat16 keeps 8 bits of mantissa
-TOLERANCES = {torch.float32: (1e-4, 1e-4), torch.bfloat16: (2e-2, 2e-2)}
+TOLERANCES = {torch.float32: (1e-4, 1e-4), torch.bfloat16: (2e-2, 2e-2),
+              torch.float16: (2e-3, 2e-3)}
 
 
 @dataclass
@@ -34,32 +35,52 @@ class Workload:
     flops: float = 0.0                # compute and train cases
     module: nn.Module | None = None   # train: whose parameters receive gradients
     tol: tuple[float, float] | None = None  # (rtol, atol); None: by the output's dtype
+    grad_out: torch.Tensor | None = None  # memory cases with a backward: the output's gradient
+    mutated: tuple[int, ...] = ()     # in-place cases: the args the step updates (its results)
+    _initial: list[torch.Tensor] = field(default_factory=list, repr=False)
+
+    def __post_init__(self):
+        # an in-place step changes its inputs: each checked first call starts from these values
+        self._initial = [self.args[i].clone() for i in self.mutated]
+
+    def restore(self) -> None:
+        """Put the mutated inputs back to their first values (before a checked call)."""
+        with torch.no_grad():
+            for i, value in zip(self.mutated, self._initial):
+                self.args[i].copy_(value)
 
     def step(self, fn: Callable) -> Any:
         """One timed step with ``fn`` (eager, or a compiled version of ``self.fn``)."""
-        if self.kind != "train":
+        if self.kind != "train" and self.grad_out is None:
             return fn(*self.args)
         for t in self.grad_targets():  # fresh gradients each step, like optimizer.zero_grad()
             t.grad = None
         out = fn(*self.args)
-        out.backward(self.args[0].new_ones(()).expand_as(out))
+        grad = self.grad_out if self.grad_out is not None else out.new_ones(()).expand_as(out)
+        out.backward(grad)
         return out
 
     def grad_targets(self) -> list[torch.Tensor]:
-        return [self.args[0], *self.module.parameters()]
+        if self.module is not None:
+            return [self.args[0], *self.module.parameters()]
+        return [a for a in self.args if isinstance(a, torch.Tensor) and a.requires_grad]
 
     def results(self, out: Any) -> list[torch.Tensor]:
-        """What the check compares: outputs, and for training the input and parameter grads."""
-        outs = list(out) if isinstance(out, (tuple, list)) else [out]
-        if self.kind == "train":
+        """What the check compares: outputs (the updated inputs of an in-place step), and with a
+        backward the input and parameter grads."""
+        outs = list(out) if isinstance(out, (tuple, list)) else [] if out is None else [out]
+        outs += [self.args[i] for i in self.mutated]
+        if self.kind == "train" or self.grad_out is not None:
             outs += [t.grad for t in self.grad_targets()]
         return [o.detach().clone() for o in outs]
 
     def min_bytes(self, outs: list[torch.Tensor]) -> int:
-        """Each input (and parameter) read once, each output written once."""
+        """Each input (and parameter, and output gradient) read once, each output written once."""
         inputs = [a for a in self.args if isinstance(a, torch.Tensor)]
         if isinstance(self.fn, nn.Module):
             inputs += list(self.fn.parameters())
+        if self.grad_out is not None:
+            inputs.append(self.grad_out)
         return sum(t.numel() * t.element_size() for t in inputs + outs)
 
     def tolerance(self) -> tuple[float, float]:

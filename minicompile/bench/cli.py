@@ -3,6 +3,7 @@
     bash course.sh bench                          # every case, on CUDA when there is a GPU
     bash course.sh bench --device cpu --quick     # small sizes, fewer repetitions
     bash course.sh bench --cases softmax,layernorm --json out.json --plot out.png
+    bash course.sh bench --suite patterns         # 36 kernel patterns (patterns.py)
     bash course.sh bench --suite scaling --max-size 64   # compile time against size
     bash course.sh bench --suite huggingface|timm|all   # real models: see models/cli.py
     bash course.sh bench --suite overhead          # launch-bound work: CUDA graphs
@@ -19,6 +20,7 @@ from dataclasses import asdict
 import torch
 
 from .cases import CASES
+from .patterns import PATTERNS
 from .models import cli as models_cli
 from .progress import Progress
 from .report import format_table, header, plot, write_json
@@ -44,14 +46,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--cases", default=None,
                    help="comma-separated case names (default: all; scaling: "
                         f"{', '.join(scaling.SIZES)})")
-    p.add_argument("--suite",
-                   choices=["kernels", "scaling", "overhead", "huggingface", "timm", "all"],
+    p.add_argument("--suite", choices=["kernels", "patterns", "scaling", "overhead",
+                                       "huggingface", "timm", "all"],
                    default="kernels",
-                   help="kernels: the cases' run times (default); scaling: compile seconds and "
-                        "peak memory of a training step against its size (N-layer MLP, LSTM "
-                        "unrolled T steps; CPU); overhead: launch-bound steps with and without "
-                        "CUDA graphs (mode='reduce-overhead'); huggingface, timm, all: real "
-                        "models, with options of their own (docs/models.md)")
+                   help="kernels: the cases' run times (default); patterns: the kernel patterns "
+                        "of patterns.py (reduction axes, layouts, scans, norms' backward, "
+                        "optimizer updates, gathers, pooling, epilogues) timed as the cases are; "
+                        "scaling: compile seconds and peak memory of a training step against its "
+                        "size (N-layer MLP, LSTM unrolled T steps; CPU); overhead: launch-bound "
+                        "steps with and without CUDA graphs (mode='reduce-overhead'); "
+                        "huggingface, timm, all: real models, with options of their own "
+                        "(docs/models.md)")
     p.add_argument("--max-size", type=int, metavar="N",
                    help="scaling: skip sizes (layers, steps) above N")
     p.add_argument("--compilers", default=",".join(COMPILERS),
@@ -59,8 +64,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--json", metavar="PATH", help="write every number to a JSON file")
     p.add_argument("--plot", metavar="PATH", help="save a time and GB/s plot (matplotlib Agg)")
     args = p.parse_args(argv)
-    known = scaling.SIZES if args.suite == "scaling" else \
-        overhead.CASES if args.suite == "overhead" else CASES
+    known = suite_cases(args.suite)
     args.cases = [c.strip() for c in (args.cases or ",".join(known)).split(",") if c.strip()]
     args.compilers = [c.strip() for c in args.compilers.split(",") if c.strip()]
     if any(c not in COMPILERS for c in args.compilers):
@@ -71,6 +75,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.device == "cuda" and not torch.cuda.is_available():
         p.error("--device cuda but torch.cuda.is_available() is False")
     return args
+
+
+def suite_cases(suite: str) -> dict:
+    return {"scaling": scaling.SIZES, "patterns": PATTERNS,
+            "overhead": overhead.CASES}.get(suite, CASES)
 
 
 def main_scaling(args: argparse.Namespace) -> int:
@@ -94,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
         return overhead.main(args.device, "quick" if args.quick else "full", args.cases)
     budget = "tiny" if args.tiny else "quick" if args.quick else "full"
     scale = "tiny" if args.tiny else f"{args.device}-quick" if args.quick else args.device
-    plan = [(name, size) for name in args.cases for size in CASES[name].sizes[scale]]
+    cases = suite_cases(args.suite)
+    plan = [(name, size) for name in args.cases for size in cases[name].sizes[scale]]
     if args.device == "cpu":
         keep_freed_memory()  # (timing.py: page faults that depend on the heap's history)
 
@@ -108,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     warm_up(args.device)
     results = []
     for name, size in plan:
-        workload = CASES[name].make(args.device, *size)
+        workload = cases[name].make(args.device, *size)
         results.append(run_case(name, workload, args.device, budget, progress))
         del workload  # free the large inputs before the next case
         gc.collect()

@@ -72,6 +72,7 @@ STEPS_PER_CASE = 2 + 2 * len(COMPILERS)  # eager check, compile each, time eager
 def run_case(name: str, workload: Workload, device: str, budget: str,
              progress: Callable[[str], None]) -> Result:
     result = Result(name, workload.size, workload.kind, flops=workload.flops)
+    workload.restore()
     expected = workload.results(workload.step(workload.fn))  # eager is the oracle
     if workload.kind == "memory":
         result.bytes = workload.min_bytes(expected)
@@ -82,6 +83,7 @@ def run_case(name: str, workload: Workload, device: str, budget: str,
         compiler.reset()
         try:
             compiled = compiler.compile(workload.fn)
+            workload.restore()  # an in-place step starts from the inputs eager started from
             with compiler.cold():
                 out, result.cold_s[key] = first_call_s(lambda: workload.step(compiled), device)
             check(workload, out, expected)

@@ -120,3 +120,25 @@ def emit_members(members: list[KernelMember], inner: Any, group: KernelGroup,
     for member in members:
         with set_ops_handler(KernelBodyHandler(inner, group, scope, member)):
             member.emit()
+
+
+# the loop variables of generated kernels (Triton's block indices, C++'s row loops); any other
+# symbol in an index is a size
+LOOP_VARIABLES = {"xindex", "rindex", "x0", "x1", "y0"}
+
+
+def local_stride(index: sympy.Expr, var: sympy.Symbol) -> int | None:
+    """How far ``index`` moves when ``var`` steps from 0 to 1, the other kernel variables at 0
+    (a modular index's stride at the start of its range); None if it is not a number."""
+    at = {s: 0 for s in index.free_symbols if s.name in LOOP_VARIABLES
+          or s.name.startswith("indirect")}
+    step = index.subs({**at, var: 1}) - index.subs(at)
+    return int(step) if step.is_Integer else None  # (a size symbol's stride is not a number)
+
+
+def nearer_along(index: sympy.Expr, outer: sympy.Symbol, inner: sympy.Symbol) -> bool:
+    """Whether neighbouring ``outer`` positions are nearer in memory than neighbouring
+    ``inner`` ones (``x.t()[::2]``: 2 elements apart against a row): an access that a loop
+    nest reads better along its outer variable, the case for a 2-D tile."""
+    so, si = local_stride(index, outer), local_stride(index, inner)
+    return so is not None and so != 0 and (si is None or abs(so) < abs(si))

@@ -76,8 +76,8 @@ from .common import (BaseScheduling, CodegenError, IndentedBuffer, KernelSignatu
                      emit_members)
 from .cpp_hoist import LoopInvariants
 from .cpp_keep import KeptValues
-from .cpp_loops import (X0, X1, XTILE, is_column_reduction, lanes_loop, omp_accumulators,
-                        parallel_threshold, renamed_accumulators, row_length)
+from .cpp_loops import (TILE, X0, X1, XTILE, is_column_reduction, lanes_loop, omp_accumulators,
+                        parallel_threshold, renamed_accumulators, row_length, transposed_read)
 from .cpp_masks import row_segments
 from .cpp_ops import (DTYPES, CppOpsHandler, LoopCode, cexpr, storage_type,
                       vector_math_lines)
@@ -187,6 +187,10 @@ class CppKernel:
             if self.options.cpp_row_loops else None
         if row is not None:  # rows of `row` points: x0 along a row, x1 the row
             body = self.emit_rows(row)
+            if transposed_read(self.ops.simplified) and \
+                    row_segments(self.ops.mask_bounds.at.get(X0, ()), row) == [(0, row)]:
+                self.tiled_loops(code, row, body)
+                return
             outer = f"for (int64_t x1 = 0; x1 < {self.group.numel // row}; x1++)"
             start, end, var = "0", str(row), "x0"
         else:
@@ -206,6 +210,34 @@ class CppKernel:
                     code.writelines(cpp_loops.vector_loop(var, str(lo), str(hi), body.body.lines))
                 else:
                     self.write_loop(code, var, str(lo), str(hi), body)
+        code.writeline("}")
+
+    def tiled_loops(self, code: IndentedBuffer, row: int, body: LoopCode) -> None:
+        """Row loops in ``TILE`` x ``TILE`` tiles (``cpp_loops.transposed_read`` says why): the
+        threads share the tiles' rows, each tile runs its rows one after the other."""
+        rows = self.group.numel // row
+        code.writeline("// 2-D tiles: a load is consecutive across rows, the store along them")
+        code.writeline(f"#pragma omp parallel for num_threads(num_threads) "
+                       f"if(xnumel >= {parallel_threshold([body])})")
+        code.writeline(f"for (int64_t x1_tile = 0; x1_tile < {rows}; x1_tile += {TILE})")
+        code.writeline("{")
+        with code.indent():
+            code.writeline(f"for (int64_t x0_tile = 0; x0_tile < {row}; x0_tile += {TILE})")
+            code.writeline("{")
+            with code.indent():
+                code.writeline(f"const int64_t x1_end = std::min<int64_t>(x1_tile + {TILE}, "
+                               f"{rows});")
+                code.writeline(f"const int64_t x0_end = std::min<int64_t>(x0_tile + {TILE}, "
+                               f"{row});")
+                code.writeline("for (int64_t x1 = x1_tile; x1 < x1_end; x1++)")
+                code.writeline("{")
+                with code.indent():
+                    code.splice(body.hoisted)
+                    if config.inductor.cpp_vectorize:
+                        code.writeline("#pragma omp simd")
+                    self.write_loop(code, "x0", "x0_tile", "x0_end", body)
+                code.writeline("}")
+            code.writeline("}")
         code.writeline("}")
 
     def emit_rows(self, row: int) -> LoopCode:

@@ -30,7 +30,7 @@ import sympy
 
 from ..kernel_group import RINDEX, XINDEX
 from ..sizevars import FloorDiv, ModularIndexing
-from .common import IndentedBuffer
+from .common import IndentedBuffer, nearer_along
 from .cpp_keep import KeptValues
 from .cpp_ops import LIBRARY_CALL, MATH_CALL
 
@@ -169,6 +169,17 @@ def row_length(indices: list[sympy.Expr], numel: sympy.Expr) -> int | None:
                 bounds.append(int(divisor * digit.args[2]))
     row = math.gcd(*bounds) if bounds else 0
     return row if row >= MIN_ROW and int(numel) % row == 0 and row < int(numel) else None
+
+
+TILE = 16  # a 2-D tile's side: 16 rows of one 64-byte line each
+
+
+def transposed_read(indices: list[sympy.Expr]) -> bool:
+    """Whether a row loop reads some buffer across rows (nearer along ``x1`` than along ``x0``:
+    ``x.t() + y``, a permute, NHWC to NCHW). Its loads then touch one cache line per
+    element; in ``TILE`` x ``TILE`` tiles those lines are reused from L1 by the tile's next rows
+    (Inductor's C++ ``tile2d``), instead of being evicted before the next row comes back."""
+    return any(nearer_along(i, X1, X0) for i in indices)
 
 
 def lanes_loop(loop, rnumel: sympy.Expr | int | None = None) -> IndentedBuffer | None:

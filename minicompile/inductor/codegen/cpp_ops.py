@@ -247,8 +247,8 @@ class CppOpsHandler:
     # --- memory -------------------------------------------------------------------------------
     def load(self, name: str, index: sympy.Expr) -> str:
         value = f"{self.pointers[name]}[{self.index(index)}]"
-        if self.dtypes[name] in HALF_DTYPES:
-            value = f"static_cast<float>({value})"
+        if self.dtypes[name] in HALF_DTYPES:  # (no struct temporary: cpp_prefix.h says why)
+            value = f"mc::load_float({value})"
         var = self._emit(value, compute_type(self.dtypes[name]))
         if self.invariants.index(self._indices[index][1]):
             self.invariants.note(var, value)
@@ -257,8 +257,11 @@ class CppOpsHandler:
     def store(self, name: str, index: sympy.Expr, value: str) -> None:
         # a reduction's result exists after its loop: its store goes there too
         out = self.code.suffix if value in self.code.readouts else self.code.body
-        ctype = storage_type(self.dtypes[name])
-        out.writeline(f"{self.pointers[name]}[{self.index(index)}] = static_cast<{ctype}>({value});")
+        target = f"{self.pointers[name]}[{self.index(index)}]"
+        if self.dtypes[name] in HALF_DTYPES:
+            out.writeline(f"mc::store_float({target}, {value});")
+            return
+        out.writeline(f"{target} = static_cast<{storage_type(self.dtypes[name])}>({value});")
 
     # --- values -------------------------------------------------------------------------------
     def constant(self, value: Any, dtype: torch.dtype) -> str:
@@ -280,8 +283,7 @@ class CppOpsHandler:
 
     def to_dtype(self, x: str, dtype: torch.dtype) -> str:
         if dtype in HALF_DTYPES:  # round to the 16-bit type, keep computing in float
-            return self._emit(f"static_cast<float>(static_cast<{storage_type(dtype)}>({x}))",
-                              "float")
+            return self._emit(f"mc::round_to<{storage_type(dtype)}>({x})", "float")
         var = self._emit(f"static_cast<{compute_type(dtype)}>({x})", compute_type(dtype))
         self.invariants.note(var, f"static_cast<{compute_type(dtype)}>({{0}})", (x,))
         if x in self.ranges and dtype in (torch.int64, torch.int32):  # (indices fit in both)

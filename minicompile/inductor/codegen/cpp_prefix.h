@@ -148,23 +148,30 @@ inline uint32_t bits_of(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u;
 inline float float_of(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
 
 // bfloat16 is the top half of a float32: round to nearest even, keep NaN a NaN.
+// Kernels convert through the free functions below, on the bits: with a struct temporary in the
+// loop (``static_cast<mc::float16>(x)``), g++'s `omp simd` keeps it in a per-lane array, copies
+// it as an aggregate and gives up vectorising the loop: a float16 add ran 30x slower.
 struct bfloat16 {
     uint16_t bits;
     bfloat16() = default;
-    explicit bfloat16(float f) {
-        uint32_t u = bits_of(f);
-        if ((u & 0x7fffffffu) > 0x7f800000u) { bits = 0x7fc0; return; }  // NaN
-        u += 0x7fffu + ((u >> 16) & 1u);  // round half to even
-        bits = static_cast<uint16_t>(u >> 16);
+    explicit bfloat16(float f) : bits(bits_from(f)) {}
+    operator float() const { return to_float(bits); }
+    static uint16_t bits_from(float f) {
+        const uint32_t u = bits_of(f);
+        const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;  // round half to even
+        // a select, not an early return: the loop stays vectorisable
+        return static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? 0x7fc0u : rounded);
     }
-    operator float() const { return float_of(static_cast<uint32_t>(bits) << 16); }
+    static float to_float(uint16_t b) { return float_of(static_cast<uint32_t>(b) << 16); }
 };
 
 // IEEE half: the branch-free conversions of c10/util/Half.h (from the FP16 library).
 struct float16 {
     uint16_t bits;
     float16() = default;
-    explicit float16(float f) {
+    explicit float16(float f) : bits(bits_from(f)) {}
+    operator float() const { return to_float(bits); }
+    static uint16_t bits_from(float f) {
         float base = (std::fabs(f) * 0x1.0p+112f) * 0x1.0p-110f;  // rounds into half's range
         const uint32_t w = bits_of(f), shl1_w = w + w, sign = w & 0x80000000u;
         uint32_t bias = shl1_w & 0xff000000u;
@@ -172,16 +179,21 @@ struct float16 {
         base = float_of((bias >> 1) + 0x07800000u) + base;
         const uint32_t b = bits_of(base);
         const uint32_t nonsign = ((b >> 13) & 0x00007c00u) + (b & 0x00000fffu);
-        bits = static_cast<uint16_t>((sign >> 16) | (shl1_w > 0xff000000u ? 0x7e00u : nonsign));
+        return static_cast<uint16_t>((sign >> 16) | (shl1_w > 0xff000000u ? 0x7e00u : nonsign));
     }
-    operator float() const {
-        const uint32_t w = static_cast<uint32_t>(bits) << 16, sign = w & 0x80000000u;
+    static float to_float(uint16_t h) {
+        const uint32_t w = static_cast<uint32_t>(h) << 16, sign = w & 0x80000000u;
         const uint32_t two_w = w + w;
         const float normalized = float_of((two_w >> 4) + (0xe0u << 23)) * 0x1.0p-112f;
         const float denormalized = float_of((two_w >> 17) | (126u << 23)) - 0.5f;
         return float_of(sign | (two_w < (1u << 27) ? bits_of(denormalized) : bits_of(normalized)));
     }
 };
+
+// a 16-bit float in memory as a float; a float stored as one; a float rounded to one
+template <typename H> inline float load_float(const H& h) { return H::to_float(h.bits); }
+template <typename H> inline void store_float(H& dst, float f) { dst.bits = H::bits_from(f); }
+template <typename H> inline float round_to(float f) { return H::to_float(H::bits_from(f)); }
 
 // the start of a max (min) reduction: -inf (+inf) for floats, so that a row of -inf still
 // reports its first position to argmax

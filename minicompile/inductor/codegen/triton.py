@@ -34,9 +34,11 @@ from ..runtime.triton_heuristics import (CHECKED_OPTIONS, COMPILE_OPTIONS, Trito
                                          compile_in_background)
 from .common import BaseScheduling
 from .triton_kernel import TritonKernel
+from .triton_tiling import choose_tile
 from .wrapper import pexpr
 
-PREFIX = {"pointwise": "triton_poi", "persistent": "triton_per", "looped": "triton_red"}
+PREFIX = {"pointwise": "triton_poi", "tiled": "triton_poi", "persistent": "triton_per",
+          "looped": "triton_red"}
 
 MODULE_HEADER = """\
 import triton
@@ -84,7 +86,8 @@ class TritonKernelObject(TritonLauncher):
     def __init__(self, name: str, fn: Any, kind: str, source: str, group: KernelGroup,
                  kernel: TritonKernel, scheduler: Any, knobs: Any):
         super().__init__(name, fn, kind, source,
-                         options=CHECKED_OPTIONS if kernel.checks else COMPILE_OPTIONS, knobs=knobs)
+                         options=CHECKED_OPTIONS if kernel.checks else COMPILE_OPTIONS,
+                         hint=kernel.reduction_hint(), knobs=knobs)
         self.group, self._counted = group, (kernel, scheduler)
         self.checks = kernel.checks
 
@@ -113,8 +116,7 @@ class TritonScheduling(BaseScheduling):
 
     def codegen_kernel(self, group: KernelGroup, wrapper: Any) -> None:
         scheduler = wrapper.scheduler
-        kernel = TritonKernel(group, "kernel", lambda n: scheduler.buffers[n].get_dtype(),
-                              self.options)
+        kernel = self.select_tiling(group, lambda n: scheduler.buffers[n].get_dtype())
         name = wrapper.kernel_name(PREFIX[kernel.kind], group)
         kernel.name = name
         source = MODULE_HEADER + kernel.codegen()
@@ -124,16 +126,26 @@ class TritonScheduling(BaseScheduling):
         launcher = TritonKernelObject(name, fn, kernel.kind, source, group, kernel, scheduler,
                                       self.options)
         wrapper.define_kernel(name, launcher, source)
-        numels = [pexpr(group.numel)] + ([] if kernel.kind == "pointwise"
-                                         else [pexpr(group.rnumel)])
-        wrapper.write_kernel_call(name, kernel.signature.call_args() + numels, group)
-        sizes = [group.numel] + ([] if kernel.kind == "pointwise" else [group.rnumel])
+        sizes = kernel.numels()
+        wrapper.write_kernel_call(name, kernel.signature.call_args() + [pexpr(n) for n in sizes],
+                                  group)
         if group.device.type == "cuda" and not kernel.signature.sizes and \
                 all(isinstance(sympy.sympify(n), sympy.Integer) for n in sizes):  # static sizes
             dtypes = [scheduler.buffers[n].get_dtype() for n in kernel.signature.buffers()]
             jobs = launcher.compile_jobs((*dtypes, *map(int, sizes)), group.device.index or 0)
             if jobs:
                 self.compile_jobs.append((launcher, jobs))
+
+    def select_tiling(self, group: KernelGroup, dtype_of: Any) -> TritonKernel:
+        """A pointwise kernel is written once flat, to see its accesses; where they are
+        contiguous along different dims (a transpose, a permute, a channels-last input), it is
+        written again over a 2-D tile (``triton_tiling.py``)."""
+        kernel = TritonKernel(group, "kernel", dtype_of, self.options)
+        if kernel.kind != "pointwise":
+            return kernel
+        kernel.codegen()
+        tile = choose_tile([dep.index for _, _, dep in kernel.accesses], group.numel)
+        return TritonKernel(group, "kernel", dtype_of, self.options, tile)  # (written once)
 
     def flush(self) -> None:
         """Start compiling the graph's kernels, every candidate of each, in the background."""

@@ -8,6 +8,8 @@ name of a temporary (``tmp3``). Three shapes of kernel, as Inductor's:
     triton_per_*  persistent reduction: a program owns XBLOCK whole rows; ``xindex`` is
                   (XBLOCK, 1), ``rindex`` (1, RBLOCK) with RBLOCK >= rnumel, so an element value
                   is (XBLOCK, RBLOCK) and a row value (XBLOCK, 1); a reduction is one ``tl.sum``
+    triton_poi_* with a 2-D tile (``triton_tiling.py``): a program owns a (YBLOCK, XBLOCK)
+                  block of ``(y0, x0)``, ``xindex = xnumel * y0 + x0``: for a transposed read
     triton_red_*  looped reduction (long rows): one ``for roffset`` loop per loop phase of the
                   group (``KernelGroup.phases``), each reduction kept in (XBLOCK, RBLOCK)
                   accumulators inside the loop and reduced across lanes after it; per-row code
@@ -36,8 +38,9 @@ from ..kernel_group import RINDEX, XINDEX, KernelGroup, KernelMember
 from ..sizevars import simplify_index
 from ..ops_handler import add_elementwise_ops
 from . import triton_frames
-from .common import CSE, IndentedBuffer, KernelSignature, emit_members
+from .common import CSE, IndentedBuffer, KernelSignature, emit_members, local_stride
 from .triton_reductions import TritonReductions
+from .triton_tiling import X0, Y0, Tile
 from .triton_ops import (SIGN_BIT, TRITON_OPS, compute_dtype, is_negative_zero, paren,
                          result_dtype, texpr, triton_constant, triton_dtype)
 
@@ -53,8 +56,8 @@ class TritonKernel(TritonReductions):
     """Writes the source of one kernel; ``codegen()`` returns it."""
 
     def __init__(self, group: KernelGroup, name: str, dtype_of: Callable[[str], torch.dtype],
-                 options: Any = None):
-        self.group, self.name = group, name
+                 options: Any = None, tile: Tile | None = None):
+        self.group, self.name, self.tile = group, name, tile
         # index and divisor checks: always under the interpreter; on a GPU as device asserts
         self.checks_emitted = checks_emitted(options is not None and options.triton_device_asserts)
         self.buffer_dtype = dtype_of  # buffer name -> its torch dtype
@@ -62,7 +65,7 @@ class TritonKernel(TritonReductions):
         self.args = {n: f"in_ptr{i}" for i, n in enumerate(self.signature.inputs)}
         self.args.update({n: f"out_ptr{i}" for i, n in enumerate(self.signature.outputs)})
         if group.kind == "pointwise":
-            self.kind = "pointwise"
+            self.kind = "tiled" if tile is not None else "pointwise"
         else:
             self.kind = "persistent" if self.fits_in_one_block(group) else "looped"
         self.cse = CSE()
@@ -134,20 +137,43 @@ class TritonKernel(TritonReductions):
             str(s) for s in self.signature.sizes]
 
     def parameters(self) -> list[str]:
-        params = self.arguments() + ["xnumel"]
+        params = self.arguments()
+        if self.kind == "tiled":
+            return params + ["ynumel", "xnumel", "XBLOCK: tl.constexpr", "YBLOCK: tl.constexpr"]
+        params.append("xnumel")
         if self.kind == "pointwise":
             return params + ["XBLOCK: tl.constexpr"]
         return params + ["rnumel", "XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"]
+
+    def numels(self) -> list:
+        """The sizes the call passes after the buffers and size symbols."""
+        if self.tile is not None:
+            return [self.tile.ynumel, self.tile.xnumel]
+        if self.kind == "pointwise":
+            return [self.group.numel]
+        return [self.group.numel, self.group.rnumel]
 
     def header_comment(self) -> list[str]:
         g = self.group
         fused = ", ".join(m.get_name() + ("" if m.level == "element" else " (per row)")
                           for m in g.members)
-        return [f"# fuses {fused}", f"# aten: {', '.join(g.origins) or '-'}",
-                f"# reads {', '.join(g.reads) or '-'}; writes {', '.join(g.stored) or '-'}",
-                f"# bytes: read {g.read_bytes}, write {g.write_bytes}"]
+        lines = [f"# fuses {fused}", f"# aten: {', '.join(g.origins) or '-'}",
+                 f"# reads {', '.join(g.reads) or '-'}; writes {', '.join(g.stored) or '-'}",
+                 f"# bytes: read {g.read_bytes}, write {g.write_bytes}"]
+        if self.tile is not None:
+            lines.append(f"# 2-D tile: xindex = {self.tile.xnumel}*y0 + x0; an access contiguous "
+                         "along y0 and another along x0, each coalesced in its own layout")
+        if self.reduction_hint() == "outer":
+            lines.append("# outer reduction: loads are contiguous along x, not r; the launcher "
+                         "tiles many adjacent x per program and loops over r")
+        return lines
 
     def prologue(self) -> list[str]:
+        if self.kind == "tiled":  # program p owns tile (p // xtiles, p % xtiles)
+            return ["xtiles = tl.cdiv(xnumel, XBLOCK)",
+                    "y0 = (tl.program_id(0) // xtiles) * YBLOCK + tl.arange(0, YBLOCK)[:, None]",
+                    "x0 = (tl.program_id(0) % xtiles) * XBLOCK + tl.arange(0, XBLOCK)[None, :]",
+                    "xmask = (y0 < ynumel) & (x0 < xnumel)"]
         if self.kind == "pointwise":
             return ["xoffset = tl.program_id(0) * XBLOCK",
                     "xindex = xoffset + tl.arange(0, XBLOCK)",
@@ -196,6 +222,22 @@ class TritonKernel(TritonReductions):
             self.row_values.clear()
         return top
 
+    def reduction_hint(self) -> str:
+        """"outer" when the row's elements lie far apart and the kept dim is contiguous in every
+        element-level load that moves along either (``x.sum(0)``, a batchnorm's statistics over
+        N, H, W of a channels-last tensor): the launcher then tiles many adjacent kept elements
+        per program, coalesced, and walks the reduced dim in the loop. Decided from the strides
+        of the loads the kernel really emitted, so a fused prologue's reads count too."""
+        if not self.reduces():
+            return "inner"
+        x_contiguous = r_contiguous = False
+        for kind, _, dep in self.accesses:
+            if kind != "load" or RINDEX not in dep.index.free_symbols:
+                continue
+            r_contiguous |= local_stride(dep.index, RINDEX) == 1
+            x_contiguous |= local_stride(dep.index, XINDEX) == 1
+        return "outer" if x_contiguous and not r_contiguous else "inner"
+
     # --- temporaries --------------------------------------------------------------------------
     def generate(self, expr: str, dtype: torch.dtype, buffer: IndentedBuffer | None = None) -> str:
         name = self.cse.generate(self.body if buffer is None else buffer, expr)
@@ -205,15 +247,22 @@ class TritonKernel(TritonReductions):
     def dtype(self, value: str) -> torch.dtype:
         return self.dtypes[value]
 
+    def reduces(self) -> bool:
+        return self.kind in ("persistent", "looped")
+
     def is_block_index(self, index: sympy.Expr) -> bool:
-        return any(s in (XINDEX, RINDEX) or s.name.startswith("indirect")
+        return any(s in (XINDEX, RINDEX, X0, Y0) or s.name.startswith("indirect")
                    for s in index.free_symbols)
+
+    def in_tile(self, index: sympy.Expr) -> sympy.Expr:
+        """``index`` in the kernel's block variables: the tile's ``(y0, x0)`` if it has one."""
+        return index if self.tile is None else self.tile.rewrite(index)
 
     def mask(self, element: bool, index: sympy.Expr | None = None) -> str:
         """The mask of a load or store: the block's, the enclosing ``ops.masked``'s, and for an
         address made from a loaded index, that index's bounds (a lane whose index is out of
         range touches no memory, also where the device assert is compiled out)."""
-        parts = ["xmask"] + (["rmask"] if element and self.kind != "pointwise" else [])
+        parts = ["xmask"] + (["rmask"] if element and self.reduces() else [])
         bounds = [] if index is None else [self.in_bounds[s] for s in sorted(
             index.free_symbols & self.in_bounds.keys(), key=str)]
         return " & ".join(parts + self.masks + bounds)
@@ -222,10 +271,11 @@ class TritonKernel(TritonReductions):
         """``in_ptr0 + (index)``; an index without a kernel variable is broadcast to the block,
         so that the masked load or store has one address per lane. (Decided on the simplified
         index: over a range of one element, ``17*xindex + 1`` is the constant ``1``.)"""
-        index = simplify_index(index, self.group.var_ranges())
+        index = self.in_tile(simplify_index(index, self.group.var_ranges()))
         text = texpr(index)
         if not self.is_block_index(index):
-            shape = "[XBLOCK]" if self.kind == "pointwise" else "[XBLOCK, 1]"
+            shape = {"pointwise": "[XBLOCK]", "tiled": "[YBLOCK, XBLOCK]"}.get(self.kind,
+                                                                              "[XBLOCK, 1]")
             text = f"{text} + tl.zeros({shape}, tl.int32)"
         return f"{self.args[name]} + ({text})"
 
@@ -241,7 +291,7 @@ class TritonKernel(TritonReductions):
         dtype = self.buffer_dtype(name)
         element = self.level == "element"
         checked = index.free_symbols & self.in_bounds.keys()
-        other = "" if self.kind == "pointwise" and not self.masks and not checked else ", other=0"
+        other = "" if not self.reduces() and not self.masks and not checked else ", other=0"
         expr = f"tl.load({self.pointer(name, index)}, {self.mask(element, index)}{other})"
         if compute_dtype(dtype) != dtype:
             expr += f".to({triton_dtype(compute_dtype(dtype))})"
@@ -280,7 +330,7 @@ class TritonKernel(TritonReductions):
         return var
 
     def index_expr(self, expr: sympy.Expr, dtype: torch.dtype) -> str:
-        expr = sympy.sympify(expr)
+        expr = self.in_tile(sympy.sympify(expr))
         if not self.is_block_index(expr):
             return self.constant(expr, dtype)
         return self.generate(f"({texpr(expr)}).to({triton_dtype(compute_dtype(dtype))})",

@@ -85,6 +85,38 @@ def add_sub(a, b, alpha=1):
     return make_pointwise(getattr(ops, name), [a, b], dtype)
 
 
+POW_BY_MULTIPLICATION = 32  # x ** n for |n| up to this: multiplications (Inductor's pow_recursive)
+
+
+def _power(v, n: int):
+    """v ** n, n >= 1, by repeated squaring: at most 2 log2(n) multiplications."""
+    if n == 1:
+        return v
+    half = _power(v, n // 2)
+    square = ops.mul(half, half)
+    return ops.mul(square, v) if n % 2 else square
+
+
+@register_lowering(aten.pow.Tensor_Scalar)
+def pow_scalar(x, exponent):
+    """``x ** n`` for a small integer n as multiplications, ``x ** 0.5`` as a square root.
+
+    A general ``pow`` is a call of a vector math function: in GELU(tanh)'s ``x ** 3`` it cost
+    more than the rest of the kernel, where ``x * x * x`` is two multiplications (ATen's own
+    kernel special-cases 2, 3, -1, -2 and 0.5 the same way)."""
+    dtype = out_dtype()
+    integral = isinstance(exponent, (int, float)) and float(exponent).is_integer()
+    n = int(exponent) if integral else None
+    if dtype.is_floating_point and exponent == 0.5:
+        return make_pointwise(ops.sqrt, [x], dtype)
+    if n is None or n == 0 or abs(n) > POW_BY_MULTIPLICATION or (n < 0 and not
+                                                                   dtype.is_floating_point):
+        return make_pointwise(ops.pow, [x, exponent], dtype)
+    if n > 0:
+        return make_pointwise(lambda v: _power(v, n), [x], dtype)
+    return make_pointwise(lambda v: ops.reciprocal(_power(v, -n)), [x], dtype)
+
+
 @register_lowering(aten.rsub)
 def rsub(a, b, alpha=1):  # b - alpha * a
     dtype = out_dtype()
@@ -217,6 +249,14 @@ def addcmul(a, b, c, value=1):
     dtype = out_dtype()
     return make_pointwise(
         lambda x, y, z: ops.add(x, ops.mul(ops.constant(value, dtype), ops.mul(y, z))),
+        [a, b, c], dtype)
+
+
+@register_lowering(aten.addcdiv)
+def addcdiv(a, b, c, value=1):  # a + value * b / c, in ATen's CPU kernel's order
+    dtype = out_dtype()
+    return make_pointwise(
+        lambda x, y, z: ops.add(x, ops.truediv(ops.mul(ops.constant(value, dtype), y), z)),
         [a, b, c], dtype)
 
 

@@ -63,26 +63,48 @@ class Config:
     XBLOCK: int
     RBLOCK: int | None = None
     num_warps: int = 4
+    YBLOCK: int | None = None  # a 2-D tiled pointwise kernel's lines per program
 
     def kwargs(self) -> dict[str, int]:
         out = {"XBLOCK": self.XBLOCK, "num_warps": self.num_warps}
-        if self.RBLOCK is not None:
-            out["RBLOCK"] = self.RBLOCK
+        for name in ("RBLOCK", "YBLOCK"):  # in the kernel's parameter order
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
         return out
+
+    def programs(self, numel0: int, numel1: int) -> int:
+        """The grid: ``cdiv(xnumel, XBLOCK)`` programs; a tile's ``(numel0, numel1)`` are
+        ``(ynumel, xnumel)``, one program per (YBLOCK, XBLOCK) block."""
+        if self.YBLOCK is None:
+            return grid(numel0, self.XBLOCK)  # (looked up now: the course swaps it)
+        return triton.cdiv(numel0, self.YBLOCK) * triton.cdiv(numel1, self.XBLOCK)
 
     def __str__(self) -> str:
         r = f", RBLOCK={self.RBLOCK}" if self.RBLOCK is not None else ""
-        return f"XBLOCK={self.XBLOCK}{r}, num_warps={self.num_warps}"
+        y = f", YBLOCK={self.YBLOCK}" if self.YBLOCK is not None else ""
+        return f"XBLOCK={self.XBLOCK}{r}{y}, num_warps={self.num_warps}"
 
 
 def pow2(n: int) -> int:
     return triton.next_power_of_2(max(1, n))
 
 
-def candidate_configs(kind: str, xnumel: int, rnumel: int,
+# An outer reduction (``x.sum(0)``: the kept dim is the contiguous one, a row's elements lie a
+# whole row of the input apart) reads coalesced only when a program owns many adjacent kept
+# elements: (XBLOCK, RBLOCK) tiles wide in x and short in r, each loop step reading XBLOCK
+# contiguous values from each of RBLOCK rows (Inductor's ReductionHint.OUTER configs). The
+# inner configs, one row per program in long blocks, read one element per row: 4 bytes of each
+# 32-byte sector. Narrower tiles make more programs where there are few kept elements.
+OUTER_SHAPES = ((64, 8, 4), (32, 32, 4), (128, 16, 8), (16, 64, 4))
+
+
+def candidate_configs(kind: str, xnumel: int, rnumel: int, hint: str = "inner",
                       max_autotune: bool = False) -> list[Config]:
     """Configs worth trying for a kernel of ``kind`` at these sizes (the first is the default);
+    ``hint``: "outer" for a reduction whose loads are contiguous along the kept dim;
     ``max_autotune`` (``mode="max-autotune"``) tries more."""
+    if kind == "tiled":  # (xnumel, rnumel) are the tile's (ynumel, xnumel)
+        return tiled_configs(pow2(xnumel), pow2(rnumel))
     xcap = pow2(xnumel)
     if kind == "pointwise":
         if INTERPRET:
@@ -97,6 +119,10 @@ def candidate_configs(kind: str, xnumel: int, rnumel: int,
         rblock = pow2(rnumel)
         if INTERPRET:
             return [Config(max(1, min(xcap, INTERPRETER_BLOCK // rblock)), rblock)]
+        if hint == "outer":  # as many adjacent kept elements a program as fit in registers
+            xblocks = [x for x in (64, 32, 16, 8) if x * rblock <= 8192] or [1]
+            return list(dict.fromkeys(Config(min(xcap, x), rblock, 8 if x * rblock > 2048 else 4)
+                                      for x in xblocks))
         if rblock > 2048:  # one long row per program: warps to spread the row over
             return [Config(1, rblock, w) for w in (8, 16, 32) if rblock // (32 * w) >= 4]
         xblocks = [x for x in (1, 8, 32) if x * rblock <= 8192 and enough_programs(x, xnumel)]
@@ -110,10 +136,30 @@ def candidate_configs(kind: str, xnumel: int, rnumel: int,
     # H200: 0.41 ms with 2048-element blocks, 0.33 with 4096; one row of 16384: 43 us with
     # 2048 and 8 warps, 32 with 8192 and 16; on an H100 the two shorter-row configs took 0.44
     # and 1.25 ms there: not compiled for long rows), shorter rows several per program
-    shapes = ((1, 4096, 8), (1, 8192, 16)) if rcap >= 4096 else \
-        ((1, 4096, 8), (8, 512, 8), (64, 64, 4))
-    return list(dict.fromkeys(Config(min(xcap, x), min(rcap, r), w) for x, r, w in shapes
-                              if enough_programs(x, xnumel)))
+    if hint == "outer":
+        shapes = OUTER_SHAPES
+    elif rcap >= 4096:
+        shapes = ((1, 4096, 8), (1, 8192, 16))
+    else:
+        shapes = ((1, 4096, 8), (8, 512, 8), (64, 64, 4))
+    configs = [Config(min(xcap, x), min(rcap, r), w) for x, r, w in shapes
+               if enough_programs(x, xnumel)]
+    # (few kept elements: the narrowest tile; splitting the rows over programs, Inductor's
+    # split reduction, would fill the GPU, and is not done here)
+    return list(dict.fromkeys(configs or [Config(min(xcap, 16), min(rcap, 64), 4)]))
+
+
+# (XBLOCK, YBLOCK, warps) of a 2-D tile: square tiles of 32 or 64 (a 128-byte line of float32
+# along each axis, as Inductor's 2-D pointwise configs), and flatter ones for a short axis
+TILE_SHAPES = ((64, 64, 8), (32, 32, 4), (128, 16, 4), (16, 128, 4))
+
+
+def tiled_configs(ycap: int, xcap: int) -> list[Config]:
+    if INTERPRET:  # one config, big blocks
+        xblock = min(xcap, 128)
+        return [Config(xblock, YBLOCK=min(ycap, max(1, INTERPRETER_BLOCK // xblock)))]
+    return list(dict.fromkeys(Config(min(xcap, x), None, w, min(ycap, y))
+                              for x, y, w in TILE_SHAPES))
 
 
 def grid(xnumel: int, xblock: int) -> int:
@@ -208,8 +254,10 @@ class TritonLauncher:
     """A callable kernel: ``launcher(*buffers, *sizes, xnumel[, rnumel])``."""
 
     def __init__(self, name: str, fn: Any, kind: str, source: str, autotune: bool = True,
-                 options: dict = COMPILE_OPTIONS, knobs: InductorOptions | None = None):
+                 options: dict = COMPILE_OPTIONS, hint: str = "inner",
+                 knobs: InductorOptions | None = None):
         self.name, self.fn, self.kind, self.source, self.options = name, fn, kind, source, options
+        self.hint = hint  # a reduction's: "outer" when its loads are contiguous along the kept dim
         self.knobs = knobs or InductorOptions.build()  # the compile's (max_autotune, threads)
         self.autotune = autotune and not INTERPRET
         self.best: dict[tuple[int, int], Config] = {}  # size class -> chosen config
@@ -243,12 +291,15 @@ class TritonLauncher:
         """The config for these sizes' size class (autotuned the first time it is seen) and the
         grid it needs: ``cdiv(xnumel, XBLOCK)`` programs."""
         if xnumel == 0:
-            return self.candidates(1, max(rnumel, 1))[0], 0
+            return self.configs(1, max(rnumel, 1))[0], 0
         key = (pow2(xnumel), pow2(rnumel))
         if key not in self.best:
             self.best[key] = self.choose(args, xnumel, rnumel)
         cfg = self.best[key]
-        return cfg, grid(xnumel, cfg.XBLOCK)  # looked up now: the course swaps it
+        return cfg, cfg.programs(xnumel, rnumel)
+
+    def configs(self, xnumel: int, rnumel: int) -> list[Config]:
+        return candidate_configs(self.kind, xnumel, rnumel, self.hint, self.knobs.max_autotune)
 
     def launch(self, cfg: Config, args: tuple, grid_0: int,
                key: tuple | None = None) -> CompiledLaunch | None:
@@ -288,13 +339,13 @@ class TritonLauncher:
         """The fastest candidate, timed on scratch copies of the tensors: a kernel that updates
         a buffer in place (``x[i] = x[i] * 2``) run a hundred times would leave it multiplied a
         hundred times (real Inductor clones the arguments a kernel mutates, likewise)."""
-        configs = self.candidates(xnumel, rnumel)
+        configs = self.configs(xnumel, rnumel)
         if not self.autotune or len(configs) == 1:
             return configs[0]
         scratch = tuple(scratch_copy(a) if isinstance(a, torch.Tensor) else a for a in args)
         self.precompile(configs, scratch, xnumel)
         warmup, rep = AUTOTUNE_MS
-        timings = {c: do_bench(lambda c=c: self.launch(c, scratch, triton.cdiv(xnumel, c.XBLOCK)),
+        timings = {c: do_bench(lambda c=c: self.launch(c, scratch, c.programs(xnumel, rnumel)),
                                warmup=warmup, rep=rep)
                    for c in configs}
         best = min(timings, key=timings.get)
@@ -321,12 +372,9 @@ class TritonLauncher:
         xnumel, rnumel = (arg_types[-1], 1) if self.kind == "pointwise" else arg_types[-2:]
         if xnumel == 0:  # never launched
             return []
-        configs = self.candidates(xnumel, rnumel)
+        configs = self.configs(xnumel, rnumel)
         return [self.compile_job(c, arg_types, xnumel, device_index)
                 for c in (configs if self.autotune else configs[:1])]
-
-    def candidates(self, xnumel: int, rnumel: int) -> list[Config]:
-        return candidate_configs(self.kind, xnumel, rnumel, self.knobs.max_autotune)
 
     def compile_job(self, cfg: Config, args: tuple, xnumel: int,
                     device_index: int | None = None) -> CompileJob:

@@ -1,0 +1,210 @@
+"""Kernel strategies chosen from a loop nest's structure (the pattern suite's shapes): each test
+runs on the C++ backend and on Triton (``TRITON_INTERPRET=1``), checks against eager on odd
+sizes and non-contiguous inputs, and checks that the strategy really shows in the generated
+source (a test that passes by falling back to eager would prove nothing)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import minicompile as mc
+from minicompile import config
+from minicompile.inductor.codegen import cpp_build
+from minicompile.inductor.codegen.wrapper import WrapperCodeGen
+
+BACKENDS = ["cpp", "triton"]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request, monkeypatch):
+    if request.param == "triton":
+        pytest.importorskip("triton")
+        if os.environ.get("TRITON_INTERPRET", "0") in ("", "0"):
+            pytest.skip("Triton kernels on CPU tensors need TRITON_INTERPRET=1")
+    elif shutil.which(cpp_build.CXX) is None:
+        pytest.skip("no C++ compiler")
+    monkeypatch.setattr(config.inductor, "cpu_backend", request.param)
+    mc.reset()
+    mc.metrics.reset()
+    yield request.param
+    mc.reset()
+
+
+@pytest.fixture
+def sources(monkeypatch) -> list[str]:
+    """The source of every kernel defined while the test runs."""
+    seen: list[str] = []
+    define = WrapperCodeGen.define_kernel
+
+    def record(self, name, kernel, source):
+        seen.append(source)
+        return define(self, name, kernel, source)
+
+    monkeypatch.setattr(WrapperCodeGen, "define_kernel", record)
+    return seen
+
+
+def check(fn, *args, rtol=1e-4, atol=1e-5, **compile_kwargs):
+    compiled = mc.compile(fn, backend="inductor", **compile_kwargs)
+    torch.testing.assert_close(compiled(*args), fn(*args), rtol=rtol, atol=atol, equal_nan=True)
+    assert mc.metrics.eager_fallbacks == 0
+    return compiled
+
+
+def _calls_pow(source: str) -> bool:
+    return "mc::pow(" in source or "libdevice.pow(" in source
+
+
+# --- x ** n as multiplications --------------------------------------------------------------------
+
+@pytest.mark.parametrize("exponent", [2, 3, 3.0, -2, 7, 0.5])
+def test_small_integer_power_is_multiplications(backend, sources, exponent):
+    x = torch.randn(37, 29).abs() + 0.5
+    check(lambda x: x ** exponent - 1, x)
+    assert sources and not any(_calls_pow(s) for s in sources), sources
+
+
+def test_other_powers_still_call_pow(backend, sources):
+    x = torch.rand(37, 29) + 0.5
+    check(lambda x: x ** 2.5 + x ** 40, x, rtol=1e-4, atol=1e-4)
+    assert any(_calls_pow(s) for s in sources)
+
+
+def test_gelu_tanh_matches_eager(backend):
+    x, b = torch.randn(129, 77) * 4, torch.randn(77)
+    check(lambda x, b: F.gelu(x + b, approximate="tanh"), x, b)
+    check(lambda x: F.gelu(x.t(), approximate="tanh"), torch.randn(33, 65))  # non-contiguous
+
+
+# --- outer reductions: the kept dim contiguous --------------------------------------------------
+
+@pytest.fixture
+def launchers(monkeypatch) -> list:
+    """Every kernel object defined while the test runs (Triton: its launcher)."""
+    seen: list = []
+    define = WrapperCodeGen.define_kernel
+
+    def record(self, name, kernel, source):
+        seen.append(kernel)
+        return define(self, name, kernel, source)
+
+    monkeypatch.setattr(WrapperCodeGen, "define_kernel", record)
+    return seen
+
+
+@pytest.mark.parametrize("fn, x, hint", [
+    (lambda x: x.sum(0), torch.randn(67, 33), "outer"),              # persistent
+    (lambda x: x.amax(0), torch.randn(3001, 35), "outer"),           # looped
+    (lambda x: x.t().sum(-1), torch.randn(67, 33), "outer"),         # a transposed view
+    (lambda x: x.sum(-1), torch.randn(67, 33), "inner"),
+    (lambda x: x.sum((0, 2)), torch.randn(3, 5, 2001), "inner"),     # rows contiguous in parts
+    (lambda x: torch.var_mean(x, (0, 2, 3)),                         # channels-last statistics
+     torch.randn(4, 8, 5, 7).to(memory_format=torch.channels_last), "outer"),
+])
+def test_reduction_hint_from_load_strides(backend, launchers, fn, x, hint):
+    check(fn, x, rtol=1e-4, atol=1e-4)
+    if backend == "triton":
+        assert launchers[0].hint == hint
+        assert ("# outer reduction" in launchers[0].source) == (hint == "outer")
+
+
+def test_outer_reduction_dynamic_and_strided(backend):
+    f = lambda x: (x * 2).sum(0)  # noqa: E731
+    compiled = mc.compile(f, dynamic=True)
+    for x in (torch.randn(37, 21), torch.randn(129, 45), torch.randn(64, 90)[:, ::3]):
+        torch.testing.assert_close(compiled(x), f(x), rtol=1e-4, atol=1e-4)
+
+
+def test_outer_configs_are_wide_in_x(monkeypatch):
+    """On a GPU an outer reduction's candidates own many adjacent kept elements (coalesced
+    loads), an inner one's one row each in long blocks."""
+    pytest.importorskip("triton")
+    from minicompile.inductor.runtime import triton_heuristics as th
+
+    monkeypatch.setattr(th, "INTERPRET", False)
+    for kind, r in (("looped", 8192), ("persistent", 512)):
+        outer = th.candidate_configs(kind, 8192, r, "outer")
+        assert outer and all(c.XBLOCK >= 8 for c in outer), outer
+        assert all(c.XBLOCK * c.RBLOCK <= 8192 for c in outer)
+    assert th.candidate_configs("looped", 8192, 8192)[0].XBLOCK == 1
+    assert th.candidate_configs("looped", 256, 100_000, "outer")  # few columns: still one
+
+
+# --- 2-D tiled pointwise kernels: loads and stores contiguous along different dims --------------
+
+def _kinds(launchers) -> list[str]:
+    return [getattr(k, "kind", None) for k in launchers]
+
+
+@pytest.mark.parametrize("fn, args, tiled", [
+    (lambda x, y: x.t() + y, (torch.randn(67, 33), torch.randn(33, 67)), True),
+    (lambda x, y: x.permute(2, 0, 1) * y, (torch.randn(4, 5, 67), torch.randn(67, 4, 5)), True),
+    (lambda x: x.contiguous(),                                        # NHWC -> NCHW
+     (torch.randn(2, 16, 5, 7).to(memory_format=torch.channels_last),), True),
+    (lambda x: x.t().contiguous().bfloat16(), (torch.randn(40, 129),), True),
+    (lambda x: x.t()[::2] + 1, (torch.randn(33, 64),), True),          # strided and transposed
+    (lambda x, y: x + y, (torch.randn(67, 33), torch.randn(67, 33)), False),
+    (lambda x, b: x + b, (torch.randn(67, 33), torch.randn(33)), False),  # a broadcast is no tile
+])
+def test_tiled_pointwise(backend, launchers, sources, fn, args, tiled):
+    check(fn, *args)
+    if backend == "triton":
+        assert ("tiled" in _kinds(launchers)) == tiled, _kinds(launchers)
+    else:  # C++: tiles of the row loops (where the rows are long enough to have row loops)
+        assert not any("// 2-D tiles" in s for s in sources) or tiled
+
+
+def test_tiled_source_names_its_tile(backend, sources):
+    check(lambda x, y: x.t() + y, torch.randn(31, 17), torch.randn(17, 31))
+    if backend == "cpp":
+        (source,) = sources
+        assert "// 2-D tiles" in source and "x0 < x0_end" in source
+    else:
+        (source,) = sources
+        assert "# 2-D tile: xindex = 31*y0 + x0" in source
+        assert "33*x0" not in source and "17*x0" in source  # x read along y0, a column apart
+
+
+def test_transpose_with_dynamic_shapes_stays_correct(backend, launchers):
+    """A symbolic size has no compile-time split: the kernel stays flat, and right."""
+    f = lambda x, y: x.t() * 2 + y  # noqa: E731
+    compiled = mc.compile(f, dynamic=True)
+    for m, n in ((37, 21), (8, 65)):
+        x, y = torch.randn(m, n), torch.randn(n, m)
+        torch.testing.assert_close(compiled(x, y), f(x, y))
+
+
+def test_tile_configs_cover_both_axes(monkeypatch):
+    pytest.importorskip("triton")
+    from minicompile.inductor.runtime import triton_heuristics as th
+
+    monkeypatch.setattr(th, "INTERPRET", False)
+    configs = th.candidate_configs("tiled", 8192, 8192)
+    assert all(c.YBLOCK and c.XBLOCK >= 16 and c.YBLOCK >= 16 for c in configs), configs
+    assert configs[0].programs(8192, 8192) == (8192 // configs[0].YBLOCK) * \
+        (8192 // configs[0].XBLOCK)
+    small = th.candidate_configs("tiled", 3, 5)  # capped at the sizes' powers of two
+    assert all(c.XBLOCK <= 8 and c.YBLOCK <= 4 for c in small)
+
+
+# --- 16-bit floats: converted on their bits, so the loops vectorise ----------------------------
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_conversions_on_special_values(backend, sources, dtype):
+    info = torch.finfo(dtype)
+    special = torch.tensor([0.0, -0.0, float("nan"), float("inf"), -float("inf"), info.max,
+                            info.tiny, 1 + info.eps / 2, 1 + 3 * info.eps / 2,
+                            -(1 + info.eps / 2), 65519.0, 1e-8]
+                           + ([info.tiny / 4] if backend == "cpp" else []))  # a subnormal
+    # (Triton's bfloat16 rounding under the interpreter flushes a subnormal result to zero)
+    x = torch.cat([special, torch.randn(1000) * 100]).to(dtype)
+    y = torch.cat([torch.ones(len(special)), torch.rand(1000)]).to(dtype)
+    check(lambda x, y: (x * y + x).to(torch.float32).to(dtype) * 0.5, x, y, rtol=0, atol=0)
+    check(lambda x: F.silu(x) * x, torch.randn(129, 33).to(dtype), rtol=1e-2, atol=1e-2)
+    if backend == "cpp":  # no struct temporaries in the loop (cpp_prefix.h: they stop omp simd)
+        assert all("static_cast<mc::" not in s for s in sources), sources
