@@ -233,7 +233,7 @@ class CppKernel:
                 code.writeline("{")
                 with code.indent():
                     code.splice(body.hoisted)
-                    if config.inductor.cpp_vectorize:
+                    if self.options.cpp_vectorize:
                         code.writeline("#pragma omp simd")
                     self.write_loop(code, "x0", "x0_tile", "x0_end", body)
                 code.writeline("}")
