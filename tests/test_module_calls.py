@@ -13,6 +13,7 @@ import torch._dynamo
 from torch import nn
 
 import minicompile as mc
+from minicompile.dynamo.eval_frame import CACHE
 
 
 class Block(nn.Module):
@@ -89,3 +90,20 @@ def test_other_threads_call_modules_as_usual(capsys):
     release.set()
     worker.join()
     torch.testing.assert_close(seen[0], Block.forward(block, x))
+
+
+def test_a_compiled_module_called_from_an_eager_frame_keeps_its_own_cache(capsys):
+    inner = mc.compile(Block(), backend="eager")
+
+    def outer(x):
+        for _ in range(2):
+            print("break in loop")
+            x = inner(x)
+        return x
+
+    x = torch.randn(2, 4)
+    expected = inner._orig_mod(inner._orig_mod(x))
+    torch.testing.assert_close(mc.compile(outer, backend="eager")(x), expected)
+    assert mc.metrics.eager_fallbacks == 0 and mc.metrics.graphs_compiled >= 1
+    assert CACHE.compiled_forward(inner, backend=None) is None  # not minicompile's own forward
+    assert CACHE.compiled_forward(inner._orig_mod, backend=None) is not None

@@ -113,9 +113,10 @@ class FrameCache:
     def compiled_forward(self, mod: torch.nn.Module, backend: Callable) -> Callable | None:
         """``mod``'s compiled ``forward`` bound to it, for a call from a frame that runs
         eagerly; None where the call stays as it is: torch's own modules, a forward set on
-        the instance, hooks (``__call__`` runs them), graph modules (the compiler's own)."""
+        the instance, hooks (``__call__`` runs them), graph modules (the compiler's own), a
+        module already compiled (its own cache)."""
         forward = _static_forward(mod)
-        if isinstance(mod, torch.fx.GraphModule) or "forward" in mod.__dict__ \
+        if isinstance(mod, (torch.fx.GraphModule, OptimizedModule)) or "forward" in mod.__dict__ \
                 or _has_hooks(mod) or not _compiles_as_callee(forward):
             return None
         return self.compiled_callee(forward, backend).__get__(mod)
