@@ -72,6 +72,16 @@ def nested_try(x, fail):
     return y.relu()
 
 
+def try_in_no_grad(x, fail):
+    y = x * 2
+    with torch.no_grad():  # the handler runs inside the `with`: its resume re-enters it
+        try:
+            y = native(y, fail) * 3
+        except ValueError:
+            y = y * torch.is_grad_enabled() - 1
+    return y + 1, torch.is_grad_enabled()
+
+
 def branch_in_try(x):
     y = x * 2
     try:
@@ -98,6 +108,7 @@ CASES = [
     (try_finally, None), (try_finally, "key"),
     (nested_try, None), (nested_try, "value"), (nested_try, "key"),
     (break_in_handler, None), (break_in_handler, "value"),
+    (try_in_no_grad, None), (try_in_no_grad, "value"),
 ]
 IDS = [f"{fn.__name__}-{fail}" for fn, fail in CASES]
 
