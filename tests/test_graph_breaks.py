@@ -618,3 +618,34 @@ def test_break_after_a_graph_that_only_returns_parameters():
     out.sum().backward()
     torch.testing.assert_close(model.weight.grad, x.t() @ torch.ones(2, 4))
     assert mc.metrics.eager_fallbacks == 0
+
+
+class WithLoggingProperty(torch.nn.Module):
+    """transformers' ``self.loss_function``: a property whose getter logs a warning."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    @property
+    def loss_fn(self):
+        logging.getLogger("minicompile.tests").warning("using the default loss")
+        return torch.nn.functional.mse_loss
+
+    def forward(self, x, y):
+        h = self.lin(x).relu()
+        loss = self.loss_fn(h, y)  # the break: LOAD_ATTR (3.11) / LOAD_ATTR method bit (3.12+)
+        return loss * 2, h
+
+
+def test_a_property_that_breaks_is_read_natively_and_both_sides_compile(caplog):
+    m, x, y = WithLoggingProperty(), torch.randn(3, 4), torch.randn(3, 4)
+    with caplog.at_level(logging.WARNING, logger="minicompile.tests"):
+        expected = m(x, y)
+        torch.testing.assert_close(mc.compile(m)(x, y), expected)
+    assert caplog.text.count("using the default loss") == 2  # eager's and the compiled one
+    assert mc.metrics.eager_fallbacks == 0
+    out = mc.explain(m)(x, y)
+    assert out.graph_count == 2 and "reading .loss_fn, natively" in str(out.break_reasons[0])
+    grad = torch.autograd.grad(mc.compile(m)(x, y)[0], m.lin.weight)[0]  # through both graphs
+    torch.testing.assert_close(grad, torch.autograd.grad(m(x, y)[0], m.lin.weight)[0])

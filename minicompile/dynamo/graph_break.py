@@ -44,7 +44,7 @@ import torch
 from .. import _logging
 from ..metrics import metrics
 from ..names import attr, comment
-from .bytecode import Instruction
+from .bytecode import PY313, Instruction
 from .bytecode_analysis import writes_globals
 from .bytecode_transformation import instructions_from_code
 from .exc import Unsupported, unimplemented
@@ -244,6 +244,26 @@ def write_jump(w: BreakWriter, tx, index: int, error: Unsupported) -> tuple[list
         "data_dependent_branch", error.reason
 
 
+def write_attribute(w: BreakWriter, tx, index: int, error: Unsupported) -> tuple[list, str, str]:
+    """LOAD_ATTR / LOAD_METHOD whose lookup can't be traced (a property whose getter logs):
+    the attribute is read natively, and the resume function continues after the instruction
+    with it on the stack; a method load leaves it beside a NULL, as a plain call expects."""
+    inst = tx.instructions[index]
+    *below, obj = tx.stack
+    kinds, stack_exprs = w.stack_args(below)
+    pushed = ((VALUE, NULL) if PY313 else (NULL, VALUE)) if inst.opname == "LOAD_METHOD" \
+        else (VALUE,)
+    native = [f"__break_result = {attr(w.value(obj), inst.argval)}"]
+    grad_now = torch.is_grad_enabled()
+    if grad_now != tx.output.initial_grad_mode:  # a getter runs in the frame's grad mode
+        native = [f"with {w.torch}.{'enable_grad' if grad_now else 'no_grad'}():",
+                  f"    {native[0]}"]
+    resume = w.resume_call(_next_offset(tx, index), kinds + pushed,
+                           stack_exprs + ["__break_result"])
+    return w.guarded(native) + [f"return {resume}"], "unsupported_construct", \
+        f"{error.reason} (reading .{inst.argval}, natively)"
+
+
 def write_instruction(w: BreakWriter, tx, index: int, error: Unsupported) -> tuple[list, str, str]:
     """Any other instruction: the resume function starts *at* it and runs it natively."""
     inst = tx.instructions[index]
@@ -259,6 +279,7 @@ def write_instruction(w: BreakWriter, tx, index: int, error: Unsupported) -> tup
 # The transformed function's body at the break, per opcode family (default: write_instruction).
 BREAK_WRITERS: dict[str, Callable[..., tuple[list, str, str]]] = {
     "CALL": write_call, "CALL_KW": write_call, "CALL_FUNCTION_EX": write_call,
+    "LOAD_ATTR": write_attribute, "LOAD_METHOD": write_attribute,
     **{name: write_jump for name in JUMPS},
 }
 
