@@ -27,7 +27,9 @@ the tensor that owns the storage (a graph input or an intermediate):
 
 What it refuses (raises Unsupported, so the backend falls back to eager): a write that a
 *different* view, taken before the write and read after it, would have to observe; in-place
-metadata changes (``t_``, ``unsqueeze_``); writes through views with symbolic sizes; writes to a
+metadata changes (``t_``, ``unsqueeze_``); writes with symbolic sizes through views other than
+slices, selects, diagonals and ``as_strided`` (those are replayed with their ``*_scatter``, as
+real functionalization does: ``cache[:, pos:pos + 1] = x`` at a symbolic ``pos``); writes to a
 tensor that overlaps itself (``x.expand(3, 5).zero_()``).
 """
 
@@ -175,9 +177,13 @@ def functionalize(gm: fx.GraphModule) -> dict[str, fx.Node]:
             if root(old) is not owner:
                 # a write through a view: the owner's new value is its current value with the
                 # view's region replaced (real functionalization replays the views with
-                # *_scatter ops; one as_strided_scatter covers every view)
+                # *_scatter ops; one as_strided_scatter covers every view of static geometry)
                 current = latest.get(owner, owner)
-                scatter = _scatter_into(graph, current, new, node)
+                if _static_geometry(current, new):
+                    scatter = _scatter_into(graph, current, new, node)
+                else:  # a symbolic position (a KV cache's write at `pos`): replay the views
+                    scatter = _replay_views(graph, current, new, node,
+                                            _view_chain(old, lambda n: root(n) is owner))
                 version_of[scatter] = current
                 rebind(current, scatter, node)
                 new = scatter
@@ -191,9 +197,6 @@ def _scatter_into(graph: fx.Graph, base: fx.Node, view_value: fx.Node,
     """``as_strided_scatter(base, view_value, size, stride, offset)``: ``base`` with the region
     the view covers replaced by the view's new value (offset relative to the base)."""
     base_val, view = base.meta["val"], view_value.meta["val"]
-    geometry = [*view.shape, *view.stride(), view.storage_offset(), base_val.storage_offset()]
-    if not all(isinstance(g, int) for g in geometry):
-        raise Unsupported("a write through a view with symbolic sizes")
     if not _is_dense(base_val):
         raise Unsupported("a write through a view of a tensor that is itself not dense")
     # The traced views' offsets count from the start of the *input's* storage; the copy they
@@ -216,6 +219,61 @@ def _scatter_into(graph: fx.Graph, base: fx.Node, view_value: fx.Node,
     node.meta["view_origin"] = origin
     node.meta["storage"] = base.meta.get("storage")
     return node
+
+
+def _static_geometry(base: fx.Node, view_value: fx.Node) -> bool:
+    base_val, view = base.meta["val"], view_value.meta["val"]
+    geometry = [*view.shape, *view.stride(), view.storage_offset(), base_val.storage_offset()]
+    return all(isinstance(g, int) for g in geometry)
+
+
+# view op -> its scatter: ``scatter(base, src, *view_args)`` is ``base`` with the region that
+# ``view(base, *view_args)`` selects replaced by ``src`` (the arguments may be symbolic nodes)
+VIEW_SCATTERS = {
+    aten.slice.Tensor: aten.slice_scatter.default,  # base[..., start:end:step] = src
+    aten.select.int: aten.select_scatter.default,  # base[..., index] = src
+    aten.diagonal.default: aten.diagonal_scatter.default,
+    aten.as_strided.default: aten.as_strided_scatter.default,
+}
+
+
+def _view_chain(view: fx.Node, is_owner_version) -> list[fx.Node]:
+    """The view ops from the written view down to a version of the storage's owner (top
+    first), each one a row of :data:`VIEW_SCATTERS`."""
+    chain = []
+    while not is_owner_version(view):
+        if view.op != "call_function" or view.target not in VIEW_SCATTERS:
+            raise Unsupported(f"a write through {view.target} with symbolic sizes (only "
+                              f"{', '.join(str(op) for op in VIEW_SCATTERS)} are replayed)")
+        chain.append(view)
+        view = view.args[0]
+    return chain
+
+
+def _replay_views(graph: fx.Graph, base: fx.Node, view_value: fx.Node, after: fx.Node,
+                  chain: list[fx.Node]) -> fx.Node:
+    """``base`` with the region ``chain`` selects replaced by ``view_value``, as real
+    functionalization writes it: the views are taken again from ``base`` (the storage's current
+    value), then each one's scatter puts the new value into the view below it, top down::
+
+        v1 = slice(base, 0, 0, 2);  v1_new = slice_scatter(v1, value, 1, pos, pos + 1)
+        base_new = slice_scatter(base, v1_new, 0, 0, 2)
+
+    The view arguments are graph nodes when symbolic, so the position is read at run time."""
+    bases = [base]  # bases[i]: what chain[-1 - i] views
+    for view in reversed(chain[1:]):
+        with graph.inserting_after(after):
+            after = graph.call_function(view.target, (bases[-1], *view.args[1:]), view.kwargs)
+        after.meta.update(val=view.meta["val"], storage=base.meta.get("storage"))
+        bases.append(after)
+    value = view_value
+    for view, below in zip(chain, reversed(bases)):
+        with graph.inserting_after(after):
+            after = value = graph.call_function(VIEW_SCATTERS[view.target],
+                                                (below, value, *view.args[1:]), view.kwargs)
+        value.meta.update(val=below.meta["val"], storage=base.meta.get("storage"))
+    value.meta["view_origin"] = base.meta.get("view_origin", 0)
+    return value
 
 
 def _is_dense(t: torch.Tensor) -> bool:

@@ -43,6 +43,7 @@ from .automatic_dynamic import DynamicPolicy, FrameState, dynamic_policy
 from .bytecode_analysis import writes_globals
 from .convert_frame import CacheEntry, convert_frame
 from .exc import FullGraphError, Unsupported, without_internal_frames
+from .module_calls import compiling_module_calls
 from .symbolic_convert import NATIVE_MODULES, NEVER_TRACED_WRAPPERS
 from .variables.nn_module import _has_hooks
 
@@ -77,32 +78,55 @@ class FrameCache:
             wrappers[key] = optimize(fn, backend, cache=self)
         return wrappers[key]
 
-    def eager_frame(self, fn: types.FunctionType, backend: Callable) -> types.FunctionType:
+    def eager_frame(self, fn: types.FunctionType, backend: Callable) -> Callable:
         """``fn`` to run eagerly, as a frame real Dynamo skips: the user functions it looks up
         in its globals are wrapped by ``optimize``, so they are still compiled as their own
         frames (``fn`` itself when its code writes globals: those writes must reach the real
-        module)."""
-        if writes_globals(fn.__code__):
-            return fn
+        module), and so are the ``forward``s of the modules it calls (module_calls.py)."""
         wrappers = self.wrappers.setdefault(backend, {})
         if ("eager", fn) not in wrappers:
-            def wrap(value: Any) -> Any:
-                module = (getattr(value, "__module__", None) or "").split(".")[0]
-                if not isinstance(value, types.FunctionType) \
-                        or module in NATIVE_MODULES | {"torch"} \
-                        or value.__code__ in NEVER_TRACED_WRAPPERS \
-                        or hasattr(value, "_minicompile_orig"):
-                    return value
-                return self.compiled_callee(value, backend)
-
-            code = fn.__code__
-            eager = types.FunctionType(code, _CompilingGlobals(fn.__globals__, wrap),
-                                       code.co_name, fn.__defaults__, fn.__closure__)
-            wrappers[("eager", fn)] = eager
+            wrappers[("eager", fn)] = self._eager_copy(fn, backend)
         eager = wrappers[("eager", fn)]
         # the copy must follow the original: ``__defaults__`` may have been reassigned since
         eager.__defaults__, eager.__kwdefaults__ = fn.__defaults__, fn.__kwdefaults__
-        return eager
+
+        @functools.wraps(fn)
+        def run(*args, **kwargs):
+            with compiling_module_calls(lambda mod: self.compiled_forward(mod, backend)):
+                return eager(*args, **kwargs)
+
+        return run
+
+    def _eager_copy(self, fn: types.FunctionType, backend: Callable) -> types.FunctionType:
+        if writes_globals(fn.__code__):
+            return fn
+
+        def wrap(value: Any) -> Any:
+            if not _compiles_as_callee(value) or hasattr(value, "_minicompile_orig"):
+                return value
+            return self.compiled_callee(value, backend)
+
+        code = fn.__code__
+        return types.FunctionType(code, _CompilingGlobals(fn.__globals__, wrap),
+                                  code.co_name, fn.__defaults__, fn.__closure__)
+
+    def compiled_forward(self, mod: torch.nn.Module, backend: Callable) -> Callable | None:
+        """``mod``'s compiled ``forward`` bound to it, for a call from a frame that runs
+        eagerly; None where the call stays as it is: torch's own modules, a forward set on
+        the instance, hooks (``__call__`` runs them), graph modules (the compiler's own), a
+        module already compiled (its own cache)."""
+        forward = _static_forward(mod)
+        if isinstance(mod, (torch.fx.GraphModule, OptimizedModule)) or "forward" in mod.__dict__ \
+                or _has_hooks(mod) or not _compiles_as_callee(forward):
+            return None
+        return self.compiled_callee(forward, backend).__get__(mod)
+
+
+def _compiles_as_callee(value: Any) -> bool:
+    """A user function: called from a frame that runs eagerly, it is compiled as its own."""
+    module = (getattr(value, "__module__", None) or "").split(".")[0]
+    return isinstance(value, types.FunctionType) and module not in NATIVE_MODULES | {"torch"} \
+        and value.__code__ not in NEVER_TRACED_WRAPPERS
 
 
 class _CompilingGlobals(dict):

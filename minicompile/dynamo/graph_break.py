@@ -27,7 +27,8 @@ while the user functions it calls are still compiled as their own frames.
 
 The transformed function is written per opcode family (:data:`BREAK_WRITERS`: a call, a
 conditional jump, any other instruction), then one epilogue adds the graph, the replayed side
-effects and the record of the break. Whether a break can resume at all (inside a loop, a ``try``)
+effects and the record of the break. Inside a ``try`` the native instruction is wrapped in the
+same handler (:meth:`BreakWriter.guarded`). Whether a break can resume at all (inside a loop)
 is resume_execution.py's question; a function called natively or resumed goes through the frame
 cache (``FrameCache.compiled_callee``), so its own frame is compiled with its own cache entries.
 """
@@ -43,14 +44,15 @@ import torch
 from .. import _logging
 from ..metrics import metrics
 from ..names import attr, comment
-from .bytecode import Instruction
+from .bytecode import PY313, Instruction
 from .bytecode_analysis import writes_globals
 from .bytecode_transformation import instructions_from_code
 from .exc import Unsupported, unimplemented
 from .graph_break_hints import GraphBreak, classify_call
 from .output_graph import FrameResult, transformed_name
 from .resume_execution import (CONTEXT, ITERATOR, NULL, VALUE, ContinueExecutionCache, ResumeSpec,
-                               in_loop, in_try_block, live_locals, resume_blocker, resume_function)
+                               in_handler, in_loop, live_locals, resume_blocker, resume_function,
+                               try_block_handler)
 from .side_effects import reads_state
 from .symbolic_convert import NATIVE_MODULES, NEVER_TRACED_WRAPPERS
 from .variables.base import NullVariable, callable_and_args
@@ -92,11 +94,12 @@ def _break_kind(fn_value: Any) -> str:
 class BreakWriter:
     """Collects the transformed function's lines for one graph break."""
 
-    def __init__(self, tx, inst: Instruction):
+    def __init__(self, tx, inst: Instruction, handler: tuple[int, int] | None = None):
         self.tx, self.inst, self.output = tx, inst, tx.output
         self.codegen = tx.output.codegen()
         self.temps: list[str] = []  # values read before the side effects are replayed
         self.grad_mode_after = ambient_grad_mode(tx)
+        self.handler = handler  # the enclosing try's (handler offset, stack depth), if any
 
     def value(self, vt) -> str:
         """``vt``'s expression; one that reads outside state is copied into a temporary
@@ -143,6 +146,19 @@ class BreakWriter:
                                                             key=(code, id(fn.__closure__)))
         args = stack_exprs + [self.value(tx.symbolic_locals[n]) for n in names]
         return f"{code.co_name}({', '.join(args)})"
+
+    def guarded(self, lines: list[str]) -> list[str]:
+        """``lines`` (the native instruction) inside the ``try`` the break is in, if any: its
+        exception goes to the handler as CPython's unwinding would send it, the stack cut to
+        the entry's depth and the exception pushed, in a resume function that starts at the
+        handler (resume_execution.try_block_handler)."""
+        if self.handler is None:
+            return lines
+        target, depth = self.handler
+        kinds, exprs = self.stack_args(self.tx.stack[:depth])
+        resume = self.resume_call(target, kinds + (VALUE,), exprs + ["__break_exc"])
+        return ["try:", *(f"    {line}" for line in lines),
+                "except BaseException as __break_exc:", f"    return {resume}"]
 
     def compiled(self, fn: types.FunctionType, key: Any = None) -> Callable:
         """``fn`` wrapped by ``optimize`` through the frame cache (one wrapper per function)."""
@@ -220,11 +236,12 @@ def write_call(w: BreakWriter, tx, index: int, error: Unsupported) -> tuple[list
     call_src = f"{_native_callable(fn_vt, fn_value, w)}({', '.join(call_args)})"
     resume = w.resume_call(_next_offset(tx, index), kinds + (VALUE,),
                            stack_exprs + ["__break_result"])
-    body = [f"__break_result = {call_src}", f"return {resume}"]
+    native = [f"__break_result = {call_src}"]
     grad_now = torch.is_grad_enabled()
     if grad_now != w.grad_mode_after:  # the graph left the mode of the open `with` blocks
         ctx = "enable_grad" if grad_now else "no_grad"
-        body = [f"with {w.torch}.{ctx}():", f"    {body[0]}", body[1]]
+        native = [f"with {w.torch}.{ctx}():", f"    {native[0]}"]
+    body = w.guarded(native) + [f"return {resume}"]
     kind = "inlined_call" if getattr(error, "inlined", False) else _break_kind(fn_value)
     return body, kind, f"{error.reason} (call to {call_src.split('(')[0]})"
 
@@ -237,8 +254,31 @@ def write_jump(w: BreakWriter, tx, index: int, error: Unsupported) -> tuple[list
     target = w.resume_call(inst.target.offset, kinds, stack_exprs)
     fall = w.resume_call(_next_offset(tx, index), kinds, stack_exprs)
     test = cond if JUMPS[inst.opname] else f"not {cond}"
-    return [f"if {test}:", f"    return {target}", f"return {fall}"], \
+    body = []
+    if w.handler is not None:  # bool() of a tensor can raise: inside the try
+        body, test = w.guarded([f"__break_cond = {test}"]), "__break_cond"
+    return body + [f"if {test}:", f"    return {target}", f"return {fall}"], \
         "data_dependent_branch", error.reason
+
+
+def write_attribute(w: BreakWriter, tx, index: int, error: Unsupported) -> tuple[list, str, str]:
+    """LOAD_ATTR / LOAD_METHOD whose lookup can't be traced (a property whose getter logs):
+    the attribute is read natively, and the resume function continues after the instruction
+    with it on the stack; a method load leaves it beside a NULL, as a plain call expects."""
+    inst = tx.instructions[index]
+    *below, obj = tx.stack
+    kinds, stack_exprs = w.stack_args(below)
+    pushed = ((VALUE, NULL) if PY313 else (NULL, VALUE)) if inst.opname == "LOAD_METHOD" \
+        else (VALUE,)
+    native = [f"__break_result = {attr(w.value(obj), inst.argval)}"]
+    grad_now = torch.is_grad_enabled()
+    if grad_now != w.grad_mode_after:  # a getter runs in the mode of the open `with` blocks
+        native = [f"with {w.torch}.{'enable_grad' if grad_now else 'no_grad'}():",
+                  f"    {native[0]}"]
+    resume = w.resume_call(_next_offset(tx, index), kinds + pushed,
+                           stack_exprs + ["__break_result"])
+    return w.guarded(native) + [f"return {resume}"], "unsupported_construct", \
+        f"{error.reason} (reading .{inst.argval}, natively)"
 
 
 def write_instruction(w: BreakWriter, tx, index: int, error: Unsupported) -> tuple[list, str, str]:
@@ -256,6 +296,7 @@ def write_instruction(w: BreakWriter, tx, index: int, error: Unsupported) -> tup
 # The transformed function's body at the break, per opcode family (default: write_instruction).
 BREAK_WRITERS: dict[str, Callable[..., tuple[list, str, str]]] = {
     "CALL": write_call, "CALL_KW": write_call, "CALL_FUNCTION_EX": write_call,
+    "LOAD_ATTR": write_attribute, "LOAD_METHOD": write_attribute,
     **{name: write_jump for name in JUMPS},
 }
 
@@ -266,14 +307,16 @@ def break_at(tx, index: int, error: Unsupported) -> FrameResult:
     original = ContinueExecutionCache.original(tx.code, inst.offset)
     if in_loop(*original):
         return skip_frame(tx, inst, error)
-    if in_try_block(*original):
-        return skip_frame(tx, inst, error, "graph_break_in_try", "graph break inside a try block")
+    if in_handler(*original):
+        return skip_frame(tx, inst, error, "graph_break_in_handler",
+                          "graph break inside an exception handler")
+    entry = try_block_handler(*original)
     if inst.opname == "BEFORE_WITH":  # a `with` we can't enter: its block can't be resumed into
         return skip_frame(tx, inst, error, "graph_break_in_with",
                           "a `with` on a context manager that is not traced")
     if tx.code.co_cellvars:
         unimplemented("graph break in a function whose locals are captured by closures")
-    w = BreakWriter(tx, inst)
+    w = BreakWriter(tx, inst, entry and (_handler_offset(tx, inst), entry.depth))
     w.codegen.share_repeated([*tx.stack, *tx.symbolic_locals.values(),
                               *tx.output.side_effects.values()])
     body, kind, reason = BREAK_WRITERS.get(inst.opname, write_instruction)(w, tx, index, error)
@@ -286,6 +329,12 @@ def break_at(tx, index: int, error: Unsupported) -> FrameResult:
               + "".join(f"    {line}\n" for line in lines))
     _record(tx, GraphBreak(kind, reason, error.user_line, inst.offset, tx.code.co_name))
     return FrameResult(source, tx.output.define(source, name), tx.output.guards, graphs)
+
+
+def _handler_offset(tx, inst: Instruction) -> int:
+    """Where the frame's exception table sends an exception raised at ``inst``."""
+    return next(target for start, end, target, _, _ in tx.exception_table
+                if start <= inst.offset < end)
 
 
 def _record(tx, gb: GraphBreak) -> None:

@@ -58,7 +58,7 @@ BREAK_KINDS: dict[str, BreakKind] = {k.name: k for k in [
               "call"),
     BreakKind("unsupported_construct",
               "a Python construct the symbolic interpreter does not model (generators, "
-              "try/except around traced code, mutation of unknown objects, ...)",
+              "mutation of unknown objects, ...)",
               "rewrite the construct in plain Python the tracer supports, or accept the break"),
     BreakKind("graph_break_in_loop",
               "a graph break inside a for/while loop: every iteration would need its own resume "
@@ -66,11 +66,12 @@ BREAK_KINDS: dict[str, BreakKind] = {k.name: k for k in [
               "functions it calls are still compiled",
               "fix the break inside the loop (or move it out of the loop), or move the loop "
               "body into a function"),
-    BreakKind("graph_break_in_try",
-              "a graph break inside a try block: the exception handler would have to cover the "
-              "native instruction and the resume function, so (like real Dynamo) the whole frame "
-              "runs eagerly, with no graph; the functions it calls are still compiled",
-              "move the code that breaks out of the try block, or the try block into a function"),
+    BreakKind("graph_break_in_handler",
+              "a graph break inside an `except` or `finally` handler: the exception being "
+              "handled is frame state a resume function can't rebuild, so (like real Dynamo) "
+              "the frame runs eagerly, with no graph; the functions it calls are still compiled",
+              "move the code that breaks out of the handler, or the handler's body into a "
+              "function"),
     BreakKind("graph_break_in_with",
               "a `with` on a context manager the tracer does not model (inference_mode, "
               "autocast, profiler, ...): its block can't be resumed into, so the frame runs "

@@ -13,7 +13,10 @@ prologue puts them back where the original frame had them before jumping to the 
 Because the rest of the original bytecode is kept as-is, loops, ``with`` blocks and
 ``try`` regions around offset 30 keep working: since CPython 3.11 a ``try`` is just an
 exception-table entry keyed by offset (no block stack to rebuild), and an active ``with``
-leaves its ``__exit__`` on the stack, which we rebuild like any other stack value.
+leaves its ``__exit__`` on the stack, which we rebuild like any other stack value. A resume
+function may also start at a ``try``'s handler, with the exception as its last stack value:
+that is how an exception of the native instruction reaches the handler
+(:func:`try_block_handler`).
 
 The resume function is an ordinary function: the caller wraps it with ``optimize`` so it is
 traced lazily on its first call, with its own guards and cache (and may break again).
@@ -27,7 +30,7 @@ import types
 from dataclasses import dataclass
 from types import CodeType
 
-from .bytecode import PY313
+from .bytecode import PY313, ExnTabEntry
 from .bytecode_analysis import in_exception_handler, live_locals_at, remove_dead_code
 from .exc import unimplemented
 from .bytecode_transformation import (
@@ -84,7 +87,7 @@ def resume_blocker(insts: list[Instruction], inst: Instruction) -> str | None:
         # KW_NAMES sets a frame register (not the stack) that CALL reads; and PRECALL's stack
         # effect is booked before the CALL runs. Both pairs are one call: break before them.
         return f"{inst.opname} is the second half of a call started by {prev.opname}"
-    if inst in in_exception_handler(insts):
+    if inst in in_exception_handler(insts) and not is_handler_start(insts, inst):
         return "it is inside an exception handler (the exception state can't be rebuilt)"
     if inst.opname == "END_FOR":
         return "END_FOR is skipped at run time: an exhausted FOR_ITER jumps past it"
@@ -109,18 +112,38 @@ def in_loop(code: CodeType, offset: int) -> bool:
     return False
 
 
-def in_try_block(code: CodeType, offset: int) -> bool:
-    """Whether the instruction at ``offset`` is guarded by a ``try`` (an exception-table entry
-    whose handler is not a ``with`` block's cleanup). Like real Dynamo, a break there does not
-    resume (the handler would have to cover the native call and the resume function): the
-    frame runs eagerly."""
+def try_block_handler(code: CodeType, offset: int) -> ExnTabEntry | None:
+    """The exception-table entry of the ``try`` guarding the instruction at ``offset`` (None:
+    no ``try``, or only a ``with`` block's cleanup, whose ``__exit__`` the stack carries).
+
+    A break there resumes like any other, and the handler is re-created around what runs
+    outside the original bytecode: the transformed function catches an exception of the native
+    instruction and continues in a resume function that starts *at the handler*, with the
+    stack cut to the entry's depth and the exception on top, as CPython's unwinding leaves it
+    (graph_break.py). The code after the break is the original bytecode with its exception
+    table, so the handler covers it already."""
     insts = instructions_from_code(code)
     inst = next((i for i in insts if i.offset == offset), None)
     entry = inst.exn_tab_entry if inst is not None else None
-    if entry is None:
-        return False
+    if entry is None or entry.lasti:  # lasti: a cleanup handler (`with`, an except's body)
+        return None
     handler = insts[insts.index(entry.target):][:2]
-    return not any(i.opname == "WITH_EXCEPT_START" for i in handler)
+    return None if any(i.opname == "WITH_EXCEPT_START" for i in handler) else entry
+
+
+def in_handler(code: CodeType, offset: int) -> bool:
+    """The instruction at ``offset`` runs inside an exception handler (past its start): a break
+    there can't resume, since the exception being handled is frame state no prologue sets."""
+    insts = instructions_from_code(code)
+    inst = find_instruction(insts, offset)
+    return inst in in_exception_handler(insts) and not is_handler_start(insts, inst)
+
+
+def is_handler_start(insts: list[Instruction], inst: Instruction) -> bool:
+    """``inst`` is where a ``try``'s handler begins: its stack is the entry's values and the
+    exception, all of which a prologue can push (PUSH_EXC_INFO then makes it the current one)."""
+    return any(i.exn_tab_entry is not None and i.exn_tab_entry.target is inst
+               and not i.exn_tab_entry.lasti for i in insts)
 
 
 def live_locals(code: CodeType, offset: int) -> list[str]:

@@ -205,6 +205,19 @@ def _null_context(tx, cls, args, kwargs) -> VariableTracker:
     return NullContextVariable(next(iter([*args, *kwargs.values()]), None))
 
 
+def _profiler_region(tx, cls, args, kwargs) -> VariableTracker:
+    """``torch.profiler.record_function(name)``: a profiler label, no computation. Like real
+    Dynamo (unless ``capture_profiler_record_function``), the region is ignored in the graph:
+    a ``with`` that changes nothing, so the code inside it (``Optimizer.step``) is traced."""
+    from .misc import NullContextVariable
+
+    return NullContextVariable()
+
+
+# classes whose instances only label a region for the profiler
+PROFILER_REGIONS = (torch.autograd.profiler.record_function, torch.profiler.record_function)
+
+
 def _deque(tx, cls, args, kwargs) -> VariableTracker:
     from .deques import DequeVariable
 
@@ -324,6 +337,7 @@ CLASS_CALLS = [
     (lambda cls, args, kwargs: cls in FOLDED_CLASSES and _all_constant(args, kwargs), _fold_class),
     (lambda cls, args, kwargs: cls is contextlib.nullcontext and len(args) + len(kwargs) <= 1,
      _null_context),
+    (lambda cls, args, kwargs: cls in PROFILER_REGIONS, _profiler_region),
     (lambda cls, args, kwargs: cls in (collections.OrderedDict, collections.defaultdict),
      _user_dict),
     (lambda cls, args, kwargs: cls is functools.partial and bool(args), _partial),

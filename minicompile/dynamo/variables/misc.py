@@ -83,6 +83,13 @@ class PythonModuleVariable(VariableTracker):
         trusted = self.value.__name__.split(".")[0] in ("torch", "math", "operator", "builtins")
         return VariableBuilder(tx, source).wrap(value, guard=not trusted)
 
+    def reconstruct(self, codegen) -> str:
+        """By its source, else (``import torch._dynamo`` inside a function binds a local that
+        has none) as an installed name: a module is the same object wherever it is read."""
+        if self.source is not None:
+            return self.source.expr()
+        return codegen.install_global(self.value.__name__.split(".")[-1], self.value)
+
     def _repr_body(self) -> str:
         return self.value.__name__
 

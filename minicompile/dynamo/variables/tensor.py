@@ -120,15 +120,20 @@ class TensorVariable(VariableTracker):
         return call_op(tx, "call_method", name, [self, *args], kwargs)
 
     def _grad(self, tx) -> VariableTracker:
-        """``x.grad`` when it is None -- an input with no gradient yet (guarded: a backward
-        pass in between fills it and recompiles), or a tensor the graph computes (not a leaf
-        of the user's autograd graph). A gradient that exists is not captured."""
+        """``x.grad`` of an input: its gradient, itself an input of the graph read from the
+        same place (real Dynamo's ``GradSource``: an optimizer step reads ``p.grad``), or None
+        when it has none yet (guarded: a backward pass in between fills it and recompiles); of
+        a tensor the graph computes (not a leaf of the user's autograd graph), None."""
         if self.source is None:
             return ConstantVariable(None)
         real = next((gi.example for gi in tx.output.graph_inputs if gi.source == self.source),
                     None)
-        if real is None or real.grad is not None:
-            unimplemented("tensor attribute .grad of an input that has a gradient is not captured")
+        if real is None:
+            unimplemented("tensor attribute .grad of a tensor that is not a graph input")
+        if real.grad is not None:
+            from .builder import VariableBuilder
+
+            return VariableBuilder(tx, AttrSource(self.source, "grad")).wrap(real.grad)
         self._guard_answer(tx, AttrSource(self.source, "grad"), None)
         return ConstantVariable(None)
 

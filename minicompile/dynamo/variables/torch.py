@@ -10,6 +10,7 @@ and grad-mode context managers become ``GradModeVariable``.
 from __future__ import annotations
 
 import inspect
+import types
 from typing import Any, Callable
 
 import torch
@@ -58,12 +59,24 @@ UNSUPPORTED: dict[Callable, str] = {
 }
 
 
+# Python code in these torch packages is traced through like the user's own (real Dynamo's
+# ``trace_rules.MOD_INLINELIST``): an optimizer's step is loops of tensor updates, not one op.
+INLINED_TORCH_MODULES = ("torch.optim",)
+
+
+def is_inlined_torch_function(value: Any) -> bool:
+    module = getattr(value, "__module__", None) or ""
+    return isinstance(value, types.FunctionType) and any(
+        module == m or module.startswith(m + ".") for m in INLINED_TORCH_MODULES)
+
+
 def is_torch_callable(value: Any) -> bool:
     if isinstance(value, (torch._ops.OpOverloadPacket, torch._ops.OpOverload)):
         return True
     module = getattr(value, "__module__", None) or ""
-    return callable(value) and not isinstance(value, type) and (
-        module == "torch" or module.startswith("torch.") or module.startswith("torch._C"))
+    return callable(value) and not isinstance(value, type) and not \
+        is_inlined_torch_function(value) and (
+            module == "torch" or module.startswith("torch.") or module.startswith("torch._C"))
 
 
 class TorchVariable(KnownCallableVariable):
