@@ -161,7 +161,7 @@ def test_tiled_pointwise(backend, launchers, sources, fn, args, tiled):
 
 def test_tiled_source_names_its_tile(backend, sources):
     check(lambda x, y: x.t() + y, torch.randn(31, 17), torch.randn(17, 31))
-    if backend == "cpp":
+    if backend == "cpp" and torch.empty(0).device.type == "cpu":  # (CUDA tensors: Triton's)
         (source,) = sources
         assert "// 2-D tiles" in source and "x0 < x0_end" in source
     else:

@@ -144,9 +144,9 @@ def test_kernels_compile_ahead_of_the_first_call(monkeypatch):
     jobs, futures = [], []
     ahead = triton_codegen.compile_in_background
 
-    def record(js):
+    def record(js, *knobs):
         jobs.append(len(js))
-        futures.append(ahead(js))
+        futures.append(ahead(js, *knobs))
         return futures[-1]
 
     monkeypatch.setattr(triton_codegen, "compile_in_background", record)
