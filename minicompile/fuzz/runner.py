@@ -8,6 +8,7 @@ requires grad, the gradients of a random weighted sum of the outputs.
 
 from __future__ import annotations
 
+import re
 import traceback
 import warnings
 from contextlib import contextmanager
@@ -40,8 +41,9 @@ def backends_for(device: str) -> dict[str, tuple[str, str | None]]:
 
 @dataclass
 class Outcome:
-    """``kind``: "ok", "mismatch" (compiled computed something else) or "crash" (compiled
-    raised where eager did not, or the other way round)."""
+    """``kind``: "ok", "mismatch" (compiled computed something else, or raised another error
+    than eager's), "crash" (compiled raised where eager did not) or "signal" (the process
+    checking it died: generated code read wild memory or divided by zero; ``worker.py``)."""
 
     kind: str
     message: str = ""
@@ -71,6 +73,14 @@ def check_program(program: Program, backend: str, device: str = "cpu", seed: int
                 return outcome
     mc.reset()
     return Outcome("ok")
+
+
+def check_safely(program: Program, backend: str, device: str = "cpu", seed: int = 0) -> Outcome:
+    """``check_program``, with an exception of the fuzzer's own machinery reported as a crash."""
+    try:
+        return check_program(program, backend, device, seed)
+    except Exception:
+        return Outcome("crash", "the check itself raised:\n" + traceback.format_exc())
 
 
 @dataclass
@@ -150,7 +160,9 @@ NEIGHBOURS = 3
 
 def _float64(inputs: list[torch.Tensor]) -> list[torch.Tensor]:
     """The inputs in float64 (the referee's exact arithmetic)."""
-    return [t.detach().double().requires_grad_(t.requires_grad) if t.dtype.is_floating_point
+    def wider(t: torch.Tensor) -> torch.Tensor:
+        return t.detach().to(torch.complex128 if t.is_complex() else torch.float64)
+    return [wider(t).requires_grad_(t.requires_grad) if t.is_floating_point() or t.is_complex()
             else t for t in inputs]
 
 
@@ -176,9 +188,21 @@ def _neighbour(program: Program, device: str, seed: int, pattern: int) -> tuple[
     return None if low.error is not None or high.error is not None else (low, high)
 
 
+# eager's errors that come from the values of the inputs, not from the program's text or shapes:
+# an index out of range (embedding, x[i], index_select, gather, scatter, index_put) and an
+# integer division by zero. A program may raise them: compiled code must raise the same.
+DATA_ERRORS = re.compile(r"out of (range|bounds)|out of DATA bounds|ZeroDivisionError")
+
+
+def raised_from_data(error: BaseException | None) -> bool:
+    return isinstance(error, (IndexError, RuntimeError)) and bool(DATA_ERRORS.search(str(error)))
+
+
 def runs_in_eager(program: Program, device: str = "cpu", seed: int = 0) -> bool:
-    """Whether eager runs ``program`` (forward and backward) without raising."""
+    """Whether eager runs ``program`` (forward and backward), or raises only because of the
+    inputs' values (``raised_from_data``)."""
     try:
-        return run(program.function(), program.make_inputs(seed, device), seed).error is None
+        error = run(program.function(), program.make_inputs(seed, device), seed).error
     except Exception:  # the text itself is broken (a name the shrinker deleted)
         return False
+    return error is None or raised_from_data(error)
