@@ -21,7 +21,7 @@ from .program import DTYPES, FLOAT_DTYPES, InputSpec, Program, Statement
 
 # How often an index drawn on the CPU may fall outside its dimension (on the GPU eager's error is
 # a device-side assert that ends the process, not an exception to compare)
-OUT_OF_RANGE_CHANCE = 0.3
+OUT_OF_RANGE_CHANCE = 0.5
 
 SIZES = [1, 1, 2, 3, 4, 5, 7, 8, 13, 16, 17, 31]  # 1 and odd primes on purpose
 MAX_NUMEL = 4096  # keeps Triton's interpreter fast enough for thousands of programs

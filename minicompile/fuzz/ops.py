@@ -93,7 +93,7 @@ INT_DIVISION = ["{x} // {y}", "{x} % {y}", "torch.div({x}, {y}, rounding_mode='t
 TO_COMPLEX = ["torch.complex({x}, {y})", "torch.polar({x}.abs(), {y})", "{x}.to(torch.complex64)",
               "{x} * 1j"]
 UNARY_COMPLEX = ["{x}.abs()", "{x}.real", "{x}.imag", "{x}.angle()", "torch.view_as_real({x})",
-                 "{x}.conj().resolve_conj()", "{x} * {x}", "{x} * 2 - 1j", "torch.sgn({x})",
+                 "{x}.conj()", "{x}.conj().resolve_conj()", "{x} * {x}", "{x} * 2 - 1j", "torch.sgn({x})",
                  "{x}.sum(dim=-1)", "{x}.mean()", "torch.exp({x}.real.clamp(max=4) + 1j * {x}.imag)"]
 BINARY_COMPLEX = ["{x} + {y}", "{x} * {y}", "{x} - {y}", "{x} / ({y}.abs() + 1)"]
 
@@ -343,4 +343,4 @@ OPS = [
 
 WEIGHTS = {"unary_float": 4, "binary_float": 4, "reduction": 3, "view": 3, "matmul": 2,
            "boolean_mask": 0.3, "mutate": 1, "to_complex": 0.3,
-           "int_division": 2}  # the rest weigh 1
+           "int_division": 2, "index": 2}  # the rest weigh 1
