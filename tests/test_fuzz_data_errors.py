@@ -62,6 +62,7 @@ def test_compiled_raises_eagers_error_on_bad_data(name, backend):
     assert raised_from_data(eager.error), eager.error  # the program tests what it says
     outcome = check_program(p, backend, seed=0)
     assert outcome.kind == "ok", outcome.message
+    assert outcome.eager_error == type(eager.error).__name__  # compiled raised it too
 
 
 def test_overflowing_division_matches_eager():
@@ -96,7 +97,7 @@ def test_generator_draws_bad_indices_divisors_and_complex_values():
     assert any(s.dtype == "complex64" for p in programs for s in p.inputs)
 
 
-def test_gpu_programs_draw_no_index_out_of_range(monkeypatch):
+def test_gpu_programs_draw_no_index_out_of_range_nor_divisor_of_zero(monkeypatch):
     """On the GPU eager's out-of-range index is a device-side assert that ends the process."""
     b = Builder(random.Random(0), "cuda")
     drawn = []
@@ -104,10 +105,14 @@ def test_gpu_programs_draw_no_index_out_of_range(monkeypatch):
     for _ in range(50):
         b.index_input((5,), 3)
     assert all(kw.get("low", 0) == 0 and kw["high"] == 3 for kw in drawn)
+    b.divisor_input((5,))  # nor a divisor of 0, which eager does not check on the GPU
+    assert drawn[-1]["low"] > 0
     b.device = "cpu"
     for _ in range(50):
         b.index_input((5,), 3)
-    assert any(kw["high"] > 3 for kw in drawn[50:])
+    assert any(kw["high"] > 3 for kw in drawn[51:])
+    b.divisor_input((5,))
+    assert drawn[-1]["low"] < 0 < drawn[-1]["high"]
 
 
 def test_a_dead_in_place_op_on_a_temporary_is_dropped_with_what_it_reads():

@@ -65,6 +65,7 @@ def fuzz_programs(n: int, seed: int, backends: list[str] | None, device: str,
         for backend in backends:
             outcome = check(program, backend, device, program_seed)
             counts[outcome.kind] += 1
+            counts["raised alike"] += bool(outcome.kind == "ok" and outcome.eager_error)
             if outcome.kind != "ok":
                 report(program, outcome, backend, device, program_seed, out, check)
         progress.update(i + 1, sum(counts[kind] for kind in FAILURES))
@@ -73,7 +74,7 @@ def fuzz_programs(n: int, seed: int, backends: list[str] | None, device: str,
         worker.close()
     print(f"fuzz: {n} programs, {counts['mismatch']} mismatches, {counts['crash']} crashes, "
           f"{counts['signal']} signals ({n * len(backends)} checks on {', '.join(backends)}; "
-          f"{device})")
+          f"{device}; in {counts['raised alike']} eager and compiled raised the same error)")
     return 1 if any(counts[kind] for kind in FAILURES) else 0
 
 

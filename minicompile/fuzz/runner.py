@@ -47,6 +47,7 @@ class Outcome:
 
     kind: str
     message: str = ""
+    eager_error: str = ""  # the exception type eager raised (and compiled too, when "ok")
 
 
 @contextmanager
@@ -64,6 +65,7 @@ def check_program(program: Program, backend: str, device: str = "cpu", seed: int
     compile_backend, cpu = backends_for(device)[backend]
     mc.reset()
     compiled = mc.compile(program.function(), backend=compile_backend)
+    raised = ""
     with cpu_backend(cpu), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a fallback warns; it is correct if results agree
         for call in range(2):
@@ -71,8 +73,9 @@ def check_program(program: Program, backend: str, device: str = "cpu", seed: int
             if outcome.kind != "ok":
                 outcome.message = f"call {call + 1} of 2: {outcome.message}"
                 return outcome
+            raised = raised or outcome.eager_error
     mc.reset()
-    return Outcome("ok")
+    return Outcome("ok", eager_error=raised)
 
 
 def check_safely(program: Program, backend: str, device: str = "cpu", seed: int = 0) -> Outcome:
@@ -130,7 +133,7 @@ def _compare_errors(eager: Run, actual: Run) -> Outcome:
     if type(actual.error) is not type(eager.error):
         return Outcome("mismatch", f"eager raised {type(eager.error).__name__}, compiled "
                        f"raised {type(actual.error).__name__}: {actual.error}")
-    return Outcome("ok")
+    return Outcome("ok", eager_error=type(eager.error).__name__)
 
 
 def run(fn: Callable, inputs: list[torch.Tensor], seed: int) -> Run:
