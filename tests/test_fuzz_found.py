@@ -416,3 +416,63 @@ def test_recomputed_product_rounds_as_in_the_first_loop(fn):
     Triton kernels compiled with enable_fp_fusion=False (the GPU did the same)."""
     x = torch.tensor([[59.0, 1.0, -3.0]], dtype=torch.float64)
     torch.testing.assert_close(mc.compile(fn)(x), fn(x))
+
+
+# --- complex values (the fuzzer draws them since it compares complex outputs) -------------------
+COMPLEX_BACKENDS = ["eager", "aot_eager", "reference", "cpp", "triton"]
+
+
+def _compiled(fn, backend, monkeypatch):
+    """``fn`` compiled with a backend name, or the inductor's CPU code generator of that name."""
+    if backend in ("eager", "aot_eager"):
+        return mc.compile(fn, backend=backend)
+    monkeypatch.setattr(config.inductor, "cpu_backend", backend)
+    return mc.compile(fn, backend="inductor")
+
+
+@pytest.mark.parametrize("backend", COMPLEX_BACKENDS)
+def test_variance_and_logsumexp_of_complex_values_are_eagers(backend, monkeypatch):
+    """Fuzzer seeds 129 and 245: ``std`` of complex values is real, |x - mean|^2 summed (the
+    decomposition squared the complex differences and returned complex64); ``logsumexp`` of
+    complex values shifts by the largest real part (the decomposition took amax of complex
+    values, which ATen does not order: NotImplementedError)."""
+    def f(x):
+        return x.std(dim=2, keepdim=True), torch.var_mean(x, dim=0), x.logsumexp(dim=0)
+
+    x = torch.randn(4, 3, 5, dtype=torch.complex64)
+    expected, actual = f(x), _compiled(f, backend, monkeypatch)(x)
+    for e, a in zip(torch.utils._pytree.tree_leaves(expected),
+                    torch.utils._pytree.tree_leaves(actual)):
+        assert a.dtype == e.dtype
+        torch.testing.assert_close(a, e)
+
+
+@pytest.mark.parametrize("backend", COMPLEX_BACKENDS)
+def test_complex_buffers_in_a_kernel_fall_back_to_the_reference_backend(backend, monkeypatch):
+    """Fuzzer seed 205: a complex buffer reached a Triton kernel, whose arguments have
+    no complex type (``KeyError: 'complex64'`` under the interpreter); the graph now falls back
+    to the reference backend, as a C++ kernel's does."""
+    def f(c):
+        return (c.reshape(-1).zero_()[..., 1:],)  # (writes into the input c)
+
+    c = torch.randn(3, 7, dtype=torch.complex64)
+    c_compiled = c.clone()
+    expected, actual = f(c), _compiled(f, backend, monkeypatch)(c_compiled)
+    for e, a in zip(expected + (c,), actual + (c_compiled,)):
+        torch.testing.assert_close(a, e)
+
+
+@pytest.mark.parametrize("view", ["real", "imag", "view_as_real", "mT.imag", "conj"])
+def test_a_real_or_conjugated_view_of_a_complex_input_is_eagers(view):
+    """Fuzzer seed 37: ``return x0.real`` for a complex input was rebuilt by ``as_strided`` on
+    the complex input with the real view's strides: an error (or elements of the wrong place).
+    The rebuild now views the input as real first; a conjugated view (a flag ``as_strided``
+    drops) makes the graph fall back."""
+    fn = {"real": lambda x: x.real, "imag": lambda x: x.imag, "conj": lambda x: x.conj(),
+          "view_as_real": torch.view_as_real, "mT.imag": lambda x: x.mT.imag}[view]
+    x = torch.randn(8, 13, dtype=torch.complex64)[:, 1:]
+    for backend in ("aot_eager", "inductor"):
+        mc.reset()
+        out = mc.compile(lambda x: (fn(x), x.sum()), backend=backend)(x)[0]
+        assert out.data_ptr() == fn(x).data_ptr() and out.is_conj() == fn(x).is_conj()
+        assert torch.equal(out.resolve_conj(), fn(x).resolve_conj())

@@ -46,6 +46,7 @@ class OutputAlias:
     size: tuple = ()  # ints, or SymPy expressions in the size symbols of ``symbols``
     stride: tuple = ()
     offset: Any = 0  # storage offset relative to the input's
+    as_real: bool = False  # a real view of a complex input (x.real, x.imag, view_as_real(x))
     # symbolic geometry: where each size symbol is read at run time,
     # (symbol, input index, "size" | "stride" | "value", dim)
     symbols: tuple = ()
@@ -60,6 +61,8 @@ class OutputAlias:
             size, stride, offset = ([int(sympy.sympify(e).xreplace(env)) for e in exprs]
                                     for exprs in (size, stride, [offset]))
             offset = offset[0]
+        if self.as_real:  # sizes, strides and offset count real elements: two per complex one
+            base = torch.view_as_real(base)
         return base.as_strided(size, stride, base.storage_offset() + offset)
 
 
@@ -230,10 +233,16 @@ def output_aliases(outs: list, primals: list) -> dict[int, OutputAlias]:
             # its own
             raise Unsupported("an output is a view of an input that requires grad and "
                               "overlaps itself in memory (an expanded tensor)")
-        offset = o.storage_offset() - primals[i].storage_offset()
+        as_real = o.dtype != primals[i].dtype
+        if as_real and not (primals[i].is_complex() and o.dtype == primals[i].dtype.to_real()):
+            raise Unsupported(f"an output is a view of a {primals[i].dtype} input as {o.dtype}")
+        if o.is_conj() != primals[i].is_conj():  # a flag of the view, which as_strided drops
+            raise Unsupported("an output is a conjugated view of an input (x.conj())")
+        offset = o.storage_offset() - (2 if as_real else 1) * primals[i].storage_offset()
         geometry = [*o.shape, *o.stride(), offset]
         if all(isinstance(g, int) for g in geometry):
-            aliases[pos] = OutputAlias(i, False, tuple(o.shape), tuple(o.stride()), offset)
+            aliases[pos] = OutputAlias(i, False, tuple(o.shape), tuple(o.stride()), offset,
+                                       as_real)
             continue
         # symbolic sizes: keep the formulas, and where to read their symbols on each call
         exprs = [_sym_expr(g) for g in geometry]
@@ -243,5 +252,6 @@ def output_aliases(outs: list, primals: list) -> dict[int, OutputAlias]:
             raise Unsupported("an output is a view of an input whose sizes no input gives")
         n = o.dim()
         aliases[pos] = OutputAlias(i, False, tuple(exprs[:n]), tuple(exprs[n:2 * n]), exprs[-1],
+                                   as_real,
                                    tuple((s, *sources[s]) for s in sorted(needed, key=str)))
     return aliases

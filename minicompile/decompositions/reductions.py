@@ -39,6 +39,8 @@ def _var(x, dims, correction, keepdim):
         x = aten.sub.Tensor(x, shift)
     mu = aten.div.Tensor(aten.sum.dim_IntList(x, dims, True), n)
     centered = aten.sub.Tensor(x, mu)
+    if centered.is_complex():  # |x - mean|^2: the variance of complex values is real
+        centered = aten.abs.default(centered)
     sq = aten.sum.dim_IntList(aten.mul.Tensor(centered, centered), dims, keepdim)
     var = aten.div.Tensor(sq, n - (1 if correction is None else correction))
     if shift is not x:

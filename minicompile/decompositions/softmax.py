@@ -41,7 +41,8 @@ def log_softmax(x, dim, half_to_float):  # (x - max) - log(sum(exp(x - max)))
 
 @register_decomposition(aten.logsumexp.default)
 def logsumexp(x, dim, keepdim=False):  # max + log(sum(exp(x - max)))
-    m = aten.amax.default(x, dim, True)
+    # complex values: shifted by the largest real part, as eager does (complex has no order)
+    m = aten.amax.default(aten.real.default(x) if x.is_complex() else x, dim, True)
     m = aten.where.self(aten.eq.Scalar(aten.abs.default(m), float("inf")),
                         aten.full_like.default(m, 0), m)  # all -inf rows: avoid inf - inf
     out = aten.add.Tensor(aten.log.default(aten.sum.dim_IntList(

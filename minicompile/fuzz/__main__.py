@@ -1,8 +1,8 @@
 """``bash course.sh fuzz -n N --seed S [--backend B] [--device D]``: the long fuzz run.
 
 Prints a progress bar, shrinks every failure to a pytest reproducer (``--out``, default
-fuzz_failures/), ends with ``fuzz: N programs, M mismatches, C crashes`` and exits non-zero on
-any mismatch or crash.
+fuzz_failures/), ends with ``fuzz: N programs, M mismatches, C crashes, S signals`` and exits
+non-zero on any of them.
 """
 
 from __future__ import annotations
@@ -26,6 +26,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=Path("fuzz_failures"),
                         help="where shrunk reproducers are written")
     parser.add_argument("--no-shrink", action="store_true", help="report failures unshrunk")
+    parser.add_argument("--in-process", action="store_true",
+                        help="check in this process, not a worker process (a signal from "
+                        "generated code then ends the run)")
     parser.add_argument("--tracer", action="store_true",
                         help="fuzz the bytecode tracer instead (Python functions vs CPython)")
     return parser.parse_args(argv)
@@ -40,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.tracer:
         return fuzz_tracer(args.n, args.seed)
     return fuzz_programs(args.n, args.seed, args.backend, args.device, args.max_statements,
-                         None if args.no_shrink else args.out)
+                         None if args.no_shrink else args.out, args.in_process)
 
 
 if __name__ == "__main__":

@@ -47,7 +47,9 @@ def mismatch(expected: torch.Tensor, actual: torch.Tensor,
                                                                  actual.dtype)):
         if e != a:
             return f"{what}: expected {e}, got {a}"
-    e, a = expected.detach().cpu(), actual.detach().cpu()
+    e, a = expected.detach().cpu().resolve_conj(), actual.detach().cpu().resolve_conj()
+    if e.is_complex():  # the real and imaginary parts, each a float at the float's tolerance
+        return mismatch(*_as_real(e, a, reference), [_as_real(*pair) for pair in neighbours])
     if e.dtype not in TOLERANCES:
         if torch.equal(e, a):
             return None
@@ -64,6 +66,12 @@ def mismatch(expected: torch.Tensor, actual: torch.Tensor,
     diff = (a.double() - e.double()).abs().nan_to_num(float("inf"))
     return (f"{int((~close).sum())} of {e.numel()} elements differ; max abs diff "
             f"{float(diff.max()):.3g} at {_first(~close)} (rtol {rtol}, atol {atol})")
+
+
+def _as_real(*tensors: torch.Tensor | None) -> list[torch.Tensor | None]:
+    """Complex tensors as real ones with a last dim of 2 (``view_as_real``); others as they are."""
+    return [torch.view_as_real(t.detach().cpu().resolve_conj()) if t is not None and t.is_complex()
+            else t for t in tensors]
 
 
 # Compiled may be this many times further from float64 than eager. A kernel may compute sin, tanh

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import sys
 import time
-import traceback
 from collections import Counter
 from pathlib import Path
 
 import torch
 
 from .generate import generate_program
-from .runner import Outcome, backends_for, check_program
+from .runner import Outcome, backends_for, check_safely
 from .shrink import same_failure, shrink, write_reproducer
+from .worker import Worker
 
 
 class Progress:
@@ -39,17 +39,13 @@ class Progress:
             print(file=sys.stderr)
 
 
-def check_safely(program, backend: str, device: str, seed: int) -> Outcome:
-    """``check_program``, with an exception of the fuzzer's own machinery reported as a crash."""
-    try:
-        return check_program(program, backend, device, seed)
-    except Exception:
-        return Outcome("crash", "the check itself raised:\n" + traceback.format_exc())
+FAILURES = ("mismatch", "crash", "signal")
 
 
 def fuzz_programs(n: int, seed: int, backends: list[str] | None, device: str,
-                  max_statements: int, out: Path | None) -> int:
-    """Check programs ``seed .. seed + n - 1`` with each backend; 1 if any failed."""
+                  max_statements: int, out: Path | None, in_process: bool = False) -> int:
+    """Check programs ``seed .. seed + n - 1`` with each backend; 1 if any failed. Checks run
+    in a worker process (``worker.py``) unless ``in_process``."""
     if device == "cuda" and not torch.cuda.is_available():
         print("--device cuda needs a CUDA GPU; none is visible", file=sys.stderr)
         return 2
@@ -61,30 +57,37 @@ def fuzz_programs(n: int, seed: int, backends: list[str] | None, device: str,
               file=sys.stderr)
         return 2
     counts, progress = Counter(), Progress(n, "programs")
+    worker = None if in_process else Worker()
+    check = check_safely if worker is None else worker.check
     for i in range(n):
         program_seed = seed + i
         program = generate_program(program_seed, device, max_statements)
         for backend in backends:
-            outcome = check_safely(program, backend, device, program_seed)
+            outcome = check(program, backend, device, program_seed)
             counts[outcome.kind] += 1
+            counts["raised alike"] += bool(outcome.kind == "ok" and outcome.eager_error)
             if outcome.kind != "ok":
-                report(program, outcome, backend, device, program_seed, out)
-        progress.update(i + 1, counts["mismatch"] + counts["crash"])
+                report(program, outcome, backend, device, program_seed, out, check)
+        progress.update(i + 1, sum(counts[kind] for kind in FAILURES))
     progress.close()
-    print(f"fuzz: {n} programs, {counts['mismatch']} mismatches, {counts['crash']} crashes "
-          f"({n * len(backends)} checks on {', '.join(backends)}; {device})")
-    return 1 if counts["mismatch"] or counts["crash"] else 0
+    if worker is not None:
+        worker.close()
+    print(f"fuzz: {n} programs, {counts['mismatch']} mismatches, {counts['crash']} crashes, "
+          f"{counts['signal']} signals ({n * len(backends)} checks on {', '.join(backends)}; "
+          f"{device}; in {counts['raised alike']} eager and compiled raised the same error)")
+    return 1 if any(counts[kind] for kind in FAILURES) else 0
 
 
 def report(program, outcome: Outcome, backend: str, device: str, seed: int,
-           out: Path | None) -> None:
-    """Print the failure; shrink it and write the reproducer when ``out`` is set."""
+           out: Path | None, check=check_safely) -> None:
+    """Print the failure; shrink it (each candidate checked by ``check``) and write the
+    reproducer when ``out`` is set."""
     print(f"\n{outcome.kind} with {backend}, program seed {seed}:\n{program.source()}"
           f"{outcome.message.strip()[:3000]}", file=sys.stderr)
     if out is None:
         return
-    small = shrink(program, same_failure(outcome, backend, device, seed))
-    path = write_reproducer(out, small, check_safely(small, backend, device, seed), backend,
+    small = shrink(program, same_failure(outcome, backend, device, seed, check))
+    path = write_reproducer(out, small, check(small, backend, device, seed), backend,
                             device, seed, seed)
     print(f"shrunk to {len(small.body)} statements: {path}", file=sys.stderr)
 

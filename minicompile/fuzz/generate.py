@@ -12,11 +12,16 @@ from __future__ import annotations
 import random
 import re
 import warnings
+from typing import Callable
 
 import torch
 
 from .ops import LAYOUT_CHOICES, OPS, WEIGHTS
 from .program import DTYPES, FLOAT_DTYPES, InputSpec, Program, Statement
+
+# How often an index drawn on the CPU may fall outside its dimension (on the GPU eager's error is
+# a device-side assert that ends the process, not an exception to compare)
+OUT_OF_RANGE_CHANCE = 0.5
 
 SIZES = [1, 1, 2, 3, 4, 5, 7, 8, 13, 16, 17, 31]  # 1 and odd primes on purpose
 MAX_NUMEL = 4096  # keeps Triton's interpreter fast enough for thousands of programs
@@ -27,7 +32,7 @@ def device_dtypes(device: str) -> list[str]:
     """Input dtypes to draw from: float16 and bfloat16 only on the GPU (their CPU kernels are not
     what minicompile generates code for)."""
     floats = ["float32"] * 4 + (["float16", "bfloat16"] if device != "cpu" else [])
-    return floats + ["int64", "bool"]
+    return floats + ["int64", "bool"] + (["complex64"] if device == "cpu" else [])
 
 
 class Builder:
@@ -56,7 +61,12 @@ class Builder:
 
     def new_input(self, shape: tuple[int, ...], dtype: torch.dtype | str, *,
                   requires_grad: bool | None = None, layout: str | None = None,
-                  high: int = 8) -> str:
+                  low: int = 0, high: int = 8,
+                  safe: Callable[[torch.Tensor], torch.Tensor] | None = None) -> str:
+        """A new input ``xN``. ``safe`` makes the example the generator computes with harmless
+        (an index in range, a divisor not 0) where the spec draws values eager may reject: the
+        later statements get a value to build on, and the program's own inputs keep the bad
+        values that eager and compiled code must reject alike."""
         dtype = dtype if isinstance(dtype, str) else str(dtype).removeprefix("torch.")
         if requires_grad is None:
             requires_grad = self.rng.random() < 0.4
@@ -67,14 +77,31 @@ class Builder:
             expand_dims = tuple(d for d in range(len(shape)) if self.rng.random() < 0.5)
         if not _layout_fits(layout, shape, expand_dims):
             layout, expand_dims = "contiguous", ()
-        spec = InputSpec(tuple(shape), dtype, layout, requires_grad, high, expand_dims)
+        spec = InputSpec(tuple(shape), dtype, layout, requires_grad, high, expand_dims, low)
         name = f"x{len(self.program.inputs)}"
         self.program.inputs.append(spec)
-        self.values[name] = spec.make(self.gen, self.device)
+        example = spec.make(self.gen, self.device)
+        self.values[name] = safe(example) if safe else example
         return name
 
-    def index_input(self, shape: tuple[int, ...], high: int) -> str:
-        return self.new_input(shape, "int64", layout="contiguous", high=high)
+    def index_input(self, shape: tuple[int, ...], size: int, wraps: bool = False) -> str:
+        """Indices into a dimension of ``size``: in range, or (sometimes, on the CPU) drawn past
+        it, and below 0 where negative indices count from the end (``wraps``, as ``x[i]``)."""
+        if self.device != "cpu" or self.rng.random() >= OUT_OF_RANGE_CHANCE:
+            return self.new_input(shape, "int64", layout="contiguous", high=size)
+        high = self.rng.choice([size + 1, 2 * size, 2**31])  # just past the end, or far past it
+        low = self.rng.choice([-2 * size, -size - 1]) if wraps else self.rng.choice([0, -1])
+        return self.new_input(shape, "int64", layout="contiguous", low=low, high=high,
+                              safe=lambda t: t.remainder(size))
+
+    def divisor_input(self, shape: tuple[int, ...]) -> str:
+        """An integer divisor that may hold 0 (eager raises ZeroDivisionError) and -1
+        (``INT64_MIN // -1`` overflows: a trap in C). On the GPU eager does not raise for 0
+        (the quotient is whatever the hardware gives): divisors there are positive."""
+        if self.device != "cpu":
+            return self.new_input(shape, "int64", layout="contiguous", low=1, high=8)
+        return self.new_input(shape, "int64", layout="contiguous", low=-7, high=8,
+                              safe=lambda t: t.masked_fill(t == 0, 1))
 
     def broadcast_partner(self, x: str, dtype: str | None = None) -> str:
         """A value that broadcasts with ``x`` (of ``x``'s dtype unless told): an earlier value
@@ -85,9 +112,22 @@ class Builder:
                 _broadcasts(v.shape, t.shape)]
         if fits and self.rng.random() < 0.5:
             return self.rng.choice(fits)
-        shape = [1 if self.rng.random() < 0.3 else s for s in t.shape]
+        return self.new_input(self.broadcast_shape(x), dtype or dtype_)
+
+    def broadcast_shape(self, x: str) -> tuple[int, ...]:
+        """``x``'s shape with some dims set to 1, and maybe some leading dims dropped."""
+        shape = [1 if self.rng.random() < 0.3 else s for s in self.values[x].shape]
         shape = shape[self.rng.randrange(len(shape) + 1):] if self.rng.random() < 0.3 else shape
-        return self.new_input(tuple(shape), dtype or dtype_)
+        return tuple(shape)
+
+    def changes_an_input(self, statement: Statement) -> bool:
+        """Whether an in-place op writes into an input's memory (its receiver is an input or a
+        view of one). One on a temporary nobody reads afterwards is dead code, which a compiler
+        removes with what it reads: an error eager raises there (an index out of range) would
+        not be raised compiled, as with ``torch.compile``."""
+        receiver = self.values[statement.expr.split(".", 1)[0]]
+        return any(receiver.untyped_storage().data_ptr() == self.values[f"x{i}"]
+                   .untyped_storage().data_ptr() for i in range(len(self.program.inputs)))
 
     # -- statements ------------------------------------------------------------------------------
     def pick_value(self) -> str:
@@ -132,7 +172,7 @@ class Builder:
             result = eval(expr, scope)
         if not isinstance(result, torch.Tensor) or result.numel() > MAX_NUMEL * 4:
             raise ValueError("not a tensor, or too big")
-        if result.dtype.is_floating_point and not torch.isfinite(result).all():
+        if (result.is_floating_point() or result.is_complex()) and not result.isfinite().all():
             raise ValueError("not finite: would compare infinities and NaNs")
         return result
 
@@ -160,4 +200,4 @@ def generate_program(seed: int, device: str = "cpu", max_statements: int = 10) -
         b.try_statement()
     values = [s.target for s in b.program.body] or ["x0"]
     outputs = sorted(set(rng.sample(values, min(len(values), rng.randint(1, 2)))) | {values[-1]})
-    return b.program.returning(outputs)
+    return b.program.returning(outputs, b.changes_an_input)

@@ -37,6 +37,10 @@ def is_bool(t: torch.Tensor) -> bool:
     return t.dtype == torch.bool
 
 
+def is_complex(t: torch.Tensor) -> bool:
+    return t.dtype.is_complex
+
+
 def is_number(t: torch.Tensor) -> bool:
     return t.dtype != torch.bool
 
@@ -80,6 +84,20 @@ SCALAR_FLOAT = ["{x} + 1.5", "{x} * -2.0", "2.0 - {x}", "{x} / 3.0",
                 "{x}.masked_fill({x} > 0.5, 0.0)"]
 
 
+# integer division by a divisor that may be 0 (eager raises) or -1 (INT64_MIN // -1 overflows)
+INT_DIVISION = ["{x} // {y}", "{x} % {y}", "torch.div({x}, {y}, rounding_mode='trunc')",
+                "torch.fmod({x}, {y})", "torch.remainder({x}, {y})",
+                "torch.full_like({x}, -2**63) // {y}"]
+
+# complex values: made from floats, computed on, and taken apart again
+TO_COMPLEX = ["torch.complex({x}, {y})", "torch.polar({x}.abs(), {y})", "{x}.to(torch.complex64)",
+              "{x} * 1j"]
+UNARY_COMPLEX = ["{x}.abs()", "{x}.real", "{x}.imag", "{x}.angle()", "torch.view_as_real({x})",
+                 "{x}.conj()", "{x}.conj().resolve_conj()", "{x} * {x}", "{x} * 2 - 1j", "torch.sgn({x})",
+                 "{x}.sum(dim=-1)", "{x}.mean()", "torch.exp({x}.real.clamp(max=4) + 1j * {x}.imag)"]
+BINARY_COMPLEX = ["{x} + {y}", "{x} * {y}", "{x} - {y}", "{x} / ({y}.abs() + 1)"]
+
+
 def _unary(table: list[str]) -> Callable[["Builder", str], str]:
     return lambda b, x: b.rng.choice(table).format(x=x)
 
@@ -89,6 +107,14 @@ def _binary(table: list[str]) -> Callable[["Builder", str], str]:
     def build(b: "Builder", x: str) -> str:
         return b.rng.choice(table).format(x=x, y=b.broadcast_partner(x))
     return build
+
+
+def _int_division(b: "Builder", x: str) -> str:
+    return b.rng.choice(INT_DIVISION).format(x=x, y=b.divisor_input(b.broadcast_shape(x)))
+
+
+def _to_complex(b: "Builder", x: str) -> str:
+    return b.rng.choice(TO_COMPLEX).format(x=x, y=b.broadcast_partner(x, dtype="float32"))
 
 
 def _mixed(b: "Builder", x: str) -> str:
@@ -182,6 +208,8 @@ def _expand(b: "Builder", x: str) -> str:
 
 # --- indexing, scatter / gather, cat --------------------------------------------------------------
 def _index(b: "Builder", x: str) -> str | None:
+    """Indices from an input (in range, or sometimes not: eager's error is then the expected
+    outcome) into one dim of ``x``."""
     t, rng = b.value(x), b.rng
     d = rng.randrange(t.dim())
     size = t.shape[d]
@@ -189,16 +217,21 @@ def _index(b: "Builder", x: str) -> str | None:
         # indices drawn below the example's size may exceed the size at run time: an error
         # eager raises on the CPU, a device-side assert that ends the process on the GPU
         return None
-    idx = b.index_input((rng.choice([1, 2, 3, 5]),), high=size)
     kind = rng.choice(["index_select", "getitem", "gather", "scatter", "index_add", "index_put",
-                       "masked"])
+                       "masked", "embedding"])
+    wraps = kind in ("getitem", "index_put")  # x[-1] is the last row; index_select(-1) raises
+    idx = b.index_input((rng.choice([1, 2, 3, 5]),), size, wraps)
     if kind == "index_select":
         return f"{x}.index_select({d}, {idx})"
     if kind == "getitem":
         return f"{x}[{':, ' * d}{idx}]"
+    if kind == "embedding" and t.dim() == 2 and is_float(t):
+        ids = b.index_input(tuple(rng.choice([1, 2, 3]) for _ in range(rng.choice([1, 2]))),
+                            t.shape[0])
+        return f"F.embedding({ids}, {x})"
     if kind in ("gather", "scatter"):
         shape = tuple(rng.choice([1, s]) if s else 0 for s in t.shape)
-        gidx = b.index_input(shape, high=size)
+        gidx = b.index_input(shape, size)
         if kind == "gather":
             return f"torch.gather({x}, {d}, {gidx})"
         src = b.new_input(shape, t.dtype)
@@ -290,6 +323,10 @@ OPS = [
     Op("binary_bool", is_bool, _binary(BINARY_BOOL)),
     Op("scalar_float", is_float, _unary(SCALAR_FLOAT)),
     Op("mixed_dtypes", is_float, _mixed),
+    Op("int_division", is_int, _int_division),
+    Op("to_complex", lambda t: t.dtype == torch.float32, _to_complex),
+    Op("unary_complex", is_complex, _unary(UNARY_COMPLEX)),
+    Op("binary_complex", is_complex, _binary(BINARY_COMPLEX)),
     Op("reduction", anything, _reduction),
     Op("reduction_2d", has_dims(2), _multi_dim_reduction),
     Op("scan", both(is_number, has_dims(1)), _scan),
@@ -305,4 +342,5 @@ OPS = [
 ]
 
 WEIGHTS = {"unary_float": 4, "binary_float": 4, "reduction": 3, "view": 3, "matmul": 2,
-           "boolean_mask": 0.3, "mutate": 1}  # the rest weigh 1
+           "boolean_mask": 0.3, "mutate": 1, "to_complex": 0.3,
+           "int_division": 2, "index": 2}  # the rest weigh 1

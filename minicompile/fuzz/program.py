@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from typing import Callable
 
 import torch
 
 DTYPES = {  # spec name -> torch dtype (names, so a reproducer prints as plain Python)
     "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
-    "int64": torch.int64, "bool": torch.bool,
+    "int64": torch.int64, "bool": torch.bool, "complex64": torch.complex64,
 }
 FLOAT_DTYPES = ("float32", "float16", "bfloat16")
 
@@ -32,7 +33,8 @@ class InputSpec:
     layout: "contiguous"; "transposed" (the last two dims swapped in memory); "sliced" (every
     other element of a wider last dim, with a storage offset); "expanded" (dims of size 1 in
     memory, broadcast to ``shape`` with stride 0 where ``expand_dims`` says).
-    high: for int64 inputs, values are drawn from [0, high), so an index input is in range.
+    low, high: int64 inputs are drawn from [low, high): an index input in range, or not (an
+    index out of range, a divisor of 0: eager raises, and compiled code must raise the same).
     """
 
     shape: tuple[int, ...]
@@ -41,6 +43,7 @@ class InputSpec:
     requires_grad: bool = False
     high: int = 8
     expand_dims: tuple[int, ...] = ()
+    low: int = 0
 
     def make(self, gen: torch.Generator, device: str) -> torch.Tensor:
         base_shape = [1 if d in self.expand_dims else s for d, s in enumerate(self.shape)]
@@ -48,19 +51,21 @@ class InputSpec:
             base_shape[-2], base_shape[-1] = base_shape[-1], base_shape[-2]
         if self.layout == "sliced":
             base_shape[-1] = 2 * base_shape[-1] + 1
-        base = _random(tuple(base_shape), self.dtype, self.high, gen).to(device)
+        base = _random(tuple(base_shape), self.dtype, self.low, self.high, gen).to(device)
         t = LAYOUTS[self.layout](base)
         if self.expand_dims:
             t = t.expand(self.shape)
         return t.detach().requires_grad_(self.requires_grad)
 
 
-def _random(shape: tuple[int, ...], dtype: str, high: int, gen: torch.Generator) -> torch.Tensor:
+def _random(shape: tuple[int, ...], dtype: str, low: int, high: int,
+            gen: torch.Generator) -> torch.Tensor:
     if dtype == "int64":
-        return torch.randint(0, max(high, 1), shape, generator=gen)
+        return torch.randint(low, max(high, low + 1), shape, generator=gen)
     if dtype == "bool":
         return torch.rand(shape, generator=gen) > 0.5
-    return torch.randn(shape, generator=gen).to(DTYPES[dtype])
+    return torch.randn(shape, generator=gen, dtype=DTYPES[dtype] if dtype == "complex64"
+                       else torch.float32).to(DTYPES[dtype])
 
 
 LAYOUTS = {  # layout -> the view of a base tensor that gives the logical shape
@@ -119,11 +124,14 @@ class Program:
         gen = torch.Generator().manual_seed(seed)
         return [spec.make(gen, device) for spec in self.inputs]
 
-    def returning(self, outputs: list[str]) -> Program:
-        """The same program returning ``outputs``, without the statements they do not need."""
+    def returning(self, outputs: list[str],
+                  side_effect: Callable[[Statement], bool] = lambda s: True) -> Program:
+        """The same program returning ``outputs``, without the statements they do not need.
+        An in-place op whose result is not needed stays while ``side_effect`` says it may
+        change an input (by default, always: its receiver may be a view of one)."""
         live, body = set(outputs), []
         for s in reversed(self.body):
-            if s.target in live or _mutates(s):
+            if s.target in live or (_mutates(s) and (_receiver(s) in live or side_effect(s))):
                 body.append(s)
                 live |= s.uses()
         return replace(self, body=body[::-1], outputs=list(outputs)).without_unused_inputs()
@@ -153,3 +161,7 @@ class Program:
 def _mutates(s: Statement) -> bool:
     """An in-place method (``x0.add_(1)``) changes its receiver: kept while the program runs."""
     return re.match(r"[xv]\d+\.\w+_\(", s.expr) is not None
+
+
+def _receiver(s: Statement) -> str:
+    return s.expr.split(".", 1)[0]

@@ -8,6 +8,7 @@ requires grad, the gradients of a random weighted sum of the outputs.
 
 from __future__ import annotations
 
+import re
 import traceback
 import warnings
 from contextlib import contextmanager
@@ -40,11 +41,13 @@ def backends_for(device: str) -> dict[str, tuple[str, str | None]]:
 
 @dataclass
 class Outcome:
-    """``kind``: "ok", "mismatch" (compiled computed something else) or "crash" (compiled
-    raised where eager did not, or the other way round)."""
+    """``kind``: "ok", "mismatch" (compiled computed something else, or raised another error
+    than eager's), "crash" (compiled raised where eager did not) or "signal" (the process
+    checking it died: generated code read wild memory or divided by zero; ``worker.py``)."""
 
     kind: str
     message: str = ""
+    eager_error: str = ""  # the exception type eager raised (and compiled too, when "ok")
 
 
 @contextmanager
@@ -62,6 +65,7 @@ def check_program(program: Program, backend: str, device: str = "cpu", seed: int
     compile_backend, cpu = backends_for(device)[backend]
     mc.reset()
     compiled = mc.compile(program.function(), backend=compile_backend)
+    raised = ""
     with cpu_backend(cpu), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a fallback warns; it is correct if results agree
         for call in range(2):
@@ -69,8 +73,17 @@ def check_program(program: Program, backend: str, device: str = "cpu", seed: int
             if outcome.kind != "ok":
                 outcome.message = f"call {call + 1} of 2: {outcome.message}"
                 return outcome
+            raised = raised or outcome.eager_error
     mc.reset()
-    return Outcome("ok")
+    return Outcome("ok", eager_error=raised)
+
+
+def check_safely(program: Program, backend: str, device: str = "cpu", seed: int = 0) -> Outcome:
+    """``check_program``, with an exception of the fuzzer's own machinery reported as a crash."""
+    try:
+        return check_program(program, backend, device, seed)
+    except Exception:
+        return Outcome("crash", "the check itself raised:\n" + traceback.format_exc())
 
 
 @dataclass
@@ -120,7 +133,7 @@ def _compare_errors(eager: Run, actual: Run) -> Outcome:
     if type(actual.error) is not type(eager.error):
         return Outcome("mismatch", f"eager raised {type(eager.error).__name__}, compiled "
                        f"raised {type(actual.error).__name__}: {actual.error}")
-    return Outcome("ok")
+    return Outcome("ok", eager_error=type(eager.error).__name__)
 
 
 def run(fn: Callable, inputs: list[torch.Tensor], seed: int) -> Run:
@@ -150,7 +163,9 @@ NEIGHBOURS = 3
 
 def _float64(inputs: list[torch.Tensor]) -> list[torch.Tensor]:
     """The inputs in float64 (the referee's exact arithmetic)."""
-    return [t.detach().double().requires_grad_(t.requires_grad) if t.dtype.is_floating_point
+    def wider(t: torch.Tensor) -> torch.Tensor:
+        return t.detach().to(torch.complex128 if t.is_complex() else torch.float64)
+    return [wider(t).requires_grad_(t.requires_grad) if t.is_floating_point() or t.is_complex()
             else t for t in inputs]
 
 
@@ -176,9 +191,21 @@ def _neighbour(program: Program, device: str, seed: int, pattern: int) -> tuple[
     return None if low.error is not None or high.error is not None else (low, high)
 
 
+# eager's errors that come from the values of the inputs, not from the program's text or shapes:
+# an index out of range (embedding, x[i], index_select, gather, scatter, index_put) and an
+# integer division by zero. A program may raise them: compiled code must raise the same.
+DATA_ERRORS = re.compile(r"out of (range|bounds)|out of DATA bounds|ZeroDivisionError")
+
+
+def raised_from_data(error: BaseException | None) -> bool:
+    return isinstance(error, (IndexError, RuntimeError)) and bool(DATA_ERRORS.search(str(error)))
+
+
 def runs_in_eager(program: Program, device: str = "cpu", seed: int = 0) -> bool:
-    """Whether eager runs ``program`` (forward and backward) without raising."""
+    """Whether eager runs ``program`` (forward and backward), or raises only because of the
+    inputs' values (``raised_from_data``)."""
     try:
-        return run(program.function(), program.make_inputs(seed, device), seed).error is None
+        error = run(program.function(), program.make_inputs(seed, device), seed).error
     except Exception:  # the text itself is broken (a name the shrinker deleted)
         return False
+    return error is None or raised_from_data(error)

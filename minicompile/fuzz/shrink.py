@@ -16,7 +16,7 @@ from typing import Callable, Iterator
 import torch
 
 from .program import InputSpec, Program
-from .runner import Outcome, check_program, runs_in_eager
+from .runner import Outcome, backends_for, check_program, runs_in_eager
 
 MAX_ROUNDS = 20
 
@@ -38,11 +38,14 @@ def with_shape_comments(program: Program, device: str = "cpu") -> Program:
     the comments the generator wrote describe the inputs before shrinking made them smaller."""
     scope = {"torch": torch, "F": torch.nn.functional}
     scope.update((f"x{i}", t) for i, t in enumerate(program.make_inputs(0, device)))
-    body = []
-    for s in program.body:
-        value = scope[s.target] = eval(s.expr, scope)
-        body.append(replace(s, comment=f"{tuple(value.shape)} "
-                                       f"{str(value.dtype).removeprefix('torch.')}"))
+    body = list(program.body)
+    for i, s in enumerate(program.body):
+        try:
+            value = scope[s.target] = eval(s.expr, scope)
+        except Exception:  # eager raises here (an index out of range): the rest keep theirs
+            break
+        body[i] = replace(s, comment=f"{tuple(value.shape)} "
+                                     f"{str(value.dtype).removeprefix('torch.')}")
     return replace(program, body=body)
 
 
@@ -73,16 +76,24 @@ def _simpler_specs(spec: InputSpec) -> Iterator[InputSpec]:
                 yield replace(spec, shape=spec.shape[:d] + (smaller,) + spec.shape[d + 1:])
 
 
-def same_failure(outcome: Outcome, backend: str, device: str,
-                 seed: int) -> Callable[[Program], bool]:
-    """The predicate the shrinker keeps: the candidate fails with ``outcome``'s kind."""
-    return lambda p: check_program(p, backend, device, seed).kind == outcome.kind
+def same_failure(outcome: Outcome, backend: str, device: str, seed: int,
+                 check: Callable[..., Outcome] = check_program) -> Callable[[Program], bool]:
+    """The predicate the shrinker keeps: the candidate fails with ``outcome``'s kind (checked by
+    ``check``: a worker process's, where a candidate may die of a signal)."""
+    return lambda p: check(p, backend, device, seed).kind == outcome.kind
 
 
-# (backend, device) -> the environment it needs before minicompile and Triton are imported:
-# Triton kernels for CPU tensors run only in Triton's interpreter, chosen at import (without
-# it the compile falls back to eager, and a reproducer would pass with the bug still there)
-ENVIRONMENT = {("inductor-triton", "cpu"): {"TRITON_INTERPRET": "1"}}
+def environment(backend: str, device: str) -> dict[str, str]:
+    """The environment a backend needs before minicompile and Triton are imported: the CPU
+    code generator (``MINICOMPILE_CPU_BACKEND``, so that the program compiled by hand in the
+    reproducer uses it too), and for Triton kernels on CPU tensors Triton's interpreter, chosen
+    at import (without it the compile falls back to eager, and a reproducer would pass with the
+    bug still there)."""
+    if device != "cpu":
+        return {}
+    cpu_backend = backends_for(device).get(backend, (None, None))[1]
+    env = {"MINICOMPILE_CPU_BACKEND": cpu_backend} if cpu_backend else {}
+    return env | ({"TRITON_INTERPRET": "1"} if cpu_backend == "triton" else {})
 
 
 def reproducer(program: Program, outcome: Outcome, backend: str, device: str, seed: int,
@@ -90,8 +101,16 @@ def reproducer(program: Program, outcome: Outcome, backend: str, device: str, se
     """A pytest file that fails while the bug is there: the program's text, its inputs, a check."""
     message = textwrap.indent(outcome.message.strip()[:1500], "# ")
     inputs = ",\n    ".join(repr(spec) for spec in program.inputs)
-    environment = "".join(f"os.environ[{k!r}] = {v!r}  # the backend needs it (set before import)\n"
-                          for k, v in ENVIRONMENT.get((backend, device), {}).items())
+    settings = "".join(f"os.environ[{k!r}] = {v!r}  # the backend needs it (set before import)\n"
+                       for k, v in environment(backend, device).items())
+    # a program that killed its process is checked in a worker process: the test then fails
+    # with the signal's name instead of ending pytest
+    signal = outcome.kind == "signal"
+    runner = ("from minicompile.fuzz.worker import Worker" if signal else
+              "from minicompile.fuzz.runner import check_program")
+    check = (f"with Worker() as worker:\n        outcome = worker.check(program, {backend!r}, "
+             f"{device!r}, seed={seed})" if signal else
+             f"outcome = check_program(program, {backend!r}, {device!r}, seed={seed})")
     return f'''"""Reproducer written by the differential fuzzer (`bash course.sh fuzz`).
 
 Backend {backend!r} on {device}: a {outcome.kind}.
@@ -101,9 +120,9 @@ Backend {backend!r} on {device}: a {outcome.kind}.
 
 import os
 
-{environment}
+{settings}
 from minicompile.fuzz.program import InputSpec, Program
-from minicompile.fuzz.runner import check_program
+{runner}
 
 SOURCE = """\\
 {program.source()}"""
@@ -114,7 +133,7 @@ INPUTS = [
 
 def test_{name}():
     program = Program.parse(SOURCE, INPUTS)
-    outcome = check_program(program, {backend!r}, {device!r}, seed={seed})
+    {check}
     assert outcome.kind == "ok", outcome.message
 '''
 

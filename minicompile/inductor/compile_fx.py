@@ -113,10 +113,11 @@ def compile_fx_inner(gm: torch.fx.GraphModule, example_inputs: list,
     try:
         source, call, lines = generate(graph, scheduler, options)
     except CodegenError as error:  # a kernel the backend cannot write or compile
-        if options.cpu_backend == "reference":
+        if options.cpu_backend == options.cuda_backend == "reference":
             raise
         log.warning("%s: %s\nfalling back to the reference backend", name, error)
-        options = options.replace(cpu_backend="reference")
+        # (torch ops over blocks of rows: they run on any device)
+        options = options.replace(cpu_backend="reference", cuda_backend="reference")
         source, call, lines = generate(graph, scheduler, options)
     trace_artifact("output_code", lambda: source, title=f"{name}: output code")
     devices = {g.device.type for g in scheduler.kernel_groups if g.is_loop_kernel()}

@@ -38,11 +38,11 @@ from ..kernel_group import RINDEX, XINDEX, KernelGroup, KernelMember
 from ..sizevars import simplify_index
 from ..ops_handler import add_elementwise_ops
 from . import triton_frames
-from .common import CSE, IndentedBuffer, KernelSignature, emit_members, local_stride
+from .common import CSE, CodegenError, IndentedBuffer, KernelSignature, emit_members, local_stride
 from .triton_reductions import TritonReductions
 from .triton_tiling import X0, Y0, Tile
-from .triton_ops import (SIGN_BIT, TRITON_OPS, compute_dtype, is_negative_zero, paren,
-                         result_dtype, texpr, triton_constant, triton_dtype)
+from .triton_ops import (SIGN_BIT, TRITON_DTYPES, TRITON_OPS, compute_dtype, is_negative_zero,
+                         paren, result_dtype, texpr, triton_constant, triton_dtype)
 
 PERSISTENT_RNUMEL = 1024  # rows up to this long are reduced in one block: no loop
 # A kernel that goes over its row more than once (softmax: max, then sum of exp, then the
@@ -62,6 +62,10 @@ class TritonKernel(TritonReductions):
         self.checks_emitted = checks_emitted(options is not None and options.triton_device_asserts)
         self.buffer_dtype = dtype_of  # buffer name -> its torch dtype
         self.signature = KernelSignature.of(group)
+        unsupported = {n: d for n in self.signature.buffers() if (d := dtype_of(n))
+                       not in TRITON_DTYPES}
+        if unsupported:  # complex tensors: Triton has no type for them (the graph falls back)
+            raise CodegenError(f"kernel {name}: no Triton type for {unsupported}")
         self.args = {n: f"in_ptr{i}" for i, n in enumerate(self.signature.inputs)}
         self.args.update({n: f"out_ptr{i}" for i, n in enumerate(self.signature.outputs)})
         if group.kind == "pointwise":
