@@ -122,8 +122,8 @@ def _module_and_args(words: list[str]) -> tuple[list[str], list[str]]:
     """(how to ask for --help, the arguments) of ``course.sh SUB ...`` or ``python -m M ...``."""
     if words[0] in ("grade", "bench", "fuzz"):
         module = ["-m", f"minicompile.{words[0]}"]
-        if words[0] == "bench" and "--suite" in words and words[words.index("--suite") + 1] != (
-                "scaling"):
+        if words[0] == "bench" and "--suite" in words and words[words.index("--suite") + 1] in (
+                "huggingface", "timm", "all"):
             module += ["--suite", "all"]  # the model suites have their own flags
         return module, words[1:]
     if words[:2] and words[0] == "python" and words[1] == "-m":
