@@ -276,3 +276,29 @@ def test_a_graph_fed_its_own_output_copies_it_in():
     for _ in range(6):  # each call's input is the last replay's output
         y, ref = f(y), step(ref)
         torch.testing.assert_close(y, ref)
+
+
+@pytest.mark.gpu
+def test_training_with_shape_changes_shares_pools_safely():
+    """A backward records into its forward recording's pool; forwards recorded later (a new
+    batch size) start a new pool, so no replay writes where a live output is. Steps alternate
+    between two sizes, two forwards before their backwards, against eager throughout."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(),
+                                torch.nn.Linear(32, 4)).cuda()
+    twin = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(),
+                               torch.nn.Linear(32, 4)).cuda()
+    twin.load_state_dict(model.state_dict())
+    compiled = mc.compile(model, mode="reduce-overhead", dynamic=False)
+    for step in range(4):
+        xs = [torch.randn(n, 16, device="cuda") for n in (8, 12, 8, 12)]
+        losses = [compiled(x).square().mean() for x in xs[:2]]
+        for loss in reversed(losses):
+            loss.backward()
+        for x in xs[2:]:
+            compiled(x).square().mean().backward()
+        for x in xs:
+            twin(x).square().mean().backward()
+        for a, b in zip(model.parameters(), twin.parameters()):
+            torch.testing.assert_close(a.grad, b.grad, rtol=1e-4, atol=1e-5)
+            a.grad = b.grad = None

@@ -13,8 +13,14 @@ once per kernel. The price is that a recording reads and writes fixed addresses:
   are the same tensors every call (a new parameter tensor makes a new recording). So are inputs
   that live in a recording's outputs (what a forward replay saved for the backward): read in
   place while they stay there.
-- **Memory.** Everything a recording allocates comes from one private pool per graph
-  (``torch.cuda.graph_pool_handle``), kept for as long as the graph lives.
+- **Memory.** Everything a recording allocates comes from a private pool
+  (``torch.cuda.graph_pool_handle``), kept for as long as its recordings live. A forward's
+  recordings share one pool, and the backward that reads a forward recording's saved tensors
+  records into that recording's pool: its temporaries reuse the memory of the forward's (the
+  essence of Inductor's cudagraph trees, without the tree). That is safe because the two never
+  run at once and nothing the backward leaves behind lives in the pool (its gradients are copied
+  out); a forward recorded after a backward has joined its pool starts a new one, since it could
+  put outputs where that backward's replays write.
 - **Outputs.** A replay writes its outputs where the recording's were: the next replay
   overwrites what the last one returned. Each replay hands out fresh tensors over that memory,
   and the next replay marks the previous ones so that reading them raises (torch's "accessing
@@ -72,6 +78,7 @@ class Recording:
     inputs: list[Any]  # what the recording reads: a static buffer, a tensor read in place, a value
     copied: list[bool]  # which inputs each call copies into ``inputs[i]``
     outputs: list[Any]  # the recorded outputs (tensors over pool memory, or plain values)
+    pool: "Pool"  # the memory it records into
     # the replay's checks, precomputed: (position, static buffer) of the copied inputs, of the
     # tensors read in place, and the other arguments' recorded values
     copy_in: list[tuple[int, torch.Tensor]] = field(default_factory=list)
@@ -80,6 +87,14 @@ class Recording:
     # outputs grouped by storage: (data pointer, bytes, device, [(index, metadata)]): each
     # replay builds fresh tensors over these storages
     storages: list[tuple[int, int, torch.device, list[tuple]]] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class Pool:
+    """A private memory pool, and whether a backward's recording has joined it."""
+
+    handle: Any
+    joined: bool = False
 
 
 class OutputsOfOtherGraphs:
@@ -107,7 +122,7 @@ class CUDAGraphRunner:
         self.warmed: set[Hashable] = set()
         self.recordings: dict[Hashable, Recording] = {}
         self.skipped: dict[Hashable, str] = {}  # input key -> why it runs without a graph
-        self.pool = None
+        self.pool: Pool | None = None  # this graph's current pool (``pool_for``)
         self.handed_out: list[weakref.ref] = []  # the last replays' output tensors
         self.saved: list[weakref.ref] = []  # what the last replays saved for a backward
         self.replays = 0
@@ -156,6 +171,19 @@ class CUDAGraphRunner:
         return tuple(args[i].data_ptr() for i in sorted(self.facts.static_inputs)
                      if i < len(args) and isinstance(args[i], torch.Tensor))
 
+    def pool_for(self, args: list) -> "Pool":
+        """A backward records into the pool of the forward recording whose saved tensors it
+        reads; anything else into this graph's own, a new one once a backward has joined it."""
+        if self.kind == "backward":
+            for arg in args:
+                if isinstance(arg, torch.Tensor):
+                    forward = _recorded_outputs.get(arg.untyped_storage().data_ptr())
+                    if forward is not None and forward.owner is not self:
+                        return forward.pool
+        if self.pool is None or self.pool.joined:
+            self.pool = Pool(torch.cuda.graph_pool_handle())
+        return self.pool
+
     def cannot_replay(self, recording: Recording, args: list) -> str | None:
         """Why replaying now would be wrong: a pending backward's saved tensors live where the
         replay writes, or an input read in place is somewhere else this time."""
@@ -180,12 +208,11 @@ class CUDAGraphRunner:
             inputs.append(arg if in_place else torch.empty_strided(
                 arg.shape, arg.stride(), dtype=arg.dtype, device=arg.device).copy_(arg))
             copied.append(not in_place)
-        if self.pool is None:
-            self.pool = torch.cuda.graph_pool_handle()
+        pool = self.pool_for(args)
         graph = torch.cuda.CUDAGraph()
         torch.cuda.synchronize()
         try:
-            with torch.cuda.graph(graph, pool=self.pool):
+            with torch.cuda.graph(graph, pool=pool.handle):
                 outputs = list(self.fn(list(inputs)))
         except Exception as error:  # noqa: BLE001 (an op that cannot be recorded: run as code)
             reason = f"recording failed: {type(error).__name__}: {str(error).splitlines()[0]}"
@@ -193,7 +220,8 @@ class CUDAGraphRunner:
             trace_artifact("cudagraphs", f"{self.name} ({describe(args)}): no CUDA graph: {reason}")
             torch.cuda.synchronize()
             return None
-        recording = Recording(graph, self, inputs, copied, outputs)
+        recording = Recording(graph, self, inputs, copied, outputs, pool)
+        pool.joined |= self.kind == "backward" and pool is not self.pool
         aliased = {t.untyped_storage().data_ptr() for t, c in zip(inputs, copied) if c}
         for i, out in enumerate(outputs):
             if isinstance(out, torch.Tensor) and out.untyped_storage().data_ptr() in aliased:
