@@ -306,3 +306,15 @@ def test_an_overridden_apply_is_the_users_code(apply_layout):
     torch.testing.assert_close(out, _overrides_apply(x))
     grad, = torch.autograd.grad(out.sum(), x)
     torch.testing.assert_close(grad, torch.autograd.grad(_overrides_apply(x).sum(), x)[0])
+
+
+@pytest.mark.parametrize("fn", [lambda t: t[:, -20:] * 2, lambda t: t[:, 3:-20] + 1,
+                                lambda t: t[-4:].sin()], ids=["tail", "both", "rows"])
+def test_a_slice_from_the_end_of_a_symbolic_dim_is_clamped_at_zero(fn):
+    """``t[:, -20:]`` of a dim of size 9 starts at 0: compiled with a symbolic size the start
+    was ``s1 - 20``, and the kernel read 11 elements before each row (a wrong result, and a read
+    outside the tensor)."""
+    f = mc.compile(fn, dynamic=True)
+    for shape in [(6, 9), (6, 30), (3, 20), (2, 1)]:
+        x = torch.randn(*shape)
+        torch.testing.assert_close(f(x), fn(x))

@@ -122,8 +122,8 @@ def slice_(x: IRNode, dim=0, start=None, end=None, step=1):
     size = x.get_size()
     dim = _dim(dim, len(size))
     start = sympify(start or 0)
-    if start.is_number and start < 0:
-        start = start + size[dim]
+    if start.is_number and start < 0:  # from the end, clamped at 0 as Python slices are: with
+        start = sympy.Max(0, start + size[dim])  # a symbolic size, s1 - 20 is negative for s1 < 20
     if start.is_number and size[dim].is_number:
         start = sympy.Min(start, size[dim])
     new = out_size()
