@@ -26,7 +26,8 @@ from .dynamo.eval_frame import reset as dynamo_reset
 from .dynamo.explain import explain as dynamo_explain
 from .inductor.post_compile import register_post_compile
 from .inductor.options import MODE_OPTIONS
-from .cudagraphs import post_compile as cudagraphs_post_compile
+from .cudagraphs import facts_of, post_compile as cudagraphs_post_compile
+from .cudagraphs import skip_reason as cudagraph_skip_reason
 
 # The composition root wires the stages: AOT autograd unrolls RNNs (decompositions/rnn.py) and
 # gives batch norm one form on every device (decompositions/norms.py) before autograd; CUDA
@@ -77,8 +78,16 @@ def compile(
 
 
 def explain(fn: Callable) -> Callable[..., Any]:
-    """``mc.explain(fn)(*args)`` -> ExplainOutput: graphs, breaks with reasons, guards, program."""
-    return dynamo_explain(fn)
+    """``mc.explain(fn)(*args)`` -> ExplainOutput: graphs, breaks with reasons, guards, program,
+    and for each graph why ``mode="reduce-overhead"`` would run it without a CUDA graph."""
+    run = dynamo_explain(fn)
+
+    @functools.wraps(fn)
+    def explained(*args: Any, **kwargs: Any) -> Any:
+        out = run(*args, **kwargs)
+        out.cudagraph_skips = [cudagraph_skip_reason(facts_of(gm)) for gm in out.graphs]
+        return out
+    return explained
 
 
 def reset() -> None:

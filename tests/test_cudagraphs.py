@@ -302,3 +302,25 @@ def test_training_with_shape_changes_shares_pools_safely():
         for a, b in zip(model.parameters(), twin.parameters()):
             torch.testing.assert_close(a.grad, b.grad, rtol=1e-4, atol=1e-5)
             a.grad = b.grad = None
+
+
+def test_explain_says_why_each_graph_would_run_without_cuda_graphs():
+    """mc.explain reads the captured graphs: the device of their tensors, a method that writes
+    an input in place, a value the host waits for."""
+    def fn(x, y):
+        y.add_(1)
+        return (x * 2).sum()
+
+    out = mc.explain(fn)(torch.randn(4, device="cpu"), torch.randn(4, device="cpu"))
+    assert out.cudagraph_skips and "cpu tensors" in out.cudagraph_skips[0]
+    assert "CUDA graphs (mode='reduce-overhead')" in str(out)
+    graph = next(iter(out.graphs))
+    facts = facts_of(graph)
+    assert facts.mutated_inputs and "writes its input" in skip_reason(
+        GraphFacts(frozenset({"cuda:0"}), facts.mutated_inputs, (), frozenset()))
+
+
+@pytest.mark.gpu
+def test_explain_on_the_gpu_says_a_graph_may_be_recorded():
+    out = mc.explain(lambda x: torch.relu(x) * 2)(torch.randn(8, device="cuda"))
+    assert out.cudagraph_skips == [None]

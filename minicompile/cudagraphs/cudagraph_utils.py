@@ -50,17 +50,28 @@ class GraphFacts:
     static_inputs: frozenset[int]  # positions of the module's parameters and buffers
 
 
+# the same, as a captured (Dynamo) graph names them: methods and torch functions
+SYNCING_NAMES = frozenset({"item", "tolist", "nonzero", "masked_select", "unique",
+                           "unique_consecutive", "bincount", "repeat_interleave", "equal"})
+
+
 def facts_of(gm: fx.GraphModule) -> GraphFacts:
+    """Read off an ATen graph (what inductor compiles), or a captured graph of torch functions
+    and tensor methods (what ``mc.explain`` shows: a method ending in ``_`` writes its tensor)."""
     devices, mutated, syncing = set(), [], []
     placeholders = {n for n in gm.graph.nodes if n.op == "placeholder"}
     for node in gm.graph.nodes:
-        for value in pytree.tree_leaves(node.meta.get("val")):
-            if isinstance(value, torch.Tensor):
-                devices.add(str(value.device))
-        if node.op != "call_function":
+        value = node.meta.get("val", node.meta.get("example_value"))
+        for leaf in pytree.tree_leaves(value):
+            if isinstance(leaf, torch.Tensor):
+                devices.add(str(leaf.device))
+        if node.op not in ("call_function", "call_method"):
             continue
-        if str(node.target) in SYNCING_OPS:
-            syncing.append(str(node.target))
+        name = node.target if isinstance(node.target, str) else \
+            getattr(node.target, "__name__", "")
+        if str(node.target) in SYNCING_OPS or name in SYNCING_NAMES:
+            syncing.append(str(node.target) if node.op == "call_function" and
+                           str(node.target) in SYNCING_OPS else f"{name}()")
         for arg in written_args(node):
             base = view_base(arg)
             if base in placeholders and base.name not in mutated:
@@ -70,7 +81,11 @@ def facts_of(gm: fx.GraphModule) -> GraphFacts:
 
 
 def written_args(node: fx.Node) -> list[fx.Node]:
-    """The arguments an op writes (its schema marks them ``Tensor(a!)``)."""
+    """The arguments an op writes (its schema marks them ``Tensor(a!)``; a tensor method
+    ending in ``_``, ``x.add_(y)``, writes ``x``)."""
+    if node.op == "call_method":
+        writes = node.target.endswith("_") and not node.target.endswith("__")
+        return [node.args[0]] if writes and isinstance(node.args[0], fx.Node) else []
     schema = getattr(node.target, "_schema", None)
     if schema is None:
         return []
@@ -83,9 +98,15 @@ def written_args(node: fx.Node) -> list[fx.Node]:
     return written
 
 
+VIEW_METHODS = frozenset({"view", "reshape", "t", "transpose", "permute", "expand", "narrow",
+                          "select", "squeeze", "unsqueeze", "flatten", "unflatten", "__getitem__",
+                          "diagonal", "as_strided", "view_as", "unfold", "split", "chunk"})
+
+
 def view_base(node: fx.Node) -> fx.Node:
     """The tensor ``node`` is a view of, following view ops' first argument."""
-    while node.op == "call_function" and getattr(node.target, "is_view", False) and node.args:
+    while node.args and (node.op == "call_function" and getattr(node.target, "is_view", False)
+                         or node.op == "call_method" and node.target in VIEW_METHODS):
         node = node.args[0]
     return node
 

@@ -36,6 +36,9 @@ class ExplainOutput:
     ops_per_graph: list[list[Any]] = field(default_factory=list)
     guards: list[Guard] = field(default_factory=list)
     entries: list[CacheEntry] = field(default_factory=list)
+    # per graph: why mode="reduce-overhead" would run it without a CUDA graph (None: it may be
+    # recorded). A later stage's answer: ``minicompile.explain`` (the composition root) fills it
+    cudagraph_skips: list[str | None] = field(default_factory=list)
 
     # graph_count and graph_break_count have torch._dynamo.explain's exact definitions, so the
     # two can be compared side by side: the graphs handed to the backend, and one less than
@@ -81,6 +84,10 @@ class ExplainOutput:
         lines.append("Ops per Graph:")
         for i, ops in enumerate(self.ops_per_graph):
             lines.append(f"  Ops {i + 1}: " + ", ".join(_op_name(o) for o in ops))
+        if self.cudagraph_skips:
+            lines.append("CUDA graphs (mode='reduce-overhead'):")
+            lines += [f"  Graph {i + 1}: {reason or 'may be recorded'}"
+                      for i, reason in enumerate(self.cudagraph_skips)]
         lines.append("Transformed program:")
         lines += ["  " + l for l in self.transformed_program().splitlines()]
         return "\n".join(lines)
