@@ -324,3 +324,33 @@ def test_explain_says_why_each_graph_would_run_without_cuda_graphs():
 def test_explain_on_the_gpu_says_a_graph_may_be_recorded():
     out = mc.explain(lambda x: torch.relu(x) * 2)(torch.randn(8, device="cuda"))
     assert out.cudagraph_skips == [None]
+
+
+@pytest.mark.gpu
+def test_a_training_forward_that_saves_its_input_is_recorded(compiled_graphs):
+    """The forward returns x among the tensors saved for the backward (a weight's gradient
+    needs it): that output is the caller's input, not pool memory, so the forward is recorded
+    and replays hand x itself to the backward (it used to refuse every training forward)."""
+    lin = torch.nn.Linear(16, 8, device="cuda")
+    twin = torch.nn.Linear(16, 8, device="cuda")
+    twin.load_state_dict(lin.state_dict())
+    f = mc.compile(lambda x: torch.tanh(lin(x)).square().mean(), mode="reduce-overhead")
+    for _ in range(4):
+        x = torch.randn(8, 16, device="cuda")
+        f(x).backward()
+        torch.tanh(twin(x)).square().mean().backward()
+        torch.testing.assert_close(lin.weight.grad, twin.weight.grad)
+    forward = next(g for g in compiled_graphs if g.kind == "forward")
+    runner = runner_of(forward)
+    assert runner.recordings and runner.replays >= 2, runner.skipped
+    (recording,) = runner.recordings.values()
+    assert recording.aliases  # x, handed back as the caller's tensor
+
+
+def test_outputs_that_are_inputs_are_found_by_storage():
+    from minicompile.cudagraphs.cudagraph_trees import input_aliases
+    x, w = torch.randn(4, 6), torch.randn(6)
+    outs = [x * 2, x, x[1:].t(), w, 3]
+    assert input_aliases(outs, [x, w, 5]) == [(1, 0, x.shape, x.stride(), 0),
+                                              (2, 0, x[1:].t().shape, (1, 6), 6),
+                                              (3, 1, w.shape, w.stride(), 0)]

@@ -79,6 +79,9 @@ class Recording:
     copied: list[bool]  # which inputs each call copies into ``inputs[i]``
     outputs: list[Any]  # the recorded outputs (tensors over pool memory, or plain values)
     pool: "Pool"  # the memory it records into
+    # outputs that are (views of) inputs, not pool memory: (output, input, size, stride, offset
+    # from the input's): a replay hands out that view of the caller's own input
+    aliases: list[tuple[int, int, Any, Any, int]] = field(default_factory=list)
     # the replay's checks, precomputed: (position, static buffer) of the copied inputs, of the
     # tensors read in place, and the other arguments' recorded values
     copy_in: list[tuple[int, torch.Tensor]] = field(default_factory=list)
@@ -220,14 +223,17 @@ class CUDAGraphRunner:
             trace_artifact("cudagraphs", f"{self.name} ({describe(args)}): no CUDA graph: {reason}")
             torch.cuda.synchronize()
             return None
-        recording = Recording(graph, self, inputs, copied, outputs, pool)
+        # another graph's outputs are read where they are, and not held: that memory is kept by
+        # the recording that made them, and holding the tensor itself would keep a forward's
+        # saved tensors alive, so its backward would look pending for ever
+        others = OutputsOfOtherGraphs(self)
+        held = [None if not c and isinstance(t, torch.Tensor) and not isinstance(
+                    t, torch.nn.Parameter) and t.untyped_storage().data_ptr() in others
+                else t for t, c in zip(inputs, copied)]
+        recording = Recording(graph, self, held, copied, outputs, pool)
         pool.joined |= self.kind == "backward" and pool is not self.pool
-        aliased = {t.untyped_storage().data_ptr() for t, c in zip(inputs, copied) if c}
-        for i, out in enumerate(outputs):
-            if isinstance(out, torch.Tensor) and out.untyped_storage().data_ptr() in aliased:
-                self.skipped[key] = f"output {i} is a view of an input the recording copies"
-                return None
-        recording.storages = group_storages(outputs)
+        recording.aliases = input_aliases(outputs, inputs)
+        recording.storages = group_storages(outputs, {i for i, *_ in recording.aliases})
         for i, (arg, copied_) in enumerate(zip(inputs, copied)):
             if copied_:
                 recording.copy_in.append((i, arg))
@@ -252,9 +258,13 @@ class CUDAGraphRunner:
         torch._C._CUDAGraph.replay(recording.graph)  # (the C method: no Python wrapper per call)
         self.replays += 1
         outs = fresh_outputs(recording)
+        for i, j, size, stride, delta in recording.aliases:  # the caller's input, as recorded
+            outs[i] = torch.as_strided(args[j], size, stride, args[j].storage_offset() + delta)
         if self.kind == "backward":  # gradients outlive the next replay (.grad accumulates)
             return tuple(o.clone() if isinstance(o, torch.Tensor) else o for o in outs)
-        tensors = [(i, o) for i, o in enumerate(outs) if isinstance(o, torch.Tensor)]
+        aliased = {i for i, *_ in recording.aliases}  # (the caller's memory: never stale)
+        tensors = [(i, o) for i, o in enumerate(outs)
+                   if isinstance(o, torch.Tensor) and i not in aliased]
         start = self.saved_outputs_start
         self.handed_out = [weakref.ref(o) for i, o in tensors if start is None or i < start]
         if start is not None:
@@ -289,12 +299,31 @@ def matches(recording: Recording, args: list) -> bool:
     return len(args) == len(recording.inputs)
 
 
-def group_storages(outputs: list) -> list[tuple[int, int, torch.device, list[tuple]]]:
+def input_aliases(outputs: list, inputs: list) -> list[tuple[int, int, Any, Any, int]]:
+    """Outputs that live in an input's storage (a forward returns ``x`` among the tensors it
+    saves for the backward; a parameter passed through): ``(output, input, size, stride,
+    offset from the input's)``. They are not pool memory: a replay returns the same view of the
+    input the caller passed (a copied input's static buffer holds its values, at the same
+    layout, since a recording replays only for inputs laid out as its buffers)."""
+    where = {t.untyped_storage().data_ptr(): j for j, t in enumerate(inputs)
+             if isinstance(t, torch.Tensor)}
+    aliases = []
+    for i, out in enumerate(outputs):
+        if isinstance(out, torch.Tensor) and out.untyped_storage().data_ptr() in where:
+            j = where[out.untyped_storage().data_ptr()]
+            aliases.append((i, j, out.shape, out.stride(),
+                            out.storage_offset() - inputs[j].storage_offset()))
+    return aliases
+
+
+def group_storages(outputs: list, skip: set[int] = frozenset()
+                   ) -> list[tuple[int, int, torch.device, list[tuple]]]:
     """The recorded outputs by the storage they live in (outputs that are views of one buffer
-    share it): each replay makes one fresh storage object per entry, and views of it."""
+    share it): each replay makes one fresh storage object per entry, and views of it.
+    ``skip``: outputs that are views of inputs (``input_aliases``)."""
     groups: dict[int, tuple[int, int, torch.device, list[tuple]]] = {}
     for i, out in enumerate(outputs):
-        if not isinstance(out, torch.Tensor):
+        if not isinstance(out, torch.Tensor) or i in skip:
             continue
         storage = out.untyped_storage()
         entry = groups.setdefault(storage.data_ptr(),
