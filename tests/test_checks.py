@@ -114,24 +114,52 @@ def test_the_check_is_in_the_kernel(monkeypatch):
     assert "mc::checked_index(" in source and "return error.finish();" in source
 
 
-@needs_cxx
-@pytest.mark.parametrize("make_index", [
-    lambda i: torch.arange(4),  # arange: 0..3 into 5 rows
-    lambda i: i % 5,  # a modulo by the size
-], ids=["arange", "modulo"])
-def test_a_provably_in_range_index_is_not_checked(make_index, monkeypatch):
-    monkeypatch.setattr(config.inductor, "cpu_backend", "cpp")
-    graphs = record_compiled_graphs(monkeypatch)
-    mc.reset()
+# what each backend writes for an index it proves in range, and for a checked one (each group:
+# one of its words; Triton checks the index and masks the load to its bounds)
+CHECK_TEXT = {"cpp": ("// no check", [("checked_index(", "wrapped_index(")]),
+              "triton": ("# no check", [("check_index(",), ("_in_bounds",)])}
 
-    def fn(i):
-        return W[make_index(i)] * 2
+PROVABLE = {
+    "arange": lambda i: W[torch.arange(4)] * 2,  # 0..3 into 5 rows
+    "modulo": lambda i: W[i % 5] * 2,  # a modulo by the size
+    "clamp": lambda i: W[i.clamp(-5, 4)] * 2,  # negative ones wrap: no check, still the wrap
+    "gather_modulo": lambda i: torch.gather(W, 0, (i % 5).view(-1, 1).expand(-1, 3)),
+    "arange_plus_one": lambda i: W[torch.arange(4) + 1] + i.sum(),
+}
+UNPROVABLE = {
+    "loaded": lambda i: W[i] * 2,
+    "modulo_too_large": lambda i: W[i % 6] * 2,
+    "clamp_too_wide": lambda i: W[i.clamp(0, 5)] * 2,
+    "clamp_one_side": lambda i: W[i.clamp(min=0)] * 2,
+    "gather_negative_wraps_not": lambda i: torch.gather(W, 0, i.clamp(-1, 4).view(-1, 1)),
+}
 
+
+@pytest.mark.parametrize("fn", list(PROVABLE.values()), ids=list(PROVABLE))
+def test_a_provably_in_range_index_is_not_checked(fn, backend):
+    """An index made by ``arange``, ``% size`` or a clamp into the dim needs no check: the kernel
+    says why in a comment and has no check (in Triton, no bounds term in the load's mask)."""
+    name, graphs = backend
     i = torch.tensor([-3, 12, 7, 4])
     torch.testing.assert_close(mc.compile(fn, backend="inductor")(i), fn(i))
-    source = kernel_source(graphs)
-    assert "// no check" in source and "checked_index" not in source \
-        and "wrapped_index" not in source, source
+    if name in CHECK_TEXT:
+        unchecked, checks = CHECK_TEXT[name]
+        source = kernel_source(graphs)
+        assert unchecked in source and not any(c in source for g in checks for c in g), source
+
+
+@pytest.mark.parametrize("fn", list(UNPROVABLE.values()), ids=list(UNPROVABLE))
+@pytest.mark.parametrize("values", [[0, 4, 2], [0, 5, -1]], ids=["in_range", "out_of_range"])
+def test_an_index_not_proven_in_range_keeps_its_check(fn, values, backend):
+    """A loaded index, or one whose range reaches past the dim, stays checked: eager's result
+    where it is in range, eager's error where it is not."""
+    name, graphs = backend
+    compare(fn, torch.tensor(values), backend)
+    if name in CHECK_TEXT:
+        unchecked, checks = CHECK_TEXT[name]
+        source = kernel_source(graphs)
+        assert unchecked not in source and all(any(c in source for c in g) for g in checks), \
+            source
 
 
 # --- probes that would crash the process without the checks -------------------------------------

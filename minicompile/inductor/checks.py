@@ -18,6 +18,7 @@ and says so in the generated code.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import sympy
@@ -97,17 +98,31 @@ def proven_in_range(low: int | None, high: int | None, size, check: Check) -> bo
 
 # --- value ranges: which indices are in range without a check ----------------------------------
 # (mini version of torch/utils/_sympy/value_ranges.py's ``ValueRangeAnalysis``): an integer op's
-# ``[low, high]`` from its operands', where both are known (an ``arange``'s index, a constant)
-Range = tuple[int, int]
+# ``[low, high]`` from its operands', where both are known (an ``arange``'s index, a constant);
+# an end may be infinite (``maximum(i, 0)``: ``[0, inf]``)
+Range = tuple[int | float, int | float]
 
 
 def _known(rule):  # a rule that needs both operands' ranges
     return lambda a, b: None if a is None or b is None else rule(a, b)
 
 
-def _mul(a: Range, b: Range) -> Range:
+def _mul(a: Range, b: Range) -> Range | None:
+    if math.inf in map(abs, a + b):  # (inf * 0 has no value)
+        return None
     products = [x * y for x in a for y in b]
     return min(products), max(products)
+
+
+def _clamp(bound):
+    """``minimum``/``maximum``: one known operand bounds the result on one side (``clamp(i, 0,
+    4)`` is ``minimum(maximum(i, 0), 4)``: ``[0, 4]`` whatever ``i`` is); an end stays infinite
+    until another op bounds it."""
+    def rule(a: Range | None, b: Range | None) -> Range | None:
+        unbounded = (-math.inf, math.inf)
+        low, high = (bound(x, y) for x, y in zip(a or unbounded, b or unbounded))
+        return None if (low, high) == unbounded else (low, high)
+    return rule
 
 
 def _remainder(a: Range | None, b: Range | None) -> Range | None:
@@ -121,8 +136,8 @@ RANGE_RULES = {
     "mul": _known(_mul),
     "mod": _remainder,
     "remainder": _remainder,
-    "minimum": _known(lambda a, b: (min(a[0], b[0]), min(a[1], b[1]))),
-    "maximum": _known(lambda a, b: (max(a[0], b[0]), max(a[1], b[1]))),
+    "minimum": _clamp(min),
+    "maximum": _clamp(max),
 }
 
 
@@ -138,3 +153,17 @@ def op_range(op: str, operands: list[Range | None]) -> Range | None:
     """The range of ``op`` applied to values in ``operands``' ranges; None: unknown."""
     rule = RANGE_RULES.get(op)
     return rule(*operands) if rule is not None and len(operands) == 2 else None
+
+
+def unchecked_range(value: str, size, check: Check, ranges: dict[str, Range],
+                    constants: dict) -> Range | None:
+    """``value``'s range where it proves ``check`` always passes along a dim of ``size``: the
+    backend then emits no check and no bounds mask, only the wrap of a negative index (``x[-1]``)
+    where the range holds one, and a comment giving the range. None: the index is checked."""
+    bounds = known_range(value, ranges, constants)
+    return bounds if bounds is not None and proven_in_range(*bounds, size, check) else None
+
+
+def no_check_comment(value: str, bounds: Range) -> str:
+    """Why a backend emits no check for an index (the same words in every backend)."""
+    return f"no check: {value} is in [{bounds[0]}, {bounds[1]}]"

@@ -29,8 +29,8 @@ from typing import Any, Callable
 import sympy
 import torch
 
-from ..checks import (DIVISION, DIVISIONS, Check, known_range, op_range, proven_in_range,
-                      site_of)
+from ..checks import (DIVISION, DIVISIONS, Check, known_range, no_check_comment, op_range,
+                      site_of, unchecked_range)
 from ..kernel_group import XINDEX
 from ..ops_handler import add_elementwise_ops
 from ..sizevars import simplify_index, value_range
@@ -326,12 +326,14 @@ class CppOpsHandler:
     def indirect_indexing(self, value: str, size: sympy.Expr, check: Check = Check()) -> sympy.Symbol:
         """A loaded integer used inside an index, checked against ``size`` as eager checks it
         (``x[-1]`` is ``x[size - 1]``; ``gather`` rejects it). A value known to lie inside
-        (``arange``, ``% size``) is used as it is."""
+        (``arange``, ``% size``, a clamp: checks.py's value ranges) is used unchecked."""
         var = self._fresh("indirect")
-        low, high = known_range(value, self.ranges, self.mask_bounds.constants) or (None, None)
-        if proven_in_range(low, high, size, check) and low >= 0:
-            self.code.body.writeline(f"const int64_t {var} = {value};  // no check: "
-                                     f"{value} is in [{low}, {high}]")
+        bounds = unchecked_range(value, size, check, self.ranges, self.mask_bounds.constants)
+        if bounds is not None:  # (a negative one only where the kind wraps it)
+            wrapped = value if bounds[0] >= 0 else \
+                f"{value} < 0 ? {value} + {cexpr(size)} : {value}"
+            self.code.body.writeline(f"const int64_t {var} = {wrapped};  "
+                                     f"// {no_check_comment(value, bounds)}")
             return sympy.Symbol(var, integer=True)
         call = "mc::wrapped_index" if check.error.wrap else "mc::checked_index"
         why = f"eager: {check.error.exception.__name__} outside the dim"
@@ -396,7 +398,7 @@ def _make_op(name: str) -> Callable:
         var = self._emit(C_OPS[name].format(*args),  # looked up now: a row can be swapped
                          ctype, name)
         self.invariants.note(var, C_OPS[name], args)
-        if bounds is not None:
+        if bounds is not None and ctype not in FLOAT_TYPES:  # (a NaN has no range)
             self.ranges[var] = bounds
         return var
 

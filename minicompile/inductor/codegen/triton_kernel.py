@@ -32,10 +32,11 @@ from typing import Any, Callable
 import sympy
 import torch
 
-from ..checks import DIVISION, DIVISIONS, Check, site_of
+from ..checks import (DIVISION, DIVISIONS, Check, Range, no_check_comment, op_range, site_of,
+                      unchecked_range)
 from ..ir import MemoryDep
 from ..kernel_group import RINDEX, XINDEX, KernelGroup, KernelMember
-from ..sizevars import simplify_index
+from ..sizevars import simplify_index, value_range
 from ..ops_handler import add_elementwise_ops
 from . import triton_frames
 from .common import CSE, CodegenError, IndentedBuffer, KernelSignature, emit_members, local_stride
@@ -85,7 +86,9 @@ class TritonKernel(TritonReductions):
         self._indirect = 0
         self.in_bounds: dict[sympy.Symbol, str] = {}  # indirect index -> its bounds condition
         self.checks: list[Check] = []  # the kernel's checks, by site number (checks.py)
-        self.nonzero: set[str] = set()  # temporaries holding a nonzero integer constant
+        # integer temporary -> its known [low, high] (an index needing no check, a divisor
+        # needing none): from arange's lanes, constants, and the ops between them (checks.py)
+        self.ranges: dict[str, Range] = {}
         self.parts = triton_frames.PlainParts()  # what a frame of triton_frames.py takes
 
     @staticmethod
@@ -303,7 +306,10 @@ class TritonKernel(TritonReductions):
         address = self.pointer(name, index)
         framed = {"pointwise": "xmask", "looped": "xmask & rmask, other=0"}.get(self.kind)
         self.parts.buffers["load"].add(name)
-        self.parts.load(f"{var} = {expr}", var, address, expr == f"tl.load({address}, {framed})")
+        # (a frame issues its loads first: one through a loaded index waits for that index)
+        indirect = any(s.name.startswith("indirect") for s in index.free_symbols)
+        self.parts.load(f"{var} = {expr}", var, address,
+                        expr == f"tl.load({address}, {framed})" and not indirect)
         return var
 
     def store(self, name: str, index: sympy.Expr, value: str) -> None:
@@ -329,16 +335,24 @@ class TritonKernel(TritonReductions):
                                  f"bitcast=True)", dtype)
         text = texpr(value) if isinstance(value, sympy.Basic) else triton_constant(value)
         var = self.generate(f"tl.full([1], {text}, {triton_dtype(dtype)})", dtype)
-        if isinstance(value, (int, sympy.Integer)) and value != 0:
-            self.nonzero.add(var)  # a divisor that needs no check
+        if isinstance(value, (int, sympy.Integer)) and not isinstance(value, bool) \
+                and not dtype.is_floating_point:
+            self.ranges[var] = (int(value), int(value))
         return var
 
     def index_expr(self, expr: sympy.Expr, dtype: torch.dtype) -> str:
-        expr = self.in_tile(sympy.sympify(expr))
+        flat = sympy.sympify(expr)
+        expr = self.in_tile(flat)
         if not self.is_block_index(expr):
             return self.constant(expr, dtype)
-        return self.generate(f"({texpr(expr)}).to({triton_dtype(compute_dtype(dtype))})",
-                             compute_dtype(dtype))
+        var = self.generate(f"({texpr(expr)}).to({triton_dtype(compute_dtype(dtype))})",
+                            compute_dtype(dtype))
+        # over the lanes inside the block's mask (the others load and store nothing)
+        var_ranges = self.group.var_ranges()
+        bounds = value_range(simplify_index(flat, var_ranges), var_ranges)
+        if bounds is not None and not dtype.is_floating_point:
+            self.ranges[var] = bounds
+        return var
 
     def to_dtype(self, x: str, dtype: torch.dtype) -> str:
         if self.dtype(x) == dtype:
@@ -349,7 +363,10 @@ class TritonKernel(TritonReductions):
         expr = f"{paren(x)}.to({triton_dtype(dtype)})"
         if compute_dtype(dtype) != dtype:  # round to half precision, keep computing in float32
             expr += f".to({triton_dtype(compute_dtype(dtype))})"
-        return self.generate(expr, compute_dtype(dtype))
+        var = self.generate(expr, compute_dtype(dtype))
+        if x in self.ranges and dtype in (torch.int64, torch.int32):  # (indices fit in both)
+            self.ranges[var] = self.ranges[x]
+        return var
 
     def where(self, cond: str, a: str, b: str) -> str:
         return self.generate(f"tl.where({cond}, {a}, {b})",
@@ -369,13 +386,20 @@ class TritonKernel(TritonReductions):
         """A loaded index as a symbol of the index expression, checked against ``size`` as eager
         checks it (``x[-1]`` is ``x[size - 1]``; ``gather`` rejects it): a device assert on a
         GPU (kept by Triton's debug flag), a raise under the interpreter; and the loads and
-        stores through it are masked to its bounds, so no lane touches memory outside."""
+        stores through it are masked to its bounds, so no lane touches memory outside. An index
+        whose range (``self.ranges``) proves it inside (``arange``, ``% size``, a clamp) gets
+        neither check nor mask: the common gather costs nothing."""
         name = f"indirect{self._indirect}"
         self._indirect += 1
-        if check.error.wrap:
+        bounds = unchecked_range(value, size, check, self.ranges, {})
+        wraps = check.error.wrap and (bounds is None or bounds[0] < 0)
+        if wraps:
             self.body.writeline(f"{name} = tl.where({value} < 0, {value} + {texpr(size)}, {value})")
         else:
             self.body.writeline(f"{name} = {value}")
+        if bounds is not None:  # no check, no bounds mask: every lane's index is inside
+            self.body.writeline(f"# {no_check_comment(value, bounds)}")
+            return sympy.Symbol(name, integer=True)
         ok = f"{name}_in_bounds"
         self.body.writeline(f"{ok} = (0 <= {name}) & ({name} < {texpr(size)})")
         if self.checks_emitted:
@@ -395,13 +419,19 @@ def checks_emitted(device_asserts: bool) -> bool:
 def _make_op(name: str) -> Callable:
     def op(self: TritonKernel, *args: str) -> str:
         dtype = result_dtype(name, [self.dtype(a) for a in args])
-        if name in DIVISIONS and not dtype.is_floating_point and args[1] not in self.nonzero \
+        divisor = self.ranges.get(args[1]) if len(args) > 1 else None
+        nonzero = divisor is not None and (divisor[0] > 0 or divisor[1] < 0)
+        if name in DIVISIONS and not dtype.is_floating_point and not nonzero \
                 and self.checks_emitted:
             # eager: ZeroDivisionError
             self.body.writeline(f"triton_helpers.check_divisor({args[1]}, "
                                 f"{self.mask(self.level == 'element')}, {site_of(self.checks, DIVISION)})")
         template = TRITON_OPS[name]  # looked up now: a row can be swapped
-        return self.generate(template.format(*[paren(a) for a in args]), dtype)
+        var = self.generate(template.format(*[paren(a) for a in args]), dtype)
+        bounds = op_range(name, [self.ranges.get(a) for a in args])
+        if bounds is not None and not dtype.is_floating_point:
+            self.ranges[var] = bounds
+        return var
 
     op.__name__ = name
     return op
