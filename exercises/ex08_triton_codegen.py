@@ -1,9 +1,10 @@
 """Exercises for notebook 08: Triton code generation.
 
 Grade with ``bash course.sh grade -k 08``. Each function is a piece of minicompile's Triton
-backend (``minicompile/inductor/codegen/triton_ops.py`` and ``triton_kernel.py``); the checks plug
-your piece into the real backend, generate Triton kernels and run them (on a GPU, or on CPU
-tensors through Triton's interpreter, ``TRITON_INTERPRET=1``), comparing with eager PyTorch.
+backend (``minicompile/inductor/codegen/triton_ops.py``, ``triton_kernel.py`` and
+``triton_frames.py``); the checks plug your piece into the real backend, generate Triton kernels
+and run them (on a GPU, or on CPU tensors through Triton's interpreter, ``TRITON_INTERPRET=1``),
+comparing with eager PyTorch.
 """
 
 from __future__ import annotations
