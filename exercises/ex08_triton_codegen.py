@@ -1,9 +1,10 @@
 """Exercises for notebook 08: Triton code generation.
 
 Grade with ``bash course.sh grade -k 08``. Each function is a piece of minicompile's Triton
-backend (``minicompile/inductor/codegen/triton_ops.py`` and ``triton_kernel.py``); the checks plug
-your piece into the real backend, generate Triton kernels and run them (on a GPU, or on CPU
-tensors through Triton's interpreter, ``TRITON_INTERPRET=1``), comparing with eager PyTorch.
+backend (``minicompile/inductor/codegen/triton_ops.py``, ``triton_kernel.py`` and
+``triton_frames.py``); the checks plug your piece into the real backend, generate Triton kernels
+and run them (on a GPU, or on CPU tensors through Triton's interpreter, ``TRITON_INTERPRET=1``),
+comparing with eager PyTorch.
 """
 
 from __future__ import annotations
@@ -110,3 +111,44 @@ def looped_reduction_kernel(name: str, params: list[str], loads: list[tuple[str,
       NaN on a GPU), then the lines of ``after``, then the stores, masked by ``xmask``.
     """
     raise NotImplementedError('Exercise 8.4: rows and their mask, accumulators, the loop, the row reductions, stores (roughly 32 lines)')
+
+
+def tiled_kernel(name: str, params: list[str], loads: list[tuple[str, str]],
+                 body: list[str], stores: list[tuple[str, str]]) -> str:
+    """Exercise 8.5: a 2-D tiled pointwise kernel, for transposes and permutes.
+
+    In ``x.t().contiguous()`` of a 31x17 ``x`` the store is contiguous along the output's rows
+    and the load along its columns: a flat block of 8.3 reads one element a row apart per lane.
+    The backend splits the output's flat index into ``ynumel`` lines of ``xnumel`` points, and
+    gives you the parts of 8.3 with addresses written in the tile's ``y0`` (which line) and
+    ``x0`` (which point along it)::
+
+        params = ["in_ptr0", "out_ptr0"]
+        loads  = [("tmp0", "in_ptr0 + (17*x0 + y0)")]       # contiguous along y0
+        body   = ["tmp1 = tmp0 * 2.0"]
+        stores = [("out_ptr0 + (x0 + 31*y0)", "tmp1")]      # contiguous along x0
+
+    Return the source of a ``@triton.jit`` function ``name`` taking ``params``, then ``ynumel,
+    xnumel, XBLOCK: tl.constexpr, YBLOCK: tl.constexpr``. Each program owns one
+    ``[YBLOCK, XBLOCK]`` tile; with ``xtiles = tl.cdiv(xnumel, XBLOCK)`` tiles along a line,
+    program ``p`` owns the tile in row ``p // xtiles`` and column ``p % xtiles`` of tiles:
+
+    - ``y0``: its lines as a ``[YBLOCK, 1]`` column (``tl.arange(0, YBLOCK)[:, None]``),
+      ``x0``: its points as a ``[1, XBLOCK]`` row (``tl.arange(0, XBLOCK)[None, :]``), each
+      offset by the tile's first line and point;
+    - ``xmask``: the lanes of the tile inside both sizes (the last row and the last column of
+      tiles run past them);
+    - each load (``tl.load(address, xmask)``), the body, each store (``tl.store(address,
+      value, xmask)``). Triton lays out each access along its own contiguous axis, so both
+      coalesce.
+
+    Also write ``tiled_grid(ynumel, xnumel, YBLOCK, XBLOCK)``: how many programs the launch
+    needs (a one-dimensional grid of tiles).
+    """
+    raise NotImplementedError("Exercise 8.5: the tile's lines and points, the mask of both sizes, masked loads and stores (roughly 10 lines)")
+
+
+def tiled_grid(ynumel: int, xnumel: int, YBLOCK: int, XBLOCK: int) -> int:  # noqa: N803
+    """Exercise 8.5 (continued): the number of programs, one per ``[YBLOCK, XBLOCK]`` tile, that
+    cover ``ynumel`` lines of ``xnumel`` points."""
+    raise NotImplementedError('Exercise 8.5: tiles along y times tiles along x (roughly 1 lines)')

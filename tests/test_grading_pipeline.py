@@ -45,7 +45,9 @@ def _tables() -> dict:
             "c_ops": cpp_ops.C_OPS, "reductions": cpp_ops.REDUCTIONS,
             "pointwise_kernel": triton_frames.pointwise_kernel,
             "looped_reduction_kernel": triton_frames.looped_reduction_kernel,
-            "grid": triton_heuristics.grid, "vector_loop": cpp_loops.vector_loop,
+            "tiled_kernel": triton_frames.tiled_kernel,
+            "grid": triton_heuristics.grid, "tiled_grid": triton_heuristics.tiled_grid,
+            "vector_loop": cpp_loops.vector_loop,
             "parallel_reduction": cpp_loops.parallel_reduction}
 
 
@@ -88,6 +90,19 @@ def test_a_wrong_triton_grid_makes_the_model_differ_from_eager():
     wrong = _solutions(grid=_grid_rounded_down)["8.3"]
     report = run_pipeline({"8.3": wrong}, {})
     assert report.plugged["8.3"] > 0 and "with Triton kernels" in report.error, report.error
+
+
+def _tiles_along_y_only(ynumel, xnumel, YBLOCK, XBLOCK):  # noqa: N803
+    """Exercise 8.5's grid that forgets the tiles along x."""
+    return (ynumel + YBLOCK - 1) // YBLOCK
+
+
+def test_a_wrong_tiled_grid_makes_the_transpose_differ_from_eager():
+    if triton_device()[0] is None:
+        pytest.skip("Triton cannot run here (no GPU, TRITON_INTERPRET unset)")
+    wrong = _solutions(tiled_grid=_tiles_along_y_only)["8.5"]
+    report = run_pipeline({"8.5": wrong}, {})
+    assert report.plugged["8.5"] > 0 and "transposed" in report.error, report.error
 
 
 def test_a_fusion_rule_that_fuses_everything_is_caught_end_to_end():

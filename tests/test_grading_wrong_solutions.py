@@ -223,6 +223,22 @@ def _pointwise(mask="xindex < xnumel", store_mask=True, offset="tl.program_id(0)
     return {"pointwise_kernel": pointwise_kernel, "grid": grid_}
 
 
+def _tiled(*replacements: tuple[str, str], grid=None):
+    """The reference tiled kernel and grid of 8.5 with lines of the kernel rewritten (``(old,
+    new)`` regular expressions, where they match), or the grid replaced."""
+    good = load_learner_module("ex08_triton_codegen", f"{REPO_ROOT}/solutions")
+
+    def tiled_kernel(name, params, loads, body, stores):
+        text = good.tiled_kernel(name, params, loads, body, stores)
+        for old, new in replacements:
+            text = re.sub(old, new, text, flags=re.M)
+        return text
+
+    def tiled_grid(ynumel, xnumel, YBLOCK, XBLOCK):  # noqa: N803
+        return (grid or good.tiled_grid)(ynumel, xnumel, YBLOCK, XBLOCK)
+    return {"tiled_kernel": tiled_kernel, "tiled_grid": tiled_grid}
+
+
 def _looped(*replacements: tuple[str, str], source=None):
     """The reference looped reduction kernel of 8.4 with lines of its output rewritten
     (``(old, new)`` regular expressions, where they match), or its source rewritten by
@@ -280,6 +296,24 @@ WRONG.update({
         "program offset without the stride XBLOCK (programs overlap)": _pointwise(
             offset="tl.program_id(0)"),
         "mask against XBLOCK instead of xnumel": _pointwise(mask="xindex < xoffset + XBLOCK"),
+    },
+    "8.5": {
+        "x and y masks swapped (y0 < xnumel, x0 < ynumel)":
+            _tiled((r"xmask = \(y0 < ynumel\) & \(x0 < xnumel\)",
+                    "xmask = (y0 < xnumel) & (x0 < ynumel)")),
+        "no mask on the store (the last row and column of tiles write past the end)":
+            _tiled((r"^(\s*tl\.store\(.*), xmask\)$", r"\1)")),
+        "only x masked (the last row of tiles runs past ynumel)":
+            _tiled((r"xmask = \(y0 < ynumel\) & \(x0 < xnumel\)", "xmask = x0 < xnumel")),
+        "a grid that forgets the y dimension (tiles along x only)":
+            _tiled(grid=lambda yn, xn, yb, xb: -(-xn // xb)),
+        "a grid that forgets the x dimension (tiles along y only)":
+            _tiled(grid=lambda yn, xn, yb, xb: -(-yn // yb)),
+        "tiles' lines a stride XBLOCK apart, not YBLOCK (the transposed read skips lines)":
+            _tiled((r"\* YBLOCK \+ tl\.arange\(0, YBLOCK\)",
+                    "* XBLOCK + tl.arange(0, YBLOCK)")),
+        "program id split by the tiles along y, not x (tiles read twice or never)":
+            _tiled((r"xtiles = tl\.cdiv\(xnumel, XBLOCK\)", "xtiles = tl.cdiv(ynumel, YBLOCK)")),
     },
     "8.4": {
         "max's lanes starting at 0 (an all-negative row's max is 0)":
@@ -987,8 +1021,8 @@ CONTROLS = {"1.3": _inline(), "2.1": _guard(), "2.2": _create_symbol(), "2.4": _
             "4.1": _default_saved(), "4.2": _min_cut(), "5.1": _gelu(), "5.2": _log_softmax(),
             "5.3": _layer_norm(), "6.2": _hardsigmoid(), "6.3": _sum_of_squares(),
             "7.1": _tile(), "7.2": _bytes_moved(), "7.3": _plan_reuse(), "7.4": _fusion_rule(),
-            "8.2": _triton_printer(), "8.3": _pointwise(), "8.4": _looped(), "9.2": _vector(),
-            "9.4": _parallel()}
+            "8.2": _triton_printer(), "8.3": _pointwise(), "8.4": _looped(), "8.5": _tiled(),
+            "9.2": _vector(), "9.4": _parallel()}
 
 
 @pytest.mark.parametrize("ex", sorted(CONTROLS), ids=str)

@@ -5,7 +5,7 @@ Every exercise whose check passes puts the learner's function into the stage it 
 (:data:`PLUGS`: the interpreter's BINARY_OP table and FOR_ITER handler, call inlining, duck
 sizing, a resume function's live locals and stack prologue, the min-cut partitioner, three
 decompositions, a lowering, the scheduler's tile and one of its fusion rules, Triton's pointwise
-kernels, grid and looped reductions, C++ operator templates, vector loops, accumulators and
+kernels, grid, looped reductions and 2-D tiled transposes, C++ operator templates, vector loops, accumulators and
 parallel reductions, the CUDA-graph decisions); every other piece stays
 minicompile's own. Then one model (:class:`CourseModel`) runs a training step through
 ``mc.compile(backend="inductor")`` at two batch sizes (the second compiles with a symbolic batch)
@@ -13,7 +13,7 @@ with C++ kernels, and its loss and gradients are compared with eager PyTorch's, 
 :func:`long_rows` (long rows, and a whole-tensor reduction); the same step
 runs again with Triton kernels where Triton can run (a GPU, or CPU tensors under
 ``TRITON_INTERPRET=1``), so the learner's Triton pieces write them (the long rows: a looped
-reduction); then a function with a graph
+reduction), and with them :func:`transposed` (a 2-D tiled kernel); then a function with a graph
 break (:func:`with_a_graph_break`) runs through the resume function the learner's liveness and
 stack prologue built; last, the model trains with ``mode="reduce-overhead"``: on a GPU its
 graphs are recorded and replayed with the learner's CUDA-graph decisions, on a CPU the learner's
@@ -42,7 +42,7 @@ from ..inductor.runtime import triton_heuristics
 from .plugs import PLUGS, Usage, swapped
 
 __all__ = ["PLUGS", "CourseModel", "PipelineReport", "long_rows", "plugged_in",
-           "run_pipeline", "with_a_graph_break"]
+           "run_pipeline", "transposed", "with_a_graph_break"]
 
 
 # --- the model ---------------------------------------------------------------------------------
@@ -89,6 +89,12 @@ def long_rows(x: torch.Tensor) -> torch.Tensor:
     """Each row's max plus its mean, less the whole tensor's mean: rows longer than a Triton
     block are reduced in a loop, and the whole tensor as one row, shared by the C++ threads."""
     return x.amax(1) + x.sum(1) / x.shape[1] - x.mean()  # (B,)
+
+
+def transposed(x: torch.Tensor) -> torch.Tensor:
+    """A batch of activations transposed and scaled: the load is contiguous along the batch,
+    the store along the features, so the Triton backend writes a 2-D tiled kernel."""
+    return x.t().contiguous() * 2 + 1  # (features, B)
 
 
 @dataclass
@@ -147,7 +153,8 @@ def run_pipeline(pieces: dict[str, ModuleType], not_plugged: dict[str, str]) -> 
             mc.reset()
             try:
                 report.max_diff = max(report.max_diff, _train_against_eager(device, "triton"),
-                                      _long_rows_against_eager(device, "triton"))
+                                      _long_rows_against_eager(device, "triton"),
+                                      _transposed_against_eager(device))
             except AssertionError as e:
                 report.error = f"with Triton kernels: {e}"
         if not report.error:
@@ -234,6 +241,18 @@ def _long_rows_against_eager(device: str, cpu_kernels: str) -> float:
         got = mc.compile(long_rows, backend="inductor")(x)
         assert mc.metrics.eager_fallbacks == 0, "long_rows fell back to eager: a piece raised"
         return _compare("long_rows", got, long_rows(x))
+
+
+def _transposed_against_eager(device: str) -> float:
+    """``transposed`` compiled with Triton kernels (on ``device``) against eager, at an odd
+    size: the last row and column of tiles partly masked."""
+    mc.reset()
+    with torch.device(device), swapped(config.inductor, "cpu_backend", "triton"):
+        x = torch.randn(131, 24)
+        mc.metrics.reset()
+        got = mc.compile(transposed, backend="inductor")(x)
+        assert mc.metrics.eager_fallbacks == 0, "transposed fell back to eager: a piece raised"
+        return _compare("transposed", got, transposed(x))
 
 
 def _resume_against_eager() -> float:

@@ -250,6 +250,15 @@ def _pointwise_kernel(sol: ModuleType, use: Usage) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def _tiled_kernel(sol: ModuleType, use: Usage) -> Iterator[None]:
+    """The learner writes every 2-D tiled pointwise kernel (a transpose or permute) whose loads
+    and stores ``xmask`` alone masks, and the grid of every tiled launch."""
+    with swapped(triton_frames, "tiled_kernel", use.counted(sol.tiled_kernel)), \
+            swapped(triton_heuristics, "tiled_grid", sol.tiled_grid):
+        yield
+
+
 def _looped_reduction_kernel(sol: ModuleType, use: Usage) -> ContextManager:
     """The learner writes every looped reduction of sums, products, maxima and minima whose
     row code follows its one loop."""
@@ -288,6 +297,8 @@ PLUGS: list[Plug] = [
          _pointwise_kernel, triton=True),
     Plug("8.4", "looped_reduction_kernel", "Triton codegen: looped reductions (long rows)",
          _looped_reduction_kernel, triton=True),
+    Plug("8.5", "tiled_kernel", "Triton codegen: 2-D tiled transposes and their grid",
+         _tiled_kernel, triton=True),
     Plug("9.1", "nan_aware_ops", "C++ codegen: operator templates", _c_ops),
     Plug("9.2", "vector_loop", "C++ codegen: pointwise loops, vectors and a tail",
          _vector_loop),

@@ -1,7 +1,7 @@
 """Checks for exercises/ex08_triton_codegen.py (notebook 08: Triton code generation).
 
 Each check swaps the learner's piece into the real Triton backend (``codegen/triton_ops.py``,
-``triton_kernel.py``, ``triton_reductions.py``), compiles graphs through
+``triton_kernel.py``, ``triton_reductions.py``, ``triton_frames.py``), compiles graphs through
 ``mc.compile(backend="inductor")`` with Triton kernels (on a GPU, or on CPU tensors through
 Triton's interpreter), and compares with eager.
 """
@@ -311,3 +311,50 @@ def check_looped_reduction_kernel(sol):
     with triton_backend():
         compare_written_by(sol.looped_reduction_kernel, "looped_reduction_kernel", str,
                            triton_frames, _looped_graphs(device()), fenced_launches, "looped")
+
+
+# --- 8.5 ------------------------------------------------------------------------------------------
+
+# small, oblong tiles: several programs along both axes of the odd sizes below, the last row and
+# column of tiles partly masked, and a y-step that differs from the x-step
+SMALL_TILE = triton_heuristics.Config(8, num_warps=4, YBLOCK=4)
+
+
+def _tiled_graphs(dev: str) -> list[Graph]:
+    """Transposes and permutes at odd sizes (31x17, 129x65, 1x1), of non-contiguous inputs (a
+    strided slice, a permuted 3-D tensor), with special values and int64 beyond 2**24."""
+    x = torch.randn(31, 17, device=dev)
+    x[3, 5], x[30, 16], x[0, 16] = float("nan"), float("-inf"), float("inf")
+    wide = torch.randn(129, 65, device=dev)
+    cube = torch.randn(5, 7, 9, device=dev)
+    ints = (torch.randint(2 ** 24, 2 ** 24 + 1000, (31, 17)) * 2 + 1).to(dev)
+    strided = torch.randn(62, 51, device=dev)[::2, 1::3]  # 31x17, neither stride 1
+    return [("x.t().contiguous() * 2, 31x17 (NaN, infinities)",
+             lambda t: t.t().contiguous() * 2, (x,), {}),
+            ("x.t() + y, 129x65", lambda a, b: a.t() + b, (wide, wide.t().contiguous()), {}),
+            ("a transpose of a strided slice (31x17 of 62x51)",
+             lambda t: t.t().contiguous() - 1, (strided,), {}),
+            ("a 3-D permute (5x7x9 to 9x5x7)", lambda t: t.permute(2, 0, 1).contiguous() * 3,
+             (cube,), {}),
+            ("a permute of a permuted input", lambda t: t.permute(2, 1, 0).contiguous().sin(),
+             (cube.permute(1, 2, 0),), {}),
+            ("int64 beyond 2**24 transposed, plus 1", lambda t: t.t().contiguous() + 1, (ints,),
+             {}),
+            ("a 1x1 transpose", lambda t: t.t().contiguous() * 5, (x[:1, :1],), {})]
+
+
+@exercise("8.5", points=10, hints=(
+    "Grade shows the kernel written with your function: follow the program that owns the last "
+    "row and the last column of tiles of a 31x17 transpose, in tiles of 4 lines of 8 points.",
+    "Which program owns which tile? Program p's tile is row p // xtiles, column p % xtiles of "
+    "tiles; how far apart are the first lines of two tiles of one column? How many programs "
+    "cover every tile?",
+    "xmask must hold y0 < ynumel and x0 < xnumel, every tl.load and tl.store takes it, and "
+    "the grid counts the tiles along both axes.",
+))
+def check_tiled_kernel(sol):
+    """A 2-D tiled Triton kernel for transposes: its tile, mask and grid"""
+    with triton_backend(), _attribute(triton_heuristics, "tiled_grid", sol.tiled_grid), \
+            _attribute(triton_heuristics, "tiled_configs", lambda ycap, xcap: [SMALL_TILE]):
+        compare_written_by(sol.tiled_kernel, "tiled_kernel", str, triton_frames,
+                           _tiled_graphs(device()), fenced_launches, "tiled")

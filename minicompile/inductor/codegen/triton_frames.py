@@ -3,18 +3,20 @@
 wrap the loads, compute and stores the ops handler collected in the program's indices, masks,
 reduction loop and accumulators).
 
-``TritonKernel`` hands a kernel here when its parts fit one of two frames, and writes every
+``TritonKernel`` hands a kernel here when its parts fit one of three frames, and writes every
 other kernel itself:
 
 - ``pointwise_kernel``: loads and stores masked by ``xmask`` alone (no ``ops.masked``, no
   loaded index, no dtype conversion at a load), no buffer both loaded and stored;
+- ``tiled_kernel``: the same parts, in a pointwise kernel split into 2-D tiles
+  (``triton_tiling.py``): its addresses are written in the tile's ``y0`` and ``x0``;
 - ``looped_reduction_kernel``: one loop over the row (``for roffset``), whose loads are masked
   by ``xmask & rmask``, reducing with ``sum``/``prod``/``max``/``min`` into accumulators of a
   float or integer dtype,
   followed only by per-row code and stores masked by ``xmask``.
 
-The course's exercises 8.3 and 8.4 write these two functions; ``PlainParts`` gathers what they
-take while the kernel is emitted.
+The course's exercises 8.3, 8.4 and 8.5 write these three functions; ``PlainParts`` gathers
+what they take while the kernel is emitted.
 """
 
 from __future__ import annotations
@@ -55,6 +57,33 @@ def pointwise_kernel(name: str, params: list[str], loads: list[tuple[str, str]],
         code.writelines(["xoffset = tl.program_id(0) * XBLOCK",
                          "xindex = xoffset + tl.arange(0, XBLOCK)",
                          "xmask = xindex < xnumel"])
+        code.writelines([f"{var} = tl.load({address}, xmask)" for var, address in loads])
+        code.writelines(body)
+        code.writelines([f"tl.store({address}, {value}, xmask)" for address, value in stores])
+    return code.getvalue()
+
+
+# program p owns tile (p // xtiles, p % xtiles): y0 a column of YBLOCK lines, x0 a row of XBLOCK
+# points along each line, xmask the points of the tile inside both sizes
+TILE_INDICES = ["xtiles = tl.cdiv(xnumel, XBLOCK)",
+                "y0 = (tl.program_id(0) // xtiles) * YBLOCK + tl.arange(0, YBLOCK)[:, None]",
+                "x0 = (tl.program_id(0) % xtiles) * XBLOCK + tl.arange(0, XBLOCK)[None, :]",
+                "xmask = (y0 < ynumel) & (x0 < xnumel)"]
+
+
+def tiled_kernel(name: str, params: list[str], loads: list[tuple[str, str]],
+                 body: list[str], stores: list[tuple[str, str]]) -> str:
+    """A 2-D tiled pointwise kernel from the parts ``pointwise_kernel`` takes, its addresses in
+    ``y0`` and ``x0``: each program a ``[YBLOCK, XBLOCK]`` block of ``ynumel`` lines of
+    ``xnumel`` points, the tiles of the last column and the last row masked where they run
+    past either size. Triton lays out each access along the axis it is contiguous in, so a
+    transposed load (contiguous along ``y0``) and the store (along ``x0``) both coalesce."""
+    code = IndentedBuffer()
+    code.writeline("@triton.jit")
+    sizes = ["ynumel", "xnumel", "XBLOCK: tl.constexpr", "YBLOCK: tl.constexpr"]
+    code.writeline(f"def {name}({', '.join(params + sizes)}):")
+    with code.indent():
+        code.writelines(TILE_INDICES)
         code.writelines([f"{var} = tl.load({address}, xmask)" for var, address in loads])
         code.writelines(body)
         code.writelines([f"tl.store({address}, {value}, xmask)" for address, value in stores])

@@ -131,9 +131,10 @@ class TritonKernel(TritonReductions):
             return None
         params = self.arguments()
         loads, stores = list(parts.loads.values()), list(parts.stores.values())
-        if self.kind == "pointwise":
-            return triton_frames.pointwise_kernel(self.name, params, loads,
-                                                  parts.body(body.lines), stores)
+        if self.kind in ("pointwise", "tiled"):
+            frame = triton_frames.pointwise_kernel if self.kind == "pointwise" else \
+                triton_frames.tiled_kernel
+            return frame(self.name, params, loads, parts.body(body.lines), stores)
         return triton_frames.looped_reduction_kernel(
             self.name, params, loads, parts.body(self.loop_lines), parts.reductions,
             parts.body(self.row_lines), stores)
@@ -177,10 +178,7 @@ class TritonKernel(TritonReductions):
 
     def prologue(self) -> list[str]:
         if self.kind == "tiled":  # program p owns tile (p // xtiles, p % xtiles)
-            return ["xtiles = tl.cdiv(xnumel, XBLOCK)",
-                    "y0 = (tl.program_id(0) // xtiles) * YBLOCK + tl.arange(0, YBLOCK)[:, None]",
-                    "x0 = (tl.program_id(0) % xtiles) * XBLOCK + tl.arange(0, XBLOCK)[None, :]",
-                    "xmask = (y0 < ynumel) & (x0 < xnumel)"]
+            return list(triton_frames.TILE_INDICES)
         if self.kind == "pointwise":
             return ["xoffset = tl.program_id(0) * XBLOCK",
                     "xindex = xoffset + tl.arange(0, XBLOCK)",
@@ -304,7 +302,8 @@ class TritonKernel(TritonReductions):
             expr += f".to({triton_dtype(compute_dtype(dtype))})"
         var = self.generate(expr, compute_dtype(dtype))
         address = self.pointer(name, index)
-        framed = {"pointwise": "xmask", "looped": "xmask & rmask, other=0"}.get(self.kind)
+        framed = {"pointwise": "xmask", "tiled": "xmask",
+                  "looped": "xmask & rmask, other=0"}.get(self.kind)
         self.parts.buffers["load"].add(name)
         # (a frame issues its loads first: one through a loaded index waits for that index)
         indirect = any(s.name.startswith("indirect") for s in index.free_symbols)

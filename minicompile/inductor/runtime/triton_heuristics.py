@@ -75,9 +75,9 @@ class Config:
     def programs(self, numel0: int, numel1: int) -> int:
         """The grid: ``cdiv(xnumel, XBLOCK)`` programs; a tile's ``(numel0, numel1)`` are
         ``(ynumel, xnumel)``, one program per (YBLOCK, XBLOCK) block."""
-        if self.YBLOCK is None:
-            return grid(numel0, self.XBLOCK)  # (looked up now: the course swaps it)
-        return triton.cdiv(numel0, self.YBLOCK) * triton.cdiv(numel1, self.XBLOCK)
+        if self.YBLOCK is None:  # (grid and tiled_grid looked up now: the course swaps them)
+            return grid(numel0, self.XBLOCK)
+        return tiled_grid(numel0, numel1, self.YBLOCK, self.XBLOCK)
 
     def __str__(self) -> str:
         r = f", RBLOCK={self.RBLOCK}" if self.RBLOCK is not None else ""
@@ -167,6 +167,13 @@ def grid(xnumel: int, xblock: int) -> int:
     helper): enough blocks of ``xblock`` elements (rows) to cover ``xnumel``, the last one
     partly masked off."""
     return triton.cdiv(xnumel, xblock)
+
+
+def tiled_grid(ynumel: int, xnumel: int, yblock: int, xblock: int) -> int:
+    """How many programs a 2-D tiled launch needs: one per ``(yblock, xblock)`` tile of the
+    ``(ynumel, xnumel)`` points, the tiles of the last row and column partly masked off (the
+    kernel turns its program id back into the tile's row and column)."""
+    return triton.cdiv(ynumel, yblock) * triton.cdiv(xnumel, xblock)
 
 
 MIN_PROGRAMS = 128  # about one program per SM of an H100 (132)
