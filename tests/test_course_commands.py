@@ -275,8 +275,8 @@ def test_opening_a_notebook_in_the_lab_leaves_git_status_clean(tmp_path, filtere
     """What the lab writes on opening (the kernel's language_info with its Python's version,
     the kernel's display name) is what course.sh's filter checked out; without the filter,
     the same file shows modified (so the check can fail)."""
-    notebook = tmp_path / "nb.ipynb"
-    shutil.copy(NOTEBOOKS[0], notebook)
+    notebook = tmp_path / "nb.ipynb"  # as committed: the checkout here may carry the filter's
+    notebook.write_text(dumps(normalise(json.loads(Path(NOTEBOOKS[0]).read_text()))))  # version
     shutil.copy(ROOT / ".gitattributes", tmp_path / ".gitattributes")
     _git(tmp_path, "init", "-q")
     _git(tmp_path, "add", ".")
