@@ -71,12 +71,14 @@ _recorded_outputs: weakref.WeakValueDictionary[int, "Recording"] = weakref.WeakV
 
 @dataclass(eq=False)
 class Recording:
-    """One CUDA graph: its static inputs (copied into, or read in place) and its outputs."""
+    """One CUDA graph: what it reads (``copy_in``, ``in_place``, ``values``) and its outputs.
+    A tensor read in place is not held: a replay happens only when the caller passes a tensor
+    at that address (``matches``), and holding a forward's saved tensor would keep its backward
+    looking pending for ever."""
 
     graph: torch.cuda.CUDAGraph
     owner: Any  # the runner that made it
-    inputs: list[Any]  # what the recording reads: a static buffer, a tensor read in place, a value
-    copied: list[bool]  # which inputs each call copies into ``inputs[i]``
+    num_inputs: int
     outputs: list[Any]  # the recorded outputs (tensors over pool memory, or plain values)
     pool: "Pool"  # the memory it records into
     # outputs that are (views of) inputs, not pool memory: (output, input, size, stride, offset
@@ -90,6 +92,12 @@ class Recording:
     # outputs grouped by storage: (data pointer, bytes, device, [(index, metadata)]): each
     # replay builds fresh tensors over these storages
     storages: list[tuple[int, int, torch.device, list[tuple]]] = field(default_factory=list)
+
+    @property
+    def copied(self) -> list[bool]:
+        """Which inputs each call copies into a static buffer."""
+        positions = {i for i, _ in self.copy_in}
+        return [i in positions for i in range(self.num_inputs)]
 
 
 @dataclass(eq=False)
@@ -204,13 +212,18 @@ class CUDAGraphRunner:
 
     # --- recording ------------------------------------------------------------------------
     def record(self, key: Hashable, args: list) -> Recording | None:
-        inputs, copied = [], []
+        others, inputs = OutputsOfOtherGraphs(self), []
+        copy_in, in_place, values = [], [], []  # the replay's checks (``Recording``)
         for i, arg in enumerate(args):
-            in_place = reads_in_place(i, arg, self.facts.static_inputs,
-                                      OutputsOfOtherGraphs(self))
-            inputs.append(arg if in_place else torch.empty_strided(
-                arg.shape, arg.stride(), dtype=arg.dtype, device=arg.device).copy_(arg))
-            copied.append(not in_place)
+            if not reads_in_place(i, arg, self.facts.static_inputs, others):
+                arg = torch.empty_strided(arg.shape, arg.stride(), dtype=arg.dtype,
+                                          device=arg.device).copy_(arg)
+                copy_in.append((i, arg))
+            elif isinstance(arg, torch.Tensor):
+                in_place.append((i, arg.data_ptr()))
+            else:
+                values.append((i, arg))
+            inputs.append(arg)
         pool = self.pool_for(args)
         graph = torch.cuda.CUDAGraph()
         torch.cuda.synchronize()
@@ -223,30 +236,17 @@ class CUDAGraphRunner:
             trace_artifact("cudagraphs", f"{self.name} ({describe(args)}): no CUDA graph: {reason}")
             torch.cuda.synchronize()
             return None
-        # another graph's outputs are read where they are, and not held: that memory is kept by
-        # the recording that made them, and holding the tensor itself would keep a forward's
-        # saved tensors alive, so its backward would look pending for ever
-        others = OutputsOfOtherGraphs(self)
-        held = [None if not c and isinstance(t, torch.Tensor) and not isinstance(
-                    t, torch.nn.Parameter) and t.untyped_storage().data_ptr() in others
-                else t for t, c in zip(inputs, copied)]
-        recording = Recording(graph, self, held, copied, outputs, pool)
+        recording = Recording(graph, self, len(args), outputs, pool, copy_in=copy_in,
+                              in_place=in_place, values=values)
         pool.joined |= self.kind == "backward" and pool is not self.pool
         recording.aliases = input_aliases(outputs, inputs)
         recording.storages = group_storages(outputs, {i for i, *_ in recording.aliases})
-        for i, (arg, copied_) in enumerate(zip(inputs, copied)):
-            if copied_:
-                recording.copy_in.append((i, arg))
-            elif isinstance(arg, torch.Tensor):
-                recording.in_place.append((i, arg.data_ptr()))
-            else:
-                recording.values.append((i, arg))
         for data_ptr, *_ in recording.storages:
             _recorded_outputs[data_ptr] = recording
         self.recordings[key] = recording
         trace_artifact("cudagraphs", f"{self.name}: recorded for inputs {describe(args)} "
-                       f"({len(self.recordings)} recording(s); {sum(copied)} input(s) copied "
-                       f"in per call, {len(args) - sum(copied)} read in place)")
+                       f"({len(self.recordings)} recording(s); {len(copy_in)} input(s) copied "
+                       f"in per call, {len(in_place)} read in place)")
         return recording
 
     # --- replay ---------------------------------------------------------------------------
@@ -296,7 +296,7 @@ def matches(recording: Recording, args: list) -> bool:
     for i, value in recording.values:
         if args[i] != value:
             return False
-    return len(args) == len(recording.inputs)
+    return len(args) == recording.num_inputs
 
 
 def input_aliases(outputs: list, inputs: list) -> list[tuple[int, int, Any, Any, int]]:
