@@ -354,3 +354,44 @@ def test_outputs_that_are_inputs_are_found_by_storage():
     assert input_aliases(outs, [x, w, 5]) == [(1, 0, x.shape, x.stride(), 0),
                                               (2, 0, x[1:].t().shape, (1, 6), 6),
                                               (3, 1, w.shape, w.stride(), 0)]
+
+
+@pytest.mark.gpu
+def test_gradients_are_moved_out_of_the_pool_only_while_held():
+    """A loop that drops .grad (set_to_none) gets each replay's gradients where the recording
+    wrote them, with no copy; one that keeps .grad gets it moved out once, before the next
+    replay would overwrite it, and the values stay equal to eager's."""
+    lin = torch.nn.Linear(16, 8, device="cuda")
+    twin = torch.nn.Linear(16, 8, device="cuda")
+    twin.load_state_dict(lin.state_dict())
+    f = mc.compile(lambda x: torch.tanh(lin(x)).square().mean(), mode="reduce-overhead")
+    xs = [torch.randn(8, 16, device="cuda") for _ in range(6)]
+    addresses = []
+    for x in xs[:4]:  # warm-up, record, replay, replay
+        lin.weight.grad = None
+        f(x).backward()
+        addresses.append(lin.weight.grad.data_ptr())
+    assert addresses[2] == addresses[3]  # replays: the recording's own output, not a copy
+    for x in xs[4:]:  # now .grad is kept and accumulates
+        f(x).backward()
+    assert lin.weight.grad.data_ptr() != addresses[3]  # moved out before being overwritten
+    for x in xs[3:]:
+        torch.tanh(twin(x)).square().mean().backward()
+    torch.testing.assert_close(lin.weight.grad, twin.weight.grad)
+
+
+def test_moving_a_storage_out_keeps_every_tensor_over_it():
+    """``move_out`` (what a replay does to a gradient still held) gives the storage memory of
+    its own: the tensor handed out and an alias of it (AccumulateGrad keeps a detached one in
+    ``.grad``) both keep their values when the old memory is overwritten."""
+    from minicompile.cudagraphs.cudagraph_trees import move_out
+    pool = torch.arange(12.0)  # stands for the pool's memory
+    storage = torch._C._construct_storage_from_data_pointer(pool.data_ptr(), pool.device,
+                                                            pool.untyped_storage().nbytes())
+    handed_out = torch.empty(0).set_(storage, 2, (2, 3), (3, 1))
+    alias = handed_out.detach()
+    move_out(handed_out.untyped_storage())
+    pool.zero_()  # the next replay writes there
+    expected = torch.arange(2.0, 8.0).reshape(2, 3)
+    assert torch.equal(handed_out, expected) and torch.equal(alias, expected)
+    assert handed_out.data_ptr() != pool.data_ptr() + 8

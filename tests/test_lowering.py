@@ -385,6 +385,55 @@ def test_split_reduction_gradient():
     torch.testing.assert_close(a.grad, (2 * a.sin() * a.cos()).detach())
 
 
+# Reductions with few outputs over long rows, split where the device has programs to spare
+# (a GPU's SMs; a CPU never, so the split is forced here): outer, inner and middle dims, rows
+# that a chunk divides and rows it doesn't, each splittable type, and a pointwise body.
+FEW_OUTPUT_CASES = [
+    (lambda a: a.sum(0), torch.randn(2048, 96)),  # a bias gradient: outer
+    (lambda a: a.sum(0), torch.randn(1999, 96)),  # no divisor near the chunk: masked
+    (lambda a: (a * 2).sum([0, 1]), torch.randn(64, 40, 24)),  # a layer norm weight's
+    (lambda a: a.sum(1), torch.randn(3, 5000, 7)),  # a middle dim
+    (lambda a: a.sum(-1, keepdim=True), torch.randn(3, 5001)),  # inner, few rows
+    (lambda a: a.amax(0), torch.randn(3001, 5) - 50),  # masked lanes must not win
+    (lambda a: a.amin(1), torch.randint(-9, 9, (4, 3001))),
+    (lambda a: a.prod(0), 1 + torch.rand(1000, 3) / 1000),
+    (lambda a: (a > 3).any(0), torch.randn(5000, 4)),
+    (lambda a: a.mean(0), torch.randn(4096, 8)),
+    # 16-bit: partials in float32 (in bfloat16 they lost up to 0.5 of a sum over 8192 rows)
+    (lambda a: a.sum(0), torch.randn(8192, 16, dtype=torch.bfloat16)),
+]
+
+
+@pytest.mark.parametrize("case", range(len(FEW_OUTPUT_CASES)))
+def test_reduction_with_few_outputs_is_split(case, compiled_graphs, monkeypatch):
+    from minicompile.inductor.lowerings import reductions
+    monkeypatch.setattr(reductions, "device_programs", lambda device: 256)
+    fn, a = FEW_OUTPUT_CASES[case]
+    out = mc.compile(fn)(a)
+    torch.testing.assert_close(out, fn(a), **({} if a.dtype == torch.bfloat16 else
+                                              dict(rtol=1e-4, atol=1e-3)))
+    groups = compiled_graphs[-1].scheduler.kernel_groups
+    reductions = [g for g in groups if g.kind == "reduction"]
+    assert len(reductions) == 2, [g.kind for g in groups]  # the partials, then their reduction
+    if a.dtype == torch.bfloat16:
+        assert reductions[0].members[0].node.get_dtype() == torch.float32  # the partials
+
+
+def test_reductions_with_enough_outputs_are_not_split(compiled_graphs, monkeypatch):
+    from minicompile.inductor.lowerings import reductions
+    monkeypatch.setattr(reductions, "device_programs", lambda device: 256)
+    a = torch.randn(512, 300)
+    torch.testing.assert_close(mc.compile(lambda t: t.sum(1))(a), a.sum(1))
+    kinds = [g.kind for g in compiled_graphs[-1].scheduler.kernel_groups]
+    assert kinds.count("reduction") == 1, kinds
+
+
+def test_split_chunks_divide_the_rows_where_they_can():
+    from minicompile.inductor.lowerings.reductions import chunk_length
+    assert chunk_length(2048, 40) == 64  # (51.2 wanted: 64 divides 2048 and is nearest)
+    assert chunk_length(2048, 32) == 64 and chunk_length(1999, 10) == 200  # 1999 is prime
+
+
 # --- complex tensors: left to ATen ------------------------------------------------------------
 
 COMPLEX_PROGRAMS = {

@@ -18,9 +18,8 @@ once per kernel. The price is that a recording reads and writes fixed addresses:
   recordings share one pool, and the backward that reads a forward recording's saved tensors
   records into that recording's pool: its temporaries reuse the memory of the forward's (the
   essence of Inductor's cudagraph trees, without the tree). That is safe because the two never
-  run at once and nothing the backward leaves behind lives in the pool (its gradients are copied
-  out); a forward recorded after a backward has joined its pool starts a new one, since it could
-  put outputs where that backward's replays write.
+  run at once; a forward recorded after a backward has joined its pool starts a new one, since it
+  could put outputs where that backward's replays write.
 - **Outputs.** A replay writes its outputs where the recording's were: the next replay
   overwrites what the last one returned. Each replay hands out fresh tensors over that memory,
   and the next replay marks the previous ones so that reading them raises (torch's "accessing
@@ -29,8 +28,12 @@ once per kernel. The price is that a recording reads and writes fixed addresses:
 - **A pending backward.** A forward's outputs saved for its backward must survive until that
   backward runs: if they are still alive when the forward is called again (two forwards, then
   two backwards), that call runs as compiled code, without the recording.
-- **Backward outputs** are gradients that ``.grad`` keeps across steps (accumulation): they are
-  copied out of the pool, so a later replay cannot overwrite them.
+- **Backward outputs** are gradients, and ``.grad`` may keep one across steps (accumulation,
+  ``zero_grad(set_to_none=False)``): the next replay in the pool would overwrite it. Copying every
+  gradient out after each replay would cost a copy kernel per parameter per step; instead a
+  replay first moves out (``Pool.evacuate``) only the gradients that are still alive. A training
+  loop that sets ``.grad`` to ``None`` pays nothing; one that accumulates pays one copy, once
+  (after it, ``.grad`` lives outside the pool).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable
 
 import torch
+from torch.multiprocessing.reductions import StorageWeakRef
 
 from .._logging import trace_artifact
 from .cudagraph_utils import (GraphFacts, decide, describe, input_key, reads_in_place,
@@ -106,6 +110,19 @@ class Pool:
 
     handle: Any
     joined: bool = False
+    # the storages of the gradients a backward replay handed out, over pool memory. Weak
+    # references to the storage, not to the tensor: ``.grad`` keeps its own tensor over it
+    # (AccumulateGrad stores a detached alias of what the backward returned)
+    gradients: list[StorageWeakRef] = field(default_factory=list)
+
+    def evacuate(self) -> None:
+        """Before a replay writes into the pool: gradients still alive move to memory of their
+        own (``move_out``), so the replay cannot overwrite them."""
+        for ref in self.gradients:
+            storage = None if ref.expired() else torch.UntypedStorage._new_with_weak_ptr(ref.cdata)
+            if storage is not None:
+                move_out(storage)
+        self.gradients = []
 
 
 class OutputsOfOtherGraphs:
@@ -255,16 +272,24 @@ class CUDAGraphRunner:
             static.copy_(args[i])
         if self.handed_out:
             self.mark_stale()
+        if recording.pool.gradients:
+            recording.pool.evacuate()
         torch._C._CUDAGraph.replay(recording.graph)  # (the C method: no Python wrapper per call)
         self.replays += 1
         outs = fresh_outputs(recording)
         for i, j, size, stride, delta in recording.aliases:  # the caller's input, as recorded
-            outs[i] = torch.as_strided(args[j], size, stride, args[j].storage_offset() + delta)
-        if self.kind == "backward":  # gradients outlive the next replay (.grad accumulates)
-            return tuple(o.clone() if isinstance(o, torch.Tensor) else o for o in outs)
+            a = args[j]
+            same = delta == 0 and a.shape == size and a.stride() == stride
+            # (the input itself where the view is all of it: a parameter saved for the
+            # backward stays a Parameter, which the backward's recording reads in place)
+            outs[i] = a if same else torch.as_strided(a, size, stride, a.storage_offset() + delta)
         aliased = {i for i, *_ in recording.aliases}  # (the caller's memory: never stale)
         tensors = [(i, o) for i, o in enumerate(outs)
                    if isinstance(o, torch.Tensor) and i not in aliased]
+        if self.kind == "backward":  # gradients: moved out, not marked stale (``Pool.evacuate``)
+            storages = {o.untyped_storage().data_ptr(): o.untyped_storage() for _, o in tensors}
+            recording.pool.gradients = [StorageWeakRef(s) for s in storages.values()]
+            return tuple(outs)
         start = self.saved_outputs_start
         self.handed_out = [weakref.ref(o) for i, o in tensors if start is None or i < start]
         if start is not None:
@@ -332,6 +357,14 @@ def group_storages(outputs: list, skip: set[int] = frozenset()
                              "storage_offset": out.storage_offset(), "device": out.device,
                              "nbytes": storage.nbytes(), "data_ptr": storage.data_ptr()}))
     return list(groups.values())
+
+
+def move_out(storage: torch.UntypedStorage) -> None:
+    """Point ``storage`` at a copy of its bytes in memory of its own: every tensor over it (the
+    gradient handed out, ``.grad``'s alias of it) keeps its values through the next replay.
+    (The pool's memory goes to the copy's storage object, which doesn't own it and is
+    dropped.)"""
+    storage._swap_data_ptr_(storage.clone())
 
 
 def fresh_outputs(recording: Recording) -> list:

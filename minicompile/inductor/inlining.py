@@ -15,7 +15,9 @@ Substituting the producer's body into the consumer (``ir/inline.py``) removes th
 
 The producer is recomputed where the consumer needs it. That never costs memory traffic: the
 consumer reads the producer's inputs at the elements it needs, instead of the producer's buffer.
-A producer stays a buffer when the caller receives it or a library call (extern kernel) reads
+A producer read by one consumer that
+reads it permuted (``clone`` of a transpose) is substituted too: the scheduler fuses only nodes
+that visit the same elements in the same order. A producer stays a buffer when the caller receives it or a library call (extern kernel) reads
 it; consumers over the same loops keep reading it and the scheduler fuses them. A cheap producer
 (one input) with several readers is substituted into all of them, as Inductor leaves a pointwise
 node with several users unrealized: whichever kernels the readers end up in, none waits for a
@@ -36,7 +38,7 @@ from typing import Iterable, Sequence
 
 import sympy
 
-from .ir import Buffer, ComputedBuffer, Pointwise, inline_producers, substitutions
+from .ir import Buffer, ComputedBuffer, MemoryDep, Pointwise, inline_producers, substitutions
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +55,21 @@ def shares_loops(producer: ComputedBuffer, consumer: ComputedBuffer) -> bool:
     sizes, rsizes = consumer.get_ranges()
     n, r = sympy.Mul(*sizes), sympy.Mul(*rsizes)
     return _same(numel, n) or (bool(rsizes) and _same(numel, n * r))
+
+
+def reads_permuted(producer: ComputedBuffer, consumer: ComputedBuffer) -> bool:
+    """Does pointwise ``consumer`` read ``producer`` (contiguous) other than at its own flat
+    iteration number? (a ``clone`` of a permute: at each point it reads an element that another
+    point computes, so the scheduler cannot put the two in one loop; the query/key/value
+    gradients stacked, then permuted, in attention's backward)."""
+    rw = consumer.get_read_writes()
+    if consumer.get_ranges()[1]:
+        return False  # a reduction's loops are reordered to fit (``loop_order.py``)
+    sizes = list(rw.var_ranges.values())
+    flat = sum((v * sympy.Mul(*sizes[k + 1:]) for k, v in enumerate(rw.var_ranges)),
+               sympy.Integer(0))
+    return any(isinstance(d, MemoryDep) and not _same(d.index, flat)
+               for d in rw.reads if d.name == producer.get_name())
 
 
 def recompute_everywhere(producer: ComputedBuffer, readers: list[Buffer]) -> bool:
@@ -135,7 +152,8 @@ def inline_unfusable_producers(nodes: Sequence[Buffer],
         readers = sorted(k for k in readers_of.get(name, ()) if k > pos and k not in dropped)
         everywhere = recompute_everywhere(producer, [nodes[k] for k in readers])
         inlined = [k for k in readers if isinstance(nodes[k], ComputedBuffer)
-                   and (everywhere or not shares_loops(producer, nodes[k]))
+                   and (everywhere or not shares_loops(producer, nodes[k])
+                        or (len(readers) == 1 and reads_permuted(producer, nodes[k])))
                    and room_for(nodes[k], producer)]
         if inlined:
             # recomputed: in each reader it goes into, and once more when it stays a buffer

@@ -79,6 +79,49 @@ def value_range(expr: Expr, var_ranges: dict[sympy.Symbol, Expr]) -> tuple[int, 
     return int(low), int(high)
 
 
+def interval(expr: Expr, var_ranges: dict[sympy.Symbol, Expr]) -> tuple[int, int] | None:
+    """``(low, high)`` of an index expression by interval arithmetic, through ``//`` and ``%``
+    (which ``upper_bound`` gives up on): ``(x % 768) + 768*((x // 768) % 2)`` over any x is
+    within ``(0, 1535)``, so dividing it by 1536 gives 0. Numeric loop ranges only; else None."""
+    if expr.is_Integer:
+        return int(expr), int(expr)
+    if expr.is_Symbol:
+        size = var_ranges.get(expr)
+        return (0, int(size) - 1) if size is not None and size.is_Integer else None
+    if expr.is_Add or expr.is_Mul:
+        parts = [interval(a, var_ranges) for a in expr.args]
+        if any(p is None for p in parts):
+            return None
+        low, high = parts[0]
+        for lo, hi in parts[1:]:
+            if expr.is_Add:
+                low, high = low + lo, high + hi
+            else:
+                corners = (low * lo, low * hi, high * lo, high * hi)
+                low, high = min(corners), max(corners)
+        return low, high
+    if isinstance(expr, FloorDiv | ModularIndexing) and all(a.is_Integer and a > 0
+                                                           for a in expr.args[1:]):
+        base = interval(expr.args[0], var_ranges)
+        d = int(expr.args[1])
+        if base is None or base[0] < 0:
+            return None if isinstance(expr, FloorDiv) else (0, int(expr.args[2]) - 1)
+        low, high = base[0] // d, base[1] // d
+        if isinstance(expr, ModularIndexing) and high >= int(expr.args[2]):
+            return 0, int(expr.args[2]) - 1
+        return low, high
+    return None
+
+
+def below(expr: Expr, bound: Expr, var_ranges: dict[sympy.Symbol, Expr]) -> bool:
+    """``0 <= expr < bound`` over the loop ranges, by ``upper_bound`` or else ``interval``."""
+    hi = upper_bound(expr, var_ranges)
+    if hi is not None:
+        return statically_less(hi, bound)
+    span = interval(expr, var_ranges)
+    return span is not None and bound.is_Integer and 0 <= span[0] and span[1] < int(bound)
+
+
 def statically_less(a: Expr, b: Expr) -> bool:
     """True when ``a < b`` holds for every positive value of the size symbols."""
     diff = sympy.expand(b - a)
@@ -86,8 +129,7 @@ def statically_less(a: Expr, b: Expr) -> bool:
 
 
 def _simplify_floordiv(base, divisor, var_ranges):
-    hi = upper_bound(base, var_ranges)
-    if hi is not None and statically_less(hi, divisor):  # 0 <= base < d -> base // d = 0
+    if below(base, divisor, var_ranges):  # 0 <= base < d -> base // d = 0
         return sympy.Integer(0)
     return _without_small_terms(base, divisor, var_ranges) or FloorDiv(base, divisor)
 
@@ -113,8 +155,7 @@ def _without_small_terms(base, divisor, var_ranges):
 
 
 def _simplify_modular(base, divisor, modulus, var_ranges):
-    hi = upper_bound(base, var_ranges)
-    if hi is not None and statically_less(hi, divisor * modulus):  # base < d*m: no wrap-around
+    if below(base, divisor * modulus, var_ranges):  # base < d*m: no wrap-around
         return _simplify_floordiv(base, divisor, var_ranges)
     if divisor != 1:  # (a // d) % m, where a // d has no division left: (x0 + 1024*x1) // 1024 % 8
         quotient = simplify_index(FloorDiv(base, divisor), var_ranges)  # is x1 % 8

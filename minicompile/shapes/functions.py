@@ -83,6 +83,9 @@ class FloorDiv(sympy.Function):
             return sympy.Integer(int(base) // int(divisor))
         if isinstance(base, FloorDiv):  # (x // a) // b -> x // (a*b)
             return FloorDiv(base.args[0], base.args[1] * divisor)
+        if isinstance(base, ModularIndexing) and _is_multiple(base.args[2], divisor):
+            a, d, m = base.args  # ((a // d) % (k*b)) // b -> (a // (d*b)) % k
+            return ModularIndexing(a, d * divisor, exact_quotient(m, divisor))
         parts = [(t, exact_quotient(t, divisor)) for t in sympy.Add.make_args(base)]
         whole = [q for _, q in parts if q is not None]
         if whole:  # (a*d + b) // d -> a + b // d
@@ -108,6 +111,11 @@ class ModularIndexing(sympy.Function):
             return sympy.Integer(0)
         if base.is_Integer and divisor.is_Integer and modulus.is_Integer:
             return sympy.Integer((int(base) // int(divisor)) % int(modulus))
+        if isinstance(base, ModularIndexing) and _is_multiple(base.args[2], divisor * modulus):
+            a, d, _ = base.args  # ((a // d) % (k*b*m)) // b % m -> (a // (d*b)) % m
+            return ModularIndexing(a, d * divisor, modulus)
+        if isinstance(base, FloorDiv):  # ((a // d) // b) % m -> (a // (d*b)) % m
+            return ModularIndexing(base.args[0], base.args[1] * divisor, modulus)
         terms = sympy.Add.make_args(base)
         period = divisor * modulus
         dropped = [t for t in terms if _is_multiple(t, period)]

@@ -159,9 +159,9 @@ def select_backward(grad, input_sizes, dim: int, index):
     index = index + size[dim] if index.is_number and index < 0 else index
     load = grad.make_loader()
 
-    def inner_fn(i):
+    def inner_fn(i):  # (masked: the other slices' lanes load nothing)
         hit = ops.eq(ops.index_expr(i[dim], torch.int64), ops.index_expr(index, torch.int64))
-        return ops.where(hit, load(list(i[:dim]) + list(i[dim + 1:])), _c(0.0, dtype))
+        return ops.masked(hit, lambda: load(list(i[:dim]) + list(i[dim + 1:])), 0.0)
 
     return Pointwise(device(), dtype, inner_fn, size)
 

@@ -9,6 +9,7 @@ pointwise body, as Inductor does; the scheduler fuses them back into one kernel.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Sequence
 
 import sympy
@@ -60,28 +61,56 @@ def make_reduction(x: IRNode, dims, keepdim: bool, reduction_type: str, dtype: t
         return body(value) if body else value
 
     rsizes = [size[d] for d in dims]
-    if output_index is None and should_split(ranges, rsizes, reduction_type):
-        return split_reduction(inner_fn, ranges, rsizes, reduction_type, dtype, src_dtype)
+    outer = bool(kept) and max(kept) > min(dims, default=len(size))  # a kept dim inside a reduced
+    splits = split_count(ranges, rsizes, reduction_type, outer) if output_index is None else 1
+    if splits > 1:
+        return split_reduction(inner_fn, ranges, rsizes, reduction_type, dtype, src_dtype,
+                               splits, outer)
     return Reduction(device(), dtype, inner_fn, ranges, rsizes, reduction_type, src_dtype,
                      output_index)
 
 
-# --- split reductions: a large full reduction in two kernels ---------------------------------
-# One row of 64M elements is one program's loop: on a GPU, one of ~130 SMs busy. Splitting it
-# (Inductor's ``Reduction.num_splits``) reduces ``SPLITS`` chunks in parallel into partials,
-# then the partials; each type below combines its partials with itself. Welford and arg
-# reductions carry more than one value per partial: they stay in one kernel.
+# --- split reductions: a large reduction with few outputs, in two kernels --------------------
+# A reduction's programs each own one output (a row) or, for an outer reduction (``x.sum(0)``),
+# a tile of ~64 adjacent outputs. Few outputs over long rows leave most of a GPU idle: a layer
+# norm's weight gradient (768 outputs, each a sum over 2048 rows) is 12 programs for ~130 SMs,
+# 37 us where 8 would do. Splitting the rows (Inductor's ``Reduction.num_splits``) reduces
+# ``splits`` chunks of each row in parallel into partials, then the partials; each type below
+# combines its partials with itself. Welford and arg reductions carry more than one value per
+# partial: they stay in one kernel.
 SPLIT_ABOVE = 1 << 13  # elements of a full reduction worth a second kernel (cross-entropy's
 #   mean over 16384 rows, each value gathered from its row: 33 us in one program on an H100)
 SPLITS = 512  # partials at most
-MIN_CHUNK = 256  # elements per partial at least
+MIN_CHUNK = 256  # elements per partial at least, for a full reduction
+MIN_ROWS = 64  # and for one with several outputs: a chunk long enough to amortise its program
+OUTER_LANES = 64  # adjacent outputs an outer reduction's program owns (OUTER_SHAPES' widest)
 SPLITTABLE = {"sum", "prod", "max", "min", "any"}
 
 
-def should_split(ranges: list[Expr], rsizes: list[Expr], reduction_type: str) -> bool:
-    rnumel = sympy.Mul(*rsizes)
-    return (reduction_type in SPLITTABLE and sympy.Mul(*ranges) == 1 and rnumel.is_number
-            and int(rnumel) >= SPLIT_ABOVE)
+@functools.lru_cache(maxsize=None)
+def device_programs(device: torch.device) -> int:
+    """Programs that keep ``device`` busy: two per streaming multiprocessor on a GPU. A CPU's
+    few threads are kept busy by any reduction with several outputs: 0, never split."""
+    if device.type != "cuda":
+        return 0
+    return 2 * torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def split_count(ranges: list[Expr], rsizes: list[Expr], reduction_type: str,
+                outer: bool) -> int:
+    """How many chunks to cut each output's reduction into (1: don't split). Static sizes only:
+    a symbolic size would make the count a guard on it."""
+    numel, rnumel = sympy.Mul(*ranges), sympy.Mul(*rsizes)
+    if reduction_type not in SPLITTABLE or not (numel.is_number and rnumel.is_number):
+        return 1
+    numel, rnumel = int(numel), int(rnumel)
+    if numel == 1:  # a full reduction: as many chunks as fit, on every device
+        return min(SPLITS, rnumel // MIN_CHUNK) if rnumel >= SPLIT_ABOVE else 1
+    programs = -(-numel // OUTER_LANES) if outer else numel
+    wanted = device_programs(device())
+    if programs >= wanted or rnumel < 2 * MIN_ROWS:
+        return 1
+    return max(1, min(-(-wanted // programs), rnumel // MIN_ROWS))
 
 
 def _neutral(reduction_type: str, dtype: torch.dtype) -> Any:
@@ -93,30 +122,54 @@ def _neutral(reduction_type: str, dtype: torch.dtype) -> Any:
     return REDUCTION_INIT[reduction_type]
 
 
+def chunk_length(n: int, splits: int) -> int:
+    """Elements per chunk for about ``splits`` chunks of ``n``: a divisor of ``n`` within a
+    factor of two of ``n / splits`` when there is one, else the ceiling. A divisor leaves no
+    chunk running past the end (no masks), and keeps the partials' loops ``splits x chunk`` the
+    same elements as their producer's, so the scheduler can still fuse it with them."""
+    want = -(-n // splits)
+    near = [d for d in range(max(1, want // 2), 2 * want + 1) if n % d == 0]
+    return min(near, key=lambda d: abs(d - want)) if near else want
+
+
 def split_reduction(inner_fn: Callable, ranges: list[Expr], rsizes: list[Expr],
-                    reduction_type: str, dtype: torch.dtype, src_dtype: torch.dtype) -> Reduction:
-    """``reduce(x)`` as ``reduce(reduce(chunk) for chunk in x)``: up to ``SPLITS`` partials of
-    ``chunk`` (at least ``MIN_CHUNK``) elements each (the last chunk masked where it runs past
-    the end)."""
+                    reduction_type: str, dtype: torch.dtype, src_dtype: torch.dtype,
+                    splits: int, outer: bool) -> Reduction:
+    """``reduce(x)`` as ``reduce(reduce(chunk) for chunk in x)``: each output's reduction cut
+    into ``splits`` chunks (the last one masked where it runs past the end). The partials are
+    laid out ``[splits, *ranges]`` for an outer reduction (a program's adjacent outputs stay
+    adjacent in memory: coalesced loads) and ``[*ranges, splits]`` otherwise (each output's
+    partials contiguous for the second reduction)."""
     n = int(sympy.Mul(*rsizes))
-    chunk = -(-n // min(SPLITS, n // MIN_CHUNK))
+    chunk = chunk_length(n, splits)
     splits = -(-n // chunk)
     strides = [sympy.Mul(*rsizes[k + 1:]) for k in range(len(rsizes))]
-    whole = [sympy.Integer(0)] * len(ranges)
+    where = 0 if outer else len(ranges)  # the split's position among the partials' dims
 
     def partial_fn(index, rindex):
-        flat = index[0] * chunk + rindex[0]
-        value = lambda: inner_fn(whole, unflatten_index(flat, rsizes, strides, 0))  # noqa: E731
+        kept = list(index[:where]) + list(index[where + 1:])
+        flat = index[where] * chunk + rindex[0]
+        value = lambda: inner_fn(kept, unflatten_index(flat, rsizes, strides, 0))  # noqa: E731
         if splits * chunk == n:
             return value()
         inside = ops.lt(ops.index_expr(flat, torch.int64), ops.constant(n, torch.int64))
         return ops.masked(inside, value, _neutral(reduction_type, src_dtype))
 
-    partials = realize(Reduction(device(), dtype, partial_fn, [sympy.Integer(splits)],
+    partial_ranges = list(ranges)
+    partial_ranges.insert(where, sympy.Integer(splits))
+    # partials of a 16-bit sum kept in float32: rounding each to 8 bits of mantissa before
+    # adding them up loses what one kernel's float32 accumulator keeps
+    partial_dtype = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+    partials = realize(Reduction(device(), partial_dtype, partial_fn, partial_ranges,
                                  [sympy.Integer(chunk)], reduction_type, src_dtype))
     load = partials.make_loader()
-    return Reduction(device(), dtype, lambda index, rindex: load([rindex[0]]), ranges,
-                     [sympy.Integer(splits)], reduction_type, dtype)
+
+    def combine(index, rindex):
+        full = list(index)
+        full.insert(where, rindex[0])
+        return load(full)
+    return Reduction(device(), dtype, combine, ranges, [sympy.Integer(splits)], reduction_type,
+                     partial_dtype)
 
 
 def _numel(x: IRNode, dims) -> Expr:
