@@ -371,10 +371,13 @@ def test_gradients_are_moved_out_of_the_pool_only_while_held():
         lin.weight.grad = None
         f(x).backward()
         addresses.append(lin.weight.grad.data_ptr())
-    assert addresses[2] == addresses[3]  # replays: the recording's own output, not a copy
+    from minicompile.cudagraphs.cudagraph_trees import CAN_MOVE_STORAGE
+    if CAN_MOVE_STORAGE:  # (else each replay's gradients are copies)
+        assert addresses[2] == addresses[3]  # replays: the recording's own output, no copy
     for x in xs[4:]:  # now .grad is kept and accumulates
         f(x).backward()
-    assert lin.weight.grad.data_ptr() != addresses[3]  # moved out before being overwritten
+    if CAN_MOVE_STORAGE:
+        assert lin.weight.grad.data_ptr() != addresses[3]  # moved out before being overwritten
     for x in xs[3:]:
         torch.tanh(twin(x)).square().mean().backward()
     torch.testing.assert_close(lin.weight.grad, twin.weight.grad)
@@ -384,7 +387,9 @@ def test_moving_a_storage_out_keeps_every_tensor_over_it():
     """``move_out`` (what a replay does to a gradient still held) gives the storage memory of
     its own: the tensor handed out and an alias of it (AccumulateGrad keeps a detached one in
     ``.grad``) both keep their values when the old memory is overwritten."""
-    from minicompile.cudagraphs.cudagraph_trees import move_out
+    from minicompile.cudagraphs.cudagraph_trees import CAN_MOVE_STORAGE, move_out
+    if not CAN_MOVE_STORAGE:
+        pytest.skip("this torch cannot repoint a storage: gradients are copied instead")
     pool = torch.arange(12.0)  # stands for the pool's memory
     storage = torch._C._construct_storage_from_data_pointer(pool.data_ptr(), pool.device,
                                                             pool.untyped_storage().nbytes())

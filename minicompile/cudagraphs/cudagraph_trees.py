@@ -33,7 +33,8 @@ once per kernel. The price is that a recording reads and writes fixed addresses:
   gradient out after each replay would cost a copy kernel per parameter per step; instead a
   replay first moves out (``Pool.evacuate``) only the gradients that are still alive. A training
   loop that sets ``.grad`` to ``None`` pays nothing; one that accumulates pays one copy, once
-  (after it, ``.grad`` lives outside the pool).
+  (after it, ``.grad`` lives outside the pool). Where torch cannot repoint a storage
+  (``CAN_MOVE_STORAGE``), every gradient is copied out after each replay.
 """
 
 from __future__ import annotations
@@ -286,6 +287,8 @@ class CUDAGraphRunner:
         aliased = {i for i, *_ in recording.aliases}  # (the caller's memory: never stale)
         tensors = [(i, o) for i, o in enumerate(outs)
                    if isinstance(o, torch.Tensor) and i not in aliased]
+        if self.kind == "backward" and not CAN_MOVE_STORAGE:  # (copied out, as they may be kept)
+            return tuple(o.clone() if i in dict(tensors) else o for i, o in enumerate(outs))
         if self.kind == "backward":  # gradients: moved out, not marked stale (``Pool.evacuate``)
             storages = {o.untyped_storage().data_ptr(): o.untyped_storage() for _, o in tensors}
             recording.pool.gradients = [StorageWeakRef(s) for s in storages.values()]
@@ -357,6 +360,11 @@ def group_storages(outputs: list, skip: set[int] = frozenset()
                              "storage_offset": out.storage_offset(), "device": out.device,
                              "nbytes": storage.nbytes(), "data_ptr": storage.data_ptr()}))
     return list(groups.values())
+
+
+# Repointing a storage at other memory (``UntypedStorage._swap_data_ptr_``) came after torch
+# 2.11; without it, a backward replay hands out copies of its gradients instead
+CAN_MOVE_STORAGE = hasattr(torch.UntypedStorage, "_swap_data_ptr_")
 
 
 def move_out(storage: torch.UntypedStorage) -> None:
