@@ -157,16 +157,28 @@ run_quick() {
   "$PY" -m minicompile.grade
 }
 
+parallel() {
+  # pytest-xdist's workers for $1 (a python): one per core up to 4, each test file in one
+  # worker (a notebook's cells share one kernel, in order); none where xdist is missing
+  local cores
+  cores="$(nproc 2>/dev/null || echo 1)"; [ "$cores" -gt 4 ] && cores=4
+  if [ "$cores" -ge 2 ] && "$1" -c "import xdist" 2>/dev/null; then
+    echo "-n $cores --dist loadfile"
+  fi
+}
+
 run_tests() {
   triton_on_cpu_without_gpu
   say "the exercise stubs must be what solutions/ generates (your work in exercises/ is not read)"
   "$PY" -m minicompile.grading.generate --check
   say "unit tests, graded exercises (solutions score full marks, stubs zero) and notebooks"
-  "$PY" -m pytest tests notebooks --nbval-lax -q -p no:cacheprovider "$@"
+  # shellcheck disable=SC2046  # (parallel's words are separate arguments)
+  "$PY" -m pytest tests notebooks --nbval-lax -q -p no:cacheprovider $(parallel "$PY") "$@"
   if [ "${TRITON_INTERPRET:-0}" = 1 ]; then
     say "the tests again with Triton kernels for CPU tensors (run by Triton's interpreter)"
+    # shellcheck disable=SC2046
     MINICOMPILE_CPU_BACKEND=triton "$PY" -m pytest tests -q -p no:cacheprovider \
-      --deselect tests/test_bench.py "$@"
+      --deselect tests/test_bench.py $(parallel "$PY") "$@"
   fi
   run_tests_newest "$@"
   run_tests_other_pythons
@@ -201,7 +213,9 @@ run_tests_newest() {
     say "no torch for $py: the tests on the newest torch are skipped"; return 0
   fi
   say "the tests and notebooks on the newest supported torch, in $VENV_NEWEST"
-  "$VENV_NEWEST/bin/python" -m pytest tests notebooks --nbval-lax -q -p no:cacheprovider "$@"
+  # shellcheck disable=SC2046
+  "$VENV_NEWEST/bin/python" -m pytest tests notebooks --nbval-lax -q -p no:cacheprovider \
+    $(parallel "$VENV_NEWEST/bin/python") "$@"
   NEWEST_TESTED_ON="$(python_version "$VENV_NEWEST/bin/python")"
 }
 
