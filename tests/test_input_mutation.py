@@ -227,7 +227,21 @@ def _whole_then_part(x):
     return y.sum()
 
 
+def _sgd_step(p, g, buf):  # a whole new value of each input, computed from scratch
+    buf.mul_(0.9).add_(g)
+    p.add_(buf, alpha=-0.01)
+
+
+def _update_then_read_old(p, g):
+    q = p * 2  # the old p, read by an output the write does not wait for
+    p.add_(g)
+    return q + p
+
+
 HAZARDS = [  # (name, fn, inputs, written in place?)
+    # the new value computed straight into the input (no buffer, no copy back)
+    ("optimizer update", _sgd_step, lambda: [r(6), r(6), r(6)], True),
+    ("old value read after an update", _update_then_read_old, lambda: [r(5), r(5)], False),
     ("old value read after the write", _old_value_read_after, lambda: [r(5)], False),
     # (in place, the sum would read the new x: it runs after the write, which it also reads)
     ("old value used after the write", _old_value_used_after, lambda: [r(5)], False),

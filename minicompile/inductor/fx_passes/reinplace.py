@@ -94,7 +94,7 @@ def why_not_in_place(placeholder: fx.Node, chain: list[fx.Node], clone: fx.Node 
                      outputs: list, position: int) -> str:
     """Why the writes of ``chain`` cannot go into the input's storage ("" when they can)."""
     if not chain:
-        return "its new value is not a scatter into it (the whole value is copied back)"
+        return "its new value has another shape or dtype (the whole value is copied back)"
     key = placeholder.meta.get("storage")
     others = [n for n in placeholder.graph.nodes if n.op == "placeholder" and n is not placeholder]
     if key is None or any(n.meta.get("storage") == key for n in others):
@@ -127,9 +127,39 @@ def reinplace_input_mutations(gm: fx.GraphModule) -> dict[str, str]:
     for position, name in mutated.items():
         placeholder = placeholders[name]
         chain, clone = write_chain(outputs[position], placeholder)
+        if not chain:  # a whole new value (``p.add_(g)``): written over the input by a copy
+            chain = copy_over(placeholder, outputs, position)
         reason = why_not_in_place(placeholder, chain, clone, outputs, position)
         decisions[name] = reason or "in place"
         if not reason:
             for node in ([clone] if clone is not None else []) + chain:
                 node.meta["reinplace"] = True
+        elif chain and chain[-1] is not outputs[position]:  # the copy, refused: taken out
+            undo_copy_over(chain[-1], outputs, position)
+    gm.graph.output_node().args = (outputs,)
+    gm.recompile()
     return decisions
+
+
+def copy_over(placeholder: fx.Node, outputs: list, position: int) -> list[fx.Node]:
+    """``[copy(x, new)]``, made the graph's new value of input ``x``, where ``new`` is computed
+    from scratch (an optimizer's ``p.add_(buf, alpha=-lr)``: ``new = p - lr * buf``): written
+    in place, the kernel that computes ``new`` stores it into ``x`` instead of into a buffer the
+    wrapper then copies back (one write instead of a write, a read and a write). ``[]`` where
+    the new value has another shape or dtype than the input (the copy-back converts those)."""
+    value = outputs[position]
+    new, old = (getattr(n, "meta", {}).get("val") for n in (value, placeholder))
+    if not (isinstance(value, fx.Node) and isinstance(new, torch.Tensor)
+            and isinstance(old, torch.Tensor) and new.shape == old.shape
+            and new.dtype == old.dtype and value is not placeholder):
+        return []
+    with placeholder.graph.inserting_before(placeholder.graph.output_node()):
+        copy = placeholder.graph.call_function(aten.copy.default, (placeholder, value))
+    copy.meta = {**placeholder.meta, "val": old}
+    outputs[position] = copy
+    return [copy]
+
+
+def undo_copy_over(copy: fx.Node, outputs: list, position: int) -> None:
+    outputs[position] = copy.args[1]
+    copy.graph.erase_node(copy)
