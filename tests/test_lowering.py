@@ -488,3 +488,56 @@ def test_rotary_embedding_through_complex_trains_on_every_backend(backend, monke
     torch.testing.assert_close((x.grad, theta.grad), (rx.grad, rtheta.grad))
     assert mc.metrics.eager_fallbacks == 0
     mc.reset()
+
+
+# --- pooling: windows unrolled into loads, backwards as gathers --------------------------------
+
+POOLS = {
+    "max 3x3 s2 p1": lambda x: F.max_pool2d(x, 3, 2, 1),
+    "max 2x2": lambda x: F.max_pool2d(x, 2),
+    "max ceil_mode": lambda x: F.max_pool2d(x, 3, 1, 1, ceil_mode=True),
+    "max dilated": lambda x: F.max_pool2d(x, 3, 2, 1, dilation=2),
+    "avg 2x2": lambda x: F.avg_pool2d(x, 2),
+    "avg 3x3 s2 p1": lambda x: F.avg_pool2d(x, 3, 2, 1),
+    "avg without pad": lambda x: F.avg_pool2d(x, 3, 2, 1, count_include_pad=False),
+    "avg ceil_mode": lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True),
+    "avg divisor": lambda x: F.avg_pool2d(x, 3, 2, 1, divisor_override=5),
+}
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 9, 9), (3, 10, 7)], ids=["4-d", "3-d"])
+@pytest.mark.parametrize("name", sorted(POOLS))
+def test_pooling_forward_and_backward_match_eager(name, shape, compiled_graphs):
+    fn = POOLS[name]
+    x = torch.randn(*shape)
+    x.view(-1)[::11] = float("nan")  # max-pool: a NaN wins its windows, and takes the gradient
+    mine, ref = x.clone().requires_grad_(), x.clone().requires_grad_()
+    out, expected = mc.compile(fn)(mine), fn(ref)
+    torch.testing.assert_close(out, expected, equal_nan=True)
+    grad = torch.randn_like(expected)
+    out.backward(grad)
+    expected.backward(grad)
+    torch.testing.assert_close(mine.grad, ref.grad, equal_nan=True)
+    kinds = {g.kind for c in compiled_graphs for g in c.scheduler.kernel_groups}
+    assert "extern" not in kinds, "pooling was left to ATen"
+
+
+def test_max_pool_indices_match_eager_ties_included():
+    x = torch.randn(2, 3, 9, 9).round()  # many equal values: the first of the window wins
+    fn = lambda t: F.max_pool2d(t, 3, 2, 1, return_indices=True)  # noqa: E731
+    (values, indices), (ev, ei) = mc.compile(fn)(x), fn(x)
+    torch.testing.assert_close(values, ev)
+    assert torch.equal(indices, ei)
+
+
+def test_pooling_of_16_bit_and_channels_last_inputs():
+    x = torch.randn(2, 8, 12, 12, dtype=torch.bfloat16).to(memory_format=torch.channels_last)
+    for fn in (lambda t: F.avg_pool2d(t, 3, 2, 1), lambda t: F.max_pool2d(t, 3, 2, 1)):
+        torch.testing.assert_close(mc.compile(fn)(x), fn(x))
+
+
+def test_a_window_too_large_to_unroll_stays_a_library_call(compiled_graphs):
+    x = torch.randn(1, 2, 14, 14)
+    torch.testing.assert_close(mc.compile(lambda t: F.avg_pool2d(t, 7))(x), F.avg_pool2d(x, 7))
+    externs = [g for g in compiled_graphs[0].scheduler.kernel_groups if g.kind == "extern"]
+    assert externs, "a 49-element window was unrolled"

@@ -142,7 +142,18 @@ def sym_to_sympy(x: Any) -> Expr:
     """An int or SymInt as a SymPy expression over the size symbols."""
     if isinstance(x, (torch.SymInt, torch.SymFloat, torch.SymBool)):
         expr = x.node.expr
-        return expr.replace(
+        expr = expr.replace(
             lambda e: isinstance(e, sympy.Function) and type(e).__name__ in _TORCH_SYMPY,
             lambda e: _TORCH_SYMPY[type(e).__name__](*e.args))
+        return expr.replace(lambda e: isinstance(e, (sympy.floor, sympy.ceiling)), _integer_division)
     return sympy.sympify(x)
+
+
+def _integer_division(e: Expr) -> Expr:
+    """``floor(s0/2 - 1/2)`` (a pooling's output size, as torch's meta functions write it) as
+    ``(s0 - 1) // 2``, which every printer of kernel code knows; ``ceiling`` likewise. Left as
+    it is where the argument is not a fraction with a number below."""
+    num, den = sympy.fraction(sympy.together(e.args[0]))
+    if not (den.is_Integer and den > 0):
+        return e
+    return FloorDiv(num if isinstance(e, sympy.floor) else num + den - 1, den)

@@ -1,0 +1,231 @@
+"""2-D pooling as pointwise bodies over a window unrolled into loads (mirrors ``avg_pool2d``,
+``max_pool2d_with_indices`` and their backwards in torch/_inductor/lowering.py).
+
+Each output element reads its window: ``kh * kw`` loads, each masked where the window hangs over
+the padding (a masked max load reads ``-inf``, a masked sum load ``0``). The backwards gather
+instead of scattering: each input element visits the few windows that can contain it (the
+outputs ``oh`` with ``oh * stride <= h + pad``, at most ``ceil(kernel / stride)`` of them along a
+dim) and adds up what those windows sent it. A window of more than ``MAX_WINDOW`` elements (a
+global pool written as ``avg_pool2d(x, 56)``) stays a library call: unrolled, its body would be
+too large to compile.
+
+    out[n, c, oh, ow] = max(x[n, c, 2*oh - 1 + i, 2*ow - 1 + j] for i, j in 3x3)   # max_pool2d(x, 3, 2, 1)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+import torch
+
+from ..ir import IRNode, Pointwise
+from ..lowering import Unsupported, device, out_meta, register_lowering
+from ..sizevars import FloorDiv
+from ..virtualized import ops
+
+aten = torch.ops.aten
+
+MAX_WINDOW = 25  # elements a window (forward) or the windows over an element (backward) unroll
+
+
+def _pair(value, default: Sequence[int] | None = None) -> tuple[int, int]:
+    if value is None or (isinstance(value, (list, tuple)) and len(value) == 0):
+        value = default
+    if isinstance(value, int):
+        return value, value
+    return (value[0], value[0]) if len(value) == 1 else (value[0], value[1])
+
+
+def _c(value, dtype=torch.int64):
+    return ops.constant(value, dtype)
+
+
+def _index(expr):
+    return ops.index_expr(expr, torch.int64)
+
+
+def _all(conds):
+    mask = conds[0]
+    for c in conds[1:]:
+        mask = ops.logical_and(mask, c)
+    return mask
+
+
+def _inside(position, size):
+    at = _index(position)
+    return [ops.ge(at, _c(0)), ops.lt(at, _c(size))]
+
+
+def _accumulate_dtype(dtype: torch.dtype) -> torch.dtype:
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
+def _check_window(count: int, what: str) -> None:
+    if count > MAX_WINDOW:
+        raise Unsupported(f"{what} of {count} elements (more than {MAX_WINDOW} unrolled loads)")
+
+
+@register_lowering(aten.max_pool2d_with_indices)
+def max_pool2d_with_indices(x: IRNode, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False):
+    """The largest element of each window and its flat index ``h * W + w`` in its plane; a NaN
+    wins (eager propagates it), and among equals the first in the window's order."""
+    (kh, kw), (sh, sw) = _pair(kernel_size), _pair(stride, kernel_size)
+    (ph, pw), (dh, dw) = _pair(padding), _pair(dilation)
+    _check_window(kh * kw, "a max-pool window")
+    H, W = x.get_size()[-2:]
+    size = [s for s in _sizes(out_meta()[0])]
+    dtype, load = x.get_dtype(), x.make_loader()
+
+    def window(index) -> tuple:
+        *outer, oh, ow = index
+        best = index_of = None
+        for i in range(kh):
+            for j in range(kw):
+                h, w = oh * sh - ph + i * dh, ow * sw - pw + j * dw
+                valid = _all(_inside(h, H) + _inside(w, W))
+                value = ops.masked(valid, lambda h=h, w=w: load([*outer, h, w]), float("-inf"))
+                flat = _index(h * W + w)
+                if best is None:  # the first element, or -inf where it is padding
+                    best, index_of = value, ops.where(valid, flat, _first_inside(oh, ow))
+                    continue
+                # eager's test: a NaN always takes over (the last NaN of the window wins)
+                take = ops.logical_and(valid, ops.logical_or(ops.gt(value, best),
+                                                             ops.isnan(value)))
+                best, index_of = ops.where(take, value, best), ops.where(take, flat, index_of)
+        return best, index_of
+
+    def _first_inside(oh, ow):  # where eager starts when every element seen is padding
+        h0 = ops.maximum(_index(oh * sh - ph), _c(0))
+        w0 = ops.maximum(_index(ow * sw - pw), _c(0))
+        return ops.add(ops.mul(h0, _c(W)), w0)
+
+    values = Pointwise(device(), dtype, lambda index: window(index)[0], size)
+    indices = Pointwise(device(), torch.int64, lambda index: window(index)[1], size)
+    return values, indices
+
+
+def _sizes(meta) -> list:
+    from ...shapes.functions import sym_to_sympy
+    return [sym_to_sympy(s) for s in meta.shape]
+
+
+def _avg_divisor(oh, ow, H, W, kernel, stride, padding, count_include_pad, divisor_override):
+    """What eager divides a window's sum by: the window's elements inside the padded input
+    (``count_include_pad``) or inside the input, or ``divisor_override``."""
+    if divisor_override:
+        return _c(divisor_override)
+    counts = []
+    for o, size, k, s, p in ((oh, H, kernel[0], stride[0], padding[0]),
+                             (ow, W, kernel[1], stride[1], padding[1])):
+        start = _index(o * s - p)
+        end = ops.minimum(ops.add(start, _c(k)), _c(size + p))
+        if not count_include_pad:
+            start, end = ops.maximum(start, _c(0)), ops.minimum(end, _c(size))
+        counts.append(ops.sub(end, start))
+    return ops.mul(counts[0], counts[1])
+
+
+@register_lowering(aten.avg_pool2d)
+def avg_pool2d(x: IRNode, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    kernel, strides, pad = _pair(kernel_size), _pair(stride, kernel_size), _pair(padding)
+    _check_window(kernel[0] * kernel[1], "an average-pool window")
+    H, W = x.get_size()[-2:]
+    dtype, load = x.get_dtype(), x.make_loader()
+    acc = _accumulate_dtype(dtype)
+
+    def inner_fn(index):
+        *outer, oh, ow = index
+        total = None
+        for i in range(kernel[0]):
+            for j in range(kernel[1]):
+                h, w = oh * strides[0] - pad[0] + i, ow * strides[1] - pad[1] + j
+                valid = _all(_inside(h, H) + _inside(w, W))
+                value = ops.masked(valid, lambda h=h, w=w: ops.to_dtype(load([*outer, h, w]), acc),
+                                   0.0)
+                total = value if total is None else ops.add(total, value)
+        divisor = _avg_divisor(oh, ow, H, W, kernel, strides, pad, count_include_pad,
+                               divisor_override)
+        return ops.to_dtype(ops.truediv(total, ops.to_dtype(divisor, acc)), dtype)
+
+    return Pointwise(device(), dtype, inner_fn, _sizes(out_meta()))
+
+
+def _windows_over(h, w, OH, OW, kernel, stride, dilation=(1, 1)) -> tuple[int, int, Callable]:
+    """The outputs whose windows may contain input element (h, w) (padding already added):
+    ``oh = (h // stride) - k`` for ``k`` below ``ceil(span / stride)``, where ``span`` is the
+    window's extent, and the mask of those that exist."""
+    spans = [(kernel[d] - 1) * dilation[d] + 1 for d in range(2)]
+    counts = [math.ceil(spans[d] / stride[d]) for d in range(2)]
+
+    def candidate(k, l):
+        oh, ow = FloorDiv(h, stride[0]) - k, FloorDiv(w, stride[1]) - l
+        return oh, ow, _all(_inside(oh, OH) + _inside(ow, OW))
+    return counts[0], counts[1], candidate
+
+
+@register_lowering(aten.max_pool2d_with_indices_backward)
+def max_pool2d_with_indices_backward(grad: IRNode, x: IRNode, kernel_size, stride, padding,
+                                     dilation, ceil_mode, indices: IRNode):
+    """Each input element sums the gradients of the windows whose maximum it was."""
+    kernel, strides = _pair(kernel_size), _pair(stride, kernel_size)
+    pad, dil = _pair(padding), _pair(dilation)
+    H, W = x.get_size()[-2:]
+    OH, OW = grad.get_size()[-2:]
+    dtype = grad.get_dtype()
+    acc = _accumulate_dtype(dtype)
+    load_grad, load_index = grad.make_loader(), indices.make_loader()
+
+    def inner_fn(index):
+        *outer, h, w = index
+        nh, nw, candidate = _windows_over(h + pad[0], w + pad[1], OH, OW, kernel, strides, dil)
+        _check_window(nh * nw, "the max-pool windows over one element")
+        me, total = _index(h * W + w), ops.constant(0.0, acc)
+        for k in range(nh):
+            for l in range(nw):
+                oh, ow, exists = candidate(k, l)
+                argmax = ops.masked(exists, lambda oh=oh, ow=ow: load_index([*outer, oh, ow]), -1)
+                hit = ops.logical_and(exists, ops.eq(argmax, me))
+                g = ops.masked(hit, lambda oh=oh, ow=ow: ops.to_dtype(
+                    load_grad([*outer, oh, ow]), acc), 0.0)
+                total = ops.add(total, g)
+        return ops.to_dtype(total, dtype)
+
+    return Pointwise(device(), dtype, inner_fn, list(x.get_size()))
+
+
+@register_lowering(aten.avg_pool2d_backward)
+def avg_pool2d_backward(grad: IRNode, x: IRNode, kernel_size, stride, padding, ceil_mode,
+                        count_include_pad, divisor_override=None):
+    """Each input element sums ``grad / divisor`` over the windows that contain it."""
+    kernel, strides, pad = _pair(kernel_size), _pair(stride, kernel_size), _pair(padding)
+    H, W = x.get_size()[-2:]
+    OH, OW = grad.get_size()[-2:]
+    dtype = grad.get_dtype()
+    acc = _accumulate_dtype(dtype)
+    load_grad = grad.make_loader()
+
+    def inner_fn(index):
+        *outer, h, w = index
+        hp, wp = h + pad[0], w + pad[1]
+        nh, nw, candidate = _windows_over(hp, wp, OH, OW, kernel, strides)
+        _check_window(nh * nw, "the average-pool windows over one element")
+        total = ops.constant(0.0, acc)
+        for k in range(nh):
+            for l in range(nw):
+                oh, ow, exists = candidate(k, l)
+                # inside that window: hp - oh*stride < kernel (it is >= 0 by the choice of oh)
+                within = _all([exists, ops.lt(_index(hp - oh * strides[0]), _c(kernel[0])),
+                               ops.lt(_index(wp - ow * strides[1]), _c(kernel[1]))])
+
+                def share(oh=oh, ow=ow):
+                    divisor = _avg_divisor(oh, ow, H, W, kernel, strides, pad,
+                                           count_include_pad, divisor_override)
+                    return ops.truediv(ops.to_dtype(load_grad([*outer, oh, ow]), acc),
+                                       ops.to_dtype(divisor, acc))
+                total = ops.add(total, ops.masked(within, share, 0.0))
+        return ops.to_dtype(total, dtype)
+
+    return Pointwise(device(), dtype, inner_fn, list(x.get_size()))
