@@ -62,11 +62,15 @@ def output_code(fn: Callable, *args: Any) -> str:
     return "\n".join(sources)
 
 
-def real_output_code(fn: Callable, *args: Any) -> str:
+def real_output_code(fn: Callable, *args: Any, **knobs: Any) -> str:
+    """Real Inductor's output code for ``fn(*args)``; ``knobs`` patch ``torch._inductor.config``
+    for the compile (``max_autotune=True``, ``max_autotune_gemm_backends="TRITON"``)."""
+    from torch._inductor import config as real_config
     from torch._inductor.utils import run_and_get_code
 
     torch._dynamo.reset()
-    _, codes = run_and_get_code(torch.compile(fn), *args)
+    with real_config.patch(**knobs):
+        _, codes = run_and_get_code(torch.compile(fn), *args)
     return "\n".join(codes)
 
 

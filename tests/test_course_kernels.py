@@ -1,0 +1,119 @@
+"""The course's kernel-anatomy helpers (notebooks 07-09): the roofline's peaks and bytes, the
+sectors a warp touches in minicompile's real transpose kernels, the persistent and looped
+reductions forced at one size, and the occupancy arithmetic. Kernels are checked against eager."""
+
+import pytest
+import torch
+
+from minicompile import config
+from minicompile.course import coalescing, occupancy, reduction_choice, roofline
+from minicompile.viz.codegen import our_kernels, output_code
+
+pytest.importorskip("triton")
+
+
+@pytest.fixture
+def triton_cpu(monkeypatch):
+    monkeypatch.setattr(config.inductor, "cpu_backend", "triton")  # (conftest interprets)
+
+
+# --- roofline -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, gbs", [("NVIDIA H100 80GB HBM3", 3350), ("NVIDIA H100 PCIe", 2000),
+                                       ("NVIDIA H200", 4800), ("NVIDIA H200 NVL", 4800)])
+def test_gpu_peaks_come_from_the_row_of_that_gpu(name, gbs):
+    peaks = roofline.gpu_peaks(name)
+    assert peaks.gbs == gbs
+    assert peaks.ridge == pytest.approx(next(iter(peaks.flops.values())) / (gbs * 1e9))
+
+
+def test_an_unknown_gpu_has_no_datasheet_row():
+    assert roofline.gpu_peaks("NVIDIA A100-SXM4-80GB") is None
+
+
+def test_workloads_count_the_compulsory_bytes_and_compute_eagers_values():
+    pointwise = roofline.pointwise_workload(1 << 12, "cpu")
+    reduction = roofline.reduction_workload(64, 128, "cpu")
+    assert pointwise.nbytes == 2 * 4 * (1 << 12)  # x read once, the result written once
+    assert reduction.nbytes == 4 * (64 * 128 + 64)
+    point = roofline.measure(pointwise, "cpu")
+    assert point.intensity == pytest.approx(0.25)
+    assert point.gbs == pytest.approx(pointwise.nbytes / point.seconds / 1e9)
+    peaks = roofline.Peaks("cpu", "test", 10.0, {"float32": 1e11}, "given")
+    text = roofline.table(peaks, [point])
+    assert "x*2+3" in text and "memory" in text
+
+
+# --- coalescing -----------------------------------------------------------------------------
+
+def test_the_flat_transpose_reads_a_sector_per_lane_and_the_tile_coalesces(triton_cpu):
+    flat, tiled = coalescing.transpose_kernels(48, 40)
+    assert "y0 = " in tiled and "y0 = " not in flat
+    found = {(a.kind, "y0" in a.index): a for a in coalescing.warp_accesses(flat)}
+    assert found["load", False].sectors == 32 and found["store", False].sectors == 4
+    assert [a.sectors for a in coalescing.warp_accesses(tiled)] == [4, 4]
+    assert found["load", False].efficiency == pytest.approx(1 / 8)
+
+
+def test_kernel_accesses_keep_nested_parentheses():
+    source = "    tmp0 = tl.load(in_ptr0 + ((xindex // 48) + 40*(xindex % 48)), xmask)\n" \
+             "    tl.store(out_ptr0 + (xindex), tmp0, xmask)"
+    assert coalescing.kernel_accesses(source) == [
+        ("load", "in_ptr0", "(xindex // 48) + 40*(xindex % 48)"), ("store", "out_ptr0", "xindex")]
+
+
+def test_flat_and_tiled_transposes_equal_eager(triton_cpu):
+    import minicompile as mc
+
+    x = torch.randn(31, 17)
+    with coalescing.without_tiling():
+        torch.testing.assert_close(mc.compile(coalescing.transpose)(x), x.t().contiguous())
+    torch.testing.assert_close(mc.compile(coalescing.transpose)(x), x.t().contiguous())
+
+
+# --- persistent or looped -------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind, prefix", [("persistent", "triton_per_"), ("looped", "triton_red_")])
+def test_a_forced_reduction_kind_writes_that_kernel_and_equals_eager(triton_cpu, kind, prefix):
+    import minicompile as mc
+
+    x = torch.randn(3, 300)
+    x[1, 7] = float("nan")
+    with reduction_choice.forced_reduction(kind):
+        (name,) = our_kernels(output_code(reduction_choice.softmax, x))
+        out = mc.compile(reduction_choice.softmax)(x)
+    assert name.startswith(prefix)
+    torch.testing.assert_close(out, torch.softmax(x, -1), equal_nan=True)
+
+
+def test_the_rules_are_read_from_the_installed_sources():
+    real = reduction_choice.inductor_rule()
+    assert real.where.startswith("torch/_inductor/") and "persistent" in real.source
+    ours = reduction_choice.minicompile_rule()
+    assert ours.where.startswith("minicompile/inductor/codegen/triton_kernel.py:")
+    assert "PERSISTENT_RNUMEL" in ours.source
+
+
+# --- occupancy ------------------------------------------------------------------------------
+
+LIMITS = occupancy.SMLimits("compute capability 9.0")
+
+
+@pytest.mark.parametrize("regs, shared, warps, blocks, limiter", [
+    (32, 0, 4, 16, "registers and warps"),  # 32 x 32 x 4 = 4096 registers a block
+    (33, 0, 4, 12, "registers"),  # 33 a thread round up to 40 (1280 a warp)
+    (128, 0, 4, 4, "registers"),
+    (96, 65536, 4, 3, "shared memory"),  # 228 KB / (64 + 1) KB
+    (16, 0, 1, 32, "blocks"),
+])
+def test_occupancy_is_the_tightest_limit(regs, shared, warps, blocks, limiter):
+    occ = occupancy.occupancy(regs, shared, warps, LIMITS)
+    assert (occ.blocks, occ.limiter) == (blocks, limiter)
+    assert occ.fraction == pytest.approx(blocks * warps / 64)
+
+
+@pytest.mark.gpu
+def test_template_stats_read_the_compiled_kernels():
+    a, b = torch.randn(256, 256, device="cuda"), torch.randn(256, 256, device="cuda")
+    rows = occupancy.template_stats(a, b)
+    assert all(r["regs/thread"] > 0 and r["ms"] > 0 for r in rows)
