@@ -10,6 +10,7 @@ from minicompile.course import coalescing, occupancy, reduction_choice, roofline
 from minicompile.viz.codegen import our_kernels, output_code
 
 pytest.importorskip("triton")
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # CPU tensors: Triton's interpreter
 
 
 @pytest.fixture
@@ -47,7 +48,7 @@ def test_workloads_count_the_compulsory_bytes_and_compute_eagers_values():
 # --- coalescing -----------------------------------------------------------------------------
 
 def test_the_flat_transpose_reads_a_sector_per_lane_and_the_tile_coalesces(triton_cpu):
-    flat, tiled = coalescing.transpose_kernels(48, 40)
+    flat, tiled = coalescing.transpose_kernels(48, 40, DEVICE)
     assert "y0 = " in tiled and "y0 = " not in flat
     found = {(a.kind, "y0" in a.index): a for a in coalescing.warp_accesses(flat)}
     assert found["load", False].sectors == 32 and found["store", False].sectors == 4
@@ -65,7 +66,7 @@ def test_kernel_accesses_keep_nested_parentheses():
 def test_flat_and_tiled_transposes_equal_eager(triton_cpu):
     import minicompile as mc
 
-    x = torch.randn(31, 17)
+    x = torch.randn(31, 17, device=DEVICE)
     with coalescing.without_tiling():
         torch.testing.assert_close(mc.compile(coalescing.transpose)(x), x.t().contiguous())
     torch.testing.assert_close(mc.compile(coalescing.transpose)(x), x.t().contiguous())
@@ -77,13 +78,24 @@ def test_flat_and_tiled_transposes_equal_eager(triton_cpu):
 def test_a_forced_reduction_kind_writes_that_kernel_and_equals_eager(triton_cpu, kind, prefix):
     import minicompile as mc
 
-    x = torch.randn(3, 300)
+    x = torch.randn(3, 300, device=DEVICE)
     x[1, 7] = float("nan")
     with reduction_choice.forced_reduction(kind):
         (name,) = our_kernels(output_code(reduction_choice.softmax, x))
         out = mc.compile(reduction_choice.softmax)(x)
     assert name.startswith(prefix)
     torch.testing.assert_close(out, torch.softmax(x, -1), equal_nan=True)
+
+
+@pytest.mark.cpu_only
+def test_the_cpp_transpose_is_tiled_unless_tiling_is_off():
+    x = torch.randn(64, 48, device="cpu")
+    with coalescing.without_tiling():
+        flat = output_code(coalescing.transpose, x)
+    assert "2-D tiles" in output_code(coalescing.transpose, x) and "2-D tiles" not in flat
+    gbs = coalescing.transpose_bandwidth(64, "cpu")  # (each kernel checked against eager)
+    assert set(gbs) == {"minicompile, flat", "minicompile, 2-D tile", "eager",
+                        "copy (no transpose)"} and min(gbs.values()) > 0
 
 
 def test_the_rules_are_read_from_the_installed_sources():
@@ -117,3 +129,23 @@ def test_template_stats_read_the_compiled_kernels():
     a, b = torch.randn(256, 256, device="cuda"), torch.randn(256, 256, device="cuda")
     rows = occupancy.template_stats(a, b)
     assert all(r["regs/thread"] > 0 and r["ms"] > 0 for r in rows)
+
+
+@pytest.mark.gpu
+def test_the_gpu_measurements_run_and_check_their_kernels():
+    assert roofline.gpu_peaks(torch.cuda.get_device_name()) is not None  # an H100 or H200
+    point = roofline.measure(roofline.matmul_workload(256, "cuda"), "cuda")
+    assert point.intensity == pytest.approx(256 / 6)
+    assert min(coalescing.transpose_bandwidth(1024, "cuda").values()) > 0
+    sweep = reduction_choice.reduction_sweep([256, 4096], 1 << 16, "cuda")
+    assert all(len(v) == 2 and min(v) > 0 for v in sweep.values())
+
+
+def test_format_stats_reports_throughput_and_configs_that_do_not_fit():
+    occ = occupancy.occupancy(128, 65536, 4, LIMITS)
+    rows = [{"config": (64, 64, 32, 4, 3), "regs/thread": 128, "spills": 0, "shared KB": 64.0,
+             "occupancy": occ, "ms": 2.0},
+            {"config": (256, 256, 64, 8, 4), "error": "out of resource: shared memory"}]
+    text = occupancy.format_stats(rows, flops=2 * 4096 ** 3)
+    assert f"{2 * 4096 ** 3 / 2e-3 / 1e12:.1f}" in text and str(occ) in text
+    assert "out of resource" in text
