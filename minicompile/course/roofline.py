@@ -160,12 +160,13 @@ def matmul_workload(n: int, device: str) -> Workload:
 
 
 def default_workloads(device: str, quick: bool = True) -> list[Workload]:
-    """Pointwise, reductions and matrix products of growing intensity: short sizes on a CPU
-    (CI), sizes that fill a GPU's memory system on one."""
+    """A pointwise kernel, a row sum and matrix products of growing intensity: on a CPU 64 MiB
+    tensors (as big as the copy that measures its bandwidth, so that neither runs from a cache)
+    and small products; on a GPU, sizes that fill its memory system and its SMs."""
     if device == "cuda":
         return [pointwise_workload(1 << 26, device), reduction_workload(16384, 4096, device),
                 *(matmul_workload(n, device) for n in (256, 1024, 4096))]
-    big = 1 << 22 if quick else 1 << 24
+    big = 1 << 24  # 64 MiB a tensor, as the copy that measures the bandwidth: past the caches
     return [pointwise_workload(big, device), reduction_workload(big // 1024, 1024, device),
             *(matmul_workload(n, device) for n in ((64, 256) if quick else (64, 256, 1024)))]
 
