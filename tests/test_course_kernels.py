@@ -43,6 +43,11 @@ def test_workloads_count_the_compulsory_bytes_and_compute_eagers_values():
     peaks = roofline.Peaks("cpu", "test", 10.0, {"float32": 1e11}, "given")
     text = roofline.table(peaks, [point])
     assert "x*2+3" in text and "memory" in text
+    fig = roofline.plot_roofline(peaks, [point])
+    flops_view, gbs_view = fig.axes
+    assert flops_view.collections[0].get_offsets()[0][1] == pytest.approx(point.flops_per_s)
+    assert gbs_view.collections[0].get_offsets()[0][1] == pytest.approx(point.gbs)
+    fig.clf()
 
 
 # --- coalescing -----------------------------------------------------------------------------

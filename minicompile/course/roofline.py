@@ -196,26 +196,34 @@ def table(peaks: Peaks, points: list[Point]) -> str:
     return "\n".join(lines)
 
 
-def plot_roofline(peaks: Peaks, points: list[Point], ax: Any = None) -> Any:
-    """Log-log roofline: the bandwidth slope, a flat roof per compute ceiling, one marker per
-    kernel at (intensity, attained FLOP/s)."""
+def plot_roofline(peaks: Peaks, points: list[Point]) -> Any:
+    """Two log-log views of one roofline. Left, FLOP/s: the bandwidth slope ``I * B`` and a flat
+    roof per compute ceiling. Right, GB/s: the flat bandwidth roof and the compute slope ``P / I``
+    (a compute-bound kernel moves fewer bytes a second the more FLOPs each byte needs). One
+    marker per kernel at its intensity, in both."""
     import matplotlib.pyplot as plt
     import numpy as np
 
-    if ax is None:
-        _, ax = plt.subplots(figsize=(7, 4))
+    fig, (ax_flops, ax_gbs) = plt.subplots(1, 2, figsize=(12, 4))
     lo = min([p.intensity for p in points] + [peaks.ridge]) / 4
     hi = max([p.intensity for p in points] + [peaks.ridge]) * 4
     xs = np.geomspace(lo, hi, 200)
+    bandwidth = peaks.gbs * 1e9
     for i, (label, flops) in enumerate(peaks.flops.items()):
-        ax.plot(xs, np.minimum(flops, xs * peaks.gbs * 1e9), color="black",
-                linestyle="-" if i == 0 else ":", label=f"roof: {label}, {peaks.gbs:,.0f} GB/s")
+        style = dict(color="black", linestyle="-" if i == 0 else ":")
+        ax_flops.plot(xs, np.minimum(flops, xs * bandwidth), label=f"roof: {label}", **style)
+        ax_gbs.plot(xs, np.minimum(bandwidth, flops / xs) / 1e9, label=f"roof: {label}", **style)
     markers = {"pointwise": "o", "reduction": "s", "matmul": "^"}
     for p in points:
-        ax.scatter(p.intensity, p.flops_per_s, marker=markers.get(p.workload.kind, "x"), s=50,
-                   label=f"{p.workload.name}: {p.gbs:,.0f} GB/s")
-    ax.set_xscale("log"); ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity (FLOP per byte moved)"); ax.set_ylabel("FLOP/s attained")
-    ax.set_title(f"roofline: {peaks.name} ({peaks.source})")
-    ax.legend(fontsize=7, loc="lower right")
-    return ax
+        style = dict(marker=markers.get(p.workload.kind, "x"), s=50)
+        ax_flops.scatter(p.intensity, p.flops_per_s, label=p.workload.name, **style)
+        ax_gbs.scatter(p.intensity, p.gbs, label=p.workload.name, **style)
+    for ax, unit in ((ax_flops, "FLOP/s attained"), (ax_gbs, "GB/s attained (bytes moved / time)")):
+        ax.set_xscale("log"); ax.set_yscale("log")
+        ax.set_xlabel("arithmetic intensity (FLOP per byte moved)"); ax.set_ylabel(unit)
+        ax.legend(fontsize=7, loc="lower right" if ax is ax_flops else "lower left")
+    ax_flops.set_title(f"roofline: {peaks.name}, {peaks.gbs:,.0f} GB/s ({peaks.source})",
+                       fontsize=10)
+    ax_gbs.set_title("the same kernels in GB/s", fontsize=10)
+    fig.tight_layout()
+    return fig
