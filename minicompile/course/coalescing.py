@@ -110,10 +110,11 @@ class WarpAccess:
 
 
 def _evaluate(index: str, **lanes: np.ndarray) -> np.ndarray:
-    """An index expression of the generated code (integer ``+ * // %`` on lane variables) at
-    NumPy arrays of lanes."""
-    return np.asarray(eval(index, {"__builtins__": {}}, lanes)) + np.zeros_like(  # noqa: S307
-        next(iter(lanes.values())))
+    """An index expression of a generated kernel at NumPy arrays of lanes. Triton's index
+    arithmetic is Python's (``+ * // %`` on integers), so Python evaluates the kernel's own text,
+    with no builtins; an index without a lane variable is the same for every lane."""
+    value = eval(index, {"__builtins__": {}}, lanes)  # noqa: S307
+    return np.broadcast_to(value, next(iter(lanes.values())).shape)
 
 
 def warp_accesses(source: str, lanes: int = WARP_LANES) -> list[WarpAccess]:
@@ -170,9 +171,12 @@ def transpose_bandwidth(n: int, device: str) -> dict[str, float]:
 
     x = torch.randn(n, n, device=device)
     y = torch.empty_like(x)
-    gbs = lambda step: 2 * x.numel() * x.element_size() / (time_ms(step, device, "quick") * 1e6)  # noqa: E731
+    nbytes = 2 * x.numel() * x.element_size()
 
-    def timed(compiled):
+    def gbs(step) -> float:
+        return nbytes / (time_ms(step, device, "quick") * 1e6)
+
+    def timed(compiled) -> float:
         torch.testing.assert_close(compiled(x), transpose(x), rtol=0, atol=0)
         return gbs(lambda: compiled(x))
 

@@ -119,7 +119,7 @@ def format_stats(rows: list[dict], flops: float) -> str:
         if "error" in r:
             lines.append(f"{str(r['config']):<38}  {r['error']}")
             continue
-        lines.append(f"{str(r['config']):<38}{r['regs/thread']:>5}"
-                     f"{r['spills']:>7}{r['shared KB']:>8.1f}{flops / (r['ms'] * 1e-3) / 1e12:>9.1f}"
-                     f"  {r['occupancy']}")
+        tflops = flops / (r["ms"] * 1e-3) / 1e12
+        lines.append(f"{str(r['config']):<38}{r['regs/thread']:>5}{r['spills']:>7}"
+                     f"{r['shared KB']:>8.1f}{tflops:>9.1f}  {r['occupancy']}")
     return "\n".join(lines)

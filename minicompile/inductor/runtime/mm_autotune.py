@@ -69,7 +69,8 @@ def mm_template(a_ptr, b_ptr, bias_ptr, c_ptr, M, N, K,
 
 
 def template_call(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None,
-                  config: tuple[int, int, int, int, int]) -> tuple[tuple, tuple, dict, torch.Tensor]:
+                  config: tuple[int, int, int, int, int]
+                  ) -> tuple[tuple, tuple, dict, torch.Tensor]:
     """``(grid, args, kwargs, c)`` of one launch of the template computing ``c = a @ b (+ bias)``
     at one block shape (``bias`` broadcast to M x N): ``mm_template[grid](*args, **kwargs)``."""
     (m, k), n = a.shape, b.shape[1]
