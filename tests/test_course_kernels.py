@@ -37,6 +37,8 @@ def test_workloads_count_the_compulsory_bytes_and_compute_eagers_values():
     reduction = roofline.reduction_workload(64, 128, "cpu")
     assert pointwise.nbytes == 2 * 4 * (1 << 12)  # x read once, the result written once
     assert reduction.nbytes == 4 * (64 * 128 + 64)
+    assert roofline.pointwise_workload(1000, "cpu").nbytes == 2 * 4 * 1000  # (counted whole)
+    assert roofline.reduction_workload(5, 7, "cpu").nbytes == 4 * (5 * 7 + 5)
     point = roofline.measure(pointwise, "cpu")
     assert point.intensity == pytest.approx(0.25)
     assert point.gbs == pytest.approx(pointwise.nbytes / point.seconds / 1e9)
