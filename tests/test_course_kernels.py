@@ -135,7 +135,11 @@ def test_occupancy_is_the_tightest_limit(regs, shared, warps, blocks, limiter):
 def test_template_stats_read_the_compiled_kernels():
     a, b = torch.randn(256, 256, device="cuda"), torch.randn(256, 256, device="cuda")
     rows = occupancy.template_stats(a, b)
-    assert all(r["regs/thread"] > 0 and r["ms"] > 0 for r in rows)
+    assert all(r["regs/thread"] > 0 and r["ms"] > 0 for r in rows if "error" not in r)
+    (launcher,) = occupancy.kernel_launchers(lambda x: torch.softmax(x, -1), a)
+    stats = occupancy.launcher_stats(launcher)
+    assert stats and all(r["regs/thread"] > 0 for r in stats)
+    assert "occupancy" in occupancy.format_stats(stats)
 
 
 @pytest.mark.gpu
@@ -153,6 +157,14 @@ def test_format_stats_reports_throughput_and_configs_that_do_not_fit():
     rows = [{"config": (64, 64, 32, 4, 3), "regs/thread": 128, "spills": 0, "shared KB": 64.0,
              "occupancy": occ, "ms": 2.0},
             {"config": (256, 256, 64, 8, 4), "error": "out of resource: shared memory"}]
-    text = occupancy.format_stats(rows, flops=2 * 4096 ** 3)
-    assert f"{2 * 4096 ** 3 / 2e-3 / 1e12:.1f}" in text and str(occ) in text
+    text = occupancy.format_stats(rows, ("TFLOP/s", 2 * 4096 ** 3 / 1e12))
+    assert f"{2 * 4096 ** 3 / 2e-3 / 1e12:.3g}" in text and str(occ) in text
     assert "out of resource" in text
+
+
+def test_kernel_launchers_are_the_compiled_kernels_of_the_function(triton_cpu):
+    x = torch.randn(4, 37, device=DEVICE)
+    launchers = occupancy.kernel_launchers(lambda x: torch.softmax(x * 2, -1), x)
+    assert [k.kind for k in launchers] == ["persistent"]
+    if DEVICE == "cpu":  # the interpreter compiles nothing: no binaries, no registers
+        assert occupancy.launcher_stats(launchers[0]) == []

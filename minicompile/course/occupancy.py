@@ -17,6 +17,7 @@ autotuning measures which wins.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Callable
 
 import torch
 
@@ -111,15 +112,58 @@ def template_stats(a: torch.Tensor, b: torch.Tensor) -> list[dict]:
     return rows
 
 
-def format_stats(rows: list[dict], flops: float) -> str:
-    head = f"{'config (BM, BN, BK, warps, stages)':<38}{'regs':>5}{'spills':>7}{'smem KB':>8}" \
-           f"{'TFLOP/s':>9}  occupancy"
-    lines = [head]
+def kernel_launchers(fn: Callable, *args: Any) -> list[Any]:
+    """The Triton launchers of the kernels ``mc.compile(fn)(*args)`` makes, after that call: on
+    a GPU each has compiled and timed its candidate configs for these sizes."""
+    from .. import compile as mc_compile
+    from .. import reset
+    from ..inductor.codegen.wrapper import WrapperCodeGen
+
+    seen: list[Any] = []
+    define = WrapperCodeGen.define_kernel
+
+    def record(self, name, kernel, source):
+        seen.append(kernel)
+        return define(self, name, kernel, source)
+
+    WrapperCodeGen.define_kernel = record
+    reset()
+    try:
+        mc_compile(fn)(*args)
+    finally:
+        WrapperCodeGen.define_kernel = define
+    return [k for k in seen if hasattr(k, "binaries")]
+
+
+def launcher_stats(launcher: Any) -> list[dict]:
+    """For each config a launcher compiled (``TritonLauncher.binaries``: its autotuning
+    candidates), the compiled kernel's registers, spills, shared memory, the occupancy they
+    allow, and the time the autotuner measured (ms, None if it timed none)."""
+    limits = SMLimits.of_device()
+    times = {cfg: ms for per_size in launcher.timings.values() for cfg, ms in per_size.items()}
+    rows = []
+    for (cfg, _), binary in launcher.binaries.items():
+        kernel = binary.kernel
+        kernel._init_handles()
+        rows.append({"config": str(cfg), "regs/thread": kernel.n_regs,
+                     "spills": kernel.n_spills, "shared KB": kernel.metadata.shared / 1024,
+                     "occupancy": occupancy(kernel.n_regs, kernel.metadata.shared,
+                                            cfg.num_warps, limits),
+                     "ms": times.get(cfg)})
+    return rows
+
+
+def format_stats(rows: list[dict], rate: tuple[str, float] | None = None) -> str:
+    """A table of ``template_stats`` or ``launcher_stats`` rows; ``rate``: (unit, work in that
+    unit's numerator, e.g. ``("TFLOP/s", flops / 1e12)``) for a throughput column."""
+    unit, work = rate or ("ms", None)
+    lines = [f"{'config':<44}{'regs':>5}{'spills':>7}{'smem KB':>8}{unit:>9}  occupancy"]
     for r in rows:
         if "error" in r:
-            lines.append(f"{str(r['config']):<38}  {r['error']}")
+            lines.append(f"{str(r['config']):<44}  {r['error']}")
             continue
-        tflops = flops / (r["ms"] * 1e-3) / 1e12
-        lines.append(f"{str(r['config']):<38}{r['regs/thread']:>5}{r['spills']:>7}"
-                     f"{r['shared KB']:>8.1f}{tflops:>9.1f}  {r['occupancy']}")
+        ms = r["ms"]
+        speed = "" if ms is None else f"{ms if work is None else work / (ms * 1e-3):.3g}"
+        lines.append(f"{str(r['config']):<44}{r['regs/thread']:>5}{r['spills']:>7}"
+                     f"{r['shared KB']:>8.1f}{speed:>9}  {r['occupancy']}")
     return "\n".join(lines)
