@@ -115,24 +115,13 @@ def template_stats(a: torch.Tensor, b: torch.Tensor) -> list[dict]:
 def kernel_launchers(fn: Callable, *args: Any) -> list[Any]:
     """The Triton launchers of the kernels ``mc.compile(fn)(*args)`` makes, after that call: on
     a GPU each has compiled and timed its candidate configs for these sizes."""
-    from .. import compile as mc_compile
-    from .. import reset
     from ..inductor.codegen.wrapper import WrapperCodeGen
+    from ..viz.codegen import compile_watching
 
-    seen: list[Any] = []
-    define = WrapperCodeGen.define_kernel
-
-    def record(self, name, kernel, source):
-        seen.append(kernel)
-        return define(self, name, kernel, source)
-
-    WrapperCodeGen.define_kernel = record
-    reset()
-    try:
-        mc_compile(fn)(*args)
-    finally:
-        WrapperCodeGen.define_kernel = define
-    return [k for k in seen if hasattr(k, "binaries")]
+    defined: list[Any] = []  # define_kernel(self, name, kernel, source)
+    compile_watching(WrapperCodeGen, "define_kernel",
+                     lambda _, wrapper, name, kernel, source: defined.append(kernel), fn, *args)
+    return [k for k in defined if hasattr(k, "binaries")]
 
 
 def launcher_stats(launcher: Any) -> list[dict]:
