@@ -27,7 +27,6 @@ class SMLimits:
     name: str
     registers: int = 65536  # 32-bit registers per SM
     register_unit: int = 256  # registers are allocated per warp in multiples of this
-    max_registers_per_thread: int = 255
     shared_bytes: int = 228 * 1024  # shared memory per SM (compute capability 9.0)
     reserved_shared_per_block: int = 1024
     warps: int = 64
