@@ -417,3 +417,20 @@ def test_online_softmax_keeps_double_rows_double():
     x = torch.randn(3, 33001, dtype=torch.float64) * 5
     compiled = mc.compile(lambda x: torch.log_softmax(x, -1))
     torch.testing.assert_close(compiled(x), torch.log_softmax(x, -1), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("rows", ROW_CASES)
+def test_online_softmax_returns_eagers_max(rows, kernels):
+    """The max of the online softmax is a result of its own: a graph returning ``amax`` next
+    to the softmax gets eager's amax on every special row (nan where a row holds a nan, +inf
+    beside a nan too, -inf for a row of -inf), not the nan its sum of exps becomes."""
+    x = _special_rows(ROW_CASES[rows])
+    x[8, :2] = torch.tensor([float("nan"), float("inf")])  # a nan beside a +inf: amax is nan
+
+    def softmax_and_max(x):
+        m = x.amax(-1, keepdim=True)
+        e = (x - m).exp()
+        return e / e.sum(-1, keepdim=True), m
+
+    check(softmax_and_max, x)
+    assert "prepare_softmax_online" in "\n".join(src for _, _, src in kernels)

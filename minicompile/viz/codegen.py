@@ -1,6 +1,7 @@
 """Generated code side by side, and timings of generated kernels, for notebooks 08 and 09.
 
     output_code(fn, *args)              # minicompile's kernels and wrapper for fn(*args)
+    compile_watching(owner, name, seen, fn, *args)  # compile fn(*args), reporting owner.name's calls
     real_output_code(fn, *args)         # what real torch.compile generates for the same call
     real_kernels(code)                  # the kernels inside real Inductor's output code
     kernel_names(code)                  # the kernel names in either output code
@@ -43,30 +44,42 @@ def inductor_options(**knobs: Any) -> Iterator[None]:
         reset()
 
 
-def output_code(fn: Callable, *args: Any) -> str:
-    """The output code (kernels, then the wrapper) of every graph ``mc.compile(fn)`` makes."""
-    sources: list[str] = []
-    compile_graph = inductor_backend.compile_fx_inner
+def compile_watching(owner: Any, name: str, seen: Callable[..., None], fn: Callable,
+                     *args: Any) -> None:
+    """Compile ``fn`` afresh and call it on ``args`` while every call of ``owner.name`` (a
+    function of a module, or a method) is also reported: ``seen(result, *its_args)``."""
+    original = getattr(owner, name)
 
-    def spy(gm, example_inputs, **kwargs):
-        compiled = compile_graph(gm, example_inputs, **kwargs)
-        sources.append(compiled.source)
-        return compiled
+    def watched(*call_args: Any, **kwargs: Any) -> Any:
+        result = original(*call_args, **kwargs)
+        seen(result, *call_args, **kwargs)
+        return result
 
-    inductor_backend.compile_fx_inner = spy
+    setattr(owner, name, watched)
     reset()
     try:
         mc_compile(fn)(*args)
     finally:
-        inductor_backend.compile_fx_inner = compile_graph
+        setattr(owner, name, original)
+
+
+def output_code(fn: Callable, *args: Any) -> str:
+    """The output code (kernels, then the wrapper) of every graph ``mc.compile(fn)`` makes."""
+    sources: list[str] = []
+    compile_watching(inductor_backend, "compile_fx_inner",
+                     lambda compiled, *_, **__: sources.append(compiled.source), fn, *args)
     return "\n".join(sources)
 
 
-def real_output_code(fn: Callable, *args: Any) -> str:
+def real_output_code(fn: Callable, *args: Any, **knobs: Any) -> str:
+    """Real Inductor's output code for ``fn(*args)``; ``knobs`` patch ``torch._inductor.config``
+    for the compile (``max_autotune=True``, ``max_autotune_gemm_backends="TRITON"``)."""
+    from torch._inductor import config as real_config
     from torch._inductor.utils import run_and_get_code
 
     torch._dynamo.reset()
-    _, codes = run_and_get_code(torch.compile(fn), *args)
+    with real_config.patch(**knobs):
+        _, codes = run_and_get_code(torch.compile(fn), *args)
     return "\n".join(codes)
 
 

@@ -68,11 +68,13 @@ class TritonReductions:
     def reduce_persistent(self, rtype: str, value: str, dtype: torch.dtype):
         mask = "xmask & rmask"
         if rtype == "online_softmax_reduce":  # the whole row is here: max, then sum of exp
-            row_max = self.generate(f"tl.max(tl.where({mask}, {value}, float('-inf')), 1)"
-                                    "[:, None]", dtype)
+            # max2: a NaN in the row makes the max NaN, as torch.amax (tl.max skips it); the
+            # max is a result of its own, and x - max carries the NaN into every exp and the sum
+            row_max = self.generate(f"triton_helpers.max2(tl.where({mask}, {value}, "
+                                    "float('-inf')), 1)[:, None]", dtype)
             total = self.generate(f"tl.sum(tl.where({mask}, tl.exp({value} - {row_max}), 0.0), "
                                   "1)[:, None]", dtype)
-            return self.generate(f"tl.where({total} != {total}, {total}, {row_max})", dtype), total
+            return row_max, total
         if rtype == "welford_reduce":  # two passes over the registers: sum, then squares
             count = self.generate(f"tl.sum(tl.where({mask}, 1.0, 0.0), 1)[:, None]", dtype)
             total = self.generate(f"tl.sum(tl.where({mask}, {value}, 0.0), 1)[:, None]", dtype)
@@ -150,7 +152,9 @@ class TritonReductions:
         exp(m - m_new), as FlashAttention does. One exp per element (and one per block).
         Where the max is still -inf, exps are taken against 0 instead (-inf - -inf is nan);
         a row that ends with max -inf gets a nan sum, and a row with a nan (or +inf, where
-        inf - inf is nan) a nan sum, as eager's sum(exp(x - max)) does.
+        inf - inf is nan) a nan sum, as eager's sum(exp(x - max)) does. The block's max is
+        ``max2`` (a NaN wins, as torch.amax; ``tl.max`` skips it): the max is a result of its
+        own, which a graph may return or reuse, and must be eager's amax (nan, +inf or -inf).
 
         Per-lane running maxima and sums instead (no reduction across lanes in the loop, a
         rescale by ``exp(-|v - m|)`` per element) were measured slower on an H100: 0.43 ms
@@ -162,14 +166,13 @@ class TritonReductions:
         mask = "xmask & rmask"
         self.body.writelines([
             f"{m}_new = triton_helpers.maximum({m}, "
-            f"tl.max(tl.where({mask}, {value}, float('-inf')), 1)[:, None])",
+            f"triton_helpers.max2(tl.where({mask}, {value}, float('-inf')), 1)[:, None])",
             f"{m}_ref = tl.where({m}_new == float('-inf'), 0.0, {m}_new)",
             f"{s} = {s} * tl.exp({m} - {m}_ref) + "
             f"tl.sum(tl.where({mask}, tl.exp({value} - {m}_ref), 0.0), 1)[:, None]",
             f"{m} = {m}_new"])
         total = self.generate(f"tl.where({m} == float('-inf'), float('nan'), {s})", dtype,
                               self.after_loop)
-        row_max = self.generate(f"tl.where({total} != {total}, {total}, {m})", dtype,
-                                self.after_loop)
-        self.row_values.update((row_max, total))
-        return row_max, total
+        self.dtypes[m] = dtype  # the running max is the row's max after the loop
+        self.row_values.update((m, total))
+        return m, total

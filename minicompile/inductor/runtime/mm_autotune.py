@@ -68,9 +68,11 @@ def mm_template(a_ptr, b_ptr, bias_ptr, c_ptr, M, N, K,
              acc.to(c_ptr.dtype.element_ty), mask=mask)
 
 
-def run_template(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None,
-                 config: tuple[int, int, int, int, int]) -> torch.Tensor:
-    """``a @ b (+ bias)`` by the template at one block shape (``bias`` broadcast to M x N)."""
+def template_call(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None,
+                  config: tuple[int, int, int, int, int]
+                  ) -> tuple[tuple, tuple, dict, torch.Tensor]:
+    """``(grid, args, kwargs, c)`` of one launch of the template computing ``c = a @ b (+ bias)``
+    at one block shape (``bias`` broadcast to M x N): ``mm_template[grid](*args, **kwargs)``."""
     (m, k), n = a.shape, b.shape[1]
     c = torch.empty((m, n), dtype=a.dtype, device=a.device)
     block_m, block_n, block_k, warps, stages = config
@@ -81,11 +83,19 @@ def run_template(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None,
     precision = "tf32" if a.dtype == torch.float32 and torch.backends.cuda.matmul.allow_tf32 \
         else "ieee"
     grid = (triton.cdiv(m, block_m) * triton.cdiv(n, block_n),)
-    mm_template[grid](a, b, bias if bias is not None else c, c, m, n, k,
-                      *a.stride(), *b.stride(), *bias_strides, *c.stride(),
-                      HAS_BIAS=bias is not None, PRECISION=precision, BLOCK_M=block_m,
-                      BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M=8, num_warps=warps,
-                      num_stages=stages)
+    args = (a, b, bias if bias is not None else c, c, m, n, k,
+            *a.stride(), *b.stride(), *bias_strides, *c.stride())
+    kwargs = dict(HAS_BIAS=bias is not None, PRECISION=precision, BLOCK_M=block_m,
+                  BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M=8, num_warps=warps,
+                  num_stages=stages)
+    return grid, args, kwargs, c
+
+
+def run_template(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None,
+                 config: tuple[int, int, int, int, int]) -> torch.Tensor:
+    """``a @ b (+ bias)`` by the template at one block shape (``bias`` broadcast to M x N)."""
+    grid, args, kwargs, c = template_call(a, b, bias, config)
+    mm_template[grid](*args, **kwargs)
     return c
 
 
