@@ -9,6 +9,7 @@ difference (the library's matmuls are the same in every compiler: the rest is ea
 
 from __future__ import annotations
 
+import argparse
 import sys
 from typing import Any, Callable
 
@@ -56,8 +57,18 @@ def report(name: str, top: int = 12) -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m minicompile.bench.kernel_profile",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("cases", nargs="*", choices=[[], *CASES], metavar="case",
+                        help=f"cases of --suite overhead (default: all): {', '.join(CASES)}")
+    parser.add_argument("--top", type=int, default=12, help="kernels listed per compiler")
+    args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         sys.exit("kernel_profile needs a GPU")
-    for case in sys.argv[1:] or list(CASES):
-        print(report(case))
+    for case in args.cases or list(CASES):
+        print(report(case, args.top))
+
+
+if __name__ == "__main__":
+    main()
