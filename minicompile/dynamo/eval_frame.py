@@ -44,7 +44,7 @@ from .bytecode_analysis import writes_globals
 from .convert_frame import CacheEntry, convert_frame
 from .exc import FullGraphError, Unsupported, without_internal_frames
 from .module_calls import compiling_module_calls
-from .symbolic_convert import NATIVE_MODULES, NEVER_TRACED_WRAPPERS
+from .symbolic_convert import compiles_as_callee
 from .variables.nn_module import _has_hooks
 
 
@@ -102,7 +102,7 @@ class FrameCache:
             return fn
 
         def wrap(value: Any) -> Any:
-            if not _compiles_as_callee(value) or hasattr(value, "_minicompile_orig"):
+            if not compiles_as_callee(value) or hasattr(value, "_minicompile_orig"):
                 return value
             return self.compiled_callee(value, backend)
 
@@ -117,16 +117,9 @@ class FrameCache:
         module already compiled (its own cache)."""
         forward = _static_forward(mod)
         if isinstance(mod, (torch.fx.GraphModule, OptimizedModule)) or "forward" in mod.__dict__ \
-                or _has_hooks(mod) or not _compiles_as_callee(forward):
+                or _has_hooks(mod) or not compiles_as_callee(forward):
             return None
         return self.compiled_callee(forward, backend).__get__(mod)
-
-
-def _compiles_as_callee(value: Any) -> bool:
-    """A user function: called from a frame that runs eagerly, it is compiled as its own."""
-    module = (getattr(value, "__module__", None) or "").split(".")[0]
-    return isinstance(value, types.FunctionType) and module not in NATIVE_MODULES | {"torch"} \
-        and value.__code__ not in NEVER_TRACED_WRAPPERS
 
 
 class _CompilingGlobals(dict):

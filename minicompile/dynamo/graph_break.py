@@ -54,7 +54,7 @@ from .resume_execution import (CONTEXT, ITERATOR, NULL, VALUE, ContinueExecution
                                in_handler, in_loop, live_locals, resume_blocker, resume_function,
                                try_block_handler)
 from .side_effects import reads_state
-from .symbolic_convert import NATIVE_MODULES, NEVER_TRACED_WRAPPERS
+from .symbolic_convert import compiles_as_callee
 from .variables.base import NullVariable, callable_and_args
 from .variables.functions import UserFunctionVariable, UserMethodVariable
 from .variables.lists import ListIteratorVariable
@@ -369,28 +369,22 @@ def skip_frame(tx, inst: Instruction, error: Unsupported, kind: str = "graph_bre
     return FrameResult(source, tx.output.define(source, transformed), tx.output.guards, [])
 
 
-def _user_code(fn: Any) -> bool:
-    module = (getattr(fn, "__module__", None) or "").split(".")[0]
-    return isinstance(fn, types.FunctionType) and module not in NATIVE_MODULES | {"torch"} \
-        and fn.__code__ not in NEVER_TRACED_WRAPPERS
-
-
 def _native_callable(fn_vt, fn_value: Any, w: BreakWriter) -> str:
     """The callable as the transformed code calls it: a user function goes through ``optimize``
     so its own frame is compiled (with its own breaks), like a function real Dynamo intercepts."""
     def compiled(fn: types.FunctionType) -> str:
         return w.codegen.install_global(f"compiled_{fn.__name__}", w.compiled(fn))
 
-    if type(fn_vt) is UserFunctionVariable and _user_code(fn_value):
+    if type(fn_vt) is UserFunctionVariable and compiles_as_callee(fn_value):
         return compiled(fn_value)
     if isinstance(fn_vt, NNModuleVariable) and not _has_hooks(fn_vt.value) \
             and "forward" not in fn_vt.value.__dict__:  # self.block(x): its forward's frame
         forward = inspect.getattr_static(fn_vt.value, "forward", None)
-        if _user_code(forward):
+        if compiles_as_callee(forward):
             return f"{compiled(forward)}.__get__({w.codegen(fn_vt)})"
     if isinstance(fn_vt, UserMethodVariable):
         owner = w.codegen(fn_vt.obj)
-        if _user_code(fn_vt.fn):  # the compiled function, bound to the same object
+        if compiles_as_callee(fn_vt.fn):  # the compiled function, bound to the same object
             return f"{compiled(fn_vt.fn)}.__get__({owner})"
         return attr(owner, fn_vt.fn.__name__)
     if isinstance(fn_value, types.FunctionType):  # logging, numpy...: called as they are

@@ -50,6 +50,16 @@ NATIVE_MODULES = {"logging", "numpy", "random", "warnings"}
 # name): ``torch._disable_dynamo`` wraps ``Optimizer.zero_grad`` and others, and real Dynamo's
 # trace_rules skip them. The call runs natively: a graph break.
 NEVER_TRACED_WRAPPERS = {torch._disable_dynamo(lambda: None).__code__: "torch._disable_dynamo"}
+
+
+def compiles_as_callee(fn: Any) -> bool:
+    """A function whose frame is compiled as its own when compiled code calls it natively (after
+    a graph break, or from a frame that runs eagerly): user code, not the modules that always
+    run natively, torch's own (an optimizer's step among them: tracing it needs dicts keyed by
+    tensors, which the tracer does not have) or a wrapper that asks never to be traced."""
+    module = (getattr(fn, "__module__", None) or "").split(".")[0]
+    return isinstance(fn, types.FunctionType) and module not in NATIVE_MODULES | {"torch"} \
+        and fn.__code__ not in NEVER_TRACED_WRAPPERS
 # Pure functions called for real at trace time on constant arguments (their result does not
 # depend on when they run), each with the keyword arguments that tie the result to the traced
 # frame: logging's lookups (only the logging call itself breaks the graph) and
