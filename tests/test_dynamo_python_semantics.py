@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import types
 
 import pytest
 import torch
@@ -30,6 +31,8 @@ def _norm(value):
         return ("dict", [(k, _norm(v)) for k, v in value.items()])
     if isinstance(value, Plain):
         return ("Plain", _norm(vars(value)))
+    if isinstance(value, types.FunctionType):  # made on each call: compared by its code
+        return ("function", value.__code__)
     if isinstance(value, BaseException):
         return (type(value).__name__, value.args, _norm(vars(value)))
     return value
@@ -283,6 +286,72 @@ def case_functions_as_keys_and_identity():
         d = {Point: 1, helper: 2}
         f, g = helper, counted_gen
         return x + 1, Point in d, helper in d, len in d, f is g, f is helper, d[helper]
+    return fn, (torch.ones(3),), []
+
+
+def case_functions_made_in_frame_as_keys():
+    def fn(x):
+        fs = [lambda: 1, lambda: 2]
+        d = dict.fromkeys(fs, 0)
+        d[fs[0]] += 1
+        s = set(fs)
+        s.discard(fs[1])
+        s.add(helper)
+        total = sum(k() * v for k, v in d.items())  # the keys are the functions themselves
+        return x + total, fs[0] in s, fs[1] in s, len(s), helper in s, list(d)[1] is fs[1]
+    return fn, (torch.ones(3),), []
+
+
+def case_function_key_dict_across_break():
+    def fn(x):
+        def f():
+            return 3
+        d = {f: x, len: 2}
+        print("a graph break")
+        return x + d[f] + d[len], f in d, list(d)[0] is f, f
+    return fn, (torch.ones(3),), []
+
+
+GLOBAL_FUNCTION_KEYS = {helper: 5, len: 6, collections.namedtuple: 7}
+GLOBAL_FUNCTION_SET = {helper, torch.amp._exit_autocast}
+
+
+def case_global_dict_and_set_of_functions():
+    def fn(x):
+        return (x + GLOBAL_FUNCTION_KEYS[helper], collections.namedtuple in GLOBAL_FUNCTION_KEYS,
+                torch.amp._enter_autocast in GLOBAL_FUNCTION_SET, helper in GLOBAL_FUNCTION_SET)
+    return fn, (torch.ones(3),), []
+
+
+class Keyed:
+    def __init__(self, k):
+        self.k = k
+
+    def scale(self):
+        return self.k
+
+
+def case_objects_and_bound_methods_as_keys():
+    def fn(x):
+        a, b = Keyed(1), Keyed(1)
+        d = {a: "a", b.scale: "method"}  # a bound method is equal to a fresh one of the same object
+        return x + 1, d[a], b in d, d.get(b.scale), a.scale in d
+    return fn, (torch.ones(3),), []
+
+
+def case_unhashable_key_raises():
+    def fn(x):
+        seen = []
+        for key in ([1], {2: 3}, (1, [2])):
+            try:
+                {key: 1}
+            except TypeError:
+                seen.append(type(key).__name__)
+        try:
+            [] in {1}
+        except TypeError:
+            seen.append("in")
+        return x + len(seen), seen
     return fn, (torch.ones(3),), []
 
 

@@ -50,6 +50,14 @@ def _is_builtin(value: Any) -> bool:
         return False
 
 
+def _plain_key(value: Any) -> bool:
+    """A key of a dict (member of a set) from outside the frame that the keys guard pins by
+    ``==`` alone: a constant, or an object that is equal only to itself (a function, a builtin,
+    a module), kept as it is (hashable.py)."""
+    return is_constant(value) or isinstance(value, (types.FunctionType, types.ModuleType,
+                                                    types.BuiltinFunctionType))
+
+
 def _unwrap_compiled(value: Any) -> Any:
     """A function already wrapped by ``mc.compile`` is traced through to the original."""
     if not isinstance(value, types.FunctionType):  # (torch.ops makes up any attribute asked)
@@ -126,8 +134,8 @@ class VariableBuilder:
         return (TupleVariable if isinstance(value, tuple) else ListVariable)(items, self.source)
 
     def wrap_dict(self, value: dict, guard: bool) -> VariableTracker:
-        if not all(is_constant(k) for k in value):
-            unimplemented("a dict with non-constant keys")
+        if not all(map(_plain_key, value)):
+            unimplemented("a dict whose keys are not constants, functions or modules")
         if guard:
             self.install_guard(GuardKind.DICT_KEYS, list(value))
         items = {k: VariableBuilder(self.tx, GetItemSource(self.source, k, i) if self.source
@@ -238,7 +246,7 @@ class VariableBuilder:
         (lambda v: type(v).__module__ == "typing", wrap_constant),  # List[int], Any, Optional
         (lambda v: type(v) is dict, wrap_dict),
         (lambda v: isinstance(v, dict) and type(v).__module__ != "builtins", wrap_user_dict),
-        (lambda v: type(v) in (set, frozenset) and all(is_constant(i) for i in v), wrap_set),
+        (lambda v: type(v) in (set, frozenset) and all(map(_plain_key, v)), wrap_set),
         (lambda v: isinstance(v, range), wrap_range),
         (lambda v: isinstance(v, slice), wrap_slice),
         (lambda v: isinstance(v, torch.nn.Module), _id_matched(NNModuleVariable)),
