@@ -210,7 +210,7 @@ class SwallowingContext:
         return self
 
     def __exit__(self, kind, value, traceback):
-        return traceback is not None  # what the tracer cannot see: it falls back
+        return traceback is not None  # a traceback is passed when the block raised
 
 
 def case_exception_leaves_user_context():

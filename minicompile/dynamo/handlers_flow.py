@@ -20,7 +20,7 @@ from .variables.constant import ConstantVariable
 from .variables.dicts import ConstDictVariable
 from .variables.functions import NestedUserFunctionVariable
 from .variables.lists import ListIteratorVariable
-from .variables.misc import ContextManagerVariable, WithExitFunctionVariable
+from .variables.misc import TracebackVariable, WithExitFunctionVariable
 from .variables.torch import TorchVariable
 
 
@@ -301,15 +301,11 @@ def RERAISE(tx: Tx, inst: Inst) -> None:
 @handler("WITH_EXCEPT_START")  # dis#opcode-WITH_EXCEPT_START: the exit function 4th from the
 def WITH_EXCEPT_START(tx: Tx, inst: Inst) -> None:  # top, called for the exception on top
     exit_fn, exc = tx.stack[-4], tx.stack[-1]
-    if not (isinstance(exit_fn, WithExitFunctionVariable)
-            and isinstance(exit_fn.ctx, ContextManagerVariable)):
-        # a user's __exit__ would see the traceback, and a @contextmanager's would throw the
-        # exception into its generator: neither is modelled
-        unimplemented("an exception leaves a `with` block of a user context manager (its "
-                      "__exit__ would see it: not traced)")
-    # torch's own (grad mode, autocast) restore their state and never swallow the exception
+    # __exit__(type, value, traceback): a user's class inlined (a true result swallows the
+    # exception: the POP_JUMP_IF_TRUE after this decides), a @contextmanager's throws it into
+    # its generator (generators.py); torch's own restore their state and never swallow it
     tx.push(exit_fn.call_function(tx, [SourcelessBuilder.wrap(tx, exc.python_type()), exc,
-                                       ConstantVariable(None)], {}))
+                                       TracebackVariable()], {}))
 
 
 @handler("IMPORT_NAME")  # dis#opcode-IMPORT_NAME: only modules that are already imported

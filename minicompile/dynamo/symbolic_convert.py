@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import builtins
 import collections
+import contextlib
 import inspect
 import logging
 import linecache
@@ -36,7 +37,7 @@ from .variables.constant import ConstantVariable
 from .variables.builder import SourcelessBuilder, VariableBuilder
 from .variables.functions import ClosureCell, UserMethodVariable
 from .variables.misc import GetAttrVariable
-from .variables.lists import LocalGeneratorVariable
+from .variables.generators import ContextlibDecoratedVariable, LocalGeneratorVariable
 
 Handler = Callable[["InstructionTranslatorBase", Instruction], None]
 OPCODE_HANDLERS: dict[str, Handler] = {}
@@ -86,6 +87,7 @@ def _signature(tx, fn, *args, **kwargs) -> VariableTracker:
 # from values the trace already has.
 HANDLED_CALLS: dict[Callable, Callable[..., VariableTracker]] = {
     inspect.signature: _signature,
+    contextlib.contextmanager: lambda tx, fn: ContextlibDecoratedVariable(fn),  # generators.py
 }
 
 
@@ -311,7 +313,9 @@ class InliningInstructionTranslator(InstructionTranslatorBase):
         tx = cls(code, fn.get_globals(), symbolic_locals, fn.closure_cells(parent),
                  parent.output, parent)
         if code.co_flags & inspect.CO_GENERATOR:  # runs when its items are asked for
-            return LocalGeneratorVariable(tx)
+            gen = LocalGeneratorVariable(tx)
+            parent.output.local_generators.append(gen)
+            return gen
         tx.run()
         return tx.return_value
 

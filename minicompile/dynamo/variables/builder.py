@@ -26,6 +26,7 @@ from .base import VariableTracker
 from .builtin import BUILTIN_CALLABLES, BuiltinVariable
 from .constant import ConstantVariable, is_constant
 from .dicts import ConstDictVariable, UserDefinedDictVariable
+from .generators import CONTEXTMANAGER_CODE, ContextlibDecoratedVariable
 from .functions import (CACHING_DECORATORS, CachingDecoratorVariable, FunctoolsPartialVariable,
                         UserFunctionVariable, UserMethodVariable)
 from .lists import (ListVariable, NamedTupleVariable, RangeVariable, SetVariable, SizeVariable,
@@ -225,6 +226,18 @@ class VariableBuilder:
                  for name in ("device", "fast_dtype", "_enabled", "_cache_enabled")]
         return AutocastVariable(*state)
 
+    def wrap_contextmanager(self, value: types.FunctionType, guard: bool) -> VariableTracker:
+        """A function decorated by ``@contextlib.contextmanager``: the generator function in
+        its closure (contextlib's ``func`` cell) is what a call runs (generators.py)."""
+        from ..source import ClosureSource
+
+        if guard:
+            self.install_guard(GuardKind.ID_MATCH, value)
+        index = value.__code__.co_freevars.index("func")
+        source = ClosureSource(self.source, index) if self.source else None
+        func = VariableBuilder(self.tx, source).wrap(value.__closure__[index].cell_contents, guard)
+        return ContextlibDecoratedVariable(func, self.source)
+
     def wrap_object(self, value: Any, guard: bool) -> VariableTracker:
         if guard:
             self.install_guard(GuardKind.TYPE_MATCH, type(value))
@@ -255,6 +268,8 @@ class VariableBuilder:
          lambda self, v, g: CachingDecoratorVariable(v)),  # lru_cache applied in the frame
         (is_function_apply, _id_matched(TorchVariable)),  # apply = MyFunction.apply (torch 2.14: C)
         (is_torch_callable, _id_matched(TorchVariable)),
+        (lambda v: isinstance(v, types.FunctionType) and v.__code__ is CONTEXTMANAGER_CODE,
+         wrap_contextmanager),
         (lambda v: isinstance(v, types.FunctionType), _id_matched(UserFunctionVariable)),
         (lambda v: isinstance(v, types.MethodType), wrap_method),
         (lambda v: type(v) is functools.partial, wrap_partial),

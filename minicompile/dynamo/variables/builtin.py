@@ -23,7 +23,7 @@ from ..exc import ObservedException, unimplemented
 from ..guards import Guard, GuardKind
 from ..side_effects import DELETED
 from .base import KnownCallableVariable, VariableTracker
-from .constant import ConstantVariable
+from .constant import ConstantVariable, is_constant
 from .dicts import DICT_CLASS_METHODS, ConstDictVariable, DictClassMethodVariable, key_value_pairs
 from .floats import float_operands
 from .functions import BaseUserFunctionVariable, FunctoolsPartialVariable, UserMethodVariable
@@ -84,6 +84,8 @@ class BuiltinVariable(KnownCallableVariable):
             attr = getattr(self.fn, name)
             if attr in HANDLERS:
                 return BuiltinVariable(attr)
+            if is_constant(attr):  # ValueError.__name__: a builtin never changes
+                return ConstantVariable(attr)
         except (AttributeError, TypeError):  # no such attribute, or an unhashable one
             pass
         return super().var_getattr(tx, name)

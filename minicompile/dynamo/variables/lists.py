@@ -475,30 +475,3 @@ class LazyIteratorVariable(ListIteratorVariable):
             unimplemented("an iterator (zip/map/enumerate/filter/islice) in progress at a graph "
                           "break: the items it has not made yet cannot be passed on")
         return super().remaining(codegen)
-
-
-class LocalGeneratorVariable(ListIteratorVariable):
-    """A generator made by calling a user generator function (Dynamo's
-    ``LocalGeneratorObjectVariable``): its frame, an inlining translator, runs only when an item
-    is asked for and pauses at each ``yield``, so its side effects happen when CPython's do (a
-    ``break``, ``next()`` or ``any()`` leaves the rest unrun)."""
-
-    def __init__(self, frame):
-        super().__init__(frame.generated_items, generator=frame.code.co_name)
-        self.frame = frame
-
-    def next_item(self) -> VariableTracker | None:
-        if self.index >= len(self.items) and not self.frame.done:
-            self.frame.resume()
-        return super().next_item()
-
-    def unpack_var_sequence(self, tx) -> list[VariableTracker]:
-        while not self.frame.done:
-            self.frame.resume()
-        return super().unpack_var_sequence(tx)
-
-    def remaining(self, codegen) -> str:
-        if not self.frame.done:
-            unimplemented(f"the generator {self.generator}() is paused at a graph break: its "
-                          "frame cannot be passed on to the code after the break")
-        return super().remaining(codegen)

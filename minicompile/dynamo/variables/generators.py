@@ -1,0 +1,265 @@
+"""User generators and ``@contextlib.contextmanager`` (mirrors ``LocalGeneratorObjectVariable``
+and ``ContextlibContextManagerLocalGeneratorObjectVariable`` in torch/_dynamo/variables/
+functions.py).
+
+Calling a user generator function while tracing makes a :class:`LocalGeneratorVariable`: the
+generator's frame is an inlining translator that has not run yet. It runs only when the consumer
+asks, up to its next ``yield`` (``YIELD_VALUE`` pauses it), so its side effects happen when
+CPython's do. The generator protocol acts on that paused frame as CPython acts on a real one:
+
+- ``next(gen)`` / ``gen.send(v)``: ``v`` replaces the ``None`` the paused ``yield`` left on the
+  frame's stack (the value of the ``yield`` expression), and the frame runs on;
+- ``gen.throw(exc)``: the exception is raised *at* the paused ``yield``: the frame's exception
+  table picks the handler (an ``except`` or ``finally`` around the ``yield``), and the frame runs
+  on from there; with no handler the generator is finished and ``exc`` goes on to the caller;
+- ``gen.close()``: ``throw(GeneratorExit())``, which the generator must let through.
+
+When the frame finishes, the caller sees ``StopIteration`` carrying the ``return`` value.
+
+``@contextlib.contextmanager`` is built on that protocol (CPython's ``_GeneratorContextManager``):
+``__enter__`` is ``next(gen)``, the value bound by ``as``; ``__exit__`` runs the generator's code
+after the ``yield`` -- with ``next`` on a normal exit, with ``throw`` when the block raised (a
+generator that catches the exception and returns swallows it).
+
+What cannot be carried on: a generator paused when the graph breaks (its frame exists only in
+the tracer), and ``send``/``throw`` into a generator paused in ``yield from`` (CPython would
+pass them on to the inner one). Those stop the trace with a reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import types
+from typing import Any
+
+from ..exc import ObservedException, unimplemented
+from .base import VariableTracker
+from .constant import ConstantVariable
+from .lists import ListIteratorVariable
+from .misc import ContextManagerVariable, UserDefinedObjectVariable
+
+# the code of the function every ``@contextmanager`` returns (contextlib's ``helper``)
+CONTEXTMANAGER_CODE = contextlib.contextmanager(lambda: None).__code__
+
+
+def _is_none(vt: VariableTracker) -> bool:
+    return vt.is_python_constant() and vt.as_python_constant() is None
+
+
+def exception_type(e: ObservedException) -> type:
+    """The class of the exception an ObservedException carries (a tracker or a real one)."""
+    return e.value.python_type() if isinstance(e.value, VariableTracker) else type(e.value)
+
+
+def _raise(exc: Any) -> None:
+    name = exc.python_type().__name__ if isinstance(exc, VariableTracker) else None
+    raise ObservedException(exc, name)
+
+
+class LocalGeneratorVariable(ListIteratorVariable):
+    """A generator made by calling a user generator function: ``items`` are what its frame has
+    yielded so far, handed out one by one (``next_item``)."""
+
+    def __init__(self, frame):
+        super().__init__(frame.generated_items, generator=frame.code.co_name)
+        self.frame = frame
+
+    def python_type(self) -> type:
+        return types.GeneratorType
+
+    @property
+    def started(self) -> bool:
+        return self.frame.index > 0
+
+    def next_item(self) -> VariableTracker | None:
+        if self.index >= len(self.items) and not self.frame.done:
+            self.frame.resume()
+        return super().next_item()
+
+    def unpack_var_sequence(self, tx) -> list[VariableTracker]:
+        while not self.frame.done:
+            self.frame.resume()
+        return super().unpack_var_sequence(tx)
+
+    def remaining(self, codegen) -> str:
+        if not self.frame.done:
+            unimplemented(f"the generator {self.generator}() is paused at a graph break: its "
+                          "frame exists only in the tracer, so it cannot be passed on to the code "
+                          "after the break")
+        return super().remaining(codegen)
+
+    # -- the generator protocol -----------------------------------------------------------------
+    def call_method(self, tx, name, args, kwargs) -> VariableTracker:
+        protocol = {"__next__": self.next_, "send": self.send, "throw": self.throw,
+                    "close": self.close}
+        if name in protocol and not kwargs:
+            if name != "throw" and len(args) != (name == "send"):
+                unimplemented(f"generator.{name}() with {len(args)} arguments")
+            return protocol[name](tx, *args)
+        return super().call_method(tx, name, args, kwargs)
+
+    def next_(self, tx) -> VariableTracker:
+        return self.send(tx, ConstantVariable(None))
+
+    def send(self, tx, value: VariableTracker) -> VariableTracker:
+        if not self.started and not _is_none(value):
+            raise ObservedException(TypeError("can't send non-None value to a just-started "
+                                              "generator"))
+        if self.frame.done:
+            self._stop()
+        if self.started:
+            self._check_not_delegating("send")
+            self.frame.stack[-1] = value  # what the paused `yield` evaluates to
+        return self._advance()
+
+    def throw(self, tx, exc: VariableTracker, *rest: VariableTracker) -> VariableTracker:
+        if rest:
+            unimplemented("generator.throw(type, value, traceback) (the deprecated form)")
+        if exc.is_python_constant() and isinstance(exc.as_python_constant(), type):
+            exc = exc.call_function(tx, [], {})  # throw(KeyError) throws KeyError()
+        if self.frame.done or not self.started:  # raised before its first line: finished
+            self.frame.done = True
+            _raise(exc)
+        self._check_not_delegating("throw")
+        error = ObservedException(exc, exc.python_type().__name__)
+        if not self.frame.handle_exception(error, self.frame.current_instruction):
+            self.frame.done = True  # no handler around the `yield`: on up to the caller
+            raise error
+        return self._advance()
+
+    def close(self, tx) -> VariableTracker:
+        if self.frame.done or not self.started:
+            self.frame.done = True
+            return ConstantVariable(None)
+        try:
+            self.throw(tx, UserDefinedObjectVariable(GeneratorExit()))
+        except ObservedException as e:
+            if issubclass(exception_type(e), (GeneratorExit, StopIteration)):
+                return ConstantVariable(None)
+            raise
+        raise ObservedException(RuntimeError("generator ignored GeneratorExit"))
+
+    def _advance(self) -> VariableTracker:
+        """On to the next ``yield``: the item, or StopIteration when the frame returns."""
+        item = self.next_item()
+        if item is None:
+            self._stop()
+        return item
+
+    def _stop(self) -> None:
+        result = self.frame.return_value
+        if result is None or _is_none(result):
+            raise ObservedException(StopIteration())
+        if not result.is_python_constant():
+            unimplemented(f"the generator {self.generator}() returns {result} through "
+                          "StopIteration (only constants are carried by a traced exception)")
+        raise ObservedException(StopIteration(result.as_python_constant()))
+
+    def cleanup_pending(self) -> bool:
+        """Paused inside a ``try``/``with`` of its own: CPython's ``close()`` -- when the
+        generator is garbage collected -- would run its handler (3.12's handler of the whole
+        body, which only turns StopIteration into RuntimeError, runs nothing)."""
+        frame = self.frame
+        if frame.done or not self.started:
+            return False
+        offset = frame.current_instruction.offset
+        for start, end, target, _, _ in frame.exception_table:
+            handler = frame.instructions[frame.first_index[target]]
+            if start <= offset < end and "STOPITERATION_ERROR" not in handler.argrepr:
+                return True
+        return False
+
+    def _check_not_delegating(self, what: str) -> None:
+        """A frame paused in ``yield from`` (the ``RESUME 2`` after its ``yield``) would pass
+        ``send``/``throw`` on to the inner generator: not modelled."""
+        after = self.frame.instructions[self.frame.index]
+        if after.original == "RESUME" and after.arg == 2:
+            unimplemented(f"generator.{what}() into {self.generator}(), which is paused in "
+                          "`yield from` (the inner generator would receive it)")
+
+
+def check_paused_generators(generators: list[LocalGeneratorVariable]) -> None:
+    """When the trace ends (a return, or the instruction a graph break runs natively), a
+    generator it made and left paused inside a ``try``/``with`` is left for the garbage
+    collector, whose ``close()`` runs the handler: the graph cannot say when that happens."""
+    for gen in generators:
+        if gen.cleanup_pending():
+            unimplemented(f"the generator {gen.generator}() is left paused inside a try/with "
+                          "block: CPython runs its cleanup when the generator is garbage "
+                          "collected, which the trace does not model")
+
+
+class ContextlibDecoratedVariable(VariableTracker):
+    """A generator function decorated by ``@contextlib.contextmanager`` (decorated outside the
+    frame, or inside it): calling it makes the generator and wraps it."""
+
+    def __init__(self, fn: VariableTracker, source=None):
+        super().__init__(source)
+        self.fn = fn
+
+    def python_type(self) -> type:
+        return types.FunctionType
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        gen = self.fn.call_function(tx, args, kwargs)
+        if not isinstance(gen, LocalGeneratorVariable):
+            unimplemented(f"@contextmanager on {self.fn}, which is not a generator function")
+        return GeneratorContextManagerVariable(gen)
+
+    def children(self) -> list[VariableTracker]:
+        return [self.fn]
+
+    def is_built_container(self) -> bool:
+        return self.source is None  # decorated while tracing: made again for real
+
+    def reconstruct(self, codegen) -> str:
+        if self.source is not None:
+            return self.source.expr()
+        decorate = codegen.install_global("contextmanager", contextlib.contextmanager)
+        return f"{decorate}({codegen(self.fn)})"
+
+    def _repr_body(self) -> str:
+        return repr(self.fn)
+
+
+class GeneratorContextManagerVariable(ContextManagerVariable):
+    """What a ``@contextmanager`` function returns: ``__enter__`` and ``__exit__`` as
+    CPython's ``contextlib._GeneratorContextManager`` writes them, on the traced generator."""
+
+    resumable = False  # its generator is paused at the yield: see the module docstring
+
+    def __init__(self, gen: LocalGeneratorVariable):
+        super().__init__()
+        self.gen = gen
+
+    def python_type(self) -> type:
+        return contextlib._GeneratorContextManager
+
+    def enter(self, tx) -> VariableTracker:
+        item = self.gen.next_item()
+        if item is None:
+            raise ObservedException(RuntimeError("generator didn't yield"))
+        return item
+
+    def exit(self, tx, kind=None, value=None, traceback=None) -> VariableTracker:
+        if kind is None or _is_none(kind):  # the block ended normally: on to the end
+            if self.gen.next_item() is None:
+                return ConstantVariable(False)
+            raise ObservedException(RuntimeError("generator didn't stop"))
+        if _is_none(value):
+            value = kind.call_function(tx, [], {})
+        try:
+            self.gen.throw(tx, value)
+        except ObservedException as e:
+            if e.value is value:  # let through: not swallowed
+                return ConstantVariable(False)
+            if issubclass(exception_type(e), StopIteration):  # caught, and the generator ended
+                return ConstantVariable(True)
+            raise  # another exception, raised while handling this one
+        raise ObservedException(RuntimeError("generator didn't stop after throw()"))
+
+    def children(self) -> list[VariableTracker]:
+        return [self.gen]
+
+    def _repr_body(self) -> str:
+        return f"{self.gen.generator}()"
