@@ -167,6 +167,8 @@ def _next(tx, it, *default):
     if item is None:
         if default:
             return default[0]
+        if not isinstance(it, ListIteratorVariable):
+            unimplemented(f"next() of {it}: an iterator from outside the frame runs natively")
         unimplemented("StopIteration from next() while tracing")
     return item
 

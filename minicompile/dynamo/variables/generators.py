@@ -21,9 +21,14 @@ When the frame finishes, the caller sees ``StopIteration`` carrying the ``return
 after the ``yield`` -- with ``next`` on a normal exit, with ``throw`` when the block raised (a
 generator that catches the exception and returns swallows it).
 
-What cannot be carried on: a generator paused when the graph breaks (its frame exists only in
-the tracer), and ``send``/``throw`` into a generator paused in ``yield from`` (CPython would
-pass them on to the inner one). Those stop the trace with a reason.
+A generator still paused when the graph breaks (its frame exists only in the tracer) is
+carried on as a *real* generator that continues it: a resume function of its code
+(resume_execution.py), called with its frame's stack and live locals and run to its own first
+``yield``, which stands for the one the traced frame is paused at. The code after the break then
+runs it natively. Not carried on (the frame runs eagerly, with the reason): a generator paused
+inside a ``try``/``with`` of its own or in ``yield from``, or one with closure variables; nor
+are ``send``/``throw`` traced into a generator paused in ``yield from`` (CPython would pass
+them on to the inner one).
 """
 
 from __future__ import annotations
@@ -33,7 +38,8 @@ import types
 from typing import Any
 
 from ..exc import ObservedException, unimplemented
-from .base import VariableTracker
+from ..resume_execution import ITERATOR, NULL, VALUE, ContinueExecutionCache, ResumeSpec, live_locals
+from .base import NullVariable, VariableTracker
 from .constant import ConstantVariable
 from .lists import ListIteratorVariable
 from .misc import ContextManagerVariable, UserDefinedObjectVariable
@@ -83,10 +89,60 @@ class LocalGeneratorVariable(ListIteratorVariable):
 
     def remaining(self, codegen) -> str:
         if not self.frame.done:
-            unimplemented(f"the generator {self.generator}() is paused at a graph break: its "
-                          "frame exists only in the tracer, so it cannot be passed on to the code "
-                          "after the break")
+            return self.resumed(codegen)  # a generator's iter() is itself
         return super().remaining(codegen)
+
+    def reconstruct(self, codegen) -> str:
+        return super().reconstruct(codegen) if self.frame.done else self.resumed(codegen)
+
+    def is_built_container(self) -> bool:
+        return True  # each reconstruct makes a new generator: one reached twice is made once
+
+    def children(self) -> list[VariableTracker]:
+        if self.frame.done:
+            return super().children()
+        return [*self.frame.stack, *self.frame.symbolic_locals.values()]
+
+    # -- carried across a graph break -------------------------------------------------------------
+    def resumed(self, codegen) -> str:
+        """A real generator that continues this one (see the module docstring)."""
+        frame, name = self.frame, self.generator
+        blocker = self._resume_blocker()
+        if blocker:
+            unimplemented(f"the generator {name}() is paused at a graph break {blocker}: its "
+                          "frame exists only in the tracer, so it cannot be passed on to the "
+                          "code after the break")
+        code = frame.code
+        if self.started:  # on after the paused yield (and the RESUME that follows it)
+            after = frame.index + (frame.instructions[frame.index].original == "RESUME")
+            stack, kind, yield_arg = frame.stack[:-1], "yield", frame.current_instruction.arg
+        else:  # on after the prologue (RETURN_GENERATOR, POP_TOP, RESUME 0)
+            after = 1 + next(i for i, inst in enumerate(frame.instructions)
+                             if inst.original == "RESUME")
+            stack, kind, yield_arg = [], "start", None
+        offset = frame.instructions[after].offset
+        names = tuple(n for n in live_locals(code, offset) if n in frame.symbolic_locals)
+        kinds, exprs = _stack_kinds(codegen, stack)
+        resume = ContinueExecutionCache.lookup(ResumeSpec(code, offset, kinds, names, kind,
+                                                          yield_arg))
+        fn = types.FunctionType(resume, frame.f_globals, resume.co_name)
+        args = exprs + [codegen(frame.symbolic_locals[n]) for n in names]
+        call = f"{codegen.install_global(resume.co_name, fn)}({', '.join(args)})"
+        if kind == "start":
+            return call
+        return f"{codegen.install_global('paused_at_first_yield', paused_at_first_yield)}({call})"
+
+    def _resume_blocker(self) -> str | None:
+        frame = self.frame
+        if self.index < len(self.items):
+            return "with items it has made and nobody has read yet"
+        if frame.code.co_cellvars or frame.code.co_freevars:
+            return "and has closure variables"
+        if self.cleanup_pending():
+            return "inside a try/with block of its own"
+        if self.started and self._delegating():
+            return "in `yield from`"
+        return None
 
     # -- the generator protocol -----------------------------------------------------------------
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
@@ -169,13 +225,40 @@ class LocalGeneratorVariable(ListIteratorVariable):
                 return True
         return False
 
-    def _check_not_delegating(self, what: str) -> None:
-        """A frame paused in ``yield from`` (the ``RESUME 2`` after its ``yield``) would pass
-        ``send``/``throw`` on to the inner generator: not modelled."""
+    def _delegating(self) -> bool:
+        """Paused in ``yield from`` (the ``RESUME 2`` after its ``yield``)."""
         after = self.frame.instructions[self.frame.index]
-        if after.original == "RESUME" and after.arg == 2:
+        return after.original == "RESUME" and (after.arg or 0) & 3 == 2
+
+    def _check_not_delegating(self, what: str) -> None:
+        """A frame paused in ``yield from`` would pass ``send``/``throw`` on to the inner
+        generator: not modelled."""
+        if self._delegating():
             unimplemented(f"generator.{what}() into {self.generator}(), which is paused in "
                           "`yield from` (the inner generator would receive it)")
+
+
+def _stack_kinds(codegen, stack: list[VariableTracker]) -> tuple[tuple[str, ...], list[str]]:
+    """How a resume function's prologue rebuilds each slot of a generator frame's stack."""
+    kinds, exprs = [], []
+    for vt in stack:
+        if isinstance(vt, NullVariable):
+            kinds.append(NULL)
+        elif isinstance(vt, ListIteratorVariable):  # a for loop in progress
+            kinds.append(ITERATOR)
+            exprs.append(vt.remaining(codegen))
+        else:
+            kinds.append(VALUE)
+            exprs.append(codegen(vt))
+    return tuple(kinds), exprs
+
+
+def paused_at_first_yield(gen: types.GeneratorType) -> types.GeneratorType:
+    """Run a resumed generator to the ``yield`` its prologue pauses at (no user code runs
+    before it), so that it is started, as the generator it continues was: ``send(v)`` then
+    delivers ``v`` as the value of the paused ``yield``."""
+    next(gen)
+    return gen
 
 
 def check_paused_generators(generators: list[LocalGeneratorVariable]) -> None:
