@@ -19,6 +19,7 @@ from .variables.builtin import BuiltinVariable
 from .variables.constant import ConstantVariable
 from .variables.dicts import ConstDictVariable
 from .variables.functions import NestedUserFunctionVariable
+from .variables.generators import LocalGeneratorVariable
 from .variables.lists import ListIteratorVariable
 from .variables.misc import TracebackVariable, WithExitFunctionVariable
 from .variables.torch import TorchVariable
@@ -205,9 +206,12 @@ def GET_YIELD_FROM_ITER(tx: Tx, inst: Inst) -> None:
 @handler("SEND")  # dis#opcode-SEND: the next item of the iterator below; once it is exhausted,
 def SEND(tx: Tx, inst: Inst) -> None:  # its return value, and on to the jump target
     sent, receiver = tx.stack[-1], tx.stack[-2]
-    if not (sent.is_python_constant() and sent.as_python_constant() is None):
-        unimplemented("send() of a value into a generator")
-    item = receiver.next_item()
+    if sent.is_python_constant() and sent.as_python_constant() is None:
+        item = receiver.next_item()
+    elif isinstance(receiver, LocalGeneratorVariable):  # a value sent on into `yield from`
+        item = receiver.send_or_none(tx, sent)
+    else:
+        unimplemented(f"send() of a value into {receiver}")
     if item is not None:
         tx.stack[-1] = item  # YIELD_VALUE hands it on
         return
@@ -261,10 +265,11 @@ def raise_observed(tx: Tx, exc) -> None:
 
 @handler("RAISE_VARARGS")  # dis#opcode-RAISE_VARARGS: raise / raise exc / raise exc from cause
 def RAISE_VARARGS(tx: Tx, inst: Inst) -> None:
-    if inst.arg == 0:  # a bare `raise` in a handler: the exception being handled
+    if inst.arg == 0:  # a bare `raise` in a handler: the exception being handled, as it is
         if not tx.exc_info:
             unimplemented("a bare raise with no exception being handled")
-        raise_observed(tx, tx.exc_info[-1])
+        exc = tx.exc_info[-1]
+        raise ObservedException(exc, exc.python_type().__name__)
     if inst.arg == 2:
         tx.pop()  # the cause only decorates a traceback
     raise_observed(tx, tx.pop())

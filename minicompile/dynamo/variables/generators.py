@@ -21,19 +21,27 @@ When the frame finishes, the caller sees ``StopIteration`` carrying the ``return
 after the ``yield`` -- with ``next`` on a normal exit, with ``throw`` when the block raised (a
 generator that catches the exception and returns swallows it).
 
+In ``yield from`` these pass on as CPython passes them: a value sent goes to the inner
+generator (the ``SEND`` the outer one goes back to), and ``close()`` closes the inner one
+before the outer one sees ``GeneratorExit``; another exception thrown into a generator paused
+in ``yield from`` is not traced.
+
+When the root frame returns, a generator it made and left paused inside a ``try``/``with`` of
+its own dies with the frame's locals, and CPython's ``close()`` runs its handler then: that
+``close()`` is traced at the frame's end (:func:`close_at_frame_exit`).
+
 A generator still paused when the graph breaks (its frame exists only in the tracer) is
 carried on as a *real* generator that continues it: a resume function of its code
 (resume_execution.py), called with its frame's stack and live locals and run to its own first
 ``yield``, which stands for the one the traced frame is paused at. The code after the break then
 runs it natively. Not carried on (the frame runs eagerly, with the reason): a generator paused
-inside a ``try``/``with`` of its own or in ``yield from``, or one with closure variables; nor
-are ``send``/``throw`` traced into a generator paused in ``yield from`` (CPython would pass
-them on to the inner one).
+inside a ``try``/``with`` of its own or in ``yield from``, or one with closure variables.
 """
 
 from __future__ import annotations
 
 import contextlib
+import sys
 import types
 from typing import Any
 
@@ -41,7 +49,7 @@ from ..exc import ObservedException, unimplemented
 from ..resume_execution import ITERATOR, NULL, VALUE, ContinueExecutionCache, ResumeSpec, live_locals
 from .base import NullVariable, VariableTracker
 from .constant import ConstantVariable
-from .lists import ListIteratorVariable
+from .lists import ListIteratorVariable, TupleVariable
 from .misc import ContextManagerVariable, UserDefinedObjectVariable
 
 # the code of the function every ``@contextmanager`` returns (contextlib's ``helper``)
@@ -162,54 +170,77 @@ class LocalGeneratorVariable(ListIteratorVariable):
             raise ObservedException(TypeError("can't send non-None value to a just-started "
                                               "generator"))
         if self.frame.done:
-            self._stop()
-        if self.started:
-            self._check_not_delegating("send")
+            raise ObservedException(StopIteration())
+        if self.started:  # in `yield from`, the SEND it goes back to passes it on (SEND)
             self.frame.stack[-1] = value  # what the paused `yield` evaluates to
-        return self._advance()
+        return self._item_or_stop(self.next_item())
+
+    def send_or_none(self, tx, value: VariableTracker) -> VariableTracker | None:
+        """``send`` for ``yield from`` (SEND): None when the generator returns."""
+        try:
+            return self.send(tx, value)
+        except ObservedException as e:
+            if self.frame.done and issubclass(exception_type(e), StopIteration):
+                return None
+            raise
 
     def throw(self, tx, exc: VariableTracker, *rest: VariableTracker) -> VariableTracker:
         if rest:
             unimplemented("generator.throw(type, value, traceback) (the deprecated form)")
         if exc.is_python_constant() and isinstance(exc.as_python_constant(), type):
             exc = exc.call_function(tx, [], {})  # throw(KeyError) throws KeyError()
-        if self.frame.done or not self.started:  # raised before its first line: finished
-            self.frame.done = True
-            _raise(exc)
-        self._check_not_delegating("throw")
-        error = ObservedException(exc, exc.python_type().__name__)
-        if not self.frame.handle_exception(error, self.frame.current_instruction):
-            self.frame.done = True  # no handler around the `yield`: on up to the caller
-            raise error
-        return self._advance()
+        return self._item_or_stop(self._throw(tx, exc))
 
     def close(self, tx) -> VariableTracker:
+        """``GeneratorExit`` at the paused ``yield``; the generator must let it through or
+        return (3.13: ``close()`` then returns what it returned)."""
         if self.frame.done or not self.started:
             self.frame.done = True
             return ConstantVariable(None)
         try:
-            self.throw(tx, UserDefinedObjectVariable(GeneratorExit()))
+            item = self._throw(tx, UserDefinedObjectVariable(GeneratorExit()))
         except ObservedException as e:
-            if issubclass(exception_type(e), (GeneratorExit, StopIteration)):
+            if issubclass(exception_type(e), GeneratorExit):
                 return ConstantVariable(None)
             raise
-        raise ObservedException(RuntimeError("generator ignored GeneratorExit"))
+        if item is not None:
+            raise ObservedException(RuntimeError("generator ignored GeneratorExit"))
+        returned = self.frame.return_value or ConstantVariable(None)
+        return returned if sys.version_info >= (3, 13) else ConstantVariable(None)
 
-    def _advance(self) -> VariableTracker:
-        """On to the next ``yield``: the item, or StopIteration when the frame returns."""
-        item = self.next_item()
-        if item is None:
-            self._stop()
-        return item
+    def _throw(self, tx, exc: VariableTracker) -> VariableTracker | None:
+        """Raise ``exc`` at the paused ``yield`` and run on: the next item, or None when the
+        frame returned. In ``yield from``, as CPython: ``GeneratorExit`` closes the inner
+        generator first; anything else is thrown into it."""
+        frame = self.frame
+        if frame.done or not self.started:  # raised before its first line: finished
+            frame.done = True
+            _raise(exc)
+        if self._delegating():
+            inner = frame.stack[-2]
+            if not isinstance(inner, LocalGeneratorVariable) or \
+                    not issubclass(exc.python_type(), GeneratorExit):
+                unimplemented(f"generator.throw() into {self.generator}(), which is paused in "
+                              "`yield from` (the inner generator would receive it)")
+            inner.close(tx)
+        error = ObservedException(exc, exc.python_type().__name__)
+        if not frame.handle_exception(error, frame.current_instruction):
+            frame.done = True  # no handler around the `yield`: on up to the caller
+            raise error
+        return self.next_item()
 
-    def _stop(self) -> None:
+    def _item_or_stop(self, item: VariableTracker | None) -> VariableTracker:
+        """What send/throw give back: the item, or StopIteration carrying the return value."""
+        if item is not None:
+            return item
         result = self.frame.return_value
         if result is None or _is_none(result):
             raise ObservedException(StopIteration())
-        if not result.is_python_constant():
-            unimplemented(f"the generator {self.generator}() returns {result} through "
-                          "StopIteration (only constants are carried by a traced exception)")
-        raise ObservedException(StopIteration(result.as_python_constant()))
+        if result.is_python_constant():
+            raise ObservedException(StopIteration(result.as_python_constant()))
+        stop = UserDefinedObjectVariable(StopIteration(), None, attrs={
+            "args": TupleVariable([result]), "value": result})  # e.value: the tracker
+        raise ObservedException(stop, "StopIteration")
 
     def cleanup_pending(self) -> bool:
         """Paused inside a ``try``/``with`` of its own: CPython's ``close()`` -- when the
@@ -229,13 +260,6 @@ class LocalGeneratorVariable(ListIteratorVariable):
         """Paused in ``yield from`` (the ``RESUME 2`` after its ``yield``)."""
         after = self.frame.instructions[self.frame.index]
         return after.original == "RESUME" and (after.arg or 0) & 3 == 2
-
-    def _check_not_delegating(self, what: str) -> None:
-        """A frame paused in ``yield from`` would pass ``send``/``throw`` on to the inner
-        generator: not modelled."""
-        if self._delegating():
-            unimplemented(f"generator.{what}() into {self.generator}(), which is paused in "
-                          "`yield from` (the inner generator would receive it)")
 
 
 def _stack_kinds(codegen, stack: list[VariableTracker]) -> tuple[tuple[str, ...], list[str]]:
@@ -259,6 +283,40 @@ def paused_at_first_yield(gen: types.GeneratorType) -> types.GeneratorType:
     delivers ``v`` as the value of the paused ``yield``."""
     next(gen)
     return gen
+
+
+def close_at_frame_exit(tx) -> None:
+    """The root frame returns: a generator it made that is paused inside a ``try``/``with`` of
+    its own and that only its locals hold dies with them, and CPython's ``close()`` runs its
+    handler then -- after the return value is computed, in the order of the locals. That
+    ``close()`` is traced now, at the same point of the program. One that no local holds (it
+    died earlier) or that the return value reaches (it lives on) is left to
+    :func:`check_paused_generators`."""
+    pending = [g for g in tx.output.local_generators if g.cleanup_pending()]
+    if not pending:
+        return
+    escaping = _reachable([tx.return_value])
+    for name in tx.code.co_varnames:
+        held = _reachable([tx.symbolic_locals[name]]) if name in tx.symbolic_locals else set()
+        for gen in pending:
+            if id(gen) in held and id(gen) not in escaping and gen.cleanup_pending():
+                try:
+                    gen.close(tx)
+                except ObservedException as e:  # CPython would only print it (unraisable)
+                    unimplemented(f"closing the generator {gen.generator}() when the frame "
+                                  f"returns raises {exception_type(e).__name__}")
+
+
+def _reachable(roots: list[VariableTracker]) -> set[int]:
+    """id() of every tracker reachable from ``roots`` through ``children()``."""
+    seen: set[int] = set()
+    todo = [r for r in roots if r is not None]
+    while todo:
+        vt = todo.pop()
+        if id(vt) not in seen:
+            seen.add(id(vt))
+            todo += vt.children()
+    return seen
 
 
 def check_paused_generators(generators: list[LocalGeneratorVariable]) -> None:
