@@ -20,13 +20,14 @@ import torch
 
 from ..exc import unimplemented
 from ..guards import Guard, GuardKind, TensorSpec
-from ..source import GetItemSource, LocalSource, Source
+from ..source import DictKeySource, GetItemSource, LocalSource, Source
 from ...shapes.symbolic_shapes import is_symbolic
 from .base import VariableTracker
 from .builtin import BUILTIN_CALLABLES, BuiltinVariable
 from .constant import ConstantVariable, is_constant
 from .dicts import ConstDictVariable, UserDefinedDictVariable
 from .generators import CONTEXTMANAGER_CODE, ContextlibDecoratedVariable
+from .hashable import HashableTracker, hashed_by_identity
 from .functions import (CACHING_DECORATORS, CachingDecoratorVariable, FunctoolsPartialVariable,
                         UserFunctionVariable, UserMethodVariable)
 from .lists import (ListVariable, NamedTupleVariable, RangeVariable, SetVariable, SizeVariable,
@@ -54,9 +55,10 @@ def _is_builtin(value: Any) -> bool:
 def _plain_key(value: Any) -> bool:
     """A key of a dict (member of a set) from outside the frame that the keys guard pins by
     ``==`` alone: a constant, or an object that is equal only to itself (a function, a builtin,
-    a module), kept as it is (hashable.py)."""
+    a module, an ``nn.Module``), kept as it is (hashable.py)."""
     return is_constant(value) or isinstance(value, (types.FunctionType, types.ModuleType,
-                                                    types.BuiltinFunctionType))
+                                                    types.BuiltinFunctionType)) \
+        or (isinstance(value, torch.nn.Module) and hashed_by_identity(type(value)))
 
 
 def _unwrap_compiled(value: Any) -> Any:
@@ -139,10 +141,22 @@ class VariableBuilder:
             unimplemented("a dict whose keys are not constants, functions or modules")
         if guard:
             self.install_guard(GuardKind.DICT_KEYS, list(value))
-        items = {k: VariableBuilder(self.tx, GetItemSource(self.source, k, i) if self.source
-                                    else None).wrap(v, guard)
-                 for i, (k, v) in enumerate(value.items())}
+        items = {self._key(k, i, guard): VariableBuilder(
+                     self.tx, GetItemSource(self.source, k, i) if self.source else None
+                 ).wrap(v, guard) for i, (k, v) in enumerate(value.items())}
         return ConstDictVariable(items, self.source)
+
+    def _key(self, key: Any, position: int, guard: bool) -> Any:
+        """A dict's key as its tracker files it (hashable.py): a constant as it is; an object
+        (a function, a module) as its own tracker, read through its position among the keys,
+        so what is done with it later is guarded like any other input."""
+        if is_constant(key):
+            return key
+        source = DictKeySource(self.source, position) if self.source else None
+        vt = VariableBuilder(self.tx, source).wrap(key, guard)
+        if isinstance(vt.identity(), VariableTracker):  # no object to compare keys by
+            unimplemented(f"a dict key {vt} whose identity the tracer does not know")
+        return HashableTracker(vt)
 
     def wrap_method(self, value: types.MethodType, guard: bool) -> VariableTracker:
         from ..source import AttrSource

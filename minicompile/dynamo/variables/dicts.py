@@ -15,7 +15,7 @@ from .base import VariableTracker
 from .constant import ConstantVariable
 from .hashable import HashableTracker, dict_key, key_constant, key_expr, key_tracker
 from .lists import ListVariable, TupleVariable
-from .misc import BaseMethodVariable
+from .misc import BaseMethodVariable, UserDefinedObjectVariable
 
 
 class ConstDictVariable(VariableTracker):
@@ -152,14 +152,22 @@ class ConstDictVariable(VariableTracker):
 
 
 def key_value_pairs(tx, other: VariableTracker) -> dict[Any, VariableTracker]:
-    """What ``dict(other)`` / ``d.update(other)`` take from ``other``: a dict's items, or an
-    iterable of key-value pairs (``[("a", x), ["b", y]]``, ``zip(keys, values)``)."""
+    """What ``dict(other)`` / ``d.update(other)`` take from ``other``, as CPython's
+    ``dict_merge`` does: a dict's items; a mapping's (an object with ``keys()``) ``other[k]``
+    for each of its keys; else an iterable of key-value pairs (``[("a", x), ["b", y]]``,
+    ``zip(keys, values)``), each of length 2 or a ValueError."""
     if isinstance(other, ConstDictVariable):
         return dict(other.items)
+    if isinstance(other, UserDefinedObjectVariable) and hasattr(other.value, "keys"):
+        keys = other.call_method(tx, "keys", [], {}).unpack_var_sequence(tx)
+        return {dict_key(k): other.call_method(tx, "__getitem__", [k], {}) for k in keys}
     pairs = {}
-    for pair in other.unpack_var_sequence(tx):
-        key, value = pair.unpack_var_sequence(tx)
-        pairs[dict_key(key)] = value
+    for i, pair in enumerate(other.unpack_var_sequence(tx)):
+        items = pair.unpack_var_sequence(tx)
+        if len(items) != 2:
+            raise ObservedException(ValueError(f"dictionary update sequence element #{i} has "
+                                               f"length {len(items)}; 2 is required"))
+        pairs[dict_key(items[0])] = items[1]
     return pairs
 
 

@@ -332,8 +332,8 @@ class SetVariable(VariableTracker):
             unimplemented(f"{self.python_type().__name__}.{name}")
         # a member as the set files it; any other argument (a set, a list, an iterator, a
         # dict) consumed whole, as the members it gives
-        members = [dict_key(a) if name in self.MEMBER_METHODS else
-                   a.value if isinstance(a, SetVariable) else
+        members = [a.value if isinstance(a, SetVariable) else  # `{1} in s` asks for frozenset({1})
+                   dict_key(a) if name in self.MEMBER_METHODS else
                    [dict_key(i) for i in a.unpack_var_sequence(tx)] for a in args]
         try:
             result = method(*members)
