@@ -258,9 +258,7 @@ def raise_observed(tx: Tx, exc) -> None:
     cls = exc.python_type()
     if not (isinstance(cls, type) and issubclass(cls, BaseException)):
         unimplemented(f"raising {exc}, which is not an exception")
-    if issubclass(cls, (StopIteration, StopAsyncIteration, GeneratorExit)):
-        unimplemented(f"raising {cls.__name__} (it ends generators and iterators)")
-    raise ObservedException(exc, cls.__name__)
+    raise ObservedException(exc, cls.__name__)  # (out of a generator, StopIteration: resume)
 
 
 @handler("RAISE_VARARGS")  # dis#opcode-RAISE_VARARGS: raise / raise exc / raise exc from cause

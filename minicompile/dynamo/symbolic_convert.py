@@ -37,7 +37,8 @@ from .variables.constant import ConstantVariable
 from .variables.builder import SourcelessBuilder, VariableBuilder
 from .variables.functions import ClosureCell, UserMethodVariable
 from .variables.misc import GetAttrVariable
-from .variables.generators import ContextlibDecoratedVariable, LocalGeneratorVariable
+from .variables.generators import (ContextlibDecoratedVariable, LocalGeneratorVariable,
+                                   exception_type)
 
 Handler = Callable[["InstructionTranslatorBase", Instruction], None]
 OPCODE_HANDLERS: dict[str, Handler] = {}
@@ -328,6 +329,8 @@ class InliningInstructionTranslator(InstructionTranslatorBase):
         self.suspended = False
         try:
             self.run()
-        except ObservedException:  # raised out of the generator: it is finished
+        except ObservedException as e:  # raised out of the generator: it is finished
             self.done = True
+            if issubclass(exception_type(e), StopIteration):  # PEP 479: not a silent end
+                raise ObservedException(RuntimeError("generator raised StopIteration")) from e
             raise

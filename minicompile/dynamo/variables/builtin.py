@@ -169,7 +169,7 @@ def _next(tx, it, *default):
             return default[0]
         if not isinstance(it, ListIteratorVariable):
             unimplemented(f"next() of {it}: an iterator from outside the frame runs natively")
-        unimplemented("StopIteration from next() while tracing")
+        raise ObservedException(StopIteration())  # its handler, or natively at a graph break
     return item
 
 

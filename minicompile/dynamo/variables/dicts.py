@@ -81,8 +81,9 @@ class ConstDictVariable(VariableTracker):
                                      default_factory=self.default_factory)
         if name in ("__setitem__", "update", "pop", "setdefault", "__delitem__", "clear") or (
                 name == "move_to_end" and issubclass(self.user_cls, collections.OrderedDict)):
-            self._check_mutable(tx, name, args, kwargs)
-            return self._mutate(tx, name, args, kwargs)
+            result = self._mutate(tx, name, args, kwargs)  # raises first (a missing key)
+            self._check_mutable(tx, name, args, kwargs)  # then it is a mutation to replay
+            return result
         unimplemented(f"dict.{name}")
 
     def _mutate(self, tx, name, args, kwargs) -> VariableTracker:
