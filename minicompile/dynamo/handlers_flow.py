@@ -225,6 +225,14 @@ def SEND(tx: Tx, inst: Inst) -> None:  # its return value, and on to the jump ta
     tx.jump(inst)
 
 
+@handler("STOPITERATION_ERROR")  # 3.12+ CALL_INTRINSIC_1 INTRINSIC_STOPITERATION_ERROR: the
+def STOPITERATION_ERROR(tx: Tx, inst: Inst) -> None:  # exception on top, as PEP 479 wants it
+    exc = tx.pop()
+    if issubclass(exc.python_type(), StopIteration):
+        exc = SourcelessBuilder.wrap(tx, RuntimeError("generator raised StopIteration"))
+    tx.push(exc)
+
+
 @handler("END_SEND")  # dis#opcode-END_SEND (3.12): drop the exhausted iterator below the value
 def END_SEND(tx: Tx, inst: Inst) -> None:
     del tx.stack[-2]

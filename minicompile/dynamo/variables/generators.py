@@ -252,7 +252,7 @@ class LocalGeneratorVariable(ListIteratorVariable):
         offset = frame.current_instruction.offset
         for start, end, target, _, _ in frame.exception_table:
             handler = frame.instructions[frame.first_index[target]]
-            if start <= offset < end and "STOPITERATION_ERROR" not in handler.argrepr:
+            if start <= offset < end and handler.opname != "STOPITERATION_ERROR":
                 return True
         return False
 
