@@ -358,10 +358,6 @@ class UserDefinedObjectVariable(VariableTracker):
         return obj
 
     def store_attr(self, name: str, value: VariableTracker) -> None:
-        if getattr(value, "generator", None):  # kept to be resumed later (a @contextmanager's)
-            unimplemented(f"the generator {value.generator}() is stored in an object: it would "
-                          "run later, step by step (generators are traced only when consumed "
-                          "right away)")
         self.attrs[name] = value
 
     def children(self) -> list[VariableTracker]:
