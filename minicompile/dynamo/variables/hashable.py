@@ -4,13 +4,14 @@ in torch/_dynamo/variables/dicts.py).
 A dict's tracker keeps its keys, and a set's tracker its members, as Python values that hash
 and compare the way CPython would hash and compare the real objects:
 
-- a constant (``"a"``, ``3``, ``(1, 2)``, a class, a builtin such as ``len``) is the value
-  itself: its hash and ``==`` are C code with no effect, so running them now is what eager does;
-- any other value whose class keeps ``object``'s ``__hash__`` and ``__eq__`` -- a function, a
-  lambda or nested ``def`` made while tracing, a module, an instance of a plain user class --
-  hashes by identity: it is wrapped in a :class:`HashableTracker`, which hashes and compares as
-  the object the tracker stands for (``VariableTracker.identity()``), and keeps the tracker, so
-  iterating over the keys gives back the very value that was stored.
+- a constant (``"a"``, ``3``, ``(1, 2)``, a class) is the value itself: its hash and ``==`` are
+  C code with no effect, so running them now is what eager does;
+- an object the trace knows (a function, a builtin such as ``len``, a module), and any other
+  value whose class keeps ``object``'s ``__hash__`` and ``__eq__`` (a lambda or nested ``def``
+  made while tracing, an instance of a plain user class) is wrapped in a
+  :class:`HashableTracker`, which hashes and compares as the object the tracker stands for
+  (``VariableTracker.identity()``), and keeps the tracker -- with its source, so what is done
+  with a key later is guarded -- so iterating over the keys gives back the very value stored.
 
 A key whose hash would run Python code the trace does not see (a class with its own
 ``__hash__``/``__eq__``), or a tensor, stops the trace with a reason; an unhashable key (a list)
@@ -19,6 +20,7 @@ raises ``TypeError`` in the traced code, as it does in eager.
 
 from __future__ import annotations
 
+import types
 from typing import Any
 
 from ..exc import ObservedException, unimplemented
@@ -50,6 +52,11 @@ def hashed_by_identity(cls: type) -> bool:
     return cls.__hash__ is object.__hash__ and cls.__eq__ is object.__eq__
 
 
+def _known_object(value: Any) -> bool:
+    """An object equal only to itself (a function, a builtin function, a module)."""
+    return hashed_by_identity(type(value)) or isinstance(value, types.BuiltinFunctionType)
+
+
 def dict_key(vt: VariableTracker) -> Any:
     """The Python value a dict tracker files ``vt`` under (the same for a set member)."""
     if vt.is_python_constant():
@@ -58,7 +65,9 @@ def dict_key(vt: VariableTracker) -> Any:
             hash(value)
         except TypeError as e:  # {[1]: 2}: the traced code sees the TypeError eager raises
             raise ObservedException(e) from None
-        return value
+        if is_constant(value) or not _known_object(value):  # a value: 3, (1, 2), frozenset
+            return value
+        return HashableTracker(vt)  # a function, a builtin: kept with its source and guards
     try:
         cls = vt.python_type()
     except Exception:  # a tracker that cannot say its type: no way to know how it hashes
