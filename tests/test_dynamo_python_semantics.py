@@ -477,3 +477,50 @@ def test_next_of_module_parameters_is_an_iterator():
     x = torch.ones(2)
     mc.reset()
     torch.testing.assert_close(mc.compile(fn, backend="eager")(x), fn(x))
+
+
+# -- keys that are objects, from outside the frame: guarded through their position ---------------
+def test_module_keys_read_through_the_dict_follow_later_changes():
+    """A module used as a key is called through the key read back from the dict: replacing its
+    weight, or its bias by None, after the first call must show in the next call (a key tracker
+    without a source read the module unguarded: stale weights, a wrong result)."""
+    a, b = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)
+    table = {a: 1.0, b: 2.0}
+
+    def fn(x):
+        out = x
+        for module, scale in table.items():
+            out = out + module(x) * scale
+        return out
+
+    x = torch.randn(3, 2)
+    mc.reset()
+    compiled = mc.compile(fn, backend="eager")
+    torch.testing.assert_close(compiled(x), fn(x))
+    a.weight = torch.nn.Parameter(torch.randn(2, 2))
+    torch.testing.assert_close(compiled(x), fn(x))
+    a.bias = None
+    torch.testing.assert_close(compiled(x), fn(x))
+
+
+def test_function_keys_changing_between_calls_recompile():
+    def double(v):
+        return v * 2
+
+    def negate(v):
+        return -v
+
+    table = {double: 1}
+
+    def fn(x):
+        return sum(f(x) * k for f, k in table.items())
+
+    x = torch.randn(3)
+    mc.reset()
+    compiled = mc.compile(fn, backend="eager")
+    torch.testing.assert_close(compiled(x), fn(x))
+    table.pop(double)
+    table[negate] = 3  # another key: the keys guard fails, the frame is traced again
+    torch.testing.assert_close(compiled(x), fn(x))
+    explained = mc.explain(fn)(x)
+    assert explained.graph_count == 1, [str(r) for r in explained.break_reasons]
