@@ -815,3 +815,160 @@ def generator_send_to_subscript_targets(t):
     except StopIteration:
         pass
     return t + data[0] + data[1], first, second, data
+
+
+# -- generators that outlive the frame or a graph break (GeneratorTests) -------------------------
+@case
+def return_generator(t):
+    return shifted(t)
+
+
+@case
+def return_advanced_generator(t):
+    gen = shifted(t)
+    next(gen)
+    return gen
+
+
+@case
+def return_tuple_of_generators(t):
+    def whoo(t):
+        yield t.sin()
+        yield t.cos()
+
+    g1, g2 = whoo(t), whoo(t + 1)
+    return (g1, g2), t.sin()
+
+
+@case
+def return_exhausted_generator(t):
+    def whoo(t):
+        yield t + 1
+
+    gen = whoo(t)
+    next(gen)
+    return gen
+
+
+@case
+def reconstruct_generator_with_local_var_mutation(t):
+    def whoo(t):
+        x = 0
+        yield t.sin() + x
+        x += 1
+        yield t.cos() + x
+        x += 1
+        yield t.tan() + x
+
+    gen = whoo(t)
+    next(gen)
+    return t.sin(), gen
+
+
+class Counter:
+    def __init__(self):
+        self.x = 0
+
+    def incr(self):
+        self.x += 1
+
+
+@case(args=lambda: (torch.randn(2), Counter()))
+def reconstruct_generator_with_object_mutation_before(t, c):
+    def whoo(t, c):
+        c.incr()
+        yield t.sin()
+        yield t.cos()
+        yield t.tan()
+
+    gen = whoo(t, c)
+    next(gen)
+    return t.sin(), gen, c.x
+
+
+@case(args=lambda: (torch.randn(2), {1: 0}))
+def reconstruct_generator_with_dict_mutation_before(t, d):
+    def whoo(t, d):
+        d[2] = t
+        yield t.sin()
+        yield t.cos()
+        yield t.tan()
+
+    gen = whoo(t, d)
+    next(gen)
+    return t.sin(), gen, d
+
+
+@case
+def graph_break_and_reconstruct_generator(t):
+    def whoo(t):
+        yield t.sin()
+        yield t.cos()
+        yield t.tan()
+
+    def g(t):
+        torch._dynamo.graph_break()
+
+    gen = whoo(t)
+    next(gen)
+    g(t)
+    return t.sin(), list(gen)
+
+
+@case
+def graph_break_in_generator(t):
+    def whoo():
+        yield 1
+        torch._dynamo.graph_break()
+        yield 2
+
+    gen = whoo()
+    s = next(gen)
+    s += next(gen)
+    return t + s
+
+
+@case
+def graph_break_in_generator_called_by_helper(t):
+    def whoo(x):
+        yield x.sin()
+        torch._dynamo.graph_break()
+        yield x.cos()
+
+    def call_whoo(x):
+        gen = whoo(x)
+        sin = next(gen)
+        cos = next(gen)
+        return sin, cos
+
+    sin, cos = call_whoo(t)
+    return sin + cos
+
+
+@case
+def graph_break_in_generator_while_reconstructing(t):
+    def whoo():
+        yield 1
+        torch._dynamo.graph_break()
+        yield 2
+
+    gen = whoo()
+    s = next(gen)
+    torch._dynamo.graph_break()
+    s += next(gen)
+    return t + s
+
+
+@case
+def ordered_dict_from_generator(t):
+    def whoo(t):
+        yield 1, t + 1
+        yield 2, t + 2
+        yield 3, t + 3
+
+    return collections.OrderedDict(whoo(t))
+
+
+@case
+def return_zip_of_generator(t):
+    return zip(range(3), shifted(t)), t.sin()

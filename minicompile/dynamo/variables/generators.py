@@ -101,7 +101,10 @@ class LocalGeneratorVariable(ListIteratorVariable):
         return super().remaining(codegen)
 
     def reconstruct(self, codegen) -> str:
-        return super().reconstruct(codegen) if self.frame.done else self.resumed(codegen)
+        if not self.frame.done:
+            return self.resumed(codegen)
+        replay = codegen.install_global("finished_generator", finished_generator)
+        return f"{replay}({super().remaining(codegen)})"  # still a generator, as in eager
 
     def is_built_container(self) -> bool:
         return True  # each reconstruct makes a new generator: one reached twice is made once
@@ -275,6 +278,11 @@ def _stack_kinds(codegen, stack: list[VariableTracker]) -> tuple[tuple[str, ...]
             kinds.append(VALUE)
             exprs.append(codegen(vt))
     return tuple(kinds), exprs
+
+
+def finished_generator(items: tuple) -> types.GeneratorType:
+    """A generator whose frame has returned, with the items it made that nobody read yet."""
+    yield from items
 
 
 def paused_at_first_yield(gen: types.GeneratorType) -> types.GeneratorType:
