@@ -254,37 +254,6 @@ def exception_type_checked(x):
 
 # -- exceptions and context managers, generators (ExceptionTests, CPythonExceptionTests) -------
 @case
-def exception_several_handlers_and_finally(x):
-    x = torch.cos(x)
-    try:
-        x = torch.sin(x)
-        raise NotImplementedError("Not implemented")
-    except AssertionError:
-        x = torch.sigmoid(x)
-    except NotImplementedError:
-        x = torch.cos(x)
-    finally:
-        x = torch.cos(x)
-    return x
-
-
-@case
-def exception_with_another_exception(x):
-    x = torch.cos(x)
-    try:
-        x = torch.sin(x)
-        raise NotImplementedError("Not implemented")
-    except NotImplementedError:
-        x = torch.sigmoid(x)
-        try:
-            x = torch.cos(x)
-            raise AssertionError
-        except AssertionError:
-            x = torch.cos(x)
-    return x
-
-
-@case
 def exception_turned_into_another_by_contextmanager(x):
     @contextlib.contextmanager
     def cm():
@@ -338,24 +307,6 @@ def exception_raise_generator_exit(t):
         return t.sin()
     except BaseException:
         return t.cos()
-
-
-@case(args=lambda: ([1, 2, 3, 4], [10, 11, 12]))
-def exception_stop_iteration_zip_longest(x, y):
-    def zip_longest(*iterables, fillvalue=None):
-        iterators = [iter(it) for it in iterables]
-        result = []
-        while True:
-            for it in iterators:
-                try:
-                    value = next(it)
-                except StopIteration:
-                    result.append(fillvalue)
-                    return result
-                result.append(value)
-
-    torch.cos(torch.randn(4))
-    return tuple(zip_longest(x, y))
 
 
 @case(args=lambda: ({"a": 1}, torch.randn(4)))
