@@ -266,7 +266,9 @@ def raise_observed(tx: Tx, exc) -> None:
     cls = exc.python_type()
     if not (isinstance(cls, type) and issubclass(cls, BaseException)):
         unimplemented(f"raising {exc}, which is not an exception")
-    raise ObservedException(exc, cls.__name__)  # (out of a generator, StopIteration: resume)
+    # (a StopIteration that leaves a generator becomes RuntimeError there, PEP 479:
+    # InliningInstructionTranslator.resume)
+    raise ObservedException(exc, cls.__name__)
 
 
 @handler("RAISE_VARARGS")  # dis#opcode-RAISE_VARARGS: raise / raise exc / raise exc from cause

@@ -1,7 +1,10 @@
-"""Cases ported from pytorch/pytorch ``test/dynamo/test_generator.py`` (``GeneratorTests``):
+"""Cases ported from pytorch/pytorch ``test/dynamo/test_generator.py`` (``GeneratorTests``,
+``TestGeneratorSend``, ``TestGeneratorClose``, ``TestGeneratorThrow``, ``TestGeneratorCoroutine``):
 user generators consumed by ``next``, ``for``, ``zip``, ``list``, ``yield from`` and early
-exits, re-typed and adapted so that each returns what it consumed (a generator object itself
-cannot be compared with eager's)."""
+exits, driven by ``send``/``throw``/``close``, returned from the frame or carried across a
+graph break, re-typed and adapted so that each returns what it consumed (a returned generator
+is compared with eager's by the items it still yields; state a test kept in ``nonlocal``s is
+kept in a list and returned)."""
 
 # ruff: noqa: E731
 from __future__ import annotations

@@ -14,7 +14,8 @@ CPython's do. The generator protocol acts on that paused frame as CPython acts o
   on from there; with no handler the generator is finished and ``exc`` goes on to the caller;
 - ``gen.close()``: ``throw(GeneratorExit())``, which the generator must let through.
 
-When the frame finishes, the caller sees ``StopIteration`` carrying the ``return`` value.
+When the frame finishes, the caller sees ``StopIteration`` carrying the ``return`` value; a
+``StopIteration`` raised inside the generator leaves it as ``RuntimeError`` (PEP 479).
 
 ``@contextlib.contextmanager`` is built on that protocol (CPython's ``_GeneratorContextManager``):
 ``__enter__`` is ``next(gen)``, the value bound by ``as``; ``__exit__`` runs the generator's code
