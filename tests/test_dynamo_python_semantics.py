@@ -355,6 +355,16 @@ def case_unhashable_key_raises():
     return fn, (torch.ones(3),), []
 
 
+def case_tensor_identity_and_tensor_keys():
+    def fn(x, y):
+        z = x.add_(1)  # in place: the same tensor comes back
+        d = {x: "x", y: "y"}
+        s = {z}
+        return (z * 2, z is x, x.view(-1) is x, d[z], y in d, x.view(-1) in d, x in s,
+                (x + 0) in s, d.get(x * 1, "none"))
+    return fn, (torch.ones(2), torch.zeros(2)), []
+
+
 class Plain:
     def __init__(self):
         self.a = 1
@@ -524,3 +534,20 @@ def test_function_keys_changing_between_calls_recompile():
     torch.testing.assert_close(compiled(x), fn(x))
     explained = mc.explain(fn)(x)
     assert explained.graph_count == 1, [str(r) for r in explained.break_reasons]
+
+
+def test_tensor_keys_of_a_dict_from_outside_are_guarded_by_identity():
+    """A tensor key is looked up by identity, and the keys guard checks it with ``is`` (``==``
+    of two tensors is a tensor: the guard would raise on another dict)."""
+    def fn(d, x):
+        return d[x] + 3, x in d
+
+    x, y, z = torch.randn(10), torch.randn(10), torch.randn(10)
+    mc.reset()
+    compiled = mc.compile(fn, backend="eager")
+    for d, key in (({x: y, 3: z}, x), ({torch.randn(10): z, 3: y}, x), ({3: z, x: y}, x)):
+        if key not in d:
+            d[key] = y
+        got, expected = compiled(d, key), fn(d, key)
+        torch.testing.assert_close(got[0], expected[0])
+        assert got[1] == expected[1]

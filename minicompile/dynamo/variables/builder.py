@@ -55,10 +55,11 @@ def _is_builtin(value: Any) -> bool:
 def _plain_key(value: Any) -> bool:
     """A key of a dict (member of a set) from outside the frame that the keys guard pins by
     ``==`` alone: a constant, or an object that is equal only to itself (a function, a builtin,
-    a module, an ``nn.Module``), kept as it is (hashable.py)."""
+    a module, an ``nn.Module``, a tensor: see hashable.py)."""
     return is_constant(value) or isinstance(value, (types.FunctionType, types.ModuleType,
                                                     types.BuiltinFunctionType)) \
-        or (isinstance(value, torch.nn.Module) and hashed_by_identity(type(value)))
+        or (isinstance(value, (torch.nn.Module, torch.Tensor))
+            and hashed_by_identity(type(value)))
 
 
 def _unwrap_compiled(value: Any) -> Any:
@@ -141,10 +142,17 @@ class VariableBuilder:
             unimplemented("a dict whose keys are not constants, functions or modules")
         if guard:
             self.install_guard(GuardKind.DICT_KEYS, list(value))
-        items = {self._key(k, i, guard): VariableBuilder(
-                     self.tx, GetItemSource(self.source, k, i) if self.source else None
-                 ).wrap(v, guard) for i, (k, v) in enumerate(value.items())}
+        items = {self._key(k, i, guard): VariableBuilder(self.tx, self._item_source(k, i))
+                 .wrap(v, guard) for i, (k, v) in enumerate(value.items())}
         return ConstDictVariable(items, self.source)
+
+    def _item_source(self, key: Any, position: int) -> Source | None:
+        """``d[key]``; an object key is named by its position (sources compare by value, and
+        ``==`` of two tensors is no answer)."""
+        if self.source is None:
+            return None
+        index = key if is_constant(key) else DictKeySource(self.source, position)
+        return GetItemSource(self.source, index, position)
 
     def _key(self, key: Any, position: int, guard: bool) -> Any:
         """A dict's key as its tracker files it (hashable.py): a constant as it is; an object

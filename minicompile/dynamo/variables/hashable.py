@@ -14,7 +14,7 @@ and compare the way CPython would hash and compare the real objects:
   with a key later is guarded -- so iterating over the keys gives back the very value stored.
 
 A key whose hash would run Python code the trace does not see (a class with its own
-``__hash__``/``__eq__``), or a tensor, stops the trace with a reason; an unhashable key (a list)
+``__hash__``/``__eq__``) stops the trace with a reason; an unhashable key (a list)
 raises ``TypeError`` in the traced code, as it does in eager.
 """
 
@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import types
 from typing import Any
+
+import torch
 
 from ..exc import ObservedException, unimplemented
 from .base import VariableTracker
@@ -48,7 +50,11 @@ class HashableTracker:
 
 
 def hashed_by_identity(cls: type) -> bool:
-    """Instances of ``cls`` hash and compare as ``object`` does: by identity."""
+    """Instances of ``cls`` hash and compare as ``object`` does: by identity. A tensor too:
+    its ``__hash__`` is its ``id()``, so a lookup only finds the very same tensor (CPython
+    tries ``is`` before ``==``, and two live objects never share an id)."""
+    if issubclass(cls, torch.Tensor):
+        return cls.__hash__ is torch.Tensor.__hash__
     return cls.__hash__ is object.__hash__ and cls.__eq__ is object.__eq__
 
 
