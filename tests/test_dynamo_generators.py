@@ -326,6 +326,17 @@ def case_generator_of_tensors_across_break():
     return fn, (torch.ones(3),), []
 
 
+def case_zip_and_map_not_started_leave_the_frame():
+    log = []
+
+    def fn(x):
+        z = zip(range(3), counted(log, 5))  # made for real again: nothing has been read yet
+        m = map(lambda v: v * 2, [x, x + 1])
+        print("a graph break")
+        return list(z), list(m), log[:]
+    return fn, (torch.ones(3),), log
+
+
 def case_generator_paused_inside_try_at_break():
     log = []
 
@@ -394,7 +405,8 @@ ONE_GRAPH = {case_send_values, case_send_to_just_started_generator_raises,
              case_generator_left_paused_inside_try}
 # captured around a graph break: the paused generator is continued by a real one
 RESUMED = {case_generator_paused_at_break, case_generator_sent_to_across_break,
-           case_generator_not_started_at_break, case_generator_of_tensors_across_break}
+           case_generator_not_started_at_break, case_generator_of_tensors_across_break,
+           case_zip_and_map_not_started_leave_the_frame}
 FALLBACK_REASON = {
     case_generator_paused_inside_try_at_break: "paused inside a try/with block",
     case_break_inside_contextmanager_block: "cannot enter again",

@@ -177,7 +177,7 @@ def _zip(tx, *seqs, strict=None):
     if strict is not None and strict.truth(tx):
         unimplemented("zip(..., strict=True)")
     rows = zip(*(iterate(tx, s) for s in seqs))
-    return LazyIteratorVariable(TupleVariable(list(row)) for row in rows)
+    return LazyIteratorVariable((TupleVariable(list(row)) for row in rows), (zip, list(seqs)))
 
 
 def _enumerate(tx, seq, start=None):
@@ -192,7 +192,8 @@ def _reversed(tx, seq):
 
 def _map(tx, fn, *seqs):
     rows = zip(*(iterate(tx, s) for s in seqs))
-    return LazyIteratorVariable(fn.call_function(tx, list(row), {}) for row in rows)
+    return LazyIteratorVariable((fn.call_function(tx, list(row), {}) for row in rows),
+                                (map, [fn, *seqs]))
 
 
 def _filter(tx, fn, seq):

@@ -452,9 +452,12 @@ class LazyIteratorVariable(ListIteratorVariable):
     generator among them runs only as far as the consumer reads, and ``map``'s function is
     called when CPython calls it."""
 
-    def __init__(self, rows: Iterator[VariableTracker]):
+    def __init__(self, rows: Iterator[VariableTracker],
+                 made_by: tuple[Any, list[VariableTracker]] | None = None):
         super().__init__([])
         self.rows, self.exhausted = rows, False
+        # (the builtin, its arguments): how to make it for real while it has made nothing yet
+        self.made_by = made_by
 
     def next_item(self) -> VariableTracker | None:
         if self.index >= len(self.items) and not self.exhausted:
@@ -471,7 +474,24 @@ class LazyIteratorVariable(ListIteratorVariable):
         return super().unpack_var_sequence(tx)
 
     def remaining(self, codegen) -> str:
+        if not self.items and not self.exhausted and self.made_by is not None:
+            return self._made_again(codegen)  # untouched: `zip(a, b)` over the same a and b
         if not self.exhausted:
             unimplemented("an iterator (zip/map/enumerate/filter/islice) in progress at a graph "
                           "break: the items it has not made yet cannot be passed on")
         return super().remaining(codegen)
+
+    def reconstruct(self, codegen) -> str:
+        if not self.items and not self.exhausted and self.made_by is not None:
+            return self._made_again(codegen)
+        return super().reconstruct(codegen)
+
+    def _made_again(self, codegen) -> str:
+        fn, args = self.made_by
+        return f"{codegen.install_global(fn.__name__, fn)}({', '.join(map(codegen, args))})"
+
+    def children(self) -> list[VariableTracker]:
+        return [*super().children(), *(self.made_by[1] if self.made_by else ())]
+
+    def is_built_container(self) -> bool:
+        return self.made_by is not None  # made again on each reconstruct
