@@ -337,6 +337,42 @@ def case_zip_and_map_not_started_leave_the_frame():
     return fn, (torch.ones(3),), log
 
 
+def scaled_counter(log, scale):
+    def gen(x):  # reads `scale` and `log` through real closure cells
+        for i in range(3):
+            log.append(i)
+            yield x * scale + i
+    return gen
+
+
+def case_closure_generator_across_break():
+    log = []
+    gen = scaled_counter(log, 2.0)
+
+    def fn(x):
+        g = gen(x)
+        a = next(g)
+        print("a graph break")
+        return a + next(g), list(g)
+    return fn, (torch.ones(3),), log
+
+
+def case_generator_sharing_cells_with_a_lambda_at_break():
+    def fn(x):
+        def gen(y):
+            acc = [y]
+            last_doubled = lambda: acc[-1] * 2  # noqa: E731  (shares the cell of `acc`)
+            yield last_doubled()
+            acc.append(y + 1)
+            yield last_doubled()
+
+        g = gen(x)
+        a = next(g)
+        print("a graph break")
+        return a + next(g)
+    return fn, (torch.ones(3),), []
+
+
 def case_generator_paused_inside_try_at_break():
     log = []
 
@@ -406,12 +442,13 @@ ONE_GRAPH = {case_send_values, case_send_to_just_started_generator_raises,
 # captured around a graph break: the paused generator is continued by a real one
 RESUMED = {case_generator_paused_at_break, case_generator_sent_to_across_break,
            case_generator_not_started_at_break, case_generator_of_tensors_across_break,
-           case_zip_and_map_not_started_leave_the_frame}
+           case_zip_and_map_not_started_leave_the_frame, case_closure_generator_across_break}
 FALLBACK_REASON = {
     case_generator_paused_inside_try_at_break: "paused inside a try/with block",
     case_break_inside_contextmanager_block: "cannot enter again",
     case_break_inside_class_context_block: "cannot enter again",
     case_generator_dropped_inside_try: "left paused inside a try/with block",
+    case_generator_sharing_cells_with_a_lambda_at_break: "variables captured by closures",
 }
 CASES = [v for k, v in dict(globals()).items() if k.startswith("case_")]
 

@@ -36,7 +36,8 @@ carried on as a *real* generator that continues it: a resume function of its cod
 (resume_execution.py), called with its frame's stack and live locals and run to its own first
 ``yield``, which stands for the one the traced frame is paused at. The code after the break then
 runs it natively. Not carried on (the frame runs eagerly, with the reason): a generator paused
-inside a ``try``/``with`` of its own or in ``yield from``, or one with closure variables.
+inside a ``try``/``with`` of its own or in ``yield from``, or one with closure variables other
+than real cells of a function from outside the trace.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from ..resume_execution import ITERATOR, NULL, VALUE, ContinueExecutionCache, Re
 from .base import NullVariable, VariableTracker
 from .constant import ConstantVariable
 from .lists import ListIteratorVariable, TupleVariable
+from .functions import NestedUserFunctionVariable
 from .misc import ContextManagerVariable, UserDefinedObjectVariable
 
 # the code of the function every ``@contextmanager`` returns (contextlib's ``helper``)
@@ -137,9 +139,15 @@ class LocalGeneratorVariable(ListIteratorVariable):
         kinds, exprs = _stack_kinds(codegen, stack)
         resume = ContinueExecutionCache.lookup(ResumeSpec(code, offset, kinds, names, kind,
                                                           yield_arg))
-        fn = types.FunctionType(resume, frame.f_globals, resume.co_name)
-        args = exprs + [codegen(frame.symbolic_locals[n]) for n in names]
-        call = f"{codegen.install_global(resume.co_name, fn)}({', '.join(args)})"
+        # its free variables' cells (real ones: the same cells) become the resume function's
+        # closure, as for any resume function (resume_execution.py)
+        cells = [NestedUserFunctionVariable._cell_expr(codegen, frame.cells[n])
+                 for n in code.co_freevars]
+        args = [codegen.install_global(resume.co_name, resume),
+                codegen.install_global("globals", frame.f_globals),
+                f"({''.join(c + ', ' for c in cells)})",
+                *exprs, *(codegen(frame.symbolic_locals[n]) for n in names)]
+        call = f"{codegen.install_global('resumed_generator', resumed_generator)}({', '.join(args)})"
         if kind == "start":
             return call
         return f"{codegen.install_global('paused_at_first_yield', paused_at_first_yield)}({call})"
@@ -148,8 +156,10 @@ class LocalGeneratorVariable(ListIteratorVariable):
         frame = self.frame
         if self.index < len(self.items):
             return "with items it has made and nobody has read yet"
-        if frame.code.co_cellvars or frame.code.co_freevars:
-            return "and has closure variables"
+        if frame.code.co_cellvars:  # cells shared with closures it made: one cell each, twice
+            return "and has variables captured by closures"
+        if any(frame.cells[n].real is None for n in frame.code.co_freevars):
+            return "and reads closure variables of a function that ran while tracing"
         if self.cleanup_pending():
             return "inside a try/with block of its own"
         if self.started and self._delegating():
@@ -279,6 +289,12 @@ def _stack_kinds(codegen, stack: list[VariableTracker]) -> tuple[tuple[str, ...]
             kinds.append(VALUE)
             exprs.append(codegen(vt))
     return tuple(kinds), exprs
+
+
+def resumed_generator(code: types.CodeType, f_globals: dict, closure: tuple,
+                      *args: Any) -> types.GeneratorType:
+    """Call a generator's resume function (its closure: the paused frame's cells)."""
+    return types.FunctionType(code, f_globals, code.co_name, None, closure or None)(*args)
 
 
 def finished_generator(items: tuple) -> types.GeneratorType:
