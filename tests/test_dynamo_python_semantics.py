@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import types
 
 import pytest
 import torch
@@ -30,6 +31,8 @@ def _norm(value):
         return ("dict", [(k, _norm(v)) for k, v in value.items()])
     if isinstance(value, Plain):
         return ("Plain", _norm(vars(value)))
+    if isinstance(value, types.FunctionType):  # made on each call: compared by its code
+        return ("function", value.__code__)
     if isinstance(value, BaseException):
         return (type(value).__name__, value.args, _norm(vars(value)))
     return value
@@ -207,7 +210,7 @@ class SwallowingContext:
         return self
 
     def __exit__(self, kind, value, traceback):
-        return traceback is not None  # what the tracer cannot see: it falls back
+        return traceback is not None  # a traceback is passed when the block raised
 
 
 def case_exception_leaves_user_context():
@@ -284,6 +287,82 @@ def case_functions_as_keys_and_identity():
         f, g = helper, counted_gen
         return x + 1, Point in d, helper in d, len in d, f is g, f is helper, d[helper]
     return fn, (torch.ones(3),), []
+
+
+def case_functions_made_in_frame_as_keys():
+    def fn(x):
+        fs = [lambda: 1, lambda: 2]
+        d = dict.fromkeys(fs, 0)
+        d[fs[0]] += 1
+        s = set(fs)
+        s.discard(fs[1])
+        s.add(helper)
+        total = sum(k() * v for k, v in d.items())  # the keys are the functions themselves
+        return x + total, fs[0] in s, fs[1] in s, len(s), helper in s, list(d)[1] is fs[1]
+    return fn, (torch.ones(3),), []
+
+
+def case_function_key_dict_across_break():
+    def fn(x):
+        def f():
+            return 3
+        d = {f: x, len: 2}
+        print("a graph break")
+        return x + d[f] + d[len], f in d, list(d)[0] is f, f
+    return fn, (torch.ones(3),), []
+
+
+GLOBAL_FUNCTION_KEYS = {helper: 5, len: 6, collections.namedtuple: 7}
+GLOBAL_FUNCTION_SET = {helper, torch.amp._exit_autocast}
+
+
+def case_global_dict_and_set_of_functions():
+    def fn(x):
+        return (x + GLOBAL_FUNCTION_KEYS[helper], collections.namedtuple in GLOBAL_FUNCTION_KEYS,
+                torch.amp._enter_autocast in GLOBAL_FUNCTION_SET, helper in GLOBAL_FUNCTION_SET)
+    return fn, (torch.ones(3),), []
+
+
+class Keyed:
+    def __init__(self, k):
+        self.k = k
+
+    def scale(self):
+        return self.k
+
+
+def case_objects_and_bound_methods_as_keys():
+    def fn(x):
+        a, b = Keyed(1), Keyed(1)
+        d = {a: "a", b.scale: "method"}  # a bound method is equal to a fresh one of the same object
+        return x + 1, d[a], b in d, d.get(b.scale), a.scale in d
+    return fn, (torch.ones(3),), []
+
+
+def case_unhashable_key_raises():
+    def fn(x):
+        seen = []
+        for key in ([1], {2: 3}, (1, [2])):
+            try:
+                {key: 1}
+            except TypeError:
+                seen.append(type(key).__name__)
+        try:
+            [] in {1}
+        except TypeError:
+            seen.append("in")
+        return x + len(seen), seen
+    return fn, (torch.ones(3),), []
+
+
+def case_tensor_identity_and_tensor_keys():
+    def fn(x, y):
+        z = x.add_(1)  # in place: the same tensor comes back
+        d = {x: "x", y: "y"}
+        s = {z}
+        return (z * 2, z is x, x.view(-1) is x, d[z], y in d, x.view(-1) in d, x in s,
+                (x + 0) in s, d.get(x * 1, "none"))
+    return fn, (torch.ones(2), torch.zeros(2)), []
 
 
 class Plain:
@@ -408,3 +487,67 @@ def test_next_of_module_parameters_is_an_iterator():
     x = torch.ones(2)
     mc.reset()
     torch.testing.assert_close(mc.compile(fn, backend="eager")(x), fn(x))
+
+
+# -- keys that are objects, from outside the frame: guarded through their position ---------------
+def test_module_keys_read_through_the_dict_follow_later_changes():
+    """A module used as a key is called through the key read back from the dict: replacing its
+    weight, or its bias by None, after the first call must show in the next call (a key tracker
+    without a source read the module unguarded: stale weights, a wrong result)."""
+    a, b = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)
+    table = {a: 1.0, b: 2.0}
+
+    def fn(x):
+        out = x
+        for module, scale in table.items():
+            out = out + module(x) * scale
+        return out
+
+    x = torch.randn(3, 2)
+    mc.reset()
+    compiled = mc.compile(fn, backend="eager")
+    torch.testing.assert_close(compiled(x), fn(x))
+    a.weight = torch.nn.Parameter(torch.randn(2, 2))
+    torch.testing.assert_close(compiled(x), fn(x))
+    a.bias = None
+    torch.testing.assert_close(compiled(x), fn(x))
+
+
+def test_function_keys_changing_between_calls_recompile():
+    def double(v):
+        return v * 2
+
+    def negate(v):
+        return -v
+
+    table = {double: 1}
+
+    def fn(x):
+        return sum(f(x) * k for f, k in table.items())
+
+    x = torch.randn(3)
+    mc.reset()
+    compiled = mc.compile(fn, backend="eager")
+    torch.testing.assert_close(compiled(x), fn(x))
+    table.pop(double)
+    table[negate] = 3  # another key: the keys guard fails, the frame is traced again
+    torch.testing.assert_close(compiled(x), fn(x))
+    explained = mc.explain(fn)(x)
+    assert explained.graph_count == 1, [str(r) for r in explained.break_reasons]
+
+
+def test_tensor_keys_of_a_dict_from_outside_are_guarded_by_identity():
+    """A tensor key is looked up by identity, and the keys guard checks it with ``is`` (``==``
+    of two tensors is a tensor: the guard would raise on another dict)."""
+    def fn(d, x):
+        return d[x] + 3, x in d
+
+    x, y, z = torch.randn(10), torch.randn(10), torch.randn(10)
+    mc.reset()
+    compiled = mc.compile(fn, backend="eager")
+    for d, key in (({x: y, 3: z}, x), ({torch.randn(10): z, 3: y}, x), ({3: z, x: y}, x)):
+        if key not in d:
+            d[key] = y
+        got, expected = compiled(d, key), fn(d, key)
+        torch.testing.assert_close(got[0], expected[0])
+        assert got[1] == expected[1]

@@ -13,7 +13,7 @@ def instruction_table() -> str:
     interpreter meets, as a Markdown table generated from the handler registry (so it stays
     true), a column per CPython."""
     names = set(OPCODE_HANDLERS) | set(RENAMES) | set(EXPANSIONS) | EXCEPTION_PATH
-    names -= {"LOAD_SUPER_METHOD", "CACHE"}  # internal names, not real instructions
+    names -= {"LOAD_SUPER_METHOD", "STOPITERATION_ERROR", "CACHE"}  # internal names, no opcodes
     versions = " | ".join("%d.%d" % v for v in PYTHONS)
     rows = [f"| instruction | {versions} | supported | handler | notes |",
             "|---|" + "---|" * len(PYTHONS) + "---|---|---|"]

@@ -138,6 +138,9 @@ FORMAT_FLAGS = {"FORMAT_SIMPLE": 0, "FORMAT_WITH_SPEC": 4}  # FORMAT_VALUE's "ha
 INTRINSICS_1 = {  # 3.12 CALL_INTRINSIC_1 argrepr -> the 3.11 instruction doing the same
     "INTRINSIC_LIST_TO_TUPLE": "LIST_TO_TUPLE",
     "INTRINSIC_UNARY_POSITIVE": "UNARY_POSITIVE",
+    # the handler around a generator's whole body (3.11 does this in the interpreter): a
+    # StopIteration leaving it becomes RuntimeError (PEP 479); a name of our own, no opcode
+    "INTRINSIC_STOPITERATION_ERROR": "STOPITERATION_ERROR",
 }
 
 
@@ -240,7 +243,7 @@ EXPANSIONS = {
     "RETURN_CONST": "LOAD_CONST; RETURN_VALUE",
     "BINARY_SLICE": "BUILD_SLICE 2; BINARY_SUBSCR",
     "STORE_SLICE": "BUILD_SLICE 2; STORE_SUBSCR",
-    "CALL_INTRINSIC_1": "LIST_TO_TUPLE or UNARY_POSITIVE (other intrinsics unsupported)",
+    "CALL_INTRINSIC_1": "LIST_TO_TUPLE, UNARY_POSITIVE or STOPITERATION_ERROR (others unsupported)",
     "KW_NAMES": "3.11: argval read from co_consts",
     "FOR_ITER": "3.12: exit target moved past END_FOR (3.13: and past its POP_TOP)",
     "LOAD_FAST_LOAD_FAST": "3.13: LOAD_FAST; LOAD_FAST",

@@ -23,6 +23,7 @@ from .graph_break import break_at
 from .guards import GuardFn, build_guard_fn
 from .output_graph import FrameResult, OutputGraph
 from .symbolic_convert import InstructionTranslator
+from .variables.generators import check_paused_generators, close_at_frame_exit
 
 
 @dataclass
@@ -53,6 +54,8 @@ def convert_frame(fn: types.FunctionType, f_locals: dict, backend: Callable,
             if tx.stopped_at_break:
                 result = break_at(tx, tx.index, break_error)
             else:
+                close_at_frame_exit(tx)
+                check_paused_generators(output.local_generators)
                 result = output.compile_and_codegen(tx.return_value)
             break
         except Unsupported as e:  # graph_break.py: trace again, breaking where it failed

@@ -306,7 +306,7 @@ def _compile(fn: types.FunctionType, f_locals: dict, backend: Callable, fullgrap
     except Unsupported as e:
         if fullgraph:  # the reason and the user's line say it all; no internal traceback
             raise FullGraphError(e.reason, e.user_line) from None
-        failure = e  # handled below, outside this except block: nothing chains onto it
+        failure = _without_tracebacks(e)  # handled below, outside this except block
     else:
         entries.append(entry)
         cache.notify("compiled", entry)
@@ -318,6 +318,18 @@ def _compile(fn: types.FunctionType, f_locals: dict, backend: Callable, fullgrap
                             title=f"EAGER FALLBACK {code.co_name}")
     cache.notify("fallback", (code, failure))
     return None
+
+
+def _without_tracebacks(error: Unsupported) -> Unsupported:
+    """``error`` (and the errors chained to it) without tracebacks, to be kept in the cache: a
+    traceback holds the tracer's frames, and through their callers the user's frames that were
+    running then (a frame running eagerly whose callee was being compiled), with their locals:
+    tensors, and generators whose ``finally`` would then run late."""
+    seen = error
+    while seen is not None:
+        seen.__traceback__ = None
+        seen = seen.__cause__ or seen.__context__
+    return error
 
 
 def _convert(fn: types.FunctionType, f_locals: dict, backend: Callable, fullgraph: bool,

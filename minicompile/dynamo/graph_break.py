@@ -57,6 +57,7 @@ from .side_effects import reads_state
 from .symbolic_convert import compiles_as_callee
 from .variables.base import NullVariable, callable_and_args
 from .variables.functions import UserFunctionVariable, UserMethodVariable
+from .variables.generators import check_paused_generators
 from .variables.lists import ListIteratorVariable
 from .variables.misc import GradModeVariable
 from .variables.misc import WithExitFunctionVariable
@@ -314,6 +315,13 @@ def break_at(tx, index: int, error: Unsupported) -> FrameResult:
     if inst.opname == "BEFORE_WITH":  # a `with` we can't enter: its block can't be resumed into
         return skip_frame(tx, inst, error, "graph_break_in_with",
                           "a `with` on a context manager that is not traced")
+    exits = [vt for vt in tx.stack if isinstance(vt, WithExitFunctionVariable)]
+    if not all(vt.resumable() for vt in exits):  # a `with` the resume function can't enter
+        return skip_frame(tx, inst, error, "graph_break_in_with",
+                          "a graph break inside a `with` block of a context manager that the "
+                          "code after the break cannot enter again (a user class or a "
+                          "@contextmanager generator)")
+    check_paused_generators(tx.output.local_generators)
     if tx.code.co_cellvars:
         unimplemented("graph break in a function whose locals are captured by closures")
     w = BreakWriter(tx, inst, entry and (_handler_offset(tx, inst), entry.depth))

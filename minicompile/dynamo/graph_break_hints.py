@@ -57,8 +57,8 @@ BREAK_KINDS: dict[str, BreakKind] = {k.name: k for k in [
               "x.numpy() * 2, torch.mean rather than np.mean), or convert after the compiled "
               "call"),
     BreakKind("unsupported_construct",
-              "a Python construct the symbolic interpreter does not model (generators, "
-              "mutation of unknown objects, ...)",
+              "a Python construct the symbolic interpreter does not model (mutation of unknown "
+              "objects, a class statement, ...)",
               "rewrite the construct in plain Python the tracer supports, or accept the break"),
     BreakKind("graph_break_in_loop",
               "a graph break inside a for/while loop: every iteration would need its own resume "
@@ -74,9 +74,12 @@ BREAK_KINDS: dict[str, BreakKind] = {k.name: k for k in [
               "function"),
     BreakKind("graph_break_in_with",
               "a `with` on a context manager the tracer does not model (inference_mode, "
-              "autocast, profiler, ...): its block can't be resumed into, so the frame runs "
-              "eagerly from there; the functions it calls are still compiled",
-              "move the with block into its own function, or use no_grad / enable_grad"),
+              "profiler, ...), or a break inside the block of one that the code after the break "
+              "can't enter again (a user class, a @contextmanager generator): its block can't "
+              "be resumed into, so the frame runs eagerly; the functions it calls are still "
+              "compiled",
+              "move the with block (or the code that breaks inside it) into its own function, "
+              "or use no_grad / enable_grad"),
     BreakKind("explicit",
               "torch._dynamo.graph_break() asks for a break at this point: the graph so far is "
               "compiled, the call runs natively, and a resume function continues after it",

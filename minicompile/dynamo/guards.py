@@ -130,7 +130,8 @@ class GuardScope:
             return text
         if isinstance(value, torch.dtype):
             return str(value)  # "torch.float32"
-        if value in (torch.Tensor, torch.nn.Parameter, int, float, bool, str, list, tuple, dict):
+        if isinstance(value, type) and value in (torch.Tensor, torch.nn.Parameter, int, float,
+                                                 bool, str, list, tuple, dict):
             return {torch.Tensor: "torch.Tensor", torch.nn.Parameter: "torch.nn.Parameter"}.get(
                 value, getattr(value, "__name__", ""))
         if isinstance(value, enum.Enum):  # Color.RED: ___Color_RED_2
@@ -176,6 +177,12 @@ def _same_keys(keys: str, each: str, expected: list, s: GuardScope) -> str:
     """``list(keys) == [...]``: ``keys`` lists the dict's keys, ``each`` iterates over them."""
     literals = ", ".join(s.literal(k) for k in expected)  # an Enum key: bound to a name
     check = f"list({keys}) == [{literals}]"
+    # a tensor key first by identity: `==` of two tensors is a tensor, not an answer (the list
+    # compare below then meets the same tensor, which it takes by `is`)
+    tensors = [f"list({keys})[{i}] is {s.literal(k)}" for i, k in enumerate(expected)
+               if isinstance(k, torch.Tensor)]
+    if tensors:
+        check = " and ".join([f"len({keys}) == {len(expected)}", *tensors, check])
     if any(type(k) is not str for k in expected):  # 1 == 1.0 == True == E.ONE: types too
         types = ", ".join(s.literal(type(k)) for k in expected)
         check += f" and [type(k) for k in {each}] == [{types}]"

@@ -20,6 +20,7 @@ from .variables.builder import SourcelessBuilder
 from .variables.builtin import BuiltinVariable
 from .variables.constant import ConstantVariable
 from .variables.dicts import ConstDictVariable, UserDefinedDictVariable
+from .variables.hashable import dict_key
 from .variables.functions import ClosureCell
 from .variables.lists import ListVariable, SetVariable, SliceVariable, TupleVariable
 from .variables.misc import SuperVariable, UserDefinedObjectVariable
@@ -284,7 +285,7 @@ def BUILD_SET(tx: Tx, inst: Inst) -> None:
 @handler("BUILD_MAP")  # dis#opcode-BUILD_MAP: key1, value1, key2, value2, ...
 def BUILD_MAP(tx: Tx, inst: Inst) -> None:
     flat = tx.popn(2 * inst.arg)
-    tx.push(ConstDictVariable({k.as_python_constant(): v for k, v in zip(flat[::2], flat[1::2])}))
+    tx.push(ConstDictVariable({dict_key(k): v for k, v in zip(flat[::2], flat[1::2])}))
 
 
 @handler("BUILD_CONST_KEY_MAP")  # dis#opcode-BUILD_CONST_KEY_MAP: values..., keys tuple
@@ -355,7 +356,7 @@ def SET_UPDATE(tx: Tx, inst: Inst) -> None:
 @handler("MAP_ADD")  # dis#opcode-MAP_ADD (dict comprehensions)
 def MAP_ADD(tx: Tx, inst: Inst) -> None:
     value, key = tx.pop(), tx.pop()
-    tx.stack[-inst.arg].items[key.as_python_constant()] = value
+    tx.stack[-inst.arg].items[dict_key(key)] = value
 
 
 @handler("DICT_UPDATE", "DICT_MERGE")  # dis#opcode-DICT_UPDATE ({**a}, f(**kw))

@@ -19,8 +19,9 @@ from .variables.builtin import BuiltinVariable
 from .variables.constant import ConstantVariable
 from .variables.dicts import ConstDictVariable
 from .variables.functions import NestedUserFunctionVariable
+from .variables.generators import LocalGeneratorVariable
 from .variables.lists import ListIteratorVariable
-from .variables.misc import ContextManagerVariable, WithExitFunctionVariable
+from .variables.misc import TracebackVariable, WithExitFunctionVariable
 from .variables.torch import TorchVariable
 
 
@@ -205,9 +206,12 @@ def GET_YIELD_FROM_ITER(tx: Tx, inst: Inst) -> None:
 @handler("SEND")  # dis#opcode-SEND: the next item of the iterator below; once it is exhausted,
 def SEND(tx: Tx, inst: Inst) -> None:  # its return value, and on to the jump target
     sent, receiver = tx.stack[-1], tx.stack[-2]
-    if not (sent.is_python_constant() and sent.as_python_constant() is None):
-        unimplemented("send() of a value into a generator")
-    item = receiver.next_item()
+    if sent.is_python_constant() and sent.as_python_constant() is None:
+        item = receiver.next_item()
+    elif isinstance(receiver, LocalGeneratorVariable):  # a value sent on into `yield from`
+        item = receiver.send_or_none(tx, sent)
+    else:
+        unimplemented(f"send() of a value into {receiver}")
     if item is not None:
         tx.stack[-1] = item  # YIELD_VALUE hands it on
         return
@@ -219,6 +223,14 @@ def SEND(tx: Tx, inst: Inst) -> None:  # its return value, and on to the jump ta
         del tx.stack[-2:]
         tx.push(value)
     tx.jump(inst)
+
+
+@handler("STOPITERATION_ERROR")  # 3.12+ CALL_INTRINSIC_1 INTRINSIC_STOPITERATION_ERROR: the
+def STOPITERATION_ERROR(tx: Tx, inst: Inst) -> None:  # exception on top, as PEP 479 wants it
+    exc = tx.pop()
+    if issubclass(exc.python_type(), StopIteration):
+        exc = SourcelessBuilder.wrap(tx, RuntimeError("generator raised StopIteration"))
+    tx.push(exc)
 
 
 @handler("END_SEND")  # dis#opcode-END_SEND (3.12): drop the exhausted iterator below the value
@@ -254,17 +266,18 @@ def raise_observed(tx: Tx, exc) -> None:
     cls = exc.python_type()
     if not (isinstance(cls, type) and issubclass(cls, BaseException)):
         unimplemented(f"raising {exc}, which is not an exception")
-    if issubclass(cls, (StopIteration, StopAsyncIteration, GeneratorExit)):
-        unimplemented(f"raising {cls.__name__} (it ends generators and iterators)")
+    # (a StopIteration that leaves a generator becomes RuntimeError there, PEP 479:
+    # InliningInstructionTranslator.resume)
     raise ObservedException(exc, cls.__name__)
 
 
 @handler("RAISE_VARARGS")  # dis#opcode-RAISE_VARARGS: raise / raise exc / raise exc from cause
 def RAISE_VARARGS(tx: Tx, inst: Inst) -> None:
-    if inst.arg == 0:  # a bare `raise` in a handler: the exception being handled
+    if inst.arg == 0:  # a bare `raise` in a handler: the exception being handled, as it is
         if not tx.exc_info:
             unimplemented("a bare raise with no exception being handled")
-        raise_observed(tx, tx.exc_info[-1])
+        exc = tx.exc_info[-1]
+        raise ObservedException(exc, exc.python_type().__name__)
     if inst.arg == 2:
         tx.pop()  # the cause only decorates a traceback
     raise_observed(tx, tx.pop())
@@ -301,15 +314,11 @@ def RERAISE(tx: Tx, inst: Inst) -> None:
 @handler("WITH_EXCEPT_START")  # dis#opcode-WITH_EXCEPT_START: the exit function 4th from the
 def WITH_EXCEPT_START(tx: Tx, inst: Inst) -> None:  # top, called for the exception on top
     exit_fn, exc = tx.stack[-4], tx.stack[-1]
-    if not (isinstance(exit_fn, WithExitFunctionVariable)
-            and isinstance(exit_fn.ctx, ContextManagerVariable)):
-        # a user's __exit__ would see the traceback, and a @contextmanager's would throw the
-        # exception into its generator: neither is modelled
-        unimplemented("an exception leaves a `with` block of a user context manager (its "
-                      "__exit__ would see it: not traced)")
-    # torch's own (grad mode, autocast) restore their state and never swallow the exception
+    # __exit__(type, value, traceback): a user's class inlined (a true result swallows the
+    # exception: the POP_JUMP_IF_TRUE after this decides), a @contextmanager's throws it into
+    # its generator (generators.py); torch's own restore their state and never swallow it
     tx.push(exit_fn.call_function(tx, [SourcelessBuilder.wrap(tx, exc.python_type()), exc,
-                                       ConstantVariable(None)], {}))
+                                       TracebackVariable()], {}))
 
 
 @handler("IMPORT_NAME")  # dis#opcode-IMPORT_NAME: only modules that are already imported

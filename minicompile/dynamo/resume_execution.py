@@ -20,6 +20,16 @@ that is how an exception of the native instruction reaches the handler
 
 The resume function is an ordinary function: the caller wraps it with ``optimize`` so it is
 traced lazily on its first call, with its own guards and cache (and may break again).
+
+A *generator* paused at a ``yield`` when the graph breaks is continued the same way
+(generators.py): a resume function of the generator's code, itself a generator, whose prologue
+rebuilds the generator frame's stack and then pauses at a ``yield`` of its own -- standing for
+the one the original was paused at -- before jumping to the code after it::
+
+    def __resume_at_46_2(___stack0, i):   # a generator
+        <push ___stack0 (the for loop's iterator)>
+        yield None                        # primed with next(): paused here, as the original was
+        goto 46                           # the value sent in is the `yield` expression's value
 """
 
 from __future__ import annotations
@@ -66,6 +76,10 @@ class ResumeSpec:
     offset: int  # where execution continues (an instruction offset of ``code``)
     stack: tuple[str, ...]  # kind of each stack slot, bottom first
     argnames: tuple[str, ...]  # the live locals passed after the stack values
+    # a generator's code, continued as a generator: None for a function; "start" for one not
+    # run yet, "yield" for one paused at a yield (``yield_arg``: that YIELD_VALUE's arg)
+    generator: str | None = None
+    yield_arg: int | None = None
 
     def stack_argnames(self) -> list[str]:
         return [stack_arg_name(i) for i, kind in enumerate(self.stack) if kind != NULL]
@@ -174,8 +188,14 @@ def _prologue(spec: ResumeSpec, target: Instruction) -> list[Instruction]:
     cells = code.co_cellvars + code.co_freevars
     if cells:  # the closure's cells become this frame's free variables
         out.append(create_instruction("COPY_FREE_VARS", arg=len(cells)))
+    if spec.generator:  # calling it makes the generator; the first next() runs on from here
+        out += [create_instruction("RETURN_GENERATOR"), create_instruction("POP_TOP")]
     out.append(create_instruction("RESUME", arg=0))
     out += restore_stack(spec.stack)
+    if spec.generator == "yield":  # the paused yield: what is sent in is its value
+        out += [create_instruction("LOAD_CONST", argval=None),
+                create_instruction("YIELD_VALUE", arg=spec.yield_arg),
+                create_instruction("RESUME", arg=1)]
     out.append(create_instruction("JUMP_FORWARD", target=target))
     return out
 
@@ -183,8 +203,8 @@ def _prologue(spec: ResumeSpec, target: Instruction) -> list[Instruction]:
 def create_resume(spec: ResumeSpec, name: str) -> CodeType:
     """Build the resume code object described by ``spec`` (see the module docstring)."""
     code = spec.code
-    if code.co_flags & UNSUPPORTED_FLAGS:
-        raise NotImplementedError("resuming generators and coroutines is not supported")
+    if code.co_flags & UNSUPPORTED_FLAGS & ~(inspect.CO_GENERATOR if spec.generator else 0):
+        raise NotImplementedError("resuming coroutines is not supported")
     if any(kind not in STACK_KINDS for kind in spec.stack):
         raise ValueError(f"stack kinds must be in {STACK_KINDS}: {spec.stack}")
     insts = instructions_from_code(code)

@@ -135,6 +135,24 @@ class GetItemSource(Source):
 
 
 @dataclass(frozen=True)
+class DictKeySource(Source):
+    """Key number ``position`` of the dict at ``base`` (real Dynamo's ``ConstDictKeySource``):
+    a key that is an object, not a literal, read where the dict's keys guard pins it."""
+
+    base: Source
+    position: int
+
+    def name(self) -> str:
+        return f"list(dict.keys({self.base.name()}))[{self.position}]"
+
+    def expr(self) -> str:
+        return f"list(dict.keys({self.base.expr()}))[{self.position}]"
+
+    def is_global(self) -> bool:
+        return self.base.is_global()
+
+
+@dataclass(frozen=True)
 class ClosureSource(Source):
     """The contents of closure cell ``index`` of the function at ``base``."""
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import builtins
 import collections
+import contextlib
 import inspect
 import logging
 import linecache
@@ -36,7 +37,8 @@ from .variables.constant import ConstantVariable
 from .variables.builder import SourcelessBuilder, VariableBuilder
 from .variables.functions import ClosureCell, UserMethodVariable
 from .variables.misc import GetAttrVariable
-from .variables.lists import LocalGeneratorVariable
+from .variables.generators import (ContextlibDecoratedVariable, LocalGeneratorVariable,
+                                   exception_type)
 
 Handler = Callable[["InstructionTranslatorBase", Instruction], None]
 OPCODE_HANDLERS: dict[str, Handler] = {}
@@ -96,6 +98,7 @@ def _signature(tx, fn, *args, **kwargs) -> VariableTracker:
 # from values the trace already has.
 HANDLED_CALLS: dict[Callable, Callable[..., VariableTracker]] = {
     inspect.signature: _signature,
+    contextlib.contextmanager: lambda tx, fn: ContextlibDecoratedVariable(fn),  # generators.py
 }
 
 
@@ -321,7 +324,9 @@ class InliningInstructionTranslator(InstructionTranslatorBase):
         tx = cls(code, fn.get_globals(), symbolic_locals, fn.closure_cells(parent),
                  parent.output, parent)
         if code.co_flags & inspect.CO_GENERATOR:  # runs when its items are asked for
-            return LocalGeneratorVariable(tx)
+            gen = LocalGeneratorVariable(tx)
+            parent.output.local_generators.append(gen)
+            return gen
         tx.run()
         return tx.return_value
 
@@ -334,6 +339,8 @@ class InliningInstructionTranslator(InstructionTranslatorBase):
         self.suspended = False
         try:
             self.run()
-        except ObservedException:  # raised out of the generator: it is finished
+        except ObservedException as e:  # raised out of the generator: it is finished
             self.done = True
+            if issubclass(exception_type(e), StopIteration):  # PEP 479: not a silent end
+                raise ObservedException(RuntimeError("generator raised StopIteration")) from e
             raise

@@ -64,7 +64,7 @@ def assert_same(got: Any, expected: Any) -> None:
 
     Two exceptions, because eager itself makes a new one on every call: a namedtuple class made
     by the function is compared by module, name and fields, and a function it defines by its
-    code."""
+    code. A generator (or a zip) is compared by the items it still yields."""
     if _made_per_call(expected):
         same = (type(got).__module__, type(got).__qualname__, getattr(got, "_fields", None))
         assert same == (type(expected).__module__, type(expected).__qualname__,
@@ -85,6 +85,8 @@ def assert_same(got: Any, expected: Any) -> None:
         assert list(got) == list(expected)
         for k in expected:
             assert_same(got[k], expected[k])
+    elif isinstance(expected, (types.GeneratorType, type(zip()))):  # by what it still yields
+        assert_same(list(got), list(expected))
     elif isinstance(expected, np.ndarray):
         np.testing.assert_allclose(got, expected)
     elif isinstance(expected, float) and expected != expected:  # nan

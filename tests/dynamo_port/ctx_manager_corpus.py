@@ -1,7 +1,9 @@
-"""Cases ported from pytorch/pytorch ``test/dynamo/test_ctx_manager.py`` (``CtxManagerTests``):
-grad-mode context managers, user context-manager classes and ``@contextmanager`` functions,
-graph breaks inside them, re-typed and adapted (CPU only: the CUDA stream and event tests are
-left out)."""
+"""Cases ported from pytorch/pytorch ``test/dynamo/test_ctx_manager.py`` (``CtxManagerTests``,
+``ContextlibContextManagerTests``, ``CPythonContextManagerTestCase``): grad-mode context
+managers, user context-manager classes and ``@contextmanager`` functions (their value, their
+code after the ``yield``, the exception of the block thrown into them), graph breaks inside
+them, re-typed and adapted (CPU only: the CUDA stream and event tests are left out; state a
+test kept in ``nonlocal``s or globals is returned instead)."""
 
 from __future__ import annotations
 
@@ -167,3 +169,372 @@ def grad_mode_exit_on_exception(a, b):
     except ValueError:
         pass
     return x, a * 2, torch.is_grad_enabled()
+
+
+# -- ContextlibContextManagerTests --------------------------------------------------------------
+@case(args=lambda: ())
+def contextmanager_set_default_dtype():
+    @contextlib.contextmanager
+    def set_default_dtype(dtype):
+        old_dtype = torch.get_default_dtype()
+        try:
+            torch.set_default_dtype(dtype)
+            yield
+        finally:
+            torch.set_default_dtype(old_dtype)
+
+    with set_default_dtype(torch.float64):
+        x = torch.tensor([3.0, 3.0 + 5.0j])
+    return x
+
+
+@case
+def contextmanager_return_inside_block(x):
+    @contextlib.contextmanager
+    def compute_sin(x):
+        try:
+            yield x.sin()
+        finally:
+            pass
+
+    with compute_sin(x) as y:
+        return y.cos()
+
+
+@case
+def contextmanager_change_parent_nonlocal(x):
+    z = 0
+    k = 0
+
+    def create_ctx():
+        @contextlib.contextmanager
+        def ctx(x):
+            nonlocal k
+            try:
+                k = 100
+                yield x.sin()
+            finally:
+                pass
+
+        return ctx
+
+    def run_ctx(ctx, x):
+        nonlocal z
+        with ctx(x) as y:
+            z = k
+            return y.cos()
+
+    ctx = create_ctx()
+    return run_ctx(ctx, x), z, k
+
+
+@case
+def contextmanager_finally_reads_parent_nonlocal(x):
+    z = 1
+    k = 2
+
+    def create_ctx():
+        @contextlib.contextmanager
+        def ctx(x):
+            nonlocal k
+            try:
+                yield x.sin()
+            finally:
+                k = z
+
+        return ctx
+
+    def run_ctx(ctx, x):
+        nonlocal z
+        z = 100
+        with ctx(x) as y:
+            return y.cos()
+
+    ctx = create_ctx()
+    return run_ctx(ctx, x), z, k
+
+
+@case
+def contextmanager_made_by_other_function(x):
+    def create_ctx(x):
+        @contextlib.contextmanager
+        def ctx():
+            try:
+                yield x.sin()
+            finally:
+                pass
+
+        return ctx
+
+    def run_ctx(ctx):
+        with ctx() as y:
+            return y.cos()
+
+    return run_ctx(create_ctx(x))
+
+
+@case
+def contextmanager_graph_break_inside(x):
+    @contextlib.contextmanager
+    def whoo(x):
+        y = x.tan()
+        try:
+            torch._dynamo.graph_break()
+            yield y
+        finally:
+            pass
+
+    y = x.sin()
+    with whoo(x) as z:
+        y += z.neg()
+    y += x.cos()
+    return y
+
+
+@case
+def contextmanager_graph_break_inside_with_side_effects(x):
+    log = []
+
+    @contextlib.contextmanager
+    def whoo(x):
+        y = x.tan()
+        try:
+            log.append(x.sin())
+            torch._dynamo.graph_break()
+            yield y
+        finally:
+            log.append(x.cos())
+
+    y = x.sin()
+    with whoo(x) as z:
+        y += z.neg()
+    y += x.cos()
+    return y, log
+
+
+@case
+def contextmanager_graph_break_inside_callee(x):
+    @contextlib.contextmanager
+    def whoo(x):
+        y = x.tan()
+        try:
+            torch._dynamo.graph_break()
+            yield y
+        finally:
+            pass
+
+    def bar(x):
+        with whoo(x) as z:
+            return z.neg()
+
+    return x.sin() + bar(x) + x.cos()
+
+
+@case
+def contextmanager_graph_break_after_enter(x):
+    @contextlib.contextmanager
+    def whoo(x):
+        try:
+            yield x + 1
+        finally:
+            pass
+
+    ctx = whoo(x)
+    try:
+        y = ctx.__enter__()
+        torch._dynamo.graph_break()
+    finally:
+        ctx.__exit__(None, None, None)
+    return y
+
+
+@case
+def contextmanager_graph_break_in_finally(x):
+    log = []
+
+    @contextlib.contextmanager
+    def whoo(x):
+        try:
+            log.append(x)
+            yield x.sin()
+        finally:
+            torch._dynamo.graph_break()
+            log.append(x.cos())
+
+    ctx = whoo(x)
+    y = ctx.__enter__()
+    ctx.__exit__(None, None, None)
+    return y, log
+
+
+@case
+def contextmanager_enter_exit_called(x):
+    @contextlib.contextmanager
+    def whoo(x):
+        try:
+            yield x.cos() + 1
+        finally:
+            pass
+
+    ctx = whoo(x)
+    y = ctx.__enter__()
+    ctx.__exit__(None, None, None)
+    return x + y
+
+
+@case
+def contextlib_suppress_block(t):
+    y = t.sin()
+    with contextlib.suppress(ValueError):
+        y += t.cos()
+    return y.tan()
+
+
+@case
+def contextlib_nullcontext_return(t):
+    with contextlib.nullcontext():
+        return t.sin()
+
+
+# -- CPythonContextManagerTestCase (CPython's test_contextlib.py) --------------------------------
+@case
+def contextmanager_plain(t):
+    state = []
+
+    @contextlib.contextmanager
+    def woohoo():
+        state.append(1)
+        yield 42
+        state.append(999)
+
+    y = t.sum()
+    with woohoo() as x:
+        state.append(x)
+        y += x
+    return y, state
+
+
+@case
+def contextmanager_finally_on_exception(t):
+    state = []
+
+    @contextlib.contextmanager
+    def woohoo():
+        state.append(1)
+        try:
+            yield 42
+        finally:
+            state.append(999)
+
+    y = t.sum()
+    try:
+        with woohoo() as x:
+            state.append(x)
+            raise ZeroDivisionError
+    except ZeroDivisionError:
+        state.append("caught")
+    return y, state
+
+
+@case
+def contextmanager_no_reraise(t):
+    @contextlib.contextmanager
+    def whee():
+        yield
+
+    ctx = whee()
+    ctx.__enter__()
+    return t.sum(), ctx.__exit__(TypeError, TypeError("foo"), None)
+
+
+@case
+def contextmanager_trap_yield_after_throw(t):
+    @contextlib.contextmanager
+    def whoo():
+        try:
+            yield
+        except Exception:
+            yield
+
+    ctx = whoo()
+    ctx.__enter__()
+    try:
+        ctx.__exit__(TypeError, TypeError("foo"), None)
+    except RuntimeError as e:
+        return t.sum(), e.args
+    return t.sum(), ()
+
+
+@case
+def contextmanager_trap_no_yield(t):
+    @contextlib.contextmanager
+    def whoo():
+        if False:
+            yield
+
+    ctx = whoo()
+    try:
+        ctx.__enter__()
+    except RuntimeError as e:
+        return t.sum(), e.args
+    return t.sum(), ()
+
+
+@case
+def contextmanager_trap_second_yield(t):
+    @contextlib.contextmanager
+    def whoo():
+        yield
+        yield
+
+    ctx = whoo()
+    ctx.__enter__()
+    try:
+        ctx.__exit__(None, None, None)
+    except RuntimeError as e:
+        return t.sum(), e.args
+    return t.sum(), ()
+
+
+@case
+def contextmanager_except_swallows(t):
+    state = []
+
+    @contextlib.contextmanager
+    def woohoo():
+        state.append(1)
+        try:
+            yield
+        except ZeroDivisionError as e:
+            state.append(e.args[0])
+            state.append(state)
+
+    with woohoo():
+        raise ZeroDivisionError(999)
+    return t.sum(), len(state), state[:2]
+
+
+class SwallowKeyError:
+    def __init__(self, log):
+        self.log = log
+
+    def __enter__(self):
+        self.log.append("enter")
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.log.append((exc_type.__name__ if exc_type else None, tb is not None))
+        return exc_type is not None and issubclass(exc_type, KeyError)
+
+
+@case
+def user_ctx_class_swallows_exception(t):
+    log = []
+    with SwallowKeyError(log):
+        raise KeyError("k")
+    try:
+        with SwallowKeyError(log):
+            raise ValueError("v")
+    except ValueError:
+        log.append("ValueError passed through")
+    return t.cos(), log

@@ -181,3 +181,148 @@ def dict_setdefault_pop(x):
 def dict_comprehension_of_tensors(x):
     d = {i: x * i for i in range(3)}
     return d[2] - d[1], len(d)
+
+
+# -- keys that are not strings: classes, functions, tensors, modules ----------------------------
+def _namedtuple_key_dict():
+    return ({collections.namedtuple: None, 3: torch.randn(3)},)
+
+
+@case(args=_namedtuple_key_dict)
+def dict_namedtuple_key_in_argument(d):
+    if collections.namedtuple in d:
+        return d[3] * 2
+    return d[3] * 3
+
+
+def _tensor_key_dict():
+    x, y, z = torch.randn(10), torch.randn(10), torch.randn(10)
+    return {x: y, 3: z}, x
+
+
+@case(args=_tensor_key_dict)
+def dict_tensor_keys(d, x):
+    return d[x] + 3
+
+
+def _module_key_dict():
+    x, y, z = (torch.nn.Linear(2, 2) for _ in range(3))
+    return {x: y, 3: z}, x
+
+
+@case(args=_module_key_dict)
+def dict_module_keys(d, x):
+    return d[x](torch.ones(2, 2))
+
+
+@case
+def dict_builtin_and_lambda_keys(x):
+    double = lambda v: v * 2  # noqa: E731
+    table = {len: "len", double: "double", max: "max"}
+    names = [table[f] for f in (double, len)]
+    return double(x), names, [k is double for k in table], table.get(min, "missing")
+
+
+@case
+def set_of_functions_made_in_frame(x):
+    fs = [lambda v: v + 1, lambda v: v * 2]
+    seen = set()
+    for f in fs + fs:
+        if f not in seen:
+            seen.add(f)
+            x = f(x)
+    return x, len(seen)
+
+
+class DunderDictUser:
+    def __init__(self) -> None:
+        self.a = 3
+        self.b = 5
+
+    def run(self, x):
+        if "a" in self.__dict__:
+            x = x * self.a
+        if "b" in self.__dict__:
+            x = x * self.b
+        self.c = 7
+        if "c" in self.__dict__:
+            x = x * self.c
+        return x * self.__dict__.get("a") * self.__dict__.get("z", 2)
+
+
+@case
+def dict_contains_dunder_dict(x):
+    return DunderDictUser().run(x)
+
+
+@case
+def dict_update_no_args(x):
+    d = {"a": x}
+    result = d.update()
+    return d["a"], result is None, len(d)
+
+
+class MappingLike:
+    def __init__(self, x):
+        self.d = {"a": x, "b": x + 1}
+
+    def keys(self):
+        return self.d.keys()
+
+    def __getitem__(self, key):
+        return self.d[key]
+
+
+@case
+def dict_update_from_mapping_like(x):
+    d = {"a": x - 1}
+    result = d.update(MappingLike(x))
+    return d["a"], d["b"], result is None
+
+
+@case
+def dict_update_rejects_bad_sequence_element_length(x):
+    try:
+        {}.update([(1, 2, 3)])
+    except ValueError as exc:
+        return x + 1, "length 3; 2 is required" in str(exc)
+    return x - 1, False
+
+
+@case
+def dict_iter_keys_sum(x):
+    z = {"my": 1, "const": 2, "dict": 3, "variable": 4}
+    tot = 0
+    for key in z:
+        tot += z[key]
+    return x + tot
+
+
+class ClassInstantier(OrderedDict):
+    pass
+
+
+@case(args=lambda: (torch.ones(8), ClassInstantier({"key1": torch.ones(8)})))
+def dict_subclass_contains(x, d):
+    if "key1" in d:
+        x = x + 2
+    if "key2" in d:
+        x = x + 4
+    return x + 8
+
+
+class ScalarHolder:
+    def __init__(self) -> None:
+        self.scalar = 10
+
+
+@case(args=lambda: ({"a": 2, "b": 3, "c": ScalarHolder()}, torch.randn(3, 3)))
+def dict_with_object_value(d, x):
+    return d["a"] * d["b"] * d["c"].scalar * x
+
+
+@case(args=lambda: ({}, torch.randn(4)))
+def dict_empty_truth(d, x):
+    if d:
+        return torch.cos(x)
+    return torch.sin(x)

@@ -4,6 +4,8 @@ code or by a callee, custom exception classes, re-typed and adapted."""
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 
 from . import case_registrar
@@ -248,3 +250,142 @@ def exception_type_checked(x):
         raise IndexError("bad")
     except (KeyError, IndexError) as e:
         return x + isinstance(e, LookupError) + len(str(e))
+
+
+# -- exceptions and context managers, generators (ExceptionTests, CPythonExceptionTests) -------
+@case
+def exception_turned_into_another_by_contextmanager(x):
+    @contextlib.contextmanager
+    def cm():
+        try:
+            yield
+        except BaseException:
+            raise ValueError  # noqa: B904
+
+    @contextlib.contextmanager
+    def nothing():
+        try:
+            yield
+        finally:
+            pass
+
+    z = 0
+    with nothing():
+        try:
+            with cm():
+                raise IndexError
+        except ValueError:
+            z = 1
+        except IndexError:
+            z = 2
+    return x + z
+
+
+@case
+def exception_reraised_from_callee(x):
+    def gn(x):
+        try:
+            x = torch.cos(x)
+            raise NotImplementedError("Not implemented")
+        except NotImplementedError:
+            x = torch.sigmoid(x)
+            raise
+
+    try:
+        x = torch.cos(x)
+        gn(x)
+    except Exception:
+        pass
+    return x
+
+
+@case
+def exception_raise_generator_exit(t):
+    try:
+        raise GeneratorExit
+    except Exception:
+        return t.sin()
+    except BaseException:
+        return t.cos()
+
+
+@case(args=lambda: ({"a": 1}, torch.randn(4)))
+def exception_dict_pop_missing(dt, x):
+    try:
+        dt.pop("b")
+    except KeyError:
+        return torch.sin(x)
+    else:
+        return torch.cos(x)
+
+
+PARAMS = {"a": 3, "b": 4, "c": 5}
+DT = {"c": 5}
+
+
+@case
+def exception_in_loop_over_dict(x):
+    for name in PARAMS:
+        try:
+            x = x * DT[name]
+        except KeyError:
+            x = x * torch.sin(x)
+    return x
+
+
+@case
+def exception_thrown_into_generator_raises_another(t):
+    def cm():
+        try:
+            yield 1
+        except ValueError:
+            try:
+                raise TypeError
+            finally:
+                pass
+
+    try:
+        gen = cm()
+        next(gen)
+        gen.throw(ValueError)
+    except TypeError:
+        return t.sin()
+    return t.cos()
+
+
+@case
+def exception_stop_iteration_out_of_generator(t):
+    def whoo():
+        yield t + 1
+        raise StopIteration("boom")
+
+    g = whoo()
+    next(g)
+    try:
+        next(g)
+    except RuntimeError:
+        return t + 1.0
+    except StopIteration:
+        return t + 2.0
+    return t
+
+
+@case
+def exception_stop_iteration_from_inner_next(t):
+    def inner():
+        yield t + 1
+
+    def whoo():
+        it = inner()
+        while True:
+            yield next(it)
+
+    g = whoo()
+    next(g)
+    try:
+        next(g)
+    except RuntimeError:
+        return t + 1.0
+    except StopIteration:
+        return t + 2.0
+    return t

@@ -129,3 +129,40 @@ def set_from_dict_keys(x):
 def set_comprehension(x):
     s = {i % 3 for i in range(10)}
     return x * len(s), sorted(s)
+
+
+# -- members that are not constants ---------------------------------------------------------------
+def _helper_a(x):
+    return x + 1
+
+
+def _helper_b(x):
+    return x * 2
+
+
+helpers_set = frozenset({_helper_a, _helper_b})
+
+
+@case
+def set_of_global_functions(x):
+    for f in (_helper_a, _helper_b, len):
+        if f in helpers_set:
+            x = f(x)
+    return x, len(helpers_set)
+
+
+@case
+def set_of_functions_union(x):
+    fs = {_helper_a}
+    gs = fs | {_helper_b}
+    gs.discard(_helper_a)
+    return x + len(gs), _helper_b in gs, _helper_a in fs
+
+
+@case
+def set_unhashable_member_raises(x):
+    try:
+        {[1], 2}
+    except TypeError as e:
+        return x + 1, e.args
+    return x - 1, ()

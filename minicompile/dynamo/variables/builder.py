@@ -20,12 +20,14 @@ import torch
 
 from ..exc import unimplemented
 from ..guards import Guard, GuardKind, TensorSpec
-from ..source import GetItemSource, LocalSource, Source
+from ..source import DictKeySource, GetItemSource, LocalSource, Source
 from ...shapes.symbolic_shapes import is_symbolic
 from .base import VariableTracker
 from .builtin import BUILTIN_CALLABLES, BuiltinVariable
 from .constant import ConstantVariable, is_constant
 from .dicts import ConstDictVariable, UserDefinedDictVariable
+from .generators import CONTEXTMANAGER_CODE, ContextlibDecoratedVariable
+from .hashable import HashableTracker, hashed_by_identity
 from .functions import (CACHING_DECORATORS, CachingDecoratorVariable, FunctoolsPartialVariable,
                         UserFunctionVariable, UserMethodVariable)
 from .lists import (ListVariable, NamedTupleVariable, RangeVariable, SetVariable, SizeVariable,
@@ -48,6 +50,16 @@ def _is_builtin(value: Any) -> bool:
         return value in BUILTIN_CALLABLES
     except TypeError:  # unhashable
         return False
+
+
+def _plain_key(value: Any) -> bool:
+    """A key of a dict (member of a set) from outside the frame that the keys guard pins by
+    ``==`` alone: a constant, or an object that is equal only to itself (a function, a builtin,
+    a module, an ``nn.Module``, a tensor: see hashable.py)."""
+    return is_constant(value) or isinstance(value, (types.FunctionType, types.ModuleType,
+                                                    types.BuiltinFunctionType)) \
+        or (isinstance(value, (torch.nn.Module, torch.Tensor))
+            and hashed_by_identity(type(value)))
 
 
 def _unwrap_compiled(value: Any) -> Any:
@@ -126,14 +138,33 @@ class VariableBuilder:
         return (TupleVariable if isinstance(value, tuple) else ListVariable)(items, self.source)
 
     def wrap_dict(self, value: dict, guard: bool) -> VariableTracker:
-        if not all(is_constant(k) for k in value):
-            unimplemented("a dict with non-constant keys")
+        if not all(map(_plain_key, value)):
+            unimplemented("a dict whose keys are not constants, functions or modules")
         if guard:
             self.install_guard(GuardKind.DICT_KEYS, list(value))
-        items = {k: VariableBuilder(self.tx, GetItemSource(self.source, k, i) if self.source
-                                    else None).wrap(v, guard)
-                 for i, (k, v) in enumerate(value.items())}
+        items = {self._key(k, i, guard): VariableBuilder(self.tx, self._item_source(k, i))
+                 .wrap(v, guard) for i, (k, v) in enumerate(value.items())}
         return ConstDictVariable(items, self.source)
+
+    def _item_source(self, key: Any, position: int) -> Source | None:
+        """``d[key]``; an object key is named by its position (sources compare by value, and
+        ``==`` of two tensors is no answer)."""
+        if self.source is None:
+            return None
+        index = key if is_constant(key) else DictKeySource(self.source, position)
+        return GetItemSource(self.source, index, position)
+
+    def _key(self, key: Any, position: int, guard: bool) -> Any:
+        """A dict's key as its tracker files it (hashable.py): a constant as it is; an object
+        (a function, a module) as its own tracker, read through its position among the keys,
+        so what is done with it later is guarded like any other input."""
+        if is_constant(key):
+            return key
+        source = DictKeySource(self.source, position) if self.source else None
+        vt = VariableBuilder(self.tx, source).wrap(key, guard)
+        if isinstance(vt.identity(), VariableTracker):  # no object to compare keys by
+            unimplemented(f"a dict key {vt} whose identity the tracer does not know")
+        return HashableTracker(vt)
 
     def wrap_method(self, value: types.MethodType, guard: bool) -> VariableTracker:
         from ..source import AttrSource
@@ -217,6 +248,18 @@ class VariableBuilder:
                  for name in ("device", "fast_dtype", "_enabled", "_cache_enabled")]
         return AutocastVariable(*state)
 
+    def wrap_contextmanager(self, value: types.FunctionType, guard: bool) -> VariableTracker:
+        """A function decorated by ``@contextlib.contextmanager``: the generator function in
+        its closure (contextlib's ``func`` cell) is what a call runs (generators.py)."""
+        from ..source import ClosureSource
+
+        if guard:
+            self.install_guard(GuardKind.ID_MATCH, value)
+        index = value.__code__.co_freevars.index("func")
+        source = ClosureSource(self.source, index) if self.source else None
+        func = VariableBuilder(self.tx, source).wrap(value.__closure__[index].cell_contents, guard)
+        return ContextlibDecoratedVariable(func, self.source)
+
     def wrap_object(self, value: Any, guard: bool) -> VariableTracker:
         if guard:
             self.install_guard(GuardKind.TYPE_MATCH, type(value))
@@ -238,7 +281,7 @@ class VariableBuilder:
         (lambda v: type(v).__module__ == "typing", wrap_constant),  # List[int], Any, Optional
         (lambda v: type(v) is dict, wrap_dict),
         (lambda v: isinstance(v, dict) and type(v).__module__ != "builtins", wrap_user_dict),
-        (lambda v: type(v) in (set, frozenset) and all(is_constant(i) for i in v), wrap_set),
+        (lambda v: type(v) in (set, frozenset) and all(map(_plain_key, v)), wrap_set),
         (lambda v: isinstance(v, range), wrap_range),
         (lambda v: isinstance(v, slice), wrap_slice),
         (lambda v: isinstance(v, torch.nn.Module), _id_matched(NNModuleVariable)),
@@ -247,6 +290,8 @@ class VariableBuilder:
          lambda self, v, g: CachingDecoratorVariable(v)),  # lru_cache applied in the frame
         (is_function_apply, _id_matched(TorchVariable)),  # apply = MyFunction.apply (torch 2.14: C)
         (is_torch_callable, _id_matched(TorchVariable)),
+        (lambda v: isinstance(v, types.FunctionType) and v.__code__ is CONTEXTMANAGER_CODE,
+         wrap_contextmanager),
         (lambda v: isinstance(v, types.FunctionType), _id_matched(UserFunctionVariable)),
         (lambda v: isinstance(v, types.MethodType), wrap_method),
         (lambda v: type(v) is functools.partial, wrap_partial),

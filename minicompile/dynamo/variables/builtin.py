@@ -23,7 +23,7 @@ from ..exc import ObservedException, unimplemented
 from ..guards import Guard, GuardKind
 from ..side_effects import DELETED
 from .base import KnownCallableVariable, VariableTracker
-from .constant import ConstantVariable
+from .constant import ConstantVariable, is_constant
 from .dicts import DICT_CLASS_METHODS, ConstDictVariable, DictClassMethodVariable, key_value_pairs
 from .floats import float_operands
 from .functions import BaseUserFunctionVariable, FunctoolsPartialVariable, UserMethodVariable
@@ -84,6 +84,8 @@ class BuiltinVariable(KnownCallableVariable):
             attr = getattr(self.fn, name)
             if attr in HANDLERS:
                 return BuiltinVariable(attr)
+            if is_constant(attr):  # ValueError.__name__: a builtin never changes
+                return ConstantVariable(attr)
         except (AttributeError, TypeError):  # no such attribute, or an unhashable one
             pass
         return super().var_getattr(tx, name)
@@ -165,7 +167,9 @@ def _next(tx, it, *default):
     if item is None:
         if default:
             return default[0]
-        unimplemented("StopIteration from next() while tracing")
+        if not isinstance(it, ListIteratorVariable):
+            unimplemented(f"next() of {it}: an iterator from outside the frame runs natively")
+        raise ObservedException(StopIteration())  # its handler, or natively at a graph break
     return item
 
 
@@ -173,7 +177,7 @@ def _zip(tx, *seqs, strict=None):
     if strict is not None and strict.truth(tx):
         unimplemented("zip(..., strict=True)")
     rows = zip(*(iterate(tx, s) for s in seqs))
-    return LazyIteratorVariable(TupleVariable(list(row)) for row in rows)
+    return LazyIteratorVariable((TupleVariable(list(row)) for row in rows), (zip, list(seqs)))
 
 
 def _enumerate(tx, seq, start=None):
@@ -188,7 +192,8 @@ def _reversed(tx, seq):
 
 def _map(tx, fn, *seqs):
     rows = zip(*(iterate(tx, s) for s in seqs))
-    return LazyIteratorVariable(fn.call_function(tx, list(row), {}) for row in rows)
+    return LazyIteratorVariable((fn.call_function(tx, list(row), {}) for row in rows),
+                                (map, [fn, *seqs]))
 
 
 def _filter(tx, fn, seq):

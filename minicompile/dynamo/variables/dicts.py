@@ -13,12 +13,15 @@ from ..guards import Guard, GuardKind
 from ..source import AttrSource, TypeSource
 from .base import VariableTracker
 from .constant import ConstantVariable
+from .hashable import HashableTracker, dict_key, key_constant, key_expr, key_tracker
 from .lists import ListVariable, TupleVariable
-from .misc import BaseMethodVariable
+from .misc import BaseMethodVariable, UserDefinedObjectVariable
 
 
 class ConstDictVariable(VariableTracker):
-    """``user_cls``: ``dict``, or ``OrderedDict`` / ``defaultdict`` built while tracing; a
+    """``items`` maps each key, as :func:`hashable.dict_key` files it (a constant, or a
+    :class:`HashableTracker` for a function or another object that hashes by identity), to the
+    value's tracker. ``user_cls``: ``dict``, or ``OrderedDict`` / ``defaultdict`` built while tracing; a
     defaultdict's ``default_factory`` (a tracker, called for a missing key) fills it on read."""
 
     def __init__(self, items: dict[Any, VariableTracker], source=None, user_cls: type = dict,
@@ -31,7 +34,7 @@ class ConstDictVariable(VariableTracker):
         return self.user_cls
 
     def as_python_constant(self) -> dict:
-        return {k: v.as_python_constant() for k, v in self.items.items()}
+        return {key_constant(k): v.as_python_constant() for k, v in self.items.items()}
 
     def as_proxy(self) -> dict:
         return {k: v.as_proxy() for k, v in self.items.items()}
@@ -40,7 +43,7 @@ class ConstDictVariable(VariableTracker):
         return {k: v.as_fake() for k, v in self.items.items()}
 
     def unpack_var_sequence(self, tx) -> list[VariableTracker]:
-        return [ConstantVariable(k) for k in self.items]
+        return [key_tracker(tx, k) for k in self.items]
 
     def truth(self, tx) -> bool:
         return bool(self.items)
@@ -49,13 +52,13 @@ class ConstDictVariable(VariableTracker):
         return self
 
     def getitem(self, key: VariableTracker, tx=None) -> VariableTracker:
-        k = key.as_python_constant()
+        k = dict_key(key)
         if k not in self.items and self.default_factory is not None and tx is not None:
             value = self.default_factory.call_function(tx, [], {})  # a read that inserts
             self._check_mutable(tx, "__setitem__", [key, value], {})
             self.items[k] = value
         if k not in self.items:
-            raise ObservedException(KeyError(k))
+            raise ObservedException(KeyError(key_constant(k)))
         return self.items[k]
 
     def _check_mutable(self, tx, name: str, args, kwargs) -> None:
@@ -63,53 +66,59 @@ class ConstDictVariable(VariableTracker):
             tx.output.side_effects.mutate_container(self, name, args, kwargs)
 
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
-        const = lambda a: a.as_python_constant()  # noqa: E731
         if name == "__getitem__":
             return self.getitem(args[0], tx)
         if name == "get":
-            k = const(args[0])
+            k = dict_key(args[0])
             return self.items.get(k, args[1] if len(args) > 1 else ConstantVariable(None))
         if name in ("keys", "values", "items") and not args:
             return DictViewVariable(self, name)
         if name in ("__contains__", "__len__"):
-            value = const(args[0]) in self.items if name == "__contains__" else len(self.items)
+            value = dict_key(args[0]) in self.items if name == "__contains__" else len(self.items)
             return ConstantVariable(value)
         if name == "copy":
             return ConstDictVariable(self.items, user_cls=self.user_cls,
                                      default_factory=self.default_factory)
         if name in ("__setitem__", "update", "pop", "setdefault", "__delitem__", "clear") or (
                 name == "move_to_end" and issubclass(self.user_cls, collections.OrderedDict)):
-            self._check_mutable(tx, name, args, kwargs)
-            return self._mutate(tx, name, args, kwargs)
+            result = self._mutate(tx, name, args, kwargs)  # raises first (a missing key)
+            self._check_mutable(tx, name, args, kwargs)  # then it is a mutation to replay
+            return result
         unimplemented(f"dict.{name}")
 
     def _mutate(self, tx, name, args, kwargs) -> VariableTracker:
         if name == "__setitem__":
-            self.items[args[0].as_python_constant()] = args[1]
+            self.items[dict_key(args[0])] = args[1]
         elif name == "update":
             for other in args:
                 self.items.update(key_value_pairs(tx, other))
             self.items.update(kwargs)
         elif name == "move_to_end":
-            key = args[0].as_python_constant()
+            key = dict_key(args[0])
             last = (args[1] if len(args) > 1 else kwargs.get("last", ConstantVariable(True)))
             value = self.items.pop(key)
             self.items = {**self.items, key: value} if last.as_python_constant() \
                 else {key: value, **self.items}
         elif name == "pop":
-            k = args[0].as_python_constant()
+            k = dict_key(args[0])
+            if k not in self.items and len(args) == 1:
+                raise ObservedException(KeyError(key_constant(k)))
             return self.items.pop(k, *args[1:])
         elif name == "setdefault":
-            return self.items.setdefault(args[0].as_python_constant(),
+            return self.items.setdefault(dict_key(args[0]),
                                          args[1] if len(args) > 1 else ConstantVariable(None))
         elif name == "__delitem__":
-            del self.items[args[0].as_python_constant()]
+            k = dict_key(args[0])
+            if k not in self.items:
+                raise ObservedException(KeyError(key_constant(k)))
+            del self.items[k]
         elif name == "clear":
             self.items.clear()
         return ConstantVariable(None)
 
     def children(self) -> list[VariableTracker]:
-        return list(self.items.values())
+        keys = [k.vt for k in self.items if isinstance(k, HashableTracker)]
+        return [*keys, *self.items.values()]
 
     def is_built_container(self) -> bool:
         return self.source is None
@@ -117,7 +126,7 @@ class ConstDictVariable(VariableTracker):
     def reconstruct(self, codegen) -> str:
         if self.source is not None:
             return self.source.expr()
-        literal = "{" + ", ".join(f"{codegen.constant(k)}: {codegen(v)}"
+        literal = "{" + ", ".join(f"{key_expr(codegen, k)}: {codegen(v)}"
                                   for k, v in self.items.items()) + "}"
         if self.user_cls is dict:
             return literal
@@ -144,14 +153,22 @@ class ConstDictVariable(VariableTracker):
 
 
 def key_value_pairs(tx, other: VariableTracker) -> dict[Any, VariableTracker]:
-    """What ``dict(other)`` / ``d.update(other)`` take from ``other``: a dict's items, or an
-    iterable of key-value pairs (``[("a", x), ["b", y]]``, ``zip(keys, values)``)."""
+    """What ``dict(other)`` / ``d.update(other)`` take from ``other``, as CPython's
+    ``dict_merge`` does: a dict's items; a mapping's (an object with ``keys()``) ``other[k]``
+    for each of its keys; else an iterable of key-value pairs (``[("a", x), ["b", y]]``,
+    ``zip(keys, values)``), each of length 2 or a ValueError."""
     if isinstance(other, ConstDictVariable):
         return dict(other.items)
+    if isinstance(other, UserDefinedObjectVariable) and hasattr(other.value, "keys"):
+        keys = other.call_method(tx, "keys", [], {}).unpack_var_sequence(tx)
+        return {dict_key(k): other.call_method(tx, "__getitem__", [k], {}) for k in keys}
     pairs = {}
-    for pair in other.unpack_var_sequence(tx):
-        key, value = pair.unpack_var_sequence(tx)
-        pairs[key.as_python_constant()] = value
+    for i, pair in enumerate(other.unpack_var_sequence(tx)):
+        items = pair.unpack_var_sequence(tx)
+        if len(items) != 2:
+            raise ObservedException(ValueError(f"dictionary update sequence element #{i} has "
+                                               f"length {len(items)}; 2 is required"))
+        pairs[dict_key(items[0])] = items[1]
     return pairs
 
 
@@ -168,7 +185,7 @@ class DictClassMethodVariable(VariableTracker):
             unimplemented(f"{self.cls.__name__}.{self.name}")
         bound = inspect.signature(lambda iterable, value=None: None).bind(*args, **kwargs)
         value = bound.arguments.get("value", ConstantVariable(None))
-        keys = [k.as_python_constant() for k in bound.arguments["iterable"].unpack_var_sequence(tx)]
+        keys = [dict_key(k) for k in bound.arguments["iterable"].unpack_var_sequence(tx)]
         return ConstDictVariable(dict.fromkeys(keys, value), user_cls=self.cls)
 
     def _repr_body(self) -> str:
@@ -194,10 +211,10 @@ class DictViewVariable(VariableTracker):
     def unpack_var_sequence(self, tx) -> list[VariableTracker]:
         items = self.dict_vt.items
         if self.kind == "keys":
-            return [ConstantVariable(k) for k in items]
+            return [key_tracker(tx, k) for k in items]
         if self.kind == "values":
             return list(items.values())
-        return [TupleVariable([ConstantVariable(k), v]) for k, v in items.items()]
+        return [TupleVariable([key_tracker(tx, k), v]) for k, v in items.items()]
 
     def truth(self, tx) -> bool:
         return bool(self.dict_vt.items)
@@ -211,13 +228,13 @@ class DictViewVariable(VariableTracker):
         if self.kind == "values":
             unimplemented("a values view compares by identity: not a constant")
         return getattr(self.dict_vt.as_python_constant() if self.kind == "items"
-                       else dict.fromkeys(self.dict_vt.items), self.kind)()
+                       else dict.fromkeys(map(key_constant, self.dict_vt.items)), self.kind)()
 
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
         if name == "__len__":
             return ConstantVariable(len(self.dict_vt.items))
         if name == "__contains__" and self.kind == "keys":
-            return ConstantVariable(args[0].as_python_constant() in self.dict_vt.items)
+            return ConstantVariable(dict_key(args[0]) in self.dict_vt.items)
         if name == "__contains__":
             return ListVariable(self.unpack_var_sequence(tx)).call_method(tx, name, args, kwargs)
         unimplemented(f"dict_{self.kind}.{name}")
@@ -340,7 +357,7 @@ class UserDefinedDictVariable(ConstDictVariable):
         if self.source is not None:
             return self.source.expr()
         cls = codegen.install_global(type(self.value).__name__, type(self.value))
-        items = ", ".join(f"{codegen.constant(k)}: {codegen(v)}" for k, v in self.items.items())
+        items = ", ".join(f"{key_expr(codegen, k)}: {codegen(v)}" for k, v in self.items.items())
         attrs = ", ".join(f"{codegen.constant(k)}: {codegen(v)}" for k, v in self.attrs.items())
         build = codegen.install_global("new_user_dict", new_user_dict)
         return f"{build}({cls}, {{{items}}}, {{{attrs}}})"

@@ -163,6 +163,9 @@ class UserMethodVariable(UserFunctionVariable):
         super().__init__(fn, source)
         self.obj = obj
 
+    def python_type(self) -> type:
+        return types.MethodType  # equal to another bound method of the same object and function
+
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         return super().call_function(tx, [self.obj, *args], kwargs)
 
@@ -221,6 +224,9 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
     def children(self) -> list[VariableTracker]:
         cells = [c.value for c in self.closure if c.real is None and c.value is not None]
         return [*self.defaults, *self.kwdefaults.values(), *cells]
+
+    def is_built_container(self) -> bool:
+        return True  # each reconstruct makes a new function: one reached twice is made once
 
     def reconstruct(self, codegen) -> str:
         """A function made while tracing that outlives the frame (returned) is made for real,

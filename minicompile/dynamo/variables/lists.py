@@ -19,6 +19,7 @@ from ...names import literal
 from ..exc import ObservedException, unimplemented
 from .base import VariableTracker
 from .constant import ConstantVariable
+from .hashable import HashableTracker, dict_key, key_expr, key_constant, key_tracker
 
 
 class BaseListVariable(VariableTracker):
@@ -277,14 +278,17 @@ class RangeVariable(VariableTracker):
 
 
 class SetVariable(VariableTracker):
-    """A set or frozenset of constants (``{1, 2, 3}``, ``set(names)``, a set comprehension); in
-    real Dynamo SetVariable lives in dicts.py. It holds a real set: ``in``, ``len``, iteration
-    and every method run on it while tracing, so iteration order is the order eager sees.
+    """A set or frozenset (``{1, 2, 3}``, ``set(names)``, a set comprehension); in real Dynamo
+    SetVariable lives in dicts.py. It holds a real set of its members as a dict files its keys
+    (hashable.py: constants as they are, a function or another object that hashes by identity
+    as a ``HashableTracker``): ``in``, ``len``, iteration and every method run on it while
+    tracing, so iteration order is the order eager sees.
     Mutation is trace-time bookkeeping for a set made while tracing; a set from outside (it has
     a source, guarded by value) is not mutated."""
 
     MUTATORS = {"add", "discard", "remove", "pop", "clear", "update", "difference_update",
                 "intersection_update", "symmetric_difference_update"}
+    MEMBER_METHODS = {"add", "discard", "remove", "__contains__"}  # their argument is a member
 
     def __init__(self, value: set | frozenset, source=None):
         super().__init__(source)
@@ -292,20 +296,18 @@ class SetVariable(VariableTracker):
 
     @classmethod
     def of(cls, items: list[VariableTracker], frozen: bool = False) -> "SetVariable":
-        """BUILD_SET / set(xs): the items must be constants (they are hashed now)."""
-        if not all(i.is_python_constant() for i in items):
-            unimplemented("a set of non-constant items (tensors hash by identity)")
-        values = [i.as_python_constant() for i in items]
+        """BUILD_SET / set(xs): the items are hashed now (hashable.dict_key)."""
+        values = [dict_key(i) for i in items]
         return cls(frozenset(values) if frozen else set(values))
 
     def python_type(self) -> type:
         return type(self.value)
 
     def as_python_constant(self) -> set | frozenset:
-        return self.value
+        return type(self.value)(map(key_constant, self.value))
 
     def unpack_var_sequence(self, tx) -> list[VariableTracker]:
-        return [ConstantVariable(v) for v in self.value]
+        return [key_tracker(tx, v) for v in self.value]
 
     def truth(self, tx) -> bool:
         return bool(self.value)
@@ -318,25 +320,33 @@ class SetVariable(VariableTracker):
 
         if name in ("isdisjoint", "issuperset") and len(args) == 1 \
                 and isinstance(args[0], ListIteratorVariable):  # stop at the first answer
-            items = (i.as_python_constant() for i in iterate(tx, args[0]))
+            items = (dict_key(i) for i in iterate(tx, args[0]))
             found = (i in self.value for i in items)
             return ConstantVariable(not any(found) if name == "isdisjoint" else all(found))
-        # any other method consumes an iterator whole: its items, as a tuple
-        args = [TupleVariable(a.unpack_var_sequence(tx)) if isinstance(a, ListIteratorVariable)
-                else a for a in args]
-        if not all(a.is_python_constant() for a in [*args, *kwargs.values()]):
-            unimplemented(f"{self.python_type().__name__}.{name} with a non-constant argument")
+        if kwargs:
+            unimplemented(f"{self.python_type().__name__}.{name} with keyword arguments")
         if name in self.MUTATORS and (self.source is not None or type(self.value) is frozenset):
             unimplemented(f"mutating a set from outside the frame (.{name})")
         method = getattr(self.value, name, None)
         if method is None:
             unimplemented(f"{self.python_type().__name__}.{name}")
+        # a member as the set files it; any other argument (a set, a list, an iterator, a
+        # dict) consumed whole, as the members it gives
+        members = [a.value if isinstance(a, SetVariable) else  # `{1} in s` asks for frozenset({1})
+                   dict_key(a) if name in self.MEMBER_METHODS else
+                   [dict_key(i) for i in a.unpack_var_sequence(tx)] for a in args]
         try:
-            result = method(*(a.as_python_constant() for a in args),
-                            **{k: v.as_python_constant() for k, v in kwargs.items()})
+            result = method(*members)
         except Exception as e:  # s.remove(missing): its handler, or a graph break
             raise ObservedException(e) from None
+        if isinstance(result, (set, frozenset)):
+            return SetVariable(result)
+        if name == "pop":
+            return key_tracker(tx, result)
         return SourcelessBuilder.wrap(tx, result)
+
+    def children(self) -> list[VariableTracker]:
+        return [v.vt for v in self.value if isinstance(v, HashableTracker)]
 
     def reconstruct(self, codegen) -> str:
         if self.source is not None:
@@ -344,6 +354,8 @@ class SetVariable(VariableTracker):
         if self.value and all(literal(v) is not None for v in self.value):
             return repr(self.value)  # {1, 2} / frozenset({1, 2})
         name = self.python_type().__name__
+        if any(isinstance(v, HashableTracker) for v in self.value):  # rebuilt member by member
+            return f"{name}(({''.join(key_expr(codegen, v) + ', ' for v in self.value)}))"
         return f"{name}({codegen.install_global('const', tuple(self.value))})"
 
     def _repr_body(self) -> str:
@@ -440,9 +452,12 @@ class LazyIteratorVariable(ListIteratorVariable):
     generator among them runs only as far as the consumer reads, and ``map``'s function is
     called when CPython calls it."""
 
-    def __init__(self, rows: Iterator[VariableTracker]):
+    def __init__(self, rows: Iterator[VariableTracker],
+                 made_by: tuple[Any, list[VariableTracker]] | None = None):
         super().__init__([])
         self.rows, self.exhausted = rows, False
+        # (the builtin, its arguments): how to make it for real while it has made nothing yet
+        self.made_by = made_by
 
     def next_item(self) -> VariableTracker | None:
         if self.index >= len(self.items) and not self.exhausted:
@@ -459,34 +474,24 @@ class LazyIteratorVariable(ListIteratorVariable):
         return super().unpack_var_sequence(tx)
 
     def remaining(self, codegen) -> str:
+        if not self.items and not self.exhausted and self.made_by is not None:
+            return self._made_again(codegen)  # untouched: `zip(a, b)` over the same a and b
         if not self.exhausted:
             unimplemented("an iterator (zip/map/enumerate/filter/islice) in progress at a graph "
                           "break: the items it has not made yet cannot be passed on")
         return super().remaining(codegen)
 
+    def reconstruct(self, codegen) -> str:
+        if not self.items and not self.exhausted and self.made_by is not None:
+            return self._made_again(codegen)
+        return super().reconstruct(codegen)
 
-class LocalGeneratorVariable(ListIteratorVariable):
-    """A generator made by calling a user generator function (Dynamo's
-    ``LocalGeneratorObjectVariable``): its frame, an inlining translator, runs only when an item
-    is asked for and pauses at each ``yield``, so its side effects happen when CPython's do (a
-    ``break``, ``next()`` or ``any()`` leaves the rest unrun)."""
+    def _made_again(self, codegen) -> str:
+        fn, args = self.made_by
+        return f"{codegen.install_global(fn.__name__, fn)}({', '.join(map(codegen, args))})"
 
-    def __init__(self, frame):
-        super().__init__(frame.generated_items, generator=frame.code.co_name)
-        self.frame = frame
+    def children(self) -> list[VariableTracker]:
+        return [*super().children(), *(self.made_by[1] if self.made_by else ())]
 
-    def next_item(self) -> VariableTracker | None:
-        if self.index >= len(self.items) and not self.frame.done:
-            self.frame.resume()
-        return super().next_item()
-
-    def unpack_var_sequence(self, tx) -> list[VariableTracker]:
-        while not self.frame.done:
-            self.frame.resume()
-        return super().unpack_var_sequence(tx)
-
-    def remaining(self, codegen) -> str:
-        if not self.frame.done:
-            unimplemented(f"the generator {self.generator}() is paused at a graph break: its "
-                          "frame cannot be passed on to the code after the break")
-        return super().remaining(codegen)
+    def is_built_container(self) -> bool:
+        return self.made_by is not None  # made again on each reconstruct

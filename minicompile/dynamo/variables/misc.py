@@ -103,11 +103,14 @@ class ContextManagerVariable(VariableTracker):
     def enter(self, tx) -> VariableTracker:
         raise NotImplementedError
 
-    def exit(self, tx) -> VariableTracker:
+    def exit(self, tx, *exc_info: VariableTracker) -> VariableTracker:
+        """``__exit__(type, value, traceback)``: three Nones on a normal exit."""
         return ConstantVariable(False)  # False: exceptions are not swallowed
 
     def fresh(self, writer) -> str:
         raise NotImplementedError
+
+    resumable = True  # ``fresh`` makes one a resume function can enter again
 
     METHODS = ("__enter__", "__exit__")  # the methods call_method answers
 
@@ -120,7 +123,7 @@ class ContextManagerVariable(VariableTracker):
         if name == "__enter__":
             return self.enter(tx)
         if name == "__exit__":
-            return self.exit(tx)
+            return self.exit(tx, *args)
         unimplemented(f"{type(self).__name__}.{name}()")
 
 
@@ -146,7 +149,7 @@ class GradModeVariable(ContextManagerVariable):
         tx.block_stack.append(self)
         return ConstantVariable(None)
 
-    def exit(self, tx) -> VariableTracker:
+    def exit(self, tx, *exc_info: VariableTracker) -> VariableTracker:
         self.set_mode(tx, self.prev)
         if tx.block_stack and tx.block_stack[-1] is self:
             tx.block_stack.pop()
@@ -198,7 +201,7 @@ class AutocastVariable(ContextManagerVariable):
         tx.output.active_autocasts.append(self)  # left for real by convert_frame, whatever happens
         return ConstantVariable(None)
 
-    def exit(self, tx) -> VariableTracker:
+    def exit(self, tx, *exc_info: VariableTracker) -> VariableTracker:
         self.leave_while_tracing(tx.output)
         tx.output.create_proxy("call_function", torch.amp._exit_autocast, (self.node,), {})
         if tx.block_stack and tx.block_stack[-1] is self:
@@ -273,6 +276,23 @@ class WithExitFunctionVariable(VariableTracker):
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         return self.ctx.call_method(tx, "__exit__", args, kwargs)
 
+    def resumable(self) -> bool:
+        """Whether a resume function can enter the context again after a graph break inside
+        the block (a user's class or generator cannot be re-entered without running its
+        ``__enter__`` twice)."""
+        return isinstance(self.ctx, ContextManagerVariable) and self.ctx.resumable
+
+
+class TracebackVariable(VariableTracker):
+    """The traceback a ``with`` block's ``__exit__`` receives when the block raised: not None,
+    as CPython's; anything else about it is not traced."""
+
+    def python_type(self) -> type:
+        return types.TracebackType
+
+    def identity(self) -> Any:
+        return self
+
 
 def bind_method(tx, owner: VariableTracker, attr: Any, source) -> VariableTracker:
     """Turn what a class lookup found (function, property, staticmethod) into a tracker."""
@@ -338,10 +358,6 @@ class UserDefinedObjectVariable(VariableTracker):
         return obj
 
     def store_attr(self, name: str, value: VariableTracker) -> None:
-        if getattr(value, "generator", None):  # kept to be resumed later (a @contextmanager's)
-            unimplemented(f"the generator {value.generator}() is stored in an object: it would "
-                          "run later, step by step (generators are traced only when consumed "
-                          "right away)")
         self.attrs[name] = value
 
     def children(self) -> list[VariableTracker]:

@@ -54,7 +54,10 @@ class TensorVariable(VariableTracker):
         return False
 
     def identity(self) -> Any:
-        return self.proxy.node  # one node, one tensor (the same input under two names too)
+        """The fake tensor stands for the real one object for object: the same input under
+        two names is one fake, and an op that returns its input (``x.add_(1)``,
+        ``x.contiguous()`` of a contiguous ``x``) returns its fake, as eager returns ``x``."""
+        return self.example_value
 
     def truth(self, tx) -> bool:
         unimplemented("data-dependent branching: the truth value of a tensor depends on its data "
