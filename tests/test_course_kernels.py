@@ -95,7 +95,8 @@ def test_a_forced_reduction_kind_writes_that_kernel_and_equals_eager(triton_cpu,
 
 
 @pytest.mark.cpu_only
-def test_the_cpp_transpose_is_tiled_unless_tiling_is_off():
+def test_the_cpp_transpose_is_tiled_unless_tiling_is_off(monkeypatch):
+    monkeypatch.setattr(config.inductor, "cpu_backend", "cpp")  # (also under the Triton pass)
     x = torch.randn(64, 48, device="cpu")
     with coalescing.without_tiling():
         flat = output_code(coalescing.transpose, x)
