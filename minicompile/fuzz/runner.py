@@ -42,8 +42,9 @@ def backends_for(device: str) -> dict[str, tuple[str, str | None]]:
 @dataclass
 class Outcome:
     """``kind``: "ok", "mismatch" (compiled computed something else, or raised another error
-    than eager's), "crash" (compiled raised where eager did not) or "signal" (the process
-    checking it died: generated code read wild memory or divided by zero; ``worker.py``)."""
+    than eager's), "crash" (compiled raised where eager did not), "signal" (the process
+    checking it died: generated code read wild memory or divided by zero; ``worker.py``) or
+    "timeout" (the check ran far too long: a compile or a kernel hung; ``worker.py``)."""
 
     kind: str
     message: str = ""
