@@ -1,5 +1,6 @@
 """The fuzzer's worker process (minicompile/fuzz/worker.py): a check that hangs is killed after
-its timeout and reported as a failure with a reproducer, and the run goes on in a fresh worker.
+its timeout and reported as a failure with a reproducer, and the run goes on in a fresh worker;
+a run with a time limit stops starting programs in time.
 
 The hang is made through the worker's seam (``Worker(command=...)``, ``serve(check=...)``): this
 file, run as a script, is a worker whose check blocks for ever on one seed, as a compile or a
@@ -52,6 +53,15 @@ def test_a_fuzz_run_reports_a_hang_with_its_reproducer_and_goes_on(tmp_path, cap
                               "1 timeouts"), summary  # the second program was checked: ok
     reproducer = (tmp_path / f"test_fuzz_{HANG_SEED}_eager_cpu.py").read_text()
     assert "a timeout" in reproducer and "with Worker() as worker:" in reproducer
+
+
+def test_a_time_limit_stops_starting_programs_and_says_so(capsys):
+    """``--time-limit``: a run fits a slot; the summary counts the programs really checked."""
+    assert fuzz_programs(2, 0, ["eager"], "cpu", 3, None, in_process=True, time_limit=600) == 0
+    assert capsys.readouterr().out.startswith("fuzz: 2 programs,")
+    assert fuzz_programs(2, 0, ["eager"], "cpu", 3, None, in_process=True, time_limit=0) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("fuzz: 0 programs,") and "stopped at the time limit" in out
 
 
 if __name__ == "__main__":  # the worker HANGING_WORKER starts

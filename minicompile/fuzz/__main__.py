@@ -32,6 +32,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float,
                         help="seconds one check may take before its worker is killed and the "
                         "check reported as a timeout (default: worker.TIMEOUT, 5 minutes)")
+    parser.add_argument("--time-limit", type=float, metavar="SECONDS",
+                        help="start no new program after this many seconds; the summary says "
+                        "how many were checked (to fit a run into a slot)")
     parser.add_argument("--tracer", action="store_true",
                         help="fuzz the bytecode tracer instead (Python functions vs CPython)")
     return parser.parse_args(argv)
@@ -47,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         return fuzz_tracer(args.n, args.seed)
     return fuzz_programs(args.n, args.seed, args.backend, args.device, args.max_statements,
                          None if args.no_shrink else args.out, args.in_process,
-                         args.timeout)
+                         args.timeout, time_limit=args.time_limit)
 
 
 if __name__ == "__main__":

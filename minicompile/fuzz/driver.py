@@ -44,10 +44,12 @@ FAILURES = ("mismatch", "crash", "signal", "timeout")
 
 def fuzz_programs(n: int, seed: int, backends: list[str] | None, device: str,
                   max_statements: int, out: Path | None, in_process: bool = False,
-                  timeout: float | None = None, worker_command: list[str] = WORKER_COMMAND) -> int:
+                  timeout: float | None = None, worker_command: list[str] = WORKER_COMMAND,
+                  time_limit: float | None = None) -> int:
     """Check programs ``seed .. seed + n - 1`` with each backend; 1 if any failed. Checks run
     in a worker process (``worker.py``, started by ``worker_command``), each for at most
-    ``timeout`` seconds (None: ``worker.TIMEOUT``), unless ``in_process``."""
+    ``timeout`` seconds (None: ``worker.TIMEOUT``), unless ``in_process``. Past ``time_limit``
+    seconds no new program starts (a run that must fit a slot on a shared machine)."""
     if device == "cuda" and not torch.cuda.is_available():
         print("--device cuda needs a CUDA GPU; none is visible", file=sys.stderr)
         return 2
@@ -61,8 +63,12 @@ def fuzz_programs(n: int, seed: int, backends: list[str] | None, device: str,
     counts, progress = Counter(), Progress(n, "programs")
     worker = None if in_process else Worker(timeout or TIMEOUT, worker_command)
     check = check_safely if worker is None else worker.check
+    deadline = None if time_limit is None else time.monotonic() + time_limit
+    done = 0
     for i in range(n):
-        program_seed = seed + i
+        if deadline is not None and time.monotonic() > deadline:
+            break
+        done, program_seed = i + 1, seed + i
         program = generate_program(program_seed, device, max_statements)
         for backend in backends:
             outcome = check(program, backend, device, program_seed)
@@ -74,10 +80,12 @@ def fuzz_programs(n: int, seed: int, backends: list[str] | None, device: str,
     progress.close()
     if worker is not None:
         worker.close()
-    print(f"fuzz: {n} programs, {counts['mismatch']} mismatches, {counts['crash']} crashes, "
+    stopped = f" (stopped at the time limit: seeds {seed}..{seed + done - 1})" if done < n else ""
+    print(f"fuzz: {done} programs, {counts['mismatch']} mismatches, {counts['crash']} crashes, "
           f"{counts['signal']} signals, {counts['timeout']} timeouts "
-          f"({n * len(backends)} checks on {', '.join(backends)}; "
-          f"{device}; in {counts['raised alike']} eager and compiled raised the same error)")
+          f"({done * len(backends)} checks on {', '.join(backends)}; "
+          f"{device}; in {counts['raised alike']} eager and compiled raised the same error)"
+          f"{stopped}")
     return 1 if any(counts[kind] for kind in FAILURES) else 0
 
 
