@@ -16,7 +16,6 @@ from minicompile import config
 from minicompile.inductor.codegen.wrapper import WrapperCodeGen
 
 pytest.importorskip("triton")
-pytestmark = pytest.mark.cpu_only  # eager's out-of-range index on a GPU ends the process
 
 HOST = "checked on the host before the launch"
 IN_KERNEL = "triton_helpers.check_index("
@@ -25,8 +24,9 @@ LONG_ROWS = torch.randn(5, 1500)  # rows past 1024 elements: a looped reduction
 
 
 @pytest.fixture(autouse=True)
-def triton_cpu(monkeypatch):
-    if os.environ.get("TRITON_INTERPRET", "0") in ("", "0"):
+def triton_cpu(monkeypatch, request):
+    on_gpu = request.node.get_closest_marker("gpu") is not None
+    if not on_gpu and os.environ.get("TRITON_INTERPRET", "0") in ("", "0"):
         pytest.skip("Triton kernels on CPU tensors need TRITON_INTERPRET=1")
     monkeypatch.setattr(config.inductor, "cpu_backend", "triton")
     mc.reset()
@@ -64,6 +64,7 @@ READ_WHOLE = {  # the kernel loads every element of the index tensor as an index
 }
 
 
+@pytest.mark.cpu_only  # (eager's out-of-range index on a GPU ends the process)
 @pytest.mark.parametrize("name", list(READ_WHOLE))
 def test_an_index_tensor_read_whole_is_checked_on_the_host(name, sources):
     fn, message = READ_WHOLE[name]
@@ -77,6 +78,7 @@ def test_an_index_tensor_read_whole_is_checked_on_the_host(name, sources):
     assert HOST in source and IN_KERNEL not in source and "_in_bounds" not in source, source
 
 
+@pytest.mark.cpu_only
 @pytest.mark.parametrize("row", [(), (3,)], ids=["vector", "rows"])
 def test_a_check_reads_the_size_the_launch_is_given(row, sources):
     """With dynamic shapes the dimension's size is a parameter of the kernel: the check takes it
@@ -100,6 +102,7 @@ PARTLY_READ = {  # eager never reads i[0]: a check of the whole tensor would rai
 }
 
 
+@pytest.mark.cpu_only
 @pytest.mark.parametrize("name", list(PARTLY_READ))
 def test_an_index_tensor_read_in_part_is_checked_in_the_kernel(name, sources):
     fn = PARTLY_READ[name]
@@ -109,6 +112,7 @@ def test_an_index_tensor_read_in_part_is_checked_in_the_kernel(name, sources):
     assert IN_KERNEL in source and HOST not in source, source
 
 
+@pytest.mark.cpu_only
 def test_a_check_that_does_not_change_along_the_row_runs_before_the_loop(sources):
     """``LONG_ROWS[i[1:]].sum(-1)``: the index of row x is the same at every step of the loop
     over the row's 1500 elements, so it is loaded and checked once per row, before the loop."""
@@ -122,6 +126,7 @@ def test_a_check_that_does_not_change_along_the_row_runs_before_the_loop(sources
     assert "_in_bounds" in loop  # the loads in the loop stay masked to the index's bounds
 
 
+@pytest.mark.cpu_only
 def test_a_check_that_changes_along_the_row_stays_in_the_loop(sources):
     fn = lambda i: torch.gather(LONG_ROWS, 1, i[:, 1:]).sum(-1)  # noqa: E731
     i = torch.randint(0, 1500, (5, 1201))
@@ -130,3 +135,16 @@ def test_a_check_that_changes_along_the_row_stays_in_the_loop(sources):
     same_as_eager(fn, i)
     (source,) = [s for s in sources if "for roffset" in s]
     assert IN_KERNEL in source.split("for roffset", 1)[1], source
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_the_hoisted_check_is_a_device_assert_before_the_loop(sources, monkeypatch):
+    """On a GPU nothing is checked on the host; with the debug flag the kernel's device assert
+    of a row's index runs before the loop, and an in-range call gives eager's result."""
+    monkeypatch.setattr(config.inductor, "triton_device_asserts", True)
+    rows, i = LONG_ROWS.cuda(), torch.tensor([99, 1, 4, 2], device="cuda")
+    fn = lambda i: rows[i[1:]].sum(-1)  # noqa: E731
+    torch.testing.assert_close(mc.compile(fn, backend="inductor")(i), fn(i))
+    (source,) = [s for s in sources if "for roffset" in s]
+    before, loop = source.split("for roffset", 1)
+    assert IN_KERNEL in before and IN_KERNEL not in loop and HOST not in source, source
