@@ -79,6 +79,19 @@ def test_an_index_tensor_read_whole_is_checked_on_the_host(name, sources):
 
 
 @pytest.mark.cpu_only
+def test_an_index_tensor_used_twice_is_checked_once(monkeypatch):
+    from minicompile.inductor.checks import HostCheck
+
+    runs = []
+    run = HostCheck.run
+    monkeypatch.setattr(HostCheck, "run", lambda self, args: runs.append(self) or run(self, args))
+    fn = lambda i: W[i] * W[i].sin()  # noqa: E731
+    same_as_eager(fn, torch.tensor([4, 0, 2]))
+    assert len(runs) == 1
+    same_as_eager(fn, torch.tensor([4, 5, 2]))
+
+
+@pytest.mark.cpu_only
 @pytest.mark.parametrize("row", [(), (3,)], ids=["vector", "rows"])
 def test_a_check_reads_the_size_the_launch_is_given(row, sources):
     """With dynamic shapes the dimension's size is a parameter of the kernel: the check takes it

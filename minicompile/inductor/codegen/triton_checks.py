@@ -110,8 +110,10 @@ class TritonChecks:
         if not reads_every_element(MemoryDep(buffer, index, ranges), self.numel_of(buffer)):
             return None  # the kernel reads part of it: eager may never see the rest
         first_size = len(self.signature.buffers())
-        self.host_checks.append(HostCheck(inputs.index(buffer), sympy.sympify(size), check,
-                                          tuple((s, first_size + i) for i, s in enumerate(sizes))))
+        host = HostCheck(inputs.index(buffer), sympy.sympify(size), check,
+                         tuple((s, first_size + i) for i, s in enumerate(sizes)))
+        if host not in self.host_checks:  # (x[i] and y[i] in one kernel: one check of i)
+            self.host_checks.append(host)
         return self.args[buffer]
 
     def hoist_check(self, name: str, value: str, size: sympy.Expr, check: Check) -> bool:
