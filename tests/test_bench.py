@@ -264,3 +264,26 @@ def test_pattern_suite_runs_and_checks_every_pattern(capsys, tmp_path, monkeypat
     assert not bad, bad
     adamw = next(r for r in results if r["case"] == "adamw_update")
     assert adamw["bytes"] == 7 * 4 * 33 * 67  # read p g m v, write p m v
+
+
+def test_index_checks_time_minicompile_again_with_its_checks_on(capsys, tmp_path, monkeypatch):
+    """``--index-checks``: minicompile a second time, its kernels' checks compiled in, in the
+    same turns; the table and the JSON give its time and its ratio to minicompile's."""
+    from minicompile.inductor.options import InductorOptions
+
+    built = []
+    build = InductorOptions.build.__func__
+    monkeypatch.setattr(InductorOptions, "build", classmethod(
+        lambda cls, *a, **kw: built.append(build(cls, *a, **kw)) or built[-1]))
+    json_path = tmp_path / "bench.json"
+    assert main(["--device", "cpu", "--tiny", "--cases", "pointwise", "--index-checks",
+                 "--json", str(json_path)]) == 0
+    out = capsys.readouterr().out
+    head = next(line for line in out.splitlines() if line.startswith("case "))
+    assert head.split()[-3:] == ["checked", "ms", "checked/mc"]
+    (result,) = json.loads(json_path.read_text())["results"]
+    assert result["status"] == {"tc": "ok", "mc": "ok", "checked": "ok"}
+    assert result["checked_over_mc"] == pytest.approx(result["ms"]["checked"] / result["ms"]["mc"])
+    row = next(line.split() for line in out.splitlines() if line.startswith("pointwise "))
+    assert float(row[-1]) == pytest.approx(result["checked_over_mc"], abs=0.006)
+    assert {o.triton_device_asserts for o in built} == {False, True}  # both were compiled

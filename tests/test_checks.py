@@ -115,9 +115,11 @@ def test_the_check_is_in_the_kernel(monkeypatch):
 
 
 # what each backend writes for an index it proves in range, and for a checked one (each group:
-# one of its words; Triton checks the index and masks the load to its bounds)
+# one of its words; Triton checks the index and masks the load to its bounds, or checks an
+# index tensor it reads whole on the host: test_triton_checks.py)
+HOST = "checked on the host before the launch"
 CHECK_TEXT = {"cpp": ("// no check", [("checked_index(", "wrapped_index(")]),
-              "triton": ("# no check", [("check_index(",), ("_in_bounds",)])}
+              "triton": ("# no check", [("check_index(", HOST), ("_in_bounds", HOST)])}
 
 PROVABLE = {
     "arange": lambda i: W[torch.arange(4)] * 2,  # 0..3 into 5 rows

@@ -323,6 +323,29 @@ def test_distinct_elements_of_several_reads_are_counted_exactly(reads, expected)
     assert count_distinct(deps) == expected
 
 
+@pytest.mark.parametrize("index, n, numel, whole", [
+    ("x", 7, 7, True),  # affine, one point an element
+    ("x + 1", 6, 7, False),  # i[1:]: element 0 unread
+    ("2*x", 4, 7, False),  # i[::2]
+    ("x // 3", 21, 7, True),  # embedding's token ids, each read for 3 features: enumerated
+    ("x % 7", 21, 7, True),
+    ("x // 3", 18, 7, False),  # the last id never read
+    ("x", "s0", "s0", True),  # symbolic: affine, proved by the closed form
+    ("x // 3", "3*s0", "s0", False),  # symbolic and not affine: unknown, so not proved
+])
+def test_reads_every_element_is_proved_or_false(index, n, numel, whole):
+    """Whether a load reads each element of its buffer (a host check of the whole buffer then
+    checks exactly what the kernel reads): proved, or False."""
+    from minicompile.inductor.dependencies import reads_every_element
+    from minicompile.inductor.ir import MemoryDep
+
+    x, s0 = sympy.Symbol("x", integer=True, nonnegative=True), sympy.Symbol("s0", positive=True,
+                                                                            integer=True)
+    names = {"x": x, "s0": s0}
+    dep = MemoryDep("buf0", sympy.sympify(index, names), ((x, sympy.sympify(n, names)),))
+    assert reads_every_element(dep, sympy.sympify(numel, names)) is whole
+
+
 def test_bytes_accumulate_over_forward_and_backward(compiled_graphs):
     """``num_bytes_accessed`` sums every graph since ``metrics.reset()`` (as
     torch._inductor.metrics does): a training step adds its forward and its backward."""

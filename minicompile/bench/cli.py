@@ -25,7 +25,7 @@ from .models import cli as models_cli
 from .progress import Progress
 from .report import format_table, header, plot, write_json
 from . import overhead, scaling
-from .run import COMPILERS, STEPS_PER_CASE, run_case, warm_up
+from .run import CHECKED, COMPILERS, run_case, steps_per_case, warm_up
 from .timing import copy_bandwidth_gbs, keep_freed_memory
 
 # elements per buffer of the copy-bandwidth measurement: far larger than any cache
@@ -61,6 +61,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="scaling: skip sizes (layers, steps) above N")
     p.add_argument("--compilers", default=",".join(COMPILERS),
                    help="scaling: which compilers (tc = torch.compile, mc = minicompile)")
+    p.add_argument("--index-checks", action="store_true",
+                   help="time minicompile a second time with its Triton kernels' index and "
+                        "divisor checks compiled in as device asserts (columns 'checked ms', "
+                        "'checked/mc': the checks' cost, in the same process)")
     p.add_argument("--json", metavar="PATH", help="write every number to a JSON file")
     p.add_argument("--plot", metavar="PATH", help="save a time and GB/s plot (matplotlib Agg)")
     args = p.parse_args(argv)
@@ -113,13 +117,14 @@ def main(argv: list[str] | None = None) -> int:
 
     copy_start = copy_gbs()
     print(f"minicompile.bench: {len(plan)} case(s) on {args.device}, {budget} sizes", file=sys.stderr)
-    progress = Progress(1 + STEPS_PER_CASE * len(plan))
+    compilers = {**COMPILERS, "checked": CHECKED} if args.index_checks else COMPILERS
+    progress = Progress(1 + steps_per_case(compilers) * len(plan))
     progress("warm-up compile (one-time process costs)")
     warm_up(args.device)
     results = []
     for name, size in plan:
         workload = cases[name].make(args.device, *size)
-        results.append(run_case(name, workload, args.device, budget, progress))
+        results.append(run_case(name, workload, args.device, budget, progress, compilers))
         del workload  # free the large inputs before the next case
         gc.collect()
         if args.device == "cuda":

@@ -121,9 +121,22 @@ def geomean_row(results: list[Result]) -> list[str]:
             "", "", "", "", ""]
 
 
+# with ``--index-checks``: minicompile timed again with its kernels' checks compiled in
+CHECKED_COLUMNS = ["checked ms", "checked/mc"]
+
+
+def checked_cells(r: Result) -> list[str]:
+    return [_time(r, "checked"), _num(r.ratio("checked", "mc"), ".2f")]
+
+
 def format_table(results: list[Result], h: dict) -> str:
     rows = [COLUMNS] + [row(r, h["copy_bandwidth_gbs"]) for r in results] + [geomean_row(results)]
-    widths = [max(len(rw[i]) for rw in rows) for i in range(len(COLUMNS))]
+    if any("checked" in r.status for r in results):
+        rows[0] = rows[0] + CHECKED_COLUMNS
+        rows[1:-1] = [cells + checked_cells(r) for cells, r in zip(rows[1:-1], results)]
+        rows[-1] = rows[-1] + ["", _num(geomean([x for x in (r.ratio("checked", "mc")
+                                                             for r in results) if x]), ".2f")]
+    widths = [max(len(rw[i]) for rw in rows) for i in range(len(rows[0]))]
 
     def line(cells):  # text columns left, numbers right
         return "  ".join(c.ljust(w) if i < 2 else c.rjust(w)
@@ -148,6 +161,7 @@ def write_json(path: str, results: list[Result], h: dict) -> None:
     for r in results:
         d = asdict(r)
         d.update({"mc_over_eager": r.ratio("mc", "eager"), "mc_over_tc": r.ratio("mc", "tc"),
+                  "checked_over_mc": r.ratio("checked", "mc"),
                   "gbs": {k: r.gbs(k) for k in r.ms} if r.kind == "memory" else {},
                   "tflops": {k: r.tflops(k) for k in r.ms} if r.kind != "memory" else {}})
         data["results"].append(d)

@@ -34,6 +34,14 @@ COMPILERS: dict[str, Compiler] = {  # key -> how to compile cold; eager is the b
                    cold_minicompile),
 }
 
+# ``--index-checks``: minicompile again with its Triton kernels' device asserts compiled in (the
+# debug flag, ``config.inductor.triton_device_asserts``), timed in the same turns, so the cost of
+# the checks is a ratio of one process (C++ kernels check always: on the CPU the two are alike)
+CHECKED = Compiler("minicompile, index checks on", mc.reset,
+                   lambda fn: mc.compile(fn, backend="inductor",
+                                         options={"triton_device_asserts": True}),
+                   cold_minicompile)
+
 
 @dataclass
 class Result:
@@ -66,11 +74,18 @@ def check(workload: Workload, out: Any, expected: list[torch.Tensor]) -> None:
     torch.testing.assert_close(workload.results(out), expected, rtol=rtol, atol=atol)
 
 
-STEPS_PER_CASE = 2 + 2 * len(COMPILERS)  # eager check, compile each, time eager and each
+def steps_per_case(compilers: dict[str, Compiler]) -> int:
+    return 2 + 2 * len(compilers)  # eager check, compile each, time eager and each
+
+
+STEPS_PER_CASE = steps_per_case(COMPILERS)
 
 
 def run_case(name: str, workload: Workload, device: str, budget: str,
-             progress: Callable[[str], None]) -> Result:
+             progress: Callable[[str], None],
+             compilers: dict[str, Compiler] | None = None) -> Result:
+    """Check and time eager and each of ``compilers`` (default: ``COMPILERS``) on ``workload``."""
+    compilers = COMPILERS if compilers is None else compilers
     result = Result(name, workload.size, workload.kind, flops=workload.flops)
     workload.restore()
     expected = workload.results(workload.step(workload.fn))  # eager is the oracle
@@ -78,7 +93,7 @@ def run_case(name: str, workload: Workload, device: str, budget: str,
         result.bytes = workload.min_bytes(expected)
     progress(f"{name} {workload.size}: eager")
     runnable: dict[str, Callable] = {"eager": workload.fn}
-    for key, compiler in COMPILERS.items():
+    for key, compiler in compilers.items():
         progress(f"{name} {workload.size}: compile {compiler.name}")
         compiler.reset()
         try:
@@ -97,7 +112,7 @@ def run_case(name: str, workload: Workload, device: str, budget: str,
             continue
         result.status[key] = "ok"
         runnable[key] = compiled
-    for key in ("eager", *COMPILERS):
+    for key in ("eager", *compilers):
         if key not in runnable:
             progress(f"{name} {workload.size}: {key} not timed")
     steps = {key: (lambda fn=fn: workload.step(fn)) for key, fn in runnable.items()}

@@ -1,7 +1,7 @@
 """``bash course.sh fuzz -n N --seed S [--backend B] [--device D]``: the long fuzz run.
 
 Prints a progress bar, shrinks every failure to a pytest reproducer (``--out``, default
-fuzz_failures/), ends with ``fuzz: N programs, M mismatches, C crashes, S signals`` and exits
+fuzz_failures/), ends with ``fuzz: N programs, M mismatches, C crashes, S signals, T timeouts`` and exits
 non-zero on any of them.
 """
 
@@ -29,6 +29,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--in-process", action="store_true",
                         help="check in this process, not a worker process (a signal from "
                         "generated code then ends the run)")
+    parser.add_argument("--timeout", type=float,
+                        help="seconds one check may take before its worker is killed and the "
+                        "check reported as a timeout (default: worker.TIMEOUT, 5 minutes)")
+    parser.add_argument("--time-limit", type=float, metavar="SECONDS",
+                        help="start no new program after this many seconds; the summary says "
+                        "how many were checked (to fit a run into a slot)")
     parser.add_argument("--tracer", action="store_true",
                         help="fuzz the bytecode tracer instead (Python functions vs CPython)")
     return parser.parse_args(argv)
@@ -43,7 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.tracer:
         return fuzz_tracer(args.n, args.seed)
     return fuzz_programs(args.n, args.seed, args.backend, args.device, args.max_statements,
-                         None if args.no_shrink else args.out, args.in_process)
+                         None if args.no_shrink else args.out, args.in_process,
+                         args.timeout, time_limit=args.time_limit)
 
 
 if __name__ == "__main__":

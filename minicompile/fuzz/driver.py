@@ -12,7 +12,7 @@ import torch
 from .generate import generate_program
 from .runner import Outcome, backends_for, check_safely
 from .shrink import same_failure, shrink, write_reproducer
-from .worker import Worker
+from .worker import TIMEOUT, WORKER_COMMAND, Worker
 
 
 class Progress:
@@ -39,13 +39,17 @@ class Progress:
             print(file=sys.stderr)
 
 
-FAILURES = ("mismatch", "crash", "signal")
+FAILURES = ("mismatch", "crash", "signal", "timeout")
 
 
 def fuzz_programs(n: int, seed: int, backends: list[str] | None, device: str,
-                  max_statements: int, out: Path | None, in_process: bool = False) -> int:
+                  max_statements: int, out: Path | None, in_process: bool = False,
+                  timeout: float | None = None, worker_command: list[str] = WORKER_COMMAND,
+                  time_limit: float | None = None) -> int:
     """Check programs ``seed .. seed + n - 1`` with each backend; 1 if any failed. Checks run
-    in a worker process (``worker.py``) unless ``in_process``."""
+    in a worker process (``worker.py``, started by ``worker_command``), each for at most
+    ``timeout`` seconds (None: ``worker.TIMEOUT``), unless ``in_process``. Past ``time_limit``
+    seconds no new program starts (a run that must fit a slot on a shared machine)."""
     if device == "cuda" and not torch.cuda.is_available():
         print("--device cuda needs a CUDA GPU; none is visible", file=sys.stderr)
         return 2
@@ -57,10 +61,14 @@ def fuzz_programs(n: int, seed: int, backends: list[str] | None, device: str,
               file=sys.stderr)
         return 2
     counts, progress = Counter(), Progress(n, "programs")
-    worker = None if in_process else Worker()
+    worker = None if in_process else Worker(timeout or TIMEOUT, worker_command)
     check = check_safely if worker is None else worker.check
+    deadline = None if time_limit is None else time.monotonic() + time_limit
+    done = 0
     for i in range(n):
-        program_seed = seed + i
+        if deadline is not None and time.monotonic() > deadline:
+            break
+        done, program_seed = i + 1, seed + i
         program = generate_program(program_seed, device, max_statements)
         for backend in backends:
             outcome = check(program, backend, device, program_seed)
@@ -72,24 +80,31 @@ def fuzz_programs(n: int, seed: int, backends: list[str] | None, device: str,
     progress.close()
     if worker is not None:
         worker.close()
-    print(f"fuzz: {n} programs, {counts['mismatch']} mismatches, {counts['crash']} crashes, "
-          f"{counts['signal']} signals ({n * len(backends)} checks on {', '.join(backends)}; "
-          f"{device}; in {counts['raised alike']} eager and compiled raised the same error)")
+    stopped = f" (stopped at the time limit: seeds {seed}..{seed + done - 1})" if done < n else ""
+    print(f"fuzz: {done} programs, {counts['mismatch']} mismatches, {counts['crash']} crashes, "
+          f"{counts['signal']} signals, {counts['timeout']} timeouts "
+          f"({done * len(backends)} checks on {', '.join(backends)}; "
+          f"{device}; in {counts['raised alike']} eager and compiled raised the same error)"
+          f"{stopped}")
     return 1 if any(counts[kind] for kind in FAILURES) else 0
 
 
 def report(program, outcome: Outcome, backend: str, device: str, seed: int,
            out: Path | None, check=check_safely) -> None:
-    """Print the failure; shrink it (each candidate checked by ``check``) and write the
-    reproducer when ``out`` is set."""
+    """Print the failure; shrink it (each candidate checked by ``check``; a timeout is not
+    shrunk) and write the reproducer when ``out`` is set."""
     print(f"\n{outcome.kind} with {backend}, program seed {seed}:\n{program.source()}"
           f"{outcome.message.strip()[:3000]}", file=sys.stderr)
     if out is None:
         return
-    small = shrink(program, same_failure(outcome, backend, device, seed, check))
-    path = write_reproducer(out, small, check(small, backend, device, seed), backend,
-                            device, seed, seed)
-    print(f"shrunk to {len(small.body)} statements: {path}", file=sys.stderr)
+    if outcome.kind == "timeout":  # each candidate that still hung would cost a whole timeout
+        small, final = program, outcome
+    else:
+        small = shrink(program, same_failure(outcome, backend, device, seed, check))
+        final = check(small, backend, device, seed)
+    path = write_reproducer(out, small, final, backend, device, seed, seed)
+    print(f"{'shrunk to' if small is not program else 'unshrunk,'} {len(small.body)} "
+          f"statements: {path}", file=sys.stderr)
 
 
 def fuzz_tracer(n: int, seed: int) -> int:

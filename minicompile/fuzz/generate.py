@@ -12,7 +12,6 @@ from __future__ import annotations
 import random
 import re
 import warnings
-from typing import Callable
 
 import torch
 
@@ -61,12 +60,12 @@ class Builder:
 
     def new_input(self, shape: tuple[int, ...], dtype: torch.dtype | str, *,
                   requires_grad: bool | None = None, layout: str | None = None,
-                  low: int = 0, high: int = 8,
-                  safe: Callable[[torch.Tensor], torch.Tensor] | None = None) -> str:
-        """A new input ``xN``. ``safe`` makes the example the generator computes with harmless
-        (an index in range, a divisor not 0) where the spec draws values eager may reject: the
-        later statements get a value to build on, and the program's own inputs keep the bad
-        values that eager and compiled code must reject alike."""
+                  low: int = 0, high: int = 8, harmless: tuple = ()) -> str:
+        """A new input ``xN``. ``harmless`` (``InputSpec.harmless``) makes the example the
+        generator computes with harmless (an index in range, a divisor not 0) where the spec
+        draws values eager may reject: the later statements get a value to build on, and the
+        program's own inputs keep the bad values that eager and compiled code must reject
+        alike."""
         dtype = dtype if isinstance(dtype, str) else str(dtype).removeprefix("torch.")
         if requires_grad is None:
             requires_grad = self.rng.random() < 0.4
@@ -77,11 +76,11 @@ class Builder:
             expand_dims = tuple(d for d in range(len(shape)) if self.rng.random() < 0.5)
         if not _layout_fits(layout, shape, expand_dims):
             layout, expand_dims = "contiguous", ()
-        spec = InputSpec(tuple(shape), dtype, layout, requires_grad, high, expand_dims, low)
+        spec = InputSpec(tuple(shape), dtype, layout, requires_grad, high, expand_dims, low,
+                         harmless)
         name = f"x{len(self.program.inputs)}"
         self.program.inputs.append(spec)
-        example = spec.make(self.gen, self.device)
-        self.values[name] = safe(example) if safe else example
+        self.values[name] = spec.made_harmless(spec.make(self.gen, self.device))
         return name
 
     def index_input(self, shape: tuple[int, ...], size: int, wraps: bool = False) -> str:
@@ -92,7 +91,7 @@ class Builder:
         high = self.rng.choice([size + 1, 2 * size, 2**31])  # just past the end, or far past it
         low = self.rng.choice([-2 * size, -size - 1]) if wraps else self.rng.choice([0, -1])
         return self.new_input(shape, "int64", layout="contiguous", low=low, high=high,
-                              safe=lambda t: t.remainder(size))
+                              harmless=("remainder", size))
 
     def divisor_input(self, shape: tuple[int, ...]) -> str:
         """An integer divisor that may hold 0 (eager raises ZeroDivisionError) and -1
@@ -101,7 +100,7 @@ class Builder:
         if self.device != "cpu":
             return self.new_input(shape, "int64", layout="contiguous", low=1, high=8)
         return self.new_input(shape, "int64", layout="contiguous", low=-7, high=8,
-                              safe=lambda t: t.masked_fill(t == 0, 1))
+                              harmless=("nonzero",))
 
     def broadcast_partner(self, x: str, dtype: str | None = None) -> str:
         """A value that broadcasts with ``x`` (of ``x``'s dtype unless told): an earlier value

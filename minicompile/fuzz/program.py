@@ -35,6 +35,8 @@ class InputSpec:
     memory, broadcast to ``shape`` with stride 0 where ``expand_dims`` says).
     low, high: int64 inputs are drawn from [low, high): an index input in range, or not (an
     index out of range, a divisor of 0: eager raises, and compiled code must raise the same).
+    harmless: for values eager may reject, how to make them ones it accepts (a row of
+    :data:`HARMLESS` and its argument: ``("remainder", 5)`` for indices into a dim of 5).
     """
 
     shape: tuple[int, ...]
@@ -44,6 +46,7 @@ class InputSpec:
     high: int = 8
     expand_dims: tuple[int, ...] = ()
     low: int = 0
+    harmless: tuple = ()
 
     def make(self, gen: torch.Generator, device: str) -> torch.Tensor:
         base_shape = [1 if d in self.expand_dims else s for d, s in enumerate(self.shape)]
@@ -56,6 +59,20 @@ class InputSpec:
         if self.expand_dims:
             t = t.expand(self.shape)
         return t.detach().requires_grad_(self.requires_grad)
+
+    def made_harmless(self, t: torch.Tensor) -> torch.Tensor:
+        """``t`` with the values eager may reject replaced by ones it accepts."""
+        if not self.harmless:
+            return t
+        kind, *args = self.harmless
+        return HARMLESS[kind](t, *args)
+
+
+# the harmless twin of values eager may reject (InputSpec.harmless)
+HARMLESS = {
+    "remainder": lambda t, size: t.remainder(size),  # an index out of range -> one in [0, size)
+    "nonzero": lambda t: t.masked_fill(t == 0, 1),  # a divisor of 0 -> 1
+}
 
 
 def _random(shape: tuple[int, ...], dtype: str, low: int, high: int,
@@ -120,9 +137,14 @@ class Program:
         exec(compile(self.source(), "<fuzzed program>", "exec"), namespace)
         return namespace["fn"]
 
-    def make_inputs(self, seed: int, device: str) -> list[torch.Tensor]:
+    def make_inputs(self, seed: int, device: str, harmless: bool = False) -> list[torch.Tensor]:
+        """The inputs; ``harmless``: with the values eager may reject made ones it accepts."""
         gen = torch.Generator().manual_seed(seed)
-        return [spec.make(gen, device) for spec in self.inputs]
+        inputs = [spec.make(gen, device) for spec in self.inputs]
+        return self.made_harmless(inputs) if harmless else inputs
+
+    def made_harmless(self, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+        return [spec.made_harmless(t) for spec, t in zip(self.inputs, inputs)]
 
     def returning(self, outputs: list[str],
                   side_effect: Callable[[Statement], bool] = lambda s: True) -> Program:

@@ -3,7 +3,7 @@
 Shrinking is greedy delta debugging over the program's text: return one output instead of
 several, delete one statement at a time, make each input plain (contiguous, no grad, smaller),
 and keep a change whenever the program still runs in eager and still fails the same way
-(a mismatch stays a mismatch, a crash a crash). It stops when no change helps.
+(a mismatch stays a mismatch, a crash a crash, a hang a hang). It stops when no change helps.
 """
 
 from __future__ import annotations
@@ -103,13 +103,13 @@ def reproducer(program: Program, outcome: Outcome, backend: str, device: str, se
     inputs = ",\n    ".join(repr(spec) for spec in program.inputs)
     settings = "".join(f"os.environ[{k!r}] = {v!r}  # the backend needs it (set before import)\n"
                        for k, v in environment(backend, device).items())
-    # a program that killed its process is checked in a worker process: the test then fails
-    # with the signal's name instead of ending pytest
-    signal = outcome.kind == "signal"
-    runner = ("from minicompile.fuzz.worker import Worker" if signal else
+    # a program that killed its process or hung is checked in a worker process: the test then
+    # fails with the signal's name or the timeout instead of ending or stopping pytest
+    in_worker = outcome.kind in ("signal", "timeout")
+    runner = ("from minicompile.fuzz.worker import Worker" if in_worker else
               "from minicompile.fuzz.runner import check_program")
     check = (f"with Worker() as worker:\n        outcome = worker.check(program, {backend!r}, "
-             f"{device!r}, seed={seed})" if signal else
+             f"{device!r}, seed={seed})" if in_worker else
              f"outcome = check_program(program, {backend!r}, {device!r}, seed={seed})")
     return f'''"""Reproducer written by the differential fuzzer (`bash course.sh fuzz`).
 

@@ -14,6 +14,14 @@ Each op that indexes with data names its row of :data:`EAGER_ERRORS`: eager's ex
 message, and whether a negative index counts from the end (``x[-1]``, but not ``gather``'s).
 A backend skips a check it can prove always passes (an index made by ``arange`` or ``% size``)
 and says so in the generated code.
+
+Where a kernel loads its indices straight from a tensor it reads whole (``embedding``'s token
+ids), the launcher can check that tensor before the launch instead (``HostCheck``): one min and
+max over the indices, not a comparison per lane, and the kernel then needs no check and no bounds
+mask. Real Inductor checks only inside the kernel (``tl.device_assert``); minicompile checks on
+the host where the tensor is already there: on the CPU (Triton's interpreter). On a GPU reading
+the min and max back would wait for the GPU at every launch (and could not be recorded into a
+CUDA graph), so there the kernel keeps its device assert, under the debug flag.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import math
 from dataclasses import dataclass
 
 import sympy
+import torch
 
 
 @dataclass(frozen=True)
@@ -64,6 +73,31 @@ class Check:
         """The exception eager raises for ``value`` along a dimension of ``size``."""
         return self.error.exception(self.error.message.format(value=value, dim=self.dim,
                                                               size=size))
+
+
+@dataclass(frozen=True)
+class HostCheck:
+    """A check the launcher makes before the kernel runs: every value of the index tensor the
+    kernel reads whole (its argument ``arg``) passes ``check`` along a dim of ``size``. ``size``
+    is in the kernel's size parameters, which ``size_args`` places among its arguments."""
+
+    arg: int
+    size: sympy.Expr
+    check: Check
+    size_args: tuple[tuple[sympy.Symbol, int], ...] = ()
+
+    def run(self, args: tuple) -> None:
+        """Raise eager's error for the first index (in the tensor's order) outside."""
+        index = args[self.arg]
+        size = int(sympy.sympify(self.size).subs({s: args[i] for s, i in self.size_args}))
+        if index.numel() == 0:
+            return
+        low = -size if self.check.error.wrap else 0
+        smallest, largest = torch.aminmax(index)  # read once: the cheap test
+        if low <= int(smallest) and int(largest) < size:
+            return
+        flat = index.reshape(-1)
+        raise self.check.fail(int(flat[(flat < low) | (flat >= size)][0]), size)
 
 
 DIVISION = Check("division")

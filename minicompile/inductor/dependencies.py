@@ -186,6 +186,20 @@ def count_distinct(deps: list[MemoryDep]) -> int:
     return int(seen.sum())
 
 
+def reads_every_element(dep: MemoryDep, numel: sympy.Expr) -> bool:
+    """Whether ``dep`` touches each of its buffer's ``numel`` elements, proved (False where
+    unknown): an affine injective index over ``numel`` loop points, or, with concrete sizes,
+    ``numel`` distinct offsets enumerated (``x[i // 2]``'s ``xindex // 2``). A check of the
+    whole buffer then checks exactly what ``dep`` reads (``checks.HostCheck``)."""
+    affine = affine_strides(dep)
+    if affine is not None and is_injective(affine[1]):
+        return sympy.simplify(closed_form(dep) - numel) == 0
+    enumerable = (not dep.is_indirect() and is_concrete(numel, *[s for _, s in dep.var_ranges])
+                  and dep.index.free_symbols <= {v for v, _ in dep.var_ranges})
+    return (enumerable and int(_points(dep)) <= MAX_ENUMERATED_POINTS
+            and count_distinct([dep]) == int(numel))
+
+
 # --- the footprint of a kernel on one buffer -----------------------------------------------------
 
 def footprint(deps: Iterable[Dep], numel: sympy.Expr) -> sympy.Expr:

@@ -89,9 +89,11 @@ class TritonKernelObject(TritonLauncher):
                          options=CHECKED_OPTIONS if kernel.checks else COMPILE_OPTIONS,
                          hint=kernel.reduction_hint(), knobs=knobs)
         self.group, self._counted = group, (kernel, scheduler)
-        self.checks = kernel.checks
+        self.checks, self.host_checks = kernel.checks, kernel.host_checks
 
     def __call__(self, *args: Any) -> None:
+        for check in self.host_checks:  # index tensors read whole, checked before the launch
+            check.run(args)
         try:
             super().__call__(*args)
         except Exception as error:  # the interpreter wraps what a helper raises
@@ -116,7 +118,8 @@ class TritonScheduling(BaseScheduling):
 
     def codegen_kernel(self, group: KernelGroup, wrapper: Any) -> None:
         scheduler = wrapper.scheduler
-        kernel = self.select_tiling(group, lambda n: scheduler.buffers[n].get_dtype())
+        kernel = self.select_tiling(group, lambda n: scheduler.buffers[n].get_dtype(),
+                                    scheduler.numel)
         name = wrapper.kernel_name(PREFIX[kernel.kind], group)
         kernel.name = name
         source = MODULE_HEADER + kernel.codegen()
@@ -136,16 +139,17 @@ class TritonScheduling(BaseScheduling):
             if jobs:
                 self.compile_jobs.append((launcher, jobs))
 
-    def select_tiling(self, group: KernelGroup, dtype_of: Any) -> TritonKernel:
+    def select_tiling(self, group: KernelGroup, dtype_of: Any, numel_of: Any = None) -> TritonKernel:
         """A pointwise kernel is written once flat, to see its accesses; where they are
         contiguous along different dims (a transpose, a permute, a channels-last input), it is
         written again over a 2-D tile (``triton_tiling.py``)."""
-        kernel = TritonKernel(group, "kernel", dtype_of, self.options)
+        kernel = TritonKernel(group, "kernel", dtype_of, self.options, numel_of=numel_of)
         if kernel.kind != "pointwise":
             return kernel
         kernel.codegen()
         tile = choose_tile([dep.index for _, _, dep in kernel.accesses], group.numel)
-        return TritonKernel(group, "kernel", dtype_of, self.options, tile)  # (written once)
+        return TritonKernel(group, "kernel", dtype_of, self.options, tile,
+                            numel_of)  # (written once)
 
     def flush(self) -> None:
         """Start compiling the graph's kernels, every candidate of each, in the background."""

@@ -26,20 +26,19 @@ which Inductor switches to by size; this kernel writer does not.
 
 from __future__ import annotations
 
-import os
 from typing import Any, Callable
 
 import sympy
 import torch
 
-from ..checks import (DIVISION, DIVISIONS, Check, Range, no_check_comment, op_range, site_of,
-                      unchecked_range)
+from ..checks import DIVISION, DIVISIONS, Check, HostCheck, Range, op_range, site_of
 from ..ir import MemoryDep
 from ..kernel_group import RINDEX, XINDEX, KernelGroup, KernelMember
 from ..sizevars import simplify_index, value_range
 from ..ops_handler import add_elementwise_ops
 from . import triton_frames
 from .common import CSE, CodegenError, IndentedBuffer, KernelSignature, emit_members, local_stride
+from .triton_checks import TritonChecks, checks_emitted
 from .triton_reductions import TritonReductions
 from .triton_tiling import X0, Y0, Tile
 from .triton_ops import (SIGN_BIT, TRITON_DTYPES, TRITON_OPS, compute_dtype, is_negative_zero,
@@ -53,12 +52,14 @@ PERSISTENT_RNUMEL = 1024  # rows up to this long are reduced in one block: no lo
 # cross-entropy over 16384x32000 bfloat16 logits: 0.73 ms looped (the row read twice), 0.59 ms so.
 PERSISTENT_MULTIPASS_RNUMEL = 32768
 
-class TritonKernel(TritonReductions):
-    """Writes the source of one kernel; ``codegen()`` returns it."""
+class TritonKernel(TritonReductions, TritonChecks):
+    """Writes the source of one kernel; ``codegen()`` returns it. ``numel_of`` (a buffer's
+    element count) lets the launcher check index tensors read whole (``triton_checks.py``)."""
 
     def __init__(self, group: KernelGroup, name: str, dtype_of: Callable[[str], torch.dtype],
-                 options: Any = None, tile: Tile | None = None):
-        self.group, self.name, self.tile = group, name, tile
+                 options: Any = None, tile: Tile | None = None,
+                 numel_of: Callable[[str], sympy.Expr] | None = None):
+        self.group, self.name, self.tile, self.numel_of = group, name, tile, numel_of
         # index and divisor checks: always under the interpreter; on a GPU as device asserts
         self.checks_emitted = checks_emitted(options is not None and options.triton_device_asserts)
         self.buffer_dtype = dtype_of  # buffer name -> its torch dtype
@@ -86,6 +87,9 @@ class TritonKernel(TritonReductions):
         self._indirect = 0
         self.in_bounds: dict[sympy.Symbol, str] = {}  # indirect index -> its bounds condition
         self.checks: list[Check] = []  # the kernel's checks, by site number (checks.py)
+        self.host_checks: list[HostCheck] = []  # the launcher's, before each launch
+        self.loaded_from: dict[str, tuple[str, sympy.Expr]] = {}  # temporary -> its load
+        self.in_loop = False  # emitting a looped reduction's loop body
         # integer temporary -> its known [low, high] (an index needing no check, a divisor
         # needing none): from arange's lanes, constants, and the ops between them (checks.py)
         self.ranges: dict[str, Range] = {}
@@ -214,9 +218,11 @@ class TritonKernel(TritonReductions):
                 del scope[name]
             self.body, self.before_loop, self.after_loop = (IndentedBuffer(), IndentedBuffer(),
                                                             IndentedBuffer())
+            self.in_loop = True
             with self.cse.scoped():
                 for member in phase.members:
                     self.emit(member, scope)
+            self.in_loop = False
             top.splice(self.before_loop)
             top.writeline("for roffset in range(0, rnumel, RBLOCK):")
             with top.indent():
@@ -301,6 +307,7 @@ class TritonKernel(TritonReductions):
         if compute_dtype(dtype) != dtype:
             expr += f".to({triton_dtype(compute_dtype(dtype))})"
         var = self.generate(expr, compute_dtype(dtype))
+        self.note_load(var, name, index)
         address = self.pointer(name, index)
         framed = {"pointwise": "xmask", "tiled": "xmask",
                   "looped": "xmask & rmask, other=0"}.get(self.kind)
@@ -365,6 +372,7 @@ class TritonKernel(TritonReductions):
         var = self.generate(expr, compute_dtype(dtype))
         if x in self.ranges and dtype in (torch.int64, torch.int32):  # (indices fit in both)
             self.ranges[var] = self.ranges[x]
+        self.note_cast(var, x, dtype in (torch.int64, torch.int32))
         return var
 
     def where(self, cond: str, a: str, b: str) -> str:
@@ -380,39 +388,6 @@ class TritonKernel(TritonReductions):
         other = triton_constant(other, self.dtype(value))
         return self.generate(f"tl.where({mask}, {value}, {other})",
                              self.dtype(value))
-
-    def indirect_indexing(self, value: str, size: sympy.Expr, check: Check = Check()) -> sympy.Symbol:
-        """A loaded index as a symbol of the index expression, checked against ``size`` as eager
-        checks it (``x[-1]`` is ``x[size - 1]``; ``gather`` rejects it): a device assert on a
-        GPU (kept by Triton's debug flag), a raise under the interpreter; and the loads and
-        stores through it are masked to its bounds, so no lane touches memory outside. An index
-        whose range (``self.ranges``) proves it inside (``arange``, ``% size``, a clamp) gets
-        neither check nor mask: the common gather costs nothing."""
-        name = f"indirect{self._indirect}"
-        self._indirect += 1
-        bounds = unchecked_range(value, size, check, self.ranges, {})
-        wraps = check.error.wrap and (bounds is None or bounds[0] < 0)
-        if wraps:
-            self.body.writeline(f"{name} = tl.where({value} < 0, {value} + {texpr(size)}, {value})")
-        else:
-            self.body.writeline(f"{name} = {value}")
-        if bounds is not None:  # no check, no bounds mask: every lane's index is inside
-            self.body.writeline(f"# {no_check_comment(value, bounds)}")
-            return sympy.Symbol(name, integer=True)
-        ok = f"{name}_in_bounds"
-        self.body.writeline(f"{ok} = (0 <= {name}) & ({name} < {texpr(size)})")
-        if self.checks_emitted:
-            self.body.writeline(f"triton_helpers.check_index({value}, {ok}, "
-                                f"{self.mask(self.level == 'element')}, {texpr(size)}, "
-                                f"{site_of(self.checks, check)})  # eager: {check.kind} raises outside")
-        symbol = sympy.Symbol(name, integer=True)
-        self.in_bounds[symbol] = ok
-        return symbol
-
-def checks_emitted(device_asserts: bool) -> bool:
-    """Index and divisor checks in the kernel: always under Triton's interpreter (they raise
-    eager's error); on a GPU only as device asserts, with ``triton_device_asserts``."""
-    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0") or device_asserts
 
 
 def _make_op(name: str) -> Callable:

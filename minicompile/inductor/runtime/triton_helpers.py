@@ -217,12 +217,18 @@ def _data(x):
         np.asarray(getattr(x, "value", x))
 
 
+def _scalar(x) -> int:
+    """A kernel's scalar argument as an int: a size parameter (``s0``) arrives as a tensor of
+    shape (1,) under the interpreter, a literal as a 0-d one."""
+    return int(_data(x).reshape(-1)[0])
+
+
 def _check_index_interpreted(index, in_bounds, mask, size, site):
     """Under the interpreter, which ignores device asserts: the first failing lane raises."""
     index, in_bounds, mask = np.broadcast_arrays(_data(index), _data(in_bounds), _data(mask))
     bad = (in_bounds == 0) & (mask != 0)
     if bad.any():
-        raise CheckFailed(int(_data(site)), int(index[bad].flat[0]), int(_data(size)))
+        raise CheckFailed(_scalar(site), int(index[bad].flat[0]), _scalar(size))
 
 
 @triton.jit
@@ -233,7 +239,7 @@ def _check_divisor_device(divisor, mask, site: tl.constexpr):
 def _check_divisor_interpreted(divisor, mask, site):
     divisor, mask = np.broadcast_arrays(_data(divisor), _data(mask))
     if ((divisor == 0) & (mask != 0)).any():
-        raise CheckFailed(int(_data(site)), 0, 0)
+        raise CheckFailed(_scalar(site), 0, 0)
 
 
 check_index = _check_index_interpreted if INTERPRET else _check_index_device
