@@ -321,15 +321,15 @@ def _compile(fn: types.FunctionType, f_locals: dict, backend: Callable, fullgrap
 
 
 def _without_tracebacks(error: Unsupported) -> Unsupported:
-    """``error`` (and the errors chained to it) without tracebacks, to be kept in the cache: a
+    """A copy of ``error`` with no traceback and nothing chained, to be kept in the cache: a
     traceback holds the tracer's frames, and through their callers the user's frames that were
     running then (a frame running eagerly whose callee was being compiled), with their locals:
-    tensors, and generators whose ``finally`` would then run late."""
-    seen = error
-    while seen is not None:
-        seen.__traceback__ = None
-        seen = seen.__cause__ or seen.__context__
-    return error
+    tensors, and generators whose ``finally`` would then run late. A copy, because the errors
+    chained to it are not the cache's: a user's own exception keeps its traceback (where their
+    code raised is what they need to see)."""
+    kept = copy.copy(error)
+    kept.__traceback__ = kept.__cause__ = kept.__context__ = None
+    return kept
 
 
 def _convert(fn: types.FunctionType, f_locals: dict, backend: Callable, fullgraph: bool,
