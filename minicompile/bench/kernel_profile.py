@@ -60,10 +60,13 @@ def report(name: str, top: int = 12) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m minicompile.bench.kernel_profile",
                                      description=__doc__.split("\n\n")[0])
-    parser.add_argument("cases", nargs="*", choices=[[], *CASES], metavar="case",
+    parser.add_argument("cases", nargs="*", metavar="case",
                         help=f"cases of --suite overhead (default: all): {', '.join(CASES)}")
     parser.add_argument("--top", type=int, default=12, help="kernels listed per compiler")
     args = parser.parse_args(argv)
+    unknown = [c for c in args.cases if c not in CASES]
+    if unknown:
+        parser.error(f"no such case: {', '.join(unknown)} (choose from {', '.join(CASES)})")
     if not torch.cuda.is_available():
         sys.exit("kernel_profile needs a GPU")
     for case in args.cases or list(CASES):

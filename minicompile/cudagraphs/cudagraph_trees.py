@@ -89,6 +89,7 @@ class Recording:
     # outputs that are (views of) inputs, not pool memory: (output, input, size, stride, offset
     # from the input's): a replay hands out that view of the caller's own input
     aliases: list[tuple[int, int, Any, Any, int]] = field(default_factory=list)
+    whole: frozenset[int] = frozenset()  # aliases that are all of their input: the input itself
     # the replay's checks, precomputed: (position, static buffer) of the copied inputs, of the
     # tensors read in place, and the other arguments' recorded values
     copy_in: list[tuple[int, torch.Tensor]] = field(default_factory=list)
@@ -97,6 +98,7 @@ class Recording:
     # outputs grouped by storage: (data pointer, bytes, device, [(index, metadata)]): each
     # replay builds fresh tensors over these storages
     storages: list[tuple[int, int, torch.device, list[tuple]]] = field(default_factory=list)
+    pool_outputs: list[int] = field(default_factory=list)  # the outputs over those storages
 
     @property
     def copied(self) -> list[bool]:
@@ -120,9 +122,8 @@ class Pool:
         """Before a replay writes into the pool: gradients still alive move to memory of their
         own (``move_out``), so the replay cannot overwrite them."""
         for ref in self.gradients:
-            storage = None if ref.expired() else torch.UntypedStorage._new_with_weak_ptr(ref.cdata)
-            if storage is not None:
-                move_out(storage)
+            if not ref.expired():
+                move_out(torch.UntypedStorage._new_with_weak_ptr(ref.cdata))
         self.gradients = []
 
 
@@ -258,7 +259,13 @@ class CUDAGraphRunner:
                               in_place=in_place, values=values)
         pool.joined |= self.kind == "backward" and pool is not self.pool
         recording.aliases = input_aliases(outputs, inputs)
+        # (a parameter saved for the backward, handed back whole, stays a Parameter, which the
+        # backward's recording reads in place)
+        recording.whole = frozenset(i for i, j, size, stride, delta in recording.aliases
+                                    if delta == 0 and inputs[j].shape == size
+                                    and inputs[j].stride() == stride)
         recording.storages = group_storages(outputs, {i for i, *_ in recording.aliases})
+        recording.pool_outputs = sorted(i for *_, views in recording.storages for i, _ in views)
         for data_ptr, *_ in recording.storages:
             _recorded_outputs[data_ptr] = recording
         self.recordings[key] = recording
@@ -280,23 +287,26 @@ class CUDAGraphRunner:
         outs = fresh_outputs(recording)
         for i, j, size, stride, delta in recording.aliases:  # the caller's input, as recorded
             a = args[j]
-            same = delta == 0 and a.shape == size and a.stride() == stride
-            # (the input itself where the view is all of it: a parameter saved for the
-            # backward stays a Parameter, which the backward's recording reads in place)
-            outs[i] = a if same else torch.as_strided(a, size, stride, a.storage_offset() + delta)
-        aliased = {i for i, *_ in recording.aliases}  # (the caller's memory: never stale)
-        tensors = [(i, o) for i, o in enumerate(outs)
-                   if isinstance(o, torch.Tensor) and i not in aliased]
-        if self.kind == "backward" and not CAN_MOVE_STORAGE:  # (copied out, as they may be kept)
-            return tuple(o.clone() if i in dict(tensors) else o for i, o in enumerate(outs))
-        if self.kind == "backward":  # gradients: moved out, not marked stale (``Pool.evacuate``)
-            storages = {o.untyped_storage().data_ptr(): o.untyped_storage() for _, o in tensors}
-            recording.pool.gradients = [StorageWeakRef(s) for s in storages.values()]
-            return tuple(outs)
+            outs[i] = a if i in recording.whole else \
+                torch.as_strided(a, size, stride, a.storage_offset() + delta)
+        if self.kind == "backward":
+            return self.hand_out_gradients(recording, outs)
+        tensors = [(i, outs[i]) for i in recording.pool_outputs]  # (an input is never stale)
         start = self.saved_outputs_start
         self.handed_out = [weakref.ref(o) for i, o in tensors if start is None or i < start]
         if start is not None:
             self.saved = [weakref.ref(o) for i, o in tensors if i >= start]
+        return tuple(outs)
+
+    def hand_out_gradients(self, recording: Recording, outs: list) -> tuple:
+        """A backward's outputs: moved out of the pool by the next replay if still alive
+        (``Pool.evacuate``), never marked stale; copied now where torch cannot move them."""
+        if not CAN_MOVE_STORAGE:
+            for i in recording.pool_outputs:
+                outs[i] = outs[i].clone()
+        else:  # one storage per group of views (``group_storages``)
+            recording.pool.gradients = [StorageWeakRef(outs[views[0][0]].untyped_storage())
+                                        for *_, views in recording.storages]
         return tuple(outs)
 
     def mark_stale(self) -> None:

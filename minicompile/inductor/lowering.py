@@ -72,8 +72,10 @@ def out_meta() -> Any:
     return V.graph.current_node.meta["val"]
 
 
-def out_size() -> list[Expr]:
-    return [sym_to_sympy(s) for s in out_meta().shape]
+def out_size(output: int | None = None) -> list[Expr]:
+    """The size of the node's result (of its ``output``-th result, for an op returning several)."""
+    meta = out_meta() if output is None else out_meta()[output]
+    return [sym_to_sympy(s) for s in meta.shape]
 
 
 def out_dtype() -> torch.dtype:

@@ -136,8 +136,9 @@ def reinplace_input_mutations(gm: fx.GraphModule) -> dict[str, str]:
                 node.meta["reinplace"] = True
         elif chain and chain[-1] is not outputs[position]:  # the copy, refused: taken out
             undo_copy_over(chain[-1], outputs, position)
-    gm.graph.output_node().args = (outputs,)
-    gm.recompile()
+    if outputs != list(gm.graph.output_node().args[0]):  # a copy_over stayed
+        gm.graph.output_node().args = (outputs,)
+        gm.recompile()
     return decisions
 
 

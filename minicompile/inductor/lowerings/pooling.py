@@ -15,12 +15,12 @@ too large to compile.
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from typing import Sequence
 
 import torch
 
 from ..ir import IRNode, Pointwise
-from ..lowering import Unsupported, device, out_meta, register_lowering
+from ..lowering import Unsupported, device, out_size, register_lowering
 from ..sizevars import FloorDiv
 from ..virtualized import ops
 
@@ -75,8 +75,13 @@ def max_pool2d_with_indices(x: IRNode, kernel_size, stride=None, padding=0, dila
     (ph, pw), (dh, dw) = _pair(padding), _pair(dilation)
     _check_window(kh * kw, "a max-pool window")
     H, W = x.get_size()[-2:]
-    size = [s for s in _sizes(out_meta()[0])]
+    size = out_size(0)
     dtype, load = x.get_dtype(), x.make_loader()
+
+    def first_inside(oh, ow):  # where eager starts when every element seen is padding
+        h0 = ops.maximum(_index(oh * sh - ph), _c(0))
+        w0 = ops.maximum(_index(ow * sw - pw), _c(0))
+        return ops.add(ops.mul(h0, _c(W)), w0)
 
     def window(index) -> tuple:
         *outer, oh, ow = index
@@ -88,7 +93,7 @@ def max_pool2d_with_indices(x: IRNode, kernel_size, stride=None, padding=0, dila
                 value = ops.masked(valid, lambda h=h, w=w: load([*outer, h, w]), float("-inf"))
                 flat = _index(h * W + w)
                 if best is None:  # the first element, or -inf where it is padding
-                    best, index_of = value, ops.where(valid, flat, _first_inside(oh, ow))
+                    best, index_of = value, ops.where(valid, flat, first_inside(oh, ow))
                     continue
                 # eager's test: a NaN always takes over (the last NaN of the window wins)
                 take = ops.logical_and(valid, ops.logical_or(ops.gt(value, best),
@@ -96,19 +101,9 @@ def max_pool2d_with_indices(x: IRNode, kernel_size, stride=None, padding=0, dila
                 best, index_of = ops.where(take, value, best), ops.where(take, flat, index_of)
         return best, index_of
 
-    def _first_inside(oh, ow):  # where eager starts when every element seen is padding
-        h0 = ops.maximum(_index(oh * sh - ph), _c(0))
-        w0 = ops.maximum(_index(ow * sw - pw), _c(0))
-        return ops.add(ops.mul(h0, _c(W)), w0)
-
     values = Pointwise(device(), dtype, lambda index: window(index)[0], size)
     indices = Pointwise(device(), torch.int64, lambda index: window(index)[1], size)
     return values, indices
-
-
-def _sizes(meta) -> list:
-    from ...shapes.functions import sym_to_sympy
-    return [sym_to_sympy(s) for s in meta.shape]
 
 
 def _avg_divisor(oh, ow, H, W, kernel, stride, padding, count_include_pad, divisor_override):
@@ -150,20 +145,24 @@ def avg_pool2d(x: IRNode, kernel_size, stride=None, padding=0, ceil_mode=False,
                                divisor_override)
         return ops.to_dtype(ops.truediv(total, ops.to_dtype(divisor, acc)), dtype)
 
-    return Pointwise(device(), dtype, inner_fn, _sizes(out_meta()))
+    return Pointwise(device(), dtype, inner_fn, out_size())
 
 
-def _windows_over(h, w, OH, OW, kernel, stride, dilation=(1, 1)) -> tuple[int, int, Callable]:
-    """The outputs whose windows may contain input element (h, w) (padding already added):
-    ``oh = (h // stride) - k`` for ``k`` below ``ceil(span / stride)``, where ``span`` is the
-    window's extent, and the mask of those that exist."""
-    spans = [(kernel[d] - 1) * dilation[d] + 1 for d in range(2)]
-    counts = [math.ceil(spans[d] / stride[d]) for d in range(2)]
+def _windows_over(kernel, stride, dilation=(1, 1)) -> tuple[int, int]:
+    """How many outputs' windows may contain one input element, along each dim: those with
+    ``oh = (h + pad) // stride - k`` for ``k`` below ``ceil(span / stride)``, where ``span`` is
+    the window's extent. Checked against ``MAX_WINDOW`` here, while lowering (inside a body, the
+    refusal would come too late to fall back)."""
+    counts = [math.ceil(((kernel[d] - 1) * dilation[d] + 1) / stride[d]) for d in range(2)]
+    _check_window(counts[0] * counts[1], "the pooling windows over one element")
+    return counts[0], counts[1]
 
-    def candidate(k, l):
-        oh, ow = FloorDiv(h, stride[0]) - k, FloorDiv(w, stride[1]) - l
-        return oh, ow, _all(_inside(oh, OH) + _inside(ow, OW))
-    return counts[0], counts[1], candidate
+
+def _candidate(h, w, k, l, OH, OW, stride):
+    """The ``(k, l)``-th output whose window may contain padded input element ``(h, w)``, and
+    whether that output exists."""
+    oh, ow = FloorDiv(h, stride[0]) - k, FloorDiv(w, stride[1]) - l
+    return oh, ow, _all(_inside(oh, OH) + _inside(ow, OW))
 
 
 @register_lowering(aten.max_pool2d_with_indices_backward)
@@ -177,15 +176,14 @@ def max_pool2d_with_indices_backward(grad: IRNode, x: IRNode, kernel_size, strid
     dtype = grad.get_dtype()
     acc = _accumulate_dtype(dtype)
     load_grad, load_index = grad.make_loader(), indices.make_loader()
+    nh, nw = _windows_over(kernel, strides, dil)
 
     def inner_fn(index):
         *outer, h, w = index
-        nh, nw, candidate = _windows_over(h + pad[0], w + pad[1], OH, OW, kernel, strides, dil)
-        _check_window(nh * nw, "the max-pool windows over one element")
         me, total = _index(h * W + w), ops.constant(0.0, acc)
         for k in range(nh):
             for l in range(nw):
-                oh, ow, exists = candidate(k, l)
+                oh, ow, exists = _candidate(h + pad[0], w + pad[1], k, l, OH, OW, strides)
                 argmax = ops.masked(exists, lambda oh=oh, ow=ow: load_index([*outer, oh, ow]), -1)
                 hit = ops.logical_and(exists, ops.eq(argmax, me))
                 g = ops.masked(hit, lambda oh=oh, ow=ow: ops.to_dtype(
@@ -206,16 +204,15 @@ def avg_pool2d_backward(grad: IRNode, x: IRNode, kernel_size, stride, padding, c
     dtype = grad.get_dtype()
     acc = _accumulate_dtype(dtype)
     load_grad = grad.make_loader()
+    nh, nw = _windows_over(kernel, strides)
 
     def inner_fn(index):
         *outer, h, w = index
         hp, wp = h + pad[0], w + pad[1]
-        nh, nw, candidate = _windows_over(hp, wp, OH, OW, kernel, strides)
-        _check_window(nh * nw, "the average-pool windows over one element")
         total = ops.constant(0.0, acc)
         for k in range(nh):
             for l in range(nw):
-                oh, ow, exists = candidate(k, l)
+                oh, ow, exists = _candidate(hp, wp, k, l, OH, OW, strides)
                 # inside that window: hp - oh*stride < kernel (it is >= 0 by the choice of oh)
                 within = _all([exists, ops.lt(_index(hp - oh * strides[0]), _c(kernel[0])),
                                ops.lt(_index(wp - ow * strides[1]), _c(kernel[1]))])
