@@ -31,9 +31,12 @@ from .virtualized import BINARY_OPS, UNARY_OPS, set_ops_handler
 
 
 # reduction type -> reduce the last dim of a tensor
+# a sum or product accumulates in the wider of the values' and the result's dtypes, rounded to
+# the result once: ``sum(dtype=bfloat16)`` of float32 values (a split reduction's partials) would
+# round each value to bfloat16 first
 REDUCE = {
-    "sum": lambda v, dtype: v.sum(-1, dtype=dtype),
-    "prod": lambda v, dtype: v.prod(-1, dtype=dtype),
+    "sum": lambda v, dtype: v.sum(-1, dtype=torch.promote_types(v.dtype, dtype)).to(dtype),
+    "prod": lambda v, dtype: v.prod(-1, dtype=torch.promote_types(v.dtype, dtype)).to(dtype),
     "max": lambda v, dtype: v.amax(-1),
     "min": lambda v, dtype: v.amin(-1),
     "any": lambda v, dtype: v.bool().any(-1),
