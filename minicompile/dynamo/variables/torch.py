@@ -74,8 +74,10 @@ def is_torch_callable(value: Any) -> bool:
     if isinstance(value, (torch._ops.OpOverloadPacket, torch._ops.OpOverload)):
         return True
     module = getattr(value, "__module__", None) or ""
+    # a bound method of torch.optim code (``Adam.step`` bound to an optimizer) is inlined, like
+    # its function: as one graph node it would run the real step on fake tensors
     return callable(value) and not isinstance(value, type) and not \
-        is_inlined_torch_function(value) and (
+        is_inlined_torch_function(getattr(value, "__func__", value)) and (
             module == "torch" or module.startswith("torch.") or module.startswith("torch._C"))
 
 
@@ -215,8 +217,26 @@ def _size(tx, fn, args, kwargs) -> VariableTracker:  # torch.Size([2, 3])
     return SizeVariable(args[0].unpack_var_sequence(tx) if args else [])
 
 
+def _foreach_scaled_update(tx, fn, args, kwargs) -> VariableTracker:
+    """``torch._foreach_addcdiv_(xs, as_, bs, scalars)`` with the scalars as one tensor (the
+    foreach Adam stacks its step sizes while compiling): one scaled update per tensor, as
+    ``x.addcdiv_(a, b, value=v)`` with a tensor ``v`` is traced (tensor.py)."""
+    from .tensor import SCALED_UPDATES, TensorVariable, call_op, scaled_update
+
+    scalars = args[3] if len(args) == 4 else kwargs.get("scalars")
+    if not isinstance(scalars, TensorVariable):
+        return call_op(tx, "call_function", fn, args, kwargs)
+    combine = SCALED_UPDATES[fn.__name__.removeprefix("_foreach_")]
+    rows = zip(*(a.unpack_var_sequence(tx) for a in args[:3]), scalars.unpack_var_sequence(tx))
+    for x, a, b, v in rows:
+        scaled_update(tx, combine, x, a, b, v)
+    return ConstantVariable(None)
+
+
 # torch function -> how a call of it is traced; any other torch function becomes a graph node
 CALL_HANDLERS: dict[Callable, Callable] = {
+    torch._foreach_addcdiv_: _foreach_scaled_update,
+    torch._foreach_addcmul_: _foreach_scaled_update,
     torch.no_grad: _grad_mode,
     torch.enable_grad: _grad_mode,
     torch.set_grad_enabled: _set_grad_enabled,
