@@ -4,7 +4,8 @@ opt.zero_grad()``. The step is traced into a graph of its own (variables/optimiz
 state made on the first call; after several steps the parameters and the optimizer state equal
 eager's, for SGD (momentum, Nesterov, weight decay), Adam, AdamW (AMSGrad off and on) and
 RMSprop, on the single-tensor and the default (foreach on CUDA) paths. Guards recompile when a
-hyperparameter changes; an lr held in a tensor changes without recompiling; what is not traced
+hyperparameter changes, a float lr set by a scheduler once (then it is a graph input), an lr held
+in a tensor never; what is not traced
 (a fused kernel, LBFGS's closure) breaks with a reason and stays eager-equal. Then the pieces a
 step is traced with, each against eager and real Dynamo's graph count."""
 
@@ -116,6 +117,26 @@ def test_changed_hyperparameters_recompile():
         torch.testing.assert_close(compiled(twin, twin_opt, x, y), train_step(model, opt, x, y))
     assert_same_training(model, opt, twin, twin_opt)
     assert mc.metrics.recompiles >= 3
+
+
+@pytest.mark.parametrize("name", ["sgd", "adamw_amsgrad", "rmsprop"])
+def test_float_lr_from_a_scheduler_recompiles_once(name):
+    """A scheduler sets a new float lr before every step: the first change recompiles and
+    makes the lr a graph input (real Dynamo's automatic dynamic for floats); the steps after
+    reuse that graph. A graph that kept the first lr baked in would drift from eager."""
+    torch.manual_seed(0)
+    model = tiny_model()
+    twin = copy.deepcopy(model)
+    opt, twin_opt = (OPTIMIZERS[name](m.parameters(), False) for m in (model, twin))
+    schedulers = [torch.optim.lr_scheduler.ExponentialLR(o, 0.5) for o in (opt, twin_opt)]
+    compiled = mc.compile(train_step, backend="aot_eager")
+    for _ in range(5):
+        x, y = torch.randn(5, 4), torch.randn(5, 2)
+        torch.testing.assert_close(compiled(twin, twin_opt, x, y), train_step(model, opt, x, y))
+        for s in schedulers:
+            s.step()
+    assert_same_training(model, opt, twin, twin_opt)
+    assert mc.metrics.recompiles == 1 and mc.metrics.eager_fallbacks == 0
 
 
 def test_lr_in_a_tensor_changes_without_recompiling():

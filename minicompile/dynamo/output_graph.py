@@ -166,6 +166,11 @@ class OutputGraph:
     def add_guard(self, guard: Guard) -> None:
         self.guards.append(guard)
 
+    def replace_guards(self, guard: Guard) -> None:
+        """``guard`` replaces the guards on its source (a value found to change between
+        compiles becomes a graph input: only its type is checked from now on)."""
+        self.guards = [g for g in self.guards if g.source != guard.source] + [guard]
+
     def _meta(self, node: torch.fx.Node) -> None:
         tx = self.current_tx
         if tx is not None and tx.current_instruction is not None:
@@ -241,13 +246,19 @@ class OutputGraph:
         the float on every call."""
         from .variables.floats import UnspecializedFloatVariable
 
+        return UnspecializedFloatVariable(self, self.float_placeholder(source, value), value,
+                                          source)
+
+    def float_placeholder(self, source: Source, value: float) -> torch.fx.Proxy:
+        """The graph input of a float that is not baked in: a 0-d float64 tensor, which
+        :meth:`compile_graph` makes from the float on every call."""
         example = float_as_tensor(value)
         node = self._new_placeholder(source)
         node.meta["example_value"] = self.fake_mode.from_tensor(example)
         node.meta["source"] = source.name()
         proxy = torch.fx.Proxy(node, self.tracer)
         self.graph_inputs.append(GraphInput(source, proxy, example, convert=float_as_tensor))
-        return UnspecializedFloatVariable(self, proxy, value, source)
+        return proxy
 
     def register_attr_or_module(self, tx, value: torch.Tensor, source: Source | None):
         """A parameter, buffer or tensor attribute of a module: a ``get_attr`` node."""

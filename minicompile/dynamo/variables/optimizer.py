@@ -49,7 +49,10 @@ from .dicts import ConstDictVariable
 from .hashable import HashableTracker
 from .lists import ListVariable
 from .misc import UserDefinedObjectVariable
+from .tensor import TensorVariable
 
+# group hyperparameters a learning-rate scheduler sets before each step
+SCHEDULED = ("lr",)
 # group flag -> why a step with it set is not traced (the step runs natively)
 UNSUPPORTED = {
     "fused": "a fused optimizer (fused=True) is one opaque kernel per step (torch._fused_adam_ "
@@ -77,6 +80,9 @@ class OptimizerVariable(UserDefinedObjectVariable):
             return self.state_tracker(tx)
         if name == "param_groups":
             self._set_capturable()
+            groups = super().var_getattr(tx, name)
+            self._scheduled_as_inputs(tx, groups)
+            return groups
         if name == "step" and not hasattr(self.value, "_init_group"):
             unimplemented(f"{type(self.value).__name__}.step: an optimizer without _init_group "
                           "(LBFGS re-evaluates a closure several times per step) runs natively")
@@ -89,6 +95,28 @@ class OptimizerVariable(UserDefinedObjectVariable):
             if "capturable" in group and params and all(p.is_cuda for p in params) \
                     and not any(p in self.value.state for p in params):
                 group["capturable"] = True
+
+    def _scheduled_as_inputs(self, tx, groups: VariableTracker) -> None:
+        """A float hyperparameter a scheduler changes every step (:data:`SCHEDULED`), once it
+        has changed between compiles, is read as a graph input: a 0-d float64 tensor, which
+        torch.optim's code takes as it takes ``lr=torch.tensor(...)``. Real Dynamo makes such
+        a float an input too (automatic dynamic, ``specialize_float=False``), as a symbolic
+        float that code still sees as a float; here the code sees a tensor, which every
+        optimizer this traces accepts in the same place, except the foreach path without
+        ``capturable`` (Adam's refuses a tensor lr there): that group's lr stays a constant."""
+        for group, group_vt in zip(self.value.param_groups, groups.unpack_var_sequence(tx)):
+            if group.get("foreach") and not group.get("capturable"):
+                continue
+            for name in SCHEDULED:
+                vt, value = group_vt.items.get(name), group.get(name)
+                if type(value) is not float or not isinstance(vt, ConstantVariable) \
+                        or vt.source is None \
+                        or not tx.output.dynamic.float_changed(vt.source.name(), value):
+                    continue
+                tx.output.replace_guards(Guard(vt.source, GuardKind.TYPE_MATCH, float,
+                                               tx.user_line()))
+                proxy = tx.output.float_placeholder(vt.source, value)
+                group_vt.items[name] = TensorVariable(proxy, proxy.node.meta["example_value"])
 
     # -- opt.state --------------------------------------------------------------------------------
     def state_tracker(self, tx) -> ConstDictVariable:

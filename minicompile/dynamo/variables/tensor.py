@@ -125,9 +125,7 @@ class TensorVariable(VariableTracker):
         if name in SCALED_OPERANDS and isinstance(kwargs.get("alpha"), TensorVariable):
             scaled = call_op(tx, "call_function", operator.mul, [args[0], kwargs["alpha"]], {})
             return call_op(tx, "call_method", name, [self, scaled], {})
-        if any(isinstance(kwargs.get(k), TensorVariable) for k in ("alpha", "value")):
-            unimplemented(f"Tensor.{name} with a tensor where it takes a number (alpha=/value=): "
-                          "the number is the tensor's data")
+        refuse_tensor_numbers(f"Tensor.{name}", kwargs)
         return call_op(tx, "call_method", name, [self, *args], kwargs)
 
     def _grad(self, tx) -> VariableTracker:
@@ -178,6 +176,14 @@ class TensorVariable(VariableTracker):
 SCALED_UPDATES = {"addcdiv_": operator.truediv, "addcmul_": operator.mul}
 # ``x.add_(y, alpha=lr)`` with a tensor lr (SGD given ``lr=torch.tensor(0.1)``): ``x.add_(y * lr)``
 SCALED_OPERANDS = {"add", "add_", "sub", "sub_"}
+
+
+def refuse_tensor_numbers(fn: Any, kwargs: dict[str, VariableTracker]) -> None:
+    """A tensor where an op takes a number (``alpha=``, ``value=``) is read with ``.item()``
+    by eager: data the graph does not have (unless rewritten above), so the call breaks."""
+    if any(isinstance(kwargs.get(k), TensorVariable) for k in ("alpha", "value")):
+        unimplemented(f"{getattr(fn, '__name__', fn)} with a tensor where it takes a number "
+                      "(alpha=/value=): the number is the tensor's data")
 
 
 def scaled_update(tx, combine: Any, x: TensorVariable, a: VariableTracker, b: VariableTracker,
