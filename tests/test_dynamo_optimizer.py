@@ -119,42 +119,36 @@ def test_changed_hyperparameters_recompile():
     assert mc.metrics.recompiles >= 3
 
 
+def run_scheduled_steps(make, steps=5):
+    """Steps with an ExponentialLR setting a new lr before each, compiled and eager."""
+    torch.manual_seed(0)
+    model = tiny_model()
+    twin = copy.deepcopy(model)
+    opt, twin_opt = make(model), make(twin)
+    schedulers = [torch.optim.lr_scheduler.ExponentialLR(o, 0.5) for o in (opt, twin_opt)]
+    compiled = mc.compile(train_step, backend="aot_eager")
+    for _ in range(steps):
+        x, y = torch.randn(5, 4), torch.randn(5, 2)
+        torch.testing.assert_close(compiled(twin, twin_opt, x, y), train_step(model, opt, x, y))
+        for s in schedulers:
+            s.step()
+    assert_same_training(model, opt, twin, twin_opt)
+
+
 @pytest.mark.parametrize("name", ["sgd", "adamw_amsgrad", "rmsprop"])
 def test_float_lr_from_a_scheduler_recompiles_once(name):
     """A scheduler sets a new float lr before every step: the first change recompiles and
     makes the lr a graph input (real Dynamo's automatic dynamic for floats); the steps after
     reuse that graph. A graph that kept the first lr baked in would drift from eager."""
-    torch.manual_seed(0)
-    model = tiny_model()
-    twin = copy.deepcopy(model)
-    opt, twin_opt = (OPTIMIZERS[name](m.parameters(), False) for m in (model, twin))
-    schedulers = [torch.optim.lr_scheduler.ExponentialLR(o, 0.5) for o in (opt, twin_opt)]
-    compiled = mc.compile(train_step, backend="aot_eager")
-    for _ in range(5):
-        x, y = torch.randn(5, 4), torch.randn(5, 2)
-        torch.testing.assert_close(compiled(twin, twin_opt, x, y), train_step(model, opt, x, y))
-        for s in schedulers:
-            s.step()
-    assert_same_training(model, opt, twin, twin_opt)
+    run_scheduled_steps(lambda m: OPTIMIZERS[name](m.parameters(), False))
     assert mc.metrics.recompiles == 1 and mc.metrics.eager_fallbacks == 0
 
 
 def test_lr_in_a_tensor_changes_without_recompiling():
-    """A scheduler changing a float lr recompiles the step (its value is guarded); an lr held in
-    a tensor is a graph input, as PyTorch's compiled-optimizer tutorial recommends."""
-    torch.manual_seed(0)
-    model = tiny_model()
-    twin = copy.deepcopy(model)
-    opt, twin_opt = (torch.optim.Adam(m.parameters(), lr=torch.tensor(0.01), foreach=False)
-                     for m in (model, twin))
-    schedulers = [torch.optim.lr_scheduler.ExponentialLR(o, 0.5) for o in (opt, twin_opt)]
-    compiled = mc.compile(train_step, backend="aot_eager")
-    for _ in range(4):
-        x, y = torch.randn(5, 4), torch.randn(5, 2)
-        torch.testing.assert_close(compiled(twin, twin_opt, x, y), train_step(model, opt, x, y))
-        for s in schedulers:
-            s.step()
-    assert_same_training(model, opt, twin, twin_opt)
+    """An lr held in a tensor (what PyTorch's compiled-optimizer tutorial recommends) is a
+    graph input from the first compile."""
+    run_scheduled_steps(lambda m: torch.optim.Adam(m.parameters(), lr=torch.tensor(0.01),
+                                                   foreach=False), steps=4)
     assert mc.metrics.recompiles == 0 and mc.metrics.eager_fallbacks == 0
 
 
