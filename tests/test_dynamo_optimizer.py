@@ -54,8 +54,9 @@ def assert_same_training(model, opt, twin, twin_opt):
         torch.testing.assert_close(q, p)
         assert q.grad is None and p.grad is None  # zero_grad(set_to_none=True) ran
         assert opt.state[p].keys() == twin_opt.state[q].keys()
-        for key, value in opt.state[p].items():
-            torch.testing.assert_close(twin_opt.state[q][key], value, msg=key)
+        for key, value in opt.state[p].items():  # (on CUDA the compiled step is capturable:
+            # its step counters live on the GPU, eager's on the CPU)
+            torch.testing.assert_close(twin_opt.state[q][key], value, check_device=False)
 
 
 def run_steps(name, foreach, steps=3, **compile_kwargs):
