@@ -81,6 +81,16 @@ def _no_extern(s: "Scheduler", a: "BaseSchedulerNode", b: "BaseSchedulerNode") -
     return True, ""
 
 
+def _scans_stand_alone(s: "Scheduler", a: "BaseSchedulerNode", b: "BaseSchedulerNode") -> Verdict:
+    """A scan keeps a kernel of its own: its loop carries a running value along each row, which
+    the kernels' phases (a loop per run of element-level work, rows between) do not model. Its
+    pointwise producers still reach it, inlined into its loads (``inlining.py``)."""
+    for m in a.get_nodes() + b.get_nodes():
+        if m.node.is_scan():
+            return False, f"{m.get_name()} is a scan: it keeps a kernel of its own"
+    return True, ""
+
+
 def _loops_fit(s: "Scheduler", a: "BaseSchedulerNode", b: "BaseSchedulerNode") -> Verdict:
     t = tile(a.get_nodes() + b.get_nodes())
     return (False, t) if isinstance(t, str) else (True, "")
@@ -204,13 +214,13 @@ def _backend_allows(s: "Scheduler", a: "BaseSchedulerNode", b: "BaseSchedulerNod
     return get_scheduling(device, s.options).can_fuse(a, b)
 
 
-RULES: list[Callable[..., Verdict]] = [_no_extern, _has_elements, _loops_fit,
+RULES: list[Callable[..., Verdict]] = [_no_extern, _has_elements, _scans_stand_alone, _loops_fit,
                                        _in_place_writes_stay_at_their_point, _reads_line_up,
                                        _reductions_run_one_way, _backend_allows]
 
 
 # refusals no loop order can lift: what the kernels are, and how many points each loops over
-LOOP_ORDER_BLIND = {_no_extern, _has_elements, _loops_fit}
+LOOP_ORDER_BLIND = {_no_extern, _has_elements, _scans_stand_alone, _loops_fit}
 
 
 def refusal(s: "Scheduler", a: "BaseSchedulerNode",
