@@ -85,7 +85,8 @@ def tolerance(out: torch.Tensor) -> dict:
     return {"atol": 1e-3, "rtol": 1e-4} if out.dtype == torch.float32 else {}
 
 
-@pytest.mark.parametrize("name, fn, make", CASES + LONG_CASES, ids=[c[0] for c in CASES + LONG_CASES])
+@pytest.mark.parametrize("name, fn, make", CASES + LONG_CASES,
+                         ids=[c[0] for c in CASES + LONG_CASES])
 def test_reference_executor_runs_scans(name, fn, make):
     x = make()
     graph = GraphLowering(make_fx(fn)(x)).run()
@@ -110,11 +111,17 @@ BACKENDS = ["reference", "cpp", "triton"]
 SCAN_IN_SOURCE = {"cpp": "(scan ", "triton": "tl.associative_scan("}
 
 
+def kernels_by(backend: str, x: torch.Tensor) -> str:
+    """The backend that writes the kernels: Triton's for CUDA tensors, whichever is asked for
+    CPU ones (``MINICOMPILE_TEST_DEVICE=cuda`` puts every test's tensors on the GPU)."""
+    return "triton" if x.is_cuda else backend
+
+
 @pytest.fixture(params=BACKENDS)
 def backend(request, monkeypatch):
     if request.param == "triton":
         pytest.importorskip("triton")
-        if os.environ.get("TRITON_INTERPRET", "0") in ("", "0"):
+        if not torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET", "0") in ("", "0"):
             pytest.skip("Triton kernels on CPU tensors need TRITON_INTERPRET=1")
     elif request.param == "cpp" and shutil.which(cpp_build.CXX) is None:
         pytest.skip("no C++ compiler")
@@ -159,19 +166,32 @@ def check(backend, sources, fn, x):
     out = run_compiled(fn, x)
     assert out.dtype == expected.dtype
     torch.testing.assert_close(out, expected, equal_nan=True, **tolerance(expected))
-    if backend in SCAN_IN_SOURCE and x.dim():
-        assert any(SCAN_IN_SOURCE[backend] in s for s in sources), sources
+    mark = SCAN_IN_SOURCE.get(kernels_by(backend, x))
+    if mark is not None and x.dim():
+        assert any(mark in s for s in sources), sources
 
 
-@pytest.mark.parametrize("name, fn, make", CASES, ids=[c[0] for c in CASES])
+# each dtype family, dim, odd and 1-element shape, and op once (the reference executor runs all:
+# a compiled case costs a C++ build or an interpreted Triton kernel)
+COMPILED = ["cumsum_last_odd", "cumsum_3d_middle_negative", "cumsum_one_element_scan",
+            "cumsum_1d", "cumsum_0d", "cumsum_transposed", "cumsum_float64", "cumsum_bfloat16",
+            "cumsum_int32", "cumsum_bool", "cumprod_dim0_3d", "logcumsumexp_infinities"]
+COMPILED_CASES = [c for c in CASES if c[0] in COMPILED]
+
+
+@pytest.mark.parametrize("name, fn, make", COMPILED_CASES, ids=[c[0] for c in COMPILED_CASES])
 def test_compiled_scans(backend, sources, name, fn, make):
     check(backend, sources, fn, make())
 
 
 @pytest.mark.parametrize("name, fn, make", LONG_CASES, ids=[c[0] for c in LONG_CASES])
 def test_rows_longer_than_a_block(backend, sources, name, fn, make):
-    check(backend, sources, fn, make())
-    if backend == "triton":  # the looped kernel: a carry from block to block
+    x = make()
+    if kernels_by(backend, x) == "triton" and not x.is_cuda and name.startswith("logcumsumexp"):
+        pytest.skip("the interpreter calls the combine lane by lane: 14 s (sum and prod test "
+                    "the carry, which is the same for every combine)")
+    check(backend, sources, fn, x)
+    if kernels_by(backend, x) == "triton":  # the looped kernel: a carry from block to block
         assert any("carried from block to block" in s for s in sources), sources
 
 
@@ -180,7 +200,7 @@ def test_pointwise_producers_are_inlined_into_the_scan(backend, sources):
     of its own (a scan keeps its kernel alone), and correct."""
     x = randn(6, 10)
     check(backend, sources, lambda a: (a * 2 + 1).cumsum(1), x)
-    if backend in SCAN_IN_SOURCE:
+    if kernels_by(backend, x) in SCAN_IN_SOURCE:
         assert len(sources) == 1, sources
     sources.clear()
     mc.reset()
@@ -191,18 +211,18 @@ def test_scan_down_columns_walks_rows_in_the_loop(backend, sources):
     """A scan of a non-contiguous dim (``x.cumsum(0)``): C++ loops over the scanned dim outside
     and a tile of kept elements inside (consecutive loads, vectorised); Triton's launcher tiles
     many adjacent kept elements per program (an outer scan)."""
-    check(backend, sources, lambda a: a.cumsum(0), randn(37, 70))
-    if backend == "cpp":
+    x = randn(37, 70)
+    check(backend, sources, lambda a: a.cumsum(0), x)
+    if kernels_by(backend, x) == "cpp":
         (source,) = sources
         assert source.index("for (int64_t rindex") < source.index("for (int64_t xindex")
         assert "acc0[xindex - xblock]" in source
-    if backend == "triton":
+    if kernels_by(backend, x) == "triton":
         assert any("outer scan" in s for s in sources), sources
 
 
 TRAINING = [
-    ("cumsum", lambda a: (a * 2).cumsum(1)),
-    ("cumsum_dim0", lambda a: a.sin().cumsum(0)),
+    ("cumsum_dim0", lambda a: (a * 2).cumsum(0)),
     ("cumprod", lambda a: torch.cumprod(a.tanh() + 1, dim=1)),
     ("logcumsumexp", lambda a: torch.logcumsumexp(a, -1)),
 ]
@@ -221,5 +241,6 @@ def test_training_through_scans(backend, sources, name, fn):
     (compiled_out * weight).sum().backward()
     torch.testing.assert_close(compiled_out, out)
     torch.testing.assert_close(x.grad, expected_grad, atol=1e-4, rtol=1e-4)
-    if backend in SCAN_IN_SOURCE:
-        assert sum(SCAN_IN_SOURCE[backend] in s for s in sources) >= 2, sources
+    mark = SCAN_IN_SOURCE.get(kernels_by(backend, x))
+    if mark is not None:
+        assert sum(mark in s for s in sources) >= 2, sources
