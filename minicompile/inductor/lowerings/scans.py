@@ -26,8 +26,10 @@ aten = torch.ops.aten
 def make_scan(x: IRNode, dim: int, scan_type: str, dtype: torch.dtype) -> IRNode:
     """The inclusive scan of ``x`` (converted to ``dtype``) along ``dim`` with ``scan_type``."""
     size = x.get_size()
-    if not size:  # a 0-d tensor is its own scan
-        return make_pointwise(lambda v: v, [x], dtype, size=[])
+    if not size or any(s == 0 for s in size):
+        # a 0-d tensor is its own scan; an empty one has no element to scan (its rows would
+        # be a kernel over no element, launched over the rows)
+        return make_pointwise(lambda v: v, [x], dtype, size=size)
     dim = dim + len(size) if dim < 0 else dim
     load = x.make_loader()
 
