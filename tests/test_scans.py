@@ -20,7 +20,6 @@ import minicompile as mc
 from minicompile import config
 from minicompile.inductor import graph as graph_module
 from minicompile.inductor.codegen import cpp_build
-from minicompile.inductor.codegen.wrapper import WrapperCodeGen
 from minicompile.inductor.executor import GraphExecutor
 from minicompile.inductor.graph import GraphLowering
 from minicompile.inductor.ir import ComputedBuffer
@@ -138,20 +137,6 @@ def backend(request, monkeypatch):
     mc.reset()
 
 
-@pytest.fixture
-def sources(monkeypatch) -> list[str]:
-    """The source of every kernel defined while the test runs."""
-    seen: list[str] = []
-    define = WrapperCodeGen.define_kernel
-
-    def record(self, name, kernel, source):
-        seen.append(source)
-        return define(self, name, kernel, source)
-
-    monkeypatch.setattr(WrapperCodeGen, "define_kernel", record)
-    return seen
-
-
 def run_compiled(fn, *args):
     """``fn`` compiled, on ``args``; a backend that fails to build a kernel and falls back to
     the reference backend warns, which fails the test."""
@@ -196,16 +181,31 @@ def test_rows_longer_than_a_block(backend, sources, name, fn, make):
         assert any("carried from block to block" in s for s in sources), sources
 
 
-def test_pointwise_producers_are_inlined_into_the_scan(backend, sources):
-    """``(x * 2 + 1).cumsum(1)``: one kernel, reading x; its consumer (``.sin()``) is a kernel
-    of its own (a scan keeps its kernel alone), and correct."""
-    x = randn(6, 10)
-    check(backend, sources, lambda a: (a * 2 + 1).cumsum(1), x)
-    if kernels_by(backend, x) in SCAN_IN_SOURCE:
-        assert len(sources) == 1, sources
-    sources.clear()
-    mc.reset()
-    check(backend, sources, lambda a: (a * 2).cumsum(1).sin(), x)
+def test_pointwise_work_at_the_scans_elements_shares_its_kernel(backend, sources):
+    """A producer and a consumer at the scan's own elements join its loop: one kernel, along
+    rows and (its loops reordered to the scan's) down columns."""
+    cases = [(lambda a: (a * 2 + 1).cumsum(1).tanh(), randn(6, 1100)),
+             (lambda a: a.cumsum(0) * a, randn(1100, 7))]
+    for fn, x in cases:
+        sources.clear()
+        mc.reset()
+        check(backend, sources, fn, x)
+        if kernels_by(backend, x) in SCAN_IN_SOURCE:
+            assert len(sources) == 1, sources
+
+
+@pytest.mark.parametrize("fn, row", [
+    (lambda a: (lambda c: c - c[:, :1])(a.cumsum(1)), 1100),  # each row's first running value
+    (lambda a: a.cumsum(1).flip(1) + 1, 1100),  # the last one first
+    (lambda a: a.cumsum(1) + a.sum(1, keepdim=True), 40),  # a reduction: the row's total first
+    (lambda a: a.cumsum(1).cumsum(1), 40),  # a scan of a scan
+], ids=["first_of_row", "flipped", "with_reduction", "scan_of_scan"])
+def test_work_at_other_elements_stays_out_of_the_scans_kernel(backend, fn, row):
+    """A consumer reading a running value another point computes (in a later block of a long
+    row: wrong values if fused) or needing a per-row value or a second scan first (a C++ kernel
+    that fails to build if fused): a kernel of its own."""
+    x = randn(3, row, dtype=torch.float64)
+    torch.testing.assert_close(run_compiled(fn, x), fn(x))
 
 
 def test_scan_down_columns_walks_rows_in_the_loop(backend, sources):

@@ -50,10 +50,7 @@ def _same(a: sympy.Expr, b: sympy.Expr) -> bool:
 def shares_loops(producer: ComputedBuffer, consumer: ComputedBuffer) -> bool:
     """Could the scheduler put ``producer`` in ``consumer``'s kernel? (the loop sizes of
     ``fusion.tile``: the same elements, or, next to a reduction over ``n x r``, ``n`` or
-    ``n * r`` of them). Never a scan's: it keeps a kernel of its own (``fusion.py``), so its
-    pointwise producers go into its loads."""
-    if consumer.is_scan():
-        return False
+    ``n * r`` of them)."""
     numel = producer.get_numel()
     sizes, rsizes = consumer.get_ranges()
     n, r = sympy.Mul(*sizes), sympy.Mul(*rsizes)

@@ -394,10 +394,11 @@ class CppOpsHandler:
         return result
 
     def scan(self, dtype: torch.dtype, scan_type: str, value: str) -> str:
-        """The running accumulator itself is each point's value: declared before the loop over
-        the row, updated (and stored) at each step. A float32 scan runs in double, as eager's
-        CPU kernel (its ``acc_type``): the steps are in order, so the error grows with the row
-        (a 16-bit one in float, rounded at each store)."""
+        """A running accumulator, declared before the loop over the row and updated at each
+        step; each point's value is the accumulator rounded to ``dtype``, as eager's output is
+        (what the store writes and a fused consumer reads). A float32 scan runs in double, as
+        eager's CPU kernel (its ``acc_type``): the steps are in order, so the error grows with
+        the row (a 16-bit one in float)."""
         key = ("scan", scan_type, dtype, value)
         if key not in self.reductions:
             kind, t = SCANS[scan_type], compute_type(dtype)
@@ -409,7 +410,7 @@ class CppOpsHandler:
             self.code.body.writeline(f"{acc.name} = {update};")
             self.values.types[acc.name] = acc.ctype
             self.reductions[key] = acc.name
-        return self.reductions[key]
+        return self.to_dtype(self.reductions[key], dtype)
 
 
 def _make_op(name: str) -> Callable:

@@ -12,7 +12,8 @@ the elements before the block (``carry``, one per row): each element's result is
 ``combine(carry, scan of the block up to it)``, and the block's last scanned lane, combined into
 the carry, is where the next block starts. The first block takes its own scan (``roffset > 0``
 selects), so no neutral element is needed and any associative combine works; lanes past the end
-of the row scan whatever was loaded there and are never stored. A scan down columns
+of the row scan whatever was loaded there and are never stored. Pointwise work at the scan's
+elements (a producer it reads, a consumer of its values) runs in the same loop. A scan down columns
 (``x.cumsum(0)``) is the same loop: the launcher's "outer" tiles put many adjacent kept elements in
 a program (coalesced loads) and few rows of the scanned dim in each step.
 """
