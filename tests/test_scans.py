@@ -245,3 +245,14 @@ def test_training_through_scans(backend, sources, name, fn):
     mark = SCAN_IN_SOURCE.get(kernels_by(backend, x))
     if mark is not None:
         assert sum(mark in s for s in sources) >= 2, sources
+
+
+def test_one_compiled_scan_serves_every_size(backend):
+    """``dynamic=True``: the rows and their length are size symbols; a looped kernel (the row's
+    length is not known when it is written) serves short and long rows alike."""
+    fn = lambda a: (a * 2).cumsum(1).sin()  # noqa: E731
+    compiled = mc.compile(fn, dynamic=True)
+    for shape in [(3, 50), (4, 1100)]:
+        x = randn(*shape)
+        torch.testing.assert_close(compiled(x), fn(x), atol=1e-3, rtol=1e-4)
+    assert mc.metrics.eager_fallbacks == 0
