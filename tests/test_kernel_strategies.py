@@ -35,20 +35,6 @@ def backend(request, monkeypatch):
     mc.reset()
 
 
-@pytest.fixture
-def sources(monkeypatch) -> list[str]:
-    """The source of every kernel defined while the test runs."""
-    seen: list[str] = []
-    define = WrapperCodeGen.define_kernel
-
-    def record(self, name, kernel, source):
-        seen.append(source)
-        return define(self, name, kernel, source)
-
-    monkeypatch.setattr(WrapperCodeGen, "define_kernel", record)
-    return seen
-
-
 def check(fn, *args, rtol=1e-4, atol=1e-5, **compile_kwargs):
     compiled = mc.compile(fn, backend="inductor", **compile_kwargs)
     torch.testing.assert_close(compiled(*args), fn(*args), rtol=rtol, atol=atol, equal_nan=True)

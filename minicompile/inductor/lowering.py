@@ -202,10 +202,10 @@ READS_STRIDES = {aten.as_strided_scatter.default}
 
 # Ops left to ATen on purpose, and why (any other op without a row: "no lowering for ...").
 FALLBACK_REASONS = {
-    aten.cumsum: "a scan (each output depends on all earlier ones): not a Pointwise or "
-                 "Reduction loop nest",
-    aten.cumprod: "a scan (each output depends on all earlier ones): not a Pointwise or "
-                  "Reduction loop nest",
+    aten.cummax: "a scan carrying two running values (the maximum and its index): ir.Scan "
+                 "carries one",
+    aten.cummin: "a scan carrying two running values (the minimum and its index): ir.Scan "
+                 "carries one",
     aten.index_put: "writes at run-time indices (with accumulate, duplicates add up): a "
                     "scatter, not a loop nest that each output element can compute alone",
     aten.scatter_add: "a scatter with accumulation (duplicate indices add up)",

@@ -27,6 +27,13 @@ INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 # --- reductions ---------------------------------------------------------------------------
 
 @triton.jit
+def last_lane(x, is_last):
+    """Each row's lane where ``is_last`` holds, as a (rows, 1) column: a looped scan's block
+    total (``tl.reduce`` would need a commutative combine; a masked sum of one lane does not)."""
+    return tl.sum(tl.where(is_last, x, 0), 1)[:, None]
+
+
+@triton.jit
 def maximum(a, b):
     """``max`` with NaN winning, as ``torch.maximum`` and ``torch.amax``."""
     return tl.where((a > b) | (a != a), a, b)
