@@ -222,9 +222,20 @@ class GraphLowering:
         for loops in pytree.tree_leaves(result):
             if isinstance(loops, Loops):
                 loops.origins = inlined | set(self.current_origins())
-        # every value gets a buffer, but a scalar constant: its readers inline it
-        return pytree.tree_map_only(
-            Loops, lambda x: x if is_scalar_constant(x) else realize(x), result)
+        # every value gets a buffer, laid out as eager lays out its tensor; a scalar constant
+        # gets none: its readers inline it
+        return self.realize_results(result, node.meta.get("val"))
+
+    def realize_results(self, result: Any, val: Any) -> Any:
+        """``result``'s loop nests realized, each in the layout eager gives its tensor in the
+        node's FakeTensor value ``val`` (``lowering.layout_like``)."""
+        leaves, spec = pytree.tree_flatten(result)
+        vals = pytree.tree_leaves(val)
+        if len(vals) != len(leaves):
+            vals = [None] * len(leaves)  # a lowering's result shaped unlike the op's
+        realized = [x if not isinstance(x, Loops) or is_scalar_constant(x) else realize(x, v)
+                    for x, v in zip(leaves, vals)]
+        return pytree.tree_unflatten(realized, spec)
 
     def output(self, result: Any) -> None:
         leaves, self.output_spec = pytree.tree_flatten(result)
