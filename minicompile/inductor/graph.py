@@ -20,13 +20,15 @@ import sympy
 import torch
 import torch.utils._pytree as pytree
 
+from .ir.layout import eager_fill_order
 from .ir import (Buffer, ComputedBuffer, ExternKernel, InputBuffer, IRNode, Layout, Loops,
                  Pointwise, View, layout_of)
 from ..shapes.functions import sym_to_sympy
 from .options import InductorOptions
 from . import lowerings as _families  # noqa: F401  (the op families register their rows)
-from .lowering import (Unsupported, fallback_reason, inplace_lowerings, is_scalar_constant,
-                       lowerings, make_fallback, realize, realize_strided)
+from .lowering import (Unsupported, compute_into, fallback_reason, inplace_lowerings,
+                       is_scalar_constant, layout_like, lowerings, make_fallback, realize,
+                       realize_strided)
 from .sizevars import Expr, FloorDiv
 from .virtualized import V
 
@@ -240,16 +242,35 @@ class GraphLowering:
     def output(self, result: Any) -> None:
         leaves, self.output_spec = pytree.tree_flatten(result)
         self.output_is_flat_list = is_flat(self.output_spec)
+        vals = [getattr(n, "meta", {}).get("val") for n in pytree.tree_leaves(
+            self.current_node.args[0])] if self.current_node is not None else []
+        vals = vals if len(vals) == len(leaves) else [None] * len(leaves)
         outputs: list = []
-        for k, x in enumerate(leaves):
+        for k, (x, val) in enumerate(zip(leaves, vals)):
             if self._copy_part_of_intermediate(x, leaves) or (
                     isinstance(x, IRNode) and any(x is y for y in leaves[:k])):
                 # a copy: a part of an intermediate, or a value already returned (CSE merged two
                 # equal computations; the caller must still get two tensors, as eager gives)
                 x = realize(Pointwise(x.get_device(), x.get_dtype(), x.make_loader(),
-                                      x.get_size()))
-            outputs.append(realize_strided(x) if isinstance(x, IRNode) else x)
+                                      x.get_size()), val)
+            outputs.append(self.keep_output_stride(realize_strided(x), val)
+                           if isinstance(x, IRNode) else x)
         self.graph_outputs = outputs
+
+    def keep_output_stride(self, x: IRNode, val: Any) -> IRNode:
+        """``x``, or a copy of it in eager's layout where eager's tensor ``val`` is dense and a
+        buffer computed here is laid out otherwise (a lowering's own buffer: a reduction's
+        output). The caller sees the strides eager gives (Inductor's ``keep_output_stride``:
+        outputs are ``require_exact_strides`` to the FakeTensor's). Views and inputs are what
+        eager returns already; a buffer written into an input lives in the caller's storage."""
+        if not isinstance(x, ComputedBuffer) or x.get_mutation_names() or not (
+                isinstance(val, torch.Tensor) and eager_fill_order(val) is not None):
+            return x
+        want = layout_like(x, val)
+        if all(sz == 1 or sympy.expand(a - b) == 0
+               for sz, a, b in zip(want.size, want.stride, x.layout.stride)):
+            return x
+        return compute_into(x, want)
 
     def _copy_part_of_intermediate(self, x: Any, outputs: list) -> bool:
         """Return ``x``, a view of part of a pointwise intermediate, as its own smaller buffer?
