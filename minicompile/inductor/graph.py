@@ -278,9 +278,10 @@ class GraphLowering:
         As a view, the whole intermediate is stored to be returned through it
         (``x.cos()[:, 0]`` writes 100 elements to return 10). As a copy, the intermediate is
         only computed where the view reads it (``inlining.py``). Done when nothing else needs the
-        whole intermediate in memory (another output, a library call). The copy is row-major:
-        where eager's view is not (a column), its strides differ from eager's, but not its
-        values; the intermediate it was a view of is never visible to the caller.
+        whole intermediate in memory (another output, a library call). The copy is laid out as
+        eager's view where that is dense, else row-major: a column's strides differ from
+        eager's, but not its values; the intermediate it was a view of is never visible to the
+        caller.
         """
         if not isinstance(x, View):
             return False

@@ -18,6 +18,10 @@ reduction does (:func:`order_to_match`). The executor gives the same values in a
 the order only decides which points form one row of a fused kernel (and, in generated code, the
 order of the loops).
 
+Every pointwise node starts in the order its store walks memory (:func:`pick_loop_order`): a
+channels-last buffer loops ``n, h, w, c``, so its flat iteration number is the offset it stores
+at, and a kernel reading channels-last inputs into it is one straight loop over memory.
+
 :func:`reorder_to_fuse` is what the scheduler calls when a fusion is refused: it reorders the
 pointwise members of both kernels to the order of their reductions, propagating it from member to
 member through the buffers they share, and the scheduler undoes it if the fusion is still refused.
