@@ -22,6 +22,7 @@ from minicompile import config
 from minicompile.bench.patterns import channels_last_bias_relu
 from minicompile.inductor.codegen import cpp_build
 from minicompile.inductor.codegen.wrapper import WrapperCodeGen
+from minicompile.inductor.graph import GraphLowering
 from minicompile.inductor.ir import unflatten_index
 from minicompile.inductor.ir.layout import (Layout, eager_fill_order, fill_order,
                                             fill_ordered_strides)
@@ -102,6 +103,7 @@ CASES = {
     "sum_channels": (lambda x: x.sum(1), lambda: (cl(2, 3, 4, 5),)),
     "mean_spatial_keepdim": (lambda x: x.mean((2, 3), keepdim=True), lambda: (cl(2, 3, 4, 5),)),
     "permuted_amax": (lambda x: x.transpose(0, 1).amax(-1), lambda: (torch.randn(6, 7, 9),)),
+    "permuted_max_dim": (lambda x: x.transpose(0, 1).max(-1), lambda: (torch.randn(6, 7, 9),)),
     "softmax_channels_last": (lambda x: torch.softmax(x, 1), lambda: (cl(2, 3, 4, 5),)),
     "layer_norm_permuted": (lambda x: F.layer_norm(x.permute(0, 2, 3, 1), (3,)),
                             lambda: (torch.randn(2, 3, 4, 5),)),
@@ -151,6 +153,19 @@ def test_incoming_gradient_in_another_layout(backend):
                      torch.autograd.grad(fn(y), y, grad_out))
     torch.testing.assert_close(got, want)
     assert got.stride() == x.stride()
+
+
+def test_a_row_major_buffer_is_returned_in_eager_layout(backend, monkeypatch):
+    """A lowering that realizes its result itself (``max.dim``'s values and indices) makes it
+    row-major: the graph's output is copied into eager's layout all the same
+    (``GraphLowering.keep_output_stride``). Here every result is realized row-major."""
+    realize_results = GraphLowering.realize_results
+    monkeypatch.setattr(GraphLowering, "realize_results",
+                        lambda self, result, val: realize_results(self, result, None))
+    fn, make = CASES["channels_last_bias_relu"]
+    args = make()
+    assert_like_eager(mc.compile(fn)(*args), fn(*args))
+    assert mc.metrics.eager_fallbacks == 0
 
 
 def test_strides_follow_dynamic_sizes(backend):
