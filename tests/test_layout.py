@@ -83,7 +83,8 @@ def assert_like_eager(got, want) -> None:
 
 CASES = {
     # channels-last in, channels-last out: one straight loop over memory
-    "channels_last_bias_relu": (channels_last_bias_relu, lambda: (cl(2, 16, 5, 7), torch.randn(16))),
+    "channels_last_bias_relu": (channels_last_bias_relu,
+                                lambda: (cl(2, 16, 5, 7), torch.randn(16))),
     "channels_last_3d": (lambda x: (x * 2 + 1).sin(), lambda: (cl3(2, 3, 4, 5, 6),)),
     # NHWC -> NCHW: the caller asked for contiguous
     "channels_last_to_nchw": (lambda x: x.contiguous() * 2, lambda: (cl(2, 16, 5, 7),)),
