@@ -1,6 +1,7 @@
 """The loop-level IR (mini version of torch/_inductor/ir.py), split by idea:
 
-- ``layout``      ``Layout``: size, stride, offset as SymPy; ``make_indexer`` gives flat indices
+- ``layout``      ``Layout``: size, stride, offset as SymPy; ``make_indexer`` gives flat indices;
+                  fill orders (which dim is innermost in memory: row-major, channels-last)
 - ``nodes``       ``Pointwise``/``Reduction``/``Scan`` (how to compute an element) and ``Buffer``,
                   ``InputBuffer``, ``ComputedBuffer`` (named storage; prints as a loop nest)
 - ``views``       ``View`` (index remapping), ``ReinterpretView`` (strided view of a buffer)
