@@ -75,7 +75,7 @@ from . import cpp_build, cpp_loops
 from .common import (BaseScheduling, CodegenError, IndentedBuffer, KernelSignature,
                      emit_members)
 from .cpp_hoist import LoopInvariants
-from .cpp_keep import KeptValues
+from .cpp_keep import KeptValues, drop_unused_temporaries
 from .cpp_loops import (TILE, X0, X1, XTILE, is_column_reduction, lanes_loop, omp_accumulators,
                         parallel_threshold, renamed_accumulators, row_length, transposed_read)
 from .cpp_masks import row_segments
@@ -153,6 +153,7 @@ class CppKernel:
             if self.checks:
                 code.writeline("return error.finish();")
         code.writeline("}")
+        code.lines = drop_unused_temporaries(code.lines)
         body = code.getvalue()
         # the vector math functions the body calls are defined after the header (cpp_prefix.h)
         return "\n".join(['#include "cpp_prefix.h"',
@@ -277,7 +278,6 @@ class CppKernel:
                 phases.append(("loop", self.emit(phase.members, scope, position)))
             row_scope.update({m.get_name(): scope[m.get_name()]
                               for m in phase.members if m.is_reduction()})
-        self.values.drop_dead_code()
         return phases
 
     def row_reductions(self, code: IndentedBuffer) -> None:

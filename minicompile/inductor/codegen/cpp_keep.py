@@ -45,6 +45,7 @@ points, borrowed until then. Scribbling on it must be invisible:
 
 from __future__ import annotations
 
+import collections
 import functools
 import re
 from dataclasses import dataclass
@@ -96,7 +97,6 @@ class KeptValues:
         self.slots: dict[str, Slot] = {}  # value number -> where it is kept
         self.position: int | None = None  # the loop being written (None: no loop over a row)
         self.loop: LoopCode | None = None
-        self.reloading: dict[int, LoopCode] = {}  # the loops that load a kept value back
 
     @functools.cached_property
     def phase_of(self) -> dict[str, int]:
@@ -154,7 +154,6 @@ class KeptValues:
         ops.code.body.writeline(f"auto {var} = {ops.pointers[slot.buffer]}[{ops.index(slot.index)}];"
                                 f"  // the {op} an earlier loop kept")
         ops.cse.cache[expr] = var
-        self.reloading[self.position] = self.loop
         return var
 
     def slot(self, ops: Any, number: str, made: Made) -> Slot | None:
@@ -187,18 +186,20 @@ class KeptValues:
                 and not member.node.get_mutation_names() and member.node.layout.is_dense()
                 and is_contiguous_row(store_index(member)) and self.unwritten(ops, name))
 
-    def drop_dead_code(self) -> None:
-        """In the loops that load a kept value back, drop the temporaries nobody reads (the
-        arguments of the calls they no longer make)."""
-        for loop in self.reloading.values():
-            used: set[str] = set()
-            lines = []
-            for line in reversed(loop.body.lines):
-                definition = DEFINITION.match(line)
-                if definition is None or definition[1] in used:
-                    used.update(TEMPORARY.findall(line))
-                    lines.append(line)
-            loop.body.lines = lines[::-1]
+
+def drop_unused_temporaries(lines: list[str]) -> list[str]:
+    """``lines`` (a whole kernel: temporaries have kernel-wide names) without the definitions of
+    temporaries nobody reads: the arguments of a math call loaded back from where an earlier loop
+    kept it, a rounding that a store does itself. (g++ drops them too: this is for the reader.)
+    A definition that may fail a check (``error``) stays, as its run-time check must."""
+    while True:
+        uses = collections.Counter(TEMPORARY.findall("\n".join(lines)))  # (its definition: 1)
+        dead = {m[1] for line in lines if (m := DEFINITION.match(line)) and "error" not in line
+                and uses[m[1]] == 1}
+        if not dead:
+            return lines
+        lines = [line for line in lines
+                 if not ((m := DEFINITION.match(line)) and m[1] in dead)]
 
 
 def store_index(member: KernelMember) -> sympy.Expr:

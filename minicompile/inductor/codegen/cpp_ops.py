@@ -221,6 +221,9 @@ class CppOpsHandler:
         self.dim_sizes: list[tuple[int, sympy.Expr]] = []
         self.ranges: dict[str, tuple[int, int]] = {}  # temporary -> its known [low, high]
         self.invariants = LoopInvariants()  # values a check may repeat before the loop
+        # temporary -> (the value it rounds, the 16-bit type) for each ``round_to``: a store into
+        # that type rounds the value itself, once (rounding twice costs as much as the store)
+        self.rounded: dict[str, tuple[str, torch.dtype]] = {}
 
     def _fresh(self, prefix: str) -> str:
         n = self._counts[prefix]
@@ -259,6 +262,8 @@ class CppOpsHandler:
         out = self.code.suffix if value in self.code.readouts else self.code.body
         target = f"{self.pointers[name]}[{self.index(index)}]"
         if self.dtypes[name] in HALF_DTYPES:
+            unrounded, dtype = self.rounded.get(value, (value, None))
+            value = unrounded if dtype == self.dtypes[name] else value
             out.writeline(f"mc::store_float({target}, {value});")
             return
         out.writeline(f"{target} = static_cast<{storage_type(self.dtypes[name])}>({value});")
@@ -283,7 +288,9 @@ class CppOpsHandler:
 
     def to_dtype(self, x: str, dtype: torch.dtype) -> str:
         if dtype in HALF_DTYPES:  # round to the 16-bit type, keep computing in float
-            return self._emit(f"mc::round_to<{storage_type(dtype)}>({x})", "float")
+            var = self._emit(f"mc::round_to<{storage_type(dtype)}>({x})", "float")
+            self.rounded[var] = (x, dtype)
+            return var
         var = self._emit(f"static_cast<{compute_type(dtype)}>({x})", compute_type(dtype))
         self.invariants.note(var, f"static_cast<{compute_type(dtype)}>({{0}})", (x,))
         if x in self.ranges and dtype in (torch.int64, torch.int32):  # (indices fit in both)
