@@ -131,6 +131,35 @@ def test_reductions_down_columns_loop_over_columns_inside(fn, shapes, graphs):
     assert "acc0[xindex - xblock] = " in source and "omp simd reduction" not in source
 
 
+@pytest.mark.parametrize("dtype, acc", [(torch.float32, "double"), (torch.bfloat16, "float"),
+                                        (torch.float16, "float")])
+def test_column_sums_accumulate_in_double_only_for_a_float32_result(dtype, acc, graphs):
+    x = torch.randn(700, 96).to(dtype)
+    check(lambda x: x.sum(0), x, graphs=graphs, rtol=1e-2 if dtype != torch.float32 else None,
+          atol=1e-2 if dtype != torch.float32 else None)
+    assert f"{acc} acc0[64];" in graphs[0].source, graphs[0].source
+
+
+@pytest.mark.parametrize("fn, shape", [
+    (lambda x: x.sum((0, 2)), (4, 65, 512)),
+    (lambda x: x.amax((0, 2)), (3, 33, 100)),               # a run of 100: vectors and a tail
+    (lambda x: torch.var_mean(x, (0, 2)), (3, 17, 40)),     # Welford: a plain loop
+    (lambda x: x.permute(1, 0, 2).reshape(17, -1).argmax(1), (3, 17, 40)),  # flat positions
+    (lambda x: torch.softmax(x.permute(1, 0, 2).reshape(9, -1), 1), (5, 9, 64)),  # three loops
+    (lambda x: (x - x.mean((0, 2), keepdim=True)).pow(2).sum((0, 2)), (6, 5, 33)),
+], ids=["sum", "amax", "var_mean", "argmax", "softmax", "two_loops"])
+def test_rows_cut_into_digits_loop_over_runs(fn, shape, graphs):
+    """A row whose index divides ``rindex`` and takes a remainder (reduced dims 0 and 2 of
+    ``(B, M, N)``: ``x[rindex / N, xindex, rindex % N]``) loops over runs of ``N`` consecutive
+    elements, ``rindex = r0 + N*r1``: no division left in the loops, vector loads along ``r0``."""
+    x = torch.randn(shape)
+    x.view(-1)[5] = 3.5  # (a maximum that argmax must find at its flat position)
+    check(fn, x, graphs=graphs, rtol=1e-4, atol=1e-4)
+    source = graphs[0].source
+    assert "for (int64_t r1 = 0; r1 < rnumel / " in source, source
+    assert not re.search(r"rindex [/%]", source), source
+
+
 def test_reductions_along_rows_keep_the_row_loop(graphs):
     check(lambda x: x.sum(1), torch.randn(64, 128), graphs=graphs)
     assert "xblock" not in graphs[0].source and "acc0_v[w] = acc0_v[w] + tmp0" in graphs[0].source
