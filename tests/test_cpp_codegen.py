@@ -14,7 +14,7 @@ import torch.nn.functional as F
 
 import minicompile as mc
 from minicompile import config
-from minicompile.inductor.codegen import cpp_build, cpp_ops
+from minicompile.inductor.codegen import cpp_build, cpp_keep, cpp_ops
 from conftest import record_compiled_graphs
 from models import MODELS, MORE_MODELS
 
@@ -240,20 +240,25 @@ def test_softmax_over_rows_of_every_length(name, shape, dtype, graphs):
 
 def test_softmax_computes_each_exp_once(graphs):
     """The sum loop keeps exp(x - max) in the output row and the last loop scales it there: one
-    exp per element, as in ATen's kernel. Not kept: into a bfloat16 output (it would round the
-    float exp), or along a strided row (softmax over dim 0: dearer to keep than to recompute)."""
+    exp per element, as in ATen's kernel. Where the output can't hold it (a bfloat16 output
+    would round the float exp; along a strided row, softmax over dim 0, a store costs a cache
+    line), in a row of the kernel's own; a row longer than ``SCRATCH_ROW``: computed again."""
     x = torch.randn(67, 129)
     check(lambda x: torch.softmax(x, -1), x, graphs=graphs)
     check(lambda x: torch.softmax(x, -1), x.bfloat16(), graphs=graphs, rtol=1.6e-2, atol=1e-2)
     check(lambda x: torch.softmax(x, 0), x, graphs=graphs)
-    kept, bfloat16, dim0 = (g.source for g in graphs)
+    long_row = torch.randn(3, cpp_keep.SCRATCH_ROW + 3).bfloat16()
+    check(lambda x: torch.softmax(x, -1), long_row, graphs=graphs, rtol=1.6e-2, atol=1e-2)
+    kept, bfloat16, dim0, long = (g.source for g in graphs)
     # computed in the sum's loop only (its blocks of lanes and its tail: 129 = 2 * 64 + 1)
-    assert kept.count("mc::exp(") == 2
-    assert kept.rindex("mc::exp(") < kept.index("// the exp an earlier loop kept")
-    assert kept.count("= tmp3;  // kept for a later loop") == 2
-    # computed in the sum's loop (blocks and tail) and again in the last loop
-    assert bfloat16.count("mc::exp(") == 3 and dim0.count("mc::exp(") == 3
-    assert "kept" not in bfloat16 and "kept" not in dim0
+    for source in (kept, bfloat16):
+        assert source.count("mc::exp(") == 2
+        assert source.rindex("mc::exp(") < source.index("// the exp an earlier loop kept")
+    assert kept.count("= tmp3;  // kept for a later loop") == 2 and "kept0" not in kept
+    assert "float kept0[129];" in bfloat16 and "kept0[rindex] = " in bfloat16
+    assert "float kept0[67];" in dim0 and "// the exp an earlier loop kept" in dim0
+    # computed in the sum's loop and again in the last loop
+    assert "mc::exp(" in long and "kept" not in long
 
 
 def test_a_value_kept_for_two_later_loops(graphs):
@@ -366,6 +371,16 @@ def test_half_types(dtype, graphs):
     # computed in float32 and rounded once at the store (as Inductor does), not after each op
     check(lambda x, y: (x * y + 1, torch.softmax(x.float(), -1).to(dtype), x.sum(1), x.amax(),
                         x.to(torch.float32) * 2), x, y, graphs=graphs, rtol=1.6e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("fn", [lambda x: F.gelu(x), lambda x: F.silu(x),
+                                lambda x: F.gelu(x, approximate="tanh")],
+                         ids=["gelu", "silu", "gelu_tanh"])
+def test_half_precision_activation_rounds_only_at_the_store(fn, graphs):
+    """A 16-bit activation is computed in float and rounded once, by its store (as ATen's
+    kernel does; decompositions' ``pw_cast_for_opmath``): no rounding inside the loop."""
+    check(fn, torch.randn(67, 129, dtype=torch.bfloat16) * 3, graphs=graphs)
+    assert "round_to" not in graphs[0].source and "mc::store_float" in graphs[0].source
 
 
 # --- dynamic shapes, training, models ---------------------------------------------------------------

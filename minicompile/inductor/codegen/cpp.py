@@ -308,6 +308,7 @@ class CppKernel:
         code.writeline("for (int64_t xindex = 0; xindex < xnumel; xindex++)")
         code.writeline("{")
         with code.indent():
+            code.writelines(self.values.scratch_declarations())
             for kind, loop in phases:
                 if kind == "row":
                     code.splice(loop.body)
@@ -376,6 +377,7 @@ class CppKernel:
     def single_row_reduction(self, code: IndentedBuffer) -> None:
         code.writeline("const int64_t xindex = 0;  // one row: its loops run in parallel")
         phases = self.phases()
+        code.writelines(self.values.scratch_declarations())  # (shared: the loops end in barriers)
         threshold = parallel_threshold([loop for kind, loop in phases if kind == "loop"])
         parallel = f"num_threads(num_threads) if(rnumel >= {threshold})"
         for kind, loop in phases:
