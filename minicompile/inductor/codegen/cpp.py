@@ -41,7 +41,12 @@ of element-level members, per-row code between (the epilogue that stores a reduc
 
 A later loop recomputes the element values it needs, except the math library calls an earlier
 loop made: that loop keeps them in an output row, and the later one loads them back (softmax
-computes each exp once: ``cpp_keep.py``).
+computes each exp once: ``cpp_keep.py``; a 16-bit softmax, whose output would round the exp,
+in a float row of the kernel's own).
+
+Where a load's index cuts ``rindex`` into digits (``x.sum((0, 2))`` reads
+``x[rindex / 512, xindex, rindex % 512]``) each loop over the row is a loop over runs ``r1`` of
+consecutive elements ``r0`` (``cpp_loops.split_row_loop``), as a pointwise kernel loops over rows.
 
 Vectorisation is asked of the compiler with ``#pragma omp simd`` (not written with intrinsics,
 as Inductor's ``CppVecKernel`` does): the loop stays one readable scalar body, and an explicit
