@@ -319,6 +319,23 @@ def test_kept_value_in_an_output_that_reuses_storage(graphs):
 
 # --- data movement and indirect indexing -------------------------------------------------------------
 
+@pytest.mark.parametrize("fn, x, masked", [
+    (lambda x: F.avg_pool2d(x, 2), torch.randn(2, 8, 16, 16), False),
+    (lambda x: F.avg_pool2d(x, 2), torch.randn(2, 8, 16, 16).to(memory_format=torch.channels_last),
+     False),
+    (lambda x: F.max_pool2d(x, 2), torch.randn(2, 3, 10, 14), False),
+    (lambda x: F.avg_pool2d(x, 3, 2, 1), torch.randn(2, 3, 11, 9), True),  # padded: masks stay
+], ids=["avg", "avg_nhwc", "max", "avg_padded"])
+def test_masks_that_value_ranges_decide_are_dropped(fn, x, masked, graphs):
+    """A pooling window without padding is always inside its input: each ``0 <= 2*i < 16`` of
+    its masks is decided by the index's value range, and its loads are plain loads (no lambda
+    for the compiler to see through); a window that does reach the padding keeps them."""
+    check(fn, x, graphs=graphs)
+    source = graphs[0].source
+    assert ("auto masked0" in source) == masked, source
+    assert "true &&" not in source and "&& true" not in source
+
+
 def test_cat_and_pad(graphs):
     check(lambda x, y: torch.cat([x.exp(), y * 2], dim=1), torch.randn(33, 7),
           torch.randn(33, 12), graphs=graphs)

@@ -29,8 +29,8 @@ from typing import Any, Callable
 import sympy
 import torch
 
-from ..checks import (DIVISION, DIVISIONS, Check, known_range, no_check_comment, op_range,
-                      site_of, unchecked_range)
+from ..checks import (DIVISION, DIVISIONS, Check, decided_comparison, known_range,
+                      no_check_comment, op_range, site_of, unchecked_range)
 from ..kernel_group import RINDEX, XINDEX
 from ..ops_handler import add_elementwise_ops
 from ..sizevars import simplify_index, value_range
@@ -304,6 +304,8 @@ class CppOpsHandler:
     def masked(self, mask: str, body: Callable[[], str], other: Any) -> str:
         """``body`` runs in a lambda called only where ``mask`` holds, so its loads never read
         outside the mask (cat, pad); values it makes stay inside the lambda."""
+        if mask == "true":  # it always holds (a pooling window inside the input): no lambda
+            return body()
         lam = self._fresh("masked")
         outer, inner = self.code.body, IndentedBuffer()
         forwarded = dict(self.scope)
@@ -395,8 +397,45 @@ class CppOpsHandler:
         return result
 
 
+BOOL_LITERALS = {"true": True, "false": False}
+
+
+def folded_logical(op: str, args: tuple[str, ...], type_of: Callable) -> str | None:
+    """``true && x`` is ``x``, ``false && x`` is ``false`` (and ``||`` the other way round), for a
+    boolean ``x``: the masks of a pooling window whose comparisons value ranges decided."""
+    if op not in ("logical_and", "logical_or") or len(args) != 2:
+        return None
+    absorbing = op == "logical_or"  # true || x, false && x
+    for literal, other in ((args[0], args[1]), (args[1], args[0])):
+        if literal in BOOL_LITERALS:
+            if BOOL_LITERALS[literal] == absorbing:
+                return literal
+            if other in BOOL_LITERALS or type_of(other) == "bool":
+                return other
+    return None
+
+
+def decided_extremum(op: str, args: tuple[str, ...], ranges: list) -> str | None:
+    """The operand a ``minimum`` or ``maximum`` always picks, where the operands' value ranges
+    do not overlap (a pooling window's end ``min(2*i + 2, 16)`` is ``2*i + 2``)."""
+    if op not in ("minimum", "maximum") or len(args) != 2 or None in ranges:
+        return None
+    (a_low, a_high), (b_low, b_high) = ranges
+    low, high = (args[0], args[1]) if a_high <= b_low else \
+        (args[1], args[0]) if b_high <= a_low else (None, None)
+    return low if op == "minimum" else high
+
+
 def _make_op(name: str) -> Callable:
     def op(self: CppOpsHandler, *args: str) -> str:
+        ranges = [known_range(a, self.ranges, self.mask_bounds.constants) for a in args]
+        decided = decided_comparison(name, ranges)
+        if decided is not None:  # the same at every point (value ranges): a literal
+            return "true" if decided else "false"
+        folded = folded_logical(name, args, self.values.type_of) or \
+            decided_extremum(name, args, ranges)
+        if folded is not None:
+            return folded
         if name in MaskBounds.FLIPPED:  # a comparison: lt, le, gt, ge
             self.mask_bounds.compare(name, *args)
         ctype = self.values.result_type(name, args)
@@ -404,8 +443,7 @@ def _make_op(name: str) -> Callable:
         constant = int(constant) if isinstance(constant, (int, sympy.Integer)) else None
         if name in DIVISIONS and ctype not in FLOAT_TYPES and not constant:
             args = (args[0], f"mc::divisor({args[1]}, error, {site_of(self.checks, DIVISION)})")
-        bounds = op_range(name, [known_range(a, self.ranges, self.mask_bounds.constants)
-                                 for a in args])
+        bounds = op_range(name, ranges)
         var = self._emit(C_OPS[name].format(*args),  # looked up now: a row can be swapped
                          ctype, name)
         self.invariants.note(var, C_OPS[name], args)
