@@ -14,7 +14,7 @@ import torch.nn.functional as F
 
 import minicompile as mc
 from minicompile import config
-from minicompile.inductor.codegen import cpp_build, cpp_ops
+from minicompile.inductor.codegen import cpp_build, cpp_keep, cpp_ops
 from conftest import record_compiled_graphs
 from models import MODELS, MORE_MODELS
 
@@ -132,6 +132,35 @@ def test_reductions_down_columns_loop_over_columns_inside(fn, shapes, graphs):
     assert "acc0[xindex - xblock] = " in source and "omp simd reduction" not in source
 
 
+@pytest.mark.parametrize("dtype, acc", [(torch.float32, "double"), (torch.bfloat16, "float"),
+                                        (torch.float16, "float")])
+def test_column_sums_accumulate_in_double_only_for_a_float32_result(dtype, acc, graphs):
+    x = torch.randn(700, 96).to(dtype)
+    check(lambda x: x.sum(0), x, graphs=graphs, rtol=1e-2 if dtype != torch.float32 else None,
+          atol=1e-2 if dtype != torch.float32 else None)
+    assert f"{acc} acc0[64];" in graphs[0].source, graphs[0].source
+
+
+@pytest.mark.parametrize("fn, shape", [
+    (lambda x: x.sum((0, 2)), (4, 65, 512)),
+    (lambda x: x.amax((0, 2)), (3, 33, 100)),               # a run of 100: vectors and a tail
+    (lambda x: torch.var_mean(x, (0, 2)), (3, 17, 40)),     # Welford: a plain loop
+    (lambda x: x.permute(1, 0, 2).reshape(17, -1).argmax(1), (3, 17, 40)),  # flat positions
+    (lambda x: torch.softmax(x.permute(1, 0, 2).reshape(9, -1), 1), (5, 9, 64)),  # three loops
+    (lambda x: (x - x.mean((0, 2), keepdim=True)).pow(2).sum((0, 2)), (6, 5, 33)),
+], ids=["sum", "amax", "var_mean", "argmax", "softmax", "two_loops"])
+def test_rows_cut_into_digits_loop_over_runs(fn, shape, graphs):
+    """A row whose index divides ``rindex`` and takes a remainder (reduced dims 0 and 2 of
+    ``(B, M, N)``: ``x[rindex / N, xindex, rindex % N]``) loops over runs of ``N`` consecutive
+    elements, ``rindex = r0 + N*r1``: no division left in the loops, vector loads along ``r0``."""
+    x = torch.randn(shape)
+    x.view(-1)[5] = 3.5  # (a maximum that argmax must find at its flat position)
+    check(fn, x, graphs=graphs, rtol=1e-4, atol=1e-4)
+    source = graphs[0].source
+    assert "for (int64_t r1 = 0; r1 < rnumel / " in source, source
+    assert not re.search(r"rindex [/%]", source), source
+
+
 def test_reductions_along_rows_keep_the_row_loop(graphs):
     check(lambda x: x.sum(1), torch.randn(64, 128), graphs=graphs)
     assert "xblock" not in graphs[0].source and "acc0_v[w] = acc0_v[w] + tmp0" in graphs[0].source
@@ -212,20 +241,25 @@ def test_softmax_over_rows_of_every_length(name, shape, dtype, graphs):
 
 def test_softmax_computes_each_exp_once(graphs):
     """The sum loop keeps exp(x - max) in the output row and the last loop scales it there: one
-    exp per element, as in ATen's kernel. Not kept: into a bfloat16 output (it would round the
-    float exp), or along a strided row (softmax over dim 0: dearer to keep than to recompute)."""
+    exp per element, as in ATen's kernel. Where the output can't hold it (a bfloat16 output
+    would round the float exp; along a strided row, softmax over dim 0, a store costs a cache
+    line), in a row of the kernel's own; a row longer than ``SCRATCH_ROW``: computed again."""
     x = torch.randn(67, 129)
     check(lambda x: torch.softmax(x, -1), x, graphs=graphs)
     check(lambda x: torch.softmax(x, -1), x.bfloat16(), graphs=graphs, rtol=1.6e-2, atol=1e-2)
     check(lambda x: torch.softmax(x, 0), x, graphs=graphs)
-    kept, bfloat16, dim0 = (g.source for g in graphs)
+    long_row = torch.randn(3, cpp_keep.SCRATCH_ROW + 3).bfloat16()
+    check(lambda x: torch.softmax(x, -1), long_row, graphs=graphs, rtol=1.6e-2, atol=1e-2)
+    kept, bfloat16, dim0, long = (g.source for g in graphs)
     # computed in the sum's loop only (its blocks of lanes and its tail: 129 = 2 * 64 + 1)
-    assert kept.count("mc::exp(") == 2
-    assert kept.rindex("mc::exp(") < kept.index("// the exp an earlier loop kept")
-    assert kept.count("= tmp3;  // kept for a later loop") == 2
-    # computed in the sum's loop (blocks and tail) and again in the last loop
-    assert bfloat16.count("mc::exp(") == 3 and dim0.count("mc::exp(") == 3
-    assert "kept" not in bfloat16 and "kept" not in dim0
+    for source in (kept, bfloat16):
+        assert source.count("mc::exp(") == 2
+        assert source.rindex("mc::exp(") < source.index("// the exp an earlier loop kept")
+    assert kept.count("= tmp3;  // kept for a later loop") == 2 and "kept0" not in kept
+    assert "float kept0[129];" in bfloat16 and "kept0[rindex] = " in bfloat16
+    assert "float kept0[67];" in dim0 and "// the exp an earlier loop kept" in dim0
+    # computed in the sum's loop and again in the last loop
+    assert "mc::exp(" in long and "kept" not in long
 
 
 def test_a_value_kept_for_two_later_loops(graphs):
@@ -286,6 +320,23 @@ def test_kept_value_in_an_output_that_reuses_storage(graphs):
 
 # --- data movement and indirect indexing -------------------------------------------------------------
 
+@pytest.mark.parametrize("fn, x, masked", [
+    (lambda x: F.avg_pool2d(x, 2), torch.randn(2, 8, 16, 16), False),
+    (lambda x: F.avg_pool2d(x, 2), torch.randn(2, 8, 16, 16).to(memory_format=torch.channels_last),
+     False),
+    (lambda x: F.max_pool2d(x, 2), torch.randn(2, 3, 10, 14), False),
+    (lambda x: F.avg_pool2d(x, 3, 2, 1), torch.randn(2, 3, 11, 9), True),  # padded: masks stay
+], ids=["avg", "avg_nhwc", "max", "avg_padded"])
+def test_masks_that_value_ranges_decide_are_dropped(fn, x, masked, graphs):
+    """A pooling window without padding is always inside its input: each ``0 <= 2*i < 16`` of
+    its masks is decided by the index's value range, and its loads are plain loads (no lambda
+    for the compiler to see through); a window that does reach the padding keeps them."""
+    check(fn, x, graphs=graphs)
+    source = graphs[0].source
+    assert ("auto masked0" in source) == masked, source
+    assert "true &&" not in source and "&& true" not in source
+
+
 def test_cat_and_pad(graphs):
     check(lambda x, y: torch.cat([x.exp(), y * 2], dim=1), torch.randn(33, 7),
           torch.randn(33, 12), graphs=graphs)
@@ -338,6 +389,16 @@ def test_half_types(dtype, graphs):
     # computed in float32 and rounded once at the store (as Inductor does), not after each op
     check(lambda x, y: (x * y + 1, torch.softmax(x.float(), -1).to(dtype), x.sum(1), x.amax(),
                         x.to(torch.float32) * 2), x, y, graphs=graphs, rtol=1.6e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("fn", [lambda x: F.gelu(x), lambda x: F.silu(x),
+                                lambda x: F.gelu(x, approximate="tanh")],
+                         ids=["gelu", "silu", "gelu_tanh"])
+def test_half_precision_activation_rounds_only_at_the_store(fn, graphs):
+    """A 16-bit activation is computed in float and rounded once, by its store (as ATen's
+    kernel does; decompositions' ``pw_cast_for_opmath``): no rounding inside the loop."""
+    check(fn, torch.randn(67, 129, dtype=torch.bfloat16) * 3, graphs=graphs)
+    assert "round_to" not in graphs[0].source and "mc::store_float" in graphs[0].source
 
 
 # --- dynamic shapes, training, models ---------------------------------------------------------------

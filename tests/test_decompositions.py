@@ -390,3 +390,19 @@ def test_softmax_of_integers_raises_as_in_eager(fn, backend):
     with pytest.raises(NotImplementedError) as compiled:
         mc.compile(fn, backend=backend)(x)
     assert str(compiled.value) == str(eager.value)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("op, kwargs", [
+    (aten.gelu.default, {}), (aten.gelu.default, {"approximate": "tanh"}), (aten.silu.default, {}),
+    (aten.hardswish.default, {}), (aten.elu.default, {}), (aten.softplus.default, {}),
+], ids=str)
+def test_activations_in_half_precision_round_once(op, kwargs, dtype):
+    """ATen computes a composite activation of 16-bit values in float and rounds the result
+    once: the decomposition does too (pw_cast_for_opmath). Rounded after each of its ops, gelu
+    in bfloat16 differed from eager in 43% of the elements, silu in 24%."""
+    x = (torch.randn(20000) * 3).to(dtype)
+    got, want = decomposition_table[op](x, **kwargs), op(x, **kwargs)
+    assert got.dtype == dtype
+    torch.testing.assert_close(got, want)
+    assert (got != want).float().mean() < 0.05  # (float's exp and erf differ in the last bit)

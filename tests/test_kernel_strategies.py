@@ -6,6 +6,7 @@ source (a test that passes by falling back to eager would prove nothing)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 
 import pytest
@@ -196,3 +197,20 @@ def test_half_precision_conversions_on_special_values(backend, sources, dtype):
     check(lambda x: F.silu(x) * x, torch.randn(129, 33).to(dtype), rtol=1e-2, atol=1e-2)
     if backend == "cpp":  # no struct temporaries in the loop (cpp_prefix.h: they stop omp simd)
         assert all("static_cast<mc::" not in s for s in sources), sources
+
+
+def test_float16_rounding_of_every_value_and_every_tie(backend, sources):
+    """Every float16, the midpoints between neighbours (ties: to even) and the floats just
+    either side of them, past the largest finite one and down among the subnormals: rounded
+    to float16 inside a kernel and stored as float16, bit for bit as eager's conversion."""
+    h = torch.arange(-2 ** 15, 2 ** 15, dtype=torch.int32).to(torch.int16).view(torch.float16)
+    v = h.float()[torch.isfinite(h)].double().sort().values
+    mids = ((v[:-1] + v[1:]) / 2).float()
+    x = torch.cat([h.float(), mids, mids.nextafter(torch.tensor(float("inf"))),
+                   mids.nextafter(torch.tensor(-float("inf"))),
+                   torch.tensor([65520.0, 65519.996, 2.0 ** 115, -3e38, 2.0 ** -25, 2.0 ** -140])])
+    check(lambda x: ((x.half().float() * 1).half(), x.half()), x, rtol=0, atol=0)
+    if backend == "cpp":  # a store rounds by itself: no second rounding before it
+        assert any("mc::round_to<mc::float16>" in s for s in sources), sources
+        assert not any(re.search(r"auto (tmp\d+) = mc::round_to.*\n.*store_float\(.*\1\)", s)
+                       for s in sources), sources

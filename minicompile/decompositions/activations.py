@@ -8,6 +8,7 @@ import math
 import torch
 
 from .registry import register_decomposition
+from .util import pw_cast_for_opmath
 
 aten = torch.ops.aten
 SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
@@ -15,6 +16,7 @@ INV_SQRT_2 = 1 / math.sqrt(2)
 
 
 @register_decomposition(aten.gelu.default)
+@pw_cast_for_opmath
 def gelu(x, approximate="none"):
     if approximate == "tanh":  # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
         inner = aten.mul.Tensor(aten.add.Tensor(x, aten.mul.Tensor(aten.pow.Tensor_Scalar(x, 3),
@@ -26,6 +28,7 @@ def gelu(x, approximate="none"):
 
 
 @register_decomposition(aten.gelu_backward.default)
+@pw_cast_for_opmath
 def gelu_backward(grad, x, approximate="none"):
     if approximate == "tanh":  # d/dx: 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)
         x2 = aten.mul.Tensor(x, x)
@@ -46,11 +49,13 @@ def gelu_backward(grad, x, approximate="none"):
 
 
 @register_decomposition(aten.silu.default)
+@pw_cast_for_opmath
 def silu(x):  # x * sigmoid(x)
     return aten.mul.Tensor(x, aten.sigmoid.default(x))
 
 
 @register_decomposition(aten.silu_backward.default)
+@pw_cast_for_opmath
 def silu_backward(grad, x):  # d/dx: s (1 + x (1 - s)),  s = sigmoid(x)
     s = aten.sigmoid.default(x)
     return aten.mul.Tensor(grad, aten.mul.Tensor(
@@ -58,11 +63,13 @@ def silu_backward(grad, x):  # d/dx: s (1 + x (1 - s)),  s = sigmoid(x)
 
 
 @register_decomposition(aten.sigmoid_backward.default)
+@pw_cast_for_opmath
 def sigmoid_backward(grad, y):  # y = sigmoid(x): dy/dx = y (1 - y)
     return aten.mul.Tensor(grad, aten.mul.Tensor(y, aten.rsub.Scalar(y, 1)))
 
 
 @register_decomposition(aten.tanh_backward.default)
+@pw_cast_for_opmath
 def tanh_backward(grad, y):  # y = tanh(x): dy/dx = 1 - y^2
     return aten.mul.Tensor(grad, aten.rsub.Scalar(aten.mul.Tensor(y, y), 1))
 
@@ -73,16 +80,19 @@ def threshold_backward(grad, x, threshold):  # relu backward: grad where x > thr
 
 
 @register_decomposition(aten.hardsigmoid.default)
+@pw_cast_for_opmath
 def hardsigmoid(x):  # clamp(x + 3, 0, 6) / 6
     return aten.div.Tensor(aten.clamp.default(aten.add.Tensor(x, 3), 0, 6), 6)
 
 
 @register_decomposition(aten.hardswish.default)
+@pw_cast_for_opmath
 def hardswish(x):  # x * clamp(x + 3, 0, 6) / 6
     return aten.mul.Tensor(x, aten.div.Tensor(aten.clamp.default(aten.add.Tensor(x, 3), 0, 6), 6))
 
 
 @register_decomposition(aten.hardswish_backward.default)
+@pw_cast_for_opmath
 def hardswish_backward(grad, x):  # 0 below -3, (2x + 3) / 6 in [-3, 3], 1 above 3
     inside = aten.div.Tensor(aten.add.Tensor(aten.mul.Tensor(x, 2), 3), 6)
     zero = aten.zeros_like.default(grad)
@@ -113,6 +123,7 @@ def leaky_relu_backward(grad, x, negative_slope, self_is_result):  # grad * (1 i
 
 
 @register_decomposition(aten.elu.default)
+@pw_cast_for_opmath
 def elu(x, alpha=1, scale=1, input_scale=1):  # scale * (x if x > 0 else alpha (exp(x * s) - 1))
     neg = aten.mul.Tensor(aten.sub.Tensor(aten.exp.default(aten.mul.Tensor(x, input_scale)), 1),
                           alpha)
@@ -120,6 +131,7 @@ def elu(x, alpha=1, scale=1, input_scale=1):  # scale * (x if x > 0 else alpha (
 
 
 @register_decomposition(aten.softplus.default)
+@pw_cast_for_opmath
 def softplus(x, beta=1, threshold=20):  # log(1 + exp(beta x)) / beta, linear above threshold
     bx = aten.mul.Tensor(x, beta)
     soft = aten.div.Tensor(aten.log1p.default(aten.exp.default(bx)), beta)
@@ -127,6 +139,7 @@ def softplus(x, beta=1, threshold=20):  # log(1 + exp(beta x)) / beta, linear ab
 
 
 @register_decomposition(aten.softplus_backward.default)
+@pw_cast_for_opmath
 def softplus_backward(grad, x, beta, threshold):  # grad * sigmoid(beta x), 1 above threshold
     bx = aten.mul.Tensor(x, beta)
     return aten.where.self(aten.gt.Scalar(bx, threshold), grad,

@@ -3,6 +3,9 @@ torch/_decomp/decompositions.py keeps such helpers next to its rows)."""
 
 from __future__ import annotations
 
+import functools
+from typing import Callable
+
 import torch
 
 aten = torch.ops.aten
@@ -16,6 +19,23 @@ def upcast(x: torch.Tensor) -> torch.Tensor:
 
 def downcast(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return x if x.dtype == dtype else aten._to_copy.default(x, dtype=dtype)
+
+
+def pw_cast_for_opmath(fn: Callable) -> Callable:
+    """A pointwise row computed in float32 when its tensors are half precision, its result
+    rounded once to their dtype (torch/_decomp's decorator of the same name): ATen's kernel
+    for ``gelu`` or ``silu`` on bfloat16 computes the whole formula in float and rounds the
+    result; the formula's ops run one by one in bfloat16 would round after each of them
+    (five times for gelu), further from eager's result, and each rounding costs a kernel time."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        dtypes = [a.dtype for a in args if isinstance(a, torch.Tensor)]
+        dtype = functools.reduce(torch.promote_types, dtypes) if dtypes else None
+        if dtype not in LOW_PRECISION:
+            return fn(*args, **kwargs)
+        out = fn(*[upcast(a) if isinstance(a, torch.Tensor) else a for a in args], **kwargs)
+        return downcast(out, dtype)
+    return wrapper
 
 
 def reduction_dims(x: torch.Tensor, dim) -> list[int]:

@@ -189,6 +189,20 @@ def op_range(op: str, operands: list[Range | None]) -> Range | None:
     return rule(*operands) if rule is not None and len(operands) == 2 else None
 
 
+COMPARISONS = {"lt": lambda a, b: a < b, "le": lambda a, b: a <= b,
+               "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b}
+
+
+def decided_comparison(op: str, operands: list[Range | None]) -> bool | None:
+    """Whether comparison ``op`` holds for every value in ``operands``' ranges (True), for none
+    (False), or it depends (None): a pooling window's ``2*((xindex / 8) % 8) < 16``, always true.
+    A comparison is monotone in each operand, so the ranges' four corners decide it."""
+    if op not in COMPARISONS or len(operands) != 2 or None in operands:
+        return None
+    outcomes = {COMPARISONS[op](a, b) for a in operands[0] for b in operands[1]}
+    return outcomes.pop() if len(outcomes) == 1 else None
+
+
 def unchecked_range(value: str, size, check: Check, ranges: dict[str, Range],
                     constants: dict) -> Range | None:
     """``value``'s range where it proves ``check`` always passes along a dim of ``size``: the

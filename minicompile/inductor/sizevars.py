@@ -75,7 +75,7 @@ def value_range(expr: Expr, var_ranges: dict[sympy.Symbol, Expr]) -> tuple[int, 
     high = upper_bound(expr, var_ranges)
     low = expr.subs({v: 0 for v in var_ranges}) if high is not None else None
     if high is None or not (high.is_number and low.is_number):
-        return None
+        return interval(expr, var_ranges)  # (through // and %: 2*((xindex / 8) % 8) is 0..14)
     return int(low), int(high)
 
 

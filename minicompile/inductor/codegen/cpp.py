@@ -41,7 +41,12 @@ of element-level members, per-row code between (the epilogue that stores a reduc
 
 A later loop recomputes the element values it needs, except the math library calls an earlier
 loop made: that loop keeps them in an output row, and the later one loads them back (softmax
-computes each exp once: ``cpp_keep.py``).
+computes each exp once: ``cpp_keep.py``; a 16-bit softmax, whose output would round the exp,
+in a float row of the kernel's own).
+
+Where a load's index cuts ``rindex`` into digits (``x.sum((0, 2))`` reads
+``x[rindex / 512, xindex, rindex % 512]``) each loop over the row is a loop over runs ``r1`` of
+consecutive elements ``r0`` (``cpp_loops.split_row_loop``), as a pointwise kernel loops over rows.
 
 Vectorisation is asked of the compiler with ``#pragma omp simd`` (not written with intrinsics,
 as Inductor's ``CppVecKernel`` does): the loop stays one readable scalar body, and an explicit
@@ -75,9 +80,10 @@ from . import cpp_build, cpp_loops
 from .common import (BaseScheduling, CodegenError, IndentedBuffer, KernelSignature,
                      emit_members)
 from .cpp_hoist import LoopInvariants
-from .cpp_keep import KeptValues
-from .cpp_loops import (TILE, X0, X1, XTILE, is_column_reduction, lanes_loop, omp_accumulators,
-                        parallel_threshold, renamed_accumulators, row_length, transposed_read)
+from .cpp_keep import KeptValues, drop_unused_temporaries
+from .cpp_loops import (R0, R1, TILE, X0, X1, XTILE, is_column_reduction, lanes_loop,
+                        omp_accumulators, parallel_threshold, renamed_accumulators, row_length,
+                        split_row_loop, transposed_read)
 from .cpp_masks import row_segments
 from .cpp_ops import (DTYPES, CppOpsHandler, LoopCode, cexpr, storage_type,
                       vector_math_lines)
@@ -152,6 +158,7 @@ class CppKernel:
             if self.checks:
                 code.writeline("return error.finish();")
         code.writeline("}")
+        code.lines = drop_unused_temporaries(code.lines)
         body = code.getvalue()
         # the vector math functions the body calls are defined after the header (cpp_prefix.h)
         return "\n".join(['#include "cpp_prefix.h"',
@@ -177,9 +184,9 @@ class CppKernel:
         """Run ``members`` under the C++ ops handler: the lines of one loop body (the loop over
         the row of phase ``position``, if any) or of per-row code."""
         self.ops.code, self.ops.scope = LoopCode(), scope
-        self.ops.invariants = LoopInvariants(  # the loop's variable (per-row code: no loop)
-            (X0 if self.ops.index_subs else XINDEX) if self.group.kind == "pointwise"
-            else None if position is None else RINDEX)
+        self.ops.invariants = LoopInvariants(  # the loops' variables (per-row code: no loop)
+            *((X0 if self.ops.index_subs else XINDEX,) if self.group.kind == "pointwise"
+              else () if position is None else self.row_vars()))
         self.values.start(position, None if position is None else self.ops.code)
         emit_members(members, self.ops, self.group, scope)
         return self.ops.code
@@ -248,13 +255,25 @@ class CppKernel:
         """The body again, over ``xindex = x0 + row*x1``: a load of ``bias[xindex % 1024]`` is
         ``bias[x0]`` (consecutive: a vector load, where ``% 1024`` made it a gather, about 3x
         slower for a bias + GELU epilogue), one of ``mean[xindex / 1024]`` is ``mean[x1]``."""
-        ranges = {X0: sympy.Integer(row), X1: sympy.sympify(self.group.numel // row)}
-        self.values = KeptValues(self.group)  # a fresh handler: temporaries from tmp0 again
+        self.split(XINDEX, X0, X1, row, self.group.numel)
+        return self.emit(self.group.members, {})
+
+    def split(self, var: sympy.Symbol, inner: sympy.Symbol, outer: sympy.Symbol, row: int,
+              numel: sympy.Expr) -> None:
+        """A fresh ops handler (temporaries from tmp0 again) whose indices read ``var`` as
+        ``inner + row*outer``, each of the two over its own range."""
+        ranges = {**self.group.var_ranges(), inner: sympy.Integer(row),
+                  outer: sympy.sympify(numel // row)}
+        self.values = KeptValues(self.group)
         dim_sizes = self.ops.dim_sizes
         self.ops = CppOpsHandler(self.pointers, self.dtypes, ranges, self.values, self.checks)
         self.ops.dim_sizes = dim_sizes  # (the kernel's, whichever handler finds them)
-        self.ops.index_subs = {XINDEX: X0 + row * X1}
-        return self.emit(self.group.members, {})
+        self.ops.index_subs = {var: inner + row * outer}
+
+    def row_vars(self) -> tuple[sympy.Symbol, ...]:
+        """The variables of a reduction's loop over the row: ``rindex``, or ``r0`` and ``r1``
+        where the row is split into runs (``split_row_loop``)."""
+        return (R0, R1) if RINDEX in self.ops.index_subs else (RINDEX,)
 
     @staticmethod
     def write_loop(code: IndentedBuffer, var: str, start: str, end: str, body: LoopCode) -> None:
@@ -281,19 +300,24 @@ class CppKernel:
                 phases.append(("loop", self.emit(phase.members, scope, position)))
             row_scope.update({m.get_name(): scope[m.get_name()]
                               for m in phase.members if m.is_reduction()})
-        self.values.drop_dead_code()
         return phases
 
     def row_reductions(self, code: IndentedBuffer) -> None:
         phases = self.phases()
         if is_column_reduction(phases, self.ops.simplified, self.values):
             return self.column_reductions(code, phases)
+        run = (row_length(self.ops.simplified, self.group.rnumel, RINDEX)
+               if self.options.cpp_row_loops else None)
+        if run is not None:  # rindex = r0 + run*r1: the phases again, over runs
+            self.split(RINDEX, R0, R1, run, self.group.rnumel)
+            phases = self.phases()
         loops = [loop for kind, loop in phases if kind == "loop"]
         code.writeline(f"#pragma omp parallel for num_threads(num_threads) "
                        f"if(xnumel * rnumel >= {parallel_threshold(loops)})")
         code.writeline("for (int64_t xindex = 0; xindex < xnumel; xindex++)")
         code.writeline("{")
         with code.indent():
+            code.writelines(self.values.scratch_declarations())
             for kind, loop in phases:
                 if kind == "row":
                     code.splice(loop.body)
@@ -302,14 +326,20 @@ class CppKernel:
                 code.splice(loop.hoisted)
                 clauses = simd_clauses(loop)
                 vectorize = clauses is not None and self.options.cpp_vectorize
-                lanes = (lanes_loop(loop, self.group.rnumel)
+                lanes = (lanes_loop(loop, self.group.rnumel, run)
                          if vectorize and self.options.cpp_lanes else None)
                 if lanes is not None:
                     code.splice(lanes)
                 else:
+                    inner = IndentedBuffer()
                     if vectorize:  # (argmax, Welford: no clause, plain loops)
-                        code.writeline(f"#pragma omp simd{clauses}")
-                    self.write_loop(code, "rindex", "0", "rnumel", loop)
+                        inner.writeline(f"#pragma omp simd{clauses}")
+                    if run is None:
+                        self.write_loop(inner, "rindex", "0", "rnumel", loop)
+                    else:
+                        self.write_loop(inner, "r0", "0", str(run), loop)
+                        inner.lines = split_row_loop(inner.lines, run)
+                    code.splice(inner)
                 code.splice(loop.suffix)
         code.writeline("}")
 
@@ -333,9 +363,11 @@ class CppKernel:
         with code.indent():
             code.writeline(f"const int64_t xend = std::min<int64_t>(xblock + {XTILE}, xnumel);")
             for acc, (ctype, name, init) in zip(loop.accumulators, omp_accumulators(loop)):
-                if acc.kind.omp == "+" and ctype == "float":
+                if acc.kind.omp == "+" and ctype == "float" and acc.dtype == torch.float32:
                     ctype = "double"  # one row's terms one after another: a float sum of
-                    # them drifts (200 terms: 5e-6) where eager's cascade sum stays close
+                    # them drifts (200 terms: 5e-6) where eager's cascade sum stays close.
+                    # (A 16-bit result rounds that away: its sum stays float, as eager's, twice
+                    # as many lanes a vector; bf16 x.sum(0) 60 -> 26 us.)
                 code.writeline(f"{ctype} {name}[{XTILE}];")
                 code.writeline(f"for (int64_t i = 0; i < {XTILE}; i++) {name}[i] = {init};")
             code.writeline("for (int64_t rindex = 0; rindex < rnumel; rindex++)")
@@ -355,6 +387,7 @@ class CppKernel:
     def single_row_reduction(self, code: IndentedBuffer) -> None:
         code.writeline("const int64_t xindex = 0;  // one row: its loops run in parallel")
         phases = self.phases()
+        code.writelines(self.values.scratch_declarations())  # (shared: the loops end in barriers)
         threshold = parallel_threshold([loop for kind, loop in phases if kind == "loop"])
         parallel = f"num_threads(num_threads) if(rnumel >= {threshold})"
         for kind, loop in phases:

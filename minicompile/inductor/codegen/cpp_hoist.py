@@ -22,16 +22,16 @@ NAME = re.compile(r"[A-Za-z_]\w*")  # a temporary's name (anything else is a lit
 
 
 class LoopInvariants:
-    """The invariant values of the loop over ``inner`` (None: per-row code, no loop)."""
+    """The invariant values of the loop nest over ``inner`` (none: per-row code, no loop)."""
 
-    def __init__(self, inner: sympy.Symbol | None = None) -> None:
+    def __init__(self, *inner: sympy.Symbol) -> None:
         self.inner = inner
         self.values: dict[str, str] = {}  # temporary -> its value as one C++ expression
         self.masked = 0  # inside a masked lambda: its values exist only where the mask holds
 
     def note(self, var: str, template: str, operands: tuple[str, ...] = ()) -> None:
         """``var = template.format(*operands)`` is invariant if each operand is (or a literal)."""
-        if self.inner is None or self.masked:
+        if not self.inner or self.masked:
             return
         inline = []
         for a in operands:
@@ -45,5 +45,5 @@ class LoopInvariants:
 
     def index(self, index: sympy.Expr) -> bool:
         """Whether an (already simplified) index is the same at every point of the loop."""
-        return self.inner is not None and not self.masked and not any(
-            s == self.inner or s.name.startswith("indirect") for s in index.free_symbols)
+        return bool(self.inner) and not self.masked and not any(
+            s in self.inner or s.name.startswith("indirect") for s in index.free_symbols)

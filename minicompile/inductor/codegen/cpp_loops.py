@@ -131,7 +131,7 @@ def is_column_reduction(phases: list, indices: list[sympy.Expr], values: KeptVal
         and sympy.expand(e).coeff(RINDEX) != 1 for e in along)
 
 
-X0, X1 = (sympy.Symbol(n, integer=True, nonnegative=True) for n in ("x0", "x1"))
+X0, X1, R0, R1 = (sympy.Symbol(n, integer=True, nonnegative=True) for n in ("x0", "x1", "r0", "r1"))
 MIN_ROW = 16  # shorter rows: the inner loop is too short for vectors, keep the flat loop
 
 
@@ -150,19 +150,21 @@ def parallel_threshold(loops: list) -> int:
     return max(1, -(-PARALLEL_MIN_WORK // max(work, 1)))
 
 
-def row_length(indices: list[sympy.Expr], numel: sympy.Expr) -> int | None:
-    """The row length to split a pointwise loop by, if its indices cut ``xindex`` into digits:
-    ``% 1024`` and ``// 1024`` (a broadcast bias, a per-row mean) at every multiple of one
-    length that divides ``numel``; within a row those indices are then consecutive or fixed."""
+def row_length(indices: list[sympy.Expr], numel: sympy.Expr,
+               var: sympy.Symbol = XINDEX) -> int | None:
+    """The row length to split a loop over ``var`` by, if its indices cut ``var`` into digits:
+    ``% 1024`` and ``// 1024`` (a broadcast bias, a per-row mean; the batch and column of a
+    reduction over dims 0 and 2) at every multiple of one length that divides ``numel``; within
+    a row those indices are then consecutive or fixed."""
     if not isinstance(sympy.sympify(numel), sympy.Integer):
         return None
     bounds = []
     for index in indices:
         for digit in index.atoms(FloorDiv, ModularIndexing):
             base, divisor = digit.args[0], digit.args[1]
-            if XINDEX not in base.free_symbols:
+            if var not in base.free_symbols:
                 continue
-            if base != XINDEX or not isinstance(divisor, sympy.Integer):
+            if base != var or not isinstance(divisor, sympy.Integer):
                 return None  # (xindex + 3) // 4, or a symbolic size
             if divisor > 1:
                 bounds.append(int(divisor))
@@ -183,7 +185,8 @@ def transposed_read(indices: list[sympy.Expr]) -> bool:
     return any(nearer_along(i, X1, X0) for i in indices)
 
 
-def lanes_loop(loop, rnumel: sympy.Expr | int | None = None) -> IndentedBuffer | None:
+def lanes_loop(loop, rnumel: sympy.Expr | int | None = None,
+               row: int | None = None) -> IndentedBuffer | None:
     """The loop over ``rindex`` of a ``LoopCode`` (its prefix, declaring the accumulators,
     already written) with an array of ``W`` partial results per accumulator:
 
@@ -192,16 +195,19 @@ def lanes_loop(loop, rnumel: sympy.Expr | int | None = None) -> IndentedBuffer |
             #pragma omp simd
             for (int64_t w = 0; w < 64; w++)
                 { const int64_t rindex = rblock + w; ...acc0_v[w]... }
+        for (int64_t rindex = rvec; rindex < rnumel; rindex++)  ...acc0...  (the tail)
         #pragma omp simd
         for (int64_t w = 0; w < 32; w++) acc0_v[w] = combine(acc0_v[w], acc0_v[w + 32]);
         ...  (16, 8, 4, 2, 1)
-        acc0 = combine(acc0, acc0_v[0]);   then the elements after rvec, one by one
+        acc0 = combine(acc0, acc0_v[0]);
 
     The halving is written out step by step: each step's loop has a constant trip count, so g++
     vectorises it whole and keeps the array in registers (one loop over a variable ``half``
     left it in memory: 60 cycles a row; a 128x128 row sum 1.8 -> 0.9 us, 2048x1024 140 -> 91).
     A row known to be shorter than 2 KB (``rnumel`` < 512 floats) gets one
     register's worth (16 floats: 128x128 0.9 -> 0.7 us); one shorter than that, no array.
+    A row split into runs (``row``: ``rindex = r0 + row*r1``, ``split_row_loop``) runs the
+    loops over ``rblock`` and the tail once per run, inside a loop over ``r1``.
 
     None if an accumulator is not an OpenMP reduction of a 4- or 8-byte type (argmax, Welford,
     booleans: plain loops), or if the body calls glibc's vector math library: there a call costs
@@ -215,9 +221,11 @@ def lanes_loop(loop, rnumel: sympy.Expr | int | None = None) -> IndentedBuffer |
         return None
     size = max(LANE_SIZES[ctype] for ctype, _, _ in decls)
     width = LANE_BYTES // size
-    if isinstance(rnumel, (int, sympy.Integer)) and int(rnumel) * size < SHORT_ROW_BYTES:
+    length = rnumel if row is None else row  # of the loop the lanes run along
+    var, end = ("rindex", "rnumel") if row is None else ("r0", str(row))
+    if isinstance(length, (int, sympy.Integer)) and int(length) * size < SHORT_ROW_BYTES:
         width = SHORT_ROW_LANE_BYTES // size
-        if int(rnumel) < width:
+        if int(length) < width:
             return None
     code = IndentedBuffer()
     code.writeline("{")
@@ -225,18 +233,25 @@ def lanes_loop(loop, rnumel: sympy.Expr | int | None = None) -> IndentedBuffer |
         for ctype, name, init in decls:
             code.writeline(f"{ctype} {name}_v[{width}];")
             code.writeline(f"for (int64_t w = 0; w < {width}; w++) {name}_v[w] = {init};")
-        code.writeline(f"const int64_t rvec = rnumel / {width} * {width};")
-        code.writeline(f"for (int64_t rblock = 0; rblock < rvec; rblock += {width})")
-        code.writeline("{")
-        with code.indent():
-            code.writeline("#pragma omp simd")
-            code.writeline(f"for (int64_t w = 0; w < {width}; w++)")
-            code.writeline("{")
-            with code.indent():
-                code.writeline("const int64_t rindex = rblock + w;")
-                code.writelines(renamed_accumulators(loop.body, loop, "{}_v[w]"))
-            code.writeline("}")
-        code.writeline("}")
+        code.writeline(f"const int64_t rvec = {end} / {width} * {width};")
+        runs = IndentedBuffer()  # the vectors of lanes, then the tail, of the row or of a run
+        runs.writeline(f"for (int64_t rblock = 0; rblock < rvec; rblock += {width})")
+        runs.writeline("{")
+        with runs.indent():
+            runs.writeline("#pragma omp simd")
+            runs.writeline(f"for (int64_t w = 0; w < {width}; w++)")
+            runs.writeline("{")
+            with runs.indent():
+                runs.writeline(f"const int64_t {var} = rblock + w;")
+                runs.writelines(renamed_accumulators(loop.body, loop, "{}_v[w]"))
+            runs.writeline("}")
+        runs.writeline("}")
+        runs.writeline(f"for (int64_t {var} = rvec; {var} < {end}; {var}++)")
+        runs.writeline("{")
+        with runs.indent():
+            runs.splice(loop.body)
+        runs.writeline("}")
+        code.writelines(runs.lines if row is None else split_row_loop(runs.lines, row))
         half = width // 2
         while half:  # one line a step: for (...) acc0_v[w] = acc0_v[w] + acc0_v[w + 32];
             steps = [f"{a.name}_v[w] = " + a.kind.update.format(
@@ -245,13 +260,19 @@ def lanes_loop(loop, rnumel: sympy.Expr | int | None = None) -> IndentedBuffer |
             code.writeline("#pragma omp simd")
             code.writeline(f"for (int64_t w = 0; w < {half}; w++) {body}")
             half //= 2
-        for a in accs:
+        for a in accs:  # (the tail's elements went into the accumulator itself)
             total = a.kind.update.format(acc=a.name, value=f"{a.name}_v[0]")
             code.writeline(f"{a.name} = {total};")
-        code.writeline("for (int64_t rindex = rvec; rindex < rnumel; rindex++)")
-        code.writeline("{")
-        with code.indent():
-            code.splice(loop.body)
-        code.writeline("}")
     code.writeline("}")
     return code
+
+
+def split_row_loop(inner: list[str], row: int) -> list[str]:
+    """The loop over a reduction's row as runs of ``row`` consecutive positions: ``inner``
+    (a loop over ``r0``, the position in a run) once per run ``r1``. Where a load's index cuts
+    ``rindex`` into digits (``x.sum((0, 2))`` reads ``x[rindex / 512, xindex, rindex % 512]``)
+    the runs are its rows, and the index ``33280*r1 + 512*xindex + r0`` is consecutive along
+    ``r0``, a vector load, where the division and remainder made it a gather (Inductor's C++
+    kernels loop over each reduced dimension in the same way, one loop per dim)."""
+    return ["for (int64_t r1 = 0; r1 < rnumel / %d; r1++)" % row, "{",
+            *[f"    {line}" for line in inner], "}"]

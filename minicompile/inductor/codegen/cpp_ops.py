@@ -29,9 +29,9 @@ from typing import Any, Callable
 import sympy
 import torch
 
-from ..checks import (DIVISION, DIVISIONS, Check, known_range, no_check_comment, op_range,
-                      site_of, unchecked_range)
-from ..kernel_group import XINDEX
+from ..checks import (DIVISION, DIVISIONS, Check, decided_comparison, known_range,
+                      no_check_comment, op_range, site_of, unchecked_range)
+from ..kernel_group import RINDEX, XINDEX
 from ..ops_handler import add_elementwise_ops
 from ..sizevars import simplify_index, value_range
 from .common import CSE, IndentedBuffer
@@ -189,6 +189,7 @@ class Accumulator:
     name: str
     kind: ReductionKind
     ctype: str
+    dtype: torch.dtype | None = None  # the reduction's result
 
 
 @dataclass
@@ -231,6 +232,9 @@ class CppOpsHandler:
         self.dim_sizes: list[tuple[int, sympy.Expr]] = []
         self.ranges: dict[str, tuple[int, int]] = {}  # temporary -> its known [low, high]
         self.invariants = LoopInvariants()  # values a check may repeat before the loop
+        # temporary -> (the value it rounds, the 16-bit type) for each ``round_to``: a store into
+        # that type rounds the value itself, once (rounding twice costs as much as the store)
+        self.rounded: dict[str, tuple[str, torch.dtype]] = {}
 
     def _fresh(self, prefix: str) -> str:
         n = self._counts[prefix]
@@ -269,6 +273,8 @@ class CppOpsHandler:
         out = self.code.suffix if value in self.code.readouts else self.code.body
         target = f"{self.pointers[name]}[{self.index(index)}]"
         if self.dtypes[name] in HALF_DTYPES:
+            unrounded, dtype = self.rounded.get(value, (value, None))
+            value = unrounded if dtype == self.dtypes[name] else value
             out.writeline(f"mc::store_float({target}, {value});")
             return
         out.writeline(f"{target} = static_cast<{storage_type(self.dtypes[name])}>({value});")
@@ -293,7 +299,9 @@ class CppOpsHandler:
 
     def to_dtype(self, x: str, dtype: torch.dtype) -> str:
         if dtype in HALF_DTYPES:  # round to the 16-bit type, keep computing in float
-            return self._emit(f"mc::round_to<{storage_type(dtype)}>({x})", "float")
+            var = self._emit(f"mc::round_to<{storage_type(dtype)}>({x})", "float")
+            self.rounded[var] = (x, dtype)
+            return var
         var = self._emit(f"static_cast<{compute_type(dtype)}>({x})", compute_type(dtype))
         self.invariants.note(var, f"static_cast<{compute_type(dtype)}>({{0}})", (x,))
         if x in self.ranges and dtype in (torch.int64, torch.int32):  # (indices fit in both)
@@ -306,6 +314,8 @@ class CppOpsHandler:
     def masked(self, mask: str, body: Callable[[], str], other: Any) -> str:
         """``body`` runs in a lambda called only where ``mask`` holds, so its loads never read
         outside the mask (cat, pad); values it makes stay inside the lambda."""
+        if mask == "true":  # it always holds (a pooling window inside the input): no lambda
+            return body()
         lam = self._fresh("masked")
         outer, inner = self.code.body, IndentedBuffer()
         forwarded = dict(self.scope)
@@ -350,7 +360,7 @@ class CppOpsHandler:
         out = self.code.body
         if value in self.invariants.values:  # checked once, before the loop (cpp_hoist.py)
             out, value = self.code.hoisted, self.invariants.values[value]
-            why += f"; the same for every {self.invariants.inner}"
+            why += f"; the same for every {', '.join(map(str, self.invariants.inner))}"
         site = site_of(self.checks, check)
         out.writeline(f"const int64_t {var} = {call}({value}, {cexpr(size)}, error, "
                       f"{site});  // {why}")
@@ -373,10 +383,13 @@ class CppOpsHandler:
         # 2048x2048 row sum in cache: 0.13 ms -> 0.22 ms)
         wide = reduction_type == "sum" and t == "float" and \
             sympy.sympify(self.var_ranges.get(XINDEX, 0)) == 1
-        acc = Accumulator(self._fresh("acc"), kind, "double" if wide else kind.acc_type.format(t=t))
+        acc = Accumulator(self._fresh("acc"), kind, "double" if wide else kind.acc_type.format(t=t),
+                          dtype)
         self.code.accumulators.append(acc)
         self.code.prefix.writeline(f"{acc.ctype} {acc.name} = {kind.init.format(t=t)};")
-        update = kind.update.format(acc=acc.name, value=value, rindex="rindex", t=t)
+        # (argmax's position in the row: ``r0 + 512*r1`` where the row is split into runs)
+        update = kind.update.format(acc=acc.name, value=value, t=t,
+                                    rindex=cexpr(self.index_subs.get(RINDEX, RINDEX)))
         self.code.body.writeline(f"{acc.name} = {update};")
         outs = []
         for readout in ("static_cast<float>({acc})",) if wide else kind.readout:
@@ -413,8 +426,45 @@ class CppOpsHandler:
         return self.to_dtype(self.reductions[key], dtype)
 
 
+BOOL_LITERALS = {"true": True, "false": False}
+
+
+def folded_logical(op: str, args: tuple[str, ...], type_of: Callable) -> str | None:
+    """``true && x`` is ``x``, ``false && x`` is ``false`` (and ``||`` the other way round), for a
+    boolean ``x``: the masks of a pooling window whose comparisons value ranges decided."""
+    if op not in ("logical_and", "logical_or") or len(args) != 2:
+        return None
+    absorbing = op == "logical_or"  # true || x, false && x
+    for literal, other in ((args[0], args[1]), (args[1], args[0])):
+        if literal in BOOL_LITERALS:
+            if BOOL_LITERALS[literal] == absorbing:
+                return literal
+            if other in BOOL_LITERALS or type_of(other) == "bool":
+                return other
+    return None
+
+
+def decided_extremum(op: str, args: tuple[str, ...], ranges: list) -> str | None:
+    """The operand a ``minimum`` or ``maximum`` always picks, where the operands' value ranges
+    do not overlap (a pooling window's end ``min(2*i + 2, 16)`` is ``2*i + 2``)."""
+    if op not in ("minimum", "maximum") or len(args) != 2 or None in ranges:
+        return None
+    (a_low, a_high), (b_low, b_high) = ranges
+    low, high = (args[0], args[1]) if a_high <= b_low else \
+        (args[1], args[0]) if b_high <= a_low else (None, None)
+    return low if op == "minimum" else high
+
+
 def _make_op(name: str) -> Callable:
     def op(self: CppOpsHandler, *args: str) -> str:
+        ranges = [known_range(a, self.ranges, self.mask_bounds.constants) for a in args]
+        decided = decided_comparison(name, ranges)
+        if decided is not None:  # the same at every point (value ranges): a literal
+            return "true" if decided else "false"
+        folded = folded_logical(name, args, self.values.type_of) or \
+            decided_extremum(name, args, ranges)
+        if folded is not None:
+            return folded
         if name in MaskBounds.FLIPPED:  # a comparison: lt, le, gt, ge
             self.mask_bounds.compare(name, *args)
         ctype = self.values.result_type(name, args)
@@ -422,8 +472,7 @@ def _make_op(name: str) -> Callable:
         constant = int(constant) if isinstance(constant, (int, sympy.Integer)) else None
         if name in DIVISIONS and ctype not in FLOAT_TYPES and not constant:
             args = (args[0], f"mc::divisor({args[1]}, error, {site_of(self.checks, DIVISION)})")
-        bounds = op_range(name, [known_range(a, self.ranges, self.mask_bounds.constants)
-                                 for a in args])
+        bounds = op_range(name, ranges)
         var = self._emit(C_OPS[name].format(*args),  # looked up now: a row can be swapped
                          ctype, name)
         self.invariants.note(var, C_OPS[name], args)
