@@ -30,6 +30,7 @@ import copy
 import functools
 import inspect
 import threading
+import traceback
 import types
 import warnings
 from dataclasses import dataclass, field
@@ -307,6 +308,7 @@ def _compile(fn: types.FunctionType, f_locals: dict, backend: Callable, fullgrap
         if fullgraph:  # the reason and the user's line say it all; no internal traceback
             raise FullGraphError(e.reason, e.user_line) from None
         failure = _without_tracebacks(e)  # handled below, outside this except block
+        _release_frames(e)
     else:
         entries.append(entry)
         cache.notify("compiled", entry)
@@ -318,6 +320,22 @@ def _compile(fn: types.FunctionType, f_locals: dict, backend: Callable, fullgrap
                             title=f"EAGER FALLBACK {code.co_name}")
     cache.notify("fallback", (code, failure))
     return None
+
+
+def _release_frames(error: Unsupported) -> None:
+    """Let go of the frames ``error`` reaches: the locals of the finished frames in its
+    traceback and in those of the errors chained to it are cleared, and ``error`` (the
+    tracer's own, kept by the tracer's objects, which refer to each other and so wait for the
+    cycle collector) drops its traceback. Otherwise those frames, and through ``f_back`` the
+    user's frame that called the frame being compiled, would outlive the call with its locals:
+    a paused generator whose ``finally`` CPython runs when the frame returns, a big tensor.
+    The errors chained to it keep their tracebacks (where a learner's own code raised)."""
+    chained, seen = error, set()
+    while chained is not None and id(chained) not in seen:
+        seen.add(id(chained))
+        traceback.clear_frames(chained.__traceback__)
+        chained = chained.__cause__ or chained.__context__
+    error.__traceback__ = None
 
 
 def _without_tracebacks(error: Unsupported) -> Unsupported:

@@ -38,7 +38,7 @@ from .variables.builder import SourcelessBuilder, VariableBuilder
 from .variables.functions import ClosureCell, UserMethodVariable
 from .variables.misc import GetAttrVariable
 from .variables.generators import (ContextlibDecoratedVariable, LocalGeneratorVariable,
-                                   exception_type)
+                                   close_dead_generators, exception_type)
 
 Handler = Callable[["InstructionTranslatorBase", Instruction], None]
 OPCODE_HANDLERS: dict[str, Handler] = {}
@@ -132,6 +132,7 @@ class InstructionTranslatorBase:
         self.symbolic_locals = symbolic_locals
         self.cells = cells  # cell and free variables by name (LOAD_DEREF / STORE_DEREF)
         self.stack: list[VariableTracker] = []
+        self.in_flight: list[VariableTracker] = []  # the values the running handler holds
         self.index = 0  # index of the next instruction
         self.current_instruction: Instruction | None = None
         self.kw_names: tuple[str, ...] | None = None  # set by KW_NAMES for the next CALL
@@ -175,6 +176,9 @@ class InstructionTranslatorBase:
         fn = OPCODE_HANDLERS.get(inst.opname)
         if fn is None:
             unimplemented(f"instruction {inst.opname} is not supported")
+        # what the handler pops stays alive until it returns, as CPython holds a call's
+        # arguments until the call returns (generators.close_dead_generators reads it)
+        self.in_flight = self.stack[:]
         try:
             fn(self, inst)
         except ObservedException as e:
@@ -185,9 +189,13 @@ class InstructionTranslatorBase:
         except Exception as e:  # a bug in a handler or tracker: never a crash or a wrong result,
             raise Unsupported(  # the frame runs eagerly and the reason says what went wrong
                 f"internal error in {inst.opname}: {type(e).__name__}: {e}") from e
+        self.in_flight = []
+        if self.output.local_generators:
+            close_dead_generators(self)
 
     def run(self) -> None:
         prev, self.output.current_tx = self.output.current_tx, self
+        self.output.running.append(self)
         try:
             for _ in range(MAX_STEPS):
                 if self.done or self.suspended:
@@ -207,8 +215,14 @@ class InstructionTranslatorBase:
             elif not hasattr(e, "root_index"):  # where the root frame can break (restart):
                 e.root_index = expansion_start(self.instructions, self.index - 1)  # bytecode.py
             raise
+        except ObservedException:
+            if self.parent is not None:  # its traceback keeps its locals alive (not its stack)
+                self.output.held_by_tracebacks += [*self.symbolic_locals.values(),
+                                                   *self.cells.values()]
+            raise
         finally:
             self.output.current_tx = prev
+            self.output.running.pop()
 
     def handle_exception(self, e: ObservedException, inst: Instruction) -> bool:
         """Where the exception table sends an exception raised at ``inst``: the stack cut to
@@ -326,8 +340,10 @@ class InliningInstructionTranslator(InstructionTranslatorBase):
         if code.co_flags & inspect.CO_GENERATOR:  # runs when its items are asked for
             gen = LocalGeneratorVariable(tx)
             parent.output.local_generators.append(gen)
+            parent.in_flight.append(gen)  # held by the handler that called it, until it returns
             return gen
         tx.run()
+        parent.in_flight.append(tx.return_value)
         return tx.return_value
 
     def __init__(self, *args, **kwargs):
