@@ -133,6 +133,7 @@ class InstructionTranslatorBase:
         self.cells = cells  # cell and free variables by name (LOAD_DEREF / STORE_DEREF)
         self.stack: list[VariableTracker] = []
         self.in_flight: list[VariableTracker] = []  # the values the running handler holds
+        self.handed: list[VariableTracker] = []  # and those it got while running (see step)
         self.index = 0  # index of the next instruction
         self.current_instruction: Instruction | None = None
         self.kw_names: tuple[str, ...] | None = None  # set by KW_NAMES for the next CALL
@@ -177,8 +178,10 @@ class InstructionTranslatorBase:
         if fn is None:
             unimplemented(f"instruction {inst.opname} is not supported")
         # what the handler pops stays alive until it returns, as CPython holds a call's
-        # arguments until the call returns (generators.close_dead_generators reads it)
-        self.in_flight = self.stack[:]
+        # arguments until the call returns; what it gets while running (an inlined call's
+        # result, an iterator's item) it holds for some time before it returns, which
+        # generators.close_dead_generators cannot know
+        self.in_flight, self.handed = self.stack[:], []
         try:
             fn(self, inst)
         except ObservedException as e:
@@ -189,7 +192,7 @@ class InstructionTranslatorBase:
         except Exception as e:  # a bug in a handler or tracker: never a crash or a wrong result,
             raise Unsupported(  # the frame runs eagerly and the reason says what went wrong
                 f"internal error in {inst.opname}: {type(e).__name__}: {e}") from e
-        self.in_flight = []
+        self.in_flight, self.handed = [], []
         if self.output.local_generators:
             close_dead_generators(self)
 
@@ -210,15 +213,14 @@ class InstructionTranslatorBase:
         except Unsupported as e:
             if e.user_line is None:
                 e.user_line = self.user_line()
+            if isinstance(e, ObservedException) and self.parent is not None:
+                # raised out of this frame: its traceback keeps its locals alive (not its stack)
+                self.output.held_by_tracebacks += [*self.symbolic_locals.values(),
+                                                   *self.cells.values()]
             if self.parent is not None:  # the root frame will break at its CALL instead
                 e.inlined = True
             elif not hasattr(e, "root_index"):  # where the root frame can break (restart):
                 e.root_index = expansion_start(self.instructions, self.index - 1)  # bytecode.py
-            raise
-        except ObservedException:
-            if self.parent is not None:  # its traceback keeps its locals alive (not its stack)
-                self.output.held_by_tracebacks += [*self.symbolic_locals.values(),
-                                                   *self.cells.values()]
             raise
         finally:
             self.output.current_tx = prev
@@ -340,10 +342,10 @@ class InliningInstructionTranslator(InstructionTranslatorBase):
         if code.co_flags & inspect.CO_GENERATOR:  # runs when its items are asked for
             gen = LocalGeneratorVariable(tx)
             parent.output.local_generators.append(gen)
-            parent.in_flight.append(gen)  # held by the handler that called it, until it returns
+            parent.handed.append(gen)  # held by the handler that called it, for a while
             return gen
         tx.run()
-        parent.in_flight.append(tx.return_value)
+        parent.handed.append(tx.return_value)
         return tx.return_value
 
     def __init__(self, *args, **kwargs):

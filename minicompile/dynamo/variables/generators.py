@@ -86,6 +86,7 @@ class LocalGeneratorVariable(ListIteratorVariable):
     def __init__(self, frame):
         super().__init__(frame.generated_items, generator=frame.code.co_name)
         self.frame = frame
+        self.death_uncertain = False  # once held only by a handler's loop (generators.py)
 
     def python_type(self) -> type:
         return types.GeneratorType
@@ -394,7 +395,13 @@ def close_dead_generators(tx) -> None:
                    if id(g.frame) not in running and g.cleanup_pending()]
         if not pending:
             return
-        held = reachable(_live_roots(output), stop_when_seen={id(g) for g in pending})
+        precise, handed = _live_roots(output)
+        wanted = {id(g) for g in pending}
+        held = reachable(precise + handed, stop_when_seen=wanted)
+        if handed:  # held only by what a handler got while running: it dies some time later
+            surely_held = reachable(precise, stop_when_seen=wanted)
+            for gen in pending:
+                gen.death_uncertain |= id(gen) in held and id(gen) not in surely_held
         dead = [g for g in pending if id(g) not in held]
         if not dead:
             return
@@ -407,6 +414,10 @@ def close_dead_generators(tx) -> None:
 
 
 def _close_dying(tx, gen: LocalGeneratorVariable) -> None:
+    if gen.death_uncertain:
+        unimplemented(f"the generator {gen.generator}() paused inside a try/with block dies "
+                      "inside a builtin's loop over the items it was handed: the trace cannot "
+                      "tell at which point CPython runs its cleanup")
     try:
         gen.close(tx)
     except ObservedException as e:  # CPython would only print it (unraisable)
@@ -414,12 +425,14 @@ def _close_dying(tx, gen: LocalGeneratorVariable) -> None:
                       f"raises {exception_type(e).__name__}")
 
 
-def _live_roots(output) -> list:
-    roots = _outside_roots(output)
+def _live_roots(output) -> tuple[list, list]:
+    """What the running frames hold for sure, and what their handlers got while running."""
+    roots, handed = _outside_roots(output), []
     for frame in output.running:
         roots += [*frame.stack, *frame.in_flight, *frame.symbolic_locals.values(),
                   *frame.cells.values(), *frame.exc_info, *frame.block_stack, frame.return_value]
-    return roots
+        handed += frame.handed
+    return roots, handed
 
 
 def _outside_roots(output) -> list:

@@ -451,7 +451,7 @@ def hand_over(output, items):
     that asked for them holds them now, until it returns (what a generator's lifetime reads,
     generators.py)."""
     if output.running and items is not None:
-        output.running[-1].in_flight.extend(items if isinstance(items, list) else [items])
+        output.running[-1].handed.extend(items if isinstance(items, list) else [items])
     return items
 
 
