@@ -41,7 +41,7 @@ import torch
 from .. import _logging, config
 from ..metrics import metrics
 from .automatic_dynamic import DynamicPolicy, FrameState, dynamic_policy
-from .bytecode_analysis import writes_globals
+from .bytecode_analysis import globals_only_called, writes_globals
 from .convert_frame import CacheEntry, convert_frame
 from .exc import FullGraphError, Unsupported, without_internal_frames
 from .module_calls import compiling_module_calls
@@ -108,7 +108,8 @@ class FrameCache:
             return self.compiled_callee(value, backend)
 
         code = fn.__code__
-        return types.FunctionType(code, _CompilingGlobals(fn.__globals__, wrap),
+        return types.FunctionType(code, _CompilingGlobals(fn.__globals__, wrap,
+                                                          globals_only_called(code)),
                                   code.co_name, fn.__defaults__, fn.__closure__)
 
     def compiled_forward(self, mod: torch.nn.Module, backend: Callable) -> Callable | None:
@@ -124,17 +125,20 @@ class FrameCache:
 
 
 class _CompilingGlobals(dict):
-    """The globals a skipped frame runs with: a user function it looks up comes back wrapped
-    by ``optimize``, so the frames it calls are still compiled (real Dynamo's PEP 523 hook sees
-    every frame, skipped or not). Reads go to the module's real globals."""
+    """The globals a skipped frame runs with: a user function it looks up to call comes back
+    wrapped by ``optimize``, so the frames it calls are still compiled (real Dynamo's PEP 523
+    hook sees every frame, skipped or not). A function the code also reads as a value (a dict
+    key, ``f is g``, ``f.__code__``) comes back as itself: the wrapper is another object.
+    Reads go to the module's real globals."""
 
-    def __init__(self, real: dict, wrap: Callable[[Any], Any]):
+    def __init__(self, real: dict, wrap: Callable[[Any], Any], called: set[str]):
         super().__init__(__builtins__=real.get("__builtins__", builtins), __name__=real.get(
             "__name__"))
-        self.real, self.wrap = real, wrap
+        self.real, self.wrap, self.called = real, wrap, called
 
     def __getitem__(self, name: str) -> Any:
-        return self.wrap(self.real[name])  # KeyError: CPython then looks in the builtins
+        value = self.real[name]  # KeyError: CPython then looks in the builtins
+        return self.wrap(value) if name in self.called else value
 
 
 CACHE = FrameCache()
