@@ -426,13 +426,16 @@ def _close_dying(tx, gen: LocalGeneratorVariable) -> None:
 
 
 def _live_roots(output) -> tuple[list, list]:
-    """What the running frames hold for sure, and what their handlers got while running."""
-    roots, handed = _outside_roots(output), []
+    """What the running frames hold for sure, and what their handlers got while running. The
+    stacks first: a generator that is alive is most often found there (the ``with`` block of
+    a ``@contextmanager`` keeps it on the stack), and the walk stops once it is found."""
+    stacks, rest, handed = [], [], []
     for frame in output.running:
-        roots += [*frame.stack, *frame.in_flight, *frame.symbolic_locals.values(),
-                  *frame.cells.values(), *frame.exc_info, *frame.block_stack, frame.return_value]
+        stacks += [*frame.stack, *frame.in_flight, *frame.block_stack]
+        rest += [*frame.symbolic_locals.values(), *frame.cells.values(), *frame.exc_info,
+                 frame.return_value]
         handed += frame.handed
-    return roots, handed
+    return [*stacks, *rest, *_outside_roots(output)], handed
 
 
 def _outside_roots(output) -> list:
@@ -447,7 +450,7 @@ def reachable(roots: list, stop_when_seen: set[int] | None = None) -> set[int]:
     (:meth:`VariableTracker.referents`), closure cells and dict keys. With ``stop_when_seen``,
     stops as soon as all of those are seen."""
     seen: set[int] = set()
-    todo = [r for r in roots if r is not None]
+    todo = [r for r in reversed(roots) if r is not None]  # depth first, from the first root
     wanted = set(stop_when_seen or ())
     while todo:
         value = todo.pop()
