@@ -103,6 +103,22 @@ def compiled_graphs(monkeypatch):
     return graphs
 
 
+@pytest.fixture
+def sources(monkeypatch) -> list[str]:
+    """The source of every kernel defined while the test runs."""
+    from minicompile.inductor.codegen.wrapper import WrapperCodeGen
+
+    seen: list[str] = []
+    define = WrapperCodeGen.define_kernel
+
+    def record(self, name, kernel, source):
+        seen.append(source)
+        return define(self, name, kernel, source)
+
+    monkeypatch.setattr(WrapperCodeGen, "define_kernel", record)
+    return seen
+
+
 def record_compiled_graphs(monkeypatch) -> list:
     """The compiled graphs of every inductor compile from now on, to check which backend
     generated them (a fall back to eager or to the reference backend would pass a comparison)."""

@@ -48,7 +48,7 @@ def test_kernel_object_records_tile_members_and_locals():
 @pytest.mark.parametrize("fn, shape", [
     (lambda x: x - x.sum(1, keepdim=True).t(), (8, 8)),  # row j reads the sum of row j
     # a value read at another point (returned too, so it stays a buffer of its own)
-    (lambda x: ((y := x.cos() * 2).t() + x, y), (9, 9)),
+    (lambda x: (x + (y := x.cos() * 2).t(), y), (9, 9)),
     (lambda x: x.softmax(0), (12, 7)),
 ])
 def test_a_fusion_rule_broken_on_purpose_gives_a_wrong_answer(monkeypatch, fn, shape):

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 import minicompile.config as config
-from minicompile.course.notebook_metadata import dumps, normalise
+from minicompile.course.notebook_metadata import dumps, normalise, without_machine_paths
 from minicompile.grade import Result, _note
 from minicompile.grading import REPO_ROOT, load_checks
 
@@ -241,6 +241,30 @@ def _with_version_of(nb: dict, like: dict) -> dict:
     if version is not None:
         nb["metadata"]["language_info"]["version"] = version
     return nb
+
+
+@pytest.mark.parametrize("text, committed", [
+    ("/opt/torch/.venv/lib/python3.12/site-packages/torch/_inductor/lowering.py:7836: UserWarning",
+     "torch/_inductor/lowering.py:7836: UserWarning"),
+    ("(/work/main/.venv/lib/python3.11/site-packages/torch/nn/modules/container.py:248 in forward",
+     "(torch/nn/modules/container.py:248 in forward"),
+    ("/home/ada/course/minicompile/cudagraphs/cudagraph_trees.py:160: UserWarning",
+     "minicompile/cudagraphs/cudagraph_trees.py:160: UserWarning"),
+    ("cache folder: /root/.cache/minicompile/root", "cache folder: ~/.cache/minicompile/root"),
+    ("see https://example.org/site-packages/x and a/b/c", "see https://example.org/site-packages/x and a/b/c"),
+    ("(/tmp/ipykernel_585/1893038287.py:1)", "(/tmp/ipykernel_585/1893038287.py:1)"),
+])
+def test_outputs_are_committed_without_the_paths_of_the_machine_that_ran_them(text, committed):
+    """A warning's file or a guard's source line names where that machine installed torch or
+    cloned the course; the committed notebook keeps the part every machine shares (and
+    ``test_notebooks_are_committed_as_the_lab_writes_them`` fails on a notebook that doesn't)."""
+    assert without_machine_paths(text) == committed
+    nb = {"cells": [{"cell_type": "code", "source": text, "outputs": [
+        {"output_type": "stream", "name": "stderr", "text": [text]},
+        {"output_type": "display_data", "data": {"text/plain": text, "image/png": text}}]}]}
+    (stream, display) = normalise(nb)["cells"][0]["outputs"]
+    assert stream["text"] == [committed] and display["data"]["text/plain"] == committed
+    assert display["data"]["image/png"] == text and nb["cells"][0]["source"] == text
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)

@@ -61,7 +61,8 @@ def test_broadcasting(graphs):
     (lambda x, b: F.gelu(x + b), [(64, 1024), (1024,)], ["in_ptr1[x0]"]),  # bias over columns
     (lambda x, s: x * s[:, None], [(64, 40), (64,)], ["in_ptr1[x1]"]),  # one value per row
     (lambda x, c: x + c, [(4, 8, 32), (8, 1)], ["in_ptr1[(x1 % 8)]"]),  # one per channel
-    (lambda x, b: x.t() + b, [(40, 64), (40,)], ["in_ptr0[64*x0 + x1]", "in_ptr1[x0]"]),
+    # eager lays the sum out as x.t() (column-major): read and written in one order, b per row
+    (lambda x, b: x.t() + b, [(40, 64), (40,)], ["in_ptr0[x0 + 64*x1]", "in_ptr1[x1]"]),
 ], ids=["bias", "per_row", "per_channel", "transposed"])
 def test_broadcast_loads_split_the_loop_into_rows(fn, shapes, loads, graphs):
     """A load of ``b[xindex % 1024]`` in a flat loop is a gather; over rows it is ``b[x0]``."""

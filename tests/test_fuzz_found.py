@@ -362,6 +362,18 @@ def test_sign_of_half_precision(dtype, cpu_backend, monkeypatch):
         assert torch.equal(mc.compile(lambda t: torch.sign(t))(arg), torch.sign(arg))
 
 
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.float32, torch.float16])
+@pytest.mark.parametrize("cpu_backend", ["reference", "cpp", "triton"])
+def test_fmod_of_integers(dtype, cpu_backend, monkeypatch):
+    """CUDA fuzzer seeds 34201190 and 20 more: ``torch.fmod`` of int64 tensors failed to compile
+    on an H200 (libdevice's ``fmod`` has float overloads only; Triton's interpreter, running
+    NumPy's, accepted it). Integers take C's ``%``, which keeps the dividend's sign as fmod."""
+    monkeypatch.setattr(config.inductor, "cpu_backend", cpu_backend)
+    a = torch.arange(-9, 10).to(dtype)
+    b = torch.tensor([3, -4, 5, -2, 7, 1, -1, 2, 6, -3, 4, -5, 2, 3, -7, 8, 9, -6, 5]).to(dtype)
+    assert torch.equal(mc.compile(lambda x, y: torch.fmod(x, y))(a, b), torch.fmod(a, b))
+
+
 @pytest.mark.parametrize("backend, cpu_backend", [("aot_eager", "cpp"), ("inductor", "reference"),
                                                   ("inductor", "cpp"), ("inductor", "triton")])
 def test_std_of_equal_values_is_zero(backend, cpu_backend, monkeypatch):

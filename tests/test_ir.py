@@ -57,6 +57,10 @@ def test_terms_too_small_to_carry_drop_out_of_a_quotient():
     assert simplify_index(8192 * FloorDiv(i1 + 128 * i0, 8192) + 128 * ModularIndexing(i0, 1, 64)
                           + i1, ranges) == 128 * i0 + i1
     assert simplify_index(ModularIndexing(i1 + 128 * i0, 128, 8), ranges) == ModularIndexing(i0, 1, 8)
+    # ... and out of a digit: a channels-last pooling's row (x0: 16 channels) is x1 // 5 % 3
+    assert simplify_index(ModularIndexing(i0 + 16 * i1, 80, 3), {i0: 16, i1: 30}) == \
+        ModularIndexing(i1, 5, 3)
+    assert simplify_index(ModularIndexing(i0 + 16 * i1, 80, 3), {i0: 17, i1: 30}).has(i0)
     # a remainder that can reach the divisor's factor stays: (i1 + 200) may carry
     kept = FloorDiv(i1 + 128 * i0 + 200, 8192)
     assert simplify_index(kept, ranges) == kept

@@ -197,9 +197,15 @@ def test_order_to_match_reads_the_order_off_a_shared_buffer():
     assert order_to_match(dep, dep) == [i0, i1]
 
 
-def test_pointwise_kernels_keep_their_loop_order():
-    s = schedule(lambda x: (x.cos() * 2).t() + x, torch.randn(9, 9))
-    assert not any(n.is_reordered() for n in s.nodes if hasattr(n, "is_reordered"))
+def test_pointwise_kernels_loop_in_their_stores_order():
+    # eager writes x.t() + y transposed (its first input's layout): the node loops i1 outer,
+    # i0 inner, so its flat iteration number is the offset it stores at; y + x stays row-major
+    s = schedule(lambda x, y: (x.t() + y, y + x.t()), torch.randn(9, 7), torch.randn(7, 9))
+    transposed, row_major = (next(n for n in s.nodes if n.get_name() == o.get_name())
+                             for o in s.graph.graph_outputs)
+    i0, i1 = transposed.node.index_vars()[0]
+    assert transposed.node.layout.stride == [1, 7] and transposed.loop_order() == [i1, i0]
+    assert row_major.node.layout.stride == [9, 1] and not row_major.is_reordered()
 
 
 def test_reordering_is_undone_when_fusion_still_fails():

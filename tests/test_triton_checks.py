@@ -153,9 +153,11 @@ def test_a_check_that_changes_along_the_row_stays_in_the_loop(sources):
 @pytest.mark.gpu
 def test_on_the_gpu_the_hoisted_check_is_a_device_assert_before_the_loop(sources, monkeypatch):
     """On a GPU nothing is checked on the host; with the debug flag the kernel's device assert
-    of a row's index runs before the loop, and an in-range call gives eager's result."""
+    of a row's index runs before the loop, and an in-range call gives eager's result. (Enough
+    rows to fill the GPU: a few would be split into chunks shorter than a loop's threshold.)"""
     monkeypatch.setattr(config.inductor, "triton_device_asserts", True)
-    rows, i = LONG_ROWS.cuda(), torch.tensor([99, 1, 4, 2], device="cuda")
+    rows = LONG_ROWS.cuda()
+    i = torch.cat([torch.tensor([99]), torch.randint(0, 5, (4096,))]).cuda()
     fn = lambda i: rows[i[1:]].sum(-1)  # noqa: E731
     torch.testing.assert_close(mc.compile(fn, backend="inductor")(i), fn(i))
     (source,) = [s for s in sources if "for roffset" in s]

@@ -121,6 +121,61 @@ def _written_args(op: torch._ops.OpOverload) -> list[int]:
             if a.alias_info is not None and a.alias_info.is_write]
 
 
+def _writes_out_only(op: torch._ops.OpOverload) -> bool:
+    """An ``out=`` overload: the one argument it writes is the keyword-only ``out``."""
+    args = op._schema.arguments
+    return [args[i].name for i in _written_args(op)] == ["out"] and args[-1].kwarg_only
+
+
+def _functional_out(node: fx.Node, op: torch._ops.OpOverload) -> fx.Node:
+    """Rewrite an ``out=`` call into its functional overload (same arguments, no ``out``);
+    returns the ``out`` tensor, whose new value the node now is. An ``out`` the call would
+    resize or cast (a result of another shape or dtype) is refused."""
+    out = node.kwargs["out"]
+    wanted = [str(a.type) for a in op._schema.arguments if a.name != "out"]
+    packet = getattr(aten, op._schema.name.split("::")[1])
+    functional = next((o for o in map(packet.__getattr__, packet.overloads())
+                       if not o._schema.is_mutable and _arg_types(o) == wanted), None)
+    if functional is None:
+        raise Unsupported(f"no functional variant of the out= op {op}")
+    kwargs = {k: v for k, v in node.kwargs.items() if k != "out"}
+    result, target = functional(*_vals(node.args), **_vals(kwargs)), out.meta["val"]
+    if result.shape != target.shape or result.dtype != target.dtype:
+        raise Unsupported(f"{op} resizes or casts its out= tensor")
+    node.target, node.kwargs = functional, kwargs
+    node.meta["val"] = result
+    return out
+
+
+def _writes_tensor_list(op: torch._ops.OpOverload) -> bool:
+    """A foreach op in place (``_foreach_mul_.Scalar(Tensor(a!)[] self, ...)``): it writes the
+    tensors of its first argument and returns nothing."""
+    first = op._schema.arguments[0]
+    return _written_args(op) == [0] and str(first.type) == "List[Tensor]" \
+        and not op._schema.returns
+
+
+def _functional_foreach(graph: fx.Graph, node: fx.Node, op: torch._ops.OpOverload) -> list:
+    """Rewrite an in-place foreach call into its functional variant, which returns the list
+    of new values: (each written tensor, the item of the result that is its new value)."""
+    node.target = functional_variant(op)
+    _fill_defaults(node, op)
+    targets = node.args[0]
+    node.meta["val"] = [t.meta["val"] for t in targets]  # the same shapes and dtypes
+    versions, after = [], node
+    for i, t in enumerate(targets):
+        with graph.inserting_after(after):
+            after = graph.call_function(operator.getitem, (node, i))
+        after.meta["val"], after.meta["storage"] = t.meta["val"], t.meta.get("storage")
+        versions.append((t, after))
+    return versions
+
+
+def _vals(args):
+    """The example values of a node's arguments (fake tensors for nodes)."""
+    return torch.fx.node.map_arg(args, lambda n: n.meta["val"])
+
+
 def functionalize(gm: fx.GraphModule) -> dict[str, fx.Node]:
     """Rewrite ``gm`` in place into a mutation-free graph.
 
@@ -159,6 +214,10 @@ def functionalize(gm: fx.GraphModule) -> dict[str, fx.Node]:
                 get.meta["val"] = node.args[arg_i].meta["val"]
                 get.meta["storage"] = node.args[arg_i].meta.get("storage")
                 new_versions.append((node.args[arg_i], get))
+        elif _writes_out_only(op):  # torch.maximum(a, b, out=c): c's new value is maximum(a, b)
+            new_versions = [(_functional_out(node, op), node)]
+        elif _writes_tensor_list(op):  # _foreach_add_(xs, ys): xs[i]'s new value is item i
+            new_versions = _functional_foreach(graph, node, op)
         else:
             written = _written_args(op)
             if written != [0] or op._schema.returns[0].alias_info is None:

@@ -195,12 +195,22 @@ def _add_mutation_outputs(gm: fx.GraphModule, sig: GraphSignature,
     gm.meta["mutated_inputs"] = {k + j: names[i] for j, i in enumerate(sig.mutated_inputs)}
 
 
+def tangent_like(out: torch.Tensor) -> torch.Tensor:
+    """The gradient of forward output ``out`` the backward is traced with: laid out as ``out``
+    (``empty_like``: its strides where they are dense, a channels-last output, a transposed
+    one; else dense in its order of dims). Eager's autograd hands a gradient laid out as its
+    output to the backward formulas, which keep that layout (real AOTAutograd keeps the memory
+    format too: ``coerce_tangent``); the runtime wrapper lays every incoming gradient out the
+    same way (``runtime_wrappers.tangent_stride``)."""
+    return torch.empty_like(out)
+
+
 def _trace_backward(tracer: DispatchTracer, primals: list, outs: list,
                     sig: GraphSignature) -> list:
     diff_outs = [o for o, rg in zip(outs, sig.output_requires_grad) if rg]
-    # tangents: contiguous, like the runtime wrapper makes the incoming gradients
+    # tangents: laid out as the runtime wrapper lays out the incoming gradients
     with tracer.paused():
-        tangents = [torch.empty(o.shape, dtype=o.dtype, device=o.device) for o in diff_outs]
+        tangents = [tangent_like(o) for o in diff_outs]
     first_op = next((n for n in tracer.graph.nodes if n.op != "placeholder"), None)
     with tracer.graph.inserting_before(first_op):
         for i, t in enumerate(tangents):

@@ -28,6 +28,22 @@ from torch.autograd.graph import increment_version
 from .joint import GraphSignature
 
 
+def tangent_stride(out: torch.Tensor) -> tuple:
+    """The strides the backward was traced with for the gradient of forward output ``out``
+    (``joint.tangent_like``: torch's ``empty_like`` rule, asked of a meta tensor)."""
+    if out.is_contiguous():
+        return out.stride()
+    return torch.empty_like(out, device="meta").stride()
+
+
+def as_tangent(grad: torch.Tensor, stride: tuple) -> torch.Tensor:
+    """An incoming gradient laid out as the backward graph was traced for it."""
+    if grad.stride() == stride:
+        return grad
+    return torch.empty_strided(grad.shape, stride, dtype=grad.dtype,
+                               device=grad.device).copy_(grad)
+
+
 def _copy_back_mutations(args: list, new_values: list, sig: GraphSignature) -> None:
     if not sig.mutated_inputs:
         return
@@ -89,6 +105,8 @@ def make_training_wrapper(fw: Callable, bw: Callable, sig: GraphSignature,
             ctx.save_for_backward(*saved[:num_saved_tensors])
             ctx.saved_sizes = saved[num_saved_tensors:]  # SymInt values: plain ints now
             user = outs[:num_fwd]
+            # the layout the backward was traced with for each gradient (``joint.tangent_like``)
+            ctx.tangent_strides = [tangent_stride(o) for o, d in zip(user, differentiable) if d]
             ctx.mark_non_differentiable(*[o for o, d in zip(user, differentiable)
                                           if isinstance(o, torch.Tensor) and not d])
             return tuple(user)
@@ -96,8 +114,9 @@ def make_training_wrapper(fw: Callable, bw: Callable, sig: GraphSignature,
         @staticmethod
         @torch.autograd.function.once_differentiable  # double backward: an error, never wrong
         def backward(ctx, *grad_outs):
-            # the backward graph was traced with contiguous tangents, one per differentiable output
-            tangents = [g.contiguous() for g, d in zip(grad_outs, differentiable) if d]
+            # one tangent per differentiable output, laid out as the backward was traced
+            tangents = [as_tangent(g, stride) for g, stride in zip(
+                [g for g, d in zip(grad_outs, differentiable) if d], ctx.tangent_strides)]
             grads = bw(*ctx.saved_tensors, *ctx.saved_sizes, *tangents)
             return tuple(grads)
 

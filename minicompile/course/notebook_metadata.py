@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import platform
+import re
 import sys
 
 # what ``python -m ipykernel install --name python3`` (course.sh) registers, and so what the lab
@@ -29,14 +30,51 @@ KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "nam
 MACHINE_DEPENDENT = ("version",)  # language_info entries that name the running Python
 
 
+# Where the machine that ran a cell put things, as outputs quote it (a warning's file, a graph's
+# source line): the installed packages, the course's own folders, the home directory. Outputs
+# are committed with the part every machine shares: ``torch/_inductor/lowering.py:7836``, not
+# ``/opt/torch/.venv/lib/python3.12/site-packages/torch/_inductor/lowering.py:7836``.
+_START = r"(?<![\w.~/:-])"  # a path's first character, not the middle of a word or a URL
+_FOLDERS = r"(?:/[^\s\"'/:()\[\].][^\s\"'/:()\[\]]*)+"  # /a/b (no hidden folder: ~/.cache)
+MACHINE_PATHS = [
+    (re.compile(_START + r"(?:/[^\s\"'/:()\[\]]+)+/(?:site|dist)-packages/"), ""),
+    (re.compile(_START + _FOLDERS + r"/(minicompile|notebooks|exercises|solutions|tests)/"),
+     r"\1/"),
+    (re.compile(_START + r"/(?:root|home/[^\s/\"']+)/"), "~/"),
+]
+
+
+def without_machine_paths(text: str) -> str:
+    for pattern, replacement in MACHINE_PATHS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def _scrub(value):
+    """An output's text fields (a string, or a list of lines) without machine paths."""
+    if isinstance(value, str):
+        return without_machine_paths(value)
+    if isinstance(value, list):
+        return [_scrub(v) for v in value]
+    if isinstance(value, dict):  # a display's data by MIME type: the text ones (not base64 PNGs)
+        return {k: _scrub(v) if k.startswith("text/") else v for k, v in value.items()}
+    return value
+
+
 def normalise(nb: dict) -> dict:
-    """``nb`` (a notebook's JSON) with the metadata every machine writes alike."""
+    """``nb`` (a notebook's JSON) with the metadata every machine writes alike, and its outputs
+    without the paths of the machine that ran them (``MACHINE_PATHS``)."""
     meta = nb.setdefault("metadata", {})
     meta["kernelspec"] = dict(KERNELSPEC)
     info = meta.get("language_info")
     if isinstance(info, dict):
         for key in MACHINE_DEPENDENT:
             info.pop(key, None)
+    for cell in nb.get("cells", []):
+        for output in cell.get("outputs", []):
+            for key in ("text", "data", "traceback", "evalue"):
+                if key in output:
+                    output[key] = _scrub(output[key])
     return nb
 
 

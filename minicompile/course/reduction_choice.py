@@ -36,7 +36,7 @@ class Rule:
 def _rule_of(fn: Callable, root: str) -> Rule:
     file = inspect.getsourcefile(fn) or "?"
     lines, start = inspect.getsourcelines(fn)
-    return Rule(f"{root}{file.split(root, 1)[-1]}:{start}", "".join(lines))
+    return Rule(f"{root}{file.rsplit('/' + root, 1)[-1]}:{start}", "".join(lines))
 
 
 def inductor_rule() -> Rule:

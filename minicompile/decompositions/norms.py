@@ -20,6 +20,7 @@ def _normalized_dims(x, normalized_shape) -> list[int]:
 def native_layer_norm(x, normalized_shape, weight, bias, eps):
     """y = (x - mean) * rstd * w + b,  rstd = 1 / sqrt(var + eps); also returns mean, rstd."""
     dims = _normalized_dims(x, normalized_shape)
+    x = x.contiguous()  # eager's layer norm reads and returns contiguous tensors (torch/_refs)
     xf = upcast(x)
     n = numel_of(x, dims)
     mean = aten.div.Tensor(aten.sum.dim_IntList(xf, dims, True), n)  # (B, 1)

@@ -18,6 +18,7 @@ def softmax(x, dim, half_to_float):
     by it (a multiplication costs a fraction of a division); the others divide each element."""
     if not x.is_floating_point():  # no integer softmax: the kernel's own error, as in eager
         return NotImplemented
+    x = x.contiguous()  # eager's softmax returns a contiguous tensor (as torch/_decomp's row)
     xf = upcast(x)
     e = aten.exp.default(aten.sub.Tensor(xf, aten.amax.default(xf, [dim], True)))
     total = aten.sum.dim_IntList(e, [dim], True)
@@ -32,6 +33,7 @@ def softmax(x, dim, half_to_float):
 def log_softmax(x, dim, half_to_float):  # (x - max) - log(sum(exp(x - max)))
     if not x.is_floating_point():  # no integer log-softmax: the kernel's error, as in eager
         return NotImplemented
+    x = x.contiguous()  # eager's log-softmax returns a contiguous tensor (torch/_decomp too)
     xf = upcast(x)
     shifted = aten.sub.Tensor(xf, aten.amax.default(xf, [dim], True))
     lse = aten.log.default(aten.sum.dim_IntList(aten.exp.default(shifted), [dim], True))
@@ -54,7 +56,7 @@ def logsumexp(x, dim, keepdim=False):  # max + log(sum(exp(x - max)))
 def softmax_backward(grad, y, dim, input_dtype):  # dx = y * (g - sum(g * y))
     gy = aten.mul.Tensor(grad, y)
     out = aten.sub.Tensor(gy, aten.mul.Tensor(y, aten.sum.dim_IntList(gy, [dim], True)))
-    return downcast(out, input_dtype)
+    return downcast(out, input_dtype).contiguous()  # eager's is contiguous (torch/_decomp too)
 
 
 @register_decomposition(aten._log_softmax_backward_data.default)

@@ -33,6 +33,7 @@ class FrameState:
 
     sizes: dict[str, list[int | None]] = field(default_factory=dict)  # "L['x']" -> [8, None]
     ints: dict[str, int | None] = field(default_factory=dict)  # "L['n']" -> 3 or CHANGED
+    floats: dict[str, float | None] = field(default_factory=dict)  # an optimizer's lr
 
 
 @dataclass
@@ -72,6 +73,17 @@ class DynamicPolicy:
         return self._note(config.automatic_dynamic_shapes
                           and self.state.ints[source_name] is CHANGED)
 
+    def float_changed(self, source_name: str, value: float) -> bool:
+        """Is a float read from an object (an optimizer's lr) a graph input in this compile?
+        Like an int: static at first, an input once it has differed between compiles (real
+        Dynamo's automatic dynamic for floats), so a scheduler's new lr each step recompiles
+        once, not every step."""
+        if config.specialize_float or self.dynamic is False:
+            return False
+        seen = self.state.floats.get(source_name, value)
+        self.state.floats[source_name] = CHANGED if seen is CHANGED or seen != value else value
+        return self._note(self.dynamic is True or (config.automatic_dynamic_shapes
+                                                   and self.state.floats[source_name] is CHANGED))
 
     def float_is_dynamic(self) -> bool:
         """Does a float argument become a graph input (not a constant) in this compile?"""

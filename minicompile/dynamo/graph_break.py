@@ -175,11 +175,10 @@ class BreakWriter:
                              (self.grad_mode_after,), {})
         out.graph.output(tuple(vt.proxy.node for vt in self.codegen.graph_outputs))
         out.dead_code_elimination()
-        if self.grad_mode_after == out.initial_grad_mode and not self.codegen.graph_outputs \
-                and not any(n.op not in ("placeholder", "output", "get_attr")
-                            and n.target is not torch._C._set_grad_enabled
-                            for n in out.graph.nodes):
-            return [], []  # nothing, or only grad-mode switches that end where they began
+        if not self.codegen.graph_outputs and not out.traced_calls():
+            if self.grad_mode_after == out.initial_grad_mode:
+                return [], []  # nothing, or only grad-mode switches that end where they began
+            return [out.grad_mode_line(self.codegen, self.grad_mode_after)], []
         # (a graph whose outputs are only parameters still runs: the code below reads them)
         graph = out.compile_graph()
         args = ", ".join(gi.source.expr() for gi in out.graph_inputs)

@@ -69,11 +69,10 @@ class _ReadOnce(ast.NodeTransformer):
     gets there (not inside an ``or``, a conditional or a comprehension), so a later use never
     finds the local unbound; evaluation order, and so the short-circuits, stay the listing's."""
 
-    def __init__(self, counts: dict[str, int]):
+    def __init__(self, counts: dict[tuple, int]):
         self.counts, self.bound, self.sure = counts, {}, True
 
-    def _read(self, node: ast.expr) -> ast.expr:
-        key = ast.dump(node)
+    def _read(self, node: ast.expr, key: tuple) -> ast.expr:
         if key in self.bound:
             return ast.Name(self.bound[key], ast.Load())
         node = self.generic_visit(node)  # its own prefix first: L['self'] in L['self'].x
@@ -83,7 +82,8 @@ class _ReadOnce(ast.NodeTransformer):
         return node
 
     def visit_Subscript(self, node: ast.expr) -> ast.expr:
-        return self._read(node) if _reads_frame(node) else self.generic_visit(node)
+        key = read_key(node)
+        return self.generic_visit(node) if key is None else self._read(node, key)
 
     visit_Attribute = visit_Subscript
 
@@ -117,13 +117,23 @@ class _ReadOnce(ast.NodeTransformer):
     visit_GeneratorExp = visit_Lambda = _unsure
 
 
-def _reads_frame(node: ast.expr) -> bool:
-    """``L[...]``/``G[...]`` followed by subscripts and attribute reads only."""
+def read_key(node: ast.expr) -> tuple | None:
+    """What ``node`` reads from the frame, as a hashable path (``('L', '[self]', '._modules')``)
+    when it is ``L[...]``/``G[...]`` followed by constant subscripts and attribute reads only;
+    else None. (A path, not ``ast.dump``: a guard listing of a large model holds thousands of
+    reads, and dumping each nested read again made building its guard take seconds.)"""
+    steps = []
     while isinstance(node, (ast.Subscript, ast.Attribute)):
-        if isinstance(node, ast.Subscript) and not isinstance(node.slice, ast.Constant):
-            return False
+        if isinstance(node, ast.Attribute):
+            steps.append("." + node.attr)
+        elif isinstance(node.slice, ast.Constant):
+            steps.append(("[]", type(node.slice.value), node.slice.value))
+        else:
+            return None
         node = node.value
-    return isinstance(node, ast.Name) and node.id in ("L", "G")
+    if isinstance(node, ast.Name) and node.id in ("L", "G"):
+        return (node.id, *reversed(steps))
+    return None
 
 
 def read_sources_once(source: str) -> str:
@@ -135,8 +145,9 @@ def read_sources_once(source: str) -> str:
 
 
 def _read_once(tree: ast.Module) -> ast.Module:
-    counts: dict[str, int] = {}
+    counts: dict[tuple, int] = {}
     for node in ast.walk(tree):
-        if isinstance(node, (ast.Subscript, ast.Attribute)) and _reads_frame(node):
-            counts[ast.dump(node)] = counts.get(ast.dump(node), 0) + 1
+        key = read_key(node) if isinstance(node, (ast.Subscript, ast.Attribute)) else None
+        if key is not None:
+            counts[key] = counts.get(key, 0) + 1
     return ast.fix_missing_locations(_ReadOnce(counts).visit(tree))

@@ -77,6 +77,14 @@ class FrameResult:
     graphs: list[CompiledGraph] = field(default_factory=list)
 
 
+# ``x += y`` on a tensor writes into ``x``: kept even when the new name is never read
+# (torch.optim's ``step = state_steps[i]; step += 1``)
+INPLACE_OPERATORS = {operator.iadd, operator.isub, operator.imul, operator.itruediv,
+                     operator.ifloordiv, operator.imod, operator.ipow, operator.imatmul,
+                     operator.iand, operator.ior, operator.ixor, operator.ilshift,
+                     operator.irshift}
+
+
 def _is_side_effect(node: torch.fx.Node) -> bool:
     """Nodes dead-code elimination must keep although nothing reads them."""
     target = node.target
@@ -85,7 +93,7 @@ def _is_side_effect(node: torch.fx.Node) -> bool:
             or name.endswith("_") and not name.startswith("__")  # in-place: add_, copy_, ...
             or target in (operator.setitem, torch._C._set_grad_enabled,
                           torch.amp._enter_autocast, torch.amp._exit_autocast)
-            or name.startswith("__i")  # operator.iadd & co (tensor += ...)
+            or target in INPLACE_OPERATORS  # tensor += ... (named "iadd": no underscores)
             or "out" in node.kwargs
             or _inplace_flag(node))  # F.relu(h, inplace=True), nn.ReLU(inplace=True)(h)
 
@@ -159,6 +167,11 @@ class OutputGraph:
     # -- building the graph ---------------------------------------------------------------------
     def add_guard(self, guard: Guard) -> None:
         self.guards.append(guard)
+
+    def replace_guards(self, guard: Guard) -> None:
+        """``guard`` replaces the guards on its source (a value found to change between
+        compiles becomes a graph input: only its type is checked from now on)."""
+        self.guards = [g for g in self.guards if g.source != guard.source] + [guard]
 
     def _meta(self, node: torch.fx.Node) -> None:
         tx = self.current_tx
@@ -235,13 +248,19 @@ class OutputGraph:
         the float on every call."""
         from .variables.floats import UnspecializedFloatVariable
 
+        return UnspecializedFloatVariable(self, self.float_placeholder(source, value), value,
+                                          source)
+
+    def float_placeholder(self, source: Source, value: float) -> torch.fx.Proxy:
+        """The graph input of a float that is not baked in: a 0-d float64 tensor, which
+        :meth:`compile_graph` makes from the float on every call."""
         example = float_as_tensor(value)
         node = self._new_placeholder(source)
         node.meta["example_value"] = self.fake_mode.from_tensor(example)
         node.meta["source"] = source.name()
         proxy = torch.fx.Proxy(node, self.tracer)
         self.graph_inputs.append(GraphInput(source, proxy, example, convert=float_as_tensor))
-        return UnspecializedFloatVariable(self, proxy, value, source)
+        return proxy
 
     def register_attr_or_module(self, tx, value: torch.Tensor, source: Source | None):
         """A parameter, buffer or tensor attribute of a module: a ``get_attr`` node."""
@@ -292,7 +311,7 @@ class OutputGraph:
         self.graph.output(tuple(p.node for p in outputs))
         # Like real Dynamo, a graph is compiled when the trace recorded a call, even one that
         # dead-code elimination then removes: graph counts match torch._dynamo.explain's
-        traced_calls = self._traced_calls()
+        traced_calls = self.traced_calls()
         self.dead_code_elimination()
         lines, graphs = [], []
         if outputs or traced_calls:
@@ -300,6 +319,8 @@ class OutputGraph:
             args = ", ".join(gi.source.expr() for gi in self.graph_inputs)
             lines.append(f"{codegen.graph_out_name} = {graph.name}({args})")
             graphs.append(graph)
+        elif torch.is_grad_enabled() != self.initial_grad_mode:  # only grad-mode switches
+            lines.append(self.grad_mode_line(codegen, torch.is_grad_enabled()))
         lines += codegen.prelude
         if replay:  # the return value is read before the mutations are replayed
             lines += [f"__return_value = {ret_expr}", *temps, *replay]
@@ -309,13 +330,17 @@ class OutputGraph:
         source = f"def {name}({', '.join(self.arg_names)}):\n" + "".join(f"    {l}\n" for l in lines)
         return FrameResult(source, self.define(source, name), self.guards, graphs)
 
-    def _traced_calls(self) -> bool:
-        """Did the trace record an operation? A grad-mode switch that ends where it began
-        (``with torch.no_grad():`` around nothing) is not one."""
-        grad_switch_only = torch.is_grad_enabled() == self.initial_grad_mode  # net no change
-        return any(n.op not in ("placeholder", "output", "get_attr") and not (
-            grad_switch_only and n.target is torch._C._set_grad_enabled)
-            for n in self.graph.nodes)
+    def traced_calls(self) -> bool:
+        """Did the trace record an operation other than grad-mode switches? Switches alone
+        make no graph: like real Dynamo, the transformed code sets the mode itself
+        (:meth:`grad_mode_line`), as torch.optim's ``_use_grad`` does around its breaks."""
+        return any(n.op not in ("placeholder", "output", "get_attr")
+                   and n.target is not torch._C._set_grad_enabled for n in self.graph.nodes)
+
+    @staticmethod
+    def grad_mode_line(codegen, enabled: bool) -> str:
+        """The transformed code's line that leaves grad mode as the traced switches did."""
+        return f"{codegen.install_global('set_grad_enabled', torch._C._set_grad_enabled)}({enabled})"
 
     def dead_code_elimination(self) -> None:
         changed = True

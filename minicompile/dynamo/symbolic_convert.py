@@ -37,6 +37,7 @@ from .variables.constant import ConstantVariable
 from .variables.builder import SourcelessBuilder, VariableBuilder
 from .variables.functions import ClosureCell, UserMethodVariable
 from .variables.misc import GetAttrVariable
+from .variables.torch import is_inlined_torch_function
 from .variables.generators import (ContextlibDecoratedVariable, LocalGeneratorVariable,
                                    close_dead_generators, exception_type)
 
@@ -56,12 +57,16 @@ NEVER_TRACED_WRAPPERS = {torch._disable_dynamo(lambda: None).__code__: "torch._d
 
 def compiles_as_callee(fn: Any) -> bool:
     """A function whose frame is compiled as its own when compiled code calls it natively (after
-    a graph break, or from a frame that runs eagerly): user code, not the modules that always
-    run natively, torch's own (an optimizer's step among them: tracing it needs dicts keyed by
-    tensors, which the tracer does not have) or a wrapper that asks never to be traced."""
+    a graph break, or from a frame that runs eagerly): user code, and torch's Python code that
+    is traced like the user's (torch.optim: an optimizer's ``step`` runs natively after the
+    break its ``_use_grad`` wrapper asks for, and its own frame is compiled, under no_grad);
+    not the modules that always run natively, the rest of torch, or a wrapper that asks never
+    to be traced."""
     module = (getattr(fn, "__module__", None) or "").split(".")[0]
-    return isinstance(fn, types.FunctionType) and module not in NATIVE_MODULES | {"torch"} \
-        and fn.__code__ not in NEVER_TRACED_WRAPPERS
+    return isinstance(fn, types.FunctionType) and fn.__code__ not in NEVER_TRACED_WRAPPERS \
+        and (module not in NATIVE_MODULES | {"torch"} or is_inlined_torch_function(fn))
+
+
 # Pure functions called for real at trace time on constant arguments (their result does not
 # depend on when they run), each with the keyword arguments that tie the result to the traced
 # frame: logging's lookups (only the logging call itself breaks the graph) and

@@ -37,13 +37,16 @@ is the flat SymPy offset of a multi-dim index.
 ``Pointwise(device, dtype, inner_fn, ranges)``: ``inner_fn(index) -> value`` built from
 ``ops.*`` calls. ``Reduction(device, dtype, inner_fn, ranges, reduction_ranges, reduction_type,
 src_dtype, output_index)``: ``inner_fn(index, rindex)``; reduction types in ``REDUCTION_INIT``
-(sum, prod, max, min, any, argmax, argmin, welford_reduce).
+(sum, prod, max, min, any, argmax, argmin, welford_reduce). ``Scan(device, dtype, inner_fn,
+ranges, size, scan_ranges, scan_type, reindex)``: every running value of a combine along one dim
+(cumsum, cumprod, logcumsumexp); scan types in ``SCAN_INIT`` (sum, prod, logaddexp).
 
 Buffers (all have ``name``, ``layout``, ``get_size()``, ``get_dtype()``, ``make_loader()``,
 ``get_read_writes()``):
 
 - ``InputBuffer``: a graph input.
-- ``ComputedBuffer(name, layout, data)``: ``data`` is a Pointwise/Reduction. ``is_reduction()``,
+- ``ComputedBuffer(name, layout, data)``: ``data`` is a Pointwise/Reduction/Scan.
+  ``is_reduction()`` (a reduction or a scan: rows of a reduction loop), ``is_scan()``,
   ``get_ranges() -> (sizes, reduction_sizes)``, ``index_vars() -> ([i0..], [r0..])``,
   ``var_ranges()``, ``store_output(index, rindex)`` runs the body once under the current ``ops``
   handler, ``str(buf)`` prints the loop nest.

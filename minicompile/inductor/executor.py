@@ -47,6 +47,14 @@ REDUCE = {
 }
 
 
+# scan type -> the running values along the last dim, computed in ``acc`` (float32 for 16-bit
+# values, as eager's kernels and the generated ones accumulate), each rounded to ``dtype``
+SCAN = {
+    "sum": lambda v, acc: v.to(acc).cumsum(-1),
+    "prod": lambda v, acc: v.to(acc).cumprod(-1),
+    "logaddexp": lambda v, acc: v.to(acc).logcumsumexp(-1),
+}
+
 
 def _orderable(v: torch.Tensor) -> torch.Tensor:
     """argmax/argmin have no bool kernel (a backward's mask can be bool): False < True as 0 < 1."""
@@ -127,8 +135,10 @@ class TorchHandler:
     def store(self, name: str, index, value) -> None:
         out = self.buffers[name]
         idx = self._in_bounds(name, index, self._index(index), "writes")
-        idx = idx.expand(self.store_shape).reshape(-1)
-        value = self._tensor(value).to(out.dtype).expand(self.store_shape).reshape(-1)
+        value = self._tensor(value).to(out.dtype)
+        # one value per point (a scan's), or per row after the reduction dims are reduced
+        shape = torch.broadcast_shapes(self.store_shape, idx.shape, value.shape)
+        idx, value = idx.expand(shape).reshape(-1), value.expand(shape).reshape(-1)
         out[idx] = value
 
     def _in_bounds(self, name: str, index, idx: torch.Tensor, verb: str) -> torch.Tensor:
@@ -192,6 +202,12 @@ class TorchHandler:
         if isinstance(result, tuple):  # welford: (mean, m2, weight); online softmax: (max, sum)
             return tuple(r.reshape(self.store_shape) for r in result)
         return result.reshape(self.store_shape)
+
+    def scan(self, dtype, scan_type: str, value):
+        # the (single) scanned dim is the grid's last: flatten the rows before it
+        value = self._tensor(value).expand(self.full_shape).reshape(self.shape + [-1])
+        acc = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+        return SCAN[scan_type](value, acc).to(dtype).reshape(self.full_shape)
 
 
 def _make_op(name: str):

@@ -58,7 +58,9 @@ def tile(members: list) -> tuple[sympy.Expr, sympy.Expr] | str:
 
 def runs_per_row(m, n: sympy.Expr, r: sympy.Expr) -> bool:
     """Does member ``m`` of a kernel over ``n`` rows of ``r`` produce one value per row (a
-    reduction, or an epilogue over ``n`` points) rather than one per element?"""
+    reduction, or an epilogue over ``n`` points) rather than one per element (as a scan does)?"""
+    if m.node.is_scan():
+        return False
     return m.is_reduction() or (not same(r, 1) and same(m.numel, n))
 
 
@@ -78,6 +80,26 @@ def _no_extern(s: "Scheduler", a: "BaseSchedulerNode", b: "BaseSchedulerNode") -
         if k.is_extern():
             kernel = getattr(k.node, "kernel", None)
             return False, f"{k.get_name()} is a library call ({kernel}), not a loop nest"
+    return True, ""
+
+
+def _one_scan_with_pointwise_work(s: "Scheduler", a: "BaseSchedulerNode",
+                                  b: "BaseSchedulerNode") -> Verdict:
+    """A scan's kernel holds one scan and pointwise work at its elements (a producer it reads, a
+    consumer of its running values), all in the one loop along each row that carries the running
+    value. A reduction (a value per row, needed before a later loop) or a second scan would need
+    loops or a per-row part that a scan's kernel does not have."""
+    members = a.get_nodes() + b.get_nodes()
+    scans = [m for m in members if m.node.is_scan()]
+    if not scans:
+        return True, ""
+    if len(scans) > 1:
+        return False, f"{scans[0].get_name()} and {scans[1].get_name()} are both scans"
+    scan = scans[0]
+    for m in members:
+        if m is not scan and (m.is_reduction() or not same(m.numel, scan.numel * scan.rnumel)):
+            return False, (f"{scan.get_name()} is a scan and {m.get_name()} does not run at its "
+                           "elements")
     return True, ""
 
 
@@ -205,12 +227,13 @@ def _backend_allows(s: "Scheduler", a: "BaseSchedulerNode", b: "BaseSchedulerNod
 
 
 RULES: list[Callable[..., Verdict]] = [_no_extern, _has_elements, _loops_fit,
+                                       _one_scan_with_pointwise_work,
                                        _in_place_writes_stay_at_their_point, _reads_line_up,
                                        _reductions_run_one_way, _backend_allows]
 
 
 # refusals no loop order can lift: what the kernels are, and how many points each loops over
-LOOP_ORDER_BLIND = {_no_extern, _has_elements, _loops_fit}
+LOOP_ORDER_BLIND = {_no_extern, _has_elements, _loops_fit, _one_scan_with_pointwise_work}
 
 
 def refusal(s: "Scheduler", a: "BaseSchedulerNode",

@@ -20,13 +20,15 @@ import sympy
 import torch
 import torch.utils._pytree as pytree
 
+from .ir.layout import eager_fill_order
 from .ir import (Buffer, ComputedBuffer, ExternKernel, InputBuffer, IRNode, Layout, Loops,
                  Pointwise, View, layout_of)
 from ..shapes.functions import sym_to_sympy
 from .options import InductorOptions
 from . import lowerings as _families  # noqa: F401  (the op families register their rows)
-from .lowering import (Unsupported, fallback_reason, inplace_lowerings, is_scalar_constant,
-                       lowerings, make_fallback, realize, realize_strided)
+from .lowering import (Unsupported, compute_into, fallback_reason, inplace_lowerings,
+                       is_scalar_constant, layout_like, lowerings, make_fallback, realize,
+                       realize_strided)
 from .sizevars import Expr, FloorDiv
 from .virtualized import V
 
@@ -222,23 +224,53 @@ class GraphLowering:
         for loops in pytree.tree_leaves(result):
             if isinstance(loops, Loops):
                 loops.origins = inlined | set(self.current_origins())
-        # every value gets a buffer, but a scalar constant: its readers inline it
-        return pytree.tree_map_only(
-            Loops, lambda x: x if is_scalar_constant(x) else realize(x), result)
+        # every value gets a buffer, laid out as eager lays out its tensor; a scalar constant
+        # gets none: its readers inline it
+        return self.realize_results(result, node.meta.get("val"))
+
+    def realize_results(self, result: Any, val: Any) -> Any:
+        """``result``'s loop nests realized, each in the layout eager gives its tensor in the
+        node's FakeTensor value ``val`` (``lowering.layout_like``)."""
+        leaves, spec = pytree.tree_flatten(result)
+        vals = pytree.tree_leaves(val)
+        if len(vals) != len(leaves):
+            vals = [None] * len(leaves)  # a lowering's result shaped unlike the op's
+        realized = [x if not isinstance(x, Loops) or is_scalar_constant(x) else realize(x, v)
+                    for x, v in zip(leaves, vals)]
+        return pytree.tree_unflatten(realized, spec)
 
     def output(self, result: Any) -> None:
         leaves, self.output_spec = pytree.tree_flatten(result)
         self.output_is_flat_list = is_flat(self.output_spec)
+        vals = [getattr(n, "meta", {}).get("val") for n in pytree.tree_leaves(
+            self.current_node.args[0])] if self.current_node is not None else []
+        vals = vals if len(vals) == len(leaves) else [None] * len(leaves)
         outputs: list = []
-        for k, x in enumerate(leaves):
+        for k, (x, val) in enumerate(zip(leaves, vals)):
             if self._copy_part_of_intermediate(x, leaves) or (
                     isinstance(x, IRNode) and any(x is y for y in leaves[:k])):
                 # a copy: a part of an intermediate, or a value already returned (CSE merged two
                 # equal computations; the caller must still get two tensors, as eager gives)
                 x = realize(Pointwise(x.get_device(), x.get_dtype(), x.make_loader(),
-                                      x.get_size()))
-            outputs.append(realize_strided(x) if isinstance(x, IRNode) else x)
+                                      x.get_size()), val)
+            outputs.append(self.keep_output_stride(realize_strided(x), val)
+                           if isinstance(x, IRNode) else x)
         self.graph_outputs = outputs
+
+    def keep_output_stride(self, x: IRNode, val: Any) -> IRNode:
+        """``x``, or a copy of it in eager's layout where eager's tensor ``val`` is dense and a
+        buffer computed here is laid out otherwise (a lowering's own buffer: a reduction's
+        output). The caller sees the strides eager gives (Inductor's ``keep_output_stride``:
+        outputs are ``require_exact_strides`` to the FakeTensor's). Views and inputs are what
+        eager returns already; a buffer written into an input lives in the caller's storage."""
+        if not isinstance(x, ComputedBuffer) or x.get_mutation_names() or not (
+                isinstance(val, torch.Tensor) and eager_fill_order(val) is not None):
+            return x
+        want = layout_like(x, val)
+        if all(sz == 1 or sympy.expand(a - b) == 0
+               for sz, a, b in zip(want.size, want.stride, x.layout.stride)):
+            return x
+        return compute_into(x, want)
 
     def _copy_part_of_intermediate(self, x: Any, outputs: list) -> bool:
         """Return ``x``, a view of part of a pointwise intermediate, as its own smaller buffer?
@@ -246,9 +278,10 @@ class GraphLowering:
         As a view, the whole intermediate is stored to be returned through it
         (``x.cos()[:, 0]`` writes 100 elements to return 10). As a copy, the intermediate is
         only computed where the view reads it (``inlining.py``). Done when nothing else needs the
-        whole intermediate in memory (another output, a library call). The copy is row-major:
-        where eager's view is not (a column), its strides differ from eager's, but not its
-        values; the intermediate it was a view of is never visible to the caller.
+        whole intermediate in memory (another output, a library call). The copy is laid out as
+        eager's view where that is dense, else row-major: a column's strides differ from
+        eager's, but not its values; the intermediate it was a view of is never visible to the
+        caller.
         """
         if not isinstance(x, View):
             return False

@@ -39,6 +39,7 @@ from typing import Iterable, Sequence
 import sympy
 
 from .ir import Buffer, ComputedBuffer, MemoryDep, Pointwise, inline_producers, substitutions
+from .loop_order import pick_loop_order
 
 log = logging.getLogger(__name__)
 
@@ -58,16 +59,19 @@ def shares_loops(producer: ComputedBuffer, consumer: ComputedBuffer) -> bool:
 
 
 def reads_permuted(producer: ComputedBuffer, consumer: ComputedBuffer) -> bool:
-    """Does pointwise ``consumer`` read ``producer`` (contiguous) other than at its own flat
+    """Does pointwise ``consumer`` read ``producer`` (dense) other than at its own flat
     iteration number? (a ``clone`` of a permute: at each point it reads an element that another
     point computes, so the scheduler cannot put the two in one loop; the query/key/value
-    gradients stacked, then permuted, in attention's backward)."""
+    gradients stacked, then permuted, in attention's backward). Both loop in their stores'
+    order (``loop_order.pick_loop_order``), so the producer computes the element at offset
+    ``k`` at its iteration ``k``: the consumer reads in step when it reads offset ``k`` at its
+    own iteration ``k``."""
     rw = consumer.get_read_writes()
     if consumer.get_ranges()[1]:
         return False  # a reduction's loops are reordered to fit (``loop_order.py``)
-    sizes = list(rw.var_ranges.values())
-    flat = sum((v * sympy.Mul(*sizes[k + 1:]) for k, v in enumerate(rw.var_ranges)),
-               sympy.Integer(0))
+    order = pick_loop_order(rw)
+    sizes = [rw.var_ranges[v] for v in order]
+    flat = sum((v * sympy.Mul(*sizes[k + 1:]) for k, v in enumerate(order)), sympy.Integer(0))
     return any(isinstance(d, MemoryDep) and not _same(d.index, flat)
                for d in rw.reads if d.name == producer.get_name())
 
@@ -121,7 +125,8 @@ def too_large(producer: ComputedBuffer, recomputed_in: int) -> str | None:
 
 def inlinable(node: Buffer, output_names: set[str]) -> bool:
     return (isinstance(node, ComputedBuffer) and isinstance(node.data, Pointwise)
-            and node.get_name() not in output_names and node.layout.is_contiguous()
+            and node.get_name() not in output_names and node.layout.offset == 0
+            and node.layout.is_dense()
             and not node.get_mutation_names())  # a write in place (ir/mutation.py) stays one
 
 

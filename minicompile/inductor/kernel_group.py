@@ -148,8 +148,9 @@ class KernelGroup:
             level = "loop" if m.level == "element" else "row"
             last = phases[-1] if phases else None
             if last is not None and last.kind == level and not (
-                    level == "loop" and m.read_names() & {
-                        n.get_name() for n in last.members if n.is_reduction()}):
+                    level == "loop" and m.read_names() & {  # (a scan's values are per element)
+                        n.get_name() for n in last.members if n.is_reduction()
+                        and not n.node.is_scan()}):
                 last.members.append(m)
             else:
                 phases.append(Phase(level, [m]))

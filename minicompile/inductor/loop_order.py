@@ -18,6 +18,10 @@ reduction does (:func:`order_to_match`). The executor gives the same values in a
 the order only decides which points form one row of a fused kernel (and, in generated code, the
 order of the loops).
 
+Every pointwise node starts in the order its store walks memory (:func:`pick_loop_order`): a
+channels-last buffer loops ``n, h, w, c``, so its flat iteration number is the offset it stores
+at, and a kernel reading channels-last inputs into it is one straight loop over memory.
+
 :func:`reorder_to_fuse` is what the scheduler calls when a fusion is refused: it reorders the
 pointwise members of both kernels to the order of their reductions, propagating it from member to
 member through the buffers they share, and the scheduler undoes it if the fusion is still refused.
@@ -32,6 +36,7 @@ import sympy
 
 from .dependencies import var_strides
 from .ir import MemoryDep, ReadWrites
+from .ir.layout import stride_hint
 
 if TYPE_CHECKING:
     from .scheduler import BaseSchedulerNode, SchedulerNode
@@ -62,6 +67,23 @@ def order_to_match(dep: MemoryDep, ref: MemoryDep) -> list[sympy.Symbol] | None:
     return rest + order
 
 
+def pick_loop_order(read_writes: ReadWrites) -> list[sympy.Symbol]:
+    """The pointwise loops of a node, outermost first, in the order its store walks memory:
+    the loop of the largest stride outermost, the loop of stride 1 innermost (Inductor's
+    ``pick_loop_order`` in ``ComputedBuffer.simplify_and_reorder``, with the output's strides
+    deciding). A channels-last buffer ``[N, C, H, W]`` loops ``n, h, w, c``, so the flat
+    iteration number is the offset it stores at. Loops the store does not use (size 1) and
+    stores that are not affine keep the written order."""
+    loops = list(read_writes.var_ranges)
+    writes = [d for d in read_writes.writes if isinstance(d, MemoryDep)]
+    strides = var_strides(writes[0]) if len(writes) == 1 else None
+    if not strides:
+        return loops
+    hints = {v: stride_hint(s) for v, s in strides.items()}
+    unused = [v for v in loops if v not in hints]
+    return unused + sorted(hints, key=lambda v: (-hints[v], loops.index(v)))
+
+
 def _deps(node: "BaseSchedulerNode", name: str) -> list[MemoryDep]:
     return [d for d in node.read_writes.reads + node.read_writes.writes
             if isinstance(d, MemoryDep) and d.name == name]
@@ -81,14 +103,18 @@ def _match_any(node: "SchedulerNode", decided: list["BaseSchedulerNode"]) -> lis
 
 
 def reorder_to_fuse(a: "BaseSchedulerNode", b: "BaseSchedulerNode") -> list[tuple]:
-    """Give the pointwise members of ``(a, b)`` the loop order of their reductions.
+    """Give the pointwise members of ``(a, b)`` the loop order of their reductions, or, in a
+    pointwise pair, the loop order of the second kernel (each pointwise node loops in its
+    store's order, :func:`pick_loop_order`: a channels-last producer and its row-major consumer
+    visit their points in two orders until one takes the other's).
     Returns ``[(node, old order), ...]`` for every node changed (to describe or undo it); empty
     when there is nothing to reorder."""
     members = a.get_nodes() + b.get_nodes()
     decided = [n for n in members if n.is_reduction()]  # a reduction's loop order is fixed
-    if not decided:
-        return []  # pointwise kernels have no rows: any order fuses
-    todo = [n for n in members if hasattr(n, "reorder_loops") and not n.is_reduction()]
+    if not decided:  # the consumer's order: it usually stores what the producer computes
+        decided = b.get_nodes()
+    todo = [n for n in members if hasattr(n, "reorder_loops") and n not in decided
+            and not n.is_reduction()]
     changed = []
     progress = True
     while todo and progress:

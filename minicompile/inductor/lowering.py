@@ -19,6 +19,7 @@ import torch.utils._pytree as pytree
 
 from .ir import (Buffer, ComputedBuffer, ExternKernel, FallbackKernel, IRNode, Layout, Loops, MultiOutput,
                  Pointwise, ReinterpretView, View, as_strided_layout, broadcast_reader, layout_of)
+from .ir.layout import eager_fill_order, fill_ordered_strides
 from .ir.read_writes import RecordReadWrites
 from ..shapes.functions import sym_to_sympy
 from .sizevars import Expr, sympify
@@ -154,10 +155,26 @@ def is_scalar_constant(x: IRNode) -> bool:
     return not handler.reads
 
 
-def realize(x: IRNode) -> IRNode:
-    """Give ``x`` its own buffer if it is an unrealized loop nest (views stay views)."""
-    return compute_into(x, Layout(x.get_device(), x.get_dtype(), x.get_size())) \
-        if isinstance(x, Loops) else x
+def realize(x: IRNode, like: Any = None) -> IRNode:
+    """Give ``x`` its own buffer if it is an unrealized loop nest (views stay views), laid out
+    as eager lays out its tensor ``like`` where that is dense (:func:`layout_like`)."""
+    return compute_into(x, layout_like(x, like)) if isinstance(x, Loops) else x
+
+
+def layout_like(x: IRNode, like: Any = None) -> Layout:
+    """A fresh buffer for ``x``'s values: in the fill order of eager's tensor ``like`` (a
+    FakeTensor) where that is dense, else row-major.
+
+    Eager's pointwise ops take their output's layout from their inputs (ATen's TensorIterator:
+    channels-last in, channels-last out), and a buffer laid out the same way as the tensors it
+    is computed from is read and written in one order: a straight loop over memory. Inductor
+    decides it the same way (``FlexibleLayout`` frozen to its inputs' stride order,
+    ``decide_layout``), and the caller gets eager's strides back."""
+    size = x.get_size()
+    order = eager_fill_order(like) if isinstance(like, torch.Tensor) and \
+        like.dim() == len(size) else None
+    stride = fill_ordered_strides(size, order) if order is not None else []
+    return Layout(x.get_device(), x.get_dtype(), size, stride)
 
 
 def compute_into(x: IRNode, layout: Layout) -> ComputedBuffer:
@@ -202,10 +219,10 @@ READS_STRIDES = {aten.as_strided_scatter.default}
 
 # Ops left to ATen on purpose, and why (any other op without a row: "no lowering for ...").
 FALLBACK_REASONS = {
-    aten.cumsum: "a scan (each output depends on all earlier ones): not a Pointwise or "
-                 "Reduction loop nest",
-    aten.cumprod: "a scan (each output depends on all earlier ones): not a Pointwise or "
-                  "Reduction loop nest",
+    aten.cummax: "a scan carrying two running values (the maximum and its index): ir.Scan "
+                 "carries one",
+    aten.cummin: "a scan carrying two running values (the minimum and its index): ir.Scan "
+                 "carries one",
     aten.index_put: "writes at run-time indices (with accumulate, duplicates add up): a "
                     "scatter, not a loop nest that each output element can compute alone",
     aten.scatter_add: "a scatter with accumulation (duplicate indices add up)",

@@ -48,6 +48,8 @@ class OpsHandler(Protocol[T]):
     def reduction(self, dtype: torch.dtype, src_dtype: torch.dtype, reduction_type: str,
                   value: T) -> T | tuple[T, ...]: ...
 
+    def scan(self, dtype: torch.dtype, scan_type: str, value: T) -> T: ...
+
 
 def missing_ops(handler: Any) -> list[str]:
     """The ops of the vocabulary that ``handler`` (a class, or an instance for handlers that

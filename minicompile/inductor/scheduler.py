@@ -34,7 +34,7 @@ from .fusion import LOOP_ORDER_BLIND, can_fuse, candidate_pairs, fusion_score, r
 from .inlining import inline_unfusable_producers
 from .ir import Buffer, ComputedBuffer, ExternKernel, MultiOutput, ReadWrites
 from .kernel_group import KernelGroup, build_kernel_group
-from .loop_order import describe_orders, permute_deps, reorder_to_fuse
+from .loop_order import describe_orders, permute_deps, pick_loop_order, reorder_to_fuse
 from .options import InductorOptions
 from .scheduler_report import describe as describe_schedule
 
@@ -81,6 +81,8 @@ class SchedulerNode(BaseSchedulerNode):
         self.read_writes = self._natural_read_writes = node.get_read_writes()
         self.sizes, self.reduction_sizes = node.get_ranges()
         self._order = list(node.index_vars()[0])  # pointwise loops, outermost first
+        if not node.is_reduction():  # in the order its store walks memory (a reduction's
+            self.reorder_loops(pick_loop_order(self.read_writes))  # rows stay as they are)
 
     def loop_order(self) -> list[sympy.Symbol]:
         return list(self._order)
@@ -92,6 +94,8 @@ class SchedulerNode(BaseSchedulerNode):
         self.read_writes = permute_deps(self._natural_read_writes, order)
 
     def is_reordered(self) -> bool:
+        """Loops in another order than the buffer's own: its store's (``pick_loop_order``), or
+        another node's in its kernel (``loop_order.py``)."""
         return self._order != list(self.node.index_vars()[0])
 
     def is_reduction(self) -> bool:

@@ -161,6 +161,9 @@ def _simplify_modular(base, divisor, modulus, var_ranges):
         quotient = simplify_index(FloorDiv(base, divisor), var_ranges)  # is x1 % 8
         if not quotient.has(FloorDiv, ModularIndexing):
             return ModularIndexing(quotient, 1, modulus)
+        if isinstance(quotient, FloorDiv) and not quotient.args[0].has(FloorDiv, ModularIndexing) \
+                and quotient.args[0] != base:  # small terms dropped: (x0 + 16*x1) // 80 % 3 is
+            return ModularIndexing(*quotient.args, modulus)  # x1 // 5 % 3 for x0 < 16
     return ModularIndexing(base, divisor, modulus)
 
 

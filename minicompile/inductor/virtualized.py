@@ -45,6 +45,9 @@ REDUCTION_INIT = {
     "online_softmax_reduce": (float("-inf"), 0.0),
 }
 
+# scan type -> the running value a scan starts from (``ops.scan``'s vocabulary)
+SCAN_INIT = {"sum": 0, "prod": 1, "logaddexp": float("-inf")}
+
 # Special ops (explicit methods on every handler):
 #   load(name, index)                 read buffer ``name`` at flat SymPy ``index``
 #   store(name, index, value)         write it
@@ -59,9 +62,11 @@ REDUCTION_INIT = {
 #                                     eager checks it (``checks.py``: x[-1] wraps, gather raises)
 #   reduction(dtype, src_dtype, reduction_type, value)   combine ``value`` over the reduction
 #                                     loops (the node decides which loops those are)
+#   scan(dtype, scan_type, value)     the running combination of ``value`` along the reduction
+#                                     loop, up to and including this point (``ir.Scan``)
 OPS = UNARY_OPS + BINARY_OPS + [
     "load", "store", "constant", "index_expr", "to_dtype", "where", "masked",
-    "indirect_indexing", "reduction",
+    "indirect_indexing", "reduction", "scan",
 ]
 
 _state = threading.local()

@@ -15,6 +15,7 @@
     iter.py        itertools and the ``operator`` getters
     misc.py        modules, attributes, super(), user objects, context managers
     nn_module.py   NNModuleVariable: an nn.Module instance (its forward inlined)
+    optimizer.py   OptimizerVariable: a torch.optim optimizer (_init_group run eagerly, its state)
 
 The modules import each other (a tracker's method can make any other kind): the one place an
 import cycle is allowed (tests/test_structure.py).

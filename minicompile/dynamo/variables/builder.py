@@ -34,6 +34,7 @@ from .lists import (ListVariable, NamedTupleVariable, RangeVariable, SetVariable
                     SliceVariable, TupleVariable)
 from .misc import GradModeVariable, PythonModuleVariable, UserDefinedObjectVariable
 from .nn_module import NNModuleVariable
+from .optimizer import OptimizerVariable
 from .symnode import SymNodeVariable, symbolic_size
 from .tensor import TensorVariable
 from .torch import (AutogradFunctionVariable, TorchVariable, is_function_apply, is_function_class,
@@ -287,6 +288,7 @@ class VariableBuilder:
         (lambda v: isinstance(v, range), wrap_range),
         (lambda v: isinstance(v, slice), wrap_slice),
         (lambda v: isinstance(v, torch.nn.Module), _id_matched(NNModuleVariable)),
+        (lambda v: isinstance(v, torch.optim.Optimizer), _id_matched(OptimizerVariable)),
         (lambda v: isinstance(v, types.ModuleType), _id_matched(PythonModuleVariable)),
         (lambda v: any(v is d for d in CACHING_DECORATORS),
          lambda self, v, g: CachingDecoratorVariable(v)),  # lru_cache applied in the frame

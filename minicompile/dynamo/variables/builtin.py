@@ -77,6 +77,15 @@ class BuiltinVariable(KnownCallableVariable):
                           "(real Dynamo traces it through torch._numpy)")
         unimplemented(f"builtin {self._name()} with arguments {args}")
 
+    def call_method(self, tx, name, args, kwargs) -> VariableTracker:
+        if name == "__getitem__" and isinstance(self.fn, type) and len(args) == 1 \
+                and args[0].is_python_constant():  # list[Tensor]: an annotation, a constant
+            try:
+                return ConstantVariable(self.fn[_const(args[0])])
+            except TypeError as e:  # int[3]: not subscriptable, as in eager
+                raise ObservedException(e) from None
+        return super().call_method(tx, name, args, kwargs)
+
     def var_getattr(self, tx, name: str) -> VariableTracker:
         if self.fn is dict and name in DICT_CLASS_METHODS:  # dict.fromkeys
             return DictClassMethodVariable(dict, name)
@@ -174,11 +183,20 @@ def _next(tx, it, *default):
 
 
 def _zip(tx, *seqs, strict=None):
-    if strict is not None and strict.truth(tx):
-        unimplemented("zip(..., strict=True)")
-    rows = zip(*(iterate(tx, s) for s in seqs))
+    strict = strict is not None and strict.truth(tx)
+    rows = _observed_errors(zip(*(iterate(tx, s) for s in seqs), strict=strict))
+    # (made again natively only without strict: that form has no keyword to pass on)
     return LazyIteratorVariable(tx, (TupleVariable(list(row)) for row in rows), list(seqs),
-                                (zip, list(seqs)))
+                                None if strict else (zip, list(seqs)))
+
+
+def _observed_errors(rows):
+    """``rows``, with the ValueError ``zip(..., strict=True)`` raises on unequal lengths
+    raised in the traced code, where eager raises it."""
+    try:
+        yield from rows
+    except ValueError as e:
+        raise ObservedException(e) from None
 
 
 def _enumerate(tx, seq, start=None):

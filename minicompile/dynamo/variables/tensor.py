@@ -120,6 +120,12 @@ class TensorVariable(VariableTracker):
             return ConstantVariable(None)
         if name == "__len__":
             return ConstantVariable(len(self.example_value))
+        if name in SCALED_UPDATES and isinstance(kwargs.get("value"), TensorVariable):
+            return scaled_update(tx, SCALED_UPDATES[name], self, *args, **kwargs)
+        if name in SCALED_OPERANDS and isinstance(kwargs.get("alpha"), TensorVariable):
+            scaled = call_op(tx, "call_function", operator.mul, [args[0], kwargs["alpha"]], {})
+            return call_op(tx, "call_method", name, [self, scaled], {})
+        refuse_tensor_numbers(f"Tensor.{name}", kwargs)
         return call_op(tx, "call_method", name, [self, *args], kwargs)
 
     def _grad(self, tx) -> VariableTracker:
@@ -161,6 +167,31 @@ class TensorVariable(VariableTracker):
     def _repr_body(self) -> str:
         v = self.example_value
         return f"{self.proxy.node.name}: {str(v.dtype).replace('torch.', '')}{list(v.shape)}"
+
+
+# ``x.addcdiv_(a, b, value=v)`` takes a number; the traced Adam passes a 0-d tensor (its step
+# size, computed from the step counter in the graph: eager reads it with ``.item()``). Real
+# Dynamo rewrites the call into tensor ops (tensor.py's ``method_addcdiv_``), and so does this:
+# ``x.copy_(x + (a / b) * v)``. in-place method -> the op combining its two tensors
+SCALED_UPDATES = {"addcdiv_": operator.truediv, "addcmul_": operator.mul}
+# ``x.add_(y, alpha=lr)`` with a tensor lr (SGD given ``lr=torch.tensor(0.1)``): ``x.add_(y * lr)``
+SCALED_OPERANDS = {"add", "add_", "sub", "sub_"}
+
+
+def refuse_tensor_numbers(fn: Any, kwargs: dict[str, VariableTracker]) -> None:
+    """A tensor where an op takes a number (``alpha=``, ``value=``) is read with ``.item()``
+    by eager: data the graph does not have (unless rewritten above), so the call breaks."""
+    if any(isinstance(kwargs.get(k), TensorVariable) for k in ("alpha", "value")):
+        unimplemented(f"{getattr(fn, '__name__', fn)} with a tensor where it takes a number "
+                      "(alpha=/value=): the number is the tensor's data")
+
+
+def scaled_update(tx, combine: Any, x: TensorVariable, a: VariableTracker, b: VariableTracker,
+                  value: VariableTracker) -> VariableTracker:
+    term = call_op(tx, "call_function", combine, [a, b], {})
+    scaled = call_op(tx, "call_function", operator.mul, [term, value], {})
+    updated = call_op(tx, "call_function", operator.add, [x, scaled], {})
+    return call_op(tx, "call_method", "copy_", [x, updated], {})
 
 
 def call_op(tx, kind: str, target: Any, args: list[VariableTracker],

@@ -74,14 +74,16 @@ def is_torch_callable(value: Any) -> bool:
     if isinstance(value, (torch._ops.OpOverloadPacket, torch._ops.OpOverload)):
         return True
     module = getattr(value, "__module__", None) or ""
+    # a bound method of torch.optim code (``Adam.step`` bound to an optimizer) is inlined, like
+    # its function: as one graph node it would run the real step on fake tensors
     return callable(value) and not isinstance(value, type) and not \
-        is_inlined_torch_function(value) and (
+        is_inlined_torch_function(getattr(value, "__func__", value)) and (
             module == "torch" or module.startswith("torch.") or module.startswith("torch._C"))
 
 
 class TorchVariable(KnownCallableVariable):
     def call_function(self, tx, args, kwargs) -> VariableTracker:
-        from .tensor import call_op
+        from .tensor import call_op, refuse_tensor_numbers
 
         fn = self.fn
         if fn in UNSUPPORTED:
@@ -93,6 +95,7 @@ class TorchVariable(KnownCallableVariable):
         handler = CALL_HANDLERS.get(fn)
         if handler is not None:
             return handler(tx, fn, args, kwargs)
+        refuse_tensor_numbers(fn, kwargs)
         return call_op(tx, "call_function", fn, args, kwargs)  # a node of the graph
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
@@ -215,8 +218,42 @@ def _size(tx, fn, args, kwargs) -> VariableTracker:  # torch.Size([2, 3])
     return SizeVariable(args[0].unpack_var_sequence(tx) if args else [])
 
 
+def _foreach_scaled_update(tx, fn, args, kwargs) -> VariableTracker:
+    """``torch._foreach_addcdiv_(xs, as_, bs, scalars)`` with the scalars as one tensor (the
+    foreach Adam stacks its step sizes while compiling): one scaled update per tensor, as
+    ``x.addcdiv_(a, b, value=v)`` with a tensor ``v`` is traced (tensor.py)."""
+    from .tensor import SCALED_UPDATES, TensorVariable, call_op, scaled_update
+
+    scalars = args[3] if len(args) == 4 else kwargs.get("scalars", kwargs.get("value"))
+    if not isinstance(scalars, TensorVariable):
+        return call_op(tx, "call_function", fn, args, kwargs)
+    combine = SCALED_UPDATES[fn.__name__.removeprefix("_foreach_")]
+    lists = [a.unpack_var_sequence(tx) for a in args[:3]]
+    values = scalars.unpack_var_sequence(tx) if scalars.example_value.dim() \
+        else [scalars] * len(lists[0])  # value=-lr: one 0-d tensor for every update
+    for x, a, b, v in zip(*lists, values):
+        scaled_update(tx, combine, x, a, b, v)
+    return ConstantVariable(None)
+
+
+def _foreach_scaled_operand(tx, fn, args, kwargs) -> VariableTracker:
+    """``torch._foreach_add_(xs, ys, alpha=-lr)`` with a tensor lr (RMSprop's momentum path):
+    ``torch._foreach_add_(xs, torch._foreach_mul(ys, -lr))``, as ``x.add_(y, alpha=...)``."""
+    from .tensor import TensorVariable, call_op
+
+    alpha = kwargs.get("alpha")
+    if not isinstance(alpha, TensorVariable):
+        return call_op(tx, "call_function", fn, args, kwargs)
+    scaled = call_op(tx, "call_function", torch._foreach_mul, [args[1], alpha], {})
+    return call_op(tx, "call_function", fn, [args[0], scaled], {})
+
+
 # torch function -> how a call of it is traced; any other torch function becomes a graph node
 CALL_HANDLERS: dict[Callable, Callable] = {
+    torch._foreach_addcdiv_: _foreach_scaled_update,
+    torch._foreach_addcmul_: _foreach_scaled_update,
+    **{fn: _foreach_scaled_operand for fn in (torch._foreach_add_, torch._foreach_sub_,
+                                              torch._foreach_add, torch._foreach_sub)},
     torch.no_grad: _grad_mode,
     torch.enable_grad: _grad_mode,
     torch.set_grad_enabled: _set_grad_enabled,

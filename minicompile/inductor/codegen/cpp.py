@@ -117,8 +117,7 @@ class CppKernel:
     def header(self) -> list[str]:
         """Inductor's kernel comment: what is fused, which argument is which, the traffic."""
         g = self.group
-        members = ", ".join(f"{m.get_name()} ({m.node.data.reduction_type})" if m.is_reduction()
-                            else m.get_name() for m in g.members)
+        members = ", ".join(member_label(m) for m in g.members)
         args = ", ".join(f"{self.pointers[n]}={n}" for n in self.signature.buffers())
         return [f"// {self.name}: {g.kind} kernel, {g.numel} x {g.rnumel}",
                 f"// fused nodes: {members}" + (f"; local: {', '.join(g.local)}" if g.local else ""),
@@ -133,7 +132,7 @@ class CppKernel:
             self.pointwise_loops(loops)
         else:
             loops.writeline(f"const int64_t rnumel = {cexpr(self.group.rnumel)};")
-            if sympy.sympify(self.group.numel) == 1:
+            if sympy.sympify(self.group.numel) == 1 and not self.scans():
                 self.single_row_reduction(loops)
             else:
                 self.row_reductions(loops)
@@ -157,6 +156,11 @@ class CppKernel:
         # the vector math functions the body calls are defined after the header (cpp_prefix.h)
         return "\n".join(['#include "cpp_prefix.h"',
                           *vector_math_lines(body, cpp_build.LIBMVEC_LEVEL)]) + "\n" + body
+
+    def scans(self) -> bool:
+        """Does the kernel scan? A scan's row runs in order: one row is one thread's work,
+        never split among threads as a one-row reduction's is."""
+        return any(m.node.is_scan() for m in self.group.members)
 
     def empty_dim_checks(self) -> list[str]:
         """An indexed dimension of size 0 has no element to read: a failed check can't fall
@@ -344,7 +348,8 @@ class CppKernel:
             tail = LoopCode(body=per_row(loop.suffix))  # the per-row code: read-outs, stores...
             for row in rows:
                 tail.body.splice(per_row(row.body))
-            self.write_loop(code, "xindex", "xblock", "xend", tail)
+            if tail.body.lines:  # (a scan stores inside its loop: none)
+                self.write_loop(code, "xindex", "xblock", "xend", tail)
         code.writeline("}")
 
     def single_row_reduction(self, code: IndentedBuffer) -> None:
@@ -388,6 +393,13 @@ class CppKernel:
         if self._fn is None:
             self.build()
         self.wrapper_call(*args)
+
+
+def member_label(m: KernelMember) -> str:
+    """``buf0 (sum)`` for a reduction, ``buf1 (scan sum)`` for a scan, ``buf2`` otherwise."""
+    if m.node.is_scan():
+        return f"{m.get_name()} (scan {m.node.data.scan_type})"
+    return f"{m.get_name()} ({m.node.data.reduction_type})" if m.is_reduction() else m.get_name()
 
 
 def simd_clauses(loop: LoopCode) -> str | None:

@@ -99,10 +99,11 @@ def parallel_reduction(accumulators: list[Partial], body: list[str], parallel: s
 def omp_accumulators(loop) -> list[tuple[str, str, str]] | None:
     """``(ctype, name, init)`` of each accumulator of a ``LoopCode`` (``float acc0 = 0;`` in
     its prefix), or None unless there are some and each is an OpenMP reduction (a sum, a max: a
-    scalar that partial results combine into; not argmax's or Welford's structs)."""
+    scalar that partial results combine into; not argmax's or Welford's structs) or a scan's
+    running value (a scalar too, one per row)."""
     decls = [ACCUMULATOR.match(line.strip()) for line in loop.prefix.lines]
     if not loop.accumulators or len(decls) != len(loop.accumulators) or not all(decls) or \
-            any(a.kind.omp is None for a in loop.accumulators):
+            any(a.kind.omp is None and not a.kind.running for a in loop.accumulators):
         return None
     return [d.groups() for d in decls]
 

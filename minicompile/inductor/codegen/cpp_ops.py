@@ -149,6 +149,7 @@ class ReductionKind:
     acc_type: str = "{t}"
     omp: str | None = None  # the OpenMP reduction identifier; None: combine partials by hand
     combine: str = ""  # merges two partial accumulators ``{a}``, ``{b}``, when ``omp`` is None
+    running: bool = False  # a scan's: every step's value is an output, in the row's order
 
 
 REDUCTIONS: dict[str, ReductionKind] = {
@@ -169,6 +170,15 @@ REDUCTIONS: dict[str, ReductionKind] = {
                                     ("mc::welford_mean({acc})", "{acc}.m2", "{acc}.weight"),
                                     "mc::Welford<{t}>",
                                     combine="mc::welford_combine({a}, {b})"),
+}
+
+# scan type -> its running accumulator (``ops.scan``): no OpenMP reduction, since a row's steps
+# must run in order; rows (or, down columns, a tile of them side by side) are what runs in parallel
+SCANS: dict[str, ReductionKind] = {
+    "sum": ReductionKind("0", "{acc} + {value}", running=True),
+    "prod": ReductionKind("1", "{acc} * {value}", running=True),
+    "logaddexp": ReductionKind("-std::numeric_limits<{t}>::infinity()",
+                               "mc::logaddexp<{t}>({acc}, {value})", running=True),
 }
 
 
@@ -382,6 +392,25 @@ class CppOpsHandler:
         result = tuple(outs) if len(outs) > 1 else outs[0]
         self.reductions[key] = result
         return result
+
+    def scan(self, dtype: torch.dtype, scan_type: str, value: str) -> str:
+        """A running accumulator, declared before the loop over the row and updated at each
+        step; each point's value is the accumulator rounded to ``dtype``, as eager's output is
+        (what the store writes and a fused consumer reads). A float32 scan runs in double, as
+        eager's CPU kernel (its ``acc_type``): the steps are in order, so the error grows with
+        the row (a 16-bit one in float)."""
+        key = ("scan", scan_type, dtype, value)
+        if key not in self.reductions:
+            kind, t = SCANS[scan_type], compute_type(dtype)
+            acc = Accumulator(self._fresh("acc"), kind, "double" if t == "float" and
+                              dtype == torch.float32 else t)
+            self.code.accumulators.append(acc)
+            self.code.prefix.writeline(f"{acc.ctype} {acc.name} = {kind.init.format(t=acc.ctype)};")
+            update = kind.update.format(acc=acc.name, value=value, t=acc.ctype)
+            self.code.body.writeline(f"{acc.name} = {update};")
+            self.values.types[acc.name] = acc.ctype
+            self.reductions[key] = acc.name
+        return self.to_dtype(self.reductions[key], dtype)
 
 
 def _make_op(name: str) -> Callable:

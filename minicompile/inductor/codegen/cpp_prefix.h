@@ -396,6 +396,14 @@ template <typename T> inline T divisor(T b, KernelError& error, int64_t site) {
 template <typename T> inline T maximum(T a, T b) { return (a > b || a != a) ? a : b; }
 template <typename T> inline T minimum(T a, T b) { return (a < b || a != a) ? a : b; }
 
+// log(exp(a) + exp(b)) from the larger, so that nothing overflows (logcumsumexp's step, as
+// eager's _log_add_exp_helper): two equal infinities combine to themselves (inf - inf is NaN)
+template <typename T> inline T logaddexp(T a, T b) {
+    T low = minimum(a, b), high = maximum(a, b);
+    if (low == high && std::isinf(low)) return a;
+    return std::log1p(std::exp(low - high)) + high;
+}
+
 // The most negative integer divided by -1 overflows, and x86's divide instruction traps on it
 // (SIGFPE): the quotient is the negation, wrapped as eager's result is, and the remainder 0.
 template <typename T> inline bool overflows(T a, T b) {

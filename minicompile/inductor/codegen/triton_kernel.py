@@ -40,6 +40,7 @@ from . import triton_frames
 from .common import CSE, CodegenError, IndentedBuffer, KernelSignature, emit_members, local_stride
 from .triton_checks import TritonChecks, checks_emitted
 from .triton_reductions import TritonReductions
+from .triton_scans import TritonScans
 from .triton_tiling import X0, Y0, Tile
 from .triton_ops import (SIGN_BIT, TRITON_DTYPES, TRITON_OPS, compute_dtype, is_negative_zero,
                          paren, result_dtype, texpr, triton_constant, triton_dtype)
@@ -52,7 +53,7 @@ PERSISTENT_RNUMEL = 1024  # rows up to this long are reduced in one block: no lo
 # cross-entropy over 16384x32000 bfloat16 logits: 0.73 ms looped (the row read twice), 0.59 ms so.
 PERSISTENT_MULTIPASS_RNUMEL = 32768
 
-class TritonKernel(TritonReductions, TritonChecks):
+class TritonKernel(TritonReductions, TritonScans, TritonChecks):
     """Writes the source of one kernel; ``codegen()`` returns it. ``numel_of`` (a buffer's
     element count) lets the launcher check index tensors read whole (``triton_checks.py``)."""
 
@@ -94,6 +95,7 @@ class TritonKernel(TritonReductions, TritonChecks):
         # needing none): from arange's lanes, constants, and the ops between them (checks.py)
         self.ranges: dict[str, Range] = {}
         self.parts = triton_frames.PlainParts()  # what a frame of triton_frames.py takes
+        self.helpers: dict[str, list[str]] = {}  # a scan's combine functions (triton_scans.py)
 
     @staticmethod
     def fits_in_one_block(group: KernelGroup) -> bool:
@@ -119,6 +121,8 @@ class TritonKernel(TritonReductions, TritonChecks):
         if framed is not None:
             return triton_frames.with_header(framed, self.header_comment())
         code = IndentedBuffer()
+        for lines in self.helpers.values():
+            code.writelines([*lines, "", ""])
         code.writeline("@triton.jit")
         code.writeline(f"def {self.name}({', '.join(self.parameters())}):")
         with code.indent():
@@ -175,9 +179,15 @@ class TritonKernel(TritonReductions, TritonChecks):
         if self.tile is not None:
             lines.append(f"# 2-D tile: xindex = {self.tile.xnumel}*y0 + x0; an access contiguous "
                          "along y0 and another along x0, each coalesced in its own layout")
+        scan = any(m.node.is_scan() for m in g.members)
+        if scan:
+            lines.append("# scan: tl.associative_scan along r" + (
+                ", the running value carried from block to block" if self.kind == "looped"
+                else ", the whole row in one block"))
         if self.reduction_hint() == "outer":
-            lines.append("# outer reduction: loads are contiguous along x, not r; the launcher "
-                         "tiles many adjacent x per program and loops over r")
+            lines.append(f"# outer {'scan' if scan else 'reduction'}: loads are contiguous "
+                         "along x, not r; the launcher tiles many adjacent x per program and "
+                         "loops over r")
         return lines
 
     def prologue(self) -> list[str]:

@@ -36,13 +36,17 @@ from .nodes import ComputedBuffer, Pointwise
 
 
 def unflatten_index(flat: Expr, size: list[Expr], stride: list[Expr], offset: Expr) -> list[Expr]:
-    """Invert a contiguous layout's indexer: the multi-dim index whose flat offset is ``flat``."""
+    """Invert a dense layout's indexer (row-major, channels-last, any order of the dims): the
+    multi-dim index whose flat offset is ``flat``. Each dim is a digit of a mixed-radix number,
+    ``flat // stride % size``; the outermost (its stride times its size is the whole) needs no
+    ``%``."""
     flat = flat - offset
+    numel = sympy.Mul(*size)
     index = []
-    for k, (sz, st) in enumerate(zip(size, stride)):
+    for sz, st in zip(size, stride):
         if sz == 1:
             index.append(sympy.Integer(0))
-        elif all(stride[j] == 0 or size[j] == 1 for j in range(k)):  # outermost used dim
+        elif sympy.expand(st * sz - numel) == 0:  # the outermost dim
             index.append(FloorDiv(flat, st))
         else:
             index.append(ModularIndexing(flat, st, sz))
@@ -134,8 +138,8 @@ def inline_producers(consumer: ComputedBuffer, producers: list[ComputedBuffer]) 
     for p in producers:
         if not isinstance(p.data, Pointwise):
             raise TypeError(f"only a Pointwise producer can be inlined, not {p.describe()}")
-        if not p.layout.is_contiguous():
-            raise ValueError(f"{p.name} has a non-contiguous layout {p.layout}")
+        if not p.layout.is_dense():
+            raise ValueError(f"{p.name} has a layout with gaps or overlaps {p.layout}")
     fn = consumer.data.inner_fn
     body, env = (fn.body, dict(fn.env)) if isinstance(fn, Inlined) else (fn, {})
     env.update({p.name: substitute(p) for p in producers})

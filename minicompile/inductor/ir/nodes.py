@@ -3,10 +3,11 @@
 
 Two kinds of things:
 
-- **Loops** (``Pointwise``, ``Reduction``) describe *how to compute* one element: ``ranges`` (the
-  loop sizes) and ``inner_fn(index)`` (a closure over ``ops.*`` calls) that computes the value at
-  ``index``. A ``Reduction`` adds ``reduction_ranges`` and combines ``inner_fn(index, rindex)``
-  over them with ``reduction_type``.
+- **Loops** (``Pointwise``, ``Reduction``, ``Scan``) describe *how to compute* one element:
+  ``ranges`` (the loop sizes) and ``inner_fn(index)`` (a closure over ``ops.*`` calls) that
+  computes the value at ``index``. A ``Reduction`` adds ``reduction_ranges`` and combines
+  ``inner_fn(index, rindex)`` over them with ``reduction_type``; a ``Scan`` keeps every running
+  value of that combination (``cumsum``), one output per element.
 - **Buffers** are named storage with a ``Layout``. A ``ComputedBuffer`` is a buffer whose
   contents a ``Loops`` computes: it is what the scheduler schedules and codegen turns into a loop
   nest. ``str(buf)`` prints that loop nest.
@@ -25,7 +26,7 @@ import sympy
 import torch
 
 from ..sizevars import Expr, index_var
-from ..virtualized import REDUCTION_INIT, ops
+from ..virtualized import REDUCTION_INIT, SCAN_INIT, ops
 from .layout import Layout, dtype_name
 from .printer import format_loop_nest
 from .read_writes import ReadWrites, extract_read_writes
@@ -77,6 +78,14 @@ class Loops(IRNode):
     def get_reduction_size(self) -> list[Expr]:
         return []
 
+    def get_pointwise_size(self) -> list[Expr]:
+        """The loops outside the reduction (or scan) loop: ``ranges``."""
+        return list(self.ranges)
+
+    def kind(self) -> str:
+        """How a loop nest prints in a buffer's description: ``Pointwise``, ``Reduction(sum)``."""
+        return type(self).__name__
+
     def index_vars(self) -> tuple[list[sympy.Symbol], list[sympy.Symbol]]:
         """Fresh loop variables ``i0..`` for ``ranges`` and ``r0..`` for the reduction ranges."""
         return ([index_var("i", k) for k in range(len(self.ranges))],
@@ -115,6 +124,13 @@ class Reduction(Loops):
     def get_reduction_size(self) -> list[Expr]:
         return list(self.reduction_ranges)
 
+    def kind(self) -> str:
+        return f"Reduction({self.reduction_type})"
+
+    def init(self) -> Any:
+        """The accumulator's start, as the printed loop nest shows it."""
+        return REDUCTION_INIT[self.reduction_type]
+
     def make_loader(self) -> Callable[[Index], Any]:
         raise TypeError("a Reduction must be realized into a ComputedBuffer before it is read")
 
@@ -125,6 +141,42 @@ class Reduction(Loops):
         if self.output_index is not None:  # one output of a multi-output (Welford) reduction
             value = value[self.output_index]
         return ops.store(name, indexer(index), value)
+
+
+@dataclass(eq=False)
+class Scan(Loops):
+    """``out[reindex(index, (k,))] = combine(inner_fn(index, (j,)) for j in 0..k)`` for every
+    ``k`` in ``scan_ranges`` (mirrors ``Scan`` in torch/_inductor/ir.py): an inclusive prefix
+    scan along one dim. ``ranges`` are the other dims (the rows, as a reduction's kept dims) and
+    ``scan_ranges`` the scanned dim (a reduction's loop: a kernel walks it in order, carrying the
+    running value); ``reindex`` puts the scanned position back at its place in the output's
+    index, ``size`` is the output's. ``scan_type`` names the combine (``SCAN_INIT``): ``sum``
+    (cumsum), ``prod`` (cumprod), ``logaddexp`` (logcumsumexp)."""
+
+    size: list[Expr] = field(default_factory=list)
+    scan_ranges: list[Expr] = field(default_factory=list)
+    scan_type: str = "sum"
+    reindex: Callable[[Index, Index], list[Expr]] = None  # type: ignore[assignment]
+
+    def get_size(self) -> list[Expr]:
+        return list(self.size)
+
+    def get_reduction_size(self) -> list[Expr]:
+        return list(self.scan_ranges)
+
+    def kind(self) -> str:
+        return f"Scan({self.scan_type})"
+
+    def init(self) -> Any:
+        return SCAN_INIT[self.scan_type]
+
+    def make_loader(self) -> Callable[[Index], Any]:
+        raise TypeError("a Scan must be realized into a ComputedBuffer before it is read")
+
+    def store_output(self, name: str, indexer: Callable[[Index], Expr], index: Index,
+                     rindex: Index = ()) -> Any:
+        value = ops.scan(self.dtype, self.scan_type, self.inner_fn(index, rindex))
+        return ops.store(name, indexer(self.reindex(index, rindex)), value)
 
 
 # ------------------------------------------------------------------------------------------
@@ -175,16 +227,21 @@ class InputBuffer(Buffer):
 
 @dataclass(eq=False)
 class ComputedBuffer(Buffer):
-    """A buffer filled by a loop nest: ``data`` (a ``Pointwise`` or ``Reduction``)."""
+    """A buffer filled by a loop nest: ``data`` (a ``Pointwise``, ``Reduction`` or ``Scan``)."""
 
     data: Loops = None  # type: ignore[assignment]
 
     def is_reduction(self) -> bool:
-        return isinstance(self.data, Reduction)
+        """Does it loop over rows (a reduction, or a scan: a kernel tile of ``(n, r)``)?"""
+        return isinstance(self.data, (Reduction, Scan))
+
+    def is_scan(self) -> bool:
+        """A scan: looped like a reduction, but with a value per element, not per row."""
+        return isinstance(self.data, Scan)
 
     def get_ranges(self) -> tuple[list[Expr], list[Expr]]:
         """(pointwise loop sizes, reduction loop sizes)."""
-        return self.data.get_size(), self.data.get_reduction_size()
+        return self.data.get_pointwise_size(), self.data.get_reduction_size()
 
     def index_vars(self) -> tuple[list[sympy.Symbol], list[sympy.Symbol]]:
         return self.data.index_vars()
@@ -215,5 +272,4 @@ class ComputedBuffer(Buffer):
         return format_loop_nest(self)
 
     def describe(self) -> str:
-        kind = (f"Reduction({self.data.reduction_type})" if self.is_reduction() else "Pointwise")
-        return f"{self.name}: {dtype_name(self.get_dtype())}{self.get_size()} = {kind}"
+        return f"{self.name}: {dtype_name(self.get_dtype())}{self.get_size()} = {self.data.kind()}"

@@ -14,7 +14,7 @@ import sympy
 
 from ..code_writer import CSE
 from ..sizevars import simplify_index
-from ..virtualized import BINARY_OPS, REDUCTION_INIT, UNARY_OPS, set_ops_handler
+from ..virtualized import BINARY_OPS, UNARY_OPS, set_ops_handler
 from .layout import dtype_name
 
 # op -> how it prints; ops not listed print as a call, ``exp(tmp0)``.
@@ -90,6 +90,10 @@ class PrintHandler:
             return ("acc.max", "acc.sum_exp")
         return "acc"
 
+    def scan(self, dtype, scan_type: str, value: str) -> str:
+        self.lines.append((self._depth, f"acc = {scan_type}(acc, {value})"))
+        return "acc"  # (stored inside the loop: every running value is an output)
+
 
 def _make_op(name: str):
     if name in INFIX:
@@ -122,9 +126,11 @@ def format_loop_nest(node) -> str:
     depth = len(loops) + 1
     if rindex:
         out.append(f"{pad * depth}acc = {_init(node)}")
+        loop = "scan" if node.is_scan() else "reduction"
         for k, (v, size) in enumerate(zip(rindex, rsizes)):
-            out.append(f"{pad * (depth + k)}for {v} in range({size}):  # reduction")
-        inner = handler.reduction_line or 0
+            out.append(f"{pad * (depth + k)}for {v} in range({size}):  # {loop}")
+        # a reduction's read-out and store follow its loop; a scan stores inside it
+        inner = len(handler.lines) if node.is_scan() else handler.reduction_line or 0
         for n, (extra, line) in enumerate(handler.lines):
             level = depth + len(rindex) + extra if n < inner else depth + extra
             out.append(f"{pad * level}{line}")
@@ -134,4 +140,4 @@ def format_loop_nest(node) -> str:
 
 
 def _init(node) -> str:
-    return repr(REDUCTION_INIT[node.data.reduction_type])
+    return repr(node.data.init())

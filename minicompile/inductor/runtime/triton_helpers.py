@@ -4,7 +4,8 @@
   (``tl.maximum`` and ``tl.max`` do not), ``argmax``/``argmin`` return the first index among
   ties (and of the first NaN), ``welford`` merges per-lane (mean, m2, weight) summaries;
 - Python's integer semantics where Triton follows C: ``floordiv`` rounds down and ``remainder``
-  takes the divisor's sign (Triton's ``//`` and ``%`` truncate, as in C);
+  takes the divisor's sign (Triton's ``//`` and ``%`` truncate, as in C); ``fmod`` picks the
+  float or integer form by dtype;
 - ``libdevice``: the CUDA math library on a GPU (``libdevice.tanh``, as Inductor writes it).
   Triton's interpreter cannot call it, so on CPU tensors the same names are NumPy functions
   applied to the interpreter's arrays.
@@ -24,6 +25,13 @@ INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
 # --- reductions ---------------------------------------------------------------------------
+
+@triton.jit
+def last_lane(x, is_last):
+    """Each row's lane where ``is_last`` holds, as a (rows, 1) column: a looped scan's block
+    total (``tl.reduce`` would need a commutative combine; a masked sum of one lane does not)."""
+    return tl.sum(tl.where(is_last, x, 0), 1)[:, None]
+
 
 @triton.jit
 def maximum(a, b):
@@ -141,6 +149,15 @@ def floordiv(a, b):
 def remainder(a, b):
     r = a % b  # the dividend's sign, as C's fmod
     return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
+
+
+@triton.jit
+def fmod(a, b):
+    """C's ``fmod``: the dividend's sign. libdevice has it for floats only (an int64 call fails
+    to compile on a GPU); Triton's ``%`` on integers already truncates, as C's."""
+    if a.dtype.is_floating() or b.dtype.is_floating():
+        return libdevice.fmod(a, b)
+    return a % b
 
 
 @triton.jit
