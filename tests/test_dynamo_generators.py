@@ -438,7 +438,7 @@ ONE_GRAPH = {case_send_values, case_send_to_just_started_generator_raises,
              case_contextmanager_lets_other_exception_through,
              case_contextmanager_defined_in_frame, case_contextmanager_that_does_not_yield,
              case_class_exit_sees_exception_and_swallows, case_class_exit_lets_exception_through,
-             case_generator_left_paused_inside_try}
+             case_generator_left_paused_inside_try, case_generator_dropped_inside_try}
 # captured around a graph break: the paused generator is continued by a real one
 RESUMED = {case_generator_paused_at_break, case_generator_sent_to_across_break,
            case_generator_not_started_at_break, case_generator_of_tensors_across_break,
@@ -447,7 +447,6 @@ FALLBACK_REASON = {
     case_generator_paused_inside_try_at_break: "paused inside a try/with block",
     case_break_inside_contextmanager_block: "cannot enter again",
     case_break_inside_class_context_block: "cannot enter again",
-    case_generator_dropped_inside_try: "left paused inside a try/with block",
     case_generator_sharing_cells_with_a_lambda_at_break: "variables captured by closures",
 }
 CASES = [v for k, v in dict(globals()).items() if k.startswith("case_")]

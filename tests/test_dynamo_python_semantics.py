@@ -551,3 +551,26 @@ def test_tensor_keys_of_a_dict_from_outside_are_guarded_by_identity():
         got, expected = compiled(d, key), fn(d, key)
         torch.testing.assert_close(got[0], expected[0])
         assert got[1] == expected[1]
+
+
+def _doubled(v):
+    return v * 2
+
+
+_BY_FUNCTION = {_doubled: 1, _doubled.__code__: 2}
+
+
+def test_a_frame_running_eagerly_sees_its_global_functions_as_themselves():
+    """A frame that runs eagerly calls its global functions through compiled wrappers (so
+    they are compiled as frames of their own), but one it also reads as a value is the
+    function itself: as a dict key (``KeyError`` with the wrapper), compared with ``is``, and
+    its ``__code__`` (the wrapper's code was another key)."""
+    def fn(x):
+        weight = _BY_FUNCTION[_doubled] + _BY_FUNCTION[_doubled.__code__]  # code keys: eager
+        return _doubled(x) * weight, _doubled is next(iter(_BY_FUNCTION))
+
+    x = torch.randn(3)
+    mc.reset()
+    got, expected = mc.compile(fn, backend="eager")(x), fn(x)
+    torch.testing.assert_close(got[0], expected[0])
+    assert got[1] is expected[1] is True

@@ -253,9 +253,9 @@ EXPANSIONS = {
     "FORMAT_SIMPLE": "3.13: FORMAT_VALUE 0",
     "FORMAT_WITH_SPEC": "3.13: FORMAT_VALUE 4 (a spec on the stack)",
 }
-# Reached only through the exception table, from a generator's throw(): never while tracing
-# (the exception path of try/except and `with` has handlers: handlers_flow.py).
-EXCEPTION_PATH = {"CLEANUP_THROW"}
+# Reached only through the exception table and never while tracing (none left: the exception
+# paths of try/except, `with` and a generator's throw() have handlers: handlers_flow.py).
+EXCEPTION_PATH: set[str] = set()
 
 
 def expansion_start(instructions: list[Instruction], index: int) -> int:

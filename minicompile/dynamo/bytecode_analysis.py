@@ -59,6 +59,26 @@ def writes_globals(code: types.CodeType) -> bool:
         or any(writes_globals(c) for c in code.co_consts if isinstance(c, types.CodeType))
 
 
+def globals_only_called(code: types.CodeType) -> set[str]:
+    """The globals ``code`` (and the functions nested in it) reads only to call them: every
+    ``LOAD_GLOBAL`` of the name pushes the NULL of a call (the low bit of its argument). A
+    global read as a value (``d[f]``, ``f is g``, ``f.__code__``) is not among them."""
+    called, as_value = set(), set()
+
+    def scan(c: types.CodeType) -> None:
+        for inst in dis.get_instructions(c):
+            if inst.opname == "LOAD_GLOBAL":
+                (called if inst.arg & 1 else as_value).add(inst.argval)
+            elif inst.opname in ("LOAD_NAME", "LOAD_FROM_DICT_OR_GLOBALS"):
+                as_value.add(inst.argval)
+        for const in c.co_consts:
+            if isinstance(const, types.CodeType):
+                scan(const)
+
+    scan(code)
+    return called - as_value
+
+
 def _stack_effect(inst: Instruction, jump: bool) -> int:
     if inst.opname in STACK_EFFECT_OVERRIDES:
         return STACK_EFFECT_OVERRIDES[inst.opname]

@@ -61,7 +61,9 @@ def convert_frame(fn: types.FunctionType, f_locals: dict, backend: Callable,
         except Unsupported as e:  # graph_break.py: trace again, breaking where it failed
             if fullgraph or break_error is not None or getattr(e, "root_index", None) is None:
                 raise
-            break_error = e
+            # kept by the next trace's objects, which refer to each other: without its
+            # traceback, so it holds no frames (and through them, the caller's locals)
+            break_error = e.with_traceback(None)
         finally:
             torch._C._set_grad_enabled(grad_mode)  # a `with no_grad()` cut short by Unsupported
             for region in reversed(output.active_autocasts):  # a `with autocast()` likewise

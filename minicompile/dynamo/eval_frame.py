@@ -30,6 +30,7 @@ import copy
 import functools
 import inspect
 import threading
+import traceback
 import types
 import warnings
 from dataclasses import dataclass, field
@@ -40,7 +41,7 @@ import torch
 from .. import _logging, config
 from ..metrics import metrics
 from .automatic_dynamic import DynamicPolicy, FrameState, dynamic_policy
-from .bytecode_analysis import writes_globals
+from .bytecode_analysis import globals_only_called, writes_globals
 from .convert_frame import CacheEntry, convert_frame
 from .exc import FullGraphError, Unsupported, without_internal_frames
 from .module_calls import compiling_module_calls
@@ -107,7 +108,8 @@ class FrameCache:
             return self.compiled_callee(value, backend)
 
         code = fn.__code__
-        return types.FunctionType(code, _CompilingGlobals(fn.__globals__, wrap),
+        return types.FunctionType(code, _CompilingGlobals(fn.__globals__, wrap,
+                                                          globals_only_called(code)),
                                   code.co_name, fn.__defaults__, fn.__closure__)
 
     def compiled_forward(self, mod: torch.nn.Module, backend: Callable) -> Callable | None:
@@ -123,17 +125,20 @@ class FrameCache:
 
 
 class _CompilingGlobals(dict):
-    """The globals a skipped frame runs with: a user function it looks up comes back wrapped
-    by ``optimize``, so the frames it calls are still compiled (real Dynamo's PEP 523 hook sees
-    every frame, skipped or not). Reads go to the module's real globals."""
+    """The globals a skipped frame runs with: a user function it looks up to call comes back
+    wrapped by ``optimize``, so the frames it calls are still compiled (real Dynamo's PEP 523
+    hook sees every frame, skipped or not). A function the code also reads as a value (a dict
+    key, ``f is g``, ``f.__code__``) comes back as itself: the wrapper is another object.
+    Reads go to the module's real globals."""
 
-    def __init__(self, real: dict, wrap: Callable[[Any], Any]):
+    def __init__(self, real: dict, wrap: Callable[[Any], Any], called: set[str]):
         super().__init__(__builtins__=real.get("__builtins__", builtins), __name__=real.get(
             "__name__"))
-        self.real, self.wrap = real, wrap
+        self.real, self.wrap, self.called = real, wrap, called
 
     def __getitem__(self, name: str) -> Any:
-        return self.wrap(self.real[name])  # KeyError: CPython then looks in the builtins
+        value = self.real[name]  # KeyError: CPython then looks in the builtins
+        return self.wrap(value) if name in self.called else value
 
 
 CACHE = FrameCache()
@@ -307,6 +312,7 @@ def _compile(fn: types.FunctionType, f_locals: dict, backend: Callable, fullgrap
         if fullgraph:  # the reason and the user's line say it all; no internal traceback
             raise FullGraphError(e.reason, e.user_line) from None
         failure = _without_tracebacks(e)  # handled below, outside this except block
+        _release_frames(e)
     else:
         entries.append(entry)
         cache.notify("compiled", entry)
@@ -318,6 +324,22 @@ def _compile(fn: types.FunctionType, f_locals: dict, backend: Callable, fullgrap
                             title=f"EAGER FALLBACK {code.co_name}")
     cache.notify("fallback", (code, failure))
     return None
+
+
+def _release_frames(error: Unsupported) -> None:
+    """Let go of the frames ``error`` reaches: the locals of the finished frames in its
+    traceback and in those of the errors chained to it are cleared, and ``error`` (the
+    tracer's own, kept by the tracer's objects, which refer to each other and so wait for the
+    cycle collector) drops its traceback. Otherwise those frames, and through ``f_back`` the
+    user's frame that called the frame being compiled, would outlive the call with its locals:
+    a paused generator whose ``finally`` CPython runs when the frame returns, a big tensor.
+    The errors chained to it keep their tracebacks (where a learner's own code raised)."""
+    chained, seen = error, set()
+    while chained is not None and id(chained) not in seen:
+        seen.add(id(chained))
+        traceback.clear_frames(chained.__traceback__)
+        chained = chained.__cause__ or chained.__context__
+    error.__traceback__ = None
 
 
 def _without_tracebacks(error: Unsupported) -> Unsupported:

@@ -19,7 +19,7 @@ from .variables.builtin import BuiltinVariable
 from .variables.constant import ConstantVariable
 from .variables.dicts import ConstDictVariable
 from .variables.functions import NestedUserFunctionVariable
-from .variables.generators import LocalGeneratorVariable
+from .variables.generators import LocalGeneratorVariable, finish_send
 from .variables.lists import ListIteratorVariable
 from .variables.misc import TracebackVariable, WithExitFunctionVariable
 from .variables.torch import TorchVariable
@@ -216,13 +216,8 @@ def SEND(tx: Tx, inst: Inst) -> None:  # its return value, and on to the jump ta
         tx.stack[-1] = item  # YIELD_VALUE hands it on
         return
     frame = getattr(receiver, "frame", None)  # a user generator's `return value`
-    value = getattr(frame, "return_value", None) or ConstantVariable(None)
-    if PY312:
-        tx.stack[-1] = value  # END_SEND drops the iterator
-    else:
-        del tx.stack[-2:]
-        tx.push(value)
-    tx.jump(inst)
+    finish_send(tx, inst, getattr(frame, "return_value", None) or ConstantVariable(None))
+
 
 
 @handler("STOPITERATION_ERROR")  # 3.12+ CALL_INTRINSIC_1 INTRINSIC_STOPITERATION_ERROR: the
@@ -231,6 +226,15 @@ def STOPITERATION_ERROR(tx: Tx, inst: Inst) -> None:  # exception on top, as PEP
     if issubclass(exc.python_type(), StopIteration):
         exc = SourcelessBuilder.wrap(tx, RuntimeError("generator raised StopIteration"))
     tx.push(exc)
+
+
+@handler("CLEANUP_THROW")  # dis#opcode-CLEANUP_THROW (3.12): an exception thrown into a generator
+def CLEANUP_THROW(tx: Tx, inst: Inst) -> None:  # paused in `yield from` reached its `yield`
+    exc = tx.popn(3)[-1]  # below it: the iterator and the last value sent
+    if not issubclass(exc.python_type(), StopIteration):
+        raise ObservedException(exc, exc.python_type().__name__)
+    tx.push(ConstantVariable(None))  # END_SEND drops it
+    tx.push(exc.var_getattr(tx, "value"))  # what `yield from` evaluates to
 
 
 @handler("END_SEND")  # dis#opcode-END_SEND (3.12): drop the exhausted iterator below the value

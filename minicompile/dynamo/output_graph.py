@@ -125,7 +125,9 @@ class OutputGraph:
         self.root_fn, self.arg_names, self.frame_cache = root_fn, list(arg_names), frame_cache
         self.code, self.f_globals = root_fn.__code__, root_fn.__globals__
         self.active_autocasts: list = []  # autocast regions entered and not left, innermost last
-        self.local_generators: list = []  # generators made while tracing (generators.py)
+        self.local_generators: list = []  # generators made while tracing, not finished
+        self.running: list = []  # the translators running now, innermost last
+        self.held_by_tracebacks: list = []  # locals of frames an exception left (generators.py)
         self.initial_grad_mode = (torch.is_grad_enabled() if initial_grad_mode is None
                                   else initial_grad_mode)
         self.backend = backend

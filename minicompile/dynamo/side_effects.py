@@ -20,8 +20,8 @@ replayed before the instruction that runs natively, so it (a ``print(LOG)``) see
 Two rules keep replay correct:
 - one tracker per mutable object: re-reading ``LOG`` (another LOAD_GLOBAL) must see the
   mutations so far, so the builder asks :meth:`SideEffects.tracked` before wrapping a list or
-  dict again. The same object reached through two different sources is an alias the guards do
-  not check: mutating it is not supported (the frame breaks / runs eagerly).
+  dict again. The same object reached through two different sources gets the same tracker and
+  a guard that the two stay one object (``L['b'] is L['a']``, real Dynamo's DUPLICATE_INPUT).
 - values read from outside (``xs[0]``, ``OBJ.w``) are copied into a temporary *before* any
   mutation is replayed, so a replayed store cannot change what a later line reads.
 """
@@ -82,8 +82,6 @@ class SideEffects:
     def __init__(self) -> None:
         self.mutations: list[Mutation] = []
         self._tracked: dict[int, tuple[Any, list]] = {}  # id(obj) -> (obj, its trackers)
-        self._aliased: set[int] = set()  # reached through two sources: no mutation allowed
-        self._mutated: set[int] = set()
         self._attrs: dict[tuple[int, str], Any] = {}  # (id(obj), attr) -> stored tracker
         self._globals: dict[tuple[int, str], Any] = {}  # (id(f_globals), name) -> tracker
         self._cells: dict[int, Any] = {}  # id(cell) -> tracker
@@ -94,24 +92,17 @@ class SideEffects:
 
     # -- one tracker per mutable object -------------------------------------------------------
     def tracked(self, value: Any, source: Source | None) -> Any:
-        """The tracker already standing for ``value`` (reached again through ``source``)."""
+        """The tracker already standing for ``value``, reached again through ``source``: the
+        same object under another name (a closure cell shared by two functions, one list
+        passed twice) is the same tracker, so each name sees the other's mutations; the
+        caller guards that the two names stay one object (``DUPLICATE_INPUT``)."""
         hit = self._tracked.get(id(value))
         if hit is None or hit[0] is not value:
             return None
-        for vt in hit[1]:
-            if vt.source is not None and source is not None and vt.source.name() == source.name():
-                return vt
-        first = hit[1][0]
-        if id(value) in self._mutated:
-            unimplemented(f"{source.name() if source else 'an object'} is the same object as "
-                          f"the mutated {first.source.name() if first.source else 'value'}: "
-                          "aliasing of mutated objects is not supported")
-        self._aliased.add(id(value))
-        return None
+        return hit[1][0]
 
     def track(self, value: Any, vt: Any) -> None:
-        """``vt`` stands for ``value`` (a second tracker when ``value`` is reached under another
-        name: an alias, which may be read but not mutated)."""
+        """``vt`` stands for ``value``."""
         if id(value) not in self._tracked:
             self._tracked[id(value)] = (value, [])
             self._keepalive.append(value)
@@ -120,13 +111,6 @@ class SideEffects:
     def _check(self, vt, what: str) -> None:
         if vt.source is None:
             unimplemented(f"{what} on an object without a source")
-        value = next((v for v, trackers in self._tracked.values()
-                      if any(t is vt for t in trackers)), None)
-        if value is not None:
-            if id(value) in self._aliased:
-                unimplemented(f"{what} on {vt.source.name()}, which is also reachable under "
-                              "another name (aliasing is not guarded)")
-            self._mutated.add(id(value))
 
     # -- recording ------------------------------------------------------------------------------
     def mutate_container(self, vt, name: str, args: list, kwargs: dict) -> None:

@@ -39,7 +39,7 @@ from .variables.functions import ClosureCell, UserMethodVariable
 from .variables.misc import GetAttrVariable
 from .variables.torch import is_inlined_torch_function
 from .variables.generators import (ContextlibDecoratedVariable, LocalGeneratorVariable,
-                                   exception_type)
+                                   close_dead_generators, exception_type)
 
 Handler = Callable[["InstructionTranslatorBase", Instruction], None]
 OPCODE_HANDLERS: dict[str, Handler] = {}
@@ -137,6 +137,8 @@ class InstructionTranslatorBase:
         self.symbolic_locals = symbolic_locals
         self.cells = cells  # cell and free variables by name (LOAD_DEREF / STORE_DEREF)
         self.stack: list[VariableTracker] = []
+        self.in_flight: list[VariableTracker] = []  # the values the running handler holds
+        self.handed: list[VariableTracker] = []  # and those it got while running (see step)
         self.index = 0  # index of the next instruction
         self.current_instruction: Instruction | None = None
         self.kw_names: tuple[str, ...] | None = None  # set by KW_NAMES for the next CALL
@@ -180,6 +182,11 @@ class InstructionTranslatorBase:
         fn = OPCODE_HANDLERS.get(inst.opname)
         if fn is None:
             unimplemented(f"instruction {inst.opname} is not supported")
+        # what the handler pops stays alive until it returns, as CPython holds a call's
+        # arguments until the call returns; what it gets while running (an inlined call's
+        # result, an iterator's item) it holds for some time before it returns, which
+        # generators.close_dead_generators cannot know
+        self.in_flight, self.handed = self.stack[:], []
         try:
             fn(self, inst)
         except ObservedException as e:
@@ -190,9 +197,13 @@ class InstructionTranslatorBase:
         except Exception as e:  # a bug in a handler or tracker: never a crash or a wrong result,
             raise Unsupported(  # the frame runs eagerly and the reason says what went wrong
                 f"internal error in {inst.opname}: {type(e).__name__}: {e}") from e
+        self.in_flight, self.handed = [], []
+        if self.output.local_generators:
+            close_dead_generators(self)
 
     def run(self) -> None:
         prev, self.output.current_tx = self.output.current_tx, self
+        self.output.running.append(self)
         try:
             for _ in range(MAX_STEPS):
                 if self.done or self.suspended:
@@ -207,6 +218,10 @@ class InstructionTranslatorBase:
         except Unsupported as e:
             if e.user_line is None:
                 e.user_line = self.user_line()
+            if isinstance(e, ObservedException) and self.parent is not None:
+                # raised out of this frame: its traceback keeps its locals alive (not its stack)
+                self.output.held_by_tracebacks += [*self.symbolic_locals.values(),
+                                                   *self.cells.values()]
             if self.parent is not None:  # the root frame will break at its CALL instead
                 e.inlined = True
             elif not hasattr(e, "root_index"):  # where the root frame can break (restart):
@@ -214,6 +229,7 @@ class InstructionTranslatorBase:
             raise
         finally:
             self.output.current_tx = prev
+            self.output.running.pop()
 
     def handle_exception(self, e: ObservedException, inst: Instruction) -> bool:
         """Where the exception table sends an exception raised at ``inst``: the stack cut to
@@ -331,8 +347,10 @@ class InliningInstructionTranslator(InstructionTranslatorBase):
         if code.co_flags & inspect.CO_GENERATOR:  # runs when its items are asked for
             gen = LocalGeneratorVariable(tx)
             parent.output.local_generators.append(gen)
+            parent.handed.append(gen)  # held by the handler that called it, for a while
             return gen
         tx.run()
+        parent.handed.append(tx.return_value)
         return tx.return_value
 
     def __init__(self, *args, **kwargs):

@@ -975,3 +975,199 @@ def ordered_dict_from_generator(t):
 @case
 def return_zip_of_generator(t):
     return zip(range(3), shifted(t)), t.sin()
+
+
+# -- TestSubgeneratorDelegation: send/throw/close through `yield from` ---------------------------
+@case
+def throw_into_subgen_caught(t):
+    log = []
+
+    def subgen():
+        try:
+            yield 1
+        except ValueError:
+            log.append("subgen caught")
+            yield 2
+
+    def outer():
+        yield from subgen()
+
+    g = outer()
+    a = next(g)
+    return t + a + g.throw(ValueError), log
+
+
+@case
+def throw_into_subgen_uncaught_runs_finally(t):
+    log = []
+
+    def subgen():
+        try:
+            yield 1
+        finally:
+            log.append("subgen finally")
+
+    def outer():
+        yield from subgen()
+
+    g = outer()
+    a = next(g)
+    try:
+        g.throw(ValueError)
+    except ValueError:
+        log.append("raised")
+    return t + a, log
+
+
+@case
+def throw_generator_exit_into_subgen(t):
+    log = []
+
+    def subgen():
+        try:
+            yield 1
+        finally:
+            log.append("subgen finally")
+
+    def outer():
+        yield from subgen()
+
+    g = outer()
+    a = next(g)
+    try:
+        g.throw(GeneratorExit)
+    except GeneratorExit:
+        log.append("raised")
+    return t + a, log
+
+
+@case
+def throw_through_nested_yield_from(t):
+    log = []
+
+    def leaf():
+        try:
+            yield 1
+        except ValueError:
+            log.append("leaf caught")
+            yield 2
+
+    def mid():
+        yield from leaf()
+
+    def outer():
+        yield from mid()
+
+    g = outer()
+    a = next(g)
+    return t + a + g.throw(ValueError), log
+
+
+@case
+def close_runs_subgen_finally(t):
+    log = []
+
+    def subgen():
+        try:
+            yield 1
+            yield 2
+        finally:
+            log.append("subgen finally")
+
+    def outer():
+        yield from subgen()
+
+    g = outer()
+    a = next(g)
+    g.close()
+    return t + a, log
+
+
+@case
+def close_subgen_catches_generator_exit(t):
+    log = []
+
+    def subgen():
+        try:
+            yield 1
+        except GeneratorExit:
+            log.append("subgen exit")
+
+    def outer():
+        yield from subgen()
+
+    g = outer()
+    a = next(g)
+    g.close()
+    return t + a, log
+
+
+@case
+def close_subgen_ignores_generator_exit(t):
+    def subgen():
+        try:
+            yield 1
+        except GeneratorExit:
+            yield 2
+
+    def outer():
+        yield from subgen()
+
+    g = outer()
+    a = next(g)
+    try:
+        g.close()
+        raised = "no"
+    except RuntimeError as e:
+        raised = str(e)
+    return t + a, raised
+
+
+# -- TestGeneratorClose / TestGeneratorPEP ----------------------------------------------------------
+class _Holder:
+    pass
+
+
+@case
+def close_replays_new_object_attr_mutation(t):
+    marker = []
+
+    def gen():
+        obj = _Holder()
+        obj.data = marker  # a new object, reachable only through the generator's frame
+        try:
+            yield t.sin()
+        finally:
+            obj.data.append(1)  # runs when the generator dies with the frame
+
+    g = gen()
+    next(g)
+    return t.sin(), marker
+
+
+@case
+def pep_try_except_finally(t):
+    def f():
+        try:
+            yield 1
+            try:
+                yield 2
+                1 // 0
+                yield 3  # never get here
+            except ZeroDivisionError:
+                yield 4
+                yield 5
+                raise
+            except:  # noqa: E722
+                yield 6
+            yield 7  # the "raise" above stops this
+        except:  # noqa: E722
+            yield 8
+        yield 9
+        try:
+            x = 12  # noqa: F841
+        finally:
+            yield 10
+        yield 11
+
+    return t + sum(f()), list(f())

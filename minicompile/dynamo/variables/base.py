@@ -94,6 +94,13 @@ class VariableTracker:
         """The trackers this one is rebuilt from (``PyCodegen.share_repeated`` walks them)."""
         return []
 
+    def referents(self) -> list:
+        """What the real object would hold, for the lifetimes of generators
+        (``generators.reachable``): by default everything this tracker holds, which may keep
+        a generator alive longer than CPython would but never shorter (an iterator that hands
+        its items out and forgets them says so by overriding this)."""
+        return list(vars(self).values())
+
     def is_built_container(self) -> bool:
         """A list, dict or object made while tracing: each ``reconstruct`` makes a new one, so
         one reached twice is built once into a temporary (``PyCodegen.share_repeated``)."""

@@ -95,6 +95,8 @@ class VariableBuilder:
         if mutable:  # one tracker per list/dict, so it sees its own mutations (side_effects.py)
             vt = self.tx.output.side_effects.tracked(value, self.source)
             if vt is not None:
+                if vt.source.name() != self.source.name():  # one object, two names
+                    self.install_guard(GuardKind.DUPLICATE_INPUT, vt.source)
                 return vt
         for matches, method in self.DISPATCH:
             if matches(value):

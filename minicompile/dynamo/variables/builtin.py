@@ -186,7 +186,7 @@ def _zip(tx, *seqs, strict=None):
     strict = strict is not None and strict.truth(tx)
     rows = _observed_errors(zip(*(iterate(tx, s) for s in seqs), strict=strict))
     # (made again natively only without strict: that form has no keyword to pass on)
-    return LazyIteratorVariable((TupleVariable(list(row)) for row in rows),
+    return LazyIteratorVariable(tx, (TupleVariable(list(row)) for row in rows), list(seqs),
                                 None if strict else (zip, list(seqs)))
 
 
@@ -201,8 +201,8 @@ def _observed_errors(rows):
 
 def _enumerate(tx, seq, start=None):
     first = _const(start) if start is not None else 0
-    return LazyIteratorVariable(TupleVariable([ConstantVariable(i), v])
-                                for i, v in enumerate(iterate(tx, seq), first))
+    return LazyIteratorVariable(tx, (TupleVariable([ConstantVariable(i), v])
+                                 for i, v in enumerate(iterate(tx, seq), first)), [seq])
 
 
 def _reversed(tx, seq):
@@ -211,8 +211,8 @@ def _reversed(tx, seq):
 
 def _map(tx, fn, *seqs):
     rows = zip(*(iterate(tx, s) for s in seqs))
-    return LazyIteratorVariable((fn.call_function(tx, list(row), {}) for row in rows),
-                                (map, [fn, *seqs]))
+    return LazyIteratorVariable(tx, (fn.call_function(tx, list(row), {}) for row in rows),
+                                [fn, *seqs], (map, [fn, *seqs]))
 
 
 def _filter(tx, fn, seq):
@@ -221,7 +221,7 @@ def _filter(tx, fn, seq):
             return item.truth(tx)
         return fn.call_function(tx, [item], {}).truth(tx)
 
-    return LazyIteratorVariable(i for i in iterate(tx, seq) if keep(i))
+    return LazyIteratorVariable(tx, (i for i in iterate(tx, seq) if keep(i)), [fn, seq])
 
 
 def _sequence(cls):

@@ -23,13 +23,17 @@ after the ``yield`` -- with ``next`` on a normal exit, with ``throw`` when the b
 generator that catches the exception and returns swallows it).
 
 In ``yield from`` these pass on as CPython passes them: a value sent goes to the inner
-generator (the ``SEND`` the outer one goes back to), and ``close()`` closes the inner one
-before the outer one sees ``GeneratorExit``; another exception thrown into a generator paused
-in ``yield from`` is not traced.
+generator (the ``SEND`` the outer one goes back to), ``close()`` closes the inner one before
+the outer one sees ``GeneratorExit``, and another exception thrown in reaches the inner one
+first: what it yields the outer one yields, its return value ends the ``yield from``, and
+what it lets through is raised at the outer one's ``yield``.
 
-When the root frame returns, a generator it made and left paused inside a ``try``/``with`` of
-its own dies with the frame's locals, and CPython's ``close()`` runs its handler then: that
-``close()`` is traced at the frame's end (:func:`close_at_frame_exit`).
+A generator paused inside a ``try``/``with`` of its own is closed by CPython when its last
+reference goes, and its handler (a ``finally``) runs then: after each instruction, one that
+nothing the trace holds reaches any more is closed right there (:func:`close_dead_generators`:
+a ``for`` loop left by ``break``, ``next(gen())``, ``del g``, a helper returning), and when the
+root frame returns, those its locals held are closed in the order of the locals
+(:func:`close_at_frame_exit`).
 
 A generator still paused when the graph breaks (its frame exists only in the tracer) is
 carried on as a *real* generator that continues it: a resume function of its code
@@ -47,12 +51,14 @@ import sys
 import types
 from typing import Any
 
+from ..bytecode import PY312
 from ..exc import ObservedException, unimplemented
 from ..resume_execution import ITERATOR, NULL, VALUE, ContinueExecutionCache, ResumeSpec, live_locals
 from .base import NullVariable, VariableTracker
 from .constant import ConstantVariable
-from .lists import ListIteratorVariable, TupleVariable
-from .functions import NestedUserFunctionVariable
+from .lists import ListIteratorVariable, TupleVariable, hand_over
+from .functions import ClosureCell, NestedUserFunctionVariable
+from .hashable import HashableTracker
 from .misc import ContextManagerVariable, UserDefinedObjectVariable
 
 # the code of the function every ``@contextmanager`` returns (contextlib's ``helper``)
@@ -80,6 +86,7 @@ class LocalGeneratorVariable(ListIteratorVariable):
     def __init__(self, frame):
         super().__init__(frame.generated_items, generator=frame.code.co_name)
         self.frame = frame
+        self.death_uncertain = False  # once held only by a handler's loop (generators.py)
 
     def python_type(self) -> type:
         return types.GeneratorType
@@ -91,12 +98,12 @@ class LocalGeneratorVariable(ListIteratorVariable):
     def next_item(self) -> VariableTracker | None:
         if self.index >= len(self.items) and not self.frame.done:
             self.frame.resume()
-        return super().next_item()
+        return hand_over(self.frame.output, super().next_item())
 
     def unpack_var_sequence(self, tx) -> list[VariableTracker]:
         while not self.frame.done:
             self.frame.resume()
-        return super().unpack_var_sequence(tx)
+        return hand_over(self.frame.output, super().unpack_var_sequence(tx))
 
     def remaining(self, codegen) -> str:
         if not self.frame.done:
@@ -116,6 +123,16 @@ class LocalGeneratorVariable(ListIteratorVariable):
         if self.frame.done:
             return super().children()
         return [*self.frame.stack, *self.frame.symbolic_locals.values()]
+
+    def referents(self) -> list:
+        """What a real generator holds: the items not read yet and, until it finishes, its
+        frame (a finished generator's frame is cleared)."""
+        unread = self.items[self.index:]
+        if self.frame.done:
+            return unread
+        frame = self.frame
+        return [*unread, *frame.stack, *frame.symbolic_locals.values(), *frame.cells.values(),
+                *frame.exc_info, *frame.block_stack]
 
     # -- carried across a graph break -------------------------------------------------------------
     def resumed(self, codegen) -> str:
@@ -230,17 +247,39 @@ class LocalGeneratorVariable(ListIteratorVariable):
         if frame.done or not self.started:  # raised before its first line: finished
             frame.done = True
             _raise(exc)
+        error = ObservedException(exc, exc.python_type().__name__)
         if self._delegating():
             inner = frame.stack[-2]
-            if not isinstance(inner, LocalGeneratorVariable) or \
-                    not issubclass(exc.python_type(), GeneratorExit):
+            if not isinstance(inner, LocalGeneratorVariable):
                 unimplemented(f"generator.throw() into {self.generator}(), which is paused in "
-                              "`yield from` (the inner generator would receive it)")
-            inner.close(tx)
-        error = ObservedException(exc, exc.python_type().__name__)
+                              f"`yield from` over {inner} (not a generator the trace runs)")
+            if issubclass(exc.python_type(), GeneratorExit):
+                inner.close(tx)
+            else:
+                try:
+                    item = inner._throw(tx, exc)
+                except ObservedException as raised:  # the inner one let it through, or raised
+                    error = raised
+                else:
+                    return self._after_inner_throw(item, inner)
         if not frame.handle_exception(error, frame.current_instruction):
             frame.done = True  # no handler around the `yield`: on up to the caller
             raise error
+        return self.next_item()
+
+    def _after_inner_throw(self, item: VariableTracker | None,
+                           inner: LocalGeneratorVariable) -> VariableTracker | None:
+        """The inner generator of ``yield from`` handled a throw(): an item it yields is this
+        one's too (still paused in ``yield from``); if it returned, ``yield from`` evaluates to
+        its return value and this frame runs on from there, as CPython's ``gen_throw`` does
+        (the ``SEND`` that finds its iterator exhausted)."""
+        frame = self.frame
+        if item is not None:
+            frame.generated_items.append(item)
+            return self.next_item()
+        send = next(i for i in reversed(frame.instructions[:frame.index])
+                    if i.opname == "SEND")
+        finish_send(frame, send, inner.frame.return_value or ConstantVariable(None))
         return self.next_item()
 
     def _item_or_stop(self, item: VariableTracker | None) -> VariableTracker:
@@ -291,6 +330,17 @@ def _stack_kinds(codegen, stack: list[VariableTracker]) -> tuple[tuple[str, ...]
     return tuple(kinds), exprs
 
 
+def finish_send(tx, send, value: VariableTracker) -> None:
+    """The iterator of ``yield from`` is exhausted: ``value`` (its return value) is what
+    ``yield from`` evaluates to, on at the SEND's target."""
+    if PY312:
+        tx.stack[-1] = value  # END_SEND drops the iterator
+    else:
+        del tx.stack[-2:]
+        tx.push(value)
+    tx.jump(send)
+
+
 def resumed_generator(code: types.CodeType, f_globals: dict, closure: tuple,
                       *args: Any) -> types.GeneratorType:
     """Call a generator's resume function (its closure: the paused frame's cells)."""
@@ -314,34 +364,116 @@ def close_at_frame_exit(tx) -> None:
     """The root frame returns: a generator it made that is paused inside a ``try``/``with`` of
     its own and that only its locals hold dies with them, and CPython's ``close()`` runs its
     handler then -- after the return value is computed, in the order of the locals. That
-    ``close()`` is traced now, at the same point of the program. One that no local holds (it
-    died earlier) or that the return value reaches (it lives on) is left to
-    :func:`check_paused_generators`."""
+    ``close()`` is traced now, at the same point of the program. One that the return value
+    reaches (it lives on) is left to :func:`check_paused_generators`."""
     pending = [g for g in tx.output.local_generators if g.cleanup_pending()]
     if not pending:
         return
-    escaping = _reachable([tx.return_value])
+    escaping = reachable([tx.return_value, *_outside_roots(tx.output)])
     for name in tx.code.co_varnames:
-        held = _reachable([tx.symbolic_locals[name]]) if name in tx.symbolic_locals else set()
+        held = reachable([tx.symbolic_locals[name]]) if name in tx.symbolic_locals else set()
         for gen in pending:
             if id(gen) in held and id(gen) not in escaping and gen.cleanup_pending():
-                try:
-                    gen.close(tx)
-                except ObservedException as e:  # CPython would only print it (unraisable)
-                    unimplemented(f"closing the generator {gen.generator}() when the frame "
-                                  f"returns raises {exception_type(e).__name__}")
+                _close_dying(tx, gen)
 
 
-def _reachable(roots: list[VariableTracker]) -> set[int]:
-    """id() of every tracker reachable from ``roots`` through ``children()``."""
+def close_dead_generators(tx) -> None:
+    """After each instruction: a generator paused inside a ``try``/``with`` of its own that
+    nothing holds any more -- the ``for`` loop left by ``break`` popped it, ``next(gen())``
+    returned, ``del g``, the helper that made it returned -- is closed now, as CPython's
+    reference counting closes it at that point, and its ``finally`` runs before the next
+    instruction. Held means reachable from what the running frames hold (stack, locals,
+    cells, the values a handler is using), from the locals of frames an exception left (its
+    traceback keeps them), or from objects outside the frame the trace stored it into."""
+    output = tx.output
+    if getattr(output, "closing_generators", False):
+        return  # a close() in progress runs the generator's own code
+    output.local_generators[:] = [g for g in output.local_generators if not g.frame.done]
+    while True:
+        running = {id(frame) for frame in output.running}
+        pending = [g for g in output.local_generators
+                   if id(g.frame) not in running and g.cleanup_pending()]
+        if not pending:
+            return
+        precise, handed = _live_roots(output)
+        wanted = {id(g) for g in pending}
+        held = reachable(precise + handed, stop_when_seen=wanted)
+        if handed:  # held only by what a handler got while running: it dies some time later
+            surely_held = reachable(precise, stop_when_seen=wanted)
+            for gen in pending:
+                gen.death_uncertain |= id(gen) in held and id(gen) not in surely_held
+        dead = [g for g in pending if id(g) not in held]
+        if not dead:
+            return
+        output.closing_generators = True
+        try:
+            for gen in dead:
+                _close_dying(tx, gen)
+        finally:
+            output.closing_generators = False
+
+
+def _close_dying(tx, gen: LocalGeneratorVariable) -> None:
+    if gen.death_uncertain:
+        unimplemented(f"the generator {gen.generator}() paused inside a try/with block dies "
+                      "inside a builtin's loop over the items it was handed: the trace cannot "
+                      "tell at which point CPython runs its cleanup")
+    try:
+        gen.close(tx)
+    except ObservedException as e:  # CPython would only print it (unraisable)
+        unimplemented(f"closing the generator {gen.generator}() when it is garbage collected "
+                      f"raises {exception_type(e).__name__}")
+
+
+def _live_roots(output) -> tuple[list, list]:
+    """What the running frames hold for sure, and what their handlers got while running. The
+    stacks first: a generator that is alive is most often found there (the ``with`` block of
+    a ``@contextmanager`` keeps it on the stack), and the walk stops once it is found."""
+    stacks, rest, handed = [], [], []
+    for frame in output.running:
+        stacks += [*frame.stack, *frame.in_flight, *frame.block_stack]
+        rest += [*frame.symbolic_locals.values(), *frame.cells.values(), *frame.exc_info,
+                 frame.return_value]
+        handed += frame.handed
+    return [*stacks, *rest, *_outside_roots(output)], handed
+
+
+def _outside_roots(output) -> list:
+    """What objects from outside the frame hold: the values the trace stored into them."""
+    mutations = output.side_effects.mutations
+    return [*output.held_by_tracebacks, *(m.target for m in mutations),
+            *(v for m in mutations for v in [*m.args, *m.kwargs.values()])]
+
+
+def reachable(roots: list, stop_when_seen: set[int] | None = None) -> set[int]:
+    """id() of everything reachable from ``roots`` through what trackers hold
+    (:meth:`VariableTracker.referents`), closure cells and dict keys. With ``stop_when_seen``,
+    stops as soon as all of those are seen."""
     seen: set[int] = set()
-    todo = [r for r in roots if r is not None]
+    todo = [r for r in reversed(roots) if r is not None]  # depth first, from the first root
+    wanted = set(stop_when_seen or ())
     while todo:
-        vt = todo.pop()
-        if id(vt) not in seen:
-            seen.add(id(vt))
-            todo += vt.children()
+        value = todo.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        wanted.discard(id(value))
+        if stop_when_seen and not wanted:
+            break
+        todo += _referents(value)
     return seen
+
+
+def _referents(value: Any) -> Any:
+    if isinstance(value, VariableTracker):
+        return value.referents()
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return value
+    if isinstance(value, dict):
+        return [*value, *value.values()]
+    if isinstance(value, (ClosureCell, HashableTracker)):
+        return vars(value).values()
+    return ()
 
 
 def check_paused_generators(generators: list[LocalGeneratorVariable]) -> None:

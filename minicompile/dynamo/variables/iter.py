@@ -59,7 +59,8 @@ def _const_is_none(vt: VariableTracker) -> bool:
 
 
 def _islice(tx, seq, *bounds):
-    return LazyIteratorVariable(itertools.islice(iterate(tx, seq), *(_const(b) for b in bounds)))
+    rows = itertools.islice(iterate(tx, seq), *(_const(b) for b in bounds))
+    return LazyIteratorVariable(tx, rows, [seq])
 
 
 def _repeat(tx, obj, times=None):

@@ -446,16 +446,27 @@ def extend_from_iterator(tx, container: VariableTracker, append: str,
     return ConstantVariable(None)
 
 
+def hand_over(output, items):
+    """Items an iterator hands out and forgets (``referents`` no longer has them): the handler
+    that asked for them holds them now, until it returns (what a generator's lifetime reads,
+    generators.py)."""
+    if output.running and items is not None:
+        output.running[-1].handed.extend(items if isinstance(items, list) else [items])
+    return items
+
+
 class LazyIteratorVariable(ListIteratorVariable):
     """An iterator made from others (``zip``, ``map``, ``enumerate``, ``filter``, ``islice``):
     each item is made when asked for, pulling from its sources in CPython's order, so a
     generator among them runs only as far as the consumer reads, and ``map``'s function is
     called when CPython calls it."""
 
-    def __init__(self, rows: Iterator[VariableTracker],
+    def __init__(self, tx, rows: Iterator[VariableTracker], sources: list[VariableTracker],
                  made_by: tuple[Any, list[VariableTracker]] | None = None):
         super().__init__([])
+        self.output = tx.output
         self.rows, self.exhausted = rows, False
+        self.sources = sources  # what it pulls from (and calls): what the real one holds
         # (the builtin, its arguments): how to make it for real while it has made nothing yet
         self.made_by = made_by
 
@@ -466,12 +477,12 @@ class LazyIteratorVariable(ListIteratorVariable):
                 self.exhausted = True
             else:
                 self.items.append(row)
-        return super().next_item()
+        return hand_over(self.output, super().next_item())
 
     def unpack_var_sequence(self, tx) -> list[VariableTracker]:
         self.items.extend(self.rows)
         self.exhausted = True
-        return super().unpack_var_sequence(tx)
+        return hand_over(self.output, super().unpack_var_sequence(tx))
 
     def remaining(self, codegen) -> str:
         if not self.items and not self.exhausted and self.made_by is not None:
@@ -492,6 +503,9 @@ class LazyIteratorVariable(ListIteratorVariable):
 
     def children(self) -> list[VariableTracker]:
         return [*super().children(), *(self.made_by[1] if self.made_by else ())]
+
+    def referents(self) -> list:
+        return [*self.items[self.index:], *self.sources]  # the items it made and handed out: gone
 
     def is_built_container(self) -> bool:
         return self.made_by is not None  # made again on each reconstruct
