@@ -80,9 +80,11 @@ def tiny_spec(build=None) -> ModelSpec:
 
 @pytest.mark.parametrize("mode", ["inference", "training"])
 def test_harness_passes_a_right_model(mode):
+    """One graph for inference; training adds the optimizer step's own graph after the break
+    that ``torch.optim``'s ``_use_grad`` asks for, as in real Dynamo."""
     r = run_minicompile(tiny_spec(), mode)
     assert (r.status, r.reason) == ("pass", "")
-    assert (r.mc_graphs, r.mc_breaks) == (1, 0)
+    assert (r.mc_graphs, r.mc_breaks) == ((1, 0) if mode == "inference" else (2, 1))
 
 
 @pytest.mark.parametrize("mode", ["inference", "training"])
