@@ -53,7 +53,7 @@ EAGER_ERRORS: dict[str, EagerError] = {
     "index_select_dim1": EagerError(RuntimeError, "INDICES element is out of DATA bounds, "
                                                   "id={value} axis_dim={size}"),
     "gather": EagerError(RuntimeError, OUT_OF_BOUNDS),
-    "scatter": EagerError(RuntimeError, OUT_OF_BOUNDS),
+    "scatter": EagerError(RuntimeError, OUT_OF_BOUNDS),  # scatter, scatter_add, index_add
     "division": EagerError(RuntimeError, "ZeroDivisionError"),  # integer // and % by zero
 }
 

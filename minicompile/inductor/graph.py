@@ -115,7 +115,8 @@ class GraphLowering:
     # --- the walk ------------------------------------------------------------------------------
     def run(self) -> "GraphLowering":
         self._ensure_meta()
-        env: dict[torch.fx.Node, Any] = {}
+        # node -> its IR (a lowering may ask which nodes produced an IR node: lowerings/scatter.py)
+        self.env = env = {}
         with V.set_graph_handler(self):
             for pos, node in enumerate(self.gm.graph.nodes):
                 self.current_node = node

@@ -206,9 +206,6 @@ FALLBACK_REASONS = {
                  "Reduction loop nest",
     aten.cumprod: "a scan (each output depends on all earlier ones): not a Pointwise or "
                   "Reduction loop nest",
-    aten.index_put: "writes at run-time indices (with accumulate, duplicates add up): a "
-                    "scatter, not a loop nest that each output element can compute alone",
-    aten.scatter_add: "a scatter with accumulation (duplicate indices add up)",
     aten.nonzero: "data-dependent output size",
     aten.masked_select: "data-dependent output size",
 }

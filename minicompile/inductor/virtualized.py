@@ -47,7 +47,9 @@ REDUCTION_INIT = {
 
 # Special ops (explicit methods on every handler):
 #   load(name, index)                 read buffer ``name`` at flat SymPy ``index``
-#   store(name, index, value)         write it
+#   store(name, index, value, mode)  write it; ``mode="atomic_add"`` adds it to what is there,
+#                                     safe where several points write one element (a scatter
+#                                     with accumulation: ``ir.Scatter``)
 #   constant(value, dtype)            a scalar
 #   index_expr(expr, dtype)           the value of a SymPy index expression (arange, masks)
 #   to_dtype(x, dtype)                cast

@@ -254,10 +254,17 @@ class CppOpsHandler:
             self.invariants.note(var, value)
         return var
 
-    def store(self, name: str, index: sympy.Expr, value: str) -> None:
+    def store(self, name: str, index: sympy.Expr, value: str, mode: str | None = None) -> None:
         # a reduction's result exists after its loop: its store goes there too
         out = self.code.suffix if value in self.code.readouts else self.code.body
         target = f"{self.pointers[name]}[{self.index(index)}]"
+        if mode == "atomic_add":  # (cpp_prefix.h: threads may add into one element at once)
+            if self.dtypes[name] in HALF_DTYPES:
+                out.writeline(f"mc::atomic_add_float(&{target}, {value});")
+            else:
+                ctype = storage_type(self.dtypes[name])
+                out.writeline(f"mc::atomic_add<{ctype}>(&{target}, static_cast<{ctype}>({value}));")
+            return
         if self.dtypes[name] in HALF_DTYPES:
             out.writeline(f"mc::store_float({target}, {value});")
             return

@@ -1,7 +1,8 @@
 """The loop-level IR (mini version of torch/_inductor/ir.py), split by idea:
 
 - ``layout``      ``Layout``: size, stride, offset as SymPy; ``make_indexer`` gives flat indices
-- ``nodes``       ``Pointwise``/``Reduction`` (how to compute an element) and ``Buffer``,
+- ``nodes``       ``Pointwise``/``Reduction`` (how to compute an element), ``Scatter`` (where
+                  to write one, at indices read from a tensor) and ``Buffer``,
                   ``InputBuffer``, ``ComputedBuffer`` (named storage; prints as a loop nest)
 - ``views``       ``View`` (index remapping), ``ReinterpretView`` (strided view of a buffer)
 - ``extern``      ``ExternKernel``/``FallbackKernel``/``MultiOutput``: ATen library calls
@@ -17,13 +18,13 @@ from .inline import InlineLoads, inline_producers, substitutions, unflatten_inde
 from .layout import Layout, contiguous_strides, dtype_name
 from .mutation import InPlaceBuffer, InPlaceFallback, storage_owner
 from .nodes import (REDUCTION_INIT, Buffer, ComputedBuffer, InputBuffer, IRNode, Loops, Pointwise,
-                    Reduction)
+                    Reduction, Scatter)
 from .printer import PrintHandler, format_body, format_loop_nest
 from .read_writes import MemoryDep, ReadWrites, RecordReadWrites, StarDep, extract_read_writes
 from .views import ReinterpretView, View, as_strided_layout, broadcast_reader
 
 __all__ = [
-    "Layout", "contiguous_strides", "dtype_name", "IRNode", "Loops", "Pointwise", "Reduction",
+    "Layout", "contiguous_strides", "dtype_name", "IRNode", "Loops", "Pointwise", "Reduction", "Scatter",
     "REDUCTION_INIT", "Buffer", "InputBuffer", "ComputedBuffer", "View", "ReinterpretView",
     "as_strided_layout", "broadcast_reader", "ExternKernel", "FallbackKernel", "MultiOutput",
     "layout_of", "InPlaceBuffer", "InPlaceFallback", "storage_owner",

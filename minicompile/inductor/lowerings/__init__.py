@@ -1,4 +1,5 @@
 """The families of lowerings (mirrors the sections of torch/_inductor/lowering.py); importing this
 package fills ``minicompile.inductor.lowering.lowerings``."""
 
-from . import creation, extern, mutation, nn, pointwise, pooling, reductions, views  # noqa: F401
+from . import (creation, extern, mutation, nn, pointwise, pooling, reductions, scatter,  # noqa: F401
+               views)
