@@ -223,7 +223,17 @@ class GraphLowering:
         for loops in pytree.tree_leaves(result):
             if isinstance(loops, Loops):
                 loops.origins = inlined | set(self.current_origins())
-        # every value gets a buffer, but a scalar constant: its readers inline it
+        # every value gets a buffer, but a scalar constant (its readers inline it) and a result
+        # nothing takes (max-pooling's indices in inference: no kernel computes them)
+        if isinstance(result, (tuple, list)) and node.users and \
+                all(u.target is operator.getitem for u in node.users):
+            taken = {u.args[1] for u in node.users}
+            return type(result)(self.realize_value(r) if k in taken else r
+                                for k, r in enumerate(result))
+        return self.realize_value(result)
+
+    @staticmethod
+    def realize_value(result: Any) -> Any:
         return pytree.tree_map_only(
             Loops, lambda x: x if is_scalar_constant(x) else realize(x), result)
 
