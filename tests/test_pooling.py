@@ -5,32 +5,13 @@ can leave the input."""
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 import torch
 import torch.nn.functional as F
 
 import minicompile as mc
-from conftest import TEST_DEVICE, record_compiled_graphs
-from minicompile import config
-from minicompile.inductor.codegen import cpp_build
 from minicompile.inductor.ir import PrintHandler
 from minicompile.inductor.virtualized import set_ops_handler
-
-BACKENDS = ["reference", "cpp", "triton"] if TEST_DEVICE == "cpu" else ["triton"]
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request, monkeypatch):
-    if request.param == "cpp" and shutil.which(cpp_build.CXX) is None:
-        pytest.skip("no C++ compiler")
-    monkeypatch.setattr(config.inductor, "cpu_backend", request.param)
-    graphs = record_compiled_graphs(monkeypatch)
-    mc.reset()
-    yield request.param, graphs
-    mc.reset()
-
 
 POOLS = {  # name -> (max_pool2d arguments, input size)
     "3x3_s2_p1_even": ((3, 2, 1), (2, 3, 10, 8)),
@@ -50,7 +31,7 @@ def special_values(x: torch.Tensor) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("name", list(POOLS))
-def test_max_pool_matches_eager(name, backend):
+def test_max_pool_matches_eager(name, kernel_backend):
     args, size = POOLS[name]
     fn = lambda t: F.max_pool2d(t, *args)  # noqa: E731
     x = special_values(torch.randn(size))
@@ -59,7 +40,7 @@ def test_max_pool_matches_eager(name, backend):
 
 
 @pytest.mark.parametrize("name", ["3x3_s2_p1_odd", "ceil_mode", "dilated"])
-def test_max_pool_gradient_and_indices_match_eager(name, backend):
+def test_max_pool_gradient_and_indices_match_eager(name, kernel_backend):
     args, size = POOLS[name]
     fn = lambda t: F.max_pool2d(t, *args, return_indices=True)  # noqa: E731
     x = special_values(torch.randn(size).round())  # ties: the first of the window wins
@@ -72,17 +53,17 @@ def test_max_pool_gradient_and_indices_match_eager(name, backend):
     torch.testing.assert_close(mine.grad, ref.grad, equal_nan=True)
 
 
-def test_max_pool_bfloat16(backend):
+def test_max_pool_bfloat16(kernel_backend):
     fn = lambda t: F.max_pool2d(t, 3, 2, 1)  # noqa: E731
     x = torch.randn(2, 4, 12, 10, dtype=torch.bfloat16)
     torch.testing.assert_close(mc.compile(fn, backend="inductor")(x), fn(x))
 
 
-def test_inference_computes_the_maxima_alone_with_the_fewest_bounds_tests(backend):
+def test_inference_computes_the_maxima_alone_with_the_fewest_bounds_tests(kernel_backend):
     """No index bookkeeping where nothing reads the indices (one buffer, no ``isnan``), and of a
     3x3 stride-2 window with padding 1 over an even size, only the elements of its first row or
     column (5 of 9) can fall into the padding: the 4 others load unmasked."""
-    _, graphs = backend
+    _, graphs = kernel_backend
     fn = lambda t: F.max_pool2d(t, 3, 2, 1)  # noqa: E731
     x = torch.randn(2, 3, 16, 12)
     torch.testing.assert_close(mc.compile(fn, backend="inductor")(x), fn(x))

@@ -6,39 +6,20 @@ kernel ran, not ATen (a fallback would pass any comparison)."""
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 import torch
 import torch.nn.functional as F
 
 import minicompile as mc
-from conftest import TEST_DEVICE, record_compiled_graphs
-from minicompile import config
-from minicompile.inductor.codegen import cpp_build
-
-CPU_BACKENDS = ["reference", "cpp", "triton"] if TEST_DEVICE == "cpu" else ["triton"]
-
-
-@pytest.fixture(params=CPU_BACKENDS)
-def backend(request, monkeypatch):
-    if request.param == "cpp" and shutil.which(cpp_build.CXX) is None:
-        pytest.skip("no C++ compiler")
-    monkeypatch.setattr(config.inductor, "cpu_backend", request.param)
-    graphs = record_compiled_graphs(monkeypatch)
-    mc.reset()
-    yield request.param, graphs
-    mc.reset()
-
 
 def fallbacks(graphs) -> list:
     return [f for g in graphs for f in g.graph.fallbacks]
 
 
-def check(fn, args, backend, fallback: str | None = None, **tol):
+def check(fn, args, kernel_backend, fallback: str | None = None, **tol):
     """``fn`` compiled matches eager; its scatters ran as kernels (or, with ``fallback``, fell back
     to ATen with a reason containing it)."""
-    _, graphs = backend
+    _, graphs = kernel_backend
     expected = fn(*[a.clone() for a in args])
     got = mc.compile(fn, backend="inductor")(*[a.clone() for a in args])
     torch.testing.assert_close(got, expected, **tol)
@@ -109,55 +90,57 @@ CASES = {  # name -> (fn, args)
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_scatter_matches_eager(name, backend):
+def test_scatter_matches_eager(name, kernel_backend):
     fn, make = CASES[name]
-    check(fn, make(), backend, atol=1e-5, rtol=1e-5)
+    check(fn, make(), kernel_backend, atol=1e-5, rtol=1e-5)
 
 
-def test_bfloat16_accumulates_where_the_backend_has_an_atomic_add(backend):
+def test_bfloat16_accumulates_where_the_backend_has_an_atomic_add(kernel_backend):
     """bf16 adds atomically in C++ (a compare-and-swap) and in Triton on sm90; under Triton's
     interpreter it has none: there it falls back, and says so."""
-    name, _ = backend
+    name, _ = kernel_backend
     x = torch.randn(64, 32, dtype=torch.bfloat16)
     i, s = torch.randint(0, 64, (16,)), torch.randn(16, 32, dtype=torch.bfloat16)
     no_atomic = name == "triton" and not (x.is_cuda and torch.cuda.get_device_capability()[0] >= 9)
-    check(lambda x, i, s: x.index_add(0, i, s), (x, i, s), backend,
+    check(lambda x, i, s: x.index_add(0, i, s), (x, i, s), kernel_backend,
           fallback="no atomic add" if no_atomic else None, atol=2e-2, rtol=2e-2)
 
 
-def test_bool_accumulation_falls_back_with_its_reason(backend):
+def test_bool_accumulation_falls_back_with_its_reason(kernel_backend):
     x, i, v = torch.zeros(6, dtype=torch.bool), torch.tensor([0, 2, 2]), torch.tensor(True)
-    check(lambda x, i, v: torch.index_put(x, (i,), v, accumulate=True), (x, i, v), backend,
-          fallback="no atomic add")
+    check(lambda x, i, v: torch.index_put(x, (i,), v, accumulate=True), (x, i, v),
+          kernel_backend, fallback="no atomic add")
 
 
-def test_deterministic_mode_falls_back_with_its_reason(backend):
+def test_deterministic_mode_falls_back_with_its_reason(kernel_backend):
     x, i, s = torch.randn(10, 3), torch.tensor([1, 1, 4]), torch.randn(3, 3)
     before = torch.are_deterministic_algorithms_enabled()
     torch.use_deterministic_algorithms(True)
     try:
-        check(lambda x, i, s: x.index_add(0, i, s), (x, i, s), backend, fallback="deterministic")
+        check(lambda x, i, s: x.index_add(0, i, s), (x, i, s), kernel_backend,
+              fallback="deterministic")
     finally:
         torch.use_deterministic_algorithms(before)
 
 
 # --- where the scatter writes: in place when nothing else reads the destination -----------------
 
-def test_an_intermediate_read_later_is_copied_first(backend):
+def test_an_intermediate_read_later_is_copied_first(kernel_backend):
     """``y`` (a buffer: row sums) is read after the scatter: writing into ``y`` itself would
     change that read."""
     def fn(x, i, v):
         y = x.sum(2)
         return torch.index_put(y, (i,), v, accumulate=True) + y
-    check(fn, (torch.randn(9, 4, 3), torch.tensor([1, 1, 7]), torch.randn(3, 4)), backend)
+    check(fn, (torch.randn(9, 4, 3), torch.tensor([1, 1, 7]), torch.randn(3, 4)), kernel_backend)
 
 
-def test_an_intermediate_only_the_scatter_reads_is_written_in_place(backend):
+def test_an_intermediate_only_the_scatter_reads_is_written_in_place(kernel_backend):
     """A buffer nothing but the scatter reads (a row sum here) takes the scatter itself: no copy
     of it is made first."""
-    _, graphs = backend
+    _, graphs = kernel_backend
     fn = lambda x, i, s: x.sum(2).index_add(0, i, s) * 2  # noqa: E731
-    check(fn, (torch.randn(50, 8, 3), torch.randint(0, 50, (30,)), torch.randn(30, 8)), backend)
+    check(fn, (torch.randn(50, 8, 3), torch.randint(0, 50, (30,)), torch.randn(30, 8)),
+          kernel_backend)
     buffers = graphs[0].graph.buffers
     scatter = next(b for b in buffers if "Scatter" in b.describe())
     assert "Reduction(sum)" in graphs[0].graph.get_buffer(scatter.mutated).describe()
@@ -165,7 +148,7 @@ def test_an_intermediate_only_the_scatter_reads_is_written_in_place(backend):
     assert len(pointwise) == 1  # the ``* 2``; a copy of the sums would be another
 
 
-def test_an_input_updated_in_place_takes_the_scatter(backend):
+def test_an_input_updated_in_place_takes_the_scatter(kernel_backend):
     """``x.index_add_(...)``: the kernel adds into ``x`` itself (no copy back); duplicates add."""
     def fn(x, i, s):
         x.index_add_(0, i, s)
@@ -174,9 +157,9 @@ def test_an_input_updated_in_place_takes_the_scatter(backend):
     mc.compile(fn, backend="inductor")(mine, i, s)
     fn(ref, i, s)
     torch.testing.assert_close(mine, ref)
-    _, graphs = backend
+    _, graphs = kernel_backend
     graph = graphs[0].graph
-    assert not fallbacks(graph and graphs)
+    assert not fallbacks(graphs)
     assert any(getattr(b, "mutated", None) in graph.graph_inputs and "Scatter" in b.describe()
                for b in graph.buffers)
 
@@ -194,10 +177,10 @@ def _grads(fn, *args):
     lambda x, i, v: x.index_add(0, i, v * 2).tanh(),
     lambda x, i, v: F.embedding(i, x).mul(v).sum(0),  # backward: zeros().index_put(acc=True)
 ], ids=["index_put", "index_add", "embedding"])
-def test_training_through_a_scatter(fn, backend):
+def test_training_through_a_scatter(fn, kernel_backend):
     x, i, v = torch.randn(12, 5), torch.tensor([0, 3, 3, 11, 3, -12 + 12]), torch.randn(6, 5)
     compiled = mc.compile(fn, backend="inductor")
     for got, want in zip(_grads(compiled, x, i, v), _grads(fn, x, i, v)):
         torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
-    _, graphs = backend
+    _, graphs = kernel_backend
     assert mc.metrics.eager_fallbacks == 0 and not fallbacks(graphs)
