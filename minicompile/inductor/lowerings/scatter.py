@@ -201,6 +201,7 @@ def scatter_value_plan(dest: IRNode, dim: int, index: IRNode, value: Any):
 # functional op -> what it writes (``lowerings/mutation.py`` writes it into an input in place)
 SCATTER_PLANS: dict[Any, Callable[..., ScatterPlan]] = {
     aten.index_put.default: index_put_plan,
+    aten._unsafe_index_put.default: index_put_plan,  # (eager skips the index checks; kept here)
     aten.index_add.default: index_add_plan,
     aten.scatter.src: scatter_plan,
     aten.scatter.value: scatter_value_plan,
