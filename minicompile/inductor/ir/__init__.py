@@ -24,8 +24,8 @@ from .read_writes import MemoryDep, ReadWrites, RecordReadWrites, StarDep, extra
 from .views import ReinterpretView, View, as_strided_layout, broadcast_reader
 
 __all__ = [
-    "Layout", "contiguous_strides", "dtype_name", "IRNode", "Loops", "Pointwise", "Reduction", "Scatter",
-    "REDUCTION_INIT", "Buffer", "InputBuffer", "ComputedBuffer", "View", "ReinterpretView",
+    "Layout", "contiguous_strides", "dtype_name", "IRNode", "Loops", "Pointwise", "Reduction",
+    "Scatter", "REDUCTION_INIT", "Buffer", "InputBuffer", "ComputedBuffer", "View", "ReinterpretView",
     "as_strided_layout", "broadcast_reader", "ExternKernel", "FallbackKernel", "MultiOutput",
     "layout_of", "InPlaceBuffer", "InPlaceFallback", "storage_owner",
     "MemoryDep", "StarDep", "ReadWrites", "RecordReadWrites", "extract_read_writes",

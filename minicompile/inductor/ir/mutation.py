@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from ..sizevars import Expr
 from .extern import ExternKernel, distinct_elements
 from .layout import Layout, dtype_name
-from .nodes import ComputedBuffer, Index, Scatter
+from .nodes import ComputedBuffer, Index
 from .read_writes import MemoryDep, ReadWrites, StarDep
 
 
@@ -54,11 +54,8 @@ class InPlaceBuffer(ComputedBuffer):
         return rw
 
     def describe(self) -> str:
-        where = (f"at indices it reads ({type(self.data).__name__}"
-                 f"{', ' + self.data.scatter_mode if self.data.scatter_mode else ''})"
-                 if isinstance(self.data, Scatter) else f"elements {self.region}")
         return (f"{self.name}: {dtype_name(self.get_dtype())}{self.get_size()} = InPlaceBuffer "
-                f"into {self.mutated}, {where}")
+                f"into {self.mutated}, {self.data.written_where(self.region)}")
 
 
 @dataclass(eq=False)

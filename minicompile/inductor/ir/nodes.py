@@ -81,6 +81,10 @@ class Loops(IRNode):
         """Whether storing reads the element it overwrites (an atomic add does)."""
         return False
 
+    def written_where(self, region: Any) -> str:
+        """Which elements of a buffer laid out as ``region`` it writes, in words."""
+        return f"elements {region}"
+
     def index_vars(self) -> tuple[list[sympy.Symbol], list[sympy.Symbol]]:
         """Fresh loop variables ``i0..`` for ``ranges`` and ``r0..`` for the reduction ranges."""
         return ([index_var("i", k) for k in range(len(self.ranges))],
@@ -118,6 +122,9 @@ class Scatter(Pointwise):
 
     def reads_destination(self) -> bool:
         return self.scatter_mode is not None  # an atomic add reads the element it writes
+
+    def written_where(self, region: Any) -> str:
+        return f"at indices it reads (Scatter{', ' + self.scatter_mode if self.scatter_mode else ''})"
 
     def store_output(self, name: str, indexer: Callable[[Index], Expr], index: Index,
                      rindex: Index = ()) -> Any:
