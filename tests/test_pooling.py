@@ -59,6 +59,17 @@ def test_max_pool_bfloat16(kernel_backend):
     torch.testing.assert_close(mc.compile(fn, backend="inductor")(x), fn(x))
 
 
+def test_max_pool_of_integers_pads_with_the_lowest_integer(kernel_backend):
+    """Padding is the dtype's lowest value: -inf has no integer (a window of negative values
+    next to the padding must not see a 0 there)."""
+    fn = lambda t: F.max_pool2d(t, 3, 2, 1, return_indices=True)  # noqa: E731
+    x = torch.randint(-2**40, -1, (1, 2, 7, 8))
+    if x.is_cuda:
+        pytest.skip("eager's CUDA max_pool2d takes floating-point tensors only")
+    (values, indices), (want, want_indices) = mc.compile(fn, backend="inductor")(x), fn(x)
+    assert torch.equal(values, want) and torch.equal(indices, want_indices)
+
+
 def test_inference_computes_the_maxima_alone_with_the_fewest_bounds_tests(kernel_backend):
     """No index bookkeeping where nothing reads the indices (one buffer, no ``isnan``), and of a
     3x3 stride-2 window with padding 1 over an even size, only the elements of its first row or

@@ -79,11 +79,15 @@ def _may_leave(offset: int, stride: int, out_len: Expr, size: Expr) -> tuple[boo
 
 class _Window:
     """The elements of a 2-D pooling window: ``load(index, i, j)`` reads window element
-    ``(i, j)`` of output ``index``, ``-inf`` where it lies in the padding, with a bounds test on
-    the sides where it can (``_may_leave``); ``valid`` is that test (None: always inside)."""
+    ``(i, j)`` of output ``index``, the dtype's lowest value (``-inf``) where it lies in the
+    padding, with a bounds test on the sides where it can (``_may_leave``); ``valid`` is that
+    test (None: always inside)."""
 
     def __init__(self, x: IRNode, size, kernel, stride, padding, dilation):
         self.load_x, (self.H, self.W) = x.make_loader(), x.get_size()[-2:]
+        dtype = x.get_dtype()
+        self.lowest = float("-inf") if dtype.is_floating_point else \
+            False if dtype == torch.bool else torch.iinfo(dtype).min
         self.kernel, self.stride, self.padding, self.dilation = kernel, stride, padding, dilation
         OH, OW = size[-2:]
         self.tests = {(i, j): (_may_leave(i * dilation[0] - padding[0], stride[0], OH, self.H),
@@ -107,7 +111,7 @@ class _Window:
     def load(self, index, i, j, valid):
         h, w = self.position(index, i, j)
         read = lambda: self.load_x([*index[:-2], h, w])  # noqa: E731
-        return read() if valid is None else ops.masked(valid, read, float("-inf"))
+        return read() if valid is None else ops.masked(valid, read, self.lowest)
 
 
 @register_lowering(aten.max_pool2d_with_indices)
@@ -126,6 +130,7 @@ def max_pool2d_with_indices(x: IRNode, kernel_size, stride=None, padding=0, dila
     size = out_size(0)
     window = _Window(x, size, (kh, kw), (sh, sw), (ph, pw), (dh, dw))
     elements = [(i, j) for i in range(kh) for j in range(kw)]
+    floating = x.get_dtype().is_floating_point
 
     def first_inside(oh, ow):  # where eager starts when every element seen is padding
         h0 = ops.maximum(_index(oh * sh - ph), _c(0))
@@ -152,7 +157,8 @@ def max_pool2d_with_indices(x: IRNode, kernel_size, stride=None, padding=0, dila
                     ops.where(valid, flat, first_inside(*index[-2:]))
                 continue
             # eager's test: a NaN always takes over (the last NaN of the window wins)
-            take = ops.logical_or(ops.gt(value, best), ops.isnan(value))
+            take = ops.logical_or(ops.gt(value, best), ops.isnan(value)) if floating else \
+                ops.gt(value, best)
             take = take if valid is None else ops.logical_and(valid, take)
             best, index_of = ops.where(take, value, best), ops.where(take, flat, index_of)
         return index_of
