@@ -193,6 +193,7 @@ class LoopCode:
     suffix: IndentedBuffer = field(default_factory=IndentedBuffer)  # after it
     accumulators: list[Accumulator] = field(default_factory=list)
     readouts: set[str] = field(default_factory=set)  # results of this loop's reductions
+    threads_asked: bool = False  # ``hoisted`` says whether other threads share the loop
 
 
 class CppOpsHandler:
@@ -221,6 +222,7 @@ class CppOpsHandler:
         self.dim_sizes: list[tuple[int, sympy.Expr]] = []
         self.ranges: dict[str, tuple[int, int]] = {}  # temporary -> its known [low, high]
         self.invariants = LoopInvariants()  # values a check may repeat before the loop
+        self.adds_into_shared = False  # an atomic add's store: points may share an element
 
     def _fresh(self, prefix: str) -> str:
         n = self._counts[prefix]
@@ -259,11 +261,17 @@ class CppOpsHandler:
         out = self.code.suffix if value in self.code.readouts else self.code.body
         target = f"{self.pointers[name]}[{self.index(index)}]"
         if mode == "atomic_add":  # (cpp_prefix.h: threads may add into one element at once)
+            self.adds_into_shared = True
+            if not self.code.threads_asked:  # (a lone thread adds without the atomic's cost)
+                self.code.hoisted.writeline("const bool shared = omp_in_parallel();  "
+                                            "// other threads may add into the same elements")
+                self.code.threads_asked = True
             if self.dtypes[name] in HALF_DTYPES:
-                out.writeline(f"mc::atomic_add_float(&{target}, {value});")
+                out.writeline(f"mc::atomic_add_float(&{target}, {value}, shared);")
             else:
                 ctype = storage_type(self.dtypes[name])
-                out.writeline(f"mc::atomic_add<{ctype}>(&{target}, static_cast<{ctype}>({value}));")
+                out.writeline(f"mc::atomic_add<{ctype}>(&{target}, static_cast<{ctype}>({value}), "
+                              "shared);")
             return
         if self.dtypes[name] in HALF_DTYPES:
             out.writeline(f"mc::store_float({target}, {value});")
