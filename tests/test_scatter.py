@@ -16,9 +16,9 @@ def fallbacks(graphs) -> list:
     return [f for g in graphs for f in g.graph.fallbacks]
 
 
-def check(fn, args, kernel_backend, fallback: str | None = None, **tol):
-    """``fn`` compiled matches eager; its scatters ran as kernels (or, with ``fallback``, fell back
-    to ATen with a reason containing it)."""
+def check(fn, args, kernel_backend, fallback: str | None = None, kind: str = "Scatter", **tol):
+    """``fn`` compiled matches eager; its scatters ran as kernels of ``kind`` (or, with
+    ``fallback``, fell back to ATen with a reason containing it)."""
     _, graphs = kernel_backend
     expected = fn(*[a.clone() for a in args])
     got = mc.compile(fn, backend="inductor")(*[a.clone() for a in args])
@@ -26,8 +26,8 @@ def check(fn, args, kernel_backend, fallback: str | None = None, **tol):
     assert graphs and mc.metrics.eager_fallbacks == 0
     if fallback is None:
         assert not fallbacks(graphs), fallbacks(graphs)
-        assert "Scatter" in "\n".join(b.describe() for g in graphs for b in g.graph.buffers
-                                      if hasattr(b, "describe"))
+        assert kind in "\n".join(b.describe() for g in graphs for b in g.graph.buffers
+                                  if hasattr(b, "describe"))
     else:
         assert any(fallback in reason for _, reason in fallbacks(graphs)), fallbacks(graphs)
     return graphs
@@ -93,6 +93,13 @@ CASES = {  # name -> (fn, args)
 def test_scatter_matches_eager(name, kernel_backend):
     fn, make = CASES[name]
     check(fn, make(), kernel_backend, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_a_boolean_mask_with_one_value_is_a_select(accumulate, kernel_backend):
+    """``x[mask] = v``: ``where(mask, v, x)``, a pointwise kernel (no ``nonzero``)."""
+    fn = lambda x, m: torch.index_put(x, (m,), torch.tensor(-1.5), accumulate) * 2  # noqa: E731
+    check(fn, (torch.randn(9, 4, 3), torch.randn(9, 4) > 0), kernel_backend, kind="Pointwise")
 
 
 def test_bfloat16_accumulates_where_the_backend_has_an_atomic_add(kernel_backend):

@@ -32,7 +32,7 @@ from typing import Any, Callable
 import torch
 
 from ..checks import Check
-from ..ir import Buffer, ComputedBuffer, InPlaceBuffer, IRNode, Layout, Scatter
+from ..ir import Buffer, ComputedBuffer, InPlaceBuffer, IRNode, Layout, Pointwise, Scatter
 from ..lowering import Unsupported, compute_into, loader, register_lowering
 from ..sizevars import Expr
 from ..virtualized import V, ops
@@ -217,6 +217,39 @@ def functional(plan: Callable) -> Callable:
     return lower
 
 
+def masked_put(x: IRNode, indices: list, values: Any, accumulate: bool = False) -> Pointwise:
+    """``x[mask] = v`` (``+= v``) with one value ``v`` for every element the boolean ``mask``
+    selects (``x[x < 0] = 0``): not a scatter but a select, ``where(mask, v, x)``, which fuses
+    with its neighbours (a scatter would first need the mask's ``nonzero()``, of data-dependent
+    size). ``mask`` covers the leading dims of ``x``."""
+    mask, size = indices[0], x.get_size()
+    nmask = len(mask.get_size())
+    load_x, load_mask = x.make_loader(), mask.make_loader()
+    load_v = loader(values, x.get_dtype(), [])
+
+    def inner_fn(i):
+        old = load_x(i)
+        new = ops.add(old, load_v([])) if accumulate else load_v([])
+        return ops.where(load_mask(i[:nmask]), new, old)
+
+    return Pointwise(x.get_device(), x.get_dtype(), inner_fn, list(size))
+
+
+def is_masked_put(x: IRNode, indices: list, values: Any) -> bool:
+    """One boolean index over the leading dims, and one value (``masked_put`` applies)."""
+    mask = indices[0] if len(indices) == 1 else None
+    one_value = not isinstance(values, IRNode) or all(s == 1 for s in values.get_size())
+    return (isinstance(mask, IRNode) and mask.get_dtype() == torch.bool and one_value
+            and list(mask.get_size()) == list(x.get_size()[:len(mask.get_size())]))
+
+
+@register_lowering(aten.index_put.default)
+def index_put(x: IRNode, indices: list, values: Any, accumulate: bool = False) -> IRNode:
+    if is_masked_put(x, indices, values):
+        return masked_put(x, indices, values, accumulate)
+    return index_put_plan(x, indices, values, accumulate).into(destination(x))
+
+
 for _op, _plan in SCATTER_PLANS.items():
-    if _op not in (aten.scatter.src, aten.scatter.value):  # (nn.py tries a gather first)
-        register_lowering(_op)(functional(_plan))
+    if _op not in (aten.scatter.src, aten.scatter.value, aten.index_put.default):
+        register_lowering(_op)(functional(_plan))  # (nn.py tries a gather first for scatter)
