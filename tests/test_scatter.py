@@ -83,6 +83,11 @@ CASES = {  # name -> (fn, args)
     "scatter_reduce_sum": (lambda x, i, s: x.scatter_reduce(0, i, s, "sum"),
                            lambda: (torch.randn(10, 4), torch.randint(0, 10, (25, 4)),
                                     torch.randn(25, 4))),
+    # the first scatter's storage lives on until the sum reads its result, not only until the
+    # scatter wrote into it: the second's zeros may not be made in it
+    "two_scatters_added": (lambda i, s: torch.zeros(10, 6).index_add(0, i, s)
+                           + torch.zeros(10, 6).index_put((i,), s * 2, accumulate=True),
+                           lambda: (torch.randint(0, 10, (6,)), torch.randn(6, 6))),
     "index_put_int64": (lambda x, i, v: torch.index_put(x, (i,), v, accumulate=True),
                         lambda: (torch.randint(-9, 9, (20,)), torch.randint(0, 20, (40,)),
                                  torch.randint(-9, 9, (40,)))),

@@ -33,6 +33,7 @@ from ..lowering import (Unsupported, make_pointwise, realize, realize_strided,
 from ..sizevars import Expr, index_var, sympify
 from ..virtualized import V, set_ops_handler
 from .scatter import SCATTER_PLANS
+from .views import broadcast_shapes
 
 log = logging.getLogger(__name__)
 aten = torch.ops.aten
@@ -130,16 +131,6 @@ def _numel(node: IRNode) -> Expr:
     return sympy.Mul(*node.get_size())
 
 
-def _broadcast_numel(sizes: list[list[Expr]]) -> Expr:
-    """Elements of the shape the index tensors broadcast to."""
-    ndim = max((len(s) for s in sizes), default=0)
-    out = []
-    for d in range(1, ndim + 1):
-        dims = [s[-d] for s in sizes if len(s) >= d and s[-d] != 1]
-        out.append(dims[0] if dims else sympy.Integer(1))
-    return sympy.Mul(*out)
-
-
 def _index_put(base: Buffer, indices: list, values: Any, accumulate: bool = False) -> dict:
     """``x[indices] = values``: the elements of ``x[indices]`` (for a bool mask, at most all the
     elements it covers)."""
@@ -150,7 +141,7 @@ def _index_put(base: Buffer, indices: list, values: Any, accumulate: bool = Fals
         d += 1 if i is None or i.get_dtype() != torch.bool else len(i.get_size())
     kept += size[d:]
     tensors = [i.get_size() for i in indices if i is not None]
-    return dict(written=_broadcast_numel(tensors) * sympy.Mul(*kept),
+    return dict(written=sympy.Mul(*broadcast_shapes(tensors)) * sympy.Mul(*kept),
                 reads_written=bool(accumulate))
 
 
