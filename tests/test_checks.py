@@ -40,6 +40,8 @@ INDEXING = {
     # stores through a loaded index (scatter kernels): the same checks as loads
     "index_put": lambda i: torch.zeros(5, 3).index_put((i,), torch.ones(3), accumulate=True) + 1,
     "index_add": lambda i: torch.zeros(5, 3).index_add(0, i, torch.ones(2, 3)) + 1,
+    "index_add_1d": lambda i: torch.zeros(5).index_add(0, i, torch.ones(2)) + 1,  # IndexError
+    "index_add_middle_dim": lambda i: torch.zeros(2, 5, 3).index_add(1, i, torch.ones(2, 2, 3)),
     "scatter_add": lambda i: torch.zeros(5, 3).scatter_add(0, i.view(-1, 1).expand(-1, 3),
                                                            torch.ones(2, 3)) + 1,
 }

@@ -88,6 +88,12 @@ CASES = {  # name -> (fn, args)
     "two_scatters_added": (lambda i, s: torch.zeros(10, 6).index_add(0, i, s)
                            + torch.zeros(10, 6).index_put((i,), s * 2, accumulate=True),
                            lambda: (torch.randint(0, 10, (6,)), torch.randn(6, 6))),
+    # every dim of size 1: the store's address loses its loaded index, and still the scatter
+    # must not share a kernel with the copy it writes into
+    "index_put_one_element": (lambda x, i, v: torch.index_put(x, (i,), v, accumulate=True)
+                              .reshape(1, -1) * 2,
+                              lambda: (torch.randint(0, 5, (1, 1)), torch.tensor([0]),
+                                       torch.randint(0, 5, (1,)))),
     "index_put_int64": (lambda x, i, v: torch.index_put(x, (i,), v, accumulate=True),
                         lambda: (torch.randint(-9, 9, (20,)), torch.randint(0, 20, (40,)),
                                  torch.randint(-9, 9, (40,)))),
@@ -196,3 +202,20 @@ def test_training_through_a_scatter(fn, kernel_backend):
         torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
     _, graphs = kernel_backend
     assert mc.metrics.eager_fallbacks == 0 and not fallbacks(graphs)
+
+
+def test_index_add_into_an_empty_dim_raises_eagers_error(kernel_backend):
+    """Eager raises IndexError there (its RuntimeError is for an index out of a non-empty dim)."""
+    fn = lambda x, i, s: x.index_add(0, i, s)  # noqa: E731
+    args = (torch.zeros(0), torch.tensor([3]), torch.ones(1))
+    with pytest.raises(IndexError):
+        fn(*args)
+    with pytest.raises(IndexError):
+        mc.compile(fn, backend="inductor")(*args)
+
+
+def test_a_scatter_of_no_elements_checks_no_index(kernel_backend):
+    """Nothing is written into a (1, 0) tensor, and eager checks no index then (not even -2)."""
+    fn = lambda x, i, v: torch.index_put(x, (i,), v, accumulate=True) + 1  # noqa: E731
+    args = (torch.zeros(1, 0, dtype=torch.int64), torch.tensor([-2]), torch.tensor(3))
+    torch.testing.assert_close(mc.compile(fn, backend="inductor")(*args), fn(*args))

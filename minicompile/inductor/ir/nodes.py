@@ -85,6 +85,10 @@ class Loops(IRNode):
         """Which elements of a buffer laid out as ``region`` it writes, in words."""
         return f"elements {region}"
 
+    def writes_anywhere(self) -> bool:
+        """Whether a point may write any element (at an index it loads), not its own."""
+        return False
+
     def index_vars(self) -> tuple[list[sympy.Symbol], list[sympy.Symbol]]:
         """Fresh loop variables ``i0..`` for ``ranges`` and ``r0..`` for the reduction ranges."""
         return ([index_var("i", k) for k in range(len(self.ranges))],
@@ -123,8 +127,12 @@ class Scatter(Pointwise):
     def reads_destination(self) -> bool:
         return self.scatter_mode is not None  # an atomic add reads the element it writes
 
+    def writes_anywhere(self) -> bool:
+        return True
+
     def written_where(self, region: Any) -> str:
-        return f"at indices it reads (Scatter{', ' + self.scatter_mode if self.scatter_mode else ''})"
+        mode = f", {self.scatter_mode}" if self.scatter_mode else ""
+        return f"at indices it reads (Scatter{mode})"
 
     def store_output(self, name: str, indexer: Callable[[Index], Expr], index: Index,
                      rindex: Index = ()) -> Any:

@@ -89,8 +89,11 @@ class ScatterPlan:
     position: Callable
     mode: str | None
 
-    def into(self, dest: Buffer) -> InPlaceBuffer:
-        """The scatter written into ``dest``'s storage: the new value of ``dest``."""
+    def into(self, dest: Buffer) -> Buffer:
+        """The scatter written into ``dest``'s storage: the new value of ``dest`` (``dest``
+        itself where it writes nothing: eager checks no index then, nor does a kernel)."""
+        if any(s == 0 for s in self.ranges):
+            return dest
         data = Scatter(dest.get_device(), dest.get_dtype(), self.values, list(self.ranges),
                        output_indexer=self.position, scatter_mode=self.mode)
         buf = InPlaceBuffer(V.graph.new_name(), dest.layout, data, mutated=dest.get_name(),
@@ -159,11 +162,16 @@ def index_add_plan(dest: IRNode, dim: int, index: IRNode, source: IRNode, alpha:
     """``dest[..., index[k], ...] += alpha * source[..., k, ...]`` along ``dim``."""
     dim = _dim(dim, len(dest.get_size()))
     mode = scatter_mode(dest.get_dtype(), dest.get_device(), True)
+    if dest.get_size()[dim] == 0:
+        raise Unsupported("index_add into an empty dim (eager raises another error there: "
+                          "IndexError, not its RuntimeError for an index out of range)")
     shape = source.get_size()
     if len(shape) != len(dest.get_size()):
         raise Unsupported("index_add with a source of another rank than the destination")
+    ndim = len(shape)
+    check = Check("index_add_slices" if ndim == 1 or 0 < dim < ndim - 1 else "scatter", dim)
     return ScatterPlan(shape, _source(source, dest.get_dtype(), shape, alpha),
-                       _along(dest, dim, index, Check("scatter", dim)), mode)
+                       _along(dest, dim, index, check), mode)
 
 
 def scatter_plan(dest: IRNode, dim: int, index: IRNode, src: Any, accumulate: bool = False):
