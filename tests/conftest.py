@@ -133,3 +133,26 @@ def record_compiled_graphs(monkeypatch) -> list:
 
     monkeypatch.setattr(inductor_backend, "compile_fx_inner", record)
     return compiled
+
+
+# the backends a test of generated kernels runs on: each CPU backend, or Triton alone on the GPU
+KERNEL_BACKENDS = ["reference", "cpp", "triton"] if TEST_DEVICE == "cpu" else ["triton"]
+
+
+@pytest.fixture(params=KERNEL_BACKENDS)
+def kernel_backend(request, monkeypatch):
+    """``(backend name, compiled graphs)``: the test's compiles use that CPU backend, and the
+    graphs they make are recorded (to check what generated them)."""
+    import shutil
+
+    import minicompile as mc
+    from minicompile import config
+    from minicompile.inductor.codegen import cpp_build
+
+    if request.param == "cpp" and shutil.which(cpp_build.CXX) is None:
+        pytest.skip("no C++ compiler")
+    monkeypatch.setattr(config.inductor, "cpu_backend", request.param)
+    graphs = record_compiled_graphs(monkeypatch)
+    mc.reset()
+    yield request.param, graphs
+    mc.reset()

@@ -37,6 +37,13 @@ INDEXING = {
     "index_select_dim1": lambda i: torch.index_select(W, 1, i) + 1,
     "gather": lambda i: torch.gather(W, 0, i.view(-1, 1).expand(-1, 3)) + 1,
     "scatter": lambda i: torch.zeros(5, 3).scatter_(0, i.view(-1, 1).expand(-1, 3), 1.0) + 1,
+    # stores through a loaded index (scatter kernels): the same checks as loads
+    "index_put": lambda i: torch.zeros(5, 3).index_put((i,), torch.ones(3), accumulate=True) + 1,
+    "index_add": lambda i: torch.zeros(5, 3).index_add(0, i, torch.ones(2, 3)) + 1,
+    "index_add_1d": lambda i: torch.zeros(5).index_add(0, i, torch.ones(2)) + 1,  # IndexError
+    "index_add_middle_dim": lambda i: torch.zeros(2, 5, 3).index_add(1, i, torch.ones(2, 2, 3)),
+    "scatter_add": lambda i: torch.zeros(5, 3).scatter_add(0, i.view(-1, 1).expand(-1, 3),
+                                                           torch.ones(2, 3)) + 1,
 }
 BAD = [5, 7, -1, -6]  # past the end, negative (x[-1] wraps, gather raises), before the start
 

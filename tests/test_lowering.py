@@ -341,8 +341,8 @@ def test_nn_ops_lowered_whole(k):
 FALLBACK_REASONS = [  # (fn, args, words the logged reason contains)
     (lambda a: a.cummin(0)[0], (x(5, 3),), "scan"),
     (lambda a: a[a > 0], (x(5, 3),), "data-dependent"),
-    (lambda a, i: a.index_put((i,), torch.ones(3), accumulate=True), (x(6), torch.tensor([0, 2, 2])),
-     "accumulate"),
+    (lambda a, i: a.scatter_reduce(0, i, torch.ones(3), "prod"), (x(6), torch.tensor([0, 2, 2])),
+     "prod"),
 ]
 
 

@@ -333,9 +333,9 @@ def _compiler(schedulers: list):
 
 
 # MORE_MODELS left out: conv_bn_train and lstm (AOT autograd hands over graphs whose metadata
-# the lowering cannot read yet), embedding_lm (its backward's index_put is a fallback by design)
+# the lowering cannot read yet)
 ZOO = {**MODELS, **{k: MORE_MODELS[k] for k in ("swiglu", "fused_attention", "activations",
-                                                 "losses")}}
+                                                 "losses", "embedding_lm")}}
 
 
 @pytest.mark.parametrize("name", sorted(ZOO))

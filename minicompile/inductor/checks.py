@@ -53,7 +53,9 @@ EAGER_ERRORS: dict[str, EagerError] = {
     "index_select_dim1": EagerError(RuntimeError, "INDICES element is out of DATA bounds, "
                                                   "id={value} axis_dim={size}"),
     "gather": EagerError(RuntimeError, OUT_OF_BOUNDS),
-    "scatter": EagerError(RuntimeError, OUT_OF_BOUNDS),
+    "scatter": EagerError(RuntimeError, OUT_OF_BOUNDS),  # scatter, scatter_add, index_add
+    # (eager's CPU index_add of a 1-d tensor, or along a middle dim, is another kernel)
+    "index_add_slices": EagerError(IndexError, "index out of range in self"),
     "division": EagerError(RuntimeError, "ZeroDivisionError"),  # integer // and % by zero
 }
 

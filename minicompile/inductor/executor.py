@@ -104,6 +104,13 @@ TORCH_OPS = {
 }
 
 
+def write_flat(out: torch.Tensor, idx: torch.Tensor, value: torch.Tensor,
+               mode: str | None) -> None:
+    """``out[idx] = value``, or for ``mode="atomic_add"`` ``out[idx] += value`` with repeated
+    indices adding up (as eager's ``index_put_(accumulate=True)``)."""
+    out.index_put_((idx,), value, accumulate=mode == "atomic_add")
+
+
 class TorchHandler:
     """``ops`` handler computing on whole-grid torch tensors."""
 
@@ -132,14 +139,14 @@ class TorchHandler:
             idx = torch.where(self.masks[-1], idx, 0)
         return buf[self._in_bounds(name, index, idx, "reads")]
 
-    def store(self, name: str, index, value) -> None:
+    def store(self, name: str, index, value, mode: str | None = None) -> None:
         out = self.buffers[name]
         idx = self._in_bounds(name, index, self._index(index), "writes")
         value = self._tensor(value).to(out.dtype)
         # one value per point (a scan's), or per row after the reduction dims are reduced
         shape = torch.broadcast_shapes(self.store_shape, idx.shape, value.shape)
         idx, value = idx.expand(shape).reshape(-1), value.expand(shape).reshape(-1)
-        out[idx] = value
+        write_flat(out, idx, value, mode)
 
     def _in_bounds(self, name: str, index, idx: torch.Tensor, verb: str) -> torch.Tensor:
         """``idx``, checked against the buffer's size: an index expression that leaves it is a

@@ -75,6 +75,18 @@ def _has_elements(s: "Scheduler", a: "BaseSchedulerNode", b: "BaseSchedulerNode"
     return True, ""
 
 
+def _scatters_run_alone(s: "Scheduler", a: "BaseSchedulerNode",
+                        b: "BaseSchedulerNode") -> Verdict:
+    """A scatter (``ir.Scatter``) writes wherever its index tensor says: every point of the
+    kernel filling its destination must come before any of its points, and any point reading its
+    result after all of them. In one kernel, points run in any order: it stays alone (also where
+    a dim of size 1 hides its loaded index from the store's address)."""
+    for m in a.get_nodes() + b.get_nodes():
+        if m.node.data.writes_anywhere():
+            return False, f"{m.get_name()} is a scatter: it writes at indices it loads"
+    return True, ""
+
+
 def _no_extern(s: "Scheduler", a: "BaseSchedulerNode", b: "BaseSchedulerNode") -> Verdict:
     for k in (a, b):
         if k.is_extern():
@@ -226,14 +238,16 @@ def _backend_allows(s: "Scheduler", a: "BaseSchedulerNode", b: "BaseSchedulerNod
     return get_scheduling(device, s.options).can_fuse(a, b)
 
 
-RULES: list[Callable[..., Verdict]] = [_no_extern, _has_elements, _loops_fit,
+RULES: list[Callable[..., Verdict]] = [_no_extern, _scatters_run_alone, _has_elements,
+                                       _loops_fit,
                                        _one_scan_with_pointwise_work,
                                        _in_place_writes_stay_at_their_point, _reads_line_up,
                                        _reductions_run_one_way, _backend_allows]
 
 
 # refusals no loop order can lift: what the kernels are, and how many points each loops over
-LOOP_ORDER_BLIND = {_no_extern, _has_elements, _loops_fit, _one_scan_with_pointwise_work}
+LOOP_ORDER_BLIND = {_no_extern, _scatters_run_alone, _has_elements, _loops_fit,
+                    _one_scan_with_pointwise_work}
 
 
 def refusal(s: "Scheduler", a: "BaseSchedulerNode",

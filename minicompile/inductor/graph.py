@@ -117,7 +117,8 @@ class GraphLowering:
     # --- the walk ------------------------------------------------------------------------------
     def run(self) -> "GraphLowering":
         self._ensure_meta()
-        env: dict[torch.fx.Node, Any] = {}
+        # node -> its IR (a lowering may ask which nodes produced an IR node: lowerings/scatter.py)
+        self.env = env = {}
         with V.set_graph_handler(self):
             for pos, node in enumerate(self.gm.graph.nodes):
                 self.current_node = node
@@ -224,9 +225,18 @@ class GraphLowering:
         for loops in pytree.tree_leaves(result):
             if isinstance(loops, Loops):
                 loops.origins = inlined | set(self.current_origins())
-        # every value gets a buffer, laid out as eager lays out its tensor; a scalar constant
-        # gets none: its readers inline it
-        return self.realize_results(result, node.meta.get("val"))
+        # every value gets a buffer, laid out as eager lays out its tensor; but a scalar
+        # constant (its readers inline it) and a result nothing takes (max-pooling's indices in
+        # inference: no kernel computes them) get none
+        val = node.meta.get("val")
+        if isinstance(result, (tuple, list)) and node.users and \
+                all(u.target is operator.getitem for u in node.users):
+            taken = {u.args[1] for u in node.users}
+            vals = list(val) if isinstance(val, (tuple, list)) and len(val) == len(result) \
+                else [None] * len(result)
+            return type(result)(self.realize_results(r, v) if k in taken else r
+                                for k, (r, v) in enumerate(zip(result, vals)))
+        return self.realize_results(result, val)
 
     def realize_results(self, result: Any, val: Any) -> Any:
         """``result``'s loop nests realized, each in the layout eager gives its tensor in the

@@ -149,9 +149,11 @@ def inline_unfusable_producers(nodes: Sequence[Buffer],
     dropped: set[int] = set()
     for pos in range(len(nodes) - 1, -1, -1):
         producer = nodes[pos]
-        if not inlinable(producer, outputs) or reads[pos] & overwritten:
+        if not inlinable(producer, outputs) or reads[pos] & overwritten \
+                or producer.get_name() in overwritten:
             # (a value that a write in place overwrites must be read before that write: its
-            # readers may run after it, so it stays a buffer the write waits for)
+            # readers may run after it, so it stays a buffer the write waits for; and the
+            # storage a scatter writes into stays one: ``lowerings/scatter.py``)
             continue
         name = producer.get_name()
         readers = sorted(k for k in readers_of.get(name, ()) if k > pos and k not in dropped)

@@ -223,9 +223,6 @@ FALLBACK_REASONS = {
                  "carries one",
     aten.cummin: "a scan carrying two running values (the minimum and its index): ir.Scan "
                  "carries one",
-    aten.index_put: "writes at run-time indices (with accumulate, duplicates add up): a "
-                    "scatter, not a loop nest that each output element can compute alone",
-    aten.scatter_add: "a scatter with accumulation (duplicate indices add up)",
     aten.nonzero: "data-dependent output size",
     aten.masked_select: "data-dependent output size",
 }

@@ -23,6 +23,7 @@ import sympy
 
 from . import kernel_graph
 from .dependencies import rows_line_up
+from .ir.mutation import storage_owner
 from .ir.read_writes import MemoryDep
 from .lowerings.extern import FRESH_RESULTS
 
@@ -73,20 +74,26 @@ def plan_memory(scheduler: "Scheduler") -> MemoryPlan:
     plan = MemoryPlan()
     lifetime: dict[str, BufferLifetime] = {}
     hints = getattr(scheduler.graph, "size_hints", {})
+
+    def owner(name: str) -> str:  # (a scatter's destination: lowerings/scatter.py)
+        return storage_owner(scheduler.buffers, name) if name in scheduler.buffers else name
     for i, k in enumerate(kernels):
         for name in scheduler.stored_buffers(k):
             layout = getattr(scheduler.buffers[name], "layout", None)
             if layout is None:
                 continue  # a tuple-returning extern kernel: its MultiOutputs hold the data
             if scheduler.buffers[name].get_mutation_names():
-                continue  # written into an input in place: its storage is the caller's
+                continue  # written into another buffer in place: that buffer's storage
             nbytes = sympy.sympify(layout.storage_size() * scheduler.itemsize(name)).subs(hints)
             # a size no input had when traced (a SymInt argument): counted as 0 in the report
             lifetime[name] = BufferLifetime(name, int(nbytes) if nbytes.is_number else 0, i, i, name,
                                             name in scheduler.output_names)
-        for name in k.read_names():
-            if name in lifetime:
+        for name in map(owner, k.read_names()):  # (reading a value written in place reads
+            if name in lifetime:                     # the storage of the buffer it went into)
                 lifetime[name].last = max(lifetime[name].last, i)
+    for name in map(owner, scheduler.output_names):
+        if name in lifetime:
+            lifetime[name].is_output = True
     for b in lifetime.values():
         if b.is_output:
             b.last = len(kernels)

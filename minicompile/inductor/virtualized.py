@@ -50,7 +50,9 @@ SCAN_INIT = {"sum": 0, "prod": 1, "logaddexp": float("-inf")}
 
 # Special ops (explicit methods on every handler):
 #   load(name, index)                 read buffer ``name`` at flat SymPy ``index``
-#   store(name, index, value)         write it
+#   store(name, index, value, mode)  write it; ``mode="atomic_add"`` adds it to what is there,
+#                                     safe where several points write one element (a scatter
+#                                     with accumulation: ``ir.Scatter``)
 #   constant(value, dtype)            a scalar
 #   index_expr(expr, dtype)           the value of a SymPy index expression (arange, masks)
 #   to_dtype(x, dtype)                cast

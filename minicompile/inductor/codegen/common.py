@@ -94,10 +94,10 @@ class KernelBodyHandler:
             self.recompute(name)
         return self.scope[name]
 
-    def store(self, name: str, index: sympy.Expr, value: Any) -> None:
+    def store(self, name: str, index: sympy.Expr, value: Any, mode: str | None = None) -> None:
         self.scope[name] = value
         if name in self.stored and self.store_to_memory:
-            self.inner.store(name, index, value)
+            self.inner.store(name, index, value, mode)
 
     def recompute(self, name: str) -> None:
         """Re-emit an element-level producer whose value lived in an earlier loop."""

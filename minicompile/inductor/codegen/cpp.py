@@ -217,11 +217,17 @@ class CppKernel:
             code.splice(body.hoisted)
             segments = row_segments(self.ops.mask_bounds.at.get(X0, ()), row) if row else [(start, end)]
             for lo, hi in segments:
-                if self.options.cpp_vectorize:
+                if self.vectorize_points():
                     code.writelines(cpp_loops.vector_loop(var, str(lo), str(hi), body.body.lines))
                 else:
                     self.write_loop(code, var, str(lo), str(hi), body)
         code.writeline("}")
+
+    def vectorize_points(self) -> bool:
+        """``#pragma omp simd`` on a pointwise loop: its points are independent, except where
+        several may add into one element (a scatter's atomic adds, ``ir.Scatter``): lanes of one
+        vector would each read the element, add and write it back, and all but one add be lost."""
+        return self.options.cpp_vectorize and not self.ops.adds_into_shared
 
     def tiled_loops(self, code: IndentedBuffer, row: int, body: LoopCode) -> None:
         """Row loops in ``TILE`` x ``TILE`` tiles (``cpp_loops.transposed_read`` says why): the
@@ -244,7 +250,7 @@ class CppKernel:
                 code.writeline("{")
                 with code.indent():
                     code.splice(body.hoisted)
-                    if self.options.cpp_vectorize:
+                    if self.vectorize_points():
                         code.writeline("#pragma omp simd")
                     self.write_loop(code, "x0", "x0_tile", "x0_end", body)
                 code.writeline("}")

@@ -204,6 +204,7 @@ class LoopCode:
     suffix: IndentedBuffer = field(default_factory=IndentedBuffer)  # after it
     accumulators: list[Accumulator] = field(default_factory=list)
     readouts: set[str] = field(default_factory=set)  # results of this loop's reductions
+    threads_asked: bool = False  # ``hoisted`` says whether other threads share the loop
 
 
 class CppOpsHandler:
@@ -235,6 +236,7 @@ class CppOpsHandler:
         # temporary -> (the value it rounds, the 16-bit type) for each ``round_to``: a store into
         # that type rounds the value itself, once (rounding twice costs as much as the store)
         self.rounded: dict[str, tuple[str, torch.dtype]] = {}
+        self.adds_into_shared = False  # an atomic add's store: points may share an element
 
     def _fresh(self, prefix: str) -> str:
         n = self._counts[prefix]
@@ -268,10 +270,23 @@ class CppOpsHandler:
             self.invariants.note(var, value)
         return var
 
-    def store(self, name: str, index: sympy.Expr, value: str) -> None:
+    def store(self, name: str, index: sympy.Expr, value: str, mode: str | None = None) -> None:
         # a reduction's result exists after its loop: its store goes there too
         out = self.code.suffix if value in self.code.readouts else self.code.body
         target = f"{self.pointers[name]}[{self.index(index)}]"
+        if mode == "atomic_add":  # (cpp_prefix.h: threads may add into one element at once)
+            self.adds_into_shared = True
+            if not self.code.threads_asked:  # (a lone thread adds without the atomic's cost)
+                self.code.hoisted.writeline("const bool shared = omp_in_parallel();  "
+                                            "// other threads may add into the same elements")
+                self.code.threads_asked = True
+            if self.dtypes[name] in HALF_DTYPES:
+                out.writeline(f"mc::atomic_add_float(&{target}, {value}, shared);")
+            else:
+                ctype = storage_type(self.dtypes[name])
+                out.writeline(f"mc::atomic_add<{ctype}>(&{target}, static_cast<{ctype}>({value}), "
+                              "shared);")
+            return
         if self.dtypes[name] in HALF_DTYPES:
             unrounded, dtype = self.rounded.get(value, (value, None))
             value = unrounded if dtype == self.dtypes[name] else value

@@ -511,6 +511,32 @@ template <typename T> inline T welford_mean(Welford<T> acc) {  // the mean of no
     return acc.weight == 0 ? std::numeric_limits<T>::quiet_NaN() : acc.mean;
 }
 
+// A scatter with accumulation (``ops.store(..., mode="atomic_add")``): points of a parallel loop
+// may add into one element at once (``shared``: the loop runs on several threads). A float,
+// double or integer adds atomically; a 16-bit float has no atomic add, so a compare-and-swap on
+// its bits retries until no other thread wrote between its read and its write (Inductor's
+// cpp_prefix.h ``atomic_add`` does the same). A lone thread adds plainly: an atomic costs a
+// locked instruction per element, several times the add.
+template <typename T> inline void atomic_add(T* addr, T value, bool shared) {
+    if (!shared) {
+        *addr += value;
+        return;
+    }
+    #pragma omp atomic
+    *addr += value;
+}
+template <typename H> inline void atomic_add_float(H* addr, float value, bool shared) {
+    if (!shared) {
+        store_float(*addr, load_float(*addr) + value);
+        return;
+    }
+    uint16_t* bits = &addr->bits;
+    uint16_t seen = __atomic_load_n(bits, __ATOMIC_RELAXED);
+    while (!__atomic_compare_exchange_n(bits, &seen, H::bits_from(H::to_float(seen) + value),
+                                        true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+}
+
 }  // namespace mc
 
 // NaN-propagating max/min as OpenMP reductions (the built-in max/min drop NaNs), so that a

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from ..executor import TorchHandler
+from ..executor import TorchHandler, write_flat
 from ..index_eval import eval_index
 from ..kernel_group import RINDEX, XINDEX, KernelGroup
 from .common import BaseScheduling, KernelSignature, emit_members
@@ -31,12 +31,12 @@ BLOCK_ELEMENTS = 1 << 16  # elements of (rows x row length) per block
 class BlockHandler(TorchHandler):
     """``TorchHandler`` over one block: shapes broadcast between (B, 1) rows and (B, R) elements."""
 
-    def store(self, name: str, index, value) -> None:
+    def store(self, name: str, index, value, mode: str | None = None) -> None:
         idx = self._index(index)
         value = torch.as_tensor(value)
         idx, value = torch.broadcast_tensors(idx, value)
         out = self.buffers[name]
-        out[idx.reshape(-1)] = value.reshape(-1).to(out.dtype)
+        write_flat(out, idx.reshape(-1), value.reshape(-1).to(out.dtype), mode)
 
 
 class ReferenceKernel:

@@ -328,7 +328,7 @@ class TritonKernel(TritonReductions, TritonScans, TritonChecks):
                         expr == f"tl.load({address}, {framed})" and not indirect)
         return var
 
-    def store(self, name: str, index: sympy.Expr, value: str) -> None:
+    def store(self, name: str, index: sympy.Expr, value: str, mode: str | None = None) -> None:
         index = sympy.sympify(index)
         self.record("store", name, index)
         dtype = self.buffer_dtype(name)
@@ -336,10 +336,14 @@ class TritonKernel(TritonReductions, TritonScans, TritonChecks):
         if self.dtype(value) != dtype:
             value = f"{paren(value)}.to({triton_dtype(dtype)})"
         address, mask = self.pointer(name, index), self.mask(RINDEX in index.free_symbols, index)
-        line = f"tl.store({address}, {value}, {mask})"
+        if mode == "atomic_add":  # lanes and programs may add into one element at once
+            line = f"tl.atomic_add({address}, {value}, {mask}, sem='relaxed')"
+        else:
+            line = f"tl.store({address}, {value}, {mask})"
         target.writeline(line)
         self.parts.buffers["store"].add(name)
-        self.parts.store(line, address, value, mask == "xmask")  # rows (after the loop) only
+        # (a frame writes plain stores; rows only after the loop)
+        self.parts.store(line, address, value, mask == "xmask" and mode is None)
 
     def constant(self, value: Any, dtype: torch.dtype) -> str:
         dtype = compute_dtype(dtype)

@@ -41,7 +41,7 @@ SCATTER_OPS = {
     aten.as_strided_scatter.default,  # a write through a view, as functionalization records it
     aten.slice_scatter.default, aten.select_scatter.default,
     aten.copy.default,  # x.copy_(y): every element replaced
-    aten.index_put.default,
+    aten.index_put.default, aten.index_add.default,
     aten.scatter.src, aten.scatter.value, aten.scatter_add.default, aten.scatter_reduce.two,
 }
 

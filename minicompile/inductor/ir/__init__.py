@@ -2,7 +2,8 @@
 
 - ``layout``      ``Layout``: size, stride, offset as SymPy; ``make_indexer`` gives flat indices;
                   fill orders (which dim is innermost in memory: row-major, channels-last)
-- ``nodes``       ``Pointwise``/``Reduction``/``Scan`` (how to compute an element) and ``Buffer``,
+- ``nodes``       ``Pointwise``/``Reduction``/``Scan`` (how to compute an element), ``Scatter``
+                  (where to write one, at indices read from a tensor) and ``Buffer``,
                   ``InputBuffer``, ``ComputedBuffer`` (named storage; prints as a loop nest)
 - ``views``       ``View`` (index remapping), ``ReinterpretView`` (strided view of a buffer)
 - ``extern``      ``ExternKernel``/``FallbackKernel``/``MultiOutput``: ATen library calls
@@ -18,14 +19,15 @@ from .inline import InlineLoads, inline_producers, substitutions, unflatten_inde
 from .layout import Layout, contiguous_strides, dtype_name
 from .mutation import InPlaceBuffer, InPlaceFallback, storage_owner
 from .nodes import (REDUCTION_INIT, Buffer, ComputedBuffer, InputBuffer, IRNode, Loops, Pointwise,
-                    Reduction, Scan)
+                    Reduction, Scan, Scatter)
 from .printer import PrintHandler, format_body, format_loop_nest
 from .read_writes import MemoryDep, ReadWrites, RecordReadWrites, StarDep, extract_read_writes
 from .views import ReinterpretView, View, as_strided_layout, broadcast_reader
 
 __all__ = [
     "Layout", "contiguous_strides", "dtype_name", "IRNode", "Loops", "Pointwise", "Reduction",
-    "Scan", "REDUCTION_INIT", "Buffer", "InputBuffer", "ComputedBuffer", "View", "ReinterpretView",
+    "Scan", "Scatter", "REDUCTION_INIT", "Buffer", "InputBuffer", "ComputedBuffer", "View",
+    "ReinterpretView",
     "as_strided_layout", "broadcast_reader", "ExternKernel", "FallbackKernel", "MultiOutput",
     "layout_of", "InPlaceBuffer", "InPlaceFallback", "storage_owner",
     "MemoryDep", "StarDep", "ReadWrites", "RecordReadWrites", "extract_read_writes",

@@ -28,7 +28,7 @@ from ..sizevars import Expr
 from .extern import ExternKernel, distinct_elements
 from .layout import Layout, dtype_name
 from .nodes import ComputedBuffer, Index
-from .read_writes import ReadWrites, StarDep
+from .read_writes import MemoryDep, ReadWrites, StarDep
 
 
 @dataclass(eq=False)
@@ -46,9 +46,16 @@ class InPlaceBuffer(ComputedBuffer):
     def store_output(self, index: Index, rindex: Index = ()):
         return self.data.store_output(self.name, self.region.make_indexer(), index, rindex)
 
+    def get_read_writes(self) -> ReadWrites:
+        """An atomic add (``ir.Scatter``) reads each element it writes, in ``mutated``."""
+        rw = super().get_read_writes()
+        if self.data.reads_destination():
+            rw.reads += [MemoryDep(self.mutated, w.index, w.var_ranges) for w in rw.writes]
+        return rw
+
     def describe(self) -> str:
         return (f"{self.name}: {dtype_name(self.get_dtype())}{self.get_size()} = InPlaceBuffer "
-                f"into {self.mutated}, elements {self.region}")
+                f"into {self.mutated}, {self.data.written_where(self.region)}")
 
 
 @dataclass(eq=False)

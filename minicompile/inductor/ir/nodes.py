@@ -86,6 +86,18 @@ class Loops(IRNode):
         """How a loop nest prints in a buffer's description: ``Pointwise``, ``Reduction(sum)``."""
         return type(self).__name__
 
+    def reads_destination(self) -> bool:
+        """Whether storing reads the element it overwrites (an atomic add does)."""
+        return False
+
+    def written_where(self, region: Any) -> str:
+        """Which elements of a buffer laid out as ``region`` it writes, in words."""
+        return f"elements {region}"
+
+    def writes_anywhere(self) -> bool:
+        """Whether a point may write any element (at an index it loads), not its own."""
+        return False
+
     def index_vars(self) -> tuple[list[sympy.Symbol], list[sympy.Symbol]]:
         """Fresh loop variables ``i0..`` for ``ranges`` and ``r0..`` for the reduction ranges."""
         return ([index_var("i", k) for k in range(len(self.ranges))],
@@ -102,6 +114,39 @@ class Pointwise(Loops):
     def store_output(self, name: str, indexer: Callable[[Index], Expr], index: Index,
                      rindex: Index = ()) -> Any:
         return ops.store(name, indexer(index), self.inner_fn(index))
+
+
+@dataclass(eq=False)
+class Scatter(Pointwise):
+    """``out[output_indexer(index)] = inner_fn(index)`` for every index in ``ranges`` (mirrors
+    ``Scatter`` in torch/_inductor/ir.py): the loops run over the *source* (``index_put``'s
+    values, ``scatter``'s index tensor) and each point writes the element of the destination its
+    index tensor names (``ops.indirect_indexing``), so a point may write anywhere, and several
+    points one element. ``scatter_mode="atomic_add"`` adds into the destination instead of
+    overwriting it (``accumulate=True``, ``index_add``, ``scatter_add``): duplicates add up, in
+    whatever order the points run. The destination is another buffer's storage, filled first
+    (``ir/mutation.py``'s ``InPlaceBuffer``); nothing reads a Scatter elementwise."""
+
+    output_indexer: Callable[[Index], Index] = None  # type: ignore[assignment]
+    scatter_mode: str | None = None
+
+    def make_loader(self) -> Callable[[Index], Any]:
+        raise TypeError("a Scatter writes into a buffer; read that buffer instead")
+
+    def reads_destination(self) -> bool:
+        return self.scatter_mode is not None  # an atomic add reads the element it writes
+
+    def writes_anywhere(self) -> bool:
+        return True
+
+    def written_where(self, region: Any) -> str:
+        mode = f", {self.scatter_mode}" if self.scatter_mode else ""
+        return f"at indices it reads (Scatter{mode})"
+
+    def store_output(self, name: str, indexer: Callable[[Index], Expr], index: Index,
+                     rindex: Index = ()) -> Any:
+        return ops.store(name, indexer(self.output_indexer(index)), self.inner_fn(index),
+                         self.scatter_mode)
 
 
 # What each reduction starts from (printing, executor and codegen share this table).

@@ -49,8 +49,9 @@ class PrintHandler:
     def load(self, name: str, index) -> str:
         return self._emit(f"load({name}, {self._index(index)})")
 
-    def store(self, name: str, index, value: str) -> None:
-        self.lines.append((self._depth, f"store({name}, {self._index(index)}, {value})"))
+    def store(self, name: str, index, value: str, mode: str | None = None) -> None:
+        how = f", {mode}" if mode else ""
+        self.lines.append((self._depth, f"store({name}, {self._index(index)}, {value}{how})"))
 
     def constant(self, value, dtype) -> str:
         if isinstance(value, sympy.Basic) and not value.is_number:  # a size: s0, 3*s1

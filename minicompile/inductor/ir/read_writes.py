@@ -224,7 +224,7 @@ class RecordReadWrites:
             self.reads.append(dep)
         return _Dummy()
 
-    def store(self, name: str, index: Expr, value: Any) -> None:
+    def store(self, name: str, index: Expr, value: Any, mode: str | None = None) -> None:
         self.writes.append(self._dep(name, index))
 
     def indirect_indexing(self, value: Any, size: Expr, check: Any = None) -> sympy.Symbol:

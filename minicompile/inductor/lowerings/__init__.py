@@ -2,4 +2,4 @@
 package fills ``minicompile.inductor.lowering.lowerings``."""
 
 from . import (creation, extern, mutation, nn, pointwise, pooling, reductions,  # noqa: F401
-               scans, views)
+               scans, scatter, views)

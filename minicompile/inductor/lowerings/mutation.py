@@ -8,8 +8,9 @@ functional op) into a buffer whose storage is the input's (``ir/mutation.py``):
 - a write into a strided region (``x[:, 0] = y``, ``x[2:5].copy_(y)``: ``as_strided_scatter``,
   ``slice_scatter``, ``select_scatter``, ``copy``) becomes an ``InPlaceBuffer``: a loop over the
   region only, storing the source at the region's index in the input;
-- a write at run-time indices (``index_put``, ``scatter``...) becomes an ``InPlaceFallback``:
-  the in-place ATen op (``index_put_``, ``scatter_``) on the input, as Inductor falls back;
+- a write at run-time indices (``index_put``, ``index_add``, ``scatter``...) becomes a scatter
+  kernel writing into the input (``lowerings/scatter.py``), or where that can't match eager, an
+  ``InPlaceFallback``: the in-place ATen op (``index_put_``, ``scatter_``) on the input;
 - the ``clone`` functionalization scatters into is the input itself.
 
 A region is in the flat storage's coordinates, where the base's layout lives: ``offset +
@@ -19,6 +20,7 @@ element (functionalization's ``view_origin``), so the base's own offset is added
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable
 
 import sympy
@@ -26,10 +28,14 @@ import torch
 import torch.utils._pytree as pytree
 
 from ..ir import Buffer, InPlaceBuffer, InPlaceFallback, IRNode, Layout, Pointwise, RecordReadWrites
-from ..lowering import make_pointwise, realize, realize_strided, register_inplace_lowering
+from ..lowering import (Unsupported, make_pointwise, realize, realize_strided,
+                        register_inplace_lowering)
 from ..sizevars import Expr, index_var, sympify
 from ..virtualized import V, set_ops_handler
+from .scatter import SCATTER_PLANS
+from .views import broadcast_shapes
 
+log = logging.getLogger(__name__)
 aten = torch.ops.aten
 
 
@@ -125,16 +131,6 @@ def _numel(node: IRNode) -> Expr:
     return sympy.Mul(*node.get_size())
 
 
-def _broadcast_numel(sizes: list[list[Expr]]) -> Expr:
-    """Elements of the shape the index tensors broadcast to."""
-    ndim = max((len(s) for s in sizes), default=0)
-    out = []
-    for d in range(1, ndim + 1):
-        dims = [s[-d] for s in sizes if len(s) >= d and s[-d] != 1]
-        out.append(dims[0] if dims else sympy.Integer(1))
-    return sympy.Mul(*out)
-
-
 def _index_put(base: Buffer, indices: list, values: Any, accumulate: bool = False) -> dict:
     """``x[indices] = values``: the elements of ``x[indices]`` (for a bool mask, at most all the
     elements it covers)."""
@@ -145,7 +141,7 @@ def _index_put(base: Buffer, indices: list, values: Any, accumulate: bool = Fals
         d += 1 if i is None or i.get_dtype() != torch.bool else len(i.get_size())
     kept += size[d:]
     tensors = [i.get_size() for i in indices if i is not None]
-    return dict(written=_broadcast_numel(tensors) * sympy.Mul(*kept),
+    return dict(written=sympy.Mul(*broadcast_shapes(tensors)) * sympy.Mul(*kept),
                 reads_written=bool(accumulate))
 
 
@@ -156,6 +152,11 @@ def _scatter(base: Buffer, dim: int, index: IRNode, *rest: Any, include_self: bo
     written = _numel(index)
     src_reads = {3: written} if rest and isinstance(rest[0], IRNode) else {}
     return dict(written=written, reads_written=accumulates and include_self, src_reads=src_reads)
+
+
+def _index_add(base, dim, index, source, alpha=1):
+    """``x[..., index[k], ...] += alpha * source[..., k, ...]``: as many elements as ``source``."""
+    return dict(written=_numel(source), reads_written=True)
 
 
 def _scatter_add(base, dim, index, src):
@@ -169,6 +170,7 @@ def _scatter_reduce(base, dim, index, src, reduce, include_self=True):
 # functional op -> (the in-place ATen op, what it writes and reads)
 INDEXED_WRITES: dict[Any, tuple[Any, Callable[..., dict]]] = {
     aten.index_put.default: (aten.index_put_.default, _index_put),
+    aten.index_add.default: (aten.index_add_.default, _index_add),
     aten.scatter.src: (aten.scatter_.src, _scatter),
     aten.scatter.value: (aten.scatter_.value, _scatter),
     aten.scatter_add.default: (aten.scatter_add_.default, _scatter_add),
@@ -177,9 +179,16 @@ INDEXED_WRITES: dict[Any, tuple[Any, Callable[..., dict]]] = {
 
 
 def write_indexed(op: Any) -> Callable:
+    """A scatter kernel writing into ``base`` (``lowerings/scatter.py``), or where it can't, the
+    in-place ATen op."""
     inplace_op, accesses = INDEXED_WRITES[op]
 
-    def lower(base: Buffer, *args: Any, **kwargs: Any) -> InPlaceFallback:
+    def lower(base: Buffer, *args: Any, **kwargs: Any) -> InPlaceBuffer | InPlaceFallback:
+        try:
+            return SCATTER_PLANS[op](base, *args, **kwargs).into(base)
+        except Unsupported as e:
+            log.info("%s in place as the ATen op %s: %s", op, inplace_op, e)
+            V.graph.fallbacks.append((str(inplace_op), str(e)))
         args, kwargs = pytree.tree_map_only(IRNode, realize_strided, (args, kwargs))
         node = InPlaceFallback(V.graph.new_name(), base.layout, inplace_op, (base, *args), kwargs,
                                mutated=base.get_name(), **accesses(base, *args, **kwargs))

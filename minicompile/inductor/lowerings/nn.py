@@ -16,6 +16,7 @@ from ..lowering import (Unsupported, device, make_pointwise, out_dtype, out_size
 from ..sizevars import sympify
 from ..virtualized import ops
 from .reductions import make_reduction
+from .scatter import destination, scatter_plan
 
 aten = torch.ops.aten
 
@@ -173,16 +174,18 @@ MAX_SCATTER_SLOTS = 8  # index.size(dim) up to this: one where() per slot
 def scatter(x, dim: int, index, src):
     """``out[..., index[..., k, ...], ...] = src[..., k, ...]``: output element j along ``dim``
     takes the src value of a slot k whose index equals j, else keeps x (duplicates: any slot
-    may win, as in eager). Needs index to cover x in every other dim."""
+    may win, as in eager). Needs index to cover x in every other dim and few slots; any other
+    scatter is a scatter kernel (``lowerings/scatter.py``)."""
     size, dtype = x.get_size(), out_dtype()
+    if not size:
+        raise Unsupported("a scatter into a 0-d tensor")
     dim = dim % len(size)
     isize = index.get_size()
     slots = isize[dim]
-    if any(sympy.expand(a - b) != 0 for d, (a, b) in enumerate(zip(isize, size)) if d != dim):
-        raise Unsupported("scatter with an index smaller than the input outside the scatter dim")
-    if not (slots.is_number and int(slots) <= MAX_SCATTER_SLOTS):
-        raise Unsupported(f"scatter with {slots} slots per output row (at most "
-                          f"{MAX_SCATTER_SLOTS} become wheres)")
+    if len(isize) != len(size) or \
+            any(sympy.expand(a - b) != 0 for d, (a, b) in enumerate(zip(isize, size)) if d != dim) \
+            or not (slots.is_number and int(slots) <= MAX_SCATTER_SLOTS):
+        return scatter_plan(x, dim, index, src).into(destination(x))
     load_x, load_index = x.make_loader(), index.make_loader()
     load_src = src.make_loader() if isinstance(src, IRNode) else None
 

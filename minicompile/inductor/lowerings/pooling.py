@@ -17,11 +17,12 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
+import sympy
 import torch
 
 from ..ir import IRNode, Pointwise
 from ..lowering import Unsupported, device, out_size, register_lowering
-from ..sizevars import FloorDiv
+from ..sizevars import Expr, FloorDiv
 from ..virtualized import ops
 
 aten = torch.ops.aten
@@ -66,43 +67,104 @@ def _check_window(count: int, what: str) -> None:
         raise Unsupported(f"{what} of {count} elements (more than {MAX_WINDOW} unrolled loads)")
 
 
+def _may_leave(offset: int, stride: int, out_len: Expr, size: Expr) -> tuple[bool, bool]:
+    """Whether ``o * stride + offset`` (``o`` an output position in ``[0, out_len)``) may fall
+    before the input's start, and whether past its end: only such a window element needs a
+    bounds test (3x3 stride 2 padding 1: the first row and column of each window can hang over
+    the top and left padding, and with an even size nothing hangs over the bottom or right)."""
+    last = sympy.expand((out_len - 1) * stride + offset - size)
+    past_end = not (last.is_number and last < 0) and not last.is_negative
+    return offset < 0, past_end
+
+
+class _Window:
+    """The elements of a 2-D pooling window: ``load(index, i, j)`` reads window element
+    ``(i, j)`` of output ``index``, the dtype's lowest value (``-inf``) where it lies in the
+    padding, with a bounds test on the sides where it can (``_may_leave``); ``valid`` is that
+    test (None: always inside)."""
+
+    def __init__(self, x: IRNode, size, kernel, stride, padding, dilation):
+        self.load_x, (self.H, self.W) = x.make_loader(), x.get_size()[-2:]
+        dtype = x.get_dtype()
+        self.lowest = float("-inf") if dtype.is_floating_point else \
+            False if dtype == torch.bool else torch.iinfo(dtype).min
+        self.kernel, self.stride, self.padding, self.dilation = kernel, stride, padding, dilation
+        OH, OW = size[-2:]
+        self.tests = {(i, j): (_may_leave(i * dilation[0] - padding[0], stride[0], OH, self.H),
+                               _may_leave(j * dilation[1] - padding[1], stride[1], OW, self.W))
+                      for i in range(kernel[0]) for j in range(kernel[1])}
+
+    def position(self, index, i, j):
+        *_, oh, ow = index
+        return (oh * self.stride[0] - self.padding[0] + i * self.dilation[0],
+                ow * self.stride[1] - self.padding[1] + j * self.dilation[1])
+
+    def valid(self, index, i, j):
+        (h_low, h_high), (w_low, w_high) = self.tests[i, j]
+        h, w = self.position(index, i, j)
+        conds = [c for test, c in ((h_low, lambda: ops.ge(_index(h), _c(0))),
+                                   (h_high, lambda: ops.lt(_index(h), _c(self.H))),
+                                   (w_low, lambda: ops.ge(_index(w), _c(0))),
+                                   (w_high, lambda: ops.lt(_index(w), _c(self.W)))) if test]
+        return _all([c() for c in conds]) if conds else None
+
+    def load(self, index, i, j, valid):
+        h, w = self.position(index, i, j)
+        read = lambda: self.load_x([*index[:-2], h, w])  # noqa: E731
+        return read() if valid is None else ops.masked(valid, read, self.lowest)
+
+
 @register_lowering(aten.max_pool2d_with_indices)
 def max_pool2d_with_indices(x: IRNode, kernel_size, stride=None, padding=0, dilation=1,
                             ceil_mode=False):
     """The largest element of each window and its flat index ``h * W + w`` in its plane; a NaN
-    wins (eager propagates it), and among equals the first in the window's order."""
+    wins (eager propagates it), and among equals the first in the window's order.
+
+    The two are separate loop bodies: inference reads only the values, a chain of
+    ``maximum``s (NaN-propagating) with no index bookkeeping; training's backward reads the
+    indices too, and the two bodies, over the same loops, fuse into one kernel."""
     (kh, kw), (sh, sw) = _pair(kernel_size), _pair(stride, kernel_size)
     (ph, pw), (dh, dw) = _pair(padding), _pair(dilation)
     _check_window(kh * kw, "a max-pool window")
-    H, W = x.get_size()[-2:]
+    W = x.get_size()[-1]
     size = out_size(0)
-    dtype, load = x.get_dtype(), x.make_loader()
+    window = _Window(x, size, (kh, kw), (sh, sw), (ph, pw), (dh, dw))
+    elements = [(i, j) for i in range(kh) for j in range(kw)]
+    floating = x.get_dtype().is_floating_point
 
     def first_inside(oh, ow):  # where eager starts when every element seen is padding
         h0 = ops.maximum(_index(oh * sh - ph), _c(0))
         w0 = ops.maximum(_index(ow * sw - pw), _c(0))
         return ops.add(ops.mul(h0, _c(W)), w0)
 
-    def window(index) -> tuple:
-        *outer, oh, ow = index
-        best = index_of = None
-        for i in range(kh):
-            for j in range(kw):
-                h, w = oh * sh - ph + i * dh, ow * sw - pw + j * dw
-                valid = _all(_inside(h, H) + _inside(w, W))
-                value = ops.masked(valid, lambda h=h, w=w: load([*outer, h, w]), float("-inf"))
-                flat = _index(h * W + w)
-                if best is None:  # the first element, or -inf where it is padding
-                    best, index_of = value, ops.where(valid, flat, first_inside(oh, ow))
-                    continue
-                # eager's test: a NaN always takes over (the last NaN of the window wins)
-                take = ops.logical_and(valid, ops.logical_or(ops.gt(value, best),
-                                                             ops.isnan(value)))
-                best, index_of = ops.where(take, value, best), ops.where(take, flat, index_of)
-        return best, index_of
+    def largest(index):
+        best = None
+        for i, j in elements:
+            value = window.load(index, i, j, window.valid(index, i, j))
+            best = value if best is None else ops.maximum(best, value)
+        return best
 
-    values = Pointwise(device(), dtype, lambda index: window(index)[0], size)
-    indices = Pointwise(device(), torch.int64, lambda index: window(index)[1], size)
+    def argmax(index):
+        best = index_of = None
+        for i, j in elements:
+            valid = window.valid(index, i, j)
+            value = window.load(index, i, j, valid)
+            h, w = window.position(index, i, j)
+            flat = _index(h * W + w)
+            if best is None:  # the first element, or -inf where it is padding
+                best = value
+                index_of = flat if valid is None else \
+                    ops.where(valid, flat, first_inside(*index[-2:]))
+                continue
+            # eager's test: a NaN always takes over (the last NaN of the window wins)
+            take = ops.logical_or(ops.gt(value, best), ops.isnan(value)) if floating else \
+                ops.gt(value, best)
+            take = take if valid is None else ops.logical_and(valid, take)
+            best, index_of = ops.where(take, value, best), ops.where(take, flat, index_of)
+        return index_of
+
+    values = Pointwise(device(), x.get_dtype(), largest, size)
+    indices = Pointwise(device(), torch.int64, argmax, size)
     return values, indices
 
 

@@ -290,21 +290,37 @@ def flip(x: IRNode, dims):
     return Pointwise(device(), x.get_dtype(), inner_fn, list(size))
 
 
-@register_lowering(aten.index.Tensor)
-def index(x: IRNode, indices):
-    size, new = x.get_size(), out_size()
+def broadcast_shapes(sizes: Sequence[Sequence[Expr]]) -> list[Expr]:
+    """The shape ``sizes`` broadcast to (a 1 gives way to any size, as in eager)."""
+    ndim = max((len(s) for s in sizes), default=0)
+    out = []
+    for d in range(ndim, 0, -1):
+        dims = [s[-d] for s in sizes if len(s) >= d and s[-d] != 1]
+        out.append(dims[0] if dims else sympy.Integer(1))
+    return out
+
+
+def advanced_index(size: Sequence[Expr], indices: Sequence[IRNode | None]):
+    """``x[indices]`` for an ``x`` of ``size`` (``None``: a dim taken whole): the result's shape,
+    and ``position(idx)``, the point of ``x`` that point ``idx`` of the result is (read by
+    ``index``, written by ``index_put``). The index tensors broadcast together; their dims sit
+    where the indexed dims were when those are adjacent (``x[:, i, j]``), else first (numpy's
+    rule)."""
+    indices = list(indices) + [None] * (len(size) - len(indices))
     indexed = [d for d, ix in enumerate(indices) if ix is not None]
     tensors = [indices[d] for d in indexed]
     if any(t.get_dtype() == torch.bool for t in tensors):
         raise Unsupported("boolean mask indexing (data-dependent output size)")
-    nb = max(len(t.get_size()) for t in tensors)
+    bsize = broadcast_shapes([t.get_size() for t in tensors])
+    nb = len(bsize)
     adjacent = indexed == list(range(indexed[0], indexed[-1] + 1))
     first = indexed[0] if adjacent else 0  # where the broadcast index dims sit in the output
-    bsize = new[first:first + nb]
-    load, loaders = x.make_loader(), [t.make_loader() for t in tensors]
+    kept = [s for d, s in enumerate(size) if d not in indexed]
+    shape = kept[:first] + bsize + kept[first:]
+    loaders = [t.make_loader() for t in tensors]
     broadcasts = [broadcast_reader(t.get_size(), bsize) for t in tensors]
 
-    def inner_fn(idx):
+    def position(idx):
         bidx = idx[first:first + nb]
         rest = list(idx[:first]) + list(idx[first + nb:])
         src, r = [], 0
@@ -317,9 +333,16 @@ def index(x: IRNode, indices):
             else:
                 src.append(rest[r])
                 r += 1
-        return load(src)
+        return src
 
-    return Pointwise(device(), x.get_dtype(), inner_fn, new)
+    return shape, position
+
+
+@register_lowering(aten.index.Tensor)
+def index(x: IRNode, indices):
+    _, position = advanced_index(x.get_size(), indices)
+    load = x.make_loader()
+    return Pointwise(device(), x.get_dtype(), lambda idx: load(position(idx)), out_size())
 
 
 @register_lowering(aten.gather)
