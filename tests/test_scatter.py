@@ -204,6 +204,7 @@ def test_training_through_a_scatter(fn, kernel_backend):
     assert mc.metrics.eager_fallbacks == 0 and not fallbacks(graphs)
 
 
+@pytest.mark.cpu_only  # on a GPU eager's check is a device-side assert: it ends the CUDA context
 def test_index_add_into_an_empty_dim_raises_eagers_error(kernel_backend):
     """Eager raises IndexError there (its RuntimeError is for an index out of a non-empty dim)."""
     fn = lambda x, i, s: x.index_add(0, i, s)  # noqa: E731
@@ -214,6 +215,7 @@ def test_index_add_into_an_empty_dim_raises_eagers_error(kernel_backend):
         mc.compile(fn, backend="inductor")(*args)
 
 
+@pytest.mark.cpu_only  # (on a GPU an index check is a device-side assert, as eager's)
 def test_a_scatter_of_no_elements_checks_no_index(kernel_backend):
     """Nothing is written into a (1, 0) tensor, and eager checks no index then (not even -2)."""
     fn = lambda x, i, v: torch.index_put(x, (i,), v, accumulate=True) + 1  # noqa: E731

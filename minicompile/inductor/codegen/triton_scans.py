@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import torch
 
-from .triton_ops import compute_dtype, triton_dtype
+from .triton_ops import compute_dtype, paren, triton_dtype
 
 # scan type -> the body of its combine function ``(a, b) -> a combined with b``
 SCAN_COMBINE: dict[str, list[str]] = {
@@ -52,7 +52,10 @@ class TritonScans:
         if self.dtype(value) != dtype:
             value = self.to_dtype(value, dtype)
         combine = self.combine_fn(scan_type)
-        block = self.generate(f"tl.broadcast_to({value}, [XBLOCK, RBLOCK])", dtype)
+        # to the block by arithmetic, which also widens a rank-1 constant (``tl.full([1], ..)``);
+        # tl.broadcast_to refuses a rank change on the GPU (the interpreter allowed it)
+        block = self.generate(f"{paren(value)} + tl.zeros([XBLOCK, RBLOCK], "
+                              f"{triton_dtype(dtype)})", dtype)
         scanned = self.generate(f"tl.associative_scan({block}, 1, {combine})", dtype)
         if self.kind == "looped":
             scanned = self.carry_across_blocks(scanned, combine, dtype)
