@@ -103,20 +103,47 @@ def compiled_graphs(monkeypatch):
     return graphs
 
 
-@pytest.fixture
-def sources(monkeypatch) -> list[str]:
-    """The source of every kernel defined while the test runs."""
+def record_defined_kernels(monkeypatch, part=lambda kernel, source: source) -> list:
+    """``part(kernel, source)`` of every kernel defined from now on (its source by default;
+    the kernel object is a Triton kernel's launcher)."""
     from minicompile.inductor.codegen.wrapper import WrapperCodeGen
 
-    seen: list[str] = []
+    seen: list = []
     define = WrapperCodeGen.define_kernel
 
     def record(self, name, kernel, source):
-        seen.append(source)
+        seen.append(part(kernel, source))
         return define(self, name, kernel, source)
 
     monkeypatch.setattr(WrapperCodeGen, "define_kernel", record)
     return seen
+
+
+@pytest.fixture
+def sources(monkeypatch) -> list[str]:
+    """The source of every kernel defined while the test runs."""
+    return record_defined_kernels(monkeypatch)
+
+
+def use_cpu_backend(monkeypatch, name: str, needs_interpreter: bool = True) -> None:
+    """Compile with the CPU code generator ``name`` (``config.inductor.cpu_backend``) from now
+    on, or skip the test where it cannot run: Triton kernels on CPU tensors need Triton's
+    interpreter (``needs_interpreter``: not where the test's tensors are CUDA ones), the C++
+    backend a compiler."""
+    import shutil
+
+    import minicompile as mc
+    from minicompile import config
+    from minicompile.inductor.codegen import cpp_build
+
+    if name == "triton":
+        pytest.importorskip("triton")
+        if needs_interpreter and os.environ.get("TRITON_INTERPRET", "0") in ("", "0"):
+            pytest.skip("Triton kernels on CPU tensors need TRITON_INTERPRET=1")
+    elif name == "cpp" and shutil.which(cpp_build.CXX) is None:
+        pytest.skip("no C++ compiler")
+    monkeypatch.setattr(config.inductor, "cpu_backend", name)
+    mc.reset()
 
 
 def record_compiled_graphs(monkeypatch) -> list:

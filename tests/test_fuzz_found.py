@@ -3,13 +3,12 @@
 Eager PyTorch is the oracle: outputs and gradients must match it on every backend.
 """
 
-import os
-
 import pytest
 import sympy
 import torch
 
 import minicompile as mc
+from conftest import use_cpu_backend
 from minicompile import config
 from minicompile.inductor.codegen.triton_ops import texpr
 from minicompile.inductor.runtime.triton_heuristics import TritonLauncher
@@ -492,20 +491,13 @@ def test_a_real_or_conjugated_view_of_a_complex_input_is_eagers(view):
         assert torch.equal(out.resolve_conj(), fn(x).resolve_conj())
 
 
-def _triton_interpreter(monkeypatch):
-    pytest.importorskip("triton")
-    if os.environ.get("TRITON_INTERPRET", "0") in ("", "0"):
-        pytest.skip("Triton kernels on CPU tensors need TRITON_INTERPRET=1")
-    monkeypatch.setattr(config.inductor, "cpu_backend", "triton")
-
-
 @pytest.mark.cpu_only
 def test_atomic_add_along_one_side_of_a_tile_has_an_address_per_lane(sources, monkeypatch):
     """CUDA fuzzer seed 34307087: an ``index_add`` into a dim of size 1 wrote through a 2-D tile
     whose address held x0 alone (the index into the size-1 dim is 0): Triton broadcasts an atomic
     add's value to its address's shape, so [YBLOCK, XBLOCK] values into [1, XBLOCK] addresses
     failed to compile on the GPU (the interpreter broadcast them anyway)."""
-    _triton_interpreter(monkeypatch)
+    use_cpu_backend(monkeypatch, "triton")
     fn = lambda x, i, s: x.sum(dim=(1, 2), keepdim=True).index_add(2, i, s)  # noqa: E731
     args = (torch.randint(0, 8, (13, 3, 4)), torch.zeros(5, dtype=torch.int64),
             torch.randint(0, 8, (13, 1, 5)))
@@ -521,7 +513,7 @@ def test_scan_of_a_constant_widens_it_by_arithmetic(sources, monkeypatch):
     """CUDA fuzzer seed 34300121: the cumprod of a value folded to a constant (``x.fill_(3)``)
     scanned ``tl.broadcast_to(tl.full([1], ..), [XBLOCK, RBLOCK])``, a rank change that Triton
     refuses on the GPU; adding a zero block widens it as arithmetic broadcasting does."""
-    _triton_interpreter(monkeypatch)
+    use_cpu_backend(monkeypatch, "triton")
     fn = lambda x: torch.cumprod(x.fill_(3).reshape(-1).tanh() + 1, dim=-1)  # noqa: E731
     x = torch.zeros((), dtype=torch.float16)
     torch.testing.assert_close(mc.compile(fn)(x.clone()), fn(x.clone()))

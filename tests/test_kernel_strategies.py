@@ -5,32 +5,21 @@ source (a test that passes by falling back to eager would prove nothing)."""
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 
 import pytest
 import torch
 import torch.nn.functional as F
 
 import minicompile as mc
-from minicompile import config
-from minicompile.inductor.codegen import cpp_build
-from minicompile.inductor.codegen.wrapper import WrapperCodeGen
+from conftest import record_defined_kernels, use_cpu_backend
 
 BACKENDS = ["cpp", "triton"]
 
 
 @pytest.fixture(params=BACKENDS)
 def backend(request, monkeypatch):
-    if request.param == "triton":
-        pytest.importorskip("triton")
-        if os.environ.get("TRITON_INTERPRET", "0") in ("", "0"):
-            pytest.skip("Triton kernels on CPU tensors need TRITON_INTERPRET=1")
-    elif shutil.which(cpp_build.CXX) is None:
-        pytest.skip("no C++ compiler")
-    monkeypatch.setattr(config.inductor, "cpu_backend", request.param)
-    mc.reset()
+    use_cpu_backend(monkeypatch, request.param)
     mc.metrics.reset()
     yield request.param
     mc.reset()
@@ -73,15 +62,7 @@ def test_gelu_tanh_matches_eager(backend):
 @pytest.fixture
 def launchers(monkeypatch) -> list:
     """Every kernel object defined while the test runs (Triton: its launcher)."""
-    seen: list = []
-    define = WrapperCodeGen.define_kernel
-
-    def record(self, name, kernel, source):
-        seen.append(kernel)
-        return define(self, name, kernel, source)
-
-    monkeypatch.setattr(WrapperCodeGen, "define_kernel", record)
-    return seen
+    return record_defined_kernels(monkeypatch, lambda kernel, source: kernel)
 
 
 @pytest.mark.parametrize("fn, x, hint", [

@@ -9,19 +9,14 @@ takes the layout of its inputs in order."""
 
 from __future__ import annotations
 
-import os
-import shutil
-
 import pytest
 import sympy
 import torch
 import torch.nn.functional as F
 
 import minicompile as mc
-from minicompile import config
+from conftest import record_defined_kernels, use_cpu_backend
 from minicompile.bench.patterns import channels_last_bias_relu
-from minicompile.inductor.codegen import cpp_build
-from minicompile.inductor.codegen.wrapper import WrapperCodeGen
 from minicompile.inductor.graph import GraphLowering
 from minicompile.inductor.ir import unflatten_index
 from minicompile.inductor.ir.layout import (Layout, eager_fill_order, fill_order,
@@ -37,14 +32,7 @@ def on_gpu() -> bool:
 def backend(request, monkeypatch):
     if on_gpu() and request.param != "triton":
         pytest.skip("CUDA tensors: Triton kernels")
-    if request.param == "triton":
-        pytest.importorskip("triton")
-        if not on_gpu() and os.environ.get("TRITON_INTERPRET", "0") in ("", "0"):
-            pytest.skip("Triton kernels on CPU tensors need TRITON_INTERPRET=1")
-    elif request.param == "cpp" and shutil.which(cpp_build.CXX) is None:
-        pytest.skip("no C++ compiler")
-    monkeypatch.setattr(config.inductor, "cpu_backend", request.param)
-    mc.reset()
+    use_cpu_backend(monkeypatch, request.param, needs_interpreter=not on_gpu())
     yield request.param
     mc.reset()
 
@@ -52,15 +40,7 @@ def backend(request, monkeypatch):
 @pytest.fixture
 def sources(monkeypatch) -> list[tuple[object, str]]:
     """(kernel, source) of every kernel defined while the test runs."""
-    seen: list = []
-    define = WrapperCodeGen.define_kernel
-
-    def record(self, name, kernel, source):
-        seen.append((kernel, source))
-        return define(self, name, kernel, source)
-
-    monkeypatch.setattr(WrapperCodeGen, "define_kernel", record)
-    return seen
+    return record_defined_kernels(monkeypatch, lambda kernel, source: (kernel, source))
 
 
 def cl(*size):  # channels-last 4-D

@@ -8,8 +8,6 @@ case checks that nothing fell back to ATen and that the scan is in the generated
 
 from __future__ import annotations
 
-import os
-import shutil
 import warnings
 
 import pytest
@@ -17,9 +15,8 @@ import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 
 import minicompile as mc
-from minicompile import config
+from conftest import use_cpu_backend
 from minicompile.inductor import graph as graph_module
-from minicompile.inductor.codegen import cpp_build
 from minicompile.inductor.executor import GraphExecutor
 from minicompile.inductor.graph import GraphLowering
 from minicompile.inductor.ir import ComputedBuffer
@@ -119,13 +116,7 @@ def kernels_by(backend: str, x: torch.Tensor) -> str:
 
 @pytest.fixture(params=BACKENDS)
 def backend(request, monkeypatch):
-    if request.param == "triton":
-        pytest.importorskip("triton")
-        if not torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET", "0") in ("", "0"):
-            pytest.skip("Triton kernels on CPU tensors need TRITON_INTERPRET=1")
-    elif request.param == "cpp" and shutil.which(cpp_build.CXX) is None:
-        pytest.skip("no C++ compiler")
-    monkeypatch.setattr(config.inductor, "cpu_backend", request.param)
+    use_cpu_backend(monkeypatch, request.param, needs_interpreter=not torch.cuda.is_available())
 
     def no_fallback(target, *args, **kwargs):
         raise AssertionError(f"{target} fell back to ATen")
