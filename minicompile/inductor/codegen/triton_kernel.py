@@ -288,16 +288,16 @@ class TritonKernel(TritonReductions, TritonScans, TritonChecks):
             index.free_symbols & self.in_bounds.keys(), key=str)]
         return " & ".join(parts + self.masks + bounds)
 
-    def pointer(self, name: str, index: sympy.Expr, whole_tile: bool = False) -> str:
+    def pointer(self, name: str, index: sympy.Expr, store: bool = False) -> str:
         """``in_ptr0 + (index)``; an index without a kernel variable is broadcast to the block,
         so that the masked load or store has one address per lane. (Decided on the simplified
-        index: over a range of one element, ``17*xindex + 1`` is the constant ``1``.) With
-        ``whole_tile``, an index along one side of a 2-D tile is broadcast to the tile too: an
-        atomic add's value has one lane per element of the tile, and Triton broadcasts the
-        value to the address's shape, not the address to the value's."""
+        index: over a range of one element, ``17*xindex + 1`` is the constant ``1``.) A store's
+        index along one side of a 2-D tile is broadcast to the tile too (a scatter's atomic add
+        into a dim of size 1): Triton broadcasts the stored value to the address's shape, not
+        the address to the value's."""
         index = self.in_tile(simplify_index(index, self.group.var_ranges()))
         text = texpr(index)
-        one_side = whole_tile and self.kind == "tiled" and not {X0, Y0} <= index.free_symbols
+        one_side = store and self.kind == "tiled" and not {X0, Y0} <= index.free_symbols
         if not self.is_block_index(index) or one_side:
             shape = {"pointwise": "[XBLOCK]", "tiled": "[YBLOCK, XBLOCK]"}.get(self.kind,
                                                                               "[XBLOCK, 1]")
@@ -339,7 +339,7 @@ class TritonKernel(TritonReductions, TritonScans, TritonChecks):
         target = self.after_loop if value in self.row_values else self.body
         if self.dtype(value) != dtype:
             value = f"{paren(value)}.to({triton_dtype(dtype)})"
-        address = self.pointer(name, index, whole_tile=mode == "atomic_add")
+        address = self.pointer(name, index, store=True)
         mask = self.mask(RINDEX in index.free_symbols, index)
         if mode == "atomic_add":  # lanes and programs may add into one element at once
             line = f"tl.atomic_add({address}, {value}, {mask}, sem='relaxed')"
