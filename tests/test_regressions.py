@@ -1,6 +1,8 @@
 """Regression tests for bugs found after the fact (issue 17), one test per bug, each checked
 against eager PyTorch."""
 
+import logging
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -145,6 +147,27 @@ def test_cat_of_many_computed_inputs(cpu_backend, n, dim, monkeypatch):
     ref.sum().backward()
     for x, r in zip(xs, refs):
         torch.testing.assert_close(x.grad, r.grad)
+
+
+@pytest.mark.parametrize("cpu_backend", ["reference", "cpp"])
+@pytest.mark.parametrize("dim", [0, 1, 2, -1])
+def test_stack_is_a_kernel_not_an_aten_call(cpu_backend, dim, monkeypatch, caplog):
+    """``aten.stack`` reaches the lowerings as itself (ATen implements it explicitly, so tracing
+    does not take it apart): it is a ``cat`` of its inputs seen with a new size-1 dim, fused with
+    what reads it. It ran as an ATen fallback, which cumprod's backward on CUDA tensors meets."""
+    monkeypatch.setattr(mc.config.inductor, "cpu_backend", cpu_backend)
+    a, b = torch.randn(3, 5, requires_grad=True), torch.randn(5, 3).t().requires_grad_()
+
+    def fn(x, y):
+        return torch.stack([x.sin(), y, x * y], dim).cos() * 2
+
+    with caplog.at_level(logging.INFO, logger="minicompile.inductor.lowering"):
+        out = mc.compile(fn)(a, b)
+    assert not [r for r in caplog.records if "fallback" in r.getMessage()], caplog.text
+    ref = fn(a, b)
+    torch.testing.assert_close(out, ref)
+    grads = torch.autograd.grad(out.sum(), (a, b))
+    torch.testing.assert_close(grads, torch.autograd.grad(ref.sum(), (a, b)))
 
 
 class _Config:

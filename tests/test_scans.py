@@ -225,9 +225,6 @@ def test_training_through_scans(backend, sources, name, fn):
     """The backward of each scan is built from scans (a reversed cumsum, ...): gradients match
     eager's, and the backward's kernels scan too."""
     x = randn(5, 9).requires_grad_()
-    if name == "cumprod" and x.is_cuda:  # (the GPU run of the suite: H200, torch 2.11)
-        pytest.xfail("on CUDA tensors one node of this graph fell back to its ATen kernel "
-                     "(values equal eager's); not yet diagnosed")
     weight = randn(5, 9)
     out = fn(x)
     (out * weight).sum().backward()

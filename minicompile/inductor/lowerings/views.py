@@ -252,6 +252,20 @@ def cat(tensors, dim=0):
     return Pointwise(device(), dtype, inner_fn, out_size())
 
 
+@register_lowering(aten.stack)
+def stack(tensors, dim=0):
+    """``cat`` of the inputs, each seen with a new size-1 dim at ``dim`` (ATen's composite;
+    real PyTorch decomposes it the same way, torch/_refs ``stack``)."""
+    dim = _dim(dim, len(out_size()))
+
+    def with_new_dim(t: IRNode) -> IRNode:
+        size = list(t.get_size())
+        size.insert(dim, sympy.Integer(1))
+        return View(t, size, lambda index: list(index[:dim]) + list(index[dim + 1:]))
+
+    return cat([with_new_dim(t) for t in tensors], dim)
+
+
 @register_lowering(aten.constant_pad_nd)
 def constant_pad_nd(x: IRNode, pad, value=0.0):
     size, new = x.get_size(), out_size()
