@@ -586,3 +586,42 @@ def test_str_enum_value_is_guarded_by_a_bound_name():
     compiled = mc.compile(f, backend="eager")
     for action in (Action.NONE, Action.WARN, "none"):
         torch.testing.assert_close(compiled(x, action), f(x, action))
+
+
+def test_tensor_checks_run_as_one_cpp_call_and_agree_with_the_listing():
+    """The TENSOR_MATCH lines of the listing run as one call of torch's C++ tensor check
+    (``GuardFn.runs``); it accepts and refuses what the lines do, dynamic dims included."""
+    from minicompile.dynamo.eval_frame import cache_entries
+
+    w = torch.nn.Parameter(torch.randn(3))
+    for dynamic in (False, True):
+        mc.reset()  # (one code object: the first entry is this compile's)
+        cfn = mc.compile(lambda x, p: x * p + 1, backend="eager", dynamic=dynamic)
+        cfn(torch.randn(4, 3), w)
+        guard = cache_entries(cfn)[0].guard
+        assert guard.source.count("TENSOR_MATCH") == 2 and "L['x'].dtype" in guard.source
+        assert "___check_tensors" in guard.runs and ".dtype" not in guard.runs, guard.runs
+        listing: dict = {}
+        exec(guard.source, {"torch": torch, **guard.scope.names}, listing)
+        by_listing = listing[guard.name]
+        x = torch.randn(4, 3)
+        cases = [(x, w), (torch.randn(6, 3), w), (x.double(), w), (torch.randn(3, 4).t(), w),
+                 (x.clone().requires_grad_(), w), (x, w.detach()), (x, torch.randn(3)),
+                 (torch.nn.Parameter(x.detach()), w), (2.0, w), (x[None], w)]
+        verdicts = [guard({"x": a, "p": b}, {}) for a, b in cases]
+        assert verdicts == [bool(by_listing({"x": a, "p": b}, {})) for a, b in cases]
+        assert verdicts[0] and not verdicts[2] and verdicts[1] == dynamic
+
+
+def test_a_conjugate_view_is_told_apart_by_its_dispatch_keys():
+    """``x.conj()`` of a complex tensor has x's dtype, shape and strides, and a Conjugate
+    dispatch key: only the C++ check sees it. The frame recompiles, with the reason in words,
+    and both calls equal eager's."""
+    from minicompile.dynamo.eval_frame import recompile_reasons
+
+    cfn = mc.compile(lambda x: x * 2, backend="eager")
+    x = torch.randn(4, dtype=torch.complex64)
+    for value in (x, x.conj(), x):
+        torch.testing.assert_close(cfn(value), value * 2)
+    (reason,) = recompile_reasons(cfn)
+    assert "dispatch keys mismatch" in reason and "Conjugate" in reason, reason

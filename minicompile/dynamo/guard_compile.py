@@ -4,9 +4,11 @@ source once and look up nothing by name).
 
 The listing (``MINICOMPILE_LOGS=guards``) is written for a person: ``L['self']._modules['0']``
 again in every check that reads it, ``torch.float32`` spelt out. The function compiled from it
-is the same expression with two rewrites, neither changing what it computes or the order it
-computes it in:
+is the same expression with three rewrites:
 
+- the TENSOR_MATCH lines are one call of torch's C++ tensor check, at the place of the last of
+  them, which also compares dispatch keys (``guards.batch_tensor_matches``; the function's
+  text: ``GuardFn.runs``); the two below change neither what it accepts nor its order:
 - each value read from the frame more than once is read once (``read_sources_once``):
   ``(___read3 := L['self']._modules['0'])`` at its first read, ``___read3`` after;
 - each attribute of ``torch`` the checks name (``torch.float32``, ``torch.nn.Parameter``,
