@@ -137,6 +137,27 @@ def test_cudagraphs_backend_trains_on_cpu_as_eager():
     torch.testing.assert_close(grad, lin.weight.grad)
 
 
+@pytest.mark.parametrize("in_c", [True, False], ids=["C check", "Python check"])
+def test_a_recording_replays_only_for_inputs_where_it_read_them(in_c, monkeypatch):
+    """``matches``: the tensors a recording reads in place (parameters) must be at their
+    recorded addresses, the copied ones laid out as its buffers, the other values equal."""
+    from minicompile.cudagraphs import cudagraph_trees as trees
+
+    if in_c and trees.DATA_PTRS_EQUAL is None:
+        pytest.skip("this torch build has no _tensors_data_ptrs_at_indices_equal (CUDA builds do)")
+    if not in_c:
+        monkeypatch.setattr(trees, "DATA_PTRS_EQUAL", None)
+    w, b, x = torch.randn(4, 4), torch.randn(4), torch.randn(2, 4)
+    rec = trees.Recording(None, None, 4, [], None, copy_in=[(0, torch.empty(2, 4))],
+                          in_place=[(1, w.data_ptr()), (2, b.data_ptr())], values=[(3, 7)])
+    assert trees.matches(rec, [x, w, b, 7])
+    assert not trees.matches(rec, [x, w.clone(), b, 7])  # a parameter moved
+    assert not trees.matches(rec, [x, w, b.clone(), 7])
+    assert not trees.matches(rec, [torch.randn(3, 4), w, b, 7])  # another shape to copy in
+    assert not trees.matches(rec, [x, w, b, 8])
+    assert not trees.matches(rec, [x, w, b])
+
+
 # --- on a GPU -----------------------------------------------------------------------------
 
 def runner_of(graph):
