@@ -95,6 +95,34 @@ def test_wrapper_frees_dead_buffers_and_reuses_their_storage():
     torch.testing.assert_close(call(list(args))[0], fn(*args), rtol=1e-4, atol=1e-4)
 
 
+def test_a_library_calls_tuple_lives_until_its_last_output_is_taken_out():
+    """A multi-output library call (attention: output and statistics) returns a tuple; the
+    wrapper deletes the tuple once its outputs are taken out of it, and an output nothing reads
+    at once: held to the end of the call, every layer's would be alive together."""
+    import re
+
+    from minicompile.inductor.codegen.wrapper import WrapperCodeGen
+
+    def fn(q, k, v):
+        a = F.scaled_dot_product_attention(q, k, v)
+        return F.scaled_dot_product_attention(a, k, v).sum()
+
+    args = [torch.randn(2, 3, 17, 8) for _ in range(3)]
+    s = schedule_function(fn, *args)
+    source, call = WrapperCodeGen(s.graph, s).generate(lambda w: s.codegen(w))
+    lines = source.splitlines()
+    tuples = [m.group(1) for m in map(re.compile(r"\s*(buf\d+) = aten\._scaled_dot").match, lines) if m]
+    assert len(tuples) == 2, source
+    for name in tuples:
+        taken = [i for i, line in enumerate(lines) if f"{name}[" in line]
+        freed = lines.index(f"    del {name}")
+        assert freed > max(taken) and freed < max(taken) + 3, source  # right after the last
+    statistics = [re.match(r"\s*(buf\d+) = .*\[1\]", line) for line in lines]
+    for m in filter(None, statistics):  # read by nothing in inference: freed at once
+        assert f"    del {m.group(1)}" in lines, source
+    torch.testing.assert_close(call(list(args))[0], fn(*args))
+
+
 def test_output_code_log_prints_the_wrapper(capfd):
     mc.set_logs("output_code")
     try:

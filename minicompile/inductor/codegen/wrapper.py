@@ -28,6 +28,7 @@ reuse``), and it is deleted otherwise (Inductor's ``AllocateLine``, ``ReuseLine`
 from __future__ import annotations
 
 import itertools
+import collections
 import math
 from typing import Any, Callable
 
@@ -227,6 +228,13 @@ class WrapperCodeGen:
         self.holder: dict[str, str] = {}  # storage -> the buffer variable that holds it now
         self.donors = {b.in_place_of for b in plan.lifetimes if b.in_place_of}  # written over
         self.plan = plan
+        # a multi-output library call's result (a tuple) -> how many of its outputs are still
+        # to be taken out of it: the tuple is deleted after the last, else it would keep every
+        # output alive to the end of the call (an attention's output and statistics, each
+        # layer's, all at once)
+        self.untaken = collections.Counter(
+            g.extern.parent.get_name() for g in self.scheduler.kernel_groups
+            if not g.is_loop_kernel() and isinstance(g.extern, MultiOutput))
 
     def device(self, device: torch.device) -> str:
         """A name bound to ``device`` in the program (``cpu``, ``cuda0``): an allocation given
@@ -348,6 +356,14 @@ class WrapperCodeGen:
             self.body.append(ExternCallLine(name, value))  # lines take them apart
         else:
             self.body.append(ExternCallLine(name, self.laid_out_value(name, node.layout, value)))
+        if node.layout is not None and name not in self.starts \
+                and not node.get_mutation_names():  # a result nothing reads (an attention's
+            self.body.append(FreeLine(name))           # statistics, in inference): gone now
+        if isinstance(node, MultiOutput):
+            parent = node.parent.get_name()
+            self.untaken[parent] -= 1
+            if not self.untaken[parent]:
+                self.body.append(FreeLine(parent))
 
     def autotuned_product(self, node: Any) -> str | None:
         """Under ``max_autotune``, a GPU ``mm``/``addmm`` is a choice between the library and a
