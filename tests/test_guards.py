@@ -600,7 +600,7 @@ def test_tensor_checks_run_as_one_cpp_call_and_agree_with_the_listing():
         cfn(torch.randn(4, 3), w)
         guard = cache_entries(cfn)[0].guard
         assert guard.source.count("TENSOR_MATCH") == 2 and "L['x'].dtype" in guard.source
-        assert "___check_tensors" in guard.runs and ".dtype" not in guard.runs, guard.runs
+        assert guard.runs.count("___check_tensors") == 1, guard.runs  # the lines: its "or"
         listing: dict = {}
         exec(guard.source, {"torch": torch, **guard.scope.names}, listing)
         by_listing = listing[guard.name]
@@ -613,15 +613,22 @@ def test_tensor_checks_run_as_one_cpp_call_and_agree_with_the_listing():
         assert verdicts[0] and not verdicts[2] and verdicts[1] == dynamic
 
 
-def test_a_conjugate_view_is_told_apart_by_its_dispatch_keys():
-    """``x.conj()`` of a complex tensor has x's dtype, shape and strides, and a Conjugate
-    dispatch key: only the C++ check sees it. The frame recompiles, with the reason in words,
-    and both calls equal eager's."""
-    from minicompile.dynamo.eval_frame import recompile_reasons
+def test_a_dispatch_mode_does_not_fail_the_tensor_checks():
+    """Under a ``TorchDispatchMode`` every tensor carries the Python dispatch key, so the C++
+    check says no; the lines decide, and the frame is not compiled again."""
+    from torch.utils._python_dispatch import TorchDispatchMode
 
-    cfn = mc.compile(lambda x: x * 2, backend="eager")
-    x = torch.randn(4, dtype=torch.complex64)
-    for value in (x, x.conj(), x):
-        torch.testing.assert_close(cfn(value), value * 2)
-    (reason,) = recompile_reasons(cfn)
-    assert "dispatch keys mismatch" in reason and "Conjugate" in reason, reason
+    class Count(TorchDispatchMode):
+        calls = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            Count.calls += 1
+            return func(*args, **(kwargs or {}))
+
+    mc.reset()
+    cfn = mc.compile(lambda x, y: x * y + 1, backend="eager")
+    x, y = torch.randn(4, 3), torch.randn(4, 3)
+    cfn(x, y)
+    with Count():
+        torch.testing.assert_close(cfn(x, y), x * y + 1)
+    assert Count.calls > 0 and mc.metrics.recompiles == 0 and mc.metrics.frames_compiled == 1

@@ -7,8 +7,8 @@ again in every check that reads it, ``torch.float32`` spelt out. The function co
 is the same expression with three rewrites:
 
 - the TENSOR_MATCH lines are one call of torch's C++ tensor check, at the place of the last of
-  them, which also compares dispatch keys (``guards.batch_tensor_matches``; the function's
-  text: ``GuardFn.runs``); the two below change neither what it accepts nor its order:
+  them, with the lines themselves asked only where it says no (``guards.batch_tensor_matches``;
+  the function's text: ``GuardFn.runs``); none of the three changes what it accepts:
 - each value read from the frame more than once is read once (``read_sources_once``):
   ``(___read3 := L['self']._modules['0'])`` at its first read, ``___read3`` after;
 - each attribute of ``torch`` the checks name (``torch.float32``, ``torch.nn.Parameter``,

@@ -253,15 +253,7 @@ def _tensor_reason(g: Guard, value: Any) -> str:
         for i, (e, a) in enumerate(zip(dims, actual)):
             if e is not None and e != a:
                 return f"{name} {what} mismatch at index {i}. expected {e}, actual {a}"
-    if _keys_differ(spec, value):  # checked in C++ only (``batch_tensor_matches``)
-        return (f"{name} dispatch keys mismatch. expected {spec.dispatch_keys}, "
-                f"actual {torch._C._dispatch_keys(value)}")
     return f"{name} mismatch"
-
-
-def _keys_differ(spec: TensorSpec, value: Any) -> bool:
-    return (spec.dispatch_keys is not None and isinstance(value, torch.Tensor)
-            and torch._C._dispatch_keys(value) != spec.dispatch_keys)
 
 
 def _global_state_reason(what: str, current: Callable[[], Any]) -> Callable[[Guard, Any], str]:
@@ -296,7 +288,7 @@ class GuardFn:
         body = "\n".join(f"        {'and ' if i else ''}{line}{_comment(g)}"
                          for i, (line, g) in enumerate(zip(lines, self.guards)))
         self.source = f"def {name}(L, G):\n    return (\n{body or '        True'}\n    )\n"
-        runs, self._in_cpp = batch_tensor_matches(self.guards, lines, self.scope)
+        runs = batch_tensor_matches(self.guards, lines, self.scope)
         self.runs = (f"def {name}(L, G):\n    return (\n        "  # what runs: ``.runs``
                      + "\n        and ".join(runs or ["True"]) + "\n    )\n")
         self.fn = compile_listing(self.runs, name, self.scope.names)
@@ -311,45 +303,46 @@ class GuardFn:
         if self._checks is None:
             namespace = dict(self.scope.names)
             self._checks = [eval(f"lambda L, G: {line}", namespace) for line in self._lines]
-        for i, (g, line, check) in enumerate(zip(self.guards, self._lines, self._checks)):
+        for g, line, check in zip(self.guards, self._lines, self._checks):
             try:
                 ok = bool(check(L, G))
             except Exception as e:  # e.g. a global that no longer exists
                 return f"{line}  ({type(e).__name__}: {e})"
-            value = eval(g.name, dict(self.scope.names), {"L": L, "G": G}) if g.source else None
-            if ok and i in self._in_cpp:  # the C++ check also compares dispatch keys
-                ok = not _keys_differ(g.expected, value)
             if not ok:
-                return GUARD_REASONS[g.kind](g, value) if g.kind in GUARD_REASONS else line
+                if g.kind not in GUARD_REASONS:
+                    return line
+                value = eval(g.name, dict(self.scope.names), {"L": L, "G": G}) if g.source else None
+                return GUARD_REASONS[g.kind](g, value)
         return None
 
     def __repr__(self) -> str:
         return self.source
 
 
-def batch_tensor_matches(guards: list[Guard], lines: list[str],
-                         scope: GuardScope) -> tuple[list[str], set[int]]:
+def batch_tensor_matches(guards: list[Guard], lines: list[str], scope: GuardScope) -> list[str]:
     """The conditions the guard function runs: ``lines``, with the TENSOR_MATCH lines replaced
     by one call of torch's C++ tensor check (``TensorGuards``, real Dynamo's ``___check_tensors``
     before its guard tree), at the place of the last of them. A TENSOR_MATCH is the most
     common guard (every input, every parameter of a module) and, in Python, six reads and
     compares a tensor: ~0.6 us each, ~5 us for a 4-layer MLP's nine tensors against ~0.8 us in
-    one C call. It checks what the line checks (type, dtype, device, sizes and strides but the
-    dynamic ones, requires_grad) and the dispatch keys (a conjugate view differs). A tensor
-    whose keys an empty tensor of its spec does not have (a subclass, an inference tensor...)
-    keeps its Python line. The listing, and the recompile reasons, stay the lines. Returns the
-    conditions and the indices of the guards checked in C++."""
+    one C call. The C check is stricter than the lines: it also compares dispatch keys, with
+    the thread's dispatch state applied (under a ``TorchDispatchMode`` every tensor has the
+    Python key), so where it says no, the lines decide: ``check(x, w) or (<the lines>)``. The
+    function accepts what the listing accepts, fast when nothing changed. A tensor an empty
+    tensor of its spec cannot stand for (a subclass...) keeps its line in place."""
     batched = {i: twin for i, g in enumerate(guards)
                if g.kind is GuardKind.TENSOR_MATCH and (twin := _twin(g.expected)) is not None}
     if not batched:
-        return lines, set()
+        return lines
     specs = [guards[i].expected for i in batched]
     check = TensorGuards(*batched.values(), dynamic_dims_sizes=[list(s.shape) for s in specs],
                          dynamic_dims_strides=[list(s.stride) for s in specs])
-    call = f"{scope.ref(check.check, 'check_tensors')}({', '.join(guards[i].name for i in batched)})"
+    names = ", ".join(guards[i].name for i in batched)
+    slow = " and ".join(f"({lines[i]})" for i in batched)
+    call = f"({scope.ref(check.check, 'check_tensors')}({names}) or ({slow}))"
     last = max(batched)
     return [call if i == last else line for i, line in enumerate(lines)
-            if i not in batched or i == last], set(batched)
+            if i not in batched or i == last]
 
 
 def _twin(spec: Any) -> torch.Tensor | None:
