@@ -25,9 +25,13 @@ the tensor that owns the storage (a graph input or an intermediate):
     x_new = aten.as_strided_scatter(x, add, [5], [1], 0)      # the base with that region replaced
     (later readers of x)  ->  read x_new;   an input: copy x_new back into it
 
+An in-place change of a tensor's geometry (``y.t_()``, ``y.unsqueeze_(0)``, ``as_strided_``
+that ATen's own ``adaptive_avg_pool2d`` applies to make its output channels-last) becomes the
+view it amounts to (``t``, ``unsqueeze``, ``as_strided``).
+
 What it refuses (raises Unsupported, so the backend falls back to eager): a write that a
 *different* view, taken before the write and read after it, would have to observe; in-place
-metadata changes (``t_``, ``unsqueeze_``); writes with symbolic sizes through views other than
+metadata changes of the graph's inputs; writes with symbolic sizes through views other than
 slices, selects, diagonals and ``as_strided`` (those are replayed with their ``*_scatter``, as
 real functionalization does: ``cache[:, pos:pos + 1] = x`` at a symbolic ``pos``); writes to a
 tensor that overlaps itself (``x.expand(3, 5).zero_()``).
@@ -205,7 +209,8 @@ def functionalize(gm: fx.GraphModule) -> dict[str, fx.Node]:
             continue
         op = node.target
         if torch.Tag.inplace_view in getattr(op, "tags", ()):
-            raise Unsupported(f"{op} changes a tensor's metadata (sizes/strides) in place")
+            _functional_view(node, op)
+            continue
         if op in SPECIAL_MUTATIONS:
             new_versions = []
             for arg_i, out_i in SPECIAL_MUTATIONS[op](node):
@@ -249,6 +254,21 @@ def functionalize(gm: fx.GraphModule) -> dict[str, fx.Node]:
             latest[owner] = new
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     return {p.name: latest[p] for p in placeholders if p in latest}
+
+
+def _functional_view(node: fx.Node, op: torch._ops.OpOverload) -> None:
+    """``y.t_()``, ``y.as_strided_(...)``: the tensor object ``y`` is seen with other sizes or
+    strides from now on; its values do not change. The tracer has already bound the later uses
+    of ``y`` to this node, so the node becomes the view (``t``, ``as_strided``) of ``y`` as it
+    was (real functionalization replays such metadata changes as views the same way). Not for a
+    graph input: the caller's own tensor would have to change shape after the call."""
+    if node.args[0].op == "placeholder":
+        raise Unsupported(f"{op} changes an input's metadata (sizes/strides) in place")
+    packet = getattr(aten, op.overloadpacket.__name__[:-1], None)
+    functional = getattr(packet, op._overloadname, None)
+    if functional is None:
+        raise Unsupported(f"{op} changes a tensor's metadata in place, and has no view twin")
+    node.target = functional
 
 
 def _scatter_into(graph: fx.Graph, base: fx.Node, view_value: fx.Node,

@@ -137,6 +137,13 @@ class DispatchTracer(TorchDispatchMode):
         self.sym_env[expr] = node
         return node
 
+    def keep_geometry(self, t: torch.Tensor) -> None:
+        """Before an op changes ``t``'s sizes or strides in place (``t_``, ``as_strided_``):
+        ``t``'s node gets a view of ``t`` as it is now. Its ``val`` was ``t`` itself, which
+        would take the new geometry too, and the node is the value before the change."""
+        node = self.node_of(t)
+        node.meta["val"] = t.as_strided(t.shape, t.stride(), t.storage_offset())
+
     def to_arg(self, x: Any) -> Any:
         if isinstance(x, torch.Tensor):
             return self.node_of(x)
@@ -170,6 +177,8 @@ class DispatchTracer(TorchDispatchMode):
         if func is aten._local_scalar_dense.default and memo is not None:
             out = memo  # Dynamo's symbol for a float/int input passed as a 0-d tensor
         else:
+            if torch.Tag.inplace_view in func.tags:  # x.t_() changes the tensor x's node holds:
+                self.keep_geometry(args[0])           # that node keeps x as it was before
             out = func(*args, **kwargs)
         if func is not aten._local_scalar_dense.default and isinstance(
                 out, (int, float, bool, torch.dtype, torch.device)):
