@@ -139,7 +139,7 @@ def test_int_argument_becomes_symint_after_it_changes():
     for n in [5, 6, 9]:
         run(cfn, f, x, n)
     assert mc.metrics.frames_compiled == 2
-    gm = cache_entries(cfn)[1].result.graphs[0].gm
+    gm = cache_entries(cfn)[0].result.graphs[0].gm  # (the entry used last comes first)
     assert "Sym(s" in gm.print_readable(print_output=False)
 
 
@@ -211,3 +211,21 @@ def test_size_that_cannot_be_symbolic_is_compiled_static_not_eager():
         torch.testing.assert_close(cfn(x, table), f(x, table))
     assert mc.metrics.eager_fallbacks == 0
     assert mc.metrics.frames_compiled == 3  # one per size; size 2 hits its entry again
+
+
+def test_the_entry_used_last_is_checked_first():
+    """A frame whose calls all match its second entry checks that one first (as real Dynamo's
+    lookup moves a hit to the front): no guard fails on the calls after the first hit."""
+    def f(x):
+        return x * 2
+
+    cfn = mc.compile(f, backend="eager")
+    run(cfn, f, torch.randn(4))
+    run(cfn, f, torch.randn(4, dtype=torch.float64))  # a second entry
+    run(cfn, f, torch.randn(4, dtype=torch.float64))  # first entry fails, second hits
+    failures = mc.metrics.guard_failures
+    for _ in range(3):
+        run(cfn, f, torch.randn(4, dtype=torch.float64))
+    assert mc.metrics.guard_failures == failures and mc.metrics.frames_compiled == 2
+    run(cfn, f, torch.randn(4))  # the float32 entry is still there
+    assert mc.metrics.frames_compiled == 2

@@ -5,7 +5,7 @@ Real Dynamo installs a PEP 523 frame-evaluation hook (``torch._C._dynamo.eval_fr
 frame's code object up in a cache kept on the code object itself. minicompile has no C hook:
 ``optimize(fn)`` returns a wrapper, and **the wrapper is the frame interception**. It binds the
 arguments into the frame's locals ``L`` (and ``G`` = the function's globals), checks the cache
-entries of ``fn.__code__`` in order (``guard(L, G)``), and on a miss traces and compiles the frame
+entries of ``fn.__code__``, most recently used first (``guard(L, G)``), and on a miss traces and compiles the frame
 (``convert_frame``). Only the wrapped function's own frame is intercepted; the functions it calls
 are inlined into the same graph instead of being intercepted separately.
 
@@ -275,9 +275,15 @@ def _lookup(fn: types.FunctionType, f_locals: dict, backend: Callable,
             cache: FrameCache) -> tuple[CacheEntry | None, list[CacheEntry]]:
     """The first entry of this backend whose guards hold (or None), and those that failed."""
     misses = []  # the entries of this backend whose guards failed, checked in order
-    for entry in cache.entries.get(fn.__code__, ()):
+    entries = cache.entries.get(fn.__code__, ())
+    for i, entry in enumerate(entries):
         if entry.backend is backend:
             if _check(entry, f_locals, fn.__globals__):
+                if i:  # most recently used first, as real Dynamo's lookup: a frame whose first
+                    # call changed what it guards (a model's config set by its first forward)
+                    # checked the dead entry before the live one on every call after. (One
+                    # slice assignment: a thread iterating meanwhile at worst misses once.)
+                    entries[:i + 1] = [entry, *entries[:i]]
                 return entry, misses
             metrics.increment("guard_failures")
             misses.append(entry)
