@@ -25,7 +25,7 @@ from minicompile.bench.models.zoo import SIZES, ModelSpec
 HF = {s.name: s for s in huggingface.specs()}
 TIMM = {s.name: s for s in timm_models.specs()}
 CASES = [(HF, name) for name in ("gpt2", "llama", "bert", "t5", "vit")] + \
-        [(TIMM, name) for name in ("resnet18", "mobilenetv3_small_100")]
+        [(TIMM, name) for name in ("resnet18", "mobilenetv3_small_100", "convnext_atto")]
 
 
 def run_minicompile(spec: ModelSpec, mode: str) -> ModelResult:
