@@ -401,6 +401,57 @@ def test_half_precision_activation_rounds_only_at_the_store(fn, graphs):
     assert "round_to" not in graphs[0].source and "mc::store_float" in graphs[0].source
 
 
+def float16_values(*shape) -> torch.Tensor:
+    """Random float16 values with the edges of the type among them: NaN, +-inf, subnormals
+    (below 2^-14), the largest (65504), and values that round past it when scaled."""
+    x = torch.randn(*shape) * 3
+    edges = torch.tensor([float("nan"), float("inf"), -float("inf"), 3e-6, -5e-8, 65504.0,
+                          -65504.0, 6e4, 0.0, -0.0])
+    x.view(-1)[:edges.numel()] = edges
+    return x.half()
+
+
+@pytest.mark.parametrize("fn, shapes, dtype_loads", [
+    (lambda a, b: F.silu(a) * b, [(67, 129), (67, 129)], 2),  # flat: blocks of 1024, a tail
+    (lambda a, b: a * 1e3 + b, [(67, 129), (129,)], 2),        # rows: a bias, one row at a time
+    (lambda a, b: (a * 1e-4).sqrt() + b, [(3, 7), (3, 7)], 2),  # fewer points than 8 lanes
+    (lambda a: torch.softmax(a, -1), [(67, 129)], 1),          # a row read by two loops
+    (lambda a: (a.float().cumsum(-1)).half(), [(5, 33)], 1),     # a scan's row
+], ids=["flat", "rows", "short", "softmax", "scan"])
+def test_float16_rows_convert_in_vector_blocks(fn, shapes, dtype_loads, graphs):
+    """A float16 load consecutive along the loop is converted before the loop, the loop's range
+    at once (F16C: 8 lanes an instruction), and a store after it; the values are eager's,
+    NaN, infinities, subnormals and overflow included."""
+    args = [float16_values(*s) for s in shapes]
+    check(fn, *args, graphs=graphs)
+    source = graphs[0].source
+    assert source.count("mc::load_floats(") == dtype_loads, source
+    assert source.count("mc::store_floats(") == 1, source
+    assert "mc::load_float(" not in source and "mc::store_float(" not in source, source
+
+
+def test_float16_blocks_only_where_every_point_reads_its_own_element(graphs):
+    """A masked load (pad) may lie outside the tensor where its mask is off: it stays per
+    element; an input updated in place is read and written by the same kernel: no block; a
+    transposed read (tiles) and a gather are not consecutive: per element too."""
+    x = float16_values(33, 40)
+    check(lambda x: F.pad(x, (3, 3)) * 2, x, graphs=graphs)
+    check(lambda x: x.add_(1), x.clone(), graphs=graphs)
+    check(lambda x, y: x.t() + y, x, float16_values(40, 33), graphs=graphs)
+    check(lambda x, i: x[i] * 2, x, torch.tensor([3, 0, 32, 3]), graphs=graphs)
+    padded, in_place, transposed, gathered = (g.source for g in graphs)
+    assert "mc::load_float(" in padded and "mc::store_floats(" in padded, padded
+    assert "_floats(" not in in_place, in_place
+    assert "2-D tiles" in transposed and "_floats(" not in transposed, transposed
+    assert "mc::load_float(in_ptr1[" in gathered, gathered
+
+
+def test_float16_blocks_can_be_turned_off(graphs):
+    x, y = float16_values(67, 129), float16_values(67, 129)
+    check(lambda x, y: F.silu(x) * y, x, y, graphs=graphs, options={"cpp_blocks": False})
+    assert "_floats(" not in graphs[0].source and "mc::load_float(" in graphs[0].source
+
+
 # --- dynamic shapes, training, models ---------------------------------------------------------------
 
 def test_dynamic_shapes_one_compile(graphs):

@@ -48,6 +48,10 @@ Where a load's index cuts ``rindex`` into digits (``x.sum((0, 2))`` reads
 ``x[rindex / 512, xindex, rindex % 512]``) each loop over the row is a loop over runs ``r1`` of
 consecutive elements ``r0`` (``cpp_loops.split_row_loop``), as a pointwise kernel loops over rows.
 
+A float16 row the loop reads or writes at consecutive points is converted to float before the
+loop and back after it, a vector at a time (``cpp_blocks.py``: g++ vectorises no float16
+conversion of its own; x86's F16C converts 8 lanes an instruction).
+
 Vectorisation is asked of the compiler with ``#pragma omp simd`` (not written with intrinsics,
 as Inductor's ``CppVecKernel`` does): the loop stays one readable scalar body, and an explicit
 ``reduction(op:acc)`` clause is what lets ``g++`` keep one partial sum per vector lane (it may
@@ -79,6 +83,7 @@ from ..kernel_group import RINDEX, XINDEX, KernelGroup, KernelMember
 from . import cpp_build, cpp_loops
 from .common import (BaseScheduling, CodegenError, IndentedBuffer, KernelSignature,
                      emit_members)
+from .cpp_blocks import BLOCK_DTYPES, MAX_BLOCK, VectorBlock
 from .cpp_hoist import LoopInvariants
 from .cpp_keep import KeptValues, drop_unused_temporaries
 from .cpp_loops import (R0, R1, TILE, X0, X1, XTILE, is_column_reduction, lanes_loop,
@@ -89,6 +94,7 @@ from .cpp_ops import (DTYPES, CppOpsHandler, LoopCode, cexpr, storage_type,
                       vector_math_lines)
 
 XBLOCK = 1024  # points per inner (vectorised) loop of a pointwise kernel
+XBLOCK_START = sympy.Symbol("xblock", integer=True, nonnegative=True)  # its first point
 
 
 class CppKernel:
@@ -192,6 +198,7 @@ class CppKernel:
         return self.ops.code
 
     def pointwise_loops(self, code: IndentedBuffer) -> None:
+        self.ops.block = self.vector_block(XINDEX, XBLOCK_START, "xend - xblock", XBLOCK)
         with self.ops.cse.scoped():
             body = self.emit(self.group.members, {})
         row = row_length(self.ops.simplified, self.group.numel) \
@@ -200,6 +207,7 @@ class CppKernel:
             body = self.emit_rows(row)
             if transposed_read(self.ops.simplified) and \
                     row_segments(self.ops.mask_bounds.at.get(X0, ()), row) == [(0, row)]:
+                body = self.emit_rows(row, blocks=False)  # (a tile is part of a row)
                 self.tiled_loops(code, row, body)
                 return
             outer = f"for (int64_t x1 = 0; x1 < {self.group.numel // row}; x1++)"
@@ -215,12 +223,14 @@ class CppKernel:
             if row is None:
                 code.writeline(f"const int64_t xend = std::min<int64_t>(xblock + {XBLOCK}, xnumel);")
             code.splice(body.hoisted)
+            code.writelines(body.converts_in)
             segments = row_segments(self.ops.mask_bounds.at.get(X0, ()), row) if row else [(start, end)]
             for lo, hi in segments:
                 if self.vectorize_points():
                     code.writelines(cpp_loops.vector_loop(var, str(lo), str(hi), body.body.lines))
                 else:
                     self.write_loop(code, var, str(lo), str(hi), body)
+            code.writelines(body.converts_out)
         code.writeline("}")
 
     def vectorize_points(self) -> bool:
@@ -257,12 +267,27 @@ class CppKernel:
             code.writeline("}")
         code.writeline("}")
 
-    def emit_rows(self, row: int) -> LoopCode:
+    def emit_rows(self, row: int, blocks: bool = True) -> LoopCode:
         """The body again, over ``xindex = x0 + row*x1``: a load of ``bias[xindex % 1024]`` is
         ``bias[x0]`` (consecutive: a vector load, where ``% 1024`` made it a gather, about 3x
-        slower for a bias + GELU epilogue), one of ``mean[xindex / 1024]`` is ``mean[x1]``."""
+        slower for a bias + GELU epilogue), one of ``mean[xindex / 1024]`` is ``mean[x1]``.
+        ``blocks``: float16 rows convert a whole row at a time (``cpp_blocks.py``)."""
         self.split(XINDEX, X0, X1, row, self.group.numel)
+        if blocks:
+            self.ops.block = self.vector_block(X0, sympy.Integer(0), str(row), row)
         return self.emit(self.group.members, {})
+
+    def vector_block(self, var: sympy.Symbol, start: sympy.Expr, count: str,
+                     capacity: Any) -> VectorBlock | None:
+        """The range of the loop about to be written, for float16 rows to convert in one block
+        (``cpp_blocks.py``), or None: the kernel has no float16 buffer, updates an input in
+        place (a block is read before the loop and written after it), is not vectorised, or the
+        loop's range is not known to fit an array."""
+        if not (self.options.cpp_vectorize and self.options.cpp_blocks and
+                any(d in BLOCK_DTYPES for d in self.dtypes.values()) and self.values.inputs_stay
+                and isinstance(capacity, (int, sympy.Integer)) and 0 < capacity <= MAX_BLOCK):
+            return None
+        return VectorBlock(var, start, count, int(capacity))
 
     def split(self, var: sympy.Symbol, inner: sympy.Symbol, outer: sympy.Symbol, row: int,
               numel: sympy.Expr) -> None:
@@ -270,11 +295,15 @@ class CppKernel:
         ``inner + row*outer``, each of the two over its own range."""
         ranges = {**self.group.var_ranges(), inner: sympy.Integer(row),
                   outer: sympy.sympify(numel // row)}
+        self.fresh_ops(ranges)
+        self.ops.index_subs = {var: inner + row * outer}
+
+    def fresh_ops(self, ranges: dict[sympy.Symbol, Any]) -> None:
+        """A fresh ops handler (temporaries from tmp0 again) over the variables ``ranges``."""
         self.values = KeptValues(self.group)
         dim_sizes = self.ops.dim_sizes
         self.ops = CppOpsHandler(self.pointers, self.dtypes, ranges, self.values, self.checks)
         self.ops.dim_sizes = dim_sizes  # (the kernel's, whichever handler finds them)
-        self.ops.index_subs = {var: inner + row * outer}
 
     def row_vars(self) -> tuple[sympy.Symbol, ...]:
         """The variables of a reduction's loop over the row: ``rindex``, or ``r0`` and ``r1``
@@ -317,6 +346,11 @@ class CppKernel:
         if run is not None:  # rindex = r0 + run*r1: the phases again, over runs
             self.split(RINDEX, R0, R1, run, self.group.rnumel)
             phases = self.phases()
+        elif block := self.vector_block(RINDEX, sympy.Integer(0), "rnumel",
+                                        sympy.sympify(self.group.rnumel)):
+            self.fresh_ops(self.group.var_ranges())  # the phases again, float16 rows in blocks
+            self.ops.block = block
+            phases = self.phases()
         loops = [loop for kind, loop in phases if kind == "loop"]
         code.writeline(f"#pragma omp parallel for num_threads(num_threads) "
                        f"if(xnumel * rnumel >= {parallel_threshold(loops)})")
@@ -330,6 +364,7 @@ class CppKernel:
                     continue
                 code.splice(loop.prefix)
                 code.splice(loop.hoisted)
+                code.writelines(loop.converts_in)
                 clauses = simd_clauses(loop)
                 vectorize = clauses is not None and self.options.cpp_vectorize
                 lanes = (lanes_loop(loop, self.group.rnumel, run)
@@ -346,6 +381,7 @@ class CppKernel:
                         self.write_loop(inner, "r0", "0", str(run), loop)
                         inner.lines = split_row_loop(inner.lines, run)
                     code.splice(inner)
+                code.writelines(loop.converts_out)
                 code.splice(loop.suffix)
         code.writeline("}")
 

@@ -35,6 +35,7 @@ from ..kernel_group import RINDEX, XINDEX
 from ..ops_handler import add_elementwise_ops
 from ..sizevars import simplify_index, value_range
 from .common import CSE, IndentedBuffer
+from .cpp_blocks import BLOCK_DTYPES, VectorBlock
 from .cpp_hoist import LoopInvariants
 from .cpp_masks import MaskBounds
 from .cpp_printer import cexpr  # (cpp.py and the grading take it from here)
@@ -202,6 +203,9 @@ class LoopCode:
     hoisted: IndentedBuffer = field(default_factory=IndentedBuffer)
     body: IndentedBuffer = field(default_factory=IndentedBuffer)  # inside it
     suffix: IndentedBuffer = field(default_factory=IndentedBuffer)  # after it
+    # float16 rows converted to float before the loop, and back after it (cpp_blocks.py)
+    converts_in: list[str] = field(default_factory=list)
+    converts_out: list[str] = field(default_factory=list)
     accumulators: list[Accumulator] = field(default_factory=list)
     readouts: set[str] = field(default_factory=set)  # results of this loop's reductions
     threads_asked: bool = False  # ``hoisted`` says whether other threads share the loop
@@ -237,6 +241,8 @@ class CppOpsHandler:
         # that type rounds the value itself, once (rounding twice costs as much as the store)
         self.rounded: dict[str, tuple[str, torch.dtype]] = {}
         self.adds_into_shared = False  # an atomic add's store: points may share an element
+        self.block: VectorBlock | None = None  # the loop's range, where float16 rows convert in
+        #                                        blocks (cpp_blocks.py; None: element by element)
 
     def _fresh(self, prefix: str) -> str:
         n = self._counts[prefix]
@@ -263,7 +269,11 @@ class CppOpsHandler:
     # --- memory -------------------------------------------------------------------------------
     def load(self, name: str, index: sympy.Expr) -> str:
         value = f"{self.pointers[name]}[{self.index(index)}]"
-        if self.dtypes[name] in HALF_DTYPES:  # (no struct temporary: cpp_prefix.h says why)
+        first = self.block_first(name, index)
+        if first is not None:  # the row converted before the loop, read as a float array
+            array = self.block.load(self.code.converts_in, self.pointers[name], first)
+            value = f"{array}[{self.block.element()}]"
+        elif self.dtypes[name] in HALF_DTYPES:  # (no struct temporary: cpp_prefix.h says why)
             value = f"mc::load_float({value})"
         var = self._emit(value, compute_type(self.dtypes[name]))
         if self.invariants.index(self._indices[index][1]):
@@ -290,9 +300,23 @@ class CppOpsHandler:
         if self.dtypes[name] in HALF_DTYPES:
             unrounded, dtype = self.rounded.get(value, (value, None))
             value = unrounded if dtype == self.dtypes[name] else value
+            first = self.block_first(name, index) if out is self.code.body else None
+            if first is not None:  # into a float array, converted after the loop
+                array = self.block.store(self.code.converts_in, self.code.converts_out,
+                                         self.pointers[name], first)
+                out.writeline(f"{array}[{self.block.element()}] = {value};")
+                return
             out.writeline(f"mc::store_float({target}, {value});")
             return
         out.writeline(f"{target} = static_cast<{storage_type(self.dtypes[name])}>({value});")
+
+    def block_first(self, name: str, index: sympy.Expr) -> sympy.Expr | None:
+        """Where the loop's range of ``name`` starts, if its points convert in a block: a
+        float16 buffer read or written at consecutive points of the loop, outside any mask."""
+        if self.block is None or self.dtypes[name] not in BLOCK_DTYPES or \
+                not self.invariants.inner or self.invariants.masked:
+            return None  # (per-row code runs outside the loop: no block)
+        return self.block.first(self._indices[index][1])
 
     # --- values -------------------------------------------------------------------------------
     def constant(self, value: Any, dtype: torch.dtype) -> str:
