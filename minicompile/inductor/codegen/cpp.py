@@ -86,7 +86,7 @@ from .common import (BaseScheduling, CodegenError, IndentedBuffer, KernelSignatu
 from .cpp_blocks import BLOCK_DTYPES, MAX_BLOCK, VectorBlock
 from .cpp_hoist import LoopInvariants
 from .cpp_keep import KeptValues, drop_unused_temporaries
-from .cpp_loops import (R0, R1, TILE, X0, X1, XTILE, is_column_reduction, lanes_loop,
+from .cpp_loops import (R0, R1, RCHUNK, TILE, X0, X1, XTILE, is_column_reduction, lanes_loop,
                         omp_accumulators, parallel_threshold, renamed_accumulators, row_length,
                         split_row_loop, transposed_read)
 from .cpp_masks import row_segments
@@ -340,6 +340,10 @@ class CppKernel:
     def row_reductions(self, code: IndentedBuffer) -> None:
         phases = self.phases()
         if is_column_reduction(phases, self.ops.simplified, self.values):
+            if block := self.vector_block(XINDEX, XBLOCK_START, "xend - xblock", XTILE):
+                self.fresh_ops(self.group.var_ranges())  # the phases again, float16 in blocks
+                self.ops.block = block
+                phases = self.phases()
             return self.column_reductions(code, phases)
         run = (row_length(self.ops.simplified, self.group.rnumel, RINDEX)
                if self.options.cpp_row_loops else None)
@@ -390,13 +394,25 @@ class CppKernel:
         stride 1 across rows and a whole row apart along its own): the loop over ``rindex`` goes
         outside, a tile of ``XTILE`` rows inside, one accumulator per row of the tile in an array,
         so that the inner loop reads consecutive elements (a vector load; along a row they are
-        ``xnumel`` apart: a gather per element). Then the per-row code, row by row of the tile."""
+        ``xnumel`` apart: a gather per element). Then the per-row code, row by row of the tile.
+
+        A float32 sum accumulates in double: one row's terms one after another, a float sum of
+        them drifts (200 terms: 5e-6) where eager's cascade sum stays close. Double lanes are
+        half as many a vector, so ``RCHUNK`` rows at a time are summed in float lanes
+        (``acc0_chunk``), each chunk's partial then added to the double (ATen's cascade sum
+        sums runs of 16 too): 256x512 ``x.sum(0)`` 13.5 -> 9.2 us on one core. (A 16-bit
+        result rounds the drift away: its sum stays float, as eager's; bf16 x.sum(0) 60 -> 26
+        us.)"""
         (_, loop), rows = phases[0], [p for _, p in phases[1:]]
         loop.body.lines[:0] = loop.hoisted.lines  # (the row changes in the inner loop here)
+        decls = omp_accumulators(loop)
+        wide = [a.kind.omp == "+" and ctype == "float" and a.dtype == torch.float32
+                for a, (ctype, _, _) in zip(loop.accumulators, decls)]
+        chunked = any(wide) and not any(a.kind.running for a in loop.accumulators)
 
-        def per_row(buf: IndentedBuffer) -> IndentedBuffer:  # acc0 -> acc0[xindex - xblock]
-            out = IndentedBuffer()
-            out.lines = renamed_accumulators(buf, loop, "{}[xindex - xblock]")
+        def per_row(buf: IndentedBuffer, acc: str = "{}") -> IndentedBuffer:
+            out = IndentedBuffer()  # acc0 -> acc0[xindex - xblock] (or acc0_chunk[...])
+            out.lines = renamed_accumulators(buf, loop, acc + "[xindex - xblock]")
             return out
         code.writeline(f"#pragma omp parallel for num_threads(num_threads) "
                        f"if(xnumel * rnumel >= {parallel_threshold([loop])})")
@@ -404,26 +420,45 @@ class CppKernel:
         code.writeline("{")
         with code.indent():
             code.writeline(f"const int64_t xend = std::min<int64_t>(xblock + {XTILE}, xnumel);")
-            for acc, (ctype, name, init) in zip(loop.accumulators, omp_accumulators(loop)):
-                if acc.kind.omp == "+" and ctype == "float" and acc.dtype == torch.float32:
-                    ctype = "double"  # one row's terms one after another: a float sum of
-                    # them drifts (200 terms: 5e-6) where eager's cascade sum stays close.
-                    # (A 16-bit result rounds that away: its sum stays float, as eager's, twice
-                    # as many lanes a vector; bf16 x.sum(0) 60 -> 26 us.)
-                code.writeline(f"{ctype} {name}[{XTILE}];")
+            for (ctype, name, init), double in zip(decls, wide):
+                code.writeline(f"{'double' if double else ctype} {name}[{XTILE}];")
                 code.writeline(f"for (int64_t i = 0; i < {XTILE}; i++) {name}[i] = {init};")
-            code.writeline("for (int64_t rindex = 0; rindex < rnumel; rindex++)")
-            code.writeline("{")
-            with code.indent():
-                if self.options.cpp_vectorize:
-                    code.writeline("#pragma omp simd")
-                self.write_loop(code, "xindex", "xblock", "xend", LoopCode(body=per_row(loop.body)))
-            code.writeline("}")
+            rows_loop = IndentedBuffer()
+            rows_loop.writelines(loop.converts_in)
+            if self.options.cpp_vectorize:
+                rows_loop.writeline("#pragma omp simd")
+            body = per_row(loop.body, "{}_chunk" if chunked else "{}")
+            self.write_loop(rows_loop, "xindex", "xblock", "xend", LoopCode(body=body))
+            rows_loop.writelines(loop.converts_out)
+            if chunked:
+                self.chunks_of_rows(code, loop, decls, rows_loop)
+            else:
+                self.write_loop(code, "rindex", "0", "rnumel", LoopCode(body=rows_loop))
             tail = LoopCode(body=per_row(loop.suffix))  # the per-row code: read-outs, stores...
             for row in rows:
                 tail.body.splice(per_row(row.body))
             if tail.body.lines:  # (a scan stores inside its loop: none)
                 self.write_loop(code, "xindex", "xblock", "xend", tail)
+        code.writeline("}")
+
+    def chunks_of_rows(self, code: IndentedBuffer, loop: LoopCode, decls: list,
+                       rows_loop: IndentedBuffer) -> None:
+        """The loop over ``rindex`` of ``column_reductions``, ``RCHUNK`` rows at a time into
+        partial results of the accumulators' own type (``acc0_chunk``), then added up."""
+        code.writeline(f"for (int64_t rchunk = 0; rchunk < rnumel; rchunk += {RCHUNK})")
+        code.writeline("{")
+        with code.indent():
+            code.writeline(f"const int64_t rend = std::min<int64_t>(rchunk + {RCHUNK}, rnumel);")
+            for ctype, name, init in decls:
+                code.writeline(f"{ctype} {name}_chunk[{XTILE}];  // these rows' partial results")
+                code.writeline(f"for (int64_t i = 0; i < {XTILE}; i++) {name}_chunk[i] = {init};")
+            self.write_loop(code, "rindex", "rchunk", "rend", LoopCode(body=rows_loop))
+            steps = [f"{a.name}[i] = " + a.kind.update.format(acc=f"{a.name}[i]",
+                                                               value=f"{a.name}_chunk[i]") + ";"
+                     for a in loop.accumulators]
+            if self.options.cpp_vectorize:
+                code.writeline("#pragma omp simd")
+            code.writeline(f"for (int64_t i = 0; i < {XTILE}; i++) {{ {' '.join(steps)} }}")
         code.writeline("}")
 
     def single_row_reduction(self, code: IndentedBuffer) -> None:
