@@ -472,6 +472,26 @@ def test_float16_blocks_only_where_every_point_reads_its_own_element(graphs):
     assert "mc::load_float(in_ptr1[" in gathered, gathered
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_16bit_values_stored_as_loaded_copy_their_bits(dtype, graphs):
+    """A transpose, a permute or a strided copy of a 16-bit tensor stores each value as it was
+    loaded: the bits are copied (NaN payloads too, as eager's copy), not converted to float and
+    rounded back; a value converted to the other 16-bit type, or computed on, is rounded."""
+    x = float16_values(33, 40).to(dtype)
+    x.view(torch.int16)[0, 1] = 0x7fa1 if dtype == torch.bfloat16 else 0x7e21  # a NaN payload
+    check(lambda x: x.t().contiguous(), x, graphs=graphs)
+    check(lambda x: x[:, ::2].permute(1, 0).contiguous(), x, graphs=graphs)
+    other = torch.float16 if dtype == torch.bfloat16 else torch.bfloat16
+    check(lambda x: (x.t().to(other), x.t() * 2), x, graphs=graphs, rtol=1e-2, atol=1e-2)
+    transposed, strided, converted = (g.source for g in graphs)
+    for source in (transposed, strided):
+        assert re.search(r"out_ptr0\[[^]]+\]\.bits = in_ptr0\[[^]]+\]\.bits;", source), source
+        assert "mc::store_float" not in source, source
+    assert ".bits = " not in converted and "mc::store_float(" in converted, converted
+    assert torch.equal(mc.compile(lambda x: x.t().contiguous())(x).view(torch.int16),
+                       x.t().contiguous().view(torch.int16))  # to the bit
+
+
 def test_float16_blocks_can_be_turned_off(graphs):
     x, y = float16_values(67, 129), float16_values(67, 129)
     check(lambda x, y: F.silu(x) * y, x, y, graphs=graphs, options={"cpp_blocks": False})
