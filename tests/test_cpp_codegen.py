@@ -492,6 +492,27 @@ def test_16bit_values_stored_as_loaded_copy_their_bits(dtype, graphs):
                        x.t().contiguous().view(torch.int16))  # to the bit
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_scatter_adds_into_distinct_elements_vectorise_on_a_lone_thread(threads, graphs):
+    """``index_add`` over rows adds a row loaded once before the loop into consecutive elements:
+    a thread alone in the loop adds vectors of them; threads sharing it add atomically (rows
+    repeat: two threads may add into one row). A ``scatter_add`` along a row loads an index at
+    each point: two points may reach one element, so its loop stays scalar."""
+    x, rows = torch.randn(300, 64), torch.randint(0, 300, (400,))  # rows added more than once
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        check(lambda x, i, s: x.index_add(0, i, s), x, rows, torch.randn(400, 64), graphs=graphs)
+        check(lambda x, i, s: x.scatter_add(1, i, s), x, torch.randint(0, 64, (300, 30)),
+              torch.randn(300, 30), graphs=graphs)
+    finally:
+        torch.set_num_threads(previous)
+    by_rows, along_rows = (next(k for k in g.source.split("# kernel") if "atomic_add<" in k)
+                           for g in graphs)  # (the scatter, not the copy before it)
+    assert "if (!shared)  // a lone thread" in by_rows and "#pragma omp simd" in by_rows, by_rows
+    assert "if (!shared)" not in along_rows and "#pragma omp simd" not in along_rows, along_rows
+
+
 def test_float16_blocks_can_be_turned_off(graphs):
     x, y = float16_values(67, 129), float16_values(67, 129)
     check(lambda x, y: F.silu(x) * y, x, y, graphs=graphs, options={"cpp_blocks": False})

@@ -228,6 +228,8 @@ class CppKernel:
             for lo, hi in segments:
                 if self.vectorize_points():
                     code.writelines(cpp_loops.vector_loop(var, str(lo), str(hi), body.body.lines))
+                elif self.vectorize_lone_thread():
+                    self.lone_thread_loops(code, var, str(lo), str(hi), body)
                 else:
                     self.write_loop(code, var, str(lo), str(hi), body)
             code.writelines(body.converts_out)
@@ -238,6 +240,26 @@ class CppKernel:
         several may add into one element (a scatter's atomic adds, ``ir.Scatter``): lanes of one
         vector would each read the element, add and write it back, and all but one add be lost."""
         return self.options.cpp_vectorize and not self.ops.adds_into_shared
+
+    def vectorize_lone_thread(self) -> bool:
+        """A scatter's adds vectorise where no two points of the loop add into one element
+        (``embedding_backward``'s ``out[512*indirect0 + x0] += g[...]``: a row index loaded
+        once before the loop, then consecutive elements), on a thread alone in the loop: there
+        the adds need no atomics, and the lanes of a vector reach distinct elements."""
+        return self.options.cpp_vectorize and not self.ops.adds_may_collide
+
+    def lone_thread_loops(self, code: IndentedBuffer, var: str, start: str, end: str,
+                          body: LoopCode) -> None:
+        code.writeline("if (!shared)  // a lone thread adds into distinct elements: vectors")
+        code.writeline("{")
+        with code.indent():
+            code.writelines(cpp_loops.vector_loop(var, start, end, body.body.lines))
+        code.writeline("}")
+        code.writeline("else")
+        code.writeline("{")
+        with code.indent():
+            self.write_loop(code, var, start, end, body)
+        code.writeline("}")
 
     def tiled_loops(self, code: IndentedBuffer, row: int, body: LoopCode) -> None:
         """Row loops in ``TILE`` x ``TILE`` tiles (``cpp_loops.transposed_read`` says why): the

@@ -241,6 +241,8 @@ class CppOpsHandler:
         # that type rounds the value itself, once (rounding twice costs as much as the store)
         self.rounded: dict[str, tuple[str, torch.dtype]] = {}
         self.adds_into_shared = False  # an atomic add's store: points may share an element
+        self.adds_may_collide = False  # ... and two points of the loop may add into one
+        self.hoisted_indirect: set[sympy.Symbol] = set()  # indices loaded once, before the loop
         # temporary -> (the element it was loaded from, its 16-bit dtype), for a store of it
         # unchanged into that dtype (a transpose, a permute): it copies the bits (``store``)
         self.loaded_bits: dict[str, tuple[str, torch.dtype]] = {}
@@ -291,6 +293,7 @@ class CppOpsHandler:
         target = f"{self.pointers[name]}[{self.index(index)}]"
         if mode == "atomic_add":  # (cpp_prefix.h: threads may add into one element at once)
             self.adds_into_shared = True
+            self.adds_may_collide |= not self.distinct_along_loop(self._indices[index][1])
             if not self.code.threads_asked:  # (a lone thread adds without the atomic's cost)
                 self.code.hoisted.writeline("const bool shared = omp_in_parallel();  "
                                             "// other threads may add into the same elements")
@@ -320,6 +323,18 @@ class CppOpsHandler:
             out.writeline(f"mc::store_float({target}, {value});")
             return
         out.writeline(f"{target} = static_cast<{storage_type(self.dtypes[name])}>({value});")
+
+    def distinct_along_loop(self, index: sympy.Expr) -> bool:
+        """Whether the loop's points reach distinct elements through ``index``: a constant
+        nonzero step along its variable, the rest the same at every point (an index loaded
+        once before the loop, ``512*indirect0 + x0``; one loaded at each point may repeat)."""
+        if len(self.invariants.inner) != 1:
+            return False
+        var = self.invariants.inner[0]
+        step = sympy.expand(index).coeff(var)
+        rest = sympy.expand(index - step * var)
+        return step.is_number and step != 0 and var not in rest.free_symbols and all(
+            s in self.hoisted_indirect for s in rest.free_symbols if s.name.startswith("indirect"))
 
     def block_first(self, name: str, index: sympy.Expr) -> sympy.Expr | None:
         """Where the loop's range of ``name`` starts, if its points convert in a block: a
@@ -411,6 +426,7 @@ class CppOpsHandler:
         if value in self.invariants.values:  # checked once, before the loop (cpp_hoist.py)
             out, value = self.code.hoisted, self.invariants.values[value]
             why += f"; the same for every {', '.join(map(str, self.invariants.inner))}"
+            self.hoisted_indirect.add(sympy.Symbol(var, integer=True))
         site = site_of(self.checks, check)
         out.writeline(f"const int64_t {var} = {call}({value}, {cexpr(size)}, error, "
                       f"{site});  // {why}")
