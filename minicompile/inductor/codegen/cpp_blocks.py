@@ -26,7 +26,8 @@ once for all its loops (softmax reads its row in two). bfloat16 is left per elem
 a shift and its rounding a few integer instructions, which g++ vectorises.
 
 A block needs the loop's whole range in a bounded array (``VectorBlock``: the ``XBLOCK`` points
-of a flat loop, a row of at most ``MAX_BLOCK`` points), every element of it read (not a masked
+of a flat loop, a row of at most ``MAX_BLOCK`` points, the ``XTILE`` points of a column
+reduction's tile in each of its rows), every element of it read (not a masked
 load, which may lie outside the tensor where its mask is off) and the kernel's inputs not written
 while it runs (no member updates one in place): the conversion before the loop must read what
 each point would have read, and the conversion after it must write nothing another point reads.
