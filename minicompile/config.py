@@ -37,6 +37,8 @@ class inductor:
     cpp_row_loops = True  # C++: a pointwise kernel whose loads cut xindex into digits (a
     #                       broadcast bias b[xindex % 1024]) loops over rows; False keeps the
     #                       flat loop, where such a load is a gather (notebook 09 measures it)
+    cpp_blocks = True  # C++: float16 rows are converted to float before a loop and back after it,
+    #                    a vector at a time (codegen/cpp_blocks.py); False: element by element
     cpp_lanes = True  # C++: a reduction along a row keeps 256 bytes of partial results (four
     #                   vectors: four chains of updates), combined by halving; False: one vector
     cudagraphs = False  # mode="reduce-overhead": replay the wrapper's launches as a CUDA graph

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 
 import minicompile as mc
 from minicompile import config
-from minicompile.inductor.codegen import cpp_build, cpp_keep, cpp_ops
+from minicompile.inductor.codegen import cpp_build, cpp_keep, cpp_loops, cpp_ops
 from conftest import record_compiled_graphs
 from models import MODELS, MORE_MODELS
 
@@ -129,7 +129,8 @@ def test_reductions_down_columns_loop_over_columns_inside(fn, shapes, graphs):
     check(fn, *args, graphs=graphs)
     source = graphs[0].source
     assert "for (int64_t xblock = 0; xblock < xnumel; xblock += 64)" in source
-    assert "acc0[xindex - xblock] = " in source and "omp simd reduction" not in source
+    assert re.search(r"acc0(_chunk)?\[xindex - xblock\] = ", source), source
+    assert "omp simd reduction" not in source
 
 
 @pytest.mark.parametrize("dtype, acc", [(torch.float32, "double"), (torch.bfloat16, "float"),
@@ -139,6 +140,31 @@ def test_column_sums_accumulate_in_double_only_for_a_float32_result(dtype, acc, 
     check(lambda x: x.sum(0), x, graphs=graphs, rtol=1e-2 if dtype != torch.float32 else None,
           atol=1e-2 if dtype != torch.float32 else None)
     assert f"{acc} acc0[64];" in graphs[0].source, graphs[0].source
+
+
+@pytest.mark.parametrize("fn", [lambda x: x.sum(0), lambda x: (x.sum(0), x.amax(0)),
+                                lambda x: (x * x).sum(0) + 1], ids=["sum", "sum_and_max", "square"])
+def test_column_sums_add_chunks_of_rows_in_float_then_in_double(fn, graphs):
+    """A float32 column sum adds ``RCHUNK`` rows in float lanes, then the chunk into its double
+    total: as close to eager as the double sum over 1000 rows (and a last chunk of 8); a max
+    beside it is chunked alike (its chunk's max, then the max of the chunks)."""
+    x = torch.randn(1000, 96) + 100  # large terms: a float sum over all the rows drifts
+    x[7, 5] = float("nan")
+    check(fn, x, graphs=graphs)
+    source = graphs[0].source
+    assert "double acc0[64];" in source and "float acc0_chunk[64];" in source, source
+    assert f"rchunk += {cpp_loops.RCHUNK}" in source, source
+    if "max" in source:
+        assert "acc1[i] = mc::maximum(acc1[i], acc1_chunk[i]);" in source, source
+
+
+def test_float16_column_reductions_convert_a_row_of_the_tile_at_a_time(graphs):
+    """Down columns, each row of the tile is converted before the inner loop over the tile."""
+    x = float16_values(300, 100)
+    check(lambda x: (x.amax(0), x.sum(0)), x, graphs=graphs, rtol=1e-2, atol=1e-2)
+    source = graphs[0].source
+    assert "mc::load_floats(in_ptr0_float, &in_ptr0[100*rindex + xblock], xend - xblock);" \
+        in source, source
 
 
 @pytest.mark.parametrize("fn, shape", [
@@ -399,6 +425,98 @@ def test_half_precision_activation_rounds_only_at_the_store(fn, graphs):
     kernel does; decompositions' ``pw_cast_for_opmath``): no rounding inside the loop."""
     check(fn, torch.randn(67, 129, dtype=torch.bfloat16) * 3, graphs=graphs)
     assert "round_to" not in graphs[0].source and "mc::store_float" in graphs[0].source
+
+
+def float16_values(*shape) -> torch.Tensor:
+    """Random float16 values with the edges of the type among them: NaN, +-inf, subnormals
+    (below 2^-14), the largest (65504), and values that round past it when scaled."""
+    x = torch.randn(*shape) * 3
+    edges = torch.tensor([float("nan"), float("inf"), -float("inf"), 3e-6, -5e-8, 65504.0,
+                          -65504.0, 6e4, 0.0, -0.0])
+    x.view(-1)[:edges.numel()] = edges
+    return x.half()
+
+
+@pytest.mark.parametrize("fn, shapes, dtype_loads", [
+    (lambda a, b: F.silu(a) * b, [(67, 129), (67, 129)], 2),  # flat: blocks of 1024, a tail
+    (lambda a, b: a * 1e3 + b, [(67, 129), (129,)], 2),        # rows: a bias, one row at a time
+    (lambda a, b: (a * 1e-4).sqrt() + b, [(3, 7), (3, 7)], 2),  # fewer points than 8 lanes
+    (lambda a: torch.softmax(a, -1), [(67, 129)], 1),          # a row read by two loops
+    (lambda a: (a.float().cumsum(-1)).half(), [(5, 33)], 1),     # a scan's row
+], ids=["flat", "rows", "short", "softmax", "scan"])
+def test_float16_rows_convert_in_vector_blocks(fn, shapes, dtype_loads, graphs):
+    """A float16 load consecutive along the loop is converted before the loop, the loop's range
+    at once (F16C: 8 lanes an instruction), and a store after it; the values are eager's,
+    NaN, infinities, subnormals and overflow included."""
+    args = [float16_values(*s) for s in shapes]
+    check(fn, *args, graphs=graphs)
+    source = graphs[0].source
+    assert source.count("mc::load_floats(") == dtype_loads, source
+    assert source.count("mc::store_floats(") == 1, source
+    assert "mc::load_float(" not in source and "mc::store_float(" not in source, source
+
+
+def test_float16_blocks_only_where_every_point_reads_its_own_element(graphs):
+    """A masked load (pad) may lie outside the tensor where its mask is off: it stays per
+    element; an input updated in place is read and written by the same kernel: no block; a
+    transposed read (tiles) and a gather are not consecutive: per element too."""
+    x = float16_values(33, 40)
+    check(lambda x: F.pad(x, (3, 3)) * 2, x, graphs=graphs)
+    check(lambda x: x.add_(1), x.clone(), graphs=graphs)
+    check(lambda x, y: x.t() + y, x, float16_values(40, 33), graphs=graphs)
+    check(lambda x, i: x[i] * 2, x, torch.tensor([3, 0, 32, 3]), graphs=graphs)
+    padded, in_place, transposed, gathered = (g.source for g in graphs)
+    assert "mc::load_float(" in padded and "mc::store_floats(" in padded, padded
+    assert "_floats(" not in in_place, in_place
+    assert "2-D tiles" in transposed and "_floats(" not in transposed, transposed
+    assert "mc::load_float(in_ptr1[" in gathered, gathered
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_16bit_values_stored_as_loaded_copy_their_bits(dtype, graphs):
+    """A transpose, a permute or a strided copy of a 16-bit tensor stores each value as it was
+    loaded: the bits are copied (NaN payloads too, as eager's copy), not converted to float and
+    rounded back; a value converted to the other 16-bit type, or computed on, is rounded."""
+    x = float16_values(33, 40).to(dtype)
+    x.view(torch.int16)[0, 1] = 0x7fa1 if dtype == torch.bfloat16 else 0x7e21  # a NaN payload
+    check(lambda x: x.t().contiguous(), x, graphs=graphs)
+    check(lambda x: x[:, ::2].permute(1, 0).contiguous(), x, graphs=graphs)
+    other = torch.float16 if dtype == torch.bfloat16 else torch.bfloat16
+    check(lambda x: (x.t().to(other), x.t() * 2), x, graphs=graphs, rtol=1e-2, atol=1e-2)
+    transposed, strided, converted = (g.source for g in graphs)
+    for source in (transposed, strided):
+        assert re.search(r"out_ptr0\[[^]]+\]\.bits = in_ptr0\[[^]]+\]\.bits;", source), source
+        assert "mc::store_float" not in source, source
+    assert ".bits = " not in converted and "mc::store_float(" in converted, converted
+    assert torch.equal(mc.compile(lambda x: x.t().contiguous())(x).view(torch.int16),
+                       x.t().contiguous().view(torch.int16))  # to the bit
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_scatter_adds_into_distinct_elements_vectorise_on_a_lone_thread(threads, graphs):
+    """``index_add`` over rows adds a row loaded once before the loop into consecutive elements:
+    a thread alone in the loop adds vectors of them; threads sharing it add atomically (rows
+    repeat: two threads may add into one row). A ``scatter_add`` along a row loads an index at
+    each point: two points may reach one element, so its loop stays scalar."""
+    x, rows = torch.randn(300, 64), torch.randint(0, 300, (400,))  # rows added more than once
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        check(lambda x, i, s: x.index_add(0, i, s), x, rows, torch.randn(400, 64), graphs=graphs)
+        check(lambda x, i, s: x.scatter_add(1, i, s), x, torch.randint(0, 64, (300, 30)),
+              torch.randn(300, 30), graphs=graphs)
+    finally:
+        torch.set_num_threads(previous)
+    by_rows, along_rows = (next(k for k in g.source.split("# kernel") if "atomic_add<" in k)
+                           for g in graphs)  # (the scatter, not the copy before it)
+    assert "if (!shared)  // a lone thread" in by_rows and "#pragma omp simd" in by_rows, by_rows
+    assert "if (!shared)" not in along_rows and "#pragma omp simd" not in along_rows, along_rows
+
+
+def test_float16_blocks_can_be_turned_off(graphs):
+    x, y = float16_values(67, 129), float16_values(67, 129)
+    check(lambda x, y: F.silu(x) * y, x, y, graphs=graphs, options={"cpp_blocks": False})
+    assert "_floats(" not in graphs[0].source and "mc::load_float(" in graphs[0].source
 
 
 # --- dynamic shapes, training, models ---------------------------------------------------------------

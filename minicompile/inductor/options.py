@@ -43,6 +43,7 @@ class InductorOptions:
     cpp_vectorize: bool
     cpp_row_loops: bool
     cpp_lanes: bool
+    cpp_blocks: bool
     cudagraphs: bool
     max_autotune: bool
     compile_threads: int

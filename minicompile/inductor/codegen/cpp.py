@@ -48,6 +48,10 @@ Where a load's index cuts ``rindex`` into digits (``x.sum((0, 2))`` reads
 ``x[rindex / 512, xindex, rindex % 512]``) each loop over the row is a loop over runs ``r1`` of
 consecutive elements ``r0`` (``cpp_loops.split_row_loop``), as a pointwise kernel loops over rows.
 
+A float16 row the loop reads or writes at consecutive points is converted to float before the
+loop and back after it, a vector at a time (``cpp_blocks.py``: g++ vectorises no float16
+conversion of its own; x86's F16C converts 8 lanes an instruction).
+
 Vectorisation is asked of the compiler with ``#pragma omp simd`` (not written with intrinsics,
 as Inductor's ``CppVecKernel`` does): the loop stays one readable scalar body, and an explicit
 ``reduction(op:acc)`` clause is what lets ``g++`` keep one partial sum per vector lane (it may
@@ -79,9 +83,10 @@ from ..kernel_group import RINDEX, XINDEX, KernelGroup, KernelMember
 from . import cpp_build, cpp_loops
 from .common import (BaseScheduling, CodegenError, IndentedBuffer, KernelSignature,
                      emit_members)
+from .cpp_blocks import BLOCK_DTYPES, MAX_BLOCK, VectorBlock
 from .cpp_hoist import LoopInvariants
 from .cpp_keep import KeptValues, drop_unused_temporaries
-from .cpp_loops import (R0, R1, TILE, X0, X1, XTILE, is_column_reduction, lanes_loop,
+from .cpp_loops import (R0, R1, RCHUNK, TILE, X0, X1, XTILE, is_column_reduction, lanes_loop,
                         omp_accumulators, parallel_threshold, renamed_accumulators, row_length,
                         split_row_loop, transposed_read)
 from .cpp_masks import row_segments
@@ -89,6 +94,7 @@ from .cpp_ops import (DTYPES, CppOpsHandler, LoopCode, cexpr, storage_type,
                       vector_math_lines)
 
 XBLOCK = 1024  # points per inner (vectorised) loop of a pointwise kernel
+XBLOCK_START = sympy.Symbol("xblock", integer=True, nonnegative=True)  # its first point
 
 
 class CppKernel:
@@ -192,6 +198,7 @@ class CppKernel:
         return self.ops.code
 
     def pointwise_loops(self, code: IndentedBuffer) -> None:
+        self.ops.block = self.vector_block(XINDEX, XBLOCK_START, "xend - xblock", XBLOCK)
         with self.ops.cse.scoped():
             body = self.emit(self.group.members, {})
         row = row_length(self.ops.simplified, self.group.numel) \
@@ -200,6 +207,7 @@ class CppKernel:
             body = self.emit_rows(row)
             if transposed_read(self.ops.simplified) and \
                     row_segments(self.ops.mask_bounds.at.get(X0, ()), row) == [(0, row)]:
+                body = self.emit_rows(row, blocks=False)  # (a tile is part of a row)
                 self.tiled_loops(code, row, body)
                 return
             outer = f"for (int64_t x1 = 0; x1 < {self.group.numel // row}; x1++)"
@@ -215,12 +223,16 @@ class CppKernel:
             if row is None:
                 code.writeline(f"const int64_t xend = std::min<int64_t>(xblock + {XBLOCK}, xnumel);")
             code.splice(body.hoisted)
+            code.writelines(body.converts_in)
             segments = row_segments(self.ops.mask_bounds.at.get(X0, ()), row) if row else [(start, end)]
             for lo, hi in segments:
                 if self.vectorize_points():
                     code.writelines(cpp_loops.vector_loop(var, str(lo), str(hi), body.body.lines))
+                elif self.vectorize_lone_thread():
+                    self.lone_thread_loops(code, var, str(lo), str(hi), body)
                 else:
                     self.write_loop(code, var, str(lo), str(hi), body)
+            code.writelines(body.converts_out)
         code.writeline("}")
 
     def vectorize_points(self) -> bool:
@@ -228,6 +240,26 @@ class CppKernel:
         several may add into one element (a scatter's atomic adds, ``ir.Scatter``): lanes of one
         vector would each read the element, add and write it back, and all but one add be lost."""
         return self.options.cpp_vectorize and not self.ops.adds_into_shared
+
+    def vectorize_lone_thread(self) -> bool:
+        """A scatter's adds vectorise where no two points of the loop add into one element
+        (``embedding_backward``'s ``out[512*indirect0 + x0] += g[...]``: a row index loaded
+        once before the loop, then consecutive elements), on a thread alone in the loop: there
+        the adds need no atomics, and the lanes of a vector reach distinct elements."""
+        return self.options.cpp_vectorize and not self.ops.adds_may_collide
+
+    def lone_thread_loops(self, code: IndentedBuffer, var: str, start: str, end: str,
+                          body: LoopCode) -> None:
+        code.writeline("if (!shared)  // a lone thread adds into distinct elements: vectors")
+        code.writeline("{")
+        with code.indent():
+            code.writelines(cpp_loops.vector_loop(var, start, end, body.body.lines))
+        code.writeline("}")
+        code.writeline("else")
+        code.writeline("{")
+        with code.indent():
+            self.write_loop(code, var, start, end, body)
+        code.writeline("}")
 
     def tiled_loops(self, code: IndentedBuffer, row: int, body: LoopCode) -> None:
         """Row loops in ``TILE`` x ``TILE`` tiles (``cpp_loops.transposed_read`` says why): the
@@ -257,12 +289,27 @@ class CppKernel:
             code.writeline("}")
         code.writeline("}")
 
-    def emit_rows(self, row: int) -> LoopCode:
+    def emit_rows(self, row: int, blocks: bool = True) -> LoopCode:
         """The body again, over ``xindex = x0 + row*x1``: a load of ``bias[xindex % 1024]`` is
         ``bias[x0]`` (consecutive: a vector load, where ``% 1024`` made it a gather, about 3x
-        slower for a bias + GELU epilogue), one of ``mean[xindex / 1024]`` is ``mean[x1]``."""
+        slower for a bias + GELU epilogue), one of ``mean[xindex / 1024]`` is ``mean[x1]``.
+        ``blocks``: float16 rows convert a whole row at a time (``cpp_blocks.py``)."""
         self.split(XINDEX, X0, X1, row, self.group.numel)
+        if blocks:
+            self.ops.block = self.vector_block(X0, sympy.Integer(0), str(row), row)
         return self.emit(self.group.members, {})
+
+    def vector_block(self, var: sympy.Symbol, start: sympy.Expr, count: str,
+                     capacity: Any) -> VectorBlock | None:
+        """The range of the loop about to be written, for float16 rows to convert in one block
+        (``cpp_blocks.py``), or None: the kernel has no float16 buffer, updates an input in
+        place (a block is read before the loop and written after it), is not vectorised, or the
+        loop's range is not known to fit an array."""
+        if not (self.options.cpp_vectorize and self.options.cpp_blocks and
+                any(d in BLOCK_DTYPES for d in self.dtypes.values()) and self.values.inputs_stay
+                and isinstance(capacity, (int, sympy.Integer)) and 0 < capacity <= MAX_BLOCK):
+            return None
+        return VectorBlock(var, start, count, int(capacity))
 
     def split(self, var: sympy.Symbol, inner: sympy.Symbol, outer: sympy.Symbol, row: int,
               numel: sympy.Expr) -> None:
@@ -270,11 +317,15 @@ class CppKernel:
         ``inner + row*outer``, each of the two over its own range."""
         ranges = {**self.group.var_ranges(), inner: sympy.Integer(row),
                   outer: sympy.sympify(numel // row)}
+        self.fresh_ops(ranges)
+        self.ops.index_subs = {var: inner + row * outer}
+
+    def fresh_ops(self, ranges: dict[sympy.Symbol, Any]) -> None:
+        """A fresh ops handler (temporaries from tmp0 again) over the variables ``ranges``."""
         self.values = KeptValues(self.group)
         dim_sizes = self.ops.dim_sizes
         self.ops = CppOpsHandler(self.pointers, self.dtypes, ranges, self.values, self.checks)
         self.ops.dim_sizes = dim_sizes  # (the kernel's, whichever handler finds them)
-        self.ops.index_subs = {var: inner + row * outer}
 
     def row_vars(self) -> tuple[sympy.Symbol, ...]:
         """The variables of a reduction's loop over the row: ``rindex``, or ``r0`` and ``r1``
@@ -311,11 +362,20 @@ class CppKernel:
     def row_reductions(self, code: IndentedBuffer) -> None:
         phases = self.phases()
         if is_column_reduction(phases, self.ops.simplified, self.values):
+            if block := self.vector_block(XINDEX, XBLOCK_START, "xend - xblock", XTILE):
+                self.fresh_ops(self.group.var_ranges())  # the phases again, float16 in blocks
+                self.ops.block = block
+                phases = self.phases()
             return self.column_reductions(code, phases)
         run = (row_length(self.ops.simplified, self.group.rnumel, RINDEX)
                if self.options.cpp_row_loops else None)
         if run is not None:  # rindex = r0 + run*r1: the phases again, over runs
             self.split(RINDEX, R0, R1, run, self.group.rnumel)
+            phases = self.phases()
+        elif block := self.vector_block(RINDEX, sympy.Integer(0), "rnumel",
+                                        sympy.sympify(self.group.rnumel)):
+            self.fresh_ops(self.group.var_ranges())  # the phases again, float16 rows in blocks
+            self.ops.block = block
             phases = self.phases()
         loops = [loop for kind, loop in phases if kind == "loop"]
         code.writeline(f"#pragma omp parallel for num_threads(num_threads) "
@@ -330,6 +390,7 @@ class CppKernel:
                     continue
                 code.splice(loop.prefix)
                 code.splice(loop.hoisted)
+                code.writelines(loop.converts_in)
                 clauses = simd_clauses(loop)
                 vectorize = clauses is not None and self.options.cpp_vectorize
                 lanes = (lanes_loop(loop, self.group.rnumel, run)
@@ -346,6 +407,7 @@ class CppKernel:
                         self.write_loop(inner, "r0", "0", str(run), loop)
                         inner.lines = split_row_loop(inner.lines, run)
                     code.splice(inner)
+                code.writelines(loop.converts_out)
                 code.splice(loop.suffix)
         code.writeline("}")
 
@@ -354,13 +416,25 @@ class CppKernel:
         stride 1 across rows and a whole row apart along its own): the loop over ``rindex`` goes
         outside, a tile of ``XTILE`` rows inside, one accumulator per row of the tile in an array,
         so that the inner loop reads consecutive elements (a vector load; along a row they are
-        ``xnumel`` apart: a gather per element). Then the per-row code, row by row of the tile."""
+        ``xnumel`` apart: a gather per element). Then the per-row code, row by row of the tile.
+
+        A float32 sum accumulates in double: one row's terms one after another, a float sum of
+        them drifts (200 terms: 5e-6) where eager's cascade sum stays close. Double lanes are
+        half as many a vector, so ``RCHUNK`` rows at a time are summed in float lanes
+        (``acc0_chunk``), each chunk's partial then added to the double (ATen's cascade sum
+        sums runs of 16 too): 256x512 ``x.sum(0)`` 13.5 -> 9.2 us on one core. (A 16-bit
+        result rounds the drift away: its sum stays float, as eager's; bf16 x.sum(0) 60 -> 26
+        us.)"""
         (_, loop), rows = phases[0], [p for _, p in phases[1:]]
         loop.body.lines[:0] = loop.hoisted.lines  # (the row changes in the inner loop here)
+        decls = omp_accumulators(loop)
+        wide = [a.kind.omp == "+" and ctype == "float" and a.dtype == torch.float32
+                for a, (ctype, _, _) in zip(loop.accumulators, decls)]
+        chunked = any(wide) and not any(a.kind.running for a in loop.accumulators)
 
-        def per_row(buf: IndentedBuffer) -> IndentedBuffer:  # acc0 -> acc0[xindex - xblock]
-            out = IndentedBuffer()
-            out.lines = renamed_accumulators(buf, loop, "{}[xindex - xblock]")
+        def per_row(buf: IndentedBuffer, acc: str = "{}") -> IndentedBuffer:
+            out = IndentedBuffer()  # acc0 -> acc0[xindex - xblock] (or acc0_chunk[...])
+            out.lines = renamed_accumulators(buf, loop, acc + "[xindex - xblock]")
             return out
         code.writeline(f"#pragma omp parallel for num_threads(num_threads) "
                        f"if(xnumel * rnumel >= {parallel_threshold([loop])})")
@@ -368,26 +442,45 @@ class CppKernel:
         code.writeline("{")
         with code.indent():
             code.writeline(f"const int64_t xend = std::min<int64_t>(xblock + {XTILE}, xnumel);")
-            for acc, (ctype, name, init) in zip(loop.accumulators, omp_accumulators(loop)):
-                if acc.kind.omp == "+" and ctype == "float" and acc.dtype == torch.float32:
-                    ctype = "double"  # one row's terms one after another: a float sum of
-                    # them drifts (200 terms: 5e-6) where eager's cascade sum stays close.
-                    # (A 16-bit result rounds that away: its sum stays float, as eager's, twice
-                    # as many lanes a vector; bf16 x.sum(0) 60 -> 26 us.)
-                code.writeline(f"{ctype} {name}[{XTILE}];")
+            for (ctype, name, init), double in zip(decls, wide):
+                code.writeline(f"{'double' if double else ctype} {name}[{XTILE}];")
                 code.writeline(f"for (int64_t i = 0; i < {XTILE}; i++) {name}[i] = {init};")
-            code.writeline("for (int64_t rindex = 0; rindex < rnumel; rindex++)")
-            code.writeline("{")
-            with code.indent():
-                if self.options.cpp_vectorize:
-                    code.writeline("#pragma omp simd")
-                self.write_loop(code, "xindex", "xblock", "xend", LoopCode(body=per_row(loop.body)))
-            code.writeline("}")
+            rows_loop = IndentedBuffer()
+            rows_loop.writelines(loop.converts_in)
+            if self.options.cpp_vectorize:
+                rows_loop.writeline("#pragma omp simd")
+            body = per_row(loop.body, "{}_chunk" if chunked else "{}")
+            self.write_loop(rows_loop, "xindex", "xblock", "xend", LoopCode(body=body))
+            rows_loop.writelines(loop.converts_out)
+            if chunked:
+                self.chunks_of_rows(code, loop, decls, rows_loop)
+            else:
+                self.write_loop(code, "rindex", "0", "rnumel", LoopCode(body=rows_loop))
             tail = LoopCode(body=per_row(loop.suffix))  # the per-row code: read-outs, stores...
             for row in rows:
                 tail.body.splice(per_row(row.body))
             if tail.body.lines:  # (a scan stores inside its loop: none)
                 self.write_loop(code, "xindex", "xblock", "xend", tail)
+        code.writeline("}")
+
+    def chunks_of_rows(self, code: IndentedBuffer, loop: LoopCode, decls: list,
+                       rows_loop: IndentedBuffer) -> None:
+        """The loop over ``rindex`` of ``column_reductions``, ``RCHUNK`` rows at a time into
+        partial results of the accumulators' own type (``acc0_chunk``), then added up."""
+        code.writeline(f"for (int64_t rchunk = 0; rchunk < rnumel; rchunk += {RCHUNK})")
+        code.writeline("{")
+        with code.indent():
+            code.writeline(f"const int64_t rend = std::min<int64_t>(rchunk + {RCHUNK}, rnumel);")
+            for ctype, name, init in decls:
+                code.writeline(f"{ctype} {name}_chunk[{XTILE}];  // these rows' partial results")
+                code.writeline(f"for (int64_t i = 0; i < {XTILE}; i++) {name}_chunk[i] = {init};")
+            self.write_loop(code, "rindex", "rchunk", "rend", LoopCode(body=rows_loop))
+            steps = [f"{a.name}[i] = " + a.kind.update.format(acc=f"{a.name}[i]",
+                                                               value=f"{a.name}_chunk[i]") + ";"
+                     for a in loop.accumulators]
+            if self.options.cpp_vectorize:
+                code.writeline("#pragma omp simd")
+            code.writeline(f"for (int64_t i = 0; i < {XTILE}; i++) {{ {' '.join(steps)} }}")
         code.writeline("}")
 
     def single_row_reduction(self, code: IndentedBuffer) -> None:

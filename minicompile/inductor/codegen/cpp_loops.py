@@ -35,6 +35,7 @@ from .cpp_keep import KeptValues
 from .cpp_ops import LIBRARY_CALL, MATH_CALL
 
 XTILE = 64  # rows of a column reduction summed side by side (``column_reductions``)
+RCHUNK = 16  # rows of a column sum added in float before its double total (``column_reductions``)
 ACCUMULATOR = re.compile(r"^([\w:<>]+) (acc\d+) = (.+);$")  # float acc0 = 0;
 LANE_BYTES = 256  # partial results a row's reduction keeps: four 64-byte vector registers
 SHORT_ROW_BYTES, SHORT_ROW_LANE_BYTES = 2048, 64  # a row shorter than 2 KB: one register
