@@ -7,8 +7,9 @@ import torch
 from minicompile.inductor.executor import run_nodes
 from minicompile.inductor.ir import (ComputedBuffer, InputBuffer, Layout, Pointwise, Reduction,
                                      View, as_strided_layout, inline_producers)
+from minicompile.inductor import sizevars
 from minicompile.inductor.sizevars import (FloorDiv, ModularIndexing, index_var, simplify_index,
-                                           simplify_loops, size_var)
+                                           simplify_loops, size_var, upper_bound)
 from minicompile.inductor.virtualized import ops
 from minicompile.shapes.functions import exact_quotient
 
@@ -65,6 +66,23 @@ def test_terms_too_small_to_carry_drop_out_of_a_quotient():
     kept = FloorDiv(i1 + 128 * i0 + 200, 8192)
     assert simplify_index(kept, ranges) == kept
     assert simplify_index(FloorDiv(i1 + 128 * i0, 8192), {i0: 128, i1: 129}).has(i1)
+
+
+def test_upper_bound_is_remembered_per_expression_and_ranges():
+    # the same expression over other ranges, or another expression over the same ranges, is a
+    # new question: a memo keyed on less would answer it with a stale bound
+    expr = 6 * i0 + i1
+    assert upper_bound(expr, {i0: 4, i1: 6}) == 23
+    hits = sizevars._upper_bound.cache_info().hits
+    assert upper_bound(expr, {i0: 4, i1: 6}) == 23
+    assert sizevars._upper_bound.cache_info().hits == hits + 1  # asked again: remembered
+    assert upper_bound(expr, {i0: 5, i1: 6}) == 29
+    assert upper_bound(expr, {i0: s0, i1: 6}) == 6 * s0 - 1
+    assert upper_bound(expr - 2 * i1, {i0: 4, i1: 6}) is None  # not monotone in i1
+    assert upper_bound(ModularIndexing(i0, 1, 4), {i0: 8}) is None  # % wraps around
+    # a bound that decides a division: over i1 < 6, (6*i0 + i1) // 6 is i0; over i1 < 7 not
+    assert simplify_index(FloorDiv(expr, 6), {i0: 4, i1: 6}) == i0
+    assert simplify_index(FloorDiv(expr, 6), {i0: 4, i1: 7}) != i0
 
 
 def test_simplify_loops_merges_contiguous_dims():

@@ -48,17 +48,25 @@ def sympify(x) -> Expr:
 
 def upper_bound(expr: Expr, var_ranges: dict[sympy.Symbol, Expr]) -> Expr | None:
     """Largest value of ``expr`` over the loop ranges, if ``expr`` is monotone increasing in each
-    loop variable (a sum of terms with non-negative coefficients); else None."""
+    loop variable (a sum of terms with non-negative coefficients, no ``//`` or ``%``); else None.
+
+    Remembered per (expression, ranges), as ``simplify_index`` is: simplifying one index asks
+    this of the same sub-expressions many times (each ``//`` and ``%`` in it, on each pass), and
+    the indices of one kernel share their sub-expressions."""
+    return _upper_bound(sympify(expr), tuple(var_ranges.items()))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _upper_bound(expr: Expr, ranges: tuple[tuple[sympy.Symbol, Expr], ...]) -> Expr | None:
     expr = sympy.expand(expr)
+    if expr.has(FloorDiv, ModularIndexing):  # not monotone in general: (x % 4) falls at x = 4
+        return None
     subs = {}
-    for v, size in var_ranges.items():
+    for v, size in ranges:
         if v in expr.free_symbols:
-            coeff = expr.diff(v)
-            if not (coeff.is_nonnegative or isinstance(coeff, FloorDiv | ModularIndexing)):
+            if not expr.diff(v).is_nonnegative:
                 return None
             subs[v] = size - 1
-    if any(isinstance(a, FloorDiv | ModularIndexing) for a in sympy.preorder_traversal(expr)):
-        return None
     return sympy.expand(expr.subs(subs))
 
 
