@@ -85,6 +85,16 @@ def test_upper_bound_is_remembered_per_expression_and_ranges():
     assert simplify_index(FloorDiv(expr, 6), {i0: 4, i1: 7}) != i0
 
 
+def test_a_quotient_that_can_be_negative_stays():
+    # (i0 - 4) // 32 over i0 < 28 is -1 for i0 < 4 (a read before its mask, rotate_half's
+    # second half): below 32 is not enough, the base must not go below 0 either
+    for expr in (FloorDiv(i0 - 4, 32), ModularIndexing(i0 - 4, 1, 32)):
+        simple = simplify_index(expr, {i0: 28})
+        for k in range(28):
+            assert simple.subs(i0, k) == expr.subs(i0, k), (expr, simple, k)
+    assert simplify_index(FloorDiv(i0 + 4, 32), {i0: 28}) == 0  # 4 <= i0 + 4 < 32
+
+
 def test_simplify_loops_merges_contiguous_dims():
     sizes, reindex = simplify_loops([i0, i1, i2], [2, s0, 4], [4 * s0 * i0 + 4 * i1 + i2])
     assert sizes == [8 * s0]

@@ -122,10 +122,19 @@ def interval(expr: Expr, var_ranges: dict[sympy.Symbol, Expr]) -> tuple[int, int
 
 
 def below(expr: Expr, bound: Expr, var_ranges: dict[sympy.Symbol, Expr]) -> bool:
-    """``0 <= expr < bound`` over the loop ranges, by ``upper_bound`` or else ``interval``."""
+    """``0 <= expr < bound`` over the loop ranges, by ``upper_bound`` or else ``interval``.
+    (Both ends: ``(i0 - 4) // 32`` is -1 at i0 = 0, a masked read's index before its mask.)
+    Remembered, as ``upper_bound`` is."""
+    return _below(sympify(expr), sympify(bound), tuple(var_ranges.items()))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _below(expr: Expr, bound: Expr, ranges: tuple[tuple[sympy.Symbol, Expr], ...]) -> bool:
+    var_ranges = dict(ranges)
     hi = upper_bound(expr, var_ranges)
-    if hi is not None:
-        return statically_less(hi, bound)
+    if hi is not None:  # monotone increasing: the least value is at the loops' start
+        least = sympy.expand(expr.xreplace({v: sympy.Integer(0) for v in var_ranges}))
+        return statically_less(hi, bound) and bool(least.is_nonnegative)
     span = interval(expr, var_ranges)
     return span is not None and bound.is_Integer and 0 <= span[0] and span[1] < int(bound)
 
