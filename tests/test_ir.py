@@ -85,6 +85,23 @@ def test_upper_bound_is_remembered_per_expression_and_ranges():
     assert simplify_index(FloorDiv(expr, 6), {i0: 4, i1: 7}) != i0
 
 
+def test_terms_too_small_to_carry_leave_a_remainder():
+    # (r + g*q) % (g*k) is r + g*(q % k) for 0 <= r < g: rows of 64, (x0 + 64*x1) % 128
+    cases = [(ModularIndexing(i0 + 64 * i1, 1, 128), {i0: 64, i1: 6}, i0 + 64 * ModularIndexing(i1, 1, 2)),
+             (ModularIndexing(i0 + 64 * i1 + 4, 1, 128), {i0: 60, i1: 6}, None),
+             (ModularIndexing(i0 + 64 * i1 - 4, 1, 128), {i0: 64, i1: 6}, None),  # r < 0 at i0 < 4
+             (ModularIndexing(i0 + 64 * i1, 1, 128), {i0: 65, i1: 6}, None)]  # r = 64 carries
+    for expr, ranges, expected in cases:
+        simple = simplify_index(expr, ranges)
+        if expected is not None:
+            assert simple == expected
+        for a in range(int(ranges[i0])):
+            for b in range(int(ranges[i1])):
+                assert simple.subs({i0: a, i1: b}) == expr.subs({i0: a, i1: b}), (expr, simple)
+    assert simplify_index(ModularIndexing(i0 + 64 * i1, 1, 128), {i0: 65, i1: 6}).has(
+        ModularIndexing(i0 + 64 * i1, 1, 128))
+
+
 def test_a_quotient_that_can_be_negative_stays():
     # (i0 - 4) // 32 over i0 < 28 is -1 for i0 < 4 (a read before its mask, rotate_half's
     # second half): below 32 is not enough, the base must not go below 0 either
