@@ -17,7 +17,8 @@ from minicompile.inductor.graph import lower_graph
 from minicompile.inductor.ir import (ComputedBuffer, InputBuffer, Layout, Pointwise,
                                      inline_producers, substitutions)
 from minicompile.inductor.scheduler import Scheduler
-from minicompile.inductor.virtualized import ops
+from minicompile.inductor.sizevars import FloorDiv, ModularIndexing
+from minicompile.inductor.virtualized import ops, set_ops_handler
 from minicompile.viz.schedule import run_scheduled
 
 DEVICE = torch.empty(0).device
@@ -121,3 +122,77 @@ def test_a_64_step_recurrence_with_gradients_compiles(monkeypatch):
     step = lstm_steps(steps)
     torch.testing.assert_close(run(mc.compile(step)), run(step), rtol=1e-4, atol=1e-4)
     assert mc.metrics.eager_fallbacks == fallbacks and mc.metrics.graphs_compiled >= 1
+
+
+class _LoadIndices:
+    """An ``ops`` handler that keeps the index of every load it is handed."""
+
+    def __init__(self):
+        self.loads = []
+
+    def load(self, name, index):
+        self.loads.append((name, index))
+        return f"load{len(self.loads)}"
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: name
+
+
+def _transposes(depth: int) -> list[ComputedBuffer]:
+    """buf0 = x * 2 over (4, 6); buf_k = buf_{k-1}.t() + 1, alternating (6, 4) and (4, 6):
+    each reads its producer permuted, so each is substituted into the next."""
+    shapes = [[4, 6], [6, 4]]
+    x = InputBuffer("x", Layout(DEVICE, F32, shapes[0]))
+    lx = x.make_loader()
+    nodes = [ComputedBuffer("buf0", Layout(DEVICE, F32, shapes[0]), Pointwise(
+        DEVICE, F32, lambda i: ops.mul(lx(i), ops.constant(2.0, F32)), shapes[0]))]
+    for k in range(1, depth + 1):
+        load, shape = nodes[-1].make_loader(), shapes[k % 2]
+        nodes.append(ComputedBuffer(f"buf{k}", Layout(DEVICE, F32, shape), Pointwise(
+            DEVICE, F32, lambda i, load=load: ops.add(load([i[1], i[0]]),
+                                                     ops.constant(1.0, F32)), shape)))
+    return nodes
+
+
+def test_a_substituted_index_is_simplified_at_each_level():
+    """Substituting a producer unflattens the consumer's flat index with ``//`` and ``%``;
+    simplified over the body's loop ranges at each level, the index of ``x`` that reaches the
+    code generator is as plain as one transpose's, not nested once per level."""
+    depth = 12
+    nodes = _transposes(depth)
+    fused = nodes[-1]
+    for producer in reversed(nodes[:-1]):
+        fused = inline_producers(fused, [producer])
+    handler = _LoadIndices()
+    index_vars, _ = fused.index_vars()
+    with set_ops_handler(handler):
+        fused.store_output(index_vars, [])
+    (name, index), = handler.loads
+    i0, i1 = index_vars
+    assert name == "x" and index == (6 * i0 + i1 if depth % 2 == 0 else i0 + 6 * i1), index
+    x = torch.rand(4, 6)
+    expected = x * 2
+    for _ in range(depth):
+        expected = expected.t() + 1
+    out = run_nodes([fused], {"x": x.reshape(-1)}, {})[fused.name]  # (buffers are flat)
+    torch.testing.assert_close(out.reshape(expected.shape), expected)
+
+
+def test_a_producer_read_at_equal_indices_is_evaluated_once():
+    """``p[i]`` and ``p[6*(i // 6) + i % 6]`` are the same element: once simplified, the two
+    loads are one, and ``p``'s body (its load of ``x``) is evaluated once."""
+    x = InputBuffer("x", Layout(DEVICE, F32, [24]))
+    lx = x.make_loader()
+    p = ComputedBuffer("p", Layout(DEVICE, F32, [24]), Pointwise(
+        DEVICE, F32, lambda i: ops.exp(lx(i)), [24]))
+    lp = p.make_loader()
+    same = ComputedBuffer("out", Layout(DEVICE, F32, [24]), Pointwise(
+        DEVICE, F32, lambda i: ops.add(lp(i), lp([6 * FloorDiv(i[0], 6)
+                                                  + ModularIndexing(i[0], 1, 6)])), [24]))
+    fused = inline_producers(same, [p])
+    handler = _LoadIndices()
+    with set_ops_handler(handler):
+        fused.store_output(fused.index_vars()[0], [])
+    assert handler.loads == [("x", fused.index_vars()[0][0])]
+    x = torch.rand(24)
+    torch.testing.assert_close(run_nodes([fused], {"x": x}, {})["out"], 2 * x.exp())

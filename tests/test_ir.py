@@ -7,8 +7,9 @@ import torch
 from minicompile.inductor.executor import run_nodes
 from minicompile.inductor.ir import (ComputedBuffer, InputBuffer, Layout, Pointwise, Reduction,
                                      View, as_strided_layout, inline_producers)
+from minicompile.inductor import sizevars
 from minicompile.inductor.sizevars import (FloorDiv, ModularIndexing, index_var, simplify_index,
-                                           simplify_loops, size_var)
+                                           simplify_loops, size_var, upper_bound)
 from minicompile.inductor.virtualized import ops
 from minicompile.shapes.functions import exact_quotient
 
@@ -65,6 +66,50 @@ def test_terms_too_small_to_carry_drop_out_of_a_quotient():
     kept = FloorDiv(i1 + 128 * i0 + 200, 8192)
     assert simplify_index(kept, ranges) == kept
     assert simplify_index(FloorDiv(i1 + 128 * i0, 8192), {i0: 128, i1: 129}).has(i1)
+
+
+def test_upper_bound_is_remembered_per_expression_and_ranges():
+    # the same expression over other ranges, or another expression over the same ranges, is a
+    # new question: a memo keyed on less would answer it with a stale bound
+    expr = 6 * i0 + i1
+    assert upper_bound(expr, {i0: 4, i1: 6}) == 23
+    hits = sizevars._upper_bound.cache_info().hits
+    assert upper_bound(expr, {i0: 4, i1: 6}) == 23
+    assert sizevars._upper_bound.cache_info().hits == hits + 1  # asked again: remembered
+    assert upper_bound(expr, {i0: 5, i1: 6}) == 29
+    assert upper_bound(expr, {i0: s0, i1: 6}) == 6 * s0 - 1
+    assert upper_bound(expr - 2 * i1, {i0: 4, i1: 6}) is None  # not monotone in i1
+    assert upper_bound(ModularIndexing(i0, 1, 4), {i0: 8}) is None  # % wraps around
+    # a bound that decides a division: over i1 < 6, (6*i0 + i1) // 6 is i0; over i1 < 7 not
+    assert simplify_index(FloorDiv(expr, 6), {i0: 4, i1: 6}) == i0
+    assert simplify_index(FloorDiv(expr, 6), {i0: 4, i1: 7}) != i0
+
+
+def test_terms_too_small_to_carry_leave_a_remainder():
+    # (r + g*q) % (g*k) is r + g*(q % k) for 0 <= r < g: rows of 64, (x0 + 64*x1) % 128
+    cases = [(ModularIndexing(i0 + 64 * i1, 1, 128), {i0: 64, i1: 6}, i0 + 64 * ModularIndexing(i1, 1, 2)),
+             (ModularIndexing(i0 + 64 * i1 + 4, 1, 128), {i0: 60, i1: 6}, None),
+             (ModularIndexing(i0 + 64 * i1 - 4, 1, 128), {i0: 64, i1: 6}, None),  # r < 0 at i0 < 4
+             (ModularIndexing(i0 + 64 * i1, 1, 128), {i0: 65, i1: 6}, None)]  # r = 64 carries
+    for expr, ranges, expected in cases:
+        simple = simplify_index(expr, ranges)
+        if expected is not None:
+            assert simple == expected
+        for a in range(int(ranges[i0])):
+            for b in range(int(ranges[i1])):
+                assert simple.subs({i0: a, i1: b}) == expr.subs({i0: a, i1: b}), (expr, simple)
+    assert simplify_index(ModularIndexing(i0 + 64 * i1, 1, 128), {i0: 65, i1: 6}).has(
+        ModularIndexing(i0 + 64 * i1, 1, 128))
+
+
+def test_a_quotient_that_can_be_negative_stays():
+    # (i0 - 4) // 32 over i0 < 28 is -1 for i0 < 4 (a read before its mask, rotate_half's
+    # second half): below 32 is not enough, the base must not go below 0 either
+    for expr in (FloorDiv(i0 - 4, 32), ModularIndexing(i0 - 4, 1, 32)):
+        simple = simplify_index(expr, {i0: 28})
+        for k in range(28):
+            assert simple.subs(i0, k) == expr.subs(i0, k), (expr, simple, k)
+    assert simplify_index(FloorDiv(i0 + 4, 32), {i0: 28}) == 0  # 4 <= i0 + 4 < 32
 
 
 def test_simplify_loops_merges_contiguous_dims():

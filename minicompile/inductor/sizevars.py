@@ -48,17 +48,25 @@ def sympify(x) -> Expr:
 
 def upper_bound(expr: Expr, var_ranges: dict[sympy.Symbol, Expr]) -> Expr | None:
     """Largest value of ``expr`` over the loop ranges, if ``expr`` is monotone increasing in each
-    loop variable (a sum of terms with non-negative coefficients); else None."""
+    loop variable (a sum of terms with non-negative coefficients, no ``//`` or ``%``); else None.
+
+    Remembered per (expression, ranges), as ``simplify_index`` is: simplifying one index asks
+    this of the same sub-expressions many times (each ``//`` and ``%`` in it, on each pass), and
+    the indices of one kernel share their sub-expressions."""
+    return _upper_bound(sympify(expr), tuple(var_ranges.items()))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _upper_bound(expr: Expr, ranges: tuple[tuple[sympy.Symbol, Expr], ...]) -> Expr | None:
     expr = sympy.expand(expr)
+    if expr.has(FloorDiv, ModularIndexing):  # not monotone in general: (x % 4) falls at x = 4
+        return None
     subs = {}
-    for v, size in var_ranges.items():
+    for v, size in ranges:
         if v in expr.free_symbols:
-            coeff = expr.diff(v)
-            if not (coeff.is_nonnegative or isinstance(coeff, FloorDiv | ModularIndexing)):
+            if not expr.diff(v).is_nonnegative:
                 return None
             subs[v] = size - 1
-    if any(isinstance(a, FloorDiv | ModularIndexing) for a in sympy.preorder_traversal(expr)):
-        return None
     return sympy.expand(expr.subs(subs))
 
 
@@ -114,10 +122,19 @@ def interval(expr: Expr, var_ranges: dict[sympy.Symbol, Expr]) -> tuple[int, int
 
 
 def below(expr: Expr, bound: Expr, var_ranges: dict[sympy.Symbol, Expr]) -> bool:
-    """``0 <= expr < bound`` over the loop ranges, by ``upper_bound`` or else ``interval``."""
+    """``0 <= expr < bound`` over the loop ranges, by ``upper_bound`` or else ``interval``.
+    (Both ends: ``(i0 - 4) // 32`` is -1 at i0 = 0, a masked read's index before its mask.)
+    Remembered, as ``upper_bound`` is."""
+    return _below(sympify(expr), sympify(bound), tuple(var_ranges.items()))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _below(expr: Expr, bound: Expr, ranges: tuple[tuple[sympy.Symbol, Expr], ...]) -> bool:
+    var_ranges = dict(ranges)
     hi = upper_bound(expr, var_ranges)
-    if hi is not None:
-        return statically_less(hi, bound)
+    if hi is not None:  # monotone increasing: the least value is at the loops' start
+        least = sympy.expand(expr.xreplace({v: sympy.Integer(0) for v in var_ranges}))
+        return statically_less(hi, bound) and bool(least.is_nonnegative)
     span = interval(expr, var_ranges)
     return span is not None and bound.is_Integer and 0 <= span[0] and span[1] < int(bound)
 
@@ -138,20 +155,28 @@ def _without_small_terms(base, divisor, var_ranges):
     """``(g*q + r) // (g*m)`` is ``q // m`` when ``0 <= r < g``: the terms too small to carry
     into the quotient drop out. ``(rindex + 128*xindex) // 8192`` over rows of 128 is
     ``xindex // 64`` (a (2, 64, 128) tensor's batch, no longer a division of ``rindex``)."""
+    for g, big, small in _carry_splits(base, divisor):
+        hi = upper_bound(small, var_ranges)
+        lo = small.subs({v: 0 for v in var_ranges})  # monotone (upper_bound checked): its least
+        if hi is not None and statically_less(hi, g) and lo.is_nonnegative:
+            return FloorDiv(sympy.expand(big / g), divisor // g)
+    return None
+
+
+def _carry_splits(base, divisor):
+    """``(g, big, small)`` for each ``g > 1`` dividing ``divisor`` and a coefficient of
+    ``base``, largest first: ``base = big + small`` with ``big`` the terms that are multiples
+    of ``g``. Where ``0 <= small < g``, ``small`` never carries into a multiple of ``g``."""
     if not isinstance(divisor, sympy.Integer) or divisor <= 1:
-        return None
+        return
     terms = sympy.Add.make_args(base)
     coeffs = [t.as_coeff_Mul()[0] for t in terms]
     for g in sorted({math.gcd(int(c), int(divisor)) for c in coeffs if c.is_Integer}, reverse=True):
         if g == 1:
-            break
-        big = [t for t, c in zip(terms, coeffs) if c.is_Integer and int(c) % g == 0]
-        small = sympy.Add(*[t for t, c in zip(terms, coeffs) if not (c.is_Integer and int(c) % g == 0)])
-        hi = upper_bound(small, var_ranges)
-        lo = small.subs({v: 0 for v in var_ranges})  # monotone (upper_bound checked): its least
-        if hi is not None and statically_less(hi, g) and lo.is_nonnegative:
-            return FloorDiv(sympy.expand(sympy.Add(*big) / g), divisor // g)
-    return None
+            return
+        whole = [c.is_Integer and int(c) % g == 0 for c in coeffs]
+        yield (g, sympy.Add(*[t for t, w in zip(terms, whole) if w]),
+               sympy.Add(*[t for t, w in zip(terms, whole) if not w]))
 
 
 def _simplify_modular(base, divisor, modulus, var_ranges):
@@ -164,7 +189,20 @@ def _simplify_modular(base, divisor, modulus, var_ranges):
         if isinstance(quotient, FloorDiv) and not quotient.args[0].has(FloorDiv, ModularIndexing) \
                 and quotient.args[0] != base:  # small terms dropped: (x0 + 16*x1) // 80 % 3 is
             return ModularIndexing(*quotient.args, modulus)  # x1 // 5 % 3 for x0 < 16
+    if divisor == 1:
+        return _mod_without_small_terms(base, modulus, var_ranges) \
+            or ModularIndexing(base, divisor, modulus)
     return ModularIndexing(base, divisor, modulus)
+
+
+def _mod_without_small_terms(base, modulus, var_ranges):
+    """``(r + g*q) % (g*k)`` is ``r + g*(q % k)`` when ``0 <= r < g``: the terms too small to
+    carry leave the remainder (``_without_small_terms`` for ``%``). ``(x0 + 64*x1) % 128`` over
+    rows of 64 is ``x0 + 64*(x1 % 2)``: no remainder of the inner loop's variable."""
+    for g, big, small in _carry_splits(base, modulus):
+        if below(small, sympy.Integer(g), var_ranges):
+            return small + g * ModularIndexing(sympy.expand(big / g), 1, modulus // g)
+    return None
 
 
 def _digit(term: Expr):

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -127,12 +128,16 @@ def emit_members(members: list[KernelMember], inner: Any, group: KernelGroup,
 LOOP_VARIABLES = {"xindex", "rindex", "x0", "x1", "y0"}
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def local_stride(index: sympy.Expr, var: sympy.Symbol) -> int | None:
     """How far ``index`` moves when ``var`` steps from 0 to 1, the other kernel variables at 0
-    (a modular index's stride at the start of its range); None if it is not a number."""
-    at = {s: 0 for s in index.free_symbols if s.name in LOOP_VARIABLES
+    (a modular index's stride at the start of its range); None if it is not a number.
+    Remembered per (index, var): choosing a kernel's tile asks it of each access for each
+    candidate split, and the kernel's reduction hint again."""
+    zero, one = sympy.Integer(0), sympy.Integer(1)
+    at = {s: zero for s in index.free_symbols if s.name in LOOP_VARIABLES
           or s.name.startswith("indirect")}
-    step = index.subs({**at, var: 1}) - index.subs(at)
+    step = index.xreplace({**at, var: one}) - index.xreplace(at)
     return int(step) if step.is_Integer else None  # (a size symbol's stride is not a number)
 
 

@@ -142,14 +142,15 @@ class TritonScheduling(BaseScheduling):
     def select_tiling(self, group: KernelGroup, dtype_of: Any, numel_of: Any = None) -> TritonKernel:
         """A pointwise kernel is written once flat, to see its accesses; where they are
         contiguous along different dims (a transpose, a permute, a channels-last input), it is
-        written again over a 2-D tile (``triton_tiling.py``)."""
+        written again over a 2-D tile (``triton_tiling.py``), else kept as written."""
         kernel = TritonKernel(group, "kernel", dtype_of, self.options, numel_of=numel_of)
         if kernel.kind != "pointwise":
             return kernel
-        kernel.codegen()
+        kernel.emitted  # written flat: its accesses are known
         tile = choose_tile([dep.index for _, _, dep in kernel.accesses], group.numel)
-        return TritonKernel(group, "kernel", dtype_of, self.options, tile,
-                            numel_of)  # (written once)
+        if tile is None:
+            return kernel  # (its code, already written, is kept)
+        return TritonKernel(group, "kernel", dtype_of, self.options, tile, numel_of)
 
     def flush(self) -> None:
         """Start compiling the graph's kernels, every candidate of each, in the background."""

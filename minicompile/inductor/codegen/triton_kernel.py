@@ -26,6 +26,7 @@ which Inductor switches to by size; this kernel writer does not.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 import sympy
@@ -109,14 +110,8 @@ class TritonKernel(TritonReductions, TritonScans, TritonChecks):
 
     # --- the kernel's structure --------------------------------------------------------------
     def codegen(self) -> str:
-        """The kernel's source: a ``@triton.jit`` function."""
-        scope: dict[str, Any] = {}
-        if self.kind == "looped":
-            body = self.codegen_looped(scope)
-        else:
-            for member in self.group.members:
-                self.emit(member, scope)
-            body = self.body
+        """The kernel's source: a ``@triton.jit`` function named ``self.name``."""
+        body = self.emitted
         framed = self.framed(body)
         if framed is not None:
             return triton_frames.with_header(framed, self.header_comment())
@@ -130,6 +125,17 @@ class TritonKernel(TritonReductions, TritonScans, TritonChecks):
             code.writelines(self.prologue())
             code.splice(body)
         return code.getvalue()
+
+    @functools.cached_property
+    def emitted(self) -> IndentedBuffer:
+        """The members' code, emitted once: a kernel written first to see its accesses
+        (``TritonScheduling.select_tiling``) is then only named and framed, not written again."""
+        scope: dict[str, Any] = {}
+        if self.kind == "looped":
+            return self.codegen_looped(scope)
+        for member in self.group.members:
+            self.emit(member, scope)
+        return self.body
 
     def framed(self, body: IndentedBuffer) -> str | None:
         """The kernel written by its frame in ``triton_frames`` (looked up now: the course swaps

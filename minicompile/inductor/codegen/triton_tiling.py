@@ -17,6 +17,7 @@ along ``x0`` and another is nearer contiguous along ``y0`` than along ``x0``.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import sympy
@@ -42,7 +43,15 @@ class Tile:
     def rewrite(self, index: sympy.Expr) -> sympy.Expr:
         """An index in the flat ``xindex``, in the tile's ``(y0, x0)``: ``xindex // X`` becomes
         ``y0`` and ``xindex % X`` becomes ``x0``, as the simplifier knows ``x0 < X``."""
-        return simplify_index(index.subs(XINDEX, self.xnumel * Y0 + X0), self.var_ranges())
+        return _rewrite(index, self.ynumel, self.xnumel)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _rewrite(index: sympy.Expr, ynumel: int, xnumel: int) -> sympy.Expr:
+    """(Remembered: a kernel's accesses are rewritten for each candidate tile, then again for
+    the tile chosen while the kernel is written.)"""
+    return simplify_index(index.xreplace({XINDEX: xnumel * Y0 + X0}),
+                          Tile(ynumel, xnumel).var_ranges())
 
 
 def split_points(indices: list[sympy.Expr]) -> list[int]:

@@ -9,7 +9,7 @@ simplifier removes the ``//`` and ``%`` again when the loop ranges allow:
     buf0[i0] = load(x, i0) * 2          buf1[i0] = load(buf0, i0) + 3
     inline buf0 into buf1:              buf1[i0] = load(x, i0) * 2 + 3   (buf0 never stored)
 
-Two things keep an evaluation linear in the size of the substituted body, however deep the
+Three things keep an evaluation linear in the size of the substituted body, however deep the
 substitutions nest (a recurrence's backward inlines producers into producers into producers):
 
 - an inlined body is an :class:`Inlined`: the consumer's own body and a flat table of the
@@ -18,7 +18,11 @@ substitutions nest (a recurrence's backward inlines producers into producers int
   (the tables are scoped as the bodies nest), instead of stacking one handler per substitution;
 - a load of a substituted producer at an index is evaluated once per evaluation and then reused
   (Inductor's ``CSE`` of loads): ``a = p*p`` with ``p = q + q`` and ``q = r*r`` evaluates ``r``
-  once, not four times. A value made under ``ops.masked`` stays inside the mask's body.
+  once, not four times. A value made under ``ops.masked`` stays inside the mask's body;
+- every index is simplified over the body's own loop ranges before a producer's body is
+  evaluated at it (Inductor simplifies a body's indexing once, ``LoopBody``): the index stays
+  the size the views make it instead of nesting a level deeper per producer, and two loads of
+  one element written differently (RoPE's ``cos`` and ``sin`` of one ``cat``) are one load.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from typing import Any, Callable, Mapping
 
 import sympy
 
-from ..sizevars import Expr, FloorDiv, ModularIndexing
+from ..sizevars import Expr, FloorDiv, ModularIndexing, index_var, simplify_index, sympify
 from ..virtualized import get_ops_handler, set_ops_handler
 from .layout import Layout
 from .nodes import ComputedBuffer, Pointwise
@@ -66,14 +70,24 @@ class Substitute:
 @dataclasses.dataclass(frozen=True)
 class Inlined:
     """A loop body with some of its loads substituted: ``body(*index)`` run under one
-    :class:`InlineLoads` that resolves the loads of every producer named in ``env``."""
+    :class:`InlineLoads` that resolves the loads of every producer named in ``env``.
+
+    The body runs over loop variables of its own (``q0, q1, ...``; ``qr0, ...`` for a
+    reduction's) of the known sizes ``sizes`` (one list per argument): ``InlineLoads``
+    simplifies each index over them, and hands it on in the caller's variables."""
 
     body: Callable[..., Any]
     env: Mapping[str, Substitute]
+    sizes: tuple[tuple[Expr, ...], ...] = ()
 
     def __call__(self, *args: Any) -> Any:
-        with set_ops_handler(InlineLoads(get_ops_handler(), self.env)):
-            return self.body(*args)
+        own = [[index_var(prefix, k) for k in range(len(size))]  # (index[, rindex])
+               for prefix, size, _ in zip(("q", "qr"), self.sizes, args)]
+        var_ranges = {v: n for vs, size in zip(own, self.sizes) for v, n in zip(vs, size)}
+        caller = {v: sympify(a) for vs, arg in zip(own, args) for v, a in zip(vs, arg)}
+        handler = InlineLoads(get_ops_handler(), self.env, var_ranges, caller)
+        with set_ops_handler(handler):
+            return self.body(*own, *args[len(own):])
 
 
 def substitute(producer: ComputedBuffer) -> Substitute:
@@ -84,17 +98,24 @@ def substitute(producer: ComputedBuffer) -> Substitute:
 
 class InlineLoads:
     """``ops`` handler forwarding everything to ``parent`` except loads from the producers in
-    ``env``, which evaluate the producer's body instead (once per index)."""
+    ``env``, which evaluate the producer's body instead (once per index). Indices arrive over
+    the body's own loop variables (``var_ranges``), are simplified over their ranges, and reach
+    ``parent`` in the caller's (``caller``: each variable's value there)."""
 
-    def __init__(self, parent: Any, env: Mapping[str, Substitute]):
+    def __init__(self, parent: Any, env: Mapping[str, Substitute],
+                 var_ranges: Mapping[sympy.Symbol, Expr] | None = None,
+                 caller: Mapping[sympy.Symbol, Expr] | None = None):
         self.parent = parent
         self.env = env
+        self.var_ranges = dict(var_ranges or {})
+        self.caller = dict(caller or {})
         self.memo: collections.ChainMap = collections.ChainMap()  # (name, index) -> value
 
     def load(self, name: str, index: Expr) -> Any:
+        index = simplify_index(index, self.var_ranges)
         producer = self.env.get(name)
         if producer is None:
-            return self.parent.load(name, index)
+            return self.parent.load(name, self.in_caller(index))
         key = (name, index)
         if key in self.memo:
             return self.memo[key]
@@ -121,8 +142,23 @@ class InlineLoads:
                 self.memo = outer
         return self.parent.masked(mask, scoped, other)
 
+    def in_caller(self, value: Any) -> Any:
+        """``value`` (an index, or a list or tuple of them) over the caller's loop variables."""
+        if isinstance(value, sympy.Basic):
+            return value.xreplace(self.caller)
+        if isinstance(value, (list, tuple)):
+            return type(value)(self.in_caller(v) for v in value)
+        return value
+
     def __getattr__(self, name: str) -> Any:
-        return getattr(self.parent, name)
+        op = getattr(self.parent, name)
+        if not self.caller or not callable(op):
+            return op
+
+        def in_caller_index(*args: Any, **kwargs: Any) -> Any:  # index_expr(q0 + 1) and others
+            return op(*map(self.in_caller, args),
+                      **{k: self.in_caller(v) for k, v in kwargs.items()})
+        return in_caller_index
 
 
 def substitutions(node: ComputedBuffer) -> int:
@@ -143,7 +179,9 @@ def inline_producers(consumer: ComputedBuffer, producers: list[ComputedBuffer]) 
     fn = consumer.data.inner_fn
     body, env = (fn.body, dict(fn.env)) if isinstance(fn, Inlined) else (fn, {})
     env.update({p.name: substitute(p) for p in producers})
-    data = dataclasses.replace(consumer.data, inner_fn=Inlined(body, env))
+    sizes = (tuple(consumer.data.get_pointwise_size()),
+             tuple(consumer.data.get_reduction_size()))
+    data = dataclasses.replace(consumer.data, inner_fn=Inlined(body, env, sizes))
     inlined = dataclasses.replace(consumer, data=data)
     # the ATen ops it computes now include the producers' (they name its kernel)
     inlined.origins = set(getattr(consumer, "origins", ())).union(
