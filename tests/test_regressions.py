@@ -170,6 +170,30 @@ def test_stack_is_a_kernel_not_an_aten_call(cpu_backend, dim, monkeypatch, caplo
     torch.testing.assert_close(grads, torch.autograd.grad(ref.sum(), (a, b)))
 
 
+@pytest.mark.parametrize("cpu_backend", ["reference", "cpp"])
+def test_a_computed_index_of_a_scatter_stays_a_buffer(cpu_backend, monkeypatch):
+    """Positions computed from ``arange`` (BART's learned positions, offset by 2) index an
+    embedding; its backward adds the gradient rows into the weight's at those positions (a
+    Scatter). The positions are substituted into the Scatter's body, but its destination index
+    loads them outside that body: they stay a buffer (bart's training step fell back to eager
+    with ``KeyError: 'buf0'``)."""
+    monkeypatch.setattr(mc.config.inductor, "cpu_backend", cpu_backend)
+    weight = torch.randn(34, 32, requires_grad=True)
+    g = torch.randn(2, 16, 32)
+
+    def fn(w):
+        pos = torch.arange(16).expand(2, 16) + 2
+        return (F.embedding(pos, w) * g).sum()
+
+    mc.reset()
+    loss = mc.compile(fn)(weight)
+    (grad,) = torch.autograd.grad(loss, weight)
+    assert mc.metrics.eager_fallbacks == 0
+    expected = fn(weight)
+    torch.testing.assert_close(loss, expected)
+    torch.testing.assert_close(grad, torch.autograd.grad(expected, weight)[0])
+
+
 class _Config:
     """A config class whose class attributes a compiled function reads."""
     scale = 2.0

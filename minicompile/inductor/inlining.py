@@ -176,7 +176,10 @@ def inline_unfusable_producers(nodes: Sequence[Buffer],
             for read in reads[k]:
                 readers_of.setdefault(read, set()).add(k)
         if inlined:
-            gone = len(inlined) == len(readers)  # read by nobody now
+            # read by nobody now? (asked of the readers' reads, not assumed from the count: a
+            # Scatter's destination index, ``output_indexer``, loads outside its body and keeps
+            # reading the buffer after its body took the producer in)
+            gone = not any(name in reads[k] for k in readers)
             if gone:
                 dropped.add(pos)
             log.debug("inlined %s into %s%s", name,
