@@ -103,6 +103,34 @@ def test_outer_configs_are_wide_in_x(monkeypatch):
     assert th.candidate_configs("looped", 256, 100_000, "outer")  # few columns: still one
 
 
+# --- argmax rows kept in registers up to the multi-pass limit ----------------------------------
+
+def _argmax_rows(n: int) -> torch.Tensor:
+    """Rows where the first maximum must win: a NaN, all equal, two equal maxima far apart,
+    all -inf, and random rows."""
+    x = torch.randn(6, n)
+    x[1, n // 2] = float("nan")
+    x[2] = 3.0
+    x[3, 5] = x[3, n - 3] = 50.0
+    x[4] = float("-inf")
+    return x
+
+
+@pytest.mark.parametrize("n, kind", [(5000, "persistent"), (33001, "looped")])
+def test_argmax_row_in_registers_up_to_the_multipass_limit(monkeypatch, launchers, sources, n,
+                                                            kind):
+    """A row of 5000 (past ``PERSISTENT_RNUMEL``, within ``PERSISTENT_MULTIPASS_RNUMEL``) is one
+    block: a max, then the smallest index holding it, no per-element ``argmax_combine``. Past
+    the limit the loop combines value and index lane by lane. Both give eager's indices, the
+    first maximum (or NaN) of each row."""
+    use_cpu_backend(monkeypatch, "triton")
+    x = _argmax_rows(n)
+    check(lambda a: (a.argmax(1), a.argmin(1)), x)
+    assert _kinds(launchers) == [kind], _kinds(launchers)
+    assert ("argmax_combine" in sources[0]) == (kind == "looped"), sources[0]
+    mc.reset()
+
+
 # --- 2-D tiled pointwise kernels: loads and stores contiguous along different dims --------------
 
 def _kinds(launchers) -> list[str]:

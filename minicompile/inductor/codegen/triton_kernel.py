@@ -52,6 +52,13 @@ PERSISTENT_RNUMEL = 1024  # rows up to this long are reduced in one block: no lo
 # at 32768 (cross-entropy over a 32000-word vocabulary) 32 per thread with 32 warps. On an H100,
 # cross-entropy over 16384x32000 bfloat16 logits: 0.73 ms looped (the row read twice), 0.59 ms so.
 PERSISTENT_MULTIPASS_RNUMEL = 32768
+# Reductions that carry several values per lane (argmax: the value and its index; Welford: mean,
+# m2, weight) get the same limit. Looped, each element costs a combine of all of them
+# (``argmax_combine``: NaN tests and an index comparison, two selects; ``welford_reduce``: a
+# division); persistent, the row is a plain max then a min over the indices holding it, or a
+# sum then a sum of squares (triton_reductions.py), as Triton's interpreter and a GPU both
+# reduce fastest. (Inductor loops past 1024 for them too, with its ``maximum_with_index``.)
+MULTI_VALUE_REDUCTIONS = frozenset({"argmax", "argmin", "welford_reduce"})
 
 class TritonKernel(TritonReductions, TritonScans, TritonChecks):
     """Writes the source of one kernel; ``codegen()`` returns it. ``numel_of`` (a buffer's
@@ -99,12 +106,17 @@ class TritonKernel(TritonReductions, TritonScans, TritonChecks):
 
     @staticmethod
     def fits_in_one_block(group: KernelGroup) -> bool:
-        """Persistent (the whole row in one block) or looped (an ``RBLOCK`` loop per phase)."""
+        """Persistent (the whole row in one block) or looped (an ``RBLOCK`` loop per phase):
+        a row that a looped kernel would walk more than once, or combine several values of per
+        element (``MULTI_VALUE_REDUCTIONS``), stays in registers up to the longer limit."""
         rnumel = sympy.sympify(group.rnumel)
         if not rnumel.is_number:
             return False  # RBLOCK is a compile-time constant; a symbolic row needs the loop
         loops = sum(phase.kind == "loop" for phase in group.phases())
-        limit = PERSISTENT_MULTIPASS_RNUMEL if loops > 1 else PERSISTENT_RNUMEL
+        multi_value = any(getattr(m.node.data, "reduction_type", None) in MULTI_VALUE_REDUCTIONS
+                          for m in group.members if m.is_reduction())
+        several = loops > 1 or multi_value
+        limit = PERSISTENT_MULTIPASS_RNUMEL if several else PERSISTENT_RNUMEL
         return int(rnumel) <= limit
 
     # --- the kernel's structure --------------------------------------------------------------
