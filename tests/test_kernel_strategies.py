@@ -131,6 +131,20 @@ def test_argmax_row_in_registers_up_to_the_multipass_limit(monkeypatch, launcher
     mc.reset()
 
 
+def test_row_invariant_load_is_one_per_row(monkeypatch, sources):
+    """var_mean shifts each row by its first element, ``x[i, 0]``, read by every element of the
+    row: a persistent kernel loads it once per row (masked by ``xmask`` alone, an (XBLOCK, 1)
+    value), not once per lane. Values equal eager's, with a large mean and an odd row."""
+    use_cpu_backend(monkeypatch, "triton")
+    for x in (torch.randn(37, 129) + 1000, torch.randn(5, 3001) * 0.01 + 50):
+        check(lambda a: torch.var_mean(a, 1), x, rtol=1e-4, atol=1e-4, dynamic=False)
+    loads = re.findall(r"tl\.load\(in_ptr0 \+ \(([^)]*)\), ([^)]*)\)", "\n".join(sources))
+    row = [mask for address, mask in loads if "rindex" not in address]
+    assert loads and row, loads
+    assert all("rmask" not in mask for mask in row), loads
+    mc.reset()
+
+
 # --- 2-D tiled pointwise kernels: loads and stores contiguous along different dims --------------
 
 def _kinds(launchers) -> list[str]:

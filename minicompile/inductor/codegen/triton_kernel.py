@@ -316,6 +316,17 @@ class TritonKernel(TritonReductions, TritonScans, TritonChecks):
             text = f"{text} + tl.zeros({shape}, tl.int32)"
         return f"{self.args[name]} + ({text})"
 
+    def row_invariant(self, index: sympy.Expr) -> bool:
+        """A persistent kernel's load whose address does not move along the row (a variance's
+        shift, ``x[i, 0]``, read by every element of row ``i``) is loaded once per row, an
+        (XBLOCK, 1) value that broadcasts: masked by the row's mask alone, it is not the
+        RBLOCK loads of one address per row that the element mask would make. (A looped
+        kernel keeps the element mask: the frame of its loop takes only element loads.)"""
+        if self.kind != "persistent":
+            return False
+        symbols = simplify_index(index, self.group.var_ranges()).free_symbols
+        return RINDEX not in symbols and not any(s.name.startswith("indirect") for s in symbols)
+
     def record(self, kind: str, name: str, index: sympy.Expr) -> None:
         ranges = tuple((v, r) for v, r in self.group.var_ranges().items()
                        if v in index.free_symbols)
@@ -326,7 +337,7 @@ class TritonKernel(TritonReductions, TritonScans, TritonChecks):
         index = sympy.sympify(index)
         self.record("load", name, index)
         dtype = self.buffer_dtype(name)
-        element = self.level == "element"
+        element = self.level == "element" and not self.row_invariant(index)
         checked = index.free_symbols & self.in_bounds.keys()
         other = "" if not self.reduces() and not self.masks and not checked else ", other=0"
         expr = f"tl.load({self.pointer(name, index)}, {self.mask(element, index)}{other})"
