@@ -103,6 +103,25 @@ def test_outer_configs_are_wide_in_x(monkeypatch):
     assert th.candidate_configs("looped", 256, 100_000, "outer")  # few columns: still one
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_outer_tiles_are_sized_in_bytes(monkeypatch, launchers, dtype):
+    """A 16-bit outer reduction's launcher knows its loads' element size, and its tiles are
+    twice as many elements wide as float32's: each loop step reads the same bytes per row
+    (a 64-wide tile of bfloat16 read half a float32 tile's bytes). Values equal eager's."""
+    use_cpu_backend(monkeypatch, "triton")
+    from minicompile.inductor.runtime import triton_heuristics as th
+
+    x = torch.randn(3001, 35).to(dtype)
+    check(lambda a: (a.amax(0), a.sum(0)), x, rtol=1e-2, atol=1e-1)
+    assert launchers[0].hint == "outer" and launchers[0].itemsize == dtype.itemsize
+    monkeypatch.setattr(th, "INTERPRET", False)
+    f32 = th.candidate_configs("looped", 1 << 20, 4096, "outer")
+    ours = th.candidate_configs("looped", 1 << 20, 4096, "outer", itemsize=dtype.itemsize)
+    assert [c.XBLOCK * dtype.itemsize for c in ours] == [c.XBLOCK * 4 for c in f32]
+    assert [c.RBLOCK for c in ours] == [c.RBLOCK for c in f32]
+    mc.reset()
+
+
 # --- argmax rows kept in registers up to the multi-pass limit ----------------------------------
 
 def _argmax_rows(n: int) -> torch.Tensor:

@@ -271,6 +271,12 @@ class TritonKernel(TritonReductions, TritonScans, TritonChecks):
             x_contiguous |= local_stride(dep.index, XINDEX) == 1
         return "outer" if x_contiguous and not r_contiguous else "inner"
 
+    def row_itemsize(self) -> int:
+        """Bytes of the narrowest element that a load walking along the row reads (4 when
+        none does): the launcher sizes an outer reduction's tiles in bytes from it."""
+        return min((self.buffer_dtype(name).itemsize for kind, name, dep in self.accesses
+                    if kind == "load" and RINDEX in dep.index.free_symbols), default=4)
+
     # --- temporaries --------------------------------------------------------------------------
     def generate(self, expr: str, dtype: torch.dtype, buffer: IndentedBuffer | None = None) -> str:
         name = self.cse.generate(self.body if buffer is None else buffer, expr)

@@ -83,7 +83,7 @@ SPLIT_ABOVE = 1 << 13  # elements of a full reduction worth a second kernel (cro
 SPLITS = 512  # partials at most
 MIN_CHUNK = 256  # elements per partial at least, for a full reduction
 MIN_ROWS = 64  # and for one with several outputs: a chunk long enough to amortise its program
-OUTER_LANES = 64  # adjacent outputs an outer reduction's program owns (OUTER_SHAPES' widest)
+OUTER_LANES = 64  # adjacent outputs an outer reduction's program owns (OUTER_SHAPES' first, float32)
 SPLITTABLE = {"sum", "prod", "max", "min", "any"}
 
 
