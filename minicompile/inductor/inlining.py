@@ -76,14 +76,26 @@ def reads_permuted(producer: ComputedBuffer, consumer: ComputedBuffer) -> bool:
                for d in rw.reads if d.name == producer.get_name())
 
 
+def full_reads(producer: ComputedBuffer) -> set[str]:
+    """The buffers ``producer`` reads at every point of its loops; not one it reads broadcast
+    (an index without some loop variable of size > 1: a per-channel mean, a row's max), whose
+    few elements stay in cache whichever kernel reads them."""
+    ranges = producer.get_read_writes().var_ranges
+    loops = {v for v, size in ranges.items() if size != 1}
+    return {d.name for d in producer.get_read_writes().reads
+            if not isinstance(d, MemoryDep) or loops <= d.index.free_symbols}
+
+
 def recompute_everywhere(producer: ComputedBuffer, readers: list[Buffer]) -> bool:
     """Substitute ``producer`` into all its readers, even those over the same loops? Yes when
-    it reads at most one buffer and has several readers, all loop nests: each reader then reads
-    that buffer at the elements it needs (never more than it would read of the producer), and
-    the producer is never written. ``(x**2).mean(0), (x**2).mean(1)``: two kernels, each
-    reads x; no kernel writes x**2 for the other to read back."""
+    it reads at most one buffer in full and has several readers, all loop nests: each reader
+    then reads that buffer at the elements it needs (never more than it would read of the
+    producer), and the producer is never written. ``(x**2).mean(0), (x**2).mean(1)``: two
+    kernels, each reads x; no kernel writes x**2 for the other to read back. ``x - mean`` with a
+    broadcast mean too: a batch norm's centred values, read by its variance and its output,
+    were written by the one kernel and read back by the other."""
     return (len(readers) > 1 and all(isinstance(r, ComputedBuffer) for r in readers)
-            and len(producer.get_read_writes().read_names()) <= 1)
+            and len(full_reads(producer)) <= 1)
 
 
 # Inductor's names and defaults (CPU op count: ``realize_cpu_opcount_threshold`` is 50 and the
@@ -184,4 +196,5 @@ def inline_unfusable_producers(nodes: Sequence[Buffer],
     return [n for k, n in enumerate(nodes) if k not in dropped]
 
 
-__all__ = ["inline_unfusable_producers", "recompute_everywhere", "shares_loops", "too_large"]
+__all__ = ["full_reads", "inline_unfusable_producers", "recompute_everywhere", "shares_loops",
+           "too_large"]

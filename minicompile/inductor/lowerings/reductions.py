@@ -63,6 +63,9 @@ def make_reduction(x: IRNode, dims, keepdim: bool, reduction_type: str, dtype: t
     rsizes = [size[d] for d in dims]
     outer = bool(kept) and max(kept) > min(dims, default=len(size))  # a kept dim inside a reduced
     splits = split_count(ranges, rsizes, reduction_type, outer) if output_index is None else 1
+    if splits > 1 and outer and split_at_dims(size, dims, kept):
+        return reduce_trailing_dims_first(x, dims, kept, keepdim, reduction_type, dtype,
+                                          src_dtype, body)
     if splits > 1:
         return split_reduction(inner_fn, ranges, rsizes, reduction_type, dtype, src_dtype,
                                splits, outer)
@@ -111,6 +114,41 @@ def split_count(ranges: list[Expr], rsizes: list[Expr], reduction_type: str,
     if programs >= wanted or rnumel < 2 * MIN_ROWS:
         return 1
     return max(1, min(-(-wanted // programs), rnumel // MIN_ROWS))
+
+
+# A mixed-axis reduction (a batch norm's statistics over N, H, W of an (N, C, H, W) tensor) has a
+# block of reduced dims after its last kept dim: the trailing block, contiguous in the tensor's
+# own loop order. Reduced first, one row per (N, C), it is an inner reduction with many rows,
+# visiting the elements in the order their producer computes them, so a pointwise producer
+# (x - mean, grad * xhat) fuses into it; the leading reduced dims (N) are then a short second
+# reduction over the partials. Cutting the flat reduced index into chunks instead (below) would
+# visit them in another order: the producer could not share the kernel and went to memory.
+MIN_TRAILING = 256  # elements of the trailing block worth a row of their own (a 7x7 image: not)
+
+
+def split_at_dims(size: list[Expr], dims: list[int], kept: list[int]) -> bool:
+    """Split a mixed-axis reduction at its last kept dim (``reduce_trailing_dims_first``)?
+    When both sides have reduced dims and the trailing block is long enough to be a row."""
+    last = max(kept)
+    lead = sympy.Mul(*[size[d] for d in dims if d < last])
+    trail = sympy.Mul(*[size[d] for d in dims if d > last])
+    return bool(lead.is_number and trail.is_number and int(lead) > 1
+                and int(trail) >= MIN_TRAILING)
+
+
+def reduce_trailing_dims_first(x: IRNode, dims: list[int], kept: list[int], keepdim: bool,
+                               reduction_type: str, dtype: torch.dtype, src_dtype: torch.dtype,
+                               body: Callable | None) -> Reduction:
+    """``reduce(x, dims)`` as ``reduce(reduce(x, trailing, keepdim=True), leading + trailing)``:
+    the partials keep a size-1 dim where each trailing dim was (reduced again as a dim of one,
+    so that ``keepdim`` applies to every reduced dim at once). 16-bit partials are float32, as a
+    split's."""
+    last = max(kept)
+    trailing = [d for d in dims if d > last]
+    partial_dtype = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+    partials = realize(make_reduction(x, trailing, True, reduction_type, partial_dtype,
+                                      src_dtype, body))
+    return make_reduction(partials, dims, keepdim, reduction_type, dtype, partial_dtype)
 
 
 def _neutral(reduction_type: str, dtype: torch.dtype) -> Any:
