@@ -210,6 +210,25 @@ def test_transpose_with_dynamic_shapes_stays_correct(backend, launchers):
         torch.testing.assert_close(compiled(x, y), f(x, y))
 
 
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_static_sizes_are_constants_in_the_kernel(monkeypatch, sources, dynamic):
+    """A static kernel states its sizes (``ynumel = 70``, ``xnumel = 35``: an NHWC -> NCHW copy
+    of 5 x 7 images) over the arguments of those names, so that Triton's alignment analysis
+    knows them; with symbolic sizes the arguments stay. Values equal eager's either way."""
+    use_cpu_backend(monkeypatch, "triton")
+    x = torch.randn(2, 35, 5, 7).to(memory_format=torch.channels_last)
+    check(lambda t: t.contiguous() + 1, x, dynamic=dynamic)
+    check(lambda t: t.sum(-1), torch.randn(9, 1500), dynamic=dynamic)
+    tiled, looped = sources
+    constants = [re.findall(r"^    (\w+numel) = (\d+)$", s, re.M) for s in sources]
+    if dynamic:
+        assert constants == [[], []], constants
+    else:
+        assert "2-D tile" in tiled and constants[0] == [("ynumel", "70"), ("xnumel", "35")]
+        assert "for roffset" in looped and constants[1] == [("xnumel", "9"), ("rnumel", "1500")]
+    mc.reset()
+
+
 def test_tile_configs_cover_both_axes(monkeypatch):
     pytest.importorskip("triton")
     from minicompile.inductor.runtime import triton_heuristics as th

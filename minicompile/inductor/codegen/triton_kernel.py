@@ -131,7 +131,8 @@ class TritonKernel(TritonReductions, TritonScans, TritonChecks):
             body = self.body
         framed = self.framed(body)
         if framed is not None:
-            return triton_frames.with_header(framed, self.header_comment())
+            return triton_frames.with_header(framed, self.header_comment() +
+                                             self.size_constants())
         code = IndentedBuffer()
         for lines in self.helpers.values():
             code.writelines([*lines, "", ""])
@@ -139,6 +140,7 @@ class TritonKernel(TritonReductions, TritonScans, TritonChecks):
         code.writeline(f"def {self.name}({', '.join(self.parameters())}):")
         with code.indent():
             code.writelines(self.header_comment())
+            code.writelines(self.size_constants())
             code.writelines(self.prologue())
             code.splice(body)
         return code.getvalue()
@@ -180,6 +182,18 @@ class TritonKernel(TritonReductions, TritonScans, TritonChecks):
         if self.kind == "pointwise":
             return [self.group.numel]
         return [self.group.numel, self.group.rnumel]
+
+    def size_constants(self) -> list[str]:
+        """``xnumel = 131044``: each static size written into the kernel (as Inductor writes
+        them), over the argument of that name. Triton learns of an integer argument only
+        whether it is divisible by 16; of 131044 (362 x 362) it then knows nothing, a mask
+        ``x0 < xnumel`` may change at any lane, and every load and store under it moves one
+        element. As a constant, ``x0 < 131044`` holds over runs of 4 lanes (131044 = 4 x 32761)
+        and a row of 131044 float32 starts 16-byte aligned: 4-wide accesses."""
+        names = {"tiled": ("ynumel", "xnumel"), "pointwise": ("xnumel",)}.get(
+            self.kind, ("xnumel", "rnumel"))
+        return [f"{name} = {int(size)}" for name, size in zip(names, self.numels())
+                if sympy.sympify(size).is_number]
 
     def header_comment(self) -> list[str]:
         g = self.group
