@@ -40,6 +40,7 @@ import sympy
 
 from .ir import Buffer, ComputedBuffer, MemoryDep, Pointwise, inline_producers, substitutions
 from .loop_order import pick_loop_order
+from .sizevars import FloorDiv, ModularIndexing
 
 log = logging.getLogger(__name__)
 
@@ -65,15 +66,36 @@ def reads_permuted(producer: ComputedBuffer, consumer: ComputedBuffer) -> bool:
     gradients stacked, then permuted, in attention's backward). Both loop in their stores'
     order (``loop_order.pick_loop_order``), so the producer computes the element at offset
     ``k`` at its iteration ``k``: the consumer reads in step when it reads offset ``k`` at its
-    own iteration ``k``."""
+    own iteration ``k``. A reduction's loops are reordered to fit (``loop_order.py``), but not
+    cut across the producer's dims (``reads_across_dims``)."""
     rw = consumer.get_read_writes()
     if consumer.get_ranges()[1]:
-        return False  # a reduction's loops are reordered to fit (``loop_order.py``)
+        return reads_across_dims(producer, consumer)
     order = pick_loop_order(rw)
     sizes = [rw.var_ranges[v] for v in order]
     flat = sum((v * sympy.Mul(*sizes[k + 1:]) for k, v in enumerate(order)), sympy.Integer(0))
     return any(isinstance(d, MemoryDep) and not _same(d.index, flat)
                for d in rw.reads if d.name == producer.get_name())
+
+
+def reads_across_dims(producer: ComputedBuffer, consumer: ComputedBuffer) -> bool:
+    """Does reduction ``consumer`` walk ``producer`` with loops that are not its dims? A split
+    reduction's chunk of a flat reduced index (``split_reduction``) steps by a chunk, not by a
+    dim's stride, or unflattens it with ``//`` and ``%``: no order of its loops is the
+    producer's, so the two never share a kernel (a channels-last batch norm's split sum of
+    ``x * x`` wrote ``x * x`` to memory to read it back once)."""
+    strides = {int(s) for s in producer.get_stride() if sympy.sympify(s).is_number}
+    rw = consumer.get_read_writes()
+    loops = {v for v, size in rw.var_ranges.items() if size != 1}
+    for dep in rw.reads:
+        if dep.name != producer.get_name() or not isinstance(dep, MemoryDep):
+            continue
+        if any(term.free_symbols & loops for term in dep.index.atoms(FloorDiv, ModularIndexing)):
+            return True
+        steps = {sympy.expand(dep.index).coeff(v) for v in loops & dep.index.free_symbols}
+        if any(not (step.is_number and int(step) in strides) for step in steps):
+            return True
+    return False
 
 
 def full_reads(producer: ComputedBuffer) -> set[str]:

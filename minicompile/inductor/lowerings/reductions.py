@@ -17,10 +17,11 @@ import torch
 
 from ..ir import REDUCTION_INIT, IRNode, Reduction, View
 from ..ir.inline import unflatten_index
+from ..ir.read_writes import MemoryDep, RecordReadWrites
 from ..lowering import (Unsupported, device, make_pointwise, out_meta, realize, register_lowering)
 from ..sizevars import Expr
 from ..fx_passes.online_softmax import prepare_softmax_online
-from ..virtualized import ops
+from ..virtualized import ops, set_ops_handler
 from .creation import empty_like_meta
 from .views import reshape_reindex
 
@@ -63,7 +64,7 @@ def make_reduction(x: IRNode, dims, keepdim: bool, reduction_type: str, dtype: t
     rsizes = [size[d] for d in dims]
     outer = bool(kept) and max(kept) > min(dims, default=len(size))  # a kept dim inside a reduced
     splits = split_count(ranges, rsizes, reduction_type, outer) if output_index is None else 1
-    if splits > 1 and outer and split_at_dims(size, dims, kept):
+    if splits > 1 and outer and split_at_dims(x, dims, kept):
         return reduce_trailing_dims_first(x, dims, kept, keepdim, reduction_type, dtype,
                                           src_dtype, body)
     if splits > 1:
@@ -126,14 +127,28 @@ def split_count(ranges: list[Expr], rsizes: list[Expr], reduction_type: str,
 MIN_TRAILING = 256  # elements of the trailing block worth a row of their own (a 7x7 image: not)
 
 
-def split_at_dims(size: list[Expr], dims: list[int], kept: list[int]) -> bool:
+def split_at_dims(x: IRNode, dims: list[int], kept: list[int]) -> bool:
     """Split a mixed-axis reduction at its last kept dim (``reduce_trailing_dims_first``)?
-    When both sides have reduced dims and the trailing block is long enough to be a row."""
-    last = max(kept)
+    When both sides have reduced dims, the trailing block is long enough to be a row, and x is
+    read contiguously along it: a channels-last tensor's (N, C, H, W) statistics read H, W a
+    channel apart, and its first reduction would be an outer one of N x C outputs, a few
+    programs wide; the flat chunks give it hundreds."""
+    size, last = x.get_size(), max(kept)
     lead = sympy.Mul(*[size[d] for d in dims if d < last])
     trail = sympy.Mul(*[size[d] for d in dims if d > last])
     return bool(lead.is_number and trail.is_number and int(lead) > 1
-                and int(trail) >= MIN_TRAILING)
+                and int(trail) >= MIN_TRAILING and read_contiguous_along(x, dims[-1]))
+
+
+def read_contiguous_along(x: IRNode, dim: int) -> bool:
+    """Does some load of ``x``'s body step one element at a time along ``dim``? (its loads
+    recorded at a symbolic index, each one's coefficient of that dim's variable)"""
+    index = [sympy.Symbol(f"i{d}", integer=True, nonnegative=True) for d in range(len(x.get_size()))]
+    handler = RecordReadWrites(dict(zip(index, x.get_size())))
+    with set_ops_handler(handler):
+        x.make_loader()(index)
+    return any(isinstance(dep, MemoryDep) and sympy.expand(dep.index).coeff(index[dim]) == 1
+               for dep in handler.reads)
 
 
 def reduce_trailing_dims_first(x: IRNode, dims: list[int], kept: list[int], keepdim: bool,
