@@ -420,6 +420,20 @@ def test_reduction_with_few_outputs_is_split(case, compiled_graphs, monkeypatch)
         assert reductions[0].members[0].node.get_dtype() == torch.float32  # the partials
 
 
+def test_outer_reduction_is_split_into_more_programs(compiled_graphs, monkeypatch):
+    """An outer reduction's programs each move a small tile a step: it is cut into
+    ``OUTER_OCCUPANCY`` times as many programs as the device runs at once (on a device of 16:
+    2 tiles of 64 columns, 64 chunks), where an inner one stops at 16."""
+    from minicompile.inductor.lowerings import reductions
+    monkeypatch.setattr(reductions, "device_programs", lambda device: 16)
+    a = torch.randn(4096, 128)
+    torch.testing.assert_close(mc.compile(lambda t: t.sum(0))(a), a.sum(0), rtol=1e-4,
+                               atol=1e-3)
+    partials = compiled_graphs[-1].scheduler.kernel_groups[0]
+    programs = int(partials.numel) // reductions.OUTER_LANES
+    assert programs >= 16 * reductions.OUTER_OCCUPANCY, partials.describe()
+
+
 def test_reductions_with_enough_outputs_are_not_split(compiled_graphs, monkeypatch):
     from minicompile.inductor.lowerings import reductions
     monkeypatch.setattr(reductions, "device_programs", lambda device: 256)

@@ -84,10 +84,15 @@ def make_reduction(x: IRNode, dims, keepdim: bool, reduction_type: str, dtype: t
 # partial: they stay in one kernel.
 SPLIT_ABOVE = 1 << 13  # elements of a full reduction worth a second kernel (cross-entropy's
 #   mean over 16384 rows, each value gathered from its row: 33 us in one program on an H100)
-SPLITS = 512  # partials at most
+SPLITS = 512  # partials at most (per output: the second reduction reads them all)
 MIN_CHUNK = 256  # elements per partial at least, for a full reduction
 MIN_ROWS = 64  # and for one with several outputs: a chunk long enough to amortise its program
 OUTER_LANES = 64  # adjacent outputs an outer reduction's program owns (OUTER_SHAPES' first, float32)
+# An outer reduction's program moves one (XBLOCK, RBLOCK) tile a loop step, a few KB: memory is
+# kept busy only by many such programs resident on each SM, so it is split into 8 times as many
+# programs as an inner one (Inductor cuts amax(0) of 8192 x 8192 halfs into 16 chunks: 2048
+# programs, 33 us on an H200; two per SM, 4 chunks, took 44 us)
+OUTER_OCCUPANCY = 8
 SPLITTABLE = {"sum", "prod", "max", "min", "any"}
 
 
@@ -111,10 +116,10 @@ def split_count(ranges: list[Expr], rsizes: list[Expr], reduction_type: str,
     if numel == 1:  # a full reduction: as many chunks as fit, on every device
         return min(SPLITS, rnumel // MIN_CHUNK) if rnumel >= SPLIT_ABOVE else 1
     programs = -(-numel // OUTER_LANES) if outer else numel
-    wanted = device_programs(device())
+    wanted = device_programs(device()) * (OUTER_OCCUPANCY if outer else 1)
     if programs >= wanted or rnumel < 2 * MIN_ROWS:
         return 1
-    return max(1, min(-(-wanted // programs), rnumel // MIN_ROWS))
+    return max(1, min(-(-wanted // programs), rnumel // MIN_ROWS, SPLITS))
 
 
 # A mixed-axis reduction (a batch norm's statistics over N, H, W of an (N, C, H, W) tensor) has a
