@@ -87,7 +87,7 @@ SPLIT_ABOVE = 1 << 13  # elements of a full reduction worth a second kernel (cro
 SPLITS = 512  # partials at most (per output: the second reduction reads them all)
 MIN_CHUNK = 256  # elements per partial at least, for a full reduction
 MIN_ROWS = 64  # and for one with several outputs: a chunk long enough to amortise its program
-OUTER_LANES = 64  # adjacent outputs an outer reduction's program owns (OUTER_SHAPES' first, float32)
+OUTER_LANES = 64  # adjacent outputs an outer reduction's program owns (OUTER_SHAPES' first, f32)
 # An outer reduction's program moves one (XBLOCK, RBLOCK) tile a loop step, a few KB: memory is
 # kept busy only by many such programs resident on each SM, so it is split into 8 times as many
 # programs as an inner one (Inductor cuts amax(0) of 8192 x 8192 halfs into 16 chunks: 2048
@@ -148,8 +148,9 @@ def split_at_dims(x: IRNode, dims: list[int], kept: list[int]) -> bool:
 def read_contiguous_along(x: IRNode, dim: int) -> bool:
     """Does some load of ``x``'s body step one element at a time along ``dim``? (its loads
     recorded at a symbolic index, each one's coefficient of that dim's variable)"""
-    index = [sympy.Symbol(f"i{d}", integer=True, nonnegative=True) for d in range(len(x.get_size()))]
-    handler = RecordReadWrites(dict(zip(index, x.get_size())))
+    size = x.get_size()
+    index = [sympy.Symbol(f"i{d}", integer=True, nonnegative=True) for d in range(len(size))]
+    handler = RecordReadWrites(dict(zip(index, size)))
     with set_ops_handler(handler):
         x.make_loader()(index)
     return any(isinstance(dep, MemoryDep) and sympy.expand(dep.index).coeff(index[dim]) == 1
