@@ -110,7 +110,35 @@ def test_min_cut_never_recomputes_matmul():
     mm = torch.ops.aten.mm.default
     # the backward has only the two gradient matmuls; a @ b is saved, not recomputed
     assert sum(n.target is mm for n in part.bw_module.graph.nodes) == 2
-    assert set(part.saved) == {"primals_1", "primals_2", "cos"}  # bases, not their views
+    # bases, not their views; the matmul's result, in memory anyway, rather than cos of it,
+    # which the backward recomputes (is_materialized)
+    assert set(part.saved) == {"primals_1", "primals_2", "mm"}
+    assert any(n.target is torch.ops.aten.cos.default for n in part.bw_module.graph.nodes)
+
+
+def test_min_cut_saves_an_input_rather_than_a_value_written_only_to_be_saved():
+    """Batch norm in training: its backward needs x_hat = (x - mean) * rstd, which every forward
+    user reads fused (the output's affine step). Saving x_hat would add a full-size write to the
+    forward; x is in memory anyway, so x, mean and rstd are saved and the backward recomputes
+    x_hat (``is_materialized``, the real partitioner's). Gradients equal eager's."""
+    from minicompile.decompositions import decomposition_table
+    x = torch.randn(4, 8, 5, 5, requires_grad=True)
+    w, b = torch.randn(8, requires_grad=True), torch.randn(8, requires_grad=True)
+
+    def fn(x, w, b):
+        return torch.nn.functional.batch_norm(x, None, None, w, b, training=True)
+
+    gm = fx.symbolic_trace(fn)
+    joint, sig = trace_graph(gm, [x, w, b], [True] * 3, torch._subclasses.FakeTensorMode(),
+                             decompositions=decomposition_table)
+    part = min_cut_rematerialization_partition(joint, sig.num_fwd_outputs)
+    assert "primals_1" in part.saved and part.saved_bytes < 2 * x.numel() * 4, part.saved
+    compiled = aot_function(fn, partition_fn="min_cut", decompositions=decomposition_table)
+    grad = torch.randn_like(x)
+    got = torch.autograd.grad(compiled(x, w, b), (x, w, b), grad)
+    want = torch.autograd.grad(fn(x, w, b), (x, w, b), grad)
+    for g, e in zip(got, want):
+        torch.testing.assert_close(g, e, rtol=1e-4, atol=1e-4)
 
 
 def test_min_cut_heuristics_on_a_transformer_block():

@@ -103,6 +103,67 @@ def test_outer_configs_are_wide_in_x(monkeypatch):
     assert th.candidate_configs("looped", 256, 100_000, "outer")  # few columns: still one
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_outer_tiles_are_sized_in_bytes(monkeypatch, launchers, dtype):
+    """A 16-bit outer reduction's launcher knows its loads' element size, and its tiles are
+    twice as many elements wide as float32's: each loop step reads the same bytes per row
+    (a 64-wide tile of bfloat16 read half a float32 tile's bytes). Values equal eager's."""
+    use_cpu_backend(monkeypatch, "triton")
+    from minicompile.inductor.runtime import triton_heuristics as th
+
+    x = torch.randn(3001, 35).to(dtype)
+    check(lambda a: (a.amax(0), a.sum(0)), x, rtol=1e-2, atol=1e-1)
+    assert launchers[0].hint == "outer" and launchers[0].itemsize == dtype.itemsize
+    monkeypatch.setattr(th, "INTERPRET", False)
+    f32 = th.candidate_configs("looped", 1 << 20, 4096, "outer")
+    ours = th.candidate_configs("looped", 1 << 20, 4096, "outer", itemsize=dtype.itemsize)
+    assert [c.XBLOCK * dtype.itemsize for c in ours] == [c.XBLOCK * 4 for c in f32]
+    assert [c.RBLOCK for c in ours] == [c.RBLOCK for c in f32]
+    mc.reset()
+
+
+# --- argmax rows kept in registers up to the multi-pass limit ----------------------------------
+
+def _argmax_rows(n: int) -> torch.Tensor:
+    """Rows where the first maximum must win: a NaN, all equal, two equal maxima far apart,
+    all -inf, and random rows."""
+    x = torch.randn(6, n)
+    x[1, n // 2] = float("nan")
+    x[2] = 3.0
+    x[3, 5] = x[3, n - 3] = 50.0
+    x[4] = float("-inf")
+    return x
+
+
+@pytest.mark.parametrize("n, kind", [(5000, "persistent"), (33001, "looped")])
+def test_argmax_row_in_registers_up_to_the_multipass_limit(monkeypatch, launchers, sources, n,
+                                                            kind):
+    """A row of 5000 (past ``PERSISTENT_RNUMEL``, within ``PERSISTENT_MULTIPASS_RNUMEL``) is one
+    block: a max, then the smallest index holding it, no per-element ``argmax_combine``. Past
+    the limit the loop combines value and index lane by lane. Both give eager's indices, the
+    first maximum (or NaN) of each row."""
+    use_cpu_backend(monkeypatch, "triton")
+    x = _argmax_rows(n)
+    check(lambda a: (a.argmax(1), a.argmin(1)), x)
+    assert _kinds(launchers) == [kind], _kinds(launchers)
+    assert ("argmax_combine" in sources[0]) == (kind == "looped"), sources[0]
+    mc.reset()
+
+
+def test_row_invariant_load_is_one_per_row(monkeypatch, sources):
+    """var_mean shifts each row by its first element, ``x[i, 0]``, read by every element of the
+    row: a persistent kernel loads it once per row (masked by ``xmask`` alone, an (XBLOCK, 1)
+    value), not once per lane. Values equal eager's, with a large mean and an odd row."""
+    use_cpu_backend(monkeypatch, "triton")
+    for x in (torch.randn(37, 129) + 1000, torch.randn(5, 3001) * 0.01 + 50):
+        check(lambda a: torch.var_mean(a, 1), x, rtol=1e-4, atol=1e-4, dynamic=False)
+    loads = re.findall(r"tl\.load\(in_ptr0 \+ \(([^)]*)\), ([^)]*)\)", "\n".join(sources))
+    row = [mask for address, mask in loads if "rindex" not in address]
+    assert loads and row, loads
+    assert all("rmask" not in mask for mask in row), loads
+    mc.reset()
+
+
 # --- 2-D tiled pointwise kernels: loads and stores contiguous along different dims --------------
 
 def _kinds(launchers) -> list[str]:
@@ -147,6 +208,25 @@ def test_transpose_with_dynamic_shapes_stays_correct(backend, launchers):
     for m, n in ((37, 21), (8, 65)):
         x, y = torch.randn(m, n), torch.randn(n, m)
         torch.testing.assert_close(compiled(x, y), f(x, y))
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_static_sizes_are_constants_in_the_kernel(monkeypatch, sources, dynamic):
+    """A static kernel states its sizes (``ynumel = 70``, ``xnumel = 35``: an NHWC -> NCHW copy
+    of 5 x 7 images) over the arguments of those names, so that Triton's alignment analysis
+    knows them; with symbolic sizes the arguments stay. Values equal eager's either way."""
+    use_cpu_backend(monkeypatch, "triton")
+    x = torch.randn(2, 35, 5, 7).to(memory_format=torch.channels_last)
+    check(lambda t: t.contiguous() + 1, x, dynamic=dynamic)
+    check(lambda t: t.sum(-1), torch.randn(9, 1500), dynamic=dynamic)
+    tiled, looped = sources
+    constants = [re.findall(r"^    (\w+numel) = (\d+)$", s, re.M) for s in sources]
+    if dynamic:
+        assert constants == [[], []], constants
+    else:
+        assert "2-D tile" in tiled and constants[0] == [("ynumel", "70"), ("xnumel", "35")]
+        assert "for roffset" in looped and constants[1] == [("xnumel", "9"), ("rnumel", "1500")]
+    mc.reset()
 
 
 def test_tile_configs_cover_both_axes(monkeypatch):

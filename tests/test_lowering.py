@@ -6,6 +6,7 @@ runs on a non-contiguous (transposed) input where the op allows it.
 """
 
 import pytest
+import sympy
 import torch
 import torch.nn.functional as F
 from torch._decomp import core_aten_decompositions
@@ -419,6 +420,20 @@ def test_reduction_with_few_outputs_is_split(case, compiled_graphs, monkeypatch)
         assert reductions[0].members[0].node.get_dtype() == torch.float32  # the partials
 
 
+def test_outer_reduction_is_split_into_more_programs(compiled_graphs, monkeypatch):
+    """An outer reduction's programs each move a small tile a step: it is cut into
+    ``OUTER_OCCUPANCY`` times as many programs as the device runs at once (on a device of 16:
+    2 tiles of 64 columns, 64 chunks), where an inner one stops at 16."""
+    from minicompile.inductor.lowerings import reductions
+    monkeypatch.setattr(reductions, "device_programs", lambda device: 16)
+    a = torch.randn(4096, 128)
+    torch.testing.assert_close(mc.compile(lambda t: t.sum(0))(a), a.sum(0), rtol=1e-4,
+                               atol=1e-3)
+    partials = compiled_graphs[-1].scheduler.kernel_groups[0]
+    programs = int(partials.numel) // reductions.OUTER_LANES
+    assert programs >= 16 * reductions.OUTER_OCCUPANCY, partials.describe()
+
+
 def test_reductions_with_enough_outputs_are_not_split(compiled_graphs, monkeypatch):
     from minicompile.inductor.lowerings import reductions
     monkeypatch.setattr(reductions, "device_programs", lambda device: 256)
@@ -426,6 +441,81 @@ def test_reductions_with_enough_outputs_are_not_split(compiled_graphs, monkeypat
     torch.testing.assert_close(mc.compile(lambda t: t.sum(1))(a), a.sum(1))
     kinds = [g.kind for g in compiled_graphs[-1].scheduler.kernel_groups]
     assert kinds.count("reduction") == 1, kinds
+
+
+# Mixed-axis reductions (a kept dim between reduced ones) split at the dims: the trailing
+# reduced block is reduced first, one row per (leading, kept) index, then the leading dims. (A
+# device of 16 programs: the tests' 32 rows of the first reduction are enough, no second split.)
+MIXED_CASES = [
+    (lambda a: (a * 2 - 1).sum((0, 2, 3)), torch.randn(4, 8, 20, 20)),  # batch norm's sums
+    (lambda a: a.amax((0, 2), keepdim=True), torch.randn(6, 5, 300)),
+    (lambda a: a.sum((0, 2)), torch.randn(6, 5, 300, dtype=torch.bfloat16)),
+]
+
+
+@pytest.mark.parametrize("case", range(len(MIXED_CASES)))
+def test_mixed_reduction_splits_at_its_dims(case, compiled_graphs, monkeypatch):
+    """Two reductions and no pointwise kernel: the producer (``a * 2 - 1``) is in the kernel of
+    the first, which visits the elements in its order (the flat chunks of ``split_reduction``
+    did not, and the producer was written to memory)."""
+    from minicompile.inductor.lowerings import reductions
+    monkeypatch.setattr(reductions, "device_programs", lambda device: 16)
+    fn, a = MIXED_CASES[case]
+    out = mc.compile(fn)(a)
+    torch.testing.assert_close(out, fn(a), **({} if a.dtype == torch.bfloat16 else
+                                              dict(rtol=1e-4, atol=1e-4)))
+    groups = compiled_graphs[-1].scheduler.kernel_groups
+    assert [g.kind for g in groups] == ["reduction", "reduction"], [g.kind for g in groups]
+    leading = int(a.shape[0])
+    assert sympy.sympify(groups[0].numel) == leading * a.shape[1]  # a row per (n, c)
+    assert groups[0].members[-1].node.get_dtype() == torch.float32  # (float32 partials)
+
+
+@pytest.mark.parametrize("a", [
+    torch.randn(512, 4, 7, 7),  # a 7 x 7 trailing block: too short to be a row of its own
+    torch.randn(4, 8, 20, 20).to(memory_format=torch.channels_last),  # H, W a channel apart
+], ids=["short", "channels_last"])
+def test_mixed_reduction_stays_in_flat_chunks(a, compiled_graphs, monkeypatch):
+    """Where a row per (n, c) would be short, or strided (channels-last: that reduction would
+    be an outer one with N x C outputs, a few programs wide), the flat chunks stay; the
+    producer ``t * t`` is computed inside their kernel (it cannot share the chunks' loops)."""
+    from minicompile.inductor.lowerings import reductions
+    monkeypatch.setattr(reductions, "device_programs", lambda device: 16)
+    f = lambda t: (t * t).mean((0, 2, 3))  # noqa: E731
+    torch.testing.assert_close(mc.compile(f)(a), f(a), rtol=1e-4, atol=1e-4)
+    groups = compiled_graphs[-1].scheduler.kernel_groups
+    assert [g.kind for g in groups] == ["reduction", "reduction"], [g.describe() for g in groups]
+    assert sympy.sympify(groups[0].numel) != a.shape[0] * a.shape[1], groups[0].describe()
+
+
+def test_batch_norm_training_splits_without_writing_its_centred_values(compiled_graphs,
+                                                                        monkeypatch):
+    """Batch norm's forward and backward with its statistics split (as on a GPU with few
+    channels): the forward is two split sums and one output kernel, the backward one kernel
+    for both sums (grad and grad * xhat), their second passes, and dx; x - mean is recomputed
+    where it is read, never written. Output and gradients equal eager's."""
+    from minicompile.inductor.lowerings import reductions
+    monkeypatch.setattr(reductions, "device_programs", lambda device: 16)
+    x = torch.randn(4, 8, 20, 20, requires_grad=True)
+    w, b = torch.randn(8, requires_grad=True), torch.randn(8, requires_grad=True)
+    grad = torch.randn(4, 8, 20, 20)
+
+    def fn(x, w, b):
+        return F.batch_norm(x, None, None, w, b, training=True)
+
+    mc.compile(fn)(x, w, b).backward(grad)
+    got = [t.grad for t in (x, w, b)]
+    for t in (x, w, b):
+        t.grad = None
+    fn(x, w, b).backward(grad)
+    for g, t in zip(got, (x, w, b)):
+        torch.testing.assert_close(g, t.grad, rtol=1e-4, atol=1e-4)
+    forward, backward = ([g.kind for g in c.scheduler.kernel_groups] for c in compiled_graphs)
+    assert forward == ["reduction"] * 4 + ["pointwise"], forward
+    assert backward == ["reduction"] * 3 + ["pointwise"], backward
+    statistics = compiled_graphs[0].scheduler.kernel_groups[:4]
+    written = sum(int(g.write_bytes) for g in statistics)
+    assert written < x.numel() * 4, [(g.stored, g.write_bytes) for g in statistics]
 
 
 def test_split_chunks_divide_the_rows_where_they_can():

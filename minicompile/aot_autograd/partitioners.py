@@ -195,6 +195,7 @@ def is_recomputable(node: fx.Node) -> bool:
 MAX_FAN_IN = 4  # never recompute an op that reads more than 4x the bytes it produces
 MAX_CHAIN = 4  # never recompute more than 4 pointwise ops in a row back to a saved value
 DISTANCE_PENALTY = 1.1  # saving a value d ops before the backward costs bytes * 1.1**d
+NOT_MATERIALIZED_FACTOR = 2  # ... and twice that if nothing else writes it (``is_materialized``)
 
 
 def _is_view(node: fx.Node) -> bool:
@@ -241,14 +242,34 @@ def distance_from_backward(graph: fx.Graph, nodes: set[fx.Node],
     return dist
 
 
+def is_fusible(node: fx.Node) -> bool:
+    """An op a compiler fuses with its producers (pointwise ops, views, reductions): it reads
+    them inside its own loops, from registers."""
+    t = node.target
+    return is_recomputable(node) or (isinstance(t, torch._ops.OpOverload)
+                                     and torch.Tag.reduction in t.tags)
+
+
+def is_materialized(node: fx.Node) -> bool:
+    """Is ``node`` written to memory whatever is saved? An input is; so is a library call's
+    result (a matmul's), and a value some user cannot fuse with (a matmul's operand). A value
+    that fuses with all its users lives in registers only: saving it adds a write to the
+    forward (the real partitioner's ``is_materialized`` with its ``is_fusible(a, b)``)."""
+    return node.op == "placeholder" or not is_fusible(node) or \
+        not all(is_fusible(u) for u in node.users)
+
+
 def save_cost(node: fx.Node, dist: int) -> float:
     """Capacity of a node's cut edge. Bytes, times 1.1 per op of distance to the backward: a
     value far from its backward use lives longer, and saving values close to the backward
-    keeps long recomputation chains out of it. Views are free to recompute from their base
-    (save the base instead): infinite."""
+    keeps long recomputation chains out of it; twice that for a value that would otherwise
+    never be written (``is_materialized``: a batch norm saves its input, which exists anyway,
+    rather than its normalized values, written only to be saved). Views are free to recompute
+    from their base (save the base instead): infinite."""
     if _is_view(node):
         return math.inf
-    return tensor_bytes(node) * DISTANCE_PENALTY ** min(dist, 100)
+    cost = tensor_bytes(node) * DISTANCE_PENALTY ** min(dist, 100)
+    return cost if is_materialized(node) else NOT_MATERIALIZED_FACTOR * cost
 
 
 def min_cut_saved_values(joint: fx.Graph, num_fwd_outputs: int) -> list[fx.Node]:

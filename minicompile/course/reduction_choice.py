@@ -62,7 +62,8 @@ def minicompile_rule() -> Rule:
 
 def thresholds() -> dict[str, int]:
     return {"one pass over the row (a sum)": triton_kernel.PERSISTENT_RNUMEL,
-            "several passes (softmax)": triton_kernel.PERSISTENT_MULTIPASS_RNUMEL}
+            "several passes (softmax), or several values a lane (argmax, Welford)":
+                triton_kernel.PERSISTENT_MULTIPASS_RNUMEL}
 
 
 @contextlib.contextmanager

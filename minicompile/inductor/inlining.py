@@ -40,6 +40,7 @@ import sympy
 
 from .ir import Buffer, ComputedBuffer, MemoryDep, Pointwise, inline_producers, substitutions
 from .loop_order import pick_loop_order
+from .sizevars import FloorDiv, ModularIndexing
 
 log = logging.getLogger(__name__)
 
@@ -65,10 +66,11 @@ def reads_permuted(producer: ComputedBuffer, consumer: ComputedBuffer) -> bool:
     gradients stacked, then permuted, in attention's backward). Both loop in their stores'
     order (``loop_order.pick_loop_order``), so the producer computes the element at offset
     ``k`` at its iteration ``k``: the consumer reads in step when it reads offset ``k`` at its
-    own iteration ``k``."""
+    own iteration ``k``. A reduction's loops are reordered to fit (``loop_order.py``), but not
+    cut across the producer's dims (``reads_across_dims``)."""
     rw = consumer.get_read_writes()
     if consumer.get_ranges()[1]:
-        return False  # a reduction's loops are reordered to fit (``loop_order.py``)
+        return reads_across_dims(producer, consumer)
     order = pick_loop_order(rw)
     sizes = [rw.var_ranges[v] for v in order]
     flat = sum((v * sympy.Mul(*sizes[k + 1:]) for k, v in enumerate(order)), sympy.Integer(0))
@@ -76,14 +78,46 @@ def reads_permuted(producer: ComputedBuffer, consumer: ComputedBuffer) -> bool:
                for d in rw.reads if d.name == producer.get_name())
 
 
+def reads_across_dims(producer: ComputedBuffer, consumer: ComputedBuffer) -> bool:
+    """Does reduction ``consumer`` walk ``producer`` with loops that are not its dims? A split
+    reduction's chunk of a flat reduced index (``split_reduction``) steps by a chunk, not by a
+    dim's stride, or unflattens it with ``//`` and ``%``: no order of its loops is the
+    producer's, so the two never share a kernel (a channels-last batch norm's split sum of
+    ``x * x`` wrote ``x * x`` to memory to read it back once)."""
+    strides = {int(s) for s in producer.get_stride() if sympy.sympify(s).is_number}
+    rw = consumer.get_read_writes()
+    loops = {v for v, size in rw.var_ranges.items() if size != 1}
+    for dep in rw.reads:
+        if dep.name != producer.get_name() or not isinstance(dep, MemoryDep):
+            continue
+        if any(term.free_symbols & loops for term in dep.index.atoms(FloorDiv, ModularIndexing)):
+            return True
+        steps = {sympy.expand(dep.index).coeff(v) for v in loops & dep.index.free_symbols}
+        if any(not (step.is_number and int(step) in strides) for step in steps):
+            return True
+    return False
+
+
+def full_reads(producer: ComputedBuffer) -> set[str]:
+    """The buffers ``producer`` reads at every point of its loops; not one it reads broadcast
+    (an index without some loop variable of size > 1: a per-channel mean, a row's max), whose
+    few elements stay in cache whichever kernel reads them."""
+    ranges = producer.get_read_writes().var_ranges
+    loops = {v for v, size in ranges.items() if size != 1}
+    return {d.name for d in producer.get_read_writes().reads
+            if not isinstance(d, MemoryDep) or loops <= d.index.free_symbols}
+
+
 def recompute_everywhere(producer: ComputedBuffer, readers: list[Buffer]) -> bool:
     """Substitute ``producer`` into all its readers, even those over the same loops? Yes when
-    it reads at most one buffer and has several readers, all loop nests: each reader then reads
-    that buffer at the elements it needs (never more than it would read of the producer), and
-    the producer is never written. ``(x**2).mean(0), (x**2).mean(1)``: two kernels, each
-    reads x; no kernel writes x**2 for the other to read back."""
+    it reads at most one buffer in full and has several readers, all loop nests: each reader
+    then reads that buffer at the elements it needs (never more than it would read of the
+    producer), and the producer is never written. ``(x**2).mean(0), (x**2).mean(1)``: two
+    kernels, each reads x; no kernel writes x**2 for the other to read back. ``x - mean`` with a
+    broadcast mean too: a batch norm's centred values, read by its variance and its output,
+    were written by the one kernel and read back by the other."""
     return (len(readers) > 1 and all(isinstance(r, ComputedBuffer) for r in readers)
-            and len(producer.get_read_writes().read_names()) <= 1)
+            and len(full_reads(producer)) <= 1)
 
 
 # Inductor's names and defaults (CPU op count: ``realize_cpu_opcount_threshold`` is 50 and the
@@ -187,4 +221,5 @@ def inline_unfusable_producers(nodes: Sequence[Buffer],
     return [n for k, n in enumerate(nodes) if k not in dropped]
 
 
-__all__ = ["inline_unfusable_producers", "recompute_everywhere", "shares_loops", "too_large"]
+__all__ = ["full_reads", "inline_unfusable_producers", "recompute_everywhere", "shares_loops",
+           "too_large"]

@@ -87,7 +87,8 @@ class TritonKernelObject(TritonLauncher):
                  kernel: TritonKernel, scheduler: Any, knobs: Any):
         super().__init__(name, fn, kind, source,
                          options=CHECKED_OPTIONS if kernel.checks else COMPILE_OPTIONS,
-                         hint=kernel.reduction_hint(), knobs=knobs)
+                         hint=kernel.reduction_hint(), knobs=knobs,
+                         itemsize=kernel.row_itemsize())
         self.group, self._counted = group, (kernel, scheduler)
         self.checks, self.host_checks = kernel.checks, kernel.host_checks
 

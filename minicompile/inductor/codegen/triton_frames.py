@@ -179,7 +179,8 @@ class PlainParts:
 
 
 def with_header(source: str, comments: list[str]) -> str:
-    """``source`` with ``comments`` as the first lines of its function's body."""
+    """``source`` with ``comments`` (and the kernel's size constants after them) as the first
+    lines of its function's body."""
     lines = source.splitlines()
     start = next(i for i, line in enumerate(lines) if line.lstrip().startswith("def "))
     at = next(i for i in range(start, len(lines)) if lines[i].rstrip().endswith(":")) + 1

@@ -53,6 +53,13 @@ PERSISTENT_RNUMEL = 1024  # rows up to this long are reduced in one block: no lo
 # at 32768 (cross-entropy over a 32000-word vocabulary) 32 per thread with 32 warps. On an H100,
 # cross-entropy over 16384x32000 bfloat16 logits: 0.73 ms looped (the row read twice), 0.59 ms so.
 PERSISTENT_MULTIPASS_RNUMEL = 32768
+# Reductions that carry several values per lane (argmax: the value and its index; Welford: mean,
+# m2, weight) get the same limit. Looped, each element costs a combine of all of them
+# (``argmax_combine``: NaN tests and an index comparison, two selects; ``welford_reduce``: a
+# division); persistent, the row is a plain max then a min over the indices holding it, or a
+# sum then a sum of squares (triton_reductions.py), as Triton's interpreter and a GPU both
+# reduce fastest. (Inductor loops past 1024 for them too, with its ``maximum_with_index``.)
+MULTI_VALUE_REDUCTIONS = frozenset({"argmax", "argmin", "welford_reduce"})
 
 class TritonKernel(TritonReductions, TritonScans, TritonChecks):
     """Writes the source of one kernel; ``codegen()`` returns it. ``numel_of`` (a buffer's
@@ -100,12 +107,17 @@ class TritonKernel(TritonReductions, TritonScans, TritonChecks):
 
     @staticmethod
     def fits_in_one_block(group: KernelGroup) -> bool:
-        """Persistent (the whole row in one block) or looped (an ``RBLOCK`` loop per phase)."""
+        """Persistent (the whole row in one block) or looped (an ``RBLOCK`` loop per phase):
+        a row that a looped kernel would walk more than once, or combine several values of per
+        element (``MULTI_VALUE_REDUCTIONS``), stays in registers up to the longer limit."""
         rnumel = sympy.sympify(group.rnumel)
         if not rnumel.is_number:
             return False  # RBLOCK is a compile-time constant; a symbolic row needs the loop
         loops = sum(phase.kind == "loop" for phase in group.phases())
-        limit = PERSISTENT_MULTIPASS_RNUMEL if loops > 1 else PERSISTENT_RNUMEL
+        multi_value = any(getattr(m.node.data, "reduction_type", None) in MULTI_VALUE_REDUCTIONS
+                          for m in group.members if m.is_reduction())
+        several = loops > 1 or multi_value
+        limit = PERSISTENT_MULTIPASS_RNUMEL if several else PERSISTENT_RNUMEL
         return int(rnumel) <= limit
 
     # --- the kernel's structure --------------------------------------------------------------
@@ -114,7 +126,8 @@ class TritonKernel(TritonReductions, TritonScans, TritonChecks):
         body = self.emitted
         framed = self.framed(body)
         if framed is not None:
-            return triton_frames.with_header(framed, self.header_comment())
+            return triton_frames.with_header(framed, self.header_comment() +
+                                             self.size_constants())
         code = IndentedBuffer()
         for lines in self.helpers.values():
             code.writelines([*lines, "", ""])
@@ -122,6 +135,7 @@ class TritonKernel(TritonReductions, TritonScans, TritonChecks):
         code.writeline(f"def {self.name}({', '.join(self.parameters())}):")
         with code.indent():
             code.writelines(self.header_comment())
+            code.writelines(self.size_constants())
             code.writelines(self.prologue())
             code.splice(body)
         return code.getvalue()
@@ -174,6 +188,18 @@ class TritonKernel(TritonReductions, TritonScans, TritonChecks):
         if self.kind == "pointwise":
             return [self.group.numel]
         return [self.group.numel, self.group.rnumel]
+
+    def size_constants(self) -> list[str]:
+        """``xnumel = 131044``: each static size written into the kernel (as Inductor writes
+        them), over the argument of that name. Triton learns of an integer argument only
+        whether it is divisible by 16; of 131044 (362 x 362) it then knows nothing, a mask
+        ``x0 < xnumel`` may change at any lane, and every load and store under it moves one
+        element. As a constant, ``x0 < 131044`` holds over runs of 4 lanes (131044 = 4 x 32761)
+        and a row of 131044 float32 starts 16-byte aligned: 4-wide accesses."""
+        names = {"tiled": ("ynumel", "xnumel"), "pointwise": ("xnumel",)}.get(
+            self.kind, ("xnumel", "rnumel"))
+        return [f"{name} = {int(size)}" for name, size in zip(names, self.numels())
+                if sympy.sympify(size).is_number]
 
     def header_comment(self) -> list[str]:
         g = self.group
@@ -265,6 +291,12 @@ class TritonKernel(TritonReductions, TritonScans, TritonChecks):
             x_contiguous |= local_stride(dep.index, XINDEX) == 1
         return "outer" if x_contiguous and not r_contiguous else "inner"
 
+    def row_itemsize(self) -> int:
+        """Bytes of the narrowest element that a load walking along the row reads (4 when
+        none does): the launcher sizes an outer reduction's tiles in bytes from it."""
+        return min((self.buffer_dtype(name).itemsize for kind, name, dep in self.accesses
+                    if kind == "load" and RINDEX in dep.index.free_symbols), default=4)
+
     # --- temporaries --------------------------------------------------------------------------
     def generate(self, expr: str, dtype: torch.dtype, buffer: IndentedBuffer | None = None) -> str:
         name = self.cse.generate(self.body if buffer is None else buffer, expr)
@@ -310,6 +342,17 @@ class TritonKernel(TritonReductions, TritonScans, TritonChecks):
             text = f"{text} + tl.zeros({shape}, tl.int32)"
         return f"{self.args[name]} + ({text})"
 
+    def row_invariant(self, index: sympy.Expr) -> bool:
+        """A persistent kernel's load whose address does not move along the row (a variance's
+        shift, ``x[i, 0]``, read by every element of row ``i``) is loaded once per row, an
+        (XBLOCK, 1) value that broadcasts: masked by the row's mask alone, it is not the
+        RBLOCK loads of one address per row that the element mask would make. (A looped
+        kernel keeps the element mask: the frame of its loop takes only element loads.)"""
+        if self.kind != "persistent":
+            return False
+        symbols = simplify_index(index, self.group.var_ranges()).free_symbols
+        return RINDEX not in symbols and not any(s.name.startswith("indirect") for s in symbols)
+
     def record(self, kind: str, name: str, index: sympy.Expr) -> None:
         ranges = tuple((v, r) for v, r in self.group.var_ranges().items()
                        if v in index.free_symbols)
@@ -320,7 +363,7 @@ class TritonKernel(TritonReductions, TritonScans, TritonChecks):
         index = sympy.sympify(index)
         self.record("load", name, index)
         dtype = self.buffer_dtype(name)
-        element = self.level == "element"
+        element = self.level == "element" and not self.row_invariant(index)
         checked = index.free_symbols & self.in_bounds.keys()
         other = "" if not self.reduces() and not self.masks and not checked else ", other=0"
         expr = f"tl.load({self.pointer(name, index)}, {self.mask(element, index)}{other})"

@@ -17,10 +17,11 @@ import torch
 
 from ..ir import REDUCTION_INIT, IRNode, Reduction, View
 from ..ir.inline import unflatten_index
+from ..ir.read_writes import MemoryDep, RecordReadWrites
 from ..lowering import (Unsupported, device, make_pointwise, out_meta, realize, register_lowering)
 from ..sizevars import Expr
 from ..fx_passes.online_softmax import prepare_softmax_online
-from ..virtualized import ops
+from ..virtualized import ops, set_ops_handler
 from .creation import empty_like_meta
 from .views import reshape_reindex
 
@@ -63,6 +64,9 @@ def make_reduction(x: IRNode, dims, keepdim: bool, reduction_type: str, dtype: t
     rsizes = [size[d] for d in dims]
     outer = bool(kept) and max(kept) > min(dims, default=len(size))  # a kept dim inside a reduced
     splits = split_count(ranges, rsizes, reduction_type, outer) if output_index is None else 1
+    if splits > 1 and outer and split_at_dims(x, dims, kept):
+        return reduce_trailing_dims_first(x, dims, kept, keepdim, reduction_type, dtype,
+                                          src_dtype, body)
     if splits > 1:
         return split_reduction(inner_fn, ranges, rsizes, reduction_type, dtype, src_dtype,
                                splits, outer)
@@ -80,10 +84,15 @@ def make_reduction(x: IRNode, dims, keepdim: bool, reduction_type: str, dtype: t
 # partial: they stay in one kernel.
 SPLIT_ABOVE = 1 << 13  # elements of a full reduction worth a second kernel (cross-entropy's
 #   mean over 16384 rows, each value gathered from its row: 33 us in one program on an H100)
-SPLITS = 512  # partials at most
+SPLITS = 512  # partials at most (per output: the second reduction reads them all)
 MIN_CHUNK = 256  # elements per partial at least, for a full reduction
 MIN_ROWS = 64  # and for one with several outputs: a chunk long enough to amortise its program
-OUTER_LANES = 64  # adjacent outputs an outer reduction's program owns (OUTER_SHAPES' widest)
+OUTER_LANES = 64  # adjacent outputs an outer reduction's program owns (OUTER_SHAPES' first, f32)
+# An outer reduction's program moves one (XBLOCK, RBLOCK) tile a loop step, a few KB: memory is
+# kept busy only by many such programs resident on each SM, so it is split into 8 times as many
+# programs as an inner one (Inductor cuts amax(0) of 8192 x 8192 halfs into 16 chunks: 2048
+# programs, 33 us on an H200; two per SM, 4 chunks, took 44 us)
+OUTER_OCCUPANCY = 8
 SPLITTABLE = {"sum", "prod", "max", "min", "any"}
 
 
@@ -107,10 +116,60 @@ def split_count(ranges: list[Expr], rsizes: list[Expr], reduction_type: str,
     if numel == 1:  # a full reduction: as many chunks as fit, on every device
         return min(SPLITS, rnumel // MIN_CHUNK) if rnumel >= SPLIT_ABOVE else 1
     programs = -(-numel // OUTER_LANES) if outer else numel
-    wanted = device_programs(device())
+    wanted = device_programs(device()) * (OUTER_OCCUPANCY if outer else 1)
     if programs >= wanted or rnumel < 2 * MIN_ROWS:
         return 1
-    return max(1, min(-(-wanted // programs), rnumel // MIN_ROWS))
+    return max(1, min(-(-wanted // programs), rnumel // MIN_ROWS, SPLITS))
+
+
+# A mixed-axis reduction (a batch norm's statistics over N, H, W of an (N, C, H, W) tensor) has a
+# block of reduced dims after its last kept dim: the trailing block, contiguous in the tensor's
+# own loop order. Reduced first, one row per (N, C), it is an inner reduction with many rows,
+# visiting the elements in the order their producer computes them, so a pointwise producer
+# (x - mean, grad * xhat) fuses into it; the leading reduced dims (N) are then a short second
+# reduction over the partials. Cutting the flat reduced index into chunks instead (below) would
+# visit them in another order: the producer could not share the kernel and went to memory.
+MIN_TRAILING = 256  # elements of the trailing block worth a row of their own (a 7x7 image: not)
+
+
+def split_at_dims(x: IRNode, dims: list[int], kept: list[int]) -> bool:
+    """Split a mixed-axis reduction at its last kept dim (``reduce_trailing_dims_first``)?
+    When both sides have reduced dims, the trailing block is long enough to be a row, and x is
+    read contiguously along it: a channels-last tensor's (N, C, H, W) statistics read H, W a
+    channel apart, and its first reduction would be an outer one of N x C outputs, a few
+    programs wide; the flat chunks give it hundreds."""
+    size, last = x.get_size(), max(kept)
+    lead = sympy.Mul(*[size[d] for d in dims if d < last])
+    trail = sympy.Mul(*[size[d] for d in dims if d > last])
+    return bool(lead.is_number and trail.is_number and int(lead) > 1
+                and int(trail) >= MIN_TRAILING and read_contiguous_along(x, dims[-1]))
+
+
+def read_contiguous_along(x: IRNode, dim: int) -> bool:
+    """Does some load of ``x``'s body step one element at a time along ``dim``? (its loads
+    recorded at a symbolic index, each one's coefficient of that dim's variable)"""
+    size = x.get_size()
+    index = [sympy.Symbol(f"i{d}", integer=True, nonnegative=True) for d in range(len(size))]
+    handler = RecordReadWrites(dict(zip(index, size)))
+    with set_ops_handler(handler):
+        x.make_loader()(index)
+    return any(isinstance(dep, MemoryDep) and sympy.expand(dep.index).coeff(index[dim]) == 1
+               for dep in handler.reads)
+
+
+def reduce_trailing_dims_first(x: IRNode, dims: list[int], kept: list[int], keepdim: bool,
+                               reduction_type: str, dtype: torch.dtype, src_dtype: torch.dtype,
+                               body: Callable | None) -> Reduction:
+    """``reduce(x, dims)`` as ``reduce(reduce(x, trailing, keepdim=True), leading + trailing)``:
+    the partials keep a size-1 dim where each trailing dim was (reduced again as a dim of one,
+    so that ``keepdim`` applies to every reduced dim at once). 16-bit partials are float32, as a
+    split's."""
+    last = max(kept)
+    trailing = [d for d in dims if d > last]
+    partial_dtype = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+    partials = realize(make_reduction(x, trailing, True, reduction_type, partial_dtype,
+                                      src_dtype, body))
+    return make_reduction(partials, dims, keepdim, reduction_type, dtype, partial_dtype)
 
 
 def _neutral(reduction_type: str, dtype: torch.dtype) -> Any:

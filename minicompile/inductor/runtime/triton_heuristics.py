@@ -95,13 +95,24 @@ def pow2(n: int) -> int:
 # contiguous values from each of RBLOCK rows (Inductor's ReductionHint.OUTER configs). The
 # inner configs, one row per program in long blocks, read one element per row: 4 bytes of each
 # 32-byte sector. Narrower tiles make more programs where there are few kept elements.
-OUTER_SHAPES = ((64, 8, 4), (32, 32, 4), (128, 16, 8), (16, 64, 4))
+# The widths are in bytes (bytes of adjacent kept elements a row, rows, warps): a loop step reads
+# the same bytes whatever the element size, 256 per row in the first shape. A GPU keeps memory
+# busy only with enough bytes in flight; one loop step's loads are what a program has in flight,
+# so a tile 64 elements wide read half the bytes a step in bfloat16 as in float32 (sum(0) and
+# amax(0) of 8192 x 8192 16-bit values on an H200: 35% of the copy bandwidth, float32 64%).
+OUTER_SHAPES = ((256, 8, 4), (128, 32, 4), (512, 16, 8), (64, 64, 4))
+
+
+def outer_shapes(itemsize: int) -> list[tuple[int, int, int]]:
+    """``OUTER_SHAPES`` in elements of ``itemsize`` bytes: (XBLOCK, RBLOCK, warps)."""
+    return [(max(1, width // itemsize), rows, warps) for width, rows, warps in OUTER_SHAPES]
 
 
 def candidate_configs(kind: str, xnumel: int, rnumel: int, hint: str = "inner",
-                      max_autotune: bool = False) -> list[Config]:
+                      max_autotune: bool = False, itemsize: int = 4) -> list[Config]:
     """Configs worth trying for a kernel of ``kind`` at these sizes (the first is the default);
-    ``hint``: "outer" for a reduction whose loads are contiguous along the kept dim;
+    ``hint``: "outer" for a reduction whose loads are contiguous along the kept dim, whose tiles
+    are as many bytes wide whatever the ``itemsize`` of its narrowest such load;
     ``max_autotune`` (``mode="max-autotune"``) tries more."""
     if kind == "tiled":  # (xnumel, rnumel) are the tile's (ynumel, xnumel)
         return tiled_configs(pow2(xnumel), pow2(rnumel))
@@ -137,7 +148,7 @@ def candidate_configs(kind: str, xnumel: int, rnumel: int, hint: str = "inner",
     # 2048 and 8 warps, 32 with 8192 and 16; on an H100 the two shorter-row configs took 0.44
     # and 1.25 ms there: not compiled for long rows), shorter rows several per program
     if hint == "outer":
-        shapes = OUTER_SHAPES
+        shapes = outer_shapes(itemsize)
     elif rcap >= 4096:
         shapes = ((1, 4096, 8), (1, 8192, 16))
     else:
@@ -262,9 +273,10 @@ class TritonLauncher:
 
     def __init__(self, name: str, fn: Any, kind: str, source: str, autotune: bool = True,
                  options: dict = COMPILE_OPTIONS, hint: str = "inner",
-                 knobs: InductorOptions | None = None):
+                 knobs: InductorOptions | None = None, itemsize: int = 4):
         self.name, self.fn, self.kind, self.source, self.options = name, fn, kind, source, options
         self.hint = hint  # a reduction's: "outer" when its loads are contiguous along the kept dim
+        self.itemsize = itemsize  # bytes of the narrowest element its loads walk along a row
         self.knobs = knobs or InductorOptions.build()  # the compile's (max_autotune, threads)
         self.autotune = autotune and not INTERPRET
         self.best: dict[tuple[int, int], Config] = {}  # size class -> chosen config
@@ -306,7 +318,8 @@ class TritonLauncher:
         return cfg, cfg.programs(xnumel, rnumel)
 
     def configs(self, xnumel: int, rnumel: int) -> list[Config]:
-        return candidate_configs(self.kind, xnumel, rnumel, self.hint, self.knobs.max_autotune)
+        return candidate_configs(self.kind, xnumel, rnumel, self.hint, self.knobs.max_autotune,
+                                 self.itemsize)
 
     def launch(self, cfg: Config, args: tuple, grid_0: int,
                key: tuple | None = None) -> CompiledLaunch | None:
