@@ -271,7 +271,8 @@ def test_float16_rounding_of_every_value_and_every_tie(backend, sources):
                    mids.nextafter(torch.tensor(-float("inf"))),
                    torch.tensor([65520.0, 65519.996, 2.0 ** 115, -3e38, 2.0 ** -25, 2.0 ** -140])])
     check(lambda x: ((x.half().float() * 1).half(), x.half()), x, rtol=0, atol=0)
-    if backend == "cpp":  # a store rounds by itself: no second rounding before it
+    if backend == "cpp" and not x.is_cuda:  # a store rounds by itself: no second rounding
+        # before it (CUDA tensors, MINICOMPILE_TEST_DEVICE=cuda: Triton writes the kernels)
         assert any("mc::round_to<mc::float16>" in s for s in sources), sources
         assert not any(re.search(r"auto (tmp\d+) = mc::round_to.*\n.*store_float\(.*\1\)", s)
                        for s in sources), sources
