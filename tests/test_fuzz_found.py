@@ -519,3 +519,18 @@ def test_scan_of_a_constant_widens_it_by_arithmetic(sources, monkeypatch):
     torch.testing.assert_close(mc.compile(fn)(x.clone()), fn(x.clone()))
     scans = [s for s in sources if "tl.associative_scan(" in s]
     assert scans and not any("tl.broadcast_to(" in s for s in scans), sources
+
+
+@pytest.mark.parametrize("cpu_backend", ["reference", "cpp"])
+def test_accumulating_at_an_index_known_to_be_constant(cpu_backend, monkeypatch):
+    """``index_put(accumulate=True)`` of a scalar at indices whose value range is one value
+    (two zeros): the store's index and value are the same at every point, and each point
+    still adds once (the reference backend stored it once). Seed 34500122."""
+    monkeypatch.setattr(mc.config.inductor, "cpu_backend", cpu_backend)
+
+    def fn(a, b, i, v):
+        return torch.maximum(a, b).index_put((i,), v, accumulate=True)
+
+    args = torch.tensor([1.0]), torch.tensor([2.0]), torch.tensor([0, 0]), torch.tensor(0.5)
+    mc.reset()
+    torch.testing.assert_close(mc.compile(fn)(*args), fn(*args))

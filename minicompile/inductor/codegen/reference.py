@@ -31,9 +31,16 @@ BLOCK_ELEMENTS = 1 << 16  # elements of (rows x row length) per block
 class BlockHandler(TorchHandler):
     """``TorchHandler`` over one block: shapes broadcast between (B, 1) rows and (B, R) elements."""
 
+    level = "element"  # the level of the member running (``ReferenceKernel`` sets it)
+
     def store(self, name: str, index, value, mode: str | None = None) -> None:
         idx = self._index(index)
         value = torch.as_tensor(value)
+        if mode == "atomic_add":  # every point of the member's loop adds once, even where the
+            # index and the value are the same for all of them (a constant: x[[0, 0]] += v)
+            points = torch.empty(self.full_shape if self.level == "element" else self.store_shape,
+                                 device=self.device)
+            idx, value, _ = torch.broadcast_tensors(idx, value, points)
         idx, value = torch.broadcast_tensors(idx, value)
         out = self.buffers[name]
         write_flat(out, idx.reshape(-1), value.reshape(-1).to(out.dtype), mode)
@@ -61,7 +68,10 @@ class ReferenceKernel:
             env: dict = dict(sizes)
             env.update({XINDEX: xindex, RINDEX: rindex})
             handler = BlockHandler(buffers, env, [xindex.numel()], [rnumel])
-            emit_members(self.group.members, handler, self.group, scope={})
+            scope: dict = {}
+            for member in self.group.members:  # (the level of the member whose stores run)
+                handler.level = member.level
+                emit_members([member], handler, self.group, scope)
 
     def source(self) -> str:
         """What the output code shows for a kernel that is not generated source."""
