@@ -86,6 +86,21 @@ def test_foreach_step_matches_eager(name):
     assert mc.metrics.eager_fallbacks == 0 and mc.metrics.graphs_compiled >= 2
 
 
+@pytest.mark.parametrize("name", ["sgd", "adamw"])
+def test_foreach_step_is_one_pass_per_parameter(name, compiled_graphs):
+    """``foreach=True`` calls ``torch._foreach_*`` ops; each is lowered item by item, so the step
+    graph calls no ATen foreach op (which would allocate a new list of tensors that the
+    mutation then copies back): each parameter's update is one kernel writing the parameter."""
+    run_steps(name, foreach=True, steps=2)
+    step = compiled_graphs[-1].source  # the step's graph comes last
+    assert "aten._foreach" not in step
+    params = len(list(tiny_model().parameters()))
+    # what the step writes per parameter: SGD the parameter and its momentum; AdamW the
+    # parameter, both moments and its step count
+    writes = {"sgd": 2, "adamw": 4}[name]
+    assert step.count("written in place") == params * writes
+
+
 @pytest.mark.parametrize("name", ["sgd", "adam"])
 def test_explain_shows_the_step_graph_as_real_dynamo(name):
     """Two graphs, as real Dynamo: the forward (the backward breaks) and the step (its

@@ -3,3 +3,4 @@ package fills ``minicompile.inductor.lowering.lowerings``."""
 
 from . import (creation, extern, mutation, nn, pointwise, pooling, reductions,  # noqa: F401
                scans, scatter, views)
+from . import foreach  # noqa: F401 (after the pointwise rows its items use)
