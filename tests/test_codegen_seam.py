@@ -308,3 +308,25 @@ def test_the_wrapper_is_typed_lines_printed_as_the_program(compiled_graphs):
         assert f"{'    ' * line.level}{line.text()}\n" in graph.source
     kernels = [line.kernel for line in graph.wrapper_lines if isinstance(line, KernelCallLine)]
     assert kernels and all(f"# kernel {k}" in graph.source for k in kernels)
+
+
+def test_inputs_layouts_are_checked_at_once_and_copied_when_they_differ(compiled_graphs):
+    """A graph with several inputs that kernels index checks their sizes and strides in one
+    call (``LayoutCheck``); an input laid out otherwise (strided, or at a storage offset) is
+    still copied into the layout the kernels index, as when each input had its own line."""
+    def f(a, b, c, d):
+        return a * 2 + b - c * d
+
+    args = [torch.randn(6, 5) for _ in range(4)]
+    torch.testing.assert_close(mc.compile(f)(*args), f(*args))
+    (g,) = compiled_graphs
+    assert "_layouts" in g.source and "one C check" in g.source
+    result = lambda out: out[0] if isinstance(out, (tuple, list)) else out  # noqa: E731
+    for _ in range(2):  # the check is built at the first call whose inputs pass
+        torch.testing.assert_close(result(g(*args)), f(*args))
+    strided = torch.randn(5, 6).t()  # (6, 5) with strides (1, 6)
+    offset = torch.randn(31)[1:].view(6, 5)  # at storage offset 1
+    for odd in (strided, offset):
+        for i in range(4):
+            given = args[:i] + [odd] + args[i + 1:]
+            torch.testing.assert_close(result(g(*given)), f(*given))

@@ -47,6 +47,11 @@ from .library_threads import OneThreadRegions, one_thread, restore_threads
 from .wrapper_lines import (AllocateLine, ExternCallLine, FreeLine, KernelCallLine, ReturnLine,
                             ReuseLine, WrapperBody)
 
+try:  # torch's C++ tensor check (torch/csrc/dynamo/guards.cpp): a faster path, not needed
+    from torch._C._dynamo.guards import TensorGuards
+except ImportError:  # pragma: no cover
+    TensorGuards = None
+
 aten = torch.ops.aten
 
 
@@ -107,6 +112,33 @@ def laid_out_as(x: torch.Tensor, size: tuple, stride: tuple) -> torch.Tensor:
     if x.stride() == stride and x.shape == size and not x.storage_offset():
         return x
     return torch.empty_strided(size, stride, dtype=x.dtype, device=x.device).copy_(x)
+
+
+class LayoutCheck:
+    """Whether every input at ``positions`` has its compiled size and stride at storage offset
+    0, so that none needs ``laid_out_as``: one call of torch's C++ tensor check
+    (``TensorGuards``, as the guards use it) for them all, built from the first inputs that
+    pass the check in Python. The C check also compares dtype, device and requires_grad: where
+    those differ it says no and the ``laid_out_as`` lines decide, as without it."""
+
+    AT_LEAST = 4  # inputs; fewer are checked one by one
+
+    def __init__(self, positions: list[int], layouts: list[tuple[tuple, tuple]]):
+        self.positions, self.layouts = positions, layouts
+        self.check: Any = None
+
+    def __call__(self, args: list) -> bool:
+        tensors = [args[i] for i in self.positions]
+        if self.check is not None:
+            return self.check(*tensors) and not any(map(torch.Tensor.storage_offset, tensors))
+        ok = all(t.shape == size and t.stride() == stride and not t.storage_offset()
+                 for t, (size, stride) in zip(tensors, self.layouts))
+        if ok and TensorGuards is not None:
+            sizes = [list(size) for size, _ in self.layouts]
+            strides = [list(stride) for _, stride in self.layouts]
+            self.check = TensorGuards(*tensors, dynamic_dims_sizes=sizes,
+                                      dynamic_dims_strides=strides).check
+        return ok
 
 
 def flat_storage(x: torch.Tensor) -> torch.Tensor:
@@ -177,14 +209,39 @@ class WrapperCodeGen:
             source = names[pos] if kind == "value" else f"{names[pos]}.{kind}({dim})"
             self.body.writeline(f"{symbol} = {source}")
         as_given = self.library_only_inputs()
-        for name, buf in graph.graph_inputs.items():
+        checked: list[tuple[int, str, Any]] = []  # (position, name, layout) of laid_out_as lines
+        for pos, (name, buf) in enumerate(graph.graph_inputs.items()):
             if name in as_given:
                 self.as_given[name] = buf.layout
             elif isinstance(buf, Buffer):
-                self.body.writeline(f"{name} = {self.laid_out_value(name, buf.layout)}")
+                if buf.layout.offset == 0 and all(sympy.sympify(e).is_number for e in
+                                                  (*buf.layout.size, *buf.layout.stride)):
+                    checked.append((pos, name, buf.layout))
+                else:
+                    self.body.writeline(f"{name} = {self.laid_out_value(name, buf.layout)}")
+        self.codegen_layout_checks(checked)
         for name, value in graph.constants.items():
             self.namespace[name] = storage(value, tuple(value.shape), value.stride(),
                                            value.storage_offset())
+
+    def codegen_layout_checks(self, checked: list[tuple[int, str, Any]]) -> None:
+        """``x = laid_out_as(x, size, stride)`` for each input a kernel indexes, under one
+        check of them all (``LayoutCheck``) when there are several: a model's graph has an
+        input per parameter, and each ``laid_out_as`` is a microsecond of Python per call."""
+        lines = [f"{name} = {self.laid_out_value(name, layout)}" for _, name, layout in checked]
+        if len(checked) < LayoutCheck.AT_LEAST:
+            for line in lines:
+                self.body.writeline(line)
+            return
+        check = self.bind(LayoutCheck([p for p, _, _ in checked],
+                                      [(tuple(map(int, layout.size)), tuple(map(int, layout.stride)))
+                                       for _, _, layout in checked]), "layouts")
+        self.body.writeline(f"if not {check}(args):  # {len(checked)} inputs' sizes and strides, "
+                            "one C check")
+        self.body.level += 1
+        for line in lines:
+            self.body.writeline(line)
+        self.body.level -= 1
 
     def library_only_inputs(self) -> set[str]:
         """Inputs that only library calls read, each as traced or with its dims permuted (a
