@@ -58,4 +58,8 @@ class inductor:
     # always run, and raise eager's error.
     triton_device_asserts = os.environ.get("MINICOMPILE_TRITON_ASSERTS", "0") == "1"
     emulate_precision_casts = True
+    # Triton: consecutive independent pointwise kernels of static sizes (an optimizer step's,
+    # one per parameter) launched as one combo kernel (codegen/triton_combo.py); False: one
+    # launch each
+    combo_kernels = True
 

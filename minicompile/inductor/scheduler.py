@@ -32,7 +32,7 @@ from .codegen import BaseScheduling, get_scheduling
 from .dependencies import footprint
 from .fusion import LOOP_ORDER_BLIND, can_fuse, candidate_pairs, fusion_score, refusal
 from .inlining import inline_unfusable_producers
-from .ir import Buffer, ComputedBuffer, ExternKernel, MultiOutput, ReadWrites
+from .ir import Buffer, ComputedBuffer, ExternKernel, MultiOutput, ReadWrites, storage_owner
 from .kernel_group import KernelGroup, build_kernel_group
 from .loop_order import describe_orders, permute_deps, pick_loop_order, reorder_to_fuse
 from .options import InductorOptions
@@ -389,15 +389,49 @@ class Scheduler:
         """Hand each kernel to its device's backend and each library call to the wrapper, in
         order (Inductor's ``Scheduler.codegen``), then let every backend flush."""
         backends: dict[str, BaseScheduling] = {}
-        for group in self.kernel_groups:
-            wrapper.begin_kernel(group)
-            if group.is_loop_kernel():
-                device = group.device.type
-                if device not in backends:
-                    backends[device] = get_scheduling(group.device, options or self.options)
-                backends[device].codegen_kernel(group, wrapper)
+
+        def backend(group: KernelGroup) -> BaseScheduling:
+            if group.device.type not in backends:
+                backends[group.device.type] = get_scheduling(group.device, options or self.options)
+            return backends[group.device.type]
+
+        for run in self.kernel_runs(wrapper, backend):
+            for group in run:
+                wrapper.begin_kernel(group)
+            if len(run) > 1:  # independent kernels launched as one (codegen/triton_combo.py)
+                backend(run[0]).codegen_combo(run, wrapper)
+            elif run[0].is_loop_kernel():
+                backend(run[0]).codegen_kernel(run[0], wrapper)
             else:
-                wrapper.codegen_extern(group)
-            wrapper.end_kernel(group)
-        for backend in backends.values():
-            backend.flush()
+                wrapper.codegen_extern(run[0])
+            for group in run:
+                wrapper.end_kernel(group)
+        for b in backends.values():
+            b.flush()
+
+    def kernel_runs(self, wrapper, backend) -> list[list[KernelGroup]]:
+        """The kernel groups in order, consecutive ones that may run as one kernel together:
+        each ``combinable`` by its backend, on one device, allocating its outputs fresh (not
+        in a buffer an earlier one frees), and none touching what another writes."""
+        runs: list[list[KernelGroup]] = []
+        for group in self.kernel_groups:
+            run = runs[-1] if runs else None
+            joins = run is not None and group.is_loop_kernel() and run[0].is_loop_kernel() \
+                and group.device == run[0].device and len(run) < backend(group).max_parts \
+                and wrapper.allocates_fresh(group) and wrapper.allocates_fresh(run[0]) \
+                and all(self.independent(group, other) for other in run) \
+                and backend(group).combinable(group, wrapper) \
+                and backend(group).combinable(run[0], wrapper)
+            if joins:
+                run.append(group)
+            else:
+                runs.append([group])
+        return runs
+
+    def independent(self, a: KernelGroup, b: KernelGroup) -> bool:
+        """Neither reads or writes a storage the other writes."""
+        def storages(names: Iterable[str]) -> set[str]:
+            return {storage_owner(self.buffers, n) if n in self.buffers else n for n in names}
+
+        writes_a, writes_b = storages(a.stored), storages(b.stored)
+        return not writes_a & (writes_b | storages(b.reads)) and not writes_b & storages(a.reads)

@@ -37,6 +37,7 @@ class BaseScheduling:
     """One backend for one device type (Inductor's ``BaseScheduling``)."""
 
     name = "base"
+    max_parts = 1  # kernels one combo kernel may launch (``codegen_combo``)
 
     def __init__(self, options: Any) -> None:
         self.options = options  # the compile's InductorOptions (inductor/options.py)
@@ -47,6 +48,14 @@ class BaseScheduling:
 
     def codegen_kernel(self, group: KernelGroup, wrapper: Any) -> None:
         """Define a kernel for ``group`` and write the wrapper line that launches it."""
+        raise NotImplementedError
+
+    def combinable(self, group: KernelGroup, wrapper: Any) -> bool:
+        """Whether ``group`` may be a part of a combo kernel (``codegen_combo``)."""
+        return False
+
+    def codegen_combo(self, groups: list[KernelGroup], wrapper: Any) -> None:
+        """One kernel launching ``groups``, independent kernels each ``combinable``."""
         raise NotImplementedError
 
     def flush(self) -> None:

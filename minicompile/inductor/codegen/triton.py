@@ -32,6 +32,7 @@ from ..kernel_group import KernelGroup
 from ..runtime.triton_helpers import CheckFailed
 from ..runtime.triton_heuristics import (CHECKED_OPTIONS, COMPILE_OPTIONS, TritonLauncher,
                                          compile_in_background)
+from . import triton_combo
 from .common import BaseScheduling
 from .triton_kernel import TritonKernel
 from .triton_tiling import choose_tile
@@ -112,15 +113,16 @@ class TritonScheduling(BaseScheduling):
     """Generates Triton kernels (``cuda_backend``; ``MINICOMPILE_CPU_BACKEND=triton``)."""
 
     name = "triton"
+    max_parts = triton_combo.MAX_PARTS
 
     def __init__(self, options: Any) -> None:
         super().__init__(options)
         self.compile_jobs: list = []  # (launcher, its jobs): ``flush`` compiles them at once
+        self.written: dict[KernelGroup, TritonKernel] = {}  # ``kernel_for``
 
     def codegen_kernel(self, group: KernelGroup, wrapper: Any) -> None:
         scheduler = wrapper.scheduler
-        kernel = self.select_tiling(group, lambda n: scheduler.buffers[n].get_dtype(),
-                                    scheduler.numel)
+        kernel = self.kernel_for(group, scheduler)
         name = wrapper.kernel_name(PREFIX[kernel.kind], group)
         kernel.name = name
         source = MODULE_HEADER + kernel.codegen()
@@ -139,6 +141,34 @@ class TritonScheduling(BaseScheduling):
             jobs = launcher.compile_jobs((*dtypes, *map(int, sizes)), group.device.index or 0)
             if jobs:
                 self.compile_jobs.append((launcher, jobs))
+
+    def combinable(self, group: KernelGroup, wrapper: Any) -> bool:
+        if not self.options.combo_kernels or group.kind != "pointwise":
+            return False
+        kernel = self.kernel_for(group, wrapper.scheduler)
+        return triton_combo.combinable(kernel)
+
+    def kernel_for(self, group: KernelGroup, scheduler: Any) -> TritonKernel:
+        """The kernel ``group`` is written as (asked again by ``codegen_combo``: written once)."""
+        if group not in self.written:
+            self.written[group] = self.select_tiling(
+                group, lambda n: scheduler.buffers[n].get_dtype(), scheduler.numel)
+        return self.written[group]
+
+    def codegen_combo(self, groups: list[KernelGroup], wrapper: Any) -> None:
+        parts = [self.kernel_for(g, wrapper.scheduler) for g in groups]
+        for part, group in zip(parts, groups):
+            part.name = wrapper.kernel_name("triton_poi", group)
+        name = wrapper.kernel_name("triton_combo", groups[0])
+        source = MODULE_HEADER + triton_combo.combo_source(name, parts)
+        fn = getattr(codecache.PyCodeCache.load(source, name), name)
+        if self.options.debug:
+            debug.dump_artifact("triton_kernel", source, title=name)
+        numels = [int(g.numel) for g in groups]
+        wrapper.define_kernel(name, triton_combo.ComboLauncher(name, fn, source, numels,
+                                                               self.options), source)
+        args = [a for p in parts for a in p.signature.call_args()]
+        wrapper.write_kernel_call(name, args + [str(sum(numels))], groups[0])
 
     def select_tiling(self, group: KernelGroup, dtype_of: Any, numel_of: Any = None) -> TritonKernel:
         """A pointwise kernel is written once flat, to see its accesses; where they are

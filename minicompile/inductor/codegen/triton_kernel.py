@@ -140,6 +140,20 @@ class TritonKernel(TritonReductions, TritonScans, TritonChecks):
             code.splice(body)
         return code.getvalue()
 
+    def codegen_part(self) -> str:
+        """This pointwise kernel as a part of a combo kernel (``triton_combo.py``): a jit
+        function given its program's number within the part, ``pid``."""
+        code = IndentedBuffer()
+        code.writeline("@triton.jit")
+        code.writeline(f"def {self.name}({', '.join(self.arguments() + ['pid', 'XBLOCK: tl.constexpr'])}):")
+        with code.indent():
+            code.writelines(self.header_comment())
+            code.writelines(self.size_constants())
+            code.writelines(["xoffset = pid * XBLOCK", "xindex = xoffset + tl.arange(0, XBLOCK)",
+                             "xmask = xindex < xnumel"])
+            code.splice(self.emitted)
+        return code.getvalue()
+
     @functools.cached_property
     def emitted(self) -> IndentedBuffer:
         """The members' code, emitted once: a kernel written first to see its accesses

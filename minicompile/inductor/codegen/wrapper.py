@@ -332,6 +332,15 @@ class WrapperCodeGen:
                     self.laid_out[name] = self.laid_out[old]
             self.holder[b.storage] = name
 
+    def allocates_fresh(self, group: KernelGroup) -> bool:
+        """Whether every buffer ``group`` stores is an input written in place or an allocation
+        of its own, not storage another kernel's buffer leaves (a combo kernel's parts run at
+        the same time: one must not write where another still reads)."""
+        buffers = self.scheduler.buffers
+        return all(buffers[n].get_mutation_names() or (
+            self.starts[n].storage == n and self.starts[n].in_place_of is None)
+            for n in group.stored)
+
     def end_kernel(self, group: KernelGroup) -> None:
         """Delete buffers whose last reader just ran, unless a later buffer takes them over."""
         for b in self.ends.get(group.position, []):
