@@ -141,6 +141,27 @@ def test_min_cut_saves_an_input_rather_than_a_value_written_only_to_be_saved():
         torch.testing.assert_close(g, e, rtol=1e-4, atol=1e-4)
 
 
+def test_min_cut_saves_a_value_viewed_for_a_library_call():
+    """``is_materialized`` looks through views: a projection's output viewed into heads for an
+    attention call is written to memory for that call, so the biased sum is saved rather than
+    the product (which would make the backward recompute the bias add, and keep the forward
+    from handing the bias to the matmul library call: ``fx_passes.fuse_mm_bias``)."""
+    x, w, b = torch.randn(6, 8), torch.randn(8, 8, requires_grad=True), torch.randn(8)
+
+    def fn(x, w, b):
+        q = (x @ w + b).view(2, 3, 2, 4).transpose(1, 2)
+        return torch.nn.functional.scaled_dot_product_attention(q, q, q).sum()
+
+    gm = fx.symbolic_trace(fn)
+    joint, sig = trace_graph(gm, [x, w, b], [False, True, False],
+                             torch._subclasses.FakeTensorMode())
+    part = min_cut_rematerialization_partition(joint, sig.num_fwd_outputs)
+    assert "add" in part.saved and "mm" not in part.saved, part.saved
+    compiled = aot_function(fn, partition_fn="min_cut")
+    torch.testing.assert_close(torch.autograd.grad(compiled(x, w, b), w),
+                               torch.autograd.grad(fn(x, w, b), w))
+
+
 def test_min_cut_heuristics_on_a_transformer_block():
     """Long pointwise chains are not replayed in the backward (MAX_CHAIN), reductions and
     matmuls never are; the result still matches eager (test_model_zoo_min_cut)."""

@@ -437,6 +437,27 @@ def test_mm_bias_relu_left_alone(fn, args):
     check_pass(fn, args, fx_passes.fuse_mm_bias_relu, expect_change=False)
 
 
+@pytest.mark.parametrize("fn", [
+    lambda x, w, b: x @ w + b,  # returned
+    lambda x, w, b: b + x @ w,
+    # viewed into heads for a library call, as attention's projections are
+    lambda x, w, b: torch.mm((x @ w + b).view(6, 4).t(), x),
+])
+def test_mm_plus_bias_read_by_no_pointwise_op_becomes_addmm(fn):
+    x, w, b = torch.randn(6, 5), torch.randn(5, 4), torch.randn(4)
+    gm = check_pass(fn, (x, w, b), fx_passes.fuse_mm_bias)
+    assert count(gm, aten.addmm.default) == 1 and count(gm, aten.add.Tensor) == 0
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x, w, b: (x @ w + b).sin(),  # the sine's kernel adds the bias as it reads
+    lambda x, w, b: (x @ w + b).view(2, 12).exp(),  # through a view
+])
+def test_mm_plus_bias_read_by_pointwise_ops_stays_an_add(fn):
+    x, w, b = torch.randn(6, 5), torch.randn(5, 4), torch.randn(4)
+    check_pass(fn, (x, w, b), fx_passes.fuse_mm_bias, expect_change=False)
+
+
 needs_onednn = pytest.mark.skipif(fx_passes.mm_activation.LINEAR_POINTWISE is None
                                   or not torch.backends.mkldnn.is_available(), reason="no oneDNN")
 BIG = (torch.randn(256, 128, device="cpu") / 128 ** 0.5, torch.randn(128, 512, device="cpu"),

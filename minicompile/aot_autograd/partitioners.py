@@ -256,7 +256,16 @@ def is_materialized(node: fx.Node) -> bool:
     that fuses with all its users lives in registers only: saving it adds a write to the
     forward (the real partitioner's ``is_materialized`` with its ``is_fusible(a, b)``)."""
     return node.op == "placeholder" or not is_fusible(node) or \
-        not all(is_fusible(u) for u in node.users)
+        not all(_fuses_with(u) for u in node.users)
+
+
+def _fuses_with(user: fx.Node) -> bool:
+    """Whether ``user`` reads its input inside its own loops. A view reads nothing itself: its
+    readers decide (a linear layer's output viewed into heads for an attention call is written
+    to memory for that call)."""
+    if _is_view(user):
+        return all(_fuses_with(u) for u in user.users)
+    return is_fusible(user)
 
 
 def save_cost(node: fx.Node, dist: int) -> float:

@@ -19,7 +19,8 @@ print it. :func:`run_graph_passes` runs them in an order where each one feeds th
    one reduction (``online_softmax.py``): a long row is read once, not twice;
 9. :func:`fuse_mm_bias_relu` - ``relu(mm(a, b) + bias)`` becomes one library call that applies
    the bias and the ReLU as it writes (``mm_activation.py``): no pointwise kernel after it;
-   :func:`fuse_mm_bias_gelu` likewise a GELU after a large product on the CPU (oneDNN).
+   :func:`fuse_mm_bias_gelu` likewise a GELU after a large product on the CPU (oneDNN), and
+   :func:`fuse_mm_bias` a bias no pointwise reader can take (``addmm``).
 
 Every pass keeps results equal to eager's (``tests/test_fx_passes.py`` checks each one).
 """
@@ -38,7 +39,7 @@ from .constant_folding import fold_constants
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
 from .noop import NOOPS, remove_noop_ops
-from .mm_activation import fuse_mm_bias_gelu, fuse_mm_bias_relu
+from .mm_activation import fuse_mm_bias, fuse_mm_bias_gelu, fuse_mm_bias_relu
 from .online_softmax import fuse_online_softmax, prepare_softmax_online
 from .pattern_matcher import Op, Var, rewrite
 from .reinplace import SCATTER_OPS, reinplace_input_mutations
@@ -46,7 +47,7 @@ from .reinplace import SCATTER_OPS, reinplace_input_mutations
 __all__ = ["run_graph_passes", "PassReport", "eliminate_dead_code",
            "eliminate_common_subexpressions", "fold_constants", "simplify_algebra", "fold_conv_bn",
            "fold_conv_binary", "remove_noop_ops", "NOOPS", "reinplace_input_mutations",
-           "SCATTER_OPS", "fuse_online_softmax", "prepare_softmax_online", "fuse_mm_bias_relu",
+           "SCATTER_OPS", "fuse_online_softmax", "prepare_softmax_online", "fuse_mm_bias_relu", "fuse_mm_bias",
            "RULES", "Op", "Var", "rewrite"]
 
 
@@ -63,6 +64,7 @@ class PassReport:
     reinplaced: dict[str, str] = field(default_factory=dict)  # mutated input -> in place or why not
     online_softmax: int = 0  # max + sum(exp(x - max)) pairs made one reduction
     mm_activations: int = 0  # relu or gelu of mm + bias made one library call
+    mm_biases: int = 0  # mm + bias read by no pointwise kernel made one library call (addmm)
 
     def __str__(self) -> str:
         rules = "".join(f"\n    {node}: {rule}" for node, rule in self.rewrites)
@@ -72,7 +74,9 @@ class PassReport:
                 f"rewrites: {len(self.rewrites)}{rules}{self._mutations()}"
                 + (f"\n    online softmax: {self.online_softmax}" if self.online_softmax else "")
                 + (f"\n    mm + bias + activation as one library call: {self.mm_activations}"
-                   if self.mm_activations else ""))
+                   if self.mm_activations else "")
+                + (f"\n    mm + bias as one library call (addmm): {self.mm_biases}"
+                   if self.mm_biases else ""))
 
     def _mutations(self) -> str:
         return "".join(f"\n    mutated input {name}: {how}" for name, how in self.reinplaced.items())
@@ -97,4 +101,5 @@ def run_graph_passes(gm: torch.fx.GraphModule,
     report.reinplaced = reinplace_input_mutations(gm)  # it marks nodes for the lowering
     report.online_softmax = fuse_online_softmax(gm, uses_online_softmax)
     report.mm_activations = fuse_mm_bias_relu(gm) + fuse_mm_bias_gelu(gm)
+    report.mm_biases = fuse_mm_bias(gm)
     return report

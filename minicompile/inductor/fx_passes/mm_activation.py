@@ -16,6 +16,13 @@ epilogue on the GPU, ``addmm`` then an in-place ``relu_`` in C++ on the CPU.
 product's columns and nothing else reads ``mm`` or the sum (``relu(addmm(bias, a, b))``, the
 form of graphs not decomposed further, too).
 
+A bias alone stays with the library too (:func:`fuse_mm_bias`, the choice real Inductor makes
+by keeping ``addmm`` and unfusing it only for pointwise readers, ``post_grad.py``'s
+``unfuse_bias_add_to_pointwise``): ``mm(a, b) + bias`` becomes ``addmm(bias, a, b)`` unless
+every reader of the sum is a pointwise op (through views), which would take the add into its
+own kernel. Attention's query, key and value projections are read by the attention call: as
+``mm`` + add each launched a kernel just for the bias.
+
 On the CPU, a GELU after a large product goes to oneDNN instead (real Inductor's
 ``mkldnn_fusion.py``: ``mkldnn._linear_pointwise`` with a ``"gelu"`` post-op):
 :func:`fuse_mm_bias_gelu` rewrites the exact GELU of ``mm(a, b) + bias`` into one call that
@@ -167,4 +174,32 @@ def fuse_mm_bias_gelu(gm: torch.fx.GraphModule) -> int:
         linear = emit(LINEAR_POINTWISE.default, a, emit(aten.t.default, b), bias, "gelu", [],
                       "none")
         fused += _swap_in(gm, emit, out, linear, [*gelu_nodes, *replaced])
+    return _recompiled(gm, fused)
+
+
+def _pointwise_reader(node: torch.fx.Node) -> bool:
+    """``node`` is a pointwise op (a kernel that can compute the bias add with its own work),
+    or a view all of whose readers are (Inductor's ``is_pointwise_use``)."""
+    if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+        return False
+    if torch.Tag.pointwise in node.target.tags:
+        return True
+    return node.target.is_view and all(_pointwise_reader(u) for u in node.users)
+
+
+def fuse_mm_bias(gm: torch.fx.GraphModule) -> int:
+    """Replace each ``mm(a, b) + bias`` not read by pointwise ops alone by ``addmm(bias, a,
+    b)``; returns how many were replaced."""
+    fused = 0
+    for add in list(gm.graph.nodes):
+        if add.op != "call_function" or add.target != aten.add.Tensor or not add.users:
+            continue
+        found = _linear_parts(add)
+        if found is None:
+            continue
+        if all(_pointwise_reader(u) for u in add.users):
+            continue  # the readers' kernel adds the bias as it reads the product
+        (bias, a, b), replaced = found
+        emit = Emitter(gm.graph, add)
+        fused += _swap_in(gm, emit, add, emit(aten.addmm.default, bias, a, b), replaced)
     return _recompiled(gm, fused)
