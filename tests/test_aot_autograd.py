@@ -162,6 +162,25 @@ def test_min_cut_saves_a_value_viewed_for_a_library_call():
                                torch.autograd.grad(fn(x, w, b), w))
 
 
+def test_min_cut_makes_constants_again_rather_than_saving_them():
+    """A tensor made from no tensor (``where(m, 0.0, -3.0)`` makes two ``scalar_tensor``s)
+    that the backward reads is made again there: saving it cost the forward a kernel and an
+    output per constant, and the backward an input."""
+    x, m = torch.randn(5, 3, requires_grad=True), torch.randn(5, 3) > 0
+
+    def fn(x, m):
+        mask = torch.where(m, 0.0, -3.0)
+        return ((x.sin() + mask) * (x.cos() + mask)).exp().sum()
+
+    gm = fx.symbolic_trace(fn)
+    joint, sig = trace_graph(gm, [x, m], [True, False], torch._subclasses.FakeTensorMode())
+    part = min_cut_rematerialization_partition(joint, sig.num_fwd_outputs)
+    assert not any(name.startswith("scalar_tensor") for name in part.saved), part.saved
+    compiled = aot_function(fn, partition_fn="min_cut")
+    torch.testing.assert_close(torch.autograd.grad(compiled(x, m), x),
+                               torch.autograd.grad(fn(x, m), x))
+
+
 def test_min_cut_heuristics_on_a_transformer_block():
     """Long pointwise chains are not replayed in the backward (MAX_CHAIN), reductions and
     matmuls never are; the result still matches eager (test_model_zoo_min_cut)."""

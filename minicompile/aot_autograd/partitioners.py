@@ -179,7 +179,7 @@ RECOMPUTABLE_EXTRA = {aten.full.default, aten.zeros.default, aten.ones.default,
 
 
 def is_recomputable(node: fx.Node) -> bool:
-    """Cheap pointwise ops and views: yes. Matmul, reductions, random ops: never."""
+    """Cheap pointwise ops, views and constants: yes. Matmul, reductions, random ops: never."""
     t = node.target
     if node.op != "call_function":
         return node.op == "get_attr"
@@ -187,6 +187,8 @@ def is_recomputable(node: fx.Node) -> bool:
         return True
     if not isinstance(t, torch._ops.OpOverload) or torch.Tag.nondeterministic_seeded in t.tags:
         return False
+    if not any(not is_sym(a) for a in node.all_input_nodes):  # a constant (scalar_tensor,
+        return True  # full, arange...): made in the backward, never saved
     return torch.Tag.pointwise in t.tags or t.is_view
 
 
