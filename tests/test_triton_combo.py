@@ -106,7 +106,10 @@ def writes_then_reads(x, y):
 def test_dependent_kernels_are_right(fn, shapes):
     args = tensors(shapes, 0)
     twins = copy.deepcopy(args)
-    torch.testing.assert_close(mc.compile(fn, backend="inductor")(*twins), fn(*args))
+    # (sums of exponentials, then a sine of their multiple: float32 rounding of the order
+    # a kernel sums in moves the last digits)
+    torch.testing.assert_close(mc.compile(fn, backend="inductor")(*twins), fn(*args),
+                               rtol=1e-4, atol=1e-4)
     torch.testing.assert_close(twins, args)
 
 
