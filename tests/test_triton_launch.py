@@ -11,7 +11,14 @@ from triton.compiler.errors import CompilationError
 import minicompile as mc
 from minicompile.inductor.codecache import PyCodeCache
 from minicompile.inductor.runtime.triton_heuristics import (KernelCompileError, TritonLauncher,
-                                                            binary_key)
+                                                            binary_key, pointers_key)
+
+def test_pointers_key_is_binary_key_of_a_generated_kernels_arguments():
+    x = torch.zeros(64)
+    for args in ((x, x[1:], 32, 1), (x[3:], x, 17, 48), (x, x, x[4:], 33)):
+        tensors = sum(isinstance(a, torch.Tensor) for a in args)
+        assert pointers_key(args, tensors) == binary_key(args)
+
 
 def test_binary_key_separates_what_triton_compiles_apart():
     """A kernel's tensors have fixed dtypes; what else Triton specialises on must change the key."""

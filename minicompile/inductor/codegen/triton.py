@@ -91,6 +91,7 @@ class TritonKernelObject(TritonLauncher):
                          hint=kernel.reduction_hint(), knobs=knobs,
                          itemsize=kernel.row_itemsize())
         self.group, self._counted = group, (kernel, scheduler)
+        self.pointers = len(kernel.signature.buffers())
         self.checks, self.host_checks = kernel.checks, kernel.host_checks
 
     def __call__(self, *args: Any) -> None:
@@ -165,9 +166,9 @@ class TritonScheduling(BaseScheduling):
         if self.options.debug:
             debug.dump_artifact("triton_kernel", source, title=name)
         numels = [int(g.numel) for g in groups]
-        wrapper.define_kernel(name, triton_combo.ComboLauncher(name, fn, source, numels,
-                                                               self.options), source)
         args = [a for p in parts for a in p.signature.call_args()]
+        wrapper.define_kernel(name, triton_combo.ComboLauncher(name, fn, source, numels,
+                                                               len(args), self.options), source)
         wrapper.write_kernel_call(name, args + [str(sum(numels))], groups[0])
 
     def select_tiling(self, group: KernelGroup, dtype_of: Any, numel_of: Any = None) -> TritonKernel:

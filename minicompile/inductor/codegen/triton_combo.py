@@ -78,9 +78,10 @@ class ComboLauncher(TritonLauncher):
     """Launches a combo kernel: one config for every part, and as many programs as the parts'
     together (``launcher(*buffers, xnumel)``, ``xnumel`` the parts' total of elements)."""
 
-    def __init__(self, name: str, fn: Any, source: str, numels: list[int], knobs: Any):
+    def __init__(self, name: str, fn: Any, source: str, numels: list[int], pointers: int,
+                 knobs: Any):
         super().__init__(name, fn, "pointwise", source, autotune=False, knobs=knobs)
-        self.numels = numels
+        self.numels, self.pointers = numels, pointers
 
     def config_and_grid(self, args: tuple, xnumel: int, rnumel: int) -> tuple[Config, int]:
         block = min(COMBO_XBLOCK, pow2(max(self.numels)))
