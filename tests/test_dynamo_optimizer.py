@@ -338,3 +338,36 @@ def test_number_arguments_given_as_tensors():
     twins[3].fill_(0.3), args[3].fill_(0.3)  # a new value in the same tensor: not baked in
     torch.testing.assert_close(compiled(*twins), scaled_updates(*args))
     assert mc.metrics.eager_fallbacks == 0
+
+
+FOREACH_OPS = {
+    "add_scalar": lambda xs, ys: torch._foreach_add(xs, 2.5),
+    "sub_list_alpha": lambda xs, ys: torch._foreach_sub(xs, ys, alpha=0.5),
+    "mul_scalar_list": lambda xs, ys: torch._foreach_mul(xs, [2.0, -1.0, 0.5]),
+    "div_list": lambda xs, ys: torch._foreach_div(xs, [y.abs() + 1 for y in ys]),
+    "sqrt_abs": lambda xs, ys: torch._foreach_sqrt(torch._foreach_abs(xs)),
+    "lerp_scalar": lambda xs, ys: torch._foreach_lerp(xs, ys, 0.25),
+    "maximum_list": lambda xs, ys: torch._foreach_maximum(xs, ys),
+    "addcmul_scalar": lambda xs, ys: torch._foreach_addcmul(xs, ys, ys, value=0.1),
+    "addcdiv_scalar_list": lambda xs, ys: torch._foreach_addcdiv(
+        xs, ys, [y.abs() + 1 for y in ys], [0.1, 0.2, 0.3]),
+    # not lowered item by item (a reduction; a scalar first): ATen calls, still right
+    "norm": lambda xs, ys: torch._foreach_norm(xs),
+    "pow_scalar_and_tensor": lambda xs, ys: torch._foreach_pow(2.0, xs),
+    # in place, then read
+    "mul_then_add_in_place": lambda xs, ys: (torch._foreach_mul_(xs, 0.9),
+                                             torch._foreach_add_(xs, ys), [x * 1 for x in xs]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FOREACH_OPS))
+def test_foreach_ops_match_eager(name):
+    """Each foreach overload as its items' pointwise ops (``lowerings/foreach.py``), or as the
+    ATen call where its items are not pointwise, against eager: values and the lists it
+    writes."""
+    fn = FOREACH_OPS[name]
+    shapes = [(4, 3), (7,), ()]
+    xs, ys = [torch.randn(s) for s in shapes], [torch.randn(s) for s in shapes]
+    twins = copy.deepcopy((xs, ys))
+    torch.testing.assert_close(mc.compile(fn, backend="inductor")(*twins), fn(xs, ys))
+    torch.testing.assert_close(twins, (xs, ys))
