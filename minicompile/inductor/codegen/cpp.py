@@ -57,7 +57,8 @@ as Inductor's ``CppVecKernel`` does): the loop stays one readable scalar body, a
 ``reduction(op:acc)`` clause is what lets ``g++`` keep one partial sum per vector lane (it may
 not reorder a float sum on its own, and without the clause the row loop stays scalar). max/min
 use NaN-propagating reductions declared in ``cpp_prefix.h`` (the built-in ``max`` drops NaNs).
-argmax/argmin and Welford have no clause: their loops are plain loops.
+argmax/argmin have no clause either: they keep a value and a position per vector lane
+(``cpp_loops.lanes_loop``); Welford's loops are plain loops.
 
 A single-row reduction (``xnumel == 1``: ``x.sum()``) has no rows to share, so its loops are
 parallel over ``rindex`` instead: one partial accumulator per thread, combined after the loop by
@@ -393,13 +394,13 @@ class CppKernel:
                 code.writelines(loop.converts_in)
                 clauses = simd_clauses(loop)
                 vectorize = clauses is not None and self.options.cpp_vectorize
-                lanes = (lanes_loop(loop, self.group.rnumel, run)
-                         if vectorize and self.options.cpp_lanes else None)
+                lanes = (lanes_loop(loop, self.group.rnumel, run)  # (argmax's too)
+                         if self.options.cpp_vectorize and self.options.cpp_lanes else None)
                 if lanes is not None:
                     code.splice(lanes)
                 else:
                     inner = IndentedBuffer()
-                    if vectorize:  # (argmax, Welford: no clause, plain loops)
+                    if vectorize:  # (argmax's short rows, Welford: no clause, plain loops)
                         inner.writeline(f"#pragma omp simd{clauses}")
                     if run is None:
                         self.write_loop(inner, "rindex", "0", "rnumel", loop)
