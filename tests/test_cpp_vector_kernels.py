@@ -1,14 +1,24 @@
 """C++ kernels written so that g++ vectorises them (minicompile/inductor/codegen/cpp_loops.py,
-cpp_ops.py, cpp_prefix.h): argmax and argmin in vector lanes. Each strategy is checked in
-the generated source (a scalar loop that passes would prove nothing) and against eager on the
-cases a wrong lane merge, a wrong start or a wrong order gets wrong: ties across lanes, NaN in
-the lanes and in the tail, rows of -inf, rows shorter than the lanes."""
+cpp_ops.py, cpp_prefix.h, and the C++ scheduling's fusion veto in cpp.py): argmax and argmin
+in vector lanes; a load the same at every point of a loop read before it; no member running
+along rows in a kernel of column reductions. Each strategy is checked in the generated source,
+and where it is about vectorising, by asking g++ which loops it vectorised (a scalar loop that
+passes would prove nothing), and against eager on the cases a wrong decision gets wrong: ties
+across lanes, NaN in the lanes and in the tail, rows of -inf, rows shorter than the lanes."""
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+
 import pytest
 import torch
+import torch.nn.functional as F
 
+import minicompile as mc
+from minicompile.inductor.codegen import cpp_build
+from conftest import record_defined_kernels
 from test_cpp_codegen import check, graphs, pytestmark  # noqa: F401  (the C++ backend, eager's values)
 
 INF, NAN = float("inf"), float("nan")
@@ -16,6 +26,24 @@ INF, NAN = float("inf"), float("nan")
 
 def source(graphs) -> str:
     return "\n".join(g.source for g in graphs)
+
+
+def simd_loops(kernel: str, tmp_path) -> dict[str, bool]:
+    """Each ``#pragma omp simd`` loop of a kernel's source (its ``for`` line, numbered) and
+    whether g++ vectorised it (``-fopt-info-vec-optimized`` names the loop's first line or the
+    first line of its body). Loops of one iteration (the last halving step) are left out."""
+    path = tmp_path / "kernel.cpp"
+    path.write_text(kernel)
+    include = os.path.dirname(cpp_build.__file__)  # (cpp_prefix.h)
+    report = subprocess.run([cpp_build.CXX, str(path), *cpp_build.flags(), "-I", include, "-c",
+                             "-o", os.devnull, "-fopt-info-vec-optimized"],
+                            capture_output=True, text=True, check=True).stderr
+    done = {int(n) for n in re.findall(r"kernel\.cpp:(\d+):\d+: optimized: loop vectorized",
+                                       report)}
+    lines = kernel.splitlines()
+    return {f"{n + 1}: {lines[n].strip()}": bool(done & {n + 1, n + 2, n + 3})
+            for n in range(1, len(lines)) if lines[n - 1].strip().startswith("#pragma omp simd")
+            and "w < 1;" not in lines[n]}
 
 
 # --- argmax and argmin in lanes (cpp_loops.arg_lanes) ---------------------------------------------
@@ -91,3 +119,50 @@ def test_argmax_lanes_with_a_dynamic_row_shorter_than_the_lanes(graphs):
     for n in (1, 2, 3, 40):
         x = arg_rows(max(n, 5))[:, :n].contiguous()
         torch.testing.assert_close(compiled(x), fn(x))
+
+
+# --- a layernorm backward: every loop vectorised -------------------------------------------------
+
+def test_layernorm_backward_loops_all_vectorise(monkeypatch, tmp_path, graphs):
+    """A layernorm's backward: its row kernel's last loop reads the row's mean and rstd
+    (``in_ptr3[xindex]``), the same at every point: read once before the loop (in it, g++ moved
+    the loads around the loop's back edge and left the loop scalar: 4x slower); its weight and
+    bias gradients reduce down columns in a kernel of their own (``CppScheduling.can_fuse``: with
+    the input's gradient, which runs along rows, the sums' loads were gathers). Every loop of
+    every kernel is vectorised, and the gradients are eager's."""
+    kernels = record_defined_kernels(monkeypatch)
+    x = torch.randn(67, 300, requires_grad=True)
+    w, b = torch.randn(300, requires_grad=True), torch.randn(300, requires_grad=True)
+    fn = lambda x, w, b: F.layer_norm(x, (300,), w, b)  # noqa: E731
+    compiled = mc.compile(fn, backend="inductor")
+    grad = torch.randn(67, 300)
+    got = torch.autograd.grad(compiled(x, w, b), (x, w, b), grad)
+    want = torch.autograd.grad(fn(x, w, b), (x, w, b), grad)
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+    assert mc.metrics.eager_fallbacks == 0 and len(kernels) >= 3
+    for kernel in kernels:
+        loops = simd_loops(kernel, tmp_path)
+        assert loops and all(loops.values()), (loops, kernel)
+        # a loop over rindex reading across rows is a gather: only a column tile does that
+        if re.search(r"\b\d+\*rindex \+ xindex\b", kernel):
+            assert "for (int64_t xblock = 0; xblock < xnumel; xblock += 64)" in kernel, kernel
+    row_kernel = next(k for k in kernels if "in_ptr4[xindex]" in k and "acc1" in k)
+    before_loops = row_kernel.split("for (int64_t rblock")[0]
+    assert re.search(r"auto tmp\d+ = in_ptr\d\[xindex\];", before_loops), row_kernel
+
+
+def test_invariant_load_stays_in_a_loop_of_a_kernel_writing_an_input_in_place(monkeypatch,
+                                                                              graphs):
+    """Where a member writes an input in place, a load the same at every point of a loop stays
+    in the loop (``inputs_stay``): the element could be one the loop writes. The values are
+    eager's either way."""
+    kernels = record_defined_kernels(monkeypatch)
+    def fn(x, m):
+        x.mul_(m)  # m[x1]: one value per row of x
+        return x
+    x, m = torch.randn(7, 50), torch.randn(7, 1)
+    compiled = mc.compile(fn, backend="inductor")
+    torch.testing.assert_close(compiled(x.clone(), m), fn(x.clone(), m))
+    (kernel,) = kernels
+    loop = kernel.split("#pragma omp simd")[1]
+    assert re.search(r"auto tmp\d+ = in_ptr\d\[x1\];", loop), kernel

@@ -80,6 +80,7 @@ import sympy
 import torch
 
 from ..checks import Check
+from ..dependencies import reduction_direction, runs_along_rows
 from ..kernel_group import RINDEX, XINDEX, KernelGroup, KernelMember
 from . import cpp_build, cpp_loops
 from .common import (BaseScheduling, CodegenError, IndentedBuffer, KernelSignature,
@@ -551,6 +552,22 @@ class CppScheduling(BaseScheduling):
     def __init__(self, options: Any) -> None:
         super().__init__(options)
         self.pending: list[CppKernel] = []
+
+    def can_fuse(self, a: Any, b: Any) -> tuple[bool, str]:
+        """A kernel whose reductions run down columns (``column_reductions``: a tile of rows
+        inside the loop over ``rindex``) takes no member over its whole tile that runs along the
+        rows: the kernel would loop in one order only, and in the row order the reductions'
+        loads are gathers (a layernorm backward's weight and bias gradients with the input's
+        gradient, which shares only the per-row ``rsqrt`` with them: 197 us; apart, 9 + 45).
+        The scheduler then tries the member in the reduction's loop order (``loop_order.py``)."""
+        members = a.get_nodes() + b.get_nodes()
+        down = next((m for m in members if reduction_direction(m) == "columns"), None)
+        along = next((m for m in members if runs_along_rows(m)
+                      and down is not None and m.numel != down.numel), None)
+        if along is not None:
+            return False, (f"{down.get_name()} reduces down columns and {along.get_name()} "
+                           "runs along the rows")
+        return True, ""
 
     def codegen_kernel(self, group: KernelGroup, wrapper: Any) -> None:
         name = wrapper.kernel_name("cpp", group)

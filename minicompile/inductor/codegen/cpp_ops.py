@@ -276,10 +276,13 @@ class CppOpsHandler:
         self._counts[prefix] += 1
         return f"{prefix}{n}"
 
-    def _emit(self, expr: str, ctype: str | None = None, op: str | None = None) -> str:
-        """A temporary for ``expr`` (of C++ type ``ctype``, where known): this loop's own, or
-        a math library call loaded back from where an earlier loop over the row kept it."""
-        var = self.values.kept_copy(self, expr, op) or self.cse.generate(self.code.body, expr)
+    def _emit(self, expr: str, ctype: str | None = None, op: str | None = None,
+              before_loop: bool = False) -> str:
+        """A temporary for ``expr`` (of C++ type ``ctype``, where known): this loop's own (made
+        ``before_loop`` if it is the same at every point), or a math library call loaded back
+        from where an earlier loop over the row kept it."""
+        out = self.code.hoisted if before_loop else self.code.body
+        var = self.values.kept_copy(self, expr, op) or self.cse.generate(out, expr)
         self.values.note(self, var, expr, ctype)
         return var
 
@@ -302,10 +305,17 @@ class CppOpsHandler:
             value = f"{array}[{self.block.element()}]"
         elif self.dtypes[name] in HALF_DTYPES:  # (no struct temporary: cpp_prefix.h says why)
             element, value = value, f"mc::load_float({value})"
-        var = self._emit(value, compute_type(self.dtypes[name]))
+        invariant = self.invariants.index(self._indices[index][1])
+        # an element the same at every point (a row's mean, ``in_ptr3[xindex]`` in a loop over
+        # ``rindex``) is read once, before the loop: left in it, g++'s partial redundancy
+        # elimination may carry it around the loop's back edge, and the loop no longer
+        # vectorises (a layernorm backward's last loop: 100 -> 17 us); not where a member
+        # writes an input in place, since the element might change during the loop
+        var = self._emit(value, compute_type(self.dtypes[name]),
+                         before_loop=invariant and self.values.inputs_stay)
         if value.startswith("mc::load_float("):
             self.loaded_bits[var] = (element, self.dtypes[name])
-        if self.invariants.index(self._indices[index][1]):
+        if invariant:
             self.invariants.note(var, value)
         return var
 
