@@ -166,3 +166,34 @@ def test_invariant_load_stays_in_a_loop_of_a_kernel_writing_an_input_in_place(mo
     (kernel,) = kernels
     loop = kernel.split("#pragma omp simd")[1]
     assert re.search(r"auto tmp\d+ = in_ptr\d\[x1\];", loop), kernel
+
+
+# --- scans along rows: rows side by side (cpp_loops.is_row_scan) ---------------------------------
+
+@pytest.mark.parametrize("fn, x", [
+    (lambda a: a.cumsum(1), torch.randn(13, 70)),  # 13 rows: three tiles of 4 and one of 1
+    (lambda a: (a * 0.01 + 1).cumprod(-1), torch.randn(6, 1500)),
+    (lambda a: a.logcumsumexp(1), torch.randn(7, 33)),
+    (lambda a: (a * 2 + 1).cumsum(1).tanh(), torch.randn(5, 300)),  # work at the scan's points
+    (lambda a: (a.cumsum(-1), a.cumprod(-1)), torch.randn(2, 3, 50)),  # two scans, 3-d
+    (lambda a: a.double().cumsum(1), torch.randn(9, 40)),
+    (lambda a: a.cumsum(1), torch.randint(-9, 9, (10, 21))),
+], ids=["cumsum", "cumprod", "logcumsumexp", "fused", "two_scans_3d", "float64", "int64"])
+def test_scans_along_rows_run_rows_side_by_side(fn, x, graphs):
+    """A scan along rows runs ``SCAN_ROWS`` rows side by side (each row's running value in its
+    own slot, the rows' dependent steps interleaved), not vectorised; the last tile of rows may
+    be short. Eager's values on every row."""
+    check(fn, x, graphs=graphs, rtol=1e-4, atol=1e-3)
+    code = source(graphs)
+    assert "// 4 rows side by side" in code, code
+    assert "for (int64_t xblock = 0; xblock < xnumel; xblock += 4)" in code, code
+    assert "acc0[xindex - xblock] = " in code and "#pragma omp simd" not in code, code
+
+
+def test_scans_along_rows_with_a_dynamic_number_of_rows(graphs):
+    fn = lambda a: a.cumsum(1)  # noqa: E731
+    compiled = check(fn, torch.randn(9, 30), graphs=graphs, dynamic=True, rtol=1e-4, atol=1e-4)
+    for rows in (1, 3, 4, 5, 17):
+        x = torch.randn(rows, 30)
+        torch.testing.assert_close(compiled(x), fn(x), rtol=1e-4, atol=1e-4)
+    assert "// 4 rows side by side" in source(graphs)

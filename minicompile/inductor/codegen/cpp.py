@@ -88,7 +88,8 @@ from .common import (BaseScheduling, CodegenError, IndentedBuffer, KernelSignatu
 from .cpp_blocks import BLOCK_DTYPES, MAX_BLOCK, VectorBlock
 from .cpp_hoist import LoopInvariants
 from .cpp_keep import KeptValues, drop_unused_temporaries
-from .cpp_loops import (R0, R1, RCHUNK, TILE, X0, X1, XTILE, is_column_reduction, lanes_loop,
+from .cpp_loops import (R0, R1, RCHUNK, SCAN_ROWS, TILE, X0, X1, XTILE, is_column_reduction,
+                        is_row_scan, lanes_loop,
                         omp_accumulators, parallel_threshold, renamed_accumulators, row_length,
                         split_row_loop, transposed_read)
 from .cpp_masks import row_segments
@@ -369,6 +370,8 @@ class CppKernel:
                 self.ops.block = block
                 phases = self.phases()
             return self.column_reductions(code, phases)
+        if is_row_scan(phases, self.values):
+            return self.column_reductions(code, phases, SCAN_ROWS, simd=False)
         run = (row_length(self.ops.simplified, self.group.rnumel, RINDEX)
                if self.options.cpp_row_loops else None)
         if run is not None:  # rindex = r0 + run*r1: the phases again, over runs
@@ -413,7 +416,8 @@ class CppKernel:
                 code.splice(loop.suffix)
         code.writeline("}")
 
-    def column_reductions(self, code: IndentedBuffer, phases: list) -> None:
+    def column_reductions(self, code: IndentedBuffer, phases: list, tile: int = XTILE,
+                          simd: bool = True) -> None:
         """Reductions down columns (a bias gradient: ``sum(grad[r, x] for r)``, row ``x`` at
         stride 1 across rows and a whole row apart along its own): the loop over ``rindex`` goes
         outside, a tile of ``XTILE`` rows inside, one accumulator per row of the tile in an array,
@@ -426,7 +430,10 @@ class CppKernel:
         (``acc0_chunk``), each chunk's partial then added to the double (ATen's cascade sum
         sums runs of 16 too): 256x512 ``x.sum(0)`` 13.5 -> 9.2 us on one core. (A 16-bit
         result rounds the drift away: its sum stays float, as eager's; bf16 x.sum(0) 60 -> 26
-        us.)"""
+        us.)
+
+        Scans along rows run in the same order, ``tile`` rows (``SCAN_ROWS``) side by side
+        and not vectorised (``simd``; ``cpp_loops.is_row_scan`` says why)."""
         (_, loop), rows = phases[0], [p for _, p in phases[1:]]
         loop.body.lines[:0] = loop.hoisted.lines  # (the row changes in the inner loop here)
         decls = omp_accumulators(loop)
@@ -438,18 +445,21 @@ class CppKernel:
             out = IndentedBuffer()  # acc0 -> acc0[xindex - xblock] (or acc0_chunk[...])
             out.lines = renamed_accumulators(buf, loop, acc + "[xindex - xblock]")
             return out
+        if not simd:
+            code.writeline(f"// {tile} rows side by side: each row's scan a chain of dependent "
+                           "steps, the rows' chains interleaved")
         code.writeline(f"#pragma omp parallel for num_threads(num_threads) "
                        f"if(xnumel * rnumel >= {parallel_threshold([loop])})")
-        code.writeline(f"for (int64_t xblock = 0; xblock < xnumel; xblock += {XTILE})")
+        code.writeline(f"for (int64_t xblock = 0; xblock < xnumel; xblock += {tile})")
         code.writeline("{")
         with code.indent():
-            code.writeline(f"const int64_t xend = std::min<int64_t>(xblock + {XTILE}, xnumel);")
+            code.writeline(f"const int64_t xend = std::min<int64_t>(xblock + {tile}, xnumel);")
             for (ctype, name, init), double in zip(decls, wide):
-                code.writeline(f"{'double' if double else ctype} {name}[{XTILE}];")
-                code.writeline(f"for (int64_t i = 0; i < {XTILE}; i++) {name}[i] = {init};")
+                code.writeline(f"{'double' if double else ctype} {name}[{tile}];")
+                code.writeline(f"for (int64_t i = 0; i < {tile}; i++) {name}[i] = {init};")
             rows_loop = IndentedBuffer()
             rows_loop.writelines(loop.converts_in)
-            if self.options.cpp_vectorize:
+            if self.options.cpp_vectorize and simd:
                 rows_loop.writeline("#pragma omp simd")
             body = per_row(loop.body, "{}_chunk" if chunked else "{}")
             self.write_loop(rows_loop, "xindex", "xblock", "xend", LoopCode(body=body))
