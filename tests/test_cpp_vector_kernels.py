@@ -168,6 +168,19 @@ def test_invariant_load_stays_in_a_loop_of_a_kernel_writing_an_input_in_place(mo
     assert re.search(r"auto tmp\d+ = in_ptr\d\[x1\];", loop), kernel
 
 
+
+def test_a_member_reordered_down_columns_still_joins_a_column_reduction(monkeypatch, graphs):
+    """The veto refuses a member running along rows; loops reordered to the reduction's order
+    (``loop_order.py``), the member runs down columns too and shares the kernel: ``z`` stored
+    and summed over its rows in one kernel, its store consecutive across the tile's rows."""
+    kernels = record_defined_kernels(monkeypatch)
+    def fn(x, y):
+        z = x * y
+        return z, z.sum(0)
+    check(fn, torch.randn(300, 67), torch.randn(300, 67), graphs=graphs, rtol=1e-4, atol=1e-4)
+    (kernel,) = kernels
+    assert "xblock += 64" in kernel and "out_ptr0[67*rindex + xindex] = " in kernel, kernel
+
 # --- scans along rows: rows side by side (cpp_loops.is_row_scan) ---------------------------------
 
 @pytest.mark.parametrize("fn, x", [

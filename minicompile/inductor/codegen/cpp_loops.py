@@ -10,11 +10,14 @@ fusion of column reductions).
   the loop over ``rindex`` goes outside and a tile of rows inside (``is_column_reduction``).
 
 Either way the reason is the same: the innermost loop, the one ``#pragma omp simd`` vectorises,
-should read consecutive elements (one vector load), not one element per lane (a gather).
+should read consecutive elements (one vector load), not one element per lane (a gather). A scan
+along rows loops in the column order too, over a tile of four rows, for another reason: the
+rows' chains of dependent steps interleave (``is_row_scan``).
 
 Along a row, a reduction whose loop is cheap (no call into the vector math library) keeps an
-array of partial results, 256 bytes of them (``lanes_loop``): four vector registers' worth,
-four independent chains of updates, combined at the end of the row by halving the array. An
+array of partial results, 256 bytes of them (``lanes_loop``; argmax a value and a position
+each): four vector registers' worth, four independent chains of updates, combined at the end of
+the row by halving the array. An
 ``omp simd reduction`` keeps one register: each update waits for the one before (a max is a
 compare and a blend, five cycles), and its lanes are combined one by one in scalar code. amax
 over 1024x1024 floats on this 2-core machine: 70 us -> 45 (eager 30).
@@ -144,7 +147,8 @@ def is_row_scan(phases: list, values: KeptValues) -> bool:
     interleaved, not vectorised (a row's next element is a row's length away from the next
     row's: vector lanes would gather). 256x512 ``x.cumsum(1)`` on one core: 119 -> 57 us. Four
     rows, not more: eight rows of 1024 floats (4 KB apart: one set of L1) with their outputs
-    evict each other (686 us)."""
+    evict each other (686 us). (A float16 row keeps the row order: ``cpp.py`` converts it in
+    one block, a vector at a time, ``cpp_blocks.py``.)"""
     kinds = [kind for kind, _ in phases]
     if kinds[:1] != ["loop"] or "loop" in kinds[1:] or values.slots:
         return False
