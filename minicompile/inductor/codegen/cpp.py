@@ -574,8 +574,8 @@ class CppScheduling(BaseScheduling):
         The scheduler then tries the member in the reduction's loop order (``loop_order.py``)."""
         members = a.get_nodes() + b.get_nodes()
         down = next((m for m in members if reduction_direction(m) == "columns"), None)
-        along = next((m for m in members if runs_along_rows(m)
-                      and down is not None and m.numel != down.numel), None)
+        along = next((m for m in members if down is not None and runs_along_rows(m)
+                      and sympy.expand(m.numel - down.numel) != 0), None)  # (not per row)
         if along is not None:
             return False, (f"{down.get_name()} reduces down columns and {along.get_name()} "
                            "runs along the rows")
