@@ -32,6 +32,7 @@ Two questions, both answered from ``MemoryDep(name, index, var_ranges)``:
 from __future__ import annotations
 
 import functools
+import weakref
 from typing import TYPE_CHECKING, Iterable
 
 import sympy
@@ -342,3 +343,42 @@ def rows_line_up(write: MemoryDep, read: MemoryDep, n_rows: sympy.Expr) -> bool:
     row_of = torch.full((int(max(w_addr.max(), r_addr.max())) + 1,), -1, dtype=torch.int64)
     row_of[w_addr] = w_row
     return bool((row_of[r_addr] == r_row).all())
+
+
+def reduction_direction(m) -> str | None:
+    """Which way a reduction member's reads run through memory: ``"rows"`` when the element next
+    to each one read is the next of the reduction (``x[128*i0 + r0]``: layer norm's row sums),
+    ``"columns"`` when it is the next row's (``g[i0 + 128*r0]``: a bias gradient, summed over the
+    batch); None for a pointwise member, or reads that go neither way or both."""
+    if not m.is_reduction():
+        return None
+    if m not in _DIRECTIONS:  # (asked for every pair m is in; reordering its loops keeps it)
+        _DIRECTIONS[m] = _direction(m)
+    return _DIRECTIONS[m]
+
+
+_DIRECTIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # an entry dies with its node
+
+
+def _direction(m) -> str | None:
+    rvars = set(m.node.index_vars()[1])  # (the scheduler asks this of its fusion candidates)
+    ways = set()
+    for dep in m.read_writes.reads:
+        strides = var_strides(dep) or {}
+        unit = [v for v, stride in strides.items() if stride == 1]
+        if unit:
+            ways.add("rows" if unit[0] in rvars else "columns")
+    return ways.pop() if len(ways) == 1 else None
+
+
+def runs_along_rows(m) -> bool:
+    """Whether a pointwise scheduler node steps through a buffer it reads or writes along its
+    innermost loop (stride 1): over a reduction's whole tile, cut into rows in its loop order
+    (``kernel_group._member``), it goes along the rows (``rindex``), not down the columns."""
+    order = m.loop_order()
+    if m.is_reduction() or not order:
+        return False
+    inner = order[-1]
+    return any((var_strides(dep) or {}).get(inner) == 1 and
+               sympy.expand(dict(dep.var_ranges).get(inner, 1) - 1) != 0
+               for dep in m.read_writes.reads + m.read_writes.writes)

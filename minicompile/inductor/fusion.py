@@ -10,13 +10,12 @@ the refusal's reason.
 
 from __future__ import annotations
 
-import weakref
 from typing import TYPE_CHECKING, Callable
 
 import sympy
 
 from .codegen import get_scheduling
-from .dependencies import rows_line_up, var_strides
+from .dependencies import reduction_direction, rows_line_up
 from .ir import storage_owner
 
 if TYPE_CHECKING:
@@ -187,32 +186,6 @@ def _reads_storage(s: "Scheduler", members: list, owner: str, writer) -> object 
         return storage_owner(s.buffers, name) if name in s.buffers else name
     return next((m for m in members if m is not writer
                  and any(owner_of(dep.name) == owner for dep in m.read_writes.reads)), None)
-
-
-def reduction_direction(m) -> str | None:
-    """Which way a reduction member's reads run through memory: ``"rows"`` when the element next
-    to each one read is the next of the reduction (``x[128*i0 + r0]``: layer norm's row sums),
-    ``"columns"`` when it is the next row's (``g[i0 + 128*r0]``: a bias gradient, summed over the
-    batch); None for a pointwise member, or reads that go neither way or both."""
-    if not m.is_reduction():
-        return None
-    if m not in _DIRECTIONS:  # (asked for every pair m is in; reordering its loops keeps it)
-        _DIRECTIONS[m] = _direction(m)
-    return _DIRECTIONS[m]
-
-
-_DIRECTIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # an entry dies with its node
-
-
-def _direction(m) -> str | None:
-    rvars = set(m.node.index_vars()[1])
-    ways = set()
-    for dep in m.read_writes.reads:
-        strides = var_strides(dep) or {}
-        unit = [v for v, stride in strides.items() if stride == 1]
-        if unit:
-            ways.add("rows" if unit[0] in rvars else "columns")
-    return ways.pop() if len(ways) == 1 else None
 
 
 def _reductions_run_one_way(s: "Scheduler", a: "BaseSchedulerNode",

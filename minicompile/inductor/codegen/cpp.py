@@ -57,7 +57,8 @@ as Inductor's ``CppVecKernel`` does): the loop stays one readable scalar body, a
 ``reduction(op:acc)`` clause is what lets ``g++`` keep one partial sum per vector lane (it may
 not reorder a float sum on its own, and without the clause the row loop stays scalar). max/min
 use NaN-propagating reductions declared in ``cpp_prefix.h`` (the built-in ``max`` drops NaNs).
-argmax/argmin and Welford have no clause: their loops are plain loops.
+argmax/argmin have no clause either: they keep a value and a position per vector lane
+(``cpp_loops.lanes_loop``); Welford's loops are plain loops.
 
 A single-row reduction (``xnumel == 1``: ``x.sum()``) has no rows to share, so its loops are
 parallel over ``rindex`` instead: one partial accumulator per thread, combined after the loop by
@@ -79,6 +80,7 @@ import sympy
 import torch
 
 from ..checks import Check
+from ..dependencies import reduction_direction, runs_along_rows
 from ..kernel_group import RINDEX, XINDEX, KernelGroup, KernelMember
 from . import cpp_build, cpp_loops
 from .common import (BaseScheduling, CodegenError, IndentedBuffer, KernelSignature,
@@ -86,7 +88,8 @@ from .common import (BaseScheduling, CodegenError, IndentedBuffer, KernelSignatu
 from .cpp_blocks import BLOCK_DTYPES, MAX_BLOCK, VectorBlock
 from .cpp_hoist import LoopInvariants
 from .cpp_keep import KeptValues, drop_unused_temporaries
-from .cpp_loops import (R0, R1, RCHUNK, TILE, X0, X1, XTILE, is_column_reduction, lanes_loop,
+from .cpp_loops import (R0, R1, RCHUNK, SCAN_ROWS, TILE, X0, X1, XTILE, is_column_reduction,
+                        is_row_scan, lanes_loop,
                         omp_accumulators, parallel_threshold, renamed_accumulators, row_length,
                         split_row_loop, transposed_read)
 from .cpp_masks import row_segments
@@ -367,6 +370,9 @@ class CppKernel:
                 self.ops.block = block
                 phases = self.phases()
             return self.column_reductions(code, phases)
+        if is_row_scan(phases, self.values) and self.vector_block(  # (float16: one block)
+                RINDEX, sympy.Integer(0), "rnumel", sympy.sympify(self.group.rnumel)) is None:
+            return self.column_reductions(code, phases, SCAN_ROWS, simd=False)
         run = (row_length(self.ops.simplified, self.group.rnumel, RINDEX)
                if self.options.cpp_row_loops else None)
         if run is not None:  # rindex = r0 + run*r1: the phases again, over runs
@@ -393,13 +399,13 @@ class CppKernel:
                 code.writelines(loop.converts_in)
                 clauses = simd_clauses(loop)
                 vectorize = clauses is not None and self.options.cpp_vectorize
-                lanes = (lanes_loop(loop, self.group.rnumel, run)
-                         if vectorize and self.options.cpp_lanes else None)
+                lanes = (lanes_loop(loop, self.group.rnumel, run)  # (argmax's too)
+                         if self.options.cpp_vectorize and self.options.cpp_lanes else None)
                 if lanes is not None:
                     code.splice(lanes)
                 else:
                     inner = IndentedBuffer()
-                    if vectorize:  # (argmax, Welford: no clause, plain loops)
+                    if vectorize:  # (argmax's short rows, Welford: no clause, plain loops)
                         inner.writeline(f"#pragma omp simd{clauses}")
                     if run is None:
                         self.write_loop(inner, "rindex", "0", "rnumel", loop)
@@ -411,7 +417,8 @@ class CppKernel:
                 code.splice(loop.suffix)
         code.writeline("}")
 
-    def column_reductions(self, code: IndentedBuffer, phases: list) -> None:
+    def column_reductions(self, code: IndentedBuffer, phases: list, tile: int = XTILE,
+                          simd: bool = True) -> None:
         """Reductions down columns (a bias gradient: ``sum(grad[r, x] for r)``, row ``x`` at
         stride 1 across rows and a whole row apart along its own): the loop over ``rindex`` goes
         outside, a tile of ``XTILE`` rows inside, one accumulator per row of the tile in an array,
@@ -424,7 +431,10 @@ class CppKernel:
         (``acc0_chunk``), each chunk's partial then added to the double (ATen's cascade sum
         sums runs of 16 too): 256x512 ``x.sum(0)`` 13.5 -> 9.2 us on one core. (A 16-bit
         result rounds the drift away: its sum stays float, as eager's; bf16 x.sum(0) 60 -> 26
-        us.)"""
+        us.)
+
+        Scans along rows run in the same order, ``tile`` rows (``SCAN_ROWS``) side by side
+        and not vectorised (``simd``; ``cpp_loops.is_row_scan`` says why)."""
         (_, loop), rows = phases[0], [p for _, p in phases[1:]]
         loop.body.lines[:0] = loop.hoisted.lines  # (the row changes in the inner loop here)
         decls = omp_accumulators(loop)
@@ -436,18 +446,21 @@ class CppKernel:
             out = IndentedBuffer()  # acc0 -> acc0[xindex - xblock] (or acc0_chunk[...])
             out.lines = renamed_accumulators(buf, loop, acc + "[xindex - xblock]")
             return out
+        if not simd:
+            code.writeline(f"// {tile} rows side by side: each row's scan a chain of dependent "
+                           "steps, the rows' chains interleaved")
         code.writeline(f"#pragma omp parallel for num_threads(num_threads) "
                        f"if(xnumel * rnumel >= {parallel_threshold([loop])})")
-        code.writeline(f"for (int64_t xblock = 0; xblock < xnumel; xblock += {XTILE})")
+        code.writeline(f"for (int64_t xblock = 0; xblock < xnumel; xblock += {tile})")
         code.writeline("{")
         with code.indent():
-            code.writeline(f"const int64_t xend = std::min<int64_t>(xblock + {XTILE}, xnumel);")
+            code.writeline(f"const int64_t xend = std::min<int64_t>(xblock + {tile}, xnumel);")
             for (ctype, name, init), double in zip(decls, wide):
-                code.writeline(f"{'double' if double else ctype} {name}[{XTILE}];")
-                code.writeline(f"for (int64_t i = 0; i < {XTILE}; i++) {name}[i] = {init};")
+                code.writeline(f"{'double' if double else ctype} {name}[{tile}];")
+                code.writeline(f"for (int64_t i = 0; i < {tile}; i++) {name}[i] = {init};")
             rows_loop = IndentedBuffer()
             rows_loop.writelines(loop.converts_in)
-            if self.options.cpp_vectorize:
+            if self.options.cpp_vectorize and simd:
                 rows_loop.writeline("#pragma omp simd")
             body = per_row(loop.body, "{}_chunk" if chunked else "{}")
             self.write_loop(rows_loop, "xindex", "xblock", "xend", LoopCode(body=body))
@@ -550,6 +563,23 @@ class CppScheduling(BaseScheduling):
     def __init__(self, options: Any) -> None:
         super().__init__(options)
         self.pending: list[CppKernel] = []
+
+    def can_fuse(self, a: Any, b: Any) -> tuple[bool, str]:
+        """A kernel whose reductions run down columns (``column_reductions``: a tile of rows
+        inside the loop over ``rindex``) takes no member over its whole tile that runs along the
+        rows: the kernel would loop in one order only, and in the row order the reductions'
+        loads are gathers (a layernorm backward's weight and bias gradients with the input's
+        gradient, which shares only the per-row ``rsqrt`` with them: 197 us for 256x512 on one
+        core; apart, the sums take 9 us each, the input's gradient joining the row kernel).
+        The scheduler then tries the member in the reduction's loop order (``loop_order.py``)."""
+        members = a.get_nodes() + b.get_nodes()
+        down = next((m for m in members if reduction_direction(m) == "columns"), None)
+        along = next((m for m in members if down is not None and runs_along_rows(m)
+                      and sympy.expand(m.numel - down.numel) != 0), None)  # (not per row)
+        if along is not None:
+            return False, (f"{down.get_name()} reduces down columns and {along.get_name()} "
+                           "runs along the rows")
+        return True, ""
 
     def codegen_kernel(self, group: KernelGroup, wrapper: Any) -> None:
         name = wrapper.kernel_name("cpp", group)

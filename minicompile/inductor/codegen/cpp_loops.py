@@ -10,11 +10,14 @@ fusion of column reductions).
   the loop over ``rindex`` goes outside and a tile of rows inside (``is_column_reduction``).
 
 Either way the reason is the same: the innermost loop, the one ``#pragma omp simd`` vectorises,
-should read consecutive elements (one vector load), not one element per lane (a gather).
+should read consecutive elements (one vector load), not one element per lane (a gather). A scan
+along rows loops in the column order too, over a tile of four rows, for another reason: the
+rows' chains of dependent steps interleave (``is_row_scan``).
 
 Along a row, a reduction whose loop is cheap (no call into the vector math library) keeps an
-array of partial results, 256 bytes of them (``lanes_loop``): four vector registers' worth,
-four independent chains of updates, combined at the end of the row by halving the array. An
+array of partial results, 256 bytes of them (``lanes_loop``; argmax a value and a position
+each): four vector registers' worth, four independent chains of updates, combined at the end of
+the row by halving the array. An
 ``omp simd reduction`` keeps one register: each update waits for the one before (a max is a
 compare and a blend, five cycles), and its lanes are combined one by one in scalar code. amax
 over 1024x1024 floats on this 2-core machine: 70 us -> 45 (eager 30).
@@ -25,6 +28,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from typing import Callable
 
 import sympy
 
@@ -132,6 +136,27 @@ def is_column_reduction(phases: list, indices: list[sympy.Expr], values: KeptVal
         and sympy.expand(e).coeff(RINDEX) != 1 for e in along)
 
 
+SCAN_ROWS = 4  # rows of a scan along rows run side by side (``is_row_scan``)
+
+
+def is_row_scan(phases: list, values: KeptValues) -> bool:
+    """One loop over the row, then per-row code only, every accumulator a scan's running value
+    (``cumsum``, ``cumprod``, ``logcumsumexp`` along rows). Each step of a row's scan waits for
+    the one before (a double add: 3 cycles), so a row is a chain of dependent steps; rows are
+    independent, and ``column_reductions`` runs ``SCAN_ROWS`` of them side by side, their chains
+    interleaved, not vectorised (a row's next element is a row's length away from the next
+    row's: vector lanes would gather). 256x512 ``x.cumsum(1)`` on one core: 119 -> 57 us. Four
+    rows, not more: eight rows of 1024 floats (4 KB apart: one set of L1) with their outputs
+    evict each other (686 us). (A float16 row keeps the row order: ``cpp.py`` converts it in
+    one block, a vector at a time, ``cpp_blocks.py``.)"""
+    kinds = [kind for kind, _ in phases]
+    if kinds[:1] != ["loop"] or "loop" in kinds[1:] or values.slots:
+        return False
+    loop = phases[0][1]
+    return bool(loop.accumulators) and all(a.kind.running for a in loop.accumulators) \
+        and omp_accumulators(loop) is not None
+
+
 X0, X1, R0, R1 = (sympy.Symbol(n, integer=True, nonnegative=True) for n in ("x0", "x1", "r0", "r1"))
 MIN_ROW = 16  # shorter rows: the inner loop is too short for vectors, keep the flat loop
 
@@ -186,6 +211,61 @@ def transposed_read(indices: list[sympy.Expr]) -> bool:
     return any(nearer_along(i, X1, X0) for i in indices)
 
 
+@dataclass
+class Lanes:
+    """One accumulator's partial results in the lanes of ``lanes_loop``: its arrays ``(C++ type,
+    name, a lane's start)``, its update line rewritten for lane ``w`` (``update``: a body line ->
+    that line for a lane), one halving step (``merge``, over ``w`` and ``{half}``) and the line
+    adding lane 0 into the accumulator (``total``)."""
+
+    arrays: list[tuple[str, str, str]]
+    update: Callable[[str], str]
+    merge: str
+    total: str
+    size: int  # bytes of a lane's widest array
+
+
+def scalar_lanes(acc, ctype: str, init: str) -> Lanes:
+    """A sum, a max...: one array ``acc0_v``, updated and merged by the accumulator's own update."""
+    lane, other = f"{acc.name}_v[w]", f"{acc.name}_v[w + {{half}}]"
+    return Lanes([(ctype, f"{acc.name}_v", init)], lambda line: line,
+                 f"{lane} = " + acc.kind.update.format(acc=lane, value=other) + ";",
+                 f"{acc.name} = " + acc.kind.update.format(acc=acc.name, value=f"{acc.name}_v[0]")
+                 + ";", LANE_SIZES[ctype])
+
+
+def arg_lanes(acc) -> Lanes:
+    """argmax/argmin: a value array ``acc0_v`` and a position array ``acc0_i`` (``ArgLanes`` in
+    cpp_ops.py); lane ``w`` starts at position ``w``, its first (``arg_lane`` in cpp_prefix.h
+    says why). The total merges lane 0 into the tail's accumulator in argmax's order."""
+    spec, v, i = acc.kind.lanes, f"{acc.name}_v", f"{acc.name}_i"
+    lane = spec.update.format(v=f"{v}[w]", i=f"{i}[w]", value=acc.value, rindex=acc.position)
+    merge = spec.merge.format(v=f"{v}[w]", i=f"{i}[w]", v2=f"{v}[w + {{half}}]",
+                              i2=f"{i}[w + {{half}}]")
+    total = acc.kind.combine.format(a=acc.name, b=f"{acc.ctype}{{{v}[0], {i}[0]}}")
+    return Lanes([(acc.value_type, v, spec.init.format(t=acc.value_type)), ("int64_t", i, "w")],
+                 lambda line: line.replace(acc.line, lane + ";"), merge + ";",
+                 f"{acc.name} = {total};", max(LANE_SIZES[acc.value_type], LANE_SIZES["int64_t"]))
+
+
+def loop_lanes(loop) -> list[Lanes] | None:
+    """The lanes of each of ``loop``'s accumulators, or None if one has none: not an OpenMP
+    reduction of a 4- or 8-byte type, nor an argmax/argmin of one (Welford, booleans)."""
+    decls = [ACCUMULATOR.match(line.strip()) for line in loop.prefix.lines]
+    if not loop.accumulators or len(decls) != len(loop.accumulators) or not all(decls):
+        return None
+    lanes = []
+    for acc, decl in zip(loop.accumulators, decls):
+        ctype, _, init = decl.groups()
+        if acc.kind.lanes is not None and acc.value_type in LANE_SIZES:
+            lanes.append(arg_lanes(acc))
+        elif acc.kind.omp is not None and ctype in LANE_SIZES:
+            lanes.append(scalar_lanes(acc, ctype, init))
+        else:
+            return None
+    return lanes
+
+
 def lanes_loop(loop, rnumel: sympy.Expr | int | None = None,
                row: int | None = None) -> IndentedBuffer | None:
     """The loop over ``rindex`` of a ``LoopCode`` (its prefix, declaring the accumulators,
@@ -210,17 +290,20 @@ def lanes_loop(loop, rnumel: sympy.Expr | int | None = None,
     A row split into runs (``row``: ``rindex = r0 + row*r1``, ``split_row_loop``) runs the
     loops over ``rblock`` and the tail once per run, inside a loop over ``r1``.
 
-    None if an accumulator is not an OpenMP reduction of a 4- or 8-byte type (argmax, Welford,
-    booleans: plain loops), or if the body calls glibc's vector math library: there a call costs
+    argmax and argmin keep a value and a position per lane (``arg_lanes``): 32 of each, the
+    positions' 8 bytes deciding the width (256x512 ``x.argmax(-1)`` on one core: one
+    ``ArgAcc`` updated element by element 151 us, in lanes 23; eager 120).
+
+    None if an accumulator has no lanes (``loop_lanes``: Welford, booleans: plain loops), or if
+    the body calls glibc's vector math library: there a call costs
     more than the wait on the accumulator, and four calls an iteration spill every vector
     register (softmax's sum of glibc's ``exp`` took 10% longer). Our own inline ``exp`` and
     ``erf`` (``cpp_prefix.h``) spill nothing, and take the lanes (a 1024x1024 softmax: 249 ->
     224 us on two cores)."""
-    accs, decls = loop.accumulators, omp_accumulators(loop)
-    if decls is None or any(ctype not in LANE_SIZES for ctype, _, _ in decls) or \
-            any(LIBRARY_CALL in line for line in loop.body.lines):
+    lanes = loop_lanes(loop)
+    if lanes is None or any(LIBRARY_CALL in line for line in loop.body.lines):
         return None
-    size = max(LANE_SIZES[ctype] for ctype, _, _ in decls)
+    size = max(lane.size for lane in lanes)
     width = LANE_BYTES // size
     length = rnumel if row is None else row  # of the loop the lanes run along
     var, end = ("rindex", "rnumel") if row is None else ("r0", str(row))
@@ -231,10 +314,14 @@ def lanes_loop(loop, rnumel: sympy.Expr | int | None = None,
     code = IndentedBuffer()
     code.writeline("{")
     with code.indent():
-        for ctype, name, init in decls:
-            code.writeline(f"{ctype} {name}_v[{width}];")
-            code.writeline(f"for (int64_t w = 0; w < {width}; w++) {name}_v[w] = {init};")
+        for ctype, name, init in (array for lane in lanes for array in lane.arrays):
+            code.writeline(f"{ctype} {name}[{width}];")
+            code.writeline(f"for (int64_t w = 0; w < {width}; w++) {name}[w] = {init};")
         code.writeline(f"const int64_t rvec = {end} / {width} * {width};")
+        body = IndentedBuffer()  # the loop's body for lane w
+        body.lines = loop.body.lines
+        for lane in lanes:
+            body.lines = [lane.update(line) for line in body.lines]
         runs = IndentedBuffer()  # the vectors of lanes, then the tail, of the row or of a run
         runs.writeline(f"for (int64_t rblock = 0; rblock < rvec; rblock += {width})")
         runs.writeline("{")
@@ -244,7 +331,7 @@ def lanes_loop(loop, rnumel: sympy.Expr | int | None = None,
             runs.writeline("{")
             with runs.indent():
                 runs.writeline(f"const int64_t {var} = rblock + w;")
-                runs.writelines(renamed_accumulators(loop.body, loop, "{}_v[w]"))
+                runs.writelines(renamed_accumulators(body, loop, "{}_v[w]"))
             runs.writeline("}")
         runs.writeline("}")
         runs.writeline(f"for (int64_t {var} = rvec; {var} < {end}; {var}++)")
@@ -255,15 +342,13 @@ def lanes_loop(loop, rnumel: sympy.Expr | int | None = None,
         code.writelines(runs.lines if row is None else split_row_loop(runs.lines, row))
         half = width // 2
         while half:  # one line a step: for (...) acc0_v[w] = acc0_v[w] + acc0_v[w + 32];
-            steps = [f"{a.name}_v[w] = " + a.kind.update.format(
-                acc=f"{a.name}_v[w]", value=f"{a.name}_v[w + {half}]") + ";" for a in accs]
-            body = steps[0] if len(steps) == 1 else "{ " + " ".join(steps) + " }"
+            steps = [lane.merge.format(half=half) for lane in lanes]
+            step = steps[0] if len(steps) == 1 else "{ " + " ".join(steps) + " }"
             code.writeline("#pragma omp simd")
-            code.writeline(f"for (int64_t w = 0; w < {half}; w++) {body}")
+            code.writeline(f"for (int64_t w = 0; w < {half}; w++) {step}")
             half //= 2
-        for a in accs:  # (the tail's elements went into the accumulator itself)
-            total = a.kind.update.format(acc=a.name, value=f"{a.name}_v[0]")
-            code.writeline(f"{a.name} = {total};")
+        for lane in lanes:  # (the tail's elements went into the accumulator itself)
+            code.writeline(lane.total)
     code.writeline("}")
     return code
 

@@ -141,6 +141,17 @@ def vector_math_lines(source: str, libmvec_level: int) -> list[str]:
 # --- reductions -----------------------------------------------------------------------------------
 
 @dataclass
+class ArgLanes:
+    """argmax/argmin in vector lanes (``cpp_loops.lanes_loop``): a lane keeps a value and its
+    position in two arrays (``acc0_v``, ``acc0_i``), not one array of ``ArgAcc`` structs, which
+    g++ would not keep in vector registers. ``{v}``, ``{i}``: a lane's value and position."""
+
+    init: str  # a lane's value before its first element (its position: the lane's first)
+    update: str  # the lane after the element ``{value}`` at position ``{rindex}``
+    merge: str  # lane ``{v}, {i}`` after merging in lane ``{v2}, {i2}`` (the halving)
+
+
+@dataclass
 class ReductionKind:
     """How one reduction type is written in C++."""
 
@@ -151,6 +162,7 @@ class ReductionKind:
     omp: str | None = None  # the OpenMP reduction identifier; None: combine partials by hand
     combine: str = ""  # merges two partial accumulators ``{a}``, ``{b}``, when ``omp`` is None
     running: bool = False  # a scan's: every step's value is an output, in the row's order
+    lanes: ArgLanes | None = None  # an arg reduction's lanes (the others: one array of acc)
 
 
 REDUCTIONS: dict[str, ReductionKind] = {
@@ -162,11 +174,17 @@ REDUCTIONS: dict[str, ReductionKind] = {
     "argmax": ReductionKind("{{mc::lowest<{t}>(), std::numeric_limits<int64_t>::max()}}",
                             "mc::argmax_combine({acc}, mc::ArgAcc<{t}>{{{value}, {rindex}}})",
                             ("{acc}.index",), "mc::ArgAcc<{t}>",
-                            combine="mc::argmax_combine({a}, {b})"),
+                            combine="mc::argmax_combine({a}, {b})",
+                            lanes=ArgLanes("mc::lowest<{t}>()",
+                                           "mc::arg_lane<true>({v}, {i}, {value}, {rindex})",
+                                           "mc::arg_merge<true>({v}, {i}, {v2}, {i2})")),
     "argmin": ReductionKind("{{mc::highest<{t}>(), std::numeric_limits<int64_t>::max()}}",
                             "mc::argmin_combine({acc}, mc::ArgAcc<{t}>{{{value}, {rindex}}})",
                             ("{acc}.index",), "mc::ArgAcc<{t}>",
-                            combine="mc::argmin_combine({a}, {b})"),
+                            combine="mc::argmin_combine({a}, {b})",
+                            lanes=ArgLanes("mc::highest<{t}>()",
+                                           "mc::arg_lane<false>({v}, {i}, {value}, {rindex})",
+                                           "mc::arg_merge<false>({v}, {i}, {v2}, {i2})")),
     "welford_reduce": ReductionKind("{{}}", "mc::welford_add({acc}, {value})",
                                     ("mc::welford_mean({acc})", "{acc}.m2", "{acc}.weight"),
                                     "mc::Welford<{t}>",
@@ -191,6 +209,10 @@ class Accumulator:
     kind: ReductionKind
     ctype: str
     dtype: torch.dtype | None = None  # the reduction's result
+    value_type: str = ""  # the C++ type of the values it reduces
+    line: str = ""  # its update in the loop's body: ``acc0 = acc0 + tmp0;``
+    value: str = ""  # the value it takes at each point, and where (argmax: the position)
+    position: str = ""
 
 
 @dataclass
@@ -254,10 +276,13 @@ class CppOpsHandler:
         self._counts[prefix] += 1
         return f"{prefix}{n}"
 
-    def _emit(self, expr: str, ctype: str | None = None, op: str | None = None) -> str:
-        """A temporary for ``expr`` (of C++ type ``ctype``, where known): this loop's own, or
-        a math library call loaded back from where an earlier loop over the row kept it."""
-        var = self.values.kept_copy(self, expr, op) or self.cse.generate(self.code.body, expr)
+    def _emit(self, expr: str, ctype: str | None = None, op: str | None = None,
+              before_loop: bool = False) -> str:
+        """A temporary for ``expr`` (of C++ type ``ctype``, where known): this loop's own (made
+        ``before_loop`` if it is the same at every point), or a math library call loaded back
+        from where an earlier loop over the row kept it."""
+        out = self.code.hoisted if before_loop else self.code.body
+        var = self.values.kept_copy(self, expr, op) or self.cse.generate(out, expr)
         self.values.note(self, var, expr, ctype)
         return var
 
@@ -280,10 +305,17 @@ class CppOpsHandler:
             value = f"{array}[{self.block.element()}]"
         elif self.dtypes[name] in HALF_DTYPES:  # (no struct temporary: cpp_prefix.h says why)
             element, value = value, f"mc::load_float({value})"
-        var = self._emit(value, compute_type(self.dtypes[name]))
+        invariant = self.invariants.index(self._indices[index][1])
+        # an element the same at every point (a row's mean, ``in_ptr3[xindex]`` in a loop over
+        # ``rindex``) is read once, before the loop: left in it, g++'s partial redundancy
+        # elimination may carry it around the loop's back edge, and the loop no longer
+        # vectorises (a layernorm backward's last loop: 100 -> 17 us); not where a member
+        # writes an input in place, since the element might change during the loop
+        var = self._emit(value, compute_type(self.dtypes[name]),
+                         before_loop=invariant and self.values.inputs_stay)
         if value.startswith("mc::load_float("):
             self.loaded_bits[var] = (element, self.dtypes[name])
-        if self.invariants.index(self._indices[index][1]):
+        if invariant:
             self.invariants.note(var, value)
         return var
 
@@ -449,14 +481,15 @@ class CppOpsHandler:
         # 2048x2048 row sum in cache: 0.13 ms -> 0.22 ms)
         wide = reduction_type == "sum" and t == "float" and \
             sympy.sympify(self.var_ranges.get(XINDEX, 0)) == 1
+        # (argmax's position in the row: ``r0 + 512*r1`` where the row is split into runs)
+        position = cexpr(self.index_subs.get(RINDEX, RINDEX))
         acc = Accumulator(self._fresh("acc"), kind, "double" if wide else kind.acc_type.format(t=t),
-                          dtype)
+                          dtype, t, value=value, position=position)
         self.code.accumulators.append(acc)
         self.code.prefix.writeline(f"{acc.ctype} {acc.name} = {kind.init.format(t=t)};")
-        # (argmax's position in the row: ``r0 + 512*r1`` where the row is split into runs)
-        update = kind.update.format(acc=acc.name, value=value, t=t,
-                                    rindex=cexpr(self.index_subs.get(RINDEX, RINDEX)))
-        self.code.body.writeline(f"{acc.name} = {update};")
+        update = kind.update.format(acc=acc.name, value=value, t=t, rindex=position)
+        acc.line = f"{acc.name} = {update};"
+        self.code.body.writeline(acc.line)
         outs = []
         for readout in ("static_cast<float>({acc})",) if wide else kind.readout:
             expr = readout.format(acc=acc.name)

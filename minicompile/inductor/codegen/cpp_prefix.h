@@ -515,14 +515,37 @@ template <typename T> inline bool isinf(T x) { if constexpr (std::is_integral_v<
 // and a NaN beats every number (torch.argmax returns the first NaN).
 template <typename T> struct ArgAcc { T value; int64_t index; };
 
-template <typename T> inline bool arg_better(bool is_max, ArgAcc<T> a, ArgAcc<T> b) {
-    if (mc::isnan(a.value)) return !mc::isnan(b.value) || a.index < b.index;
-    if (mc::isnan(b.value)) return false;
-    if (a.value == b.value) return a.index < b.index;
-    return is_max ? a.value > b.value : a.value < b.value;
+// whether value a at position i comes before value b at position j in argmax's order (argmin's:
+// !is_max): a NaN first, then the larger (smaller) value, then the smaller position. Written
+// with & and | on bools, not && and ||: without branches, g++ turns it into vector compares and
+// blends in a lane's loop (with && and ||, into branches around masked stores, 2.5x slower)
+template <bool is_max, typename T> inline bool arg_before(T a, int64_t i, T b, int64_t j) {
+    const bool a_nan = mc::isnan(a), b_nan = mc::isnan(b), first = i < j;
+    const bool wins = is_max ? a > b : a < b;
+    return (a_nan & (!b_nan | first)) | (!a_nan & !b_nan & (wins | ((a == b) & first)));
 }
-template <typename T> inline ArgAcc<T> argmax_combine(ArgAcc<T> a, ArgAcc<T> b) { return arg_better(true, a, b) ? a : b; }
-template <typename T> inline ArgAcc<T> argmin_combine(ArgAcc<T> a, ArgAcc<T> b) { return arg_better(false, a, b) ? a : b; }
+template <typename T> inline ArgAcc<T> argmax_combine(ArgAcc<T> a, ArgAcc<T> b) {
+    return arg_before<true>(a.value, a.index, b.value, b.index) ? a : b;
+}
+template <typename T> inline ArgAcc<T> argmin_combine(ArgAcc<T> a, ArgAcc<T> b) {
+    return arg_before<false>(a.value, a.index, b.value, b.index) ? a : b;
+}
+// argmax/argmin in vector lanes (cpp_loops.lanes_loop): lane w keeps a value v and its position
+// i in two arrays. Its elements come in the row's order, so an element replaces the lane's only
+// if it is strictly larger (smaller), or the lane's first NaN: a tie keeps the earlier position.
+// A lane starts at the lowest (highest) value and at its own first position (w), not at an
+// empty one: a row of -inf reports the first of them as eager does. After the row the lanes are
+// merged pairwise, in argmax's full order (arg_before).
+template <bool is_max, typename T> inline void arg_lane(T& v, int64_t& i, T x, int64_t r) {
+    const bool take = (is_max ? x > v : x < v) | (mc::isnan(x) & !mc::isnan(v));
+    v = take ? x : v;
+    i = take ? r : i;
+}
+template <bool is_max, typename T> inline void arg_merge(T& v, int64_t& i, T v2, int64_t i2) {
+    const bool take = arg_before<is_max>(v2, i2, v, i);
+    v = take ? v2 : v;
+    i = take ? i2 : i;
+}
 
 // Welford's running (mean, m2, weight): one pass, no cancellation of sum(x^2) - sum(x)^2/n.
 template <typename T> struct Welford { T mean = 0, m2 = 0, weight = 0; };
