@@ -4,20 +4,21 @@
     python -m minicompile.bench.guard_overhead --models vit --size cuda --profile
 
 For each model of the Hugging Face suite, in inference and in a training step (forward, loss,
-backward, SGD step, as runner.py builds it), one step is compiled and run; every cache lookup it
-makes is recorded (the function, its locals, the entry that answered), and then each is timed
-alone, many times over:
+backward, SGD step, as runner.py builds it), one step is compiled and run twice; in a third run
+each cache lookup that finds its entry is timed on the spot, with the locals and the state of
+that moment (a gradient set by ``backward``, grad mode), many times over:
 
-- ``guard us``: the guard functions of the entries that answered, called with the recorded
-  locals (``entry.guard(L, G)``), summed over the step's frames;
+- ``guard us``: the guard functions of the entries that answered, called with the locals of
+  that moment (``entry.guard.fn(L, G)``, what the lookup calls), summed over the step's frames;
 - ``lookup us``: the whole cache lookup of each frame (``eval_frame._lookup``: the entries of
   the frame tried in order until one's guards hold), summed;
 - ``guards``: how many checks those guard functions hold, and how many of each kind.
 
-``--build``: the time to build the guard function of a 50-layer MLP's frame from its guard list
-(``GuardFn``), which grows with the number of parameters. ``--profile``: cProfile of the guard
-calls of one step, the slowest functions first. Timings are ``timeit`` minima (the host's own
-cost, without noise from other processes); nothing here runs on a GPU.
+Then the time to build the guard function of a 50-layer MLP's frame from its guard list
+(``GuardFn``), which grows with the number of parameters (``--no-build``: skip it).
+``--profile``: cProfile of the guard calls of one step, the slowest functions first;
+``--frames``: a line per frame. Timings are ``timeit`` minima (the host's own cost, with as
+little as can be of other processes'); nothing here runs on a GPU.
 """
 
 from __future__ import annotations
@@ -66,11 +67,11 @@ def timed_lookups(profile: bool) -> Iterator[list[Lookup]]:
         if entry is not None:
             guard, globals_ = entry.guard, fn.__globals__
             lookups.append(Lookup(
-                fn.__name__, guard, best_us(lambda: guard(f_locals, globals_)),
+                fn.__name__, guard, best_us(lambda: guard.fn(f_locals, globals_)),
                 best_us(lambda: real(fn, f_locals, backend, cache))))
             if profile:
                 lookups[-1].calls = [cProfile.Profile()]
-                lookups[-1].calls[0].runcall(lambda: [guard(f_locals, globals_)
+                lookups[-1].calls[0].runcall(lambda: [guard.fn(f_locals, globals_)
                                                       for _ in range(200)])
         return entry, misses
     eval_frame._lookup = lookup
@@ -80,11 +81,10 @@ def timed_lookups(profile: bool) -> Iterator[list[Lookup]]:
         eval_frame._lookup = real
 
 
-def best_us(call: Callable[[], Any], repeat: int = 7) -> float:
-    """Microseconds per call: the fastest of ``repeat`` rounds (timeit's own advice)."""
-    timer = timeit.Timer(call)
-    number, _ = timer.autorange()
-    return min(timer.repeat(repeat, number)) / number * 1e6
+def best_us(call: Callable[[], Any], number: int = 20, repeat: int = 60) -> float:
+    """Microseconds per call: the fastest of ``repeat`` short rounds (timeit's own advice; short,
+    so that some round runs while no other process takes the core)."""
+    return min(timeit.Timer(call).repeat(repeat, number)) / number * 1e6
 
 
 @dataclass
