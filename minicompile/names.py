@@ -76,6 +76,8 @@ def literal(value: Any) -> str | None:
 
 def comment(text: str) -> str:
     """``text`` as it may follow a ``#``: one line, each unprintable character escaped."""
+    if text.isprintable():  # the usual case, in C
+        return text
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 

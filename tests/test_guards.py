@@ -508,10 +508,9 @@ class CountingLocals(dict):
 
 def test_the_guard_that_runs_reads_each_value_once():
     """The listing (``MINICOMPILE_LOGS=guards``) names ``L['x']`` in every TENSOR_MATCH check;
-    the function that runs binds it at its first read (``read_sources_once``) and agrees with
-    the listing on inputs that pass and on inputs that fail each check."""
+    the guard tree's function reads it once into a local, and agrees with the listing on inputs
+    that pass and on inputs that fail each check."""
     from minicompile.dynamo.eval_frame import cache_entries
-    from minicompile.dynamo.guard_compile import read_sources_once
 
     cfn = mc.compile(lambda x, y: x * y + 1, backend="eager", dynamic=False)
     cfn(torch.randn(4, 3), torch.randn(4, 3))
@@ -519,7 +518,7 @@ def test_the_guard_that_runs_reads_each_value_once():
     listing: dict = {}
     exec(guard.source, {"torch": torch, **guard.scope.names}, listing)
     by_listing = listing[guard.name]
-    assert "L['x'].dtype" in guard.source and "___read" in read_sources_once(guard.source)
+    assert guard.source.count("L['x']") > 1 and guard.runs.count("L['x']") == 1
     # ... and looks up no attribute of torch by name: each was bound when it was built
     assert "torch.float32" in guard.source and "torch" not in guard.fn.__code__.co_names
     x = torch.randn(4, 3)
@@ -531,42 +530,22 @@ def test_the_guard_that_runs_reads_each_value_once():
         assert max(frame.lookups.values()) == 1, frame.lookups
 
 
-def test_a_read_first_made_inside_an_or_is_not_bound_there():
-    """``(A or L['m'].h) and L['m'].h is None``: when A is true the ``or`` skips its second
-    operand, so a local bound there would be unbound at the later use; the read is bound at
-    the later, certain, one instead, and the function behaves as the listing does."""
-    from minicompile.dynamo.guard_compile import read_sources_once
-
-    source = ("def guard(L, G):\n    return (\n        (L['a'] or L['m'].h)\n"
-              "        and L['m'].h is None and L['m'].h is None\n    )\n")
-    fast = read_sources_once(source)
-    assert "(L['a'] or L['m'].h)" in fast  # the uncertain read stays as it was
-    namespace: dict = {}
-    exec(fast, namespace)
-
-    class M:
-        h = None
-
-    assert namespace["guard"]({"a": True, "m": M()}, {}) is True
-    M.h = 1
-    assert namespace["guard"]({"a": False, "m": M()}, {}) is False
-
-
 def test_the_guard_function_reads_flags_of_torch_at_each_call():
-    """``compile_listing`` binds the functions, classes and dtypes a listing names in ``torch``
-    once; a flag that may change between calls is still read from ``torch`` at each call."""
-    from minicompile.dynamo.guard_compile import compile_listing
+    """``bind_torch`` binds the functions, classes and dtypes a check names in ``torch`` once;
+    a flag that may change between calls is still read from ``torch`` at each call."""
+    from minicompile.dynamo.guard_manager import bind_torch
 
-    source = ("def guard(L, G):\n    return (\n        L['x'].dtype is torch.float32\n"
-              "        and torch.backends.cudnn.enabled is L['flag']\n    )\n")
-    guard = compile_listing(source, "guard", {"torch": torch})
-    assert "___torch_float32" in guard.__code__.co_names and "torch" in guard.__code__.co_names
+    bound: dict = {}
+    check = bind_torch("L['x'].dtype is torch.float32 and torch.backends.cudnn.enabled is L['f']",
+                       bound)
+    assert "___torch_float32" in check and "torch.backends.cudnn.enabled" in check
+    guard = eval(f"lambda L: {check}", {"torch": torch, **bound})
     saved = torch.backends.cudnn.enabled
     try:
         for flag in (True, False):
             torch.backends.cudnn.enabled = flag
-            assert guard({"x": torch.ones(1), "flag": flag}, {})
-            assert not guard({"x": torch.ones(1), "flag": not flag}, {})
+            assert guard({"x": torch.ones(1), "f": flag})
+            assert not guard({"x": torch.ones(1), "f": not flag})
     finally:
         torch.backends.cudnn.enabled = saved
 

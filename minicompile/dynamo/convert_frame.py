@@ -20,7 +20,7 @@ from . import handlers_data, handlers_flow  # noqa: F401  (registers the instruc
 from .bytecode import format_listing
 from .exc import Unsupported
 from .graph_break import break_at
-from .guards import GuardFn, build_guard_fn
+from .guard_manager import GuardFn, build_guard_fn
 from .output_graph import FrameResult, OutputGraph
 from .symbolic_convert import InstructionTranslator
 from .variables.generators import check_paused_generators, close_at_frame_exit

@@ -211,8 +211,8 @@ def _signature(fn: types.FunctionType) -> inspect.Signature:
 
 
 def _check(entry: CacheEntry, f_locals: dict, f_globals: dict) -> bool:
-    try:
-        return bool(entry.guard(f_locals, f_globals))
+    try:  # the compiled function itself (``GuardFn.fn``): one call less on every lookup
+        return bool(entry.guard.fn(f_locals, f_globals))
     except Exception:  # a guard that cannot even be evaluated (a global deleted...) fails
         return False
 

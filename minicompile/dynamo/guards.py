@@ -3,8 +3,8 @@ torch/_dynamo/guards.py).
 
 While tracing, every value read from outside (an argument, a global, a closure cell, a module
 attribute) installs a ``Guard``: where it came from (a Source), what kind of check, the value
-seen, and the user line that read it. When the frame is done, ``build_guard_fn`` turns the list
-into readable Python, compiled once and called before every reuse of the cache entry::
+seen, and the user line that read it. When the frame is done, the list is written as readable
+Python, one guard a line (the listing, ``MINICOMPILE_LOGS=guards``)::
 
     def guard(L, G):
         return (
@@ -13,7 +13,9 @@ into readable Python, compiled once and called before every reuse of the cache e
         )
 
 ``L`` is the frame's locals (its arguments), ``G`` its globals. Each guard kind is one row of
-``GUARD_CODEGEN``: a function from the Guard to the Python condition. More kinds are added there.
+``GUARD_CODEGEN``: a function from the Guard to its checks, Python conditions that must all hold.
+More kinds are added there. What runs before every reuse of the cache entry is the same checks
+arranged as a tree, each value read once (guard_manager.py: ``GuardFn``, ``build_guard_fn``).
 
 Dynamic shapes: a TENSOR_MATCH leaves symbolic sizes and strides out (``None`` in its
 ``TensorSpec``); the frame's ShapeEnv stands in the list as one SHAPE_ENV guard, expanded at the
@@ -32,16 +34,9 @@ from typing import Any, Callable
 
 import torch
 
-from ..names import comment, literal, readable
+from ..names import literal, readable
 from ..shapes.symbolic_shapes import PythonPrinter, ShapeEnv, is_symbolic
-from .guard_compile import compile_listing
 from .source import Source
-
-try:  # torch's C++ tensor check (torch/csrc/dynamo/guards.cpp): a faster path, not needed
-    from torch._C._dynamo.guards import TensorGuards
-except ImportError:  # pragma: no cover
-    TensorGuards = None
-
 
 class GuardKind(str, enum.Enum):
     TENSOR_MATCH = "TENSOR_MATCH"  # type, dtype, device, shape, stride, requires_grad
@@ -117,18 +112,35 @@ class Guard:
         return self.source.name() if self.source is not None else "<global state>"
 
 
+_TORCH_CLASSES = {torch.Tensor: "torch.Tensor", torch.nn.Parameter: "torch.nn.Parameter"}
+
+
 @dataclass
 class GuardScope:
-    """Non-literal expected values (classes, objects) are bound to names in the guard's globals."""
+    """How a guard's code names things: non-literal expected values (classes, objects) are bound
+    to names in the guard's globals, and a source's value is its name (``L['m'].lin``), or,
+    in the guard tree's function, the local that holds it (``values``)."""
 
     names: dict[str, Any] = field(default_factory=lambda: {"torch": torch})
+    values: dict[Source, str] = field(default_factory=dict)
+    # for the function that runs, not for reading: an identity check is ``v is <the object,
+    # bound to a name>`` (one compare, where ``id(v) == 1402...`` calls a function), and
+    # torch's dtypes and tensor classes are bound names (no lookup in ``torch``)
+    runnable: bool = False
+    ids: dict[int, str] = field(default_factory=dict)  # id of each bound value -> its name
+
+    def runnable_scope(self) -> GuardScope:
+        """The same names and values, written for the function that runs."""
+        return GuardScope(self.names, self.values, True, self.ids)
+
+    def value(self, source: Source) -> str:
+        return self.values.get(source) or source.name()
 
     def ref(self, value: Any, hint: str) -> str:
-        for name, v in self.names.items():
-            if v is value:
-                return name
+        if id(value) in self.ids:
+            return self.ids[id(value)]
         name = f"___{readable(hint)}_{len(self.names)}"  # class "Bad'Name": ___Bad_Name_1
-        self.names[name] = value
+        self.names[name], self.ids[id(value)] = value, name
         return name
 
     def literal(self, value: Any) -> str:
@@ -137,22 +149,22 @@ class GuardScope:
         text = literal(value)
         if text is not None:
             return text
-        if isinstance(value, torch.dtype):
-            return str(value)  # "torch.float32"
-        if isinstance(value, type) and value in (torch.Tensor, torch.nn.Parameter, int, float,
-                                                 bool, str, list, tuple, dict):
-            return {torch.Tensor: "torch.Tensor", torch.nn.Parameter: "torch.nn.Parameter"}.get(
-                value, getattr(value, "__name__", ""))
+        if isinstance(value, torch.dtype) or value is torch.Tensor or value is torch.nn.Parameter:
+            text = _TORCH_CLASSES.get(value) or str(value)  # "torch.float32"
+            return self.ref(value, text.replace(".", "_")) if self.runnable else text
+        if isinstance(value, type) and value in (int, float, bool, str, list, tuple, dict):
+            return value.__name__
         if isinstance(value, enum.Enum):  # Color.RED: ___Color_RED_2
             return self.ref(value, f"{type(value).__name__}_{value.name}")
         return self.ref(value, type(value).__name__ if not isinstance(value, type)
                         else value.__name__)
 
 
-def _tensor_match(g: Guard, s: GuardScope) -> str:
-    v, spec = g.name, g.expected if isinstance(g.expected, TensorSpec) else TensorSpec.of(g.expected)
+def _tensor_match(g: Guard, s: GuardScope) -> list[str]:
+    v = s.value(g.source)
+    spec = g.expected if isinstance(g.expected, TensorSpec) else TensorSpec.of(g.expected)
     parts = [f"type({v}) is {s.literal(spec.type)}", f"{v}.dtype is {s.literal(spec.dtype)}",
-             _device_match(v, spec.device)]
+             *_device_match(v, spec.device)]
     for what, dims in (("shape", spec.shape), ("stride()", spec.stride)):
         if None not in dims:
             parts.append(f"{v}.{what} == {tuple(dims)}")
@@ -160,29 +172,29 @@ def _tensor_match(g: Guard, s: GuardScope) -> str:
             parts.append(f"len({v}.{what}) == {len(dims)}")
             parts += [f"{v}.{what}[{i}] == {d}" for i, d in enumerate(dims) if d is not None]
     parts.append(f"{'' if spec.requires_grad else 'not '}{v}.requires_grad")
-    return " and ".join(parts)
+    return parts
 
 
-def _device_match(v: str, device: torch.device) -> str:
+def _device_match(v: str, device: torch.device) -> list[str]:
     """``x.is_cpu``, ``x.is_cuda and x.get_device() == 0``: attributes read in C, where
     ``str(x.device)`` builds a device object and a string on every call."""
     if device.type == "cpu":
-        return f"{v}.is_cpu"
+        return [f"{v}.is_cpu"]
     if device.type == "cuda" and device.index is not None:
-        return f"{v}.is_cuda and {v}.get_device() == {device.index}"
-    return f"str({v}.device) == {str(device)!r}"
+        return [f"{v}.is_cuda", f"{v}.get_device() == {device.index}"]
+    return [f"str({v}.device) == {str(device)!r}"]
 
 
-def _equals_match(g: Guard, s: GuardScope) -> str:
-    v, e = g.name, g.expected
+def _equals_match(g: Guard, s: GuardScope) -> list[str]:
+    v, e = s.value(g.source), g.expected
     if e is None or isinstance(e, bool):
-        return f"{v} is {e!r}"
+        return [f"{v} is {e!r}"]
     if type(e) is float and (e != e or e == 0 or abs(e) == float("inf")):
-        return f"type({v}) is float and repr({v}) == {repr(e)!r}"  # -0.0 vs 0.0; nan == nan
-    return f"type({v}) is {s.literal(type(e))} and {v} == {s.literal(e)}"
+        return [f"type({v}) is float", f"repr({v}) == {repr(e)!r}"]  # -0.0 vs 0.0; nan == nan
+    return [f"type({v}) is {s.literal(type(e))}", f"{v} == {s.literal(e)}"]
 
 
-def _same_keys(keys: str, each: str, expected: list, s: GuardScope) -> str:
+def _same_keys(keys: str, each: str, expected: list, s: GuardScope) -> list[str]:
     """``list(keys) == [...]``: ``keys`` lists the dict's keys, ``each`` iterates over them."""
     literals = ", ".join(s.literal(k) for k in expected)  # an Enum key: bound to a name
     check = f"list({keys}) == [{literals}]"
@@ -190,49 +202,64 @@ def _same_keys(keys: str, each: str, expected: list, s: GuardScope) -> str:
     # compare below then meets the same tensor, which it takes by `is`)
     tensors = [f"list({keys})[{i}] is {s.literal(k)}" for i, k in enumerate(expected)
                if isinstance(k, torch.Tensor)]
+    checks = [check]
     if tensors:
-        check = " and ".join([f"len({keys}) == {len(expected)}", *tensors, check])
+        checks = [f"len({keys}) == {len(expected)}", *tensors, check]
     if any(type(k) is not str for k in expected):  # 1 == 1.0 == True == E.ONE: types too
         types = ", ".join(s.literal(type(k)) for k in expected)
-        check += f" and [type(k) for k in {each}] == [{types}]"
-    return check
+        checks.append(f"[type(k) for k in {each}] == [{types}]")
+    return checks
 
 
-def _dict_keys(g: Guard, s: GuardScope) -> str:
-    return f"type({g.name}) is dict and " + _same_keys(f"{g.name}.keys()", g.name, g.expected, s)
+def _dict_keys(g: Guard, s: GuardScope) -> list[str]:
+    v = s.value(g.source)
+    return [f"type({v}) is dict", *_same_keys(f"{v}.keys()", v, g.expected, s)]
 
 
-def _user_dict_keys(g: Guard, s: GuardScope) -> str:
+def _user_dict_keys(g: Guard, s: GuardScope) -> list[str]:
     """dict.keys: the class may override keys() and __iter__."""
-    cls, keys = g.expected
-    return (f"type({g.name}) is {s.literal(cls)} and "
-            + _same_keys(f"dict.keys({g.name})", f"dict.keys({g.name})", keys, s))
+    v, (cls, keys) = s.value(g.source), g.expected
+    return [f"type({v}) is {s.literal(cls)}",
+            *_same_keys(f"dict.keys({v})", f"dict.keys({v})", keys, s)]
 
 
-GUARD_CODEGEN: dict[GuardKind, Callable[[Guard, GuardScope], str]] = {
+def _id_match(g: Guard, s: GuardScope) -> str:
+    v, obj = s.value(g.source), g.expected  # (the guard holds obj: its id stays its own)
+    if s.runnable:
+        return f"{v} is {s.ref(obj, 'obj_' + getattr(obj, '__qualname__', type(obj).__name__))}"
+    return f"id({v}) == {id(obj)}"
+
+
+def _nn_module_call(g: Guard, s: GuardScope) -> list[str]:
+    v = s.value(g.source)
+    return [f"type({v}) is {s.literal(g.expected)}",
+            f"not ({v}._forward_hooks or {v}._forward_pre_hooks or {v}._backward_hooks)",
+            f"'forward' not in {v}.__dict__"]
+
+
+# kind -> the guard's checks, as Python conditions that must all hold (real Dynamo's
+# ``code_parts``); the listing joins them with ``and``, the guard tree folds repeated ones
+GUARD_CODEGEN: dict[GuardKind, Callable[[Guard, GuardScope], list[str]]] = {
     GuardKind.TENSOR_MATCH: _tensor_match,
-    GuardKind.TYPE_MATCH: lambda g, s: f"type({g.name}) is {s.literal(g.expected)}",
-    GuardKind.ID_MATCH: lambda g, s: f"id({g.name}) == {id(g.expected)}",
+    GuardKind.TYPE_MATCH: lambda g, s: [f"type({s.value(g.source)}) is {s.literal(g.expected)}"],
+    GuardKind.ID_MATCH: lambda g, s: [_id_match(g, s)],
     GuardKind.EQUALS_MATCH: _equals_match,
-    GuardKind.LENGTH_CHECK: lambda g, s: (f"type({g.name}) is {s.literal(g.expected[0])} "
-                                          f"and len({g.name}) == {g.expected[1]}"),
-    GuardKind.DICT_KEYS: lambda g, s: _dict_keys(g, s),
+    GuardKind.LENGTH_CHECK: lambda g, s: [f"type({s.value(g.source)}) is {s.literal(g.expected[0])}",
+                                          f"len({s.value(g.source)}) == {g.expected[1]}"],
+    GuardKind.DICT_KEYS: _dict_keys,
     GuardKind.USER_DICT_KEYS: _user_dict_keys,
-    GuardKind.GRAD_MODE: lambda g, s: ("torch.is_grad_enabled()" if g.expected
-                                       else "not torch.is_grad_enabled()"),
-    GuardKind.DEFAULT_DTYPE: lambda g, s: f"torch.get_default_dtype() == {s.literal(g.expected)}",
-    GuardKind.GLOBAL_STATE: lambda g, s: (
-        f"({', '.join(GLOBAL_STATE)}) == ({', '.join(s.literal(v) for v in g.expected)})"),
-    GuardKind.SHAPE_ENV: lambda g, s: g.expected,  # already Python: ShapeEnv.render_guards()
-    GuardKind.HASATTR: lambda g, s: (f"{'' if g.expected[1] else 'not '}"
-                                     f"hasattr({g.name}, {g.expected[0]!r})"),
-    GuardKind.NN_MODULE_CALL: lambda g, s: (
-        f"type({g.name}) is {s.literal(g.expected)} and not ({g.name}._forward_hooks or "
-        f"{g.name}._forward_pre_hooks or {g.name}._backward_hooks) "
-        f"and 'forward' not in {g.name}.__dict__"),
-    GuardKind.DUPLICATE_INPUT: lambda g, s: f"{g.name} is {g.expected.name()}",
-    GuardKind.NO_TENSOR_ALIASING: lambda g, s: (
-        f"len({{{', '.join(f'id({src.name()})' for src in g.expected)}}}) == {len(g.expected)}"),
+    GuardKind.GRAD_MODE: lambda g, s: ["torch.is_grad_enabled()" if g.expected
+                                       else "not torch.is_grad_enabled()"],
+    GuardKind.DEFAULT_DTYPE: lambda g, s: [f"torch.get_default_dtype() == {s.literal(g.expected)}"],
+    GuardKind.GLOBAL_STATE: lambda g, s: [
+        f"({', '.join(GLOBAL_STATE)}) == ({', '.join(s.literal(v) for v in g.expected)})"],
+    GuardKind.SHAPE_ENV: lambda g, s: [g.expected],  # already Python: ShapeEnv.render_guards()
+    GuardKind.HASATTR: lambda g, s: [f"{'' if g.expected[1] else 'not '}"
+                                     f"hasattr({s.value(g.source)}, {g.expected[0]!r})"],
+    GuardKind.NN_MODULE_CALL: _nn_module_call,
+    GuardKind.DUPLICATE_INPUT: lambda g, s: [f"{s.value(g.source)} is {s.value(g.expected)}"],
+    GuardKind.NO_TENSOR_ALIASING: lambda g, s: [
+        f"len({{{', '.join(f'id({s.value(src)})' for src in g.expected)}}}) == {len(g.expected)}"],
 }
 
 
@@ -271,95 +298,6 @@ GUARD_REASONS: dict[GuardKind, Callable[[Guard, Any], str]] = {
 }
 
 
-def _comment(g: Guard) -> str:
-    what = {GuardKind.ID_MATCH: getattr(g.expected, "__qualname__", type(g.expected).__name__)}
-    extra = f" {what[g.kind]}" if g.kind in what else ""
-    line = f" ({g.user_line})" if g.user_line else ""
-    return "  # " + comment(f"{g.kind.value}{extra}{line}")  # names from user code: one line
-
-
-class GuardFn:
-    """The compiled check of one cache entry: ``guard_fn(L, G) -> bool``, with its source."""
-
-    def __init__(self, guards: list[Guard], name: str = "guard"):
-        self.guards, self.name = dedupe(expand_shape_env(guards)), name
-        self.scope = GuardScope()
-        lines = [GUARD_CODEGEN[g.kind](g, self.scope) for g in self.guards]
-        body = "\n".join(f"        {'and ' if i else ''}{line}{_comment(g)}"
-                         for i, (line, g) in enumerate(zip(lines, self.guards)))
-        self.source = f"def {name}(L, G):\n    return (\n{body or '        True'}\n    )\n"
-        runs = batch_tensor_matches(self.guards, lines, self.scope)
-        self.runs = (f"def {name}(L, G):\n    return (\n        "  # what runs: ``.runs``
-                     + "\n        and ".join(runs or ["True"]) + "\n    )\n")
-        self.fn = compile_listing(self.runs, name, self.scope.names)
-        self._lines = lines
-        self._checks: list[Callable] | None = None  # one lambda per guard, built on first miss
-
-    def __call__(self, L: dict, G: dict) -> bool:
-        return self.fn(L, G)
-
-    def failure_reason(self, L: dict, G: dict) -> str | None:
-        """Which guard rejects these locals/globals, in words: the recompile reason."""
-        if self._checks is None:
-            namespace = dict(self.scope.names)
-            self._checks = [eval(f"lambda L, G: {line}", namespace) for line in self._lines]
-        for g, line, check in zip(self.guards, self._lines, self._checks):
-            try:
-                ok = bool(check(L, G))
-            except Exception as e:  # e.g. a global that no longer exists
-                return f"{line}  ({type(e).__name__}: {e})"
-            if not ok:
-                if g.kind not in GUARD_REASONS:
-                    return line
-                value = eval(g.name, dict(self.scope.names), {"L": L, "G": G}) if g.source else None
-                return GUARD_REASONS[g.kind](g, value)
-        return None
-
-    def __repr__(self) -> str:
-        return self.source
-
-
-def batch_tensor_matches(guards: list[Guard], lines: list[str], scope: GuardScope) -> list[str]:
-    """The conditions the guard function runs: ``lines``, with the TENSOR_MATCH lines replaced
-    by one call of torch's C++ tensor check (``TensorGuards``, real Dynamo's ``___check_tensors``
-    before its guard tree), at the place of the last of them. A TENSOR_MATCH is the most
-    common guard (every input, every parameter of a module) and, in Python, six reads and
-    compares a tensor: ~0.6 us each, ~5 us for a 4-layer MLP's nine tensors against ~0.8 us in
-    one C call. The C check is stricter than the lines: it also compares dispatch keys, with
-    the thread's dispatch state applied (under a ``TorchDispatchMode`` every tensor has the
-    Python key), so where it says no, the lines decide: ``check(x, w) or (<the lines>)``. The
-    function accepts what the listing accepts, fast when nothing changed. A tensor an empty
-    tensor of its spec cannot stand for (a subclass...) keeps its line in place."""
-    batched = {i: twin for i, g in enumerate(guards)
-               if g.kind is GuardKind.TENSOR_MATCH and (twin := _twin(g.expected)) is not None}
-    if not batched:
-        return lines
-    specs = [guards[i].expected for i in batched]
-    check = TensorGuards(*batched.values(), dynamic_dims_sizes=[list(s.shape) for s in specs],
-                         dynamic_dims_strides=[list(s.stride) for s in specs])
-    names = ", ".join(guards[i].name for i in batched)
-    slow = " and ".join(f"({lines[i]})" for i in batched)
-    call = f"({scope.ref(check.check, 'check_tensors')}({names}) or ({slow}))"
-    last = max(batched)
-    return [call if i == last else line for i, line in enumerate(lines)
-            if i not in batched or i == last]
-
-
-def _twin(spec: Any) -> torch.Tensor | None:
-    """An empty tensor standing for ``spec`` in ``TensorGuards`` (which reads its type, dispatch
-    keys, dtype, device and requires_grad), or None where it would not have the example's keys."""
-    if not isinstance(spec, TensorSpec) or spec.dispatch_keys is None or TensorGuards is None \
-            or spec.type not in (torch.Tensor, torch.nn.Parameter):
-        return None
-    try:
-        twin = torch.empty(0, dtype=spec.dtype, device=spec.device)
-        twin = torch.nn.Parameter(twin, spec.requires_grad) if spec.type is torch.nn.Parameter \
-            else twin.requires_grad_(spec.requires_grad)
-    except RuntimeError:  # a device this process cannot allocate on
-        return None
-    return twin if torch._C._dispatch_keys(twin) == spec.dispatch_keys else None
-
-
 def expand_shape_env(guards: list[Guard]) -> list[Guard]:
     """A SHAPE_ENV guard holding the frame's ShapeEnv stands for every relation it recorded
     (known only once tracing is over): one guard per relation, each with its user line."""
@@ -382,7 +320,3 @@ def dedupe(guards: list[Guard]) -> list[Guard]:
             seen.add(key)
             out.append(g)
     return out
-
-
-def build_guard_fn(guards: list[Guard], name: str = "guard") -> GuardFn:
-    return GuardFn(guards, name)

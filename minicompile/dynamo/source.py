@@ -60,129 +60,106 @@ class GlobalSource(Source):
         return True
 
 
-@dataclass(frozen=True)
-class AttrSource(Source):
-    base: Source
-    member: str
+class ChainedSource(Source):
+    """A value read from another source's value (real Dynamo's ``ChainedSource``): ``read``
+    says how, given the text of that base value. The guard tree reads it from a local holding
+    the base (``read("model")``: ``model.config``); a name starts from the frame (``L['m']``)."""
 
-    def name(self) -> str:  # getattr(L['o'], 'x y') where the member is no identifier
-        return attr(self.base.name(), self.member)
+    base: Source
+
+    def read(self, base: str) -> str:
+        raise NotImplementedError
+
+    def name(self) -> str:
+        return self.read(self.base.name())
 
     def expr(self) -> str:
-        return attr(self.base.expr(), self.member)
+        return self.read(self.base.expr())
 
     def is_global(self) -> bool:
         return self.base.is_global()
 
 
 @dataclass(frozen=True)
-class TypeSource(Source):
+class AttrSource(ChainedSource):
+    base: Source
+    member: str
+
+    def read(self, base: str) -> str:  # getattr(L['o'], 'x y') where the member is no identifier
+        return attr(base, self.member)
+
+
+@dataclass(frozen=True)
+class TypeSource(ChainedSource):
     """``type(obj)``: where a method of a user object is looked up (``type(L['c']).go``)."""
 
     base: Source
 
-    def name(self) -> str:
-        return f"type({self.base.name()})"
-
-    def expr(self) -> str:
-        return f"type({self.base.expr()})"
-
-    def is_global(self) -> bool:
-        return self.base.is_global()
+    def read(self, base: str) -> str:
+        return f"type({base})"
 
 
 @dataclass(frozen=True)
-class CallMethodSource(Source):
+class CallMethodSource(ChainedSource):
     """``x.storage_offset()``: the answer of a method without arguments, guarded as a value."""
 
     base: Source
     method: str
 
-    def name(self) -> str:
-        return f"{self.base.name()}.{self.method}()"
-
-    def expr(self) -> str:
-        return f"{self.base.expr()}.{self.method}()"
-
-    def is_global(self) -> bool:
-        return self.base.is_global()
+    def read(self, base: str) -> str:
+        return f"{base}.{self.method}()"
 
 
 @dataclass(frozen=True)
-class GetItemSource(Source):
+class GetItemSource(ChainedSource):
     base: Source
     index: object  # an int, a str key, or any constant key
     # where ``index`` has no literal (an Enum member, a device): its position among the keys
     # of the dict, which the dict's keys guard pins (real Dynamo's ConstDictKeySource)
     position: int | None = field(default=None, compare=False)
 
-    def name(self) -> str:
-        return f"{self.base.name()}[{self._key(self.base.name())}]"
-
-    def expr(self) -> str:
-        return f"{self.base.expr()}[{self._key(self.base.expr())}]"
-
-    def _key(self, base: str) -> str:
+    def read(self, base: str) -> str:
         key = literal(self.index)
         if key is not None:
-            return key
+            return f"{base}[{key}]"
         if self.position is None:
             unimplemented(f"the key {self.index!r} of {base} has no literal form")
-        return f"list(dict.keys({base}))[{self.position}]"  # a subclass may override keys()
-
-    def is_global(self) -> bool:
-        return self.base.is_global()
+        return f"{base}[list(dict.keys({base}))[{self.position}]]"  # keys() may be overridden
 
 
 @dataclass(frozen=True)
-class DictKeySource(Source):
+class DictKeySource(ChainedSource):
     """Key number ``position`` of the dict at ``base`` (real Dynamo's ``ConstDictKeySource``):
     a key that is an object, not a literal, read where the dict's keys guard pins it."""
 
     base: Source
     position: int
 
-    def name(self) -> str:
-        return f"list(dict.keys({self.base.name()}))[{self.position}]"
-
-    def expr(self) -> str:
-        return f"list(dict.keys({self.base.expr()}))[{self.position}]"
-
-    def is_global(self) -> bool:
-        return self.base.is_global()
+    def read(self, base: str) -> str:
+        return f"list(dict.keys({base}))[{self.position}]"
 
 
 @dataclass(frozen=True)
-class ClosureSource(Source):
+class ClosureSource(ChainedSource):
     """The contents of closure cell ``index`` of the function at ``base``."""
 
     base: Source
     index: int
 
-    def name(self) -> str:
-        return f"{self.base.name()}.__closure__[{self.index}].cell_contents"
-
-    def expr(self) -> str:
-        return f"{self.base.expr()}.__closure__[{self.index}].cell_contents"
-
-    def is_global(self) -> bool:
-        return self.base.is_global()
+    def read(self, base: str) -> str:
+        return f"{base}.__closure__[{self.index}].cell_contents"
 
 
 @dataclass(frozen=True)
-class DefaultsSource(Source):
+class DefaultsSource(ChainedSource):
     """Default value ``index`` of the function at ``base`` (``__defaults__`` or ``__kwdefaults__``)."""
 
     base: Source
     index: int | str
 
-    def name(self) -> str:
+    def read(self, base: str) -> str:
         field = "__kwdefaults__" if isinstance(self.index, str) else "__defaults__"
-        return f"{self.base.name()}.{field}[{self.index!r}]"
-
-    def expr(self) -> str:
-        field = "__kwdefaults__" if isinstance(self.index, str) else "__defaults__"
-        return f"{self.base.expr()}.{field}[{self.index!r}]"
+        return f"{base}.{field}[{self.index!r}]"
 
 
 # ``._modules['0']``, ``._parameters['weight']``: how guards read a module's children (fast dict

@@ -45,7 +45,7 @@ MUTANTS: list[Mutant] = [
            (f"{BS}::test_guard_property_stride_and_requires_grad",),
            "the same planted bug, caught by the hypothesis property test alone (every run)"),
     Mutant("property_test_finds_requires_grad_change", "minicompile/dynamo/guards.py",
-           'parts.append(f"{v}.requires_grad == {spec.requires_grad}")',
+           """parts.append(f"{'' if spec.requires_grad else 'not '}{v}.requires_grad")""",
            "pass",
            (f"{BS}::test_guard_property_stride_and_requires_grad",),
            "TENSOR_MATCH forgets requires_grad, caught by the property test alone"),
@@ -102,8 +102,8 @@ MUTANTS: list[Mutant] = [
            "unfold's windows advance by 1 instead of step"),
     # ---- guards --------------------------------------------------------------------------------
     Mutant("grad_mode_guard_always_true", "minicompile/dynamo/guards.py",
-           'else "not torch.is_grad_enabled()"),',
-           'else "True"),',
+           'else "not torch.is_grad_enabled()"],',
+           'else "True"],',
            (BS, "-k", "grad_mode_change"),
            "a graph traced under no_grad is reused with grad enabled"),
     Mutant("float_guard_confuses_signed_zero", "minicompile/dynamo/guards.py",
@@ -116,6 +116,18 @@ MUTANTS: list[Mutant] = [
            "key = (g.name, g.expected if g.kind is GuardKind.SHAPE_ENV else None)",
            ("tests/test_guards.py", "tests/test_recompiles.py"),
            "two guards of different kinds on one source are deduplicated into one"),
+    Mutant("identity_implies_any_class", "minicompile/dynamo/guard_manager.py",
+           "if cls.__flags__ & _IMMUTABLETYPE and not issubclass(cls, types.ModuleType):",
+           "if True:",
+           ("tests/test_guard_manager.py",),
+           "the guard tree drops a module's type test after its identity check, though "
+           "module.__class__ can be reassigned"),
+    Mutant("tensor_check_passes_a_tied_weight_twice", "minicompile/dynamo/guard_manager.py",
+           "key = self.root.identity(g.source)",
+           "key = g.source",
+           ("tests/test_guard_manager.py",),
+           "a Parameter read under two paths goes to torch's C tensor check twice, which "
+           "refuses aliased arguments: every call falls back to the Python checks"),
     # ---- graph breaks --------------------------------------------------------------------------
     Mutant("break_drops_side_effect_replay", "minicompile/dynamo/graph_break.py",
            "lines = graph_lines + w.codegen.prelude + w.temps + temps + replay + body",
