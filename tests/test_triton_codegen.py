@@ -436,15 +436,3 @@ def test_online_softmax_returns_eagers_max(rows, kernels):
 
     check(softmax_and_max, x)
     assert "prepare_softmax_online" in "\n".join(src for _, _, src in kernels)
-
-
-def test_strided_loads_keep_their_lines_in_cache(kernels):
-    """A flat pointwise kernel's loads two elements apart (max pooling at stride 2: each input
-    row is read by two output rows) carry ``evict_last``; contiguous loads carry no hint."""
-    x = torch.randn(2, 3, 13, 13)
-    check(lambda x: torch.nn.functional.max_pool2d(x, 3, 2, 1), x)
-    check(lambda x: x * 2 + 1, x)
-    (_, _, pool), (_, _, plain) = kernels[-2:]
-    loads = [line for line in pool.splitlines() if "tl.load(" in line]
-    assert loads and all("eviction_policy='evict_last'" in line for line in loads)
-    assert "tl.load(" in plain and "eviction_policy" not in plain

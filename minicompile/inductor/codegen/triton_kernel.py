@@ -367,17 +367,6 @@ class TritonKernel(TritonReductions, TritonScans, TritonChecks):
         symbols = simplify_index(index, self.group.var_ranges()).free_symbols
         return RINDEX not in symbols and not any(s.name.startswith("indirect") for s in symbols)
 
-    def eviction(self, index: sympy.Expr) -> str:
-        """A flat pointwise kernel's load whose neighbouring lanes read elements further apart
-        than neighbours (a strided read: max pooling's windows at stride 2, where each input
-        row is read by two output rows) keeps its lines in the L2 cache, ``evict_last``: they
-        are read again soon (Inductor's hint for a load that is not coalesced)."""
-        if self.kind != "pointwise" or any(s.name.startswith("indirect")
-                                           for s in index.free_symbols):
-            return ""
-        stride = local_stride(simplify_index(index, self.group.var_ranges()), XINDEX)
-        return ", eviction_policy='evict_last'" if stride is not None and abs(stride) > 1 else ""
-
     def record(self, kind: str, name: str, index: sympy.Expr) -> None:
         ranges = tuple((v, r) for v, r in self.group.var_ranges().items()
                        if v in index.free_symbols)
@@ -391,8 +380,7 @@ class TritonKernel(TritonReductions, TritonScans, TritonChecks):
         element = self.level == "element" and not self.row_invariant(index)
         checked = index.free_symbols & self.in_bounds.keys()
         other = "" if not self.reduces() and not self.masks and not checked else ", other=0"
-        expr = f"tl.load({self.pointer(name, index)}, {self.mask(element, index)}{other}" \
-            f"{self.eviction(index)})"
+        expr = f"tl.load({self.pointer(name, index)}, {self.mask(element, index)}{other})"
         if compute_dtype(dtype) != dtype:
             expr += f".to({triton_dtype(compute_dtype(dtype))})"
         var = self.generate(expr, compute_dtype(dtype))
