@@ -58,4 +58,7 @@ class inductor:
     # always run, and raise eager's error.
     triton_device_asserts = os.environ.get("MINICOMPILE_TRITON_ASSERTS", "0") == "1"
     emulate_precision_casts = True
+    # a CPU graph with 2-D convolutions runs them, and the ops around them, channels-last
+    # (inductor/layout_opt.py; Inductor's layout_optimization); False keeps eager's layouts
+    layout_optimization = os.environ.get("MINICOMPILE_LAYOUT_OPTIMIZATION", "1") == "1"
 

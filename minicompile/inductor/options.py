@@ -50,6 +50,7 @@ class InductorOptions:
     compile_workers: int
     triton_device_asserts: bool
     emulate_precision_casts: bool
+    layout_optimization: bool
     debug: bool  # config.debug: artifacts into the debug folder (debug.py)
     mode: str | None = None  # the mode these came from (for messages only)
 
