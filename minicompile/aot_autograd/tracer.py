@@ -58,11 +58,13 @@ _SYMPY_OPS: list[tuple[type, Callable]] = [
 
 def out_of_place_twin(op: torch._ops.OpOverload) -> torch._ops.OpOverload | None:
     """``aten.hardswish_.default -> aten.hardswish.default``: the op an in-place op is the
-    in-place form of, where it writes only its first argument (else None)."""
+    in-place form of, where it writes only its first argument's values (else None: ``t_``
+    changes its argument's geometry, not its values)."""
     schema = op._schema
     name = schema.name.split("::")[-1]
     written = [a.name for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write]
-    if not name.endswith("_") or name.endswith("__") or written != [schema.arguments[0].name]:
+    if not name.endswith("_") or name.endswith("__") or written != [schema.arguments[0].name] \
+            or torch.Tag.inplace_view in op.tags:
         return None
     packet = getattr(aten, name[:-1], None)
     return getattr(packet, op._overloadname, None) if packet is not None else None
