@@ -61,7 +61,7 @@ class DenseBlock(nn.Module):
         return self.conv2(F.relu(self.conv1(x)))
 
 
-@pytest.fixture(params=["reference", "cpp"])
+@pytest.fixture(params=["reference", "cpp", "triton"])
 def backend(request, monkeypatch):
     use_cpu_backend(monkeypatch, request.param)
     return request.param
