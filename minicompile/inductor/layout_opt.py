@@ -19,9 +19,10 @@ oneDNN runs it from NCHW in its own blocked layout, and from NHWC it can be seve
 Inductor takes channels-last for every CPU graph with a convolution, which makes ResNets slower
 than eager; here a graph takes it when it has a grouped convolution (a mobile network:
 MobileNet, EfficientNet, ConvNeXt, RegNet), and then every 2-D convolution of it takes its
-input (and weight) channels-last, and ATen gives its output channels-last too. Measured per
-kind over the 400 distinct convolutions of the timm suite's CPU sizes (NHWC time / NCHW time,
-one thread): grouped 0.59, 1x1 0.51 at up to 16 pixels and 1.0-1.1 above, dense kxk 0.8-1.3.
+input (and weight) channels-last, and ATen gives its output channels-last too. Measured over
+the 400 distinct convolutions of the timm suite at its CPU sizes (NHWC time / NCHW time, one
+thread, ``python -m minicompile.bench.conv_layouts``; docs/models.md has the table): grouped
+0.3-0.9, 1x1 0.46 at up to 16 pixels and 1.25-1.5 above, dense kxk 1.5-4.4.
 
 A layout change costs a copy, so the pointwise ops around the convolutions take the same layout
 (``nodes_prefer_channels_last``): ``conv -> batch norm -> SiLU -> conv`` keeps NHWC from one
