@@ -62,4 +62,7 @@ class inductor:
     # one per parameter) launched as one combo kernel (codegen/triton_combo.py); False: one
     # launch each
     combo_kernels = True
+    # a CPU graph with 2-D convolutions runs them, and the ops around them, channels-last
+    # (inductor/layout_opt.py; Inductor's layout_optimization); False keeps eager's layouts
+    layout_optimization = os.environ.get("MINICOMPILE_LAYOUT_OPTIMIZATION", "1") == "1"
 

@@ -287,3 +287,16 @@ def test_index_checks_time_minicompile_again_with_its_checks_on(capsys, tmp_path
     row = next(line.split() for line in out.splitlines() if line.startswith("pointwise "))
     assert float(row[-1]) == pytest.approx(result["checked_over_mc"], abs=0.006)
     assert {o.triton_device_asserts for o in built} == {False, True}  # both were compiled
+
+
+def test_conv_layouts_kinds_and_timing():
+    """``bench/conv_layouts.py`` sorts convolutions into the kinds layout_opt.py speaks of, and
+    times one in both layouts."""
+    from minicompile.bench.conv_layouts import Conv, median_us
+
+    depthwise = Conv((2, 8, 5, 5), (8, 1, 3, 3), (1, 1), (1, 1), (1, 1), 8)
+    pointwise = Conv((2, 8, 20, 20), (4, 8, 1, 1), (1, 1), (0, 0), (1, 1), 1)
+    dense = Conv((2, 8, 5, 5), (4, 8, 3, 3), (1, 1), (1, 1), (1, 1), 1)
+    assert [c.kind() for c in (depthwise, pointwise, dense)] == ["grouped", "1x1", "dense"]
+    assert [c.pixels() for c in (depthwise, pointwise)] == ["<=64", ">256"]
+    assert median_us(depthwise, torch.channels_last) > 0

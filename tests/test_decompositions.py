@@ -265,6 +265,28 @@ def test_user_registered_decomposition_is_used_while_tracing():
     assert aten.cos.default not in decomposition_table  # the global table is untouched
 
 
+def test_an_in_place_op_takes_its_out_of_place_row():
+    """``hardswish_`` (``nn.Hardswish(inplace=True)``) has no row: ``hardswish``'s row computes
+    it and a ``copy_`` writes it into the tensor (torch/_decomp's ``register_inplace``), so no
+    ``hardswish`` is left for the backend to run through ATen. Through a view of an input too:
+    the input changes as in eager."""
+
+    def fn(x):
+        torch.nn.functional.hardswish(x[1:], inplace=True)  # rows 1.. of the caller's tensor
+        return torch.nn.functional.hardswish(x * 2, inplace=True)
+
+    x = torch.randn(4, 9) * 4  # both sides of -3 and 3
+    gm = fx.symbolic_trace(fn)
+    graph, sig = trace_graph(gm, [x.clone()], [False], torch._subclasses.FakeTensorMode(),
+                             decomposition_table, joint=False)
+    targets = {n.target for n in graph.graph.nodes}
+    assert not targets & {aten.hardswish.default, aten.hardswish_.default}
+    assert sig.decomposed == {"aten.hardswish_.default": 2}
+    compiled_input, eager_input = x.clone(), x.clone()
+    torch.testing.assert_close(mc.compile(fn)(compiled_input), fn(eager_input))
+    torch.testing.assert_close(compiled_input, eager_input)
+
+
 def test_core_aten_report():
     x = torch.randn(4, 6)
     gm = fx.symbolic_trace(lambda x: torch.nn.functional.gelu(x).softmax(-1))

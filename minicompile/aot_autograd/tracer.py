@@ -6,7 +6,10 @@ from the forward *and* from the autograd engine running the backward, passes thr
 ``__torch_dispatch__``, which
 
 1. applies a decomposition if the op has a row in the table (re-entering the mode, so the ops the
-   decomposition calls are recorded instead),
+   decomposition calls are recorded instead); an in-place op with no row of its own whose
+   out-of-place twin has one (``hardswish_``, ``hardswish``) is that row followed by a
+   ``copy_`` into the tensor it mutates (torch/_decomp's ``register_inplace``), so
+   ``nn.Hardswish(inplace=True)`` is decomposed as ``nn.Hardswish()`` is,
 2. runs the op (on fake tensors: shapes and dtypes only, no compute),
 3. appends a node ``call_function[target=aten.op.overload]`` to an ``fx.Graph`` and remembers
    which node produced each output tensor (``self.env``).
@@ -51,6 +54,29 @@ _SYMPY_OPS: list[tuple[type, Callable]] = [
     (sympy.Mul, operator.mul),
     (sympy.Mod, operator.mod),
 ]
+
+
+def out_of_place_twin(op: torch._ops.OpOverload) -> torch._ops.OpOverload | None:
+    """``aten.hardswish_.default -> aten.hardswish.default``: the op an in-place op is the
+    in-place form of, where it writes only its first argument's values (else None: ``t_``
+    changes its argument's geometry, not its values)."""
+    schema = op._schema
+    name = schema.name.split("::")[-1]
+    written = [a.name for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write]
+    if not name.endswith("_") or name.endswith("__") or written != [schema.arguments[0].name] \
+            or torch.Tag.inplace_view in op.tags:
+        return None
+    packet = getattr(aten, name[:-1], None)
+    return getattr(packet, op._overloadname, None) if packet is not None else None
+
+
+def decomposed_in_place(decomposition: Callable) -> Callable:
+    """The in-place form of an out-of-place decomposition: compute, then write into ``self``."""
+
+    def in_place(self: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+        return self.copy_(decomposition(self, *args, **kwargs))
+
+    return in_place
 
 
 class DispatchTracer(TorchDispatchMode):
@@ -163,13 +189,23 @@ class DispatchTracer(TorchDispatchMode):
         finally:
             self.recording = old
 
+    def decomposition_of(self, func: Any) -> Callable | None:
+        """``func``'s row, or for an in-place op without one its out-of-place twin's row (read
+        at each call: a row swapped in the table is the one used)."""
+        if func in self.decompositions:
+            return self.decompositions[func]
+        twin = out_of_place_twin(func) if isinstance(func, torch._ops.OpOverload) else None
+        return decomposed_in_place(self.decompositions[twin]) if twin in self.decompositions \
+            else None
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if not self.recording:
             return func(*args, **kwargs)
-        if func in self.decompositions:
+        decomposition = self.decomposition_of(func)
+        if decomposition is not None:
             with self:  # the decomposition's own ATen calls come back here and are recorded
-                out = self.decompositions[func](*args, **kwargs)
+                out = decomposition(*args, **kwargs)
             if out is not NotImplemented:
                 self.decomposed[func] += 1
                 return out

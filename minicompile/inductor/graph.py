@@ -21,6 +21,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from .ir.layout import eager_fill_order
+from .layout_opt import decide_layout_opt, nodes_prefer_channels_last
 from .ir import (Buffer, ComputedBuffer, ExternKernel, InputBuffer, IRNode, Layout, Loops,
                  Pointwise, View, layout_of)
 from ..shapes.functions import sym_to_sympy
@@ -88,6 +89,10 @@ class GraphLowering:
         self.size_hints: dict[sympy.Symbol, int] = {}
         self.device = torch.device("cpu")
         self.current_node: torch.fx.Node | None = None
+        # the convolutions run channels-last, and the nodes around them laid out so
+        # (layout_opt.py); decided in ``run``, once the graph has its FakeTensor metadata
+        self.layout_opt = False
+        self.nodes_prefer_channels_last: set[torch.fx.Node] = set()
 
     # --- naming and registration -------------------------------------------------------------
     def new_name(self) -> str:
@@ -117,6 +122,9 @@ class GraphLowering:
     # --- the walk ------------------------------------------------------------------------------
     def run(self) -> "GraphLowering":
         self._ensure_meta()
+        self.layout_opt = decide_layout_opt(self.gm, self.options.layout_optimization)
+        if self.layout_opt:
+            self.nodes_prefer_channels_last = nodes_prefer_channels_last(self.gm)
         # node -> its IR (a lowering may ask which nodes produced an IR node: lowerings/scatter.py)
         self.env = env = {}
         with V.set_graph_handler(self):
@@ -240,13 +248,15 @@ class GraphLowering:
 
     def realize_results(self, result: Any, val: Any) -> Any:
         """``result``'s loop nests realized, each in the layout eager gives its tensor in the
-        node's FakeTensor value ``val`` (``lowering.layout_like``)."""
+        node's FakeTensor value ``val`` (``lowering.layout_like``), or channels-last around
+        the convolutions of a graph that runs them so (``layout_opt.py``)."""
         leaves, spec = pytree.tree_flatten(result)
         vals = pytree.tree_leaves(val)
         if len(vals) != len(leaves):
             vals = [None] * len(leaves)  # a lowering's result shaped unlike the op's
-        realized = [x if not isinstance(x, Loops) or is_scalar_constant(x) else realize(x, v)
-                    for x, v in zip(leaves, vals)]
+        channels_last = self.current_node in self.nodes_prefer_channels_last
+        realized = [x if not isinstance(x, Loops) or is_scalar_constant(x)
+                    else realize(x, v, channels_last) for x, v in zip(leaves, vals)]
         return pytree.tree_unflatten(realized, spec)
 
     def output(self, result: Any) -> None:

@@ -19,7 +19,7 @@ import torch.utils._pytree as pytree
 
 from .ir import (Buffer, ComputedBuffer, ExternKernel, FallbackKernel, IRNode, Layout, Loops, MultiOutput,
                  Pointwise, ReinterpretView, View, as_strided_layout, broadcast_reader, layout_of)
-from .ir.layout import eager_fill_order, fill_ordered_strides
+from .ir.layout import channels_last_order, eager_fill_order, fill_ordered_strides
 from .ir.read_writes import RecordReadWrites
 from ..shapes.functions import sym_to_sympy
 from .sizevars import Expr, sympify
@@ -155,15 +155,17 @@ def is_scalar_constant(x: IRNode) -> bool:
     return not handler.reads
 
 
-def realize(x: IRNode, like: Any = None) -> IRNode:
+def realize(x: IRNode, like: Any = None, channels_last: bool = False) -> IRNode:
     """Give ``x`` its own buffer if it is an unrealized loop nest (views stay views), laid out
     as eager lays out its tensor ``like`` where that is dense (:func:`layout_like`)."""
-    return compute_into(x, layout_like(x, like)) if isinstance(x, Loops) else x
+    return compute_into(x, layout_like(x, like, channels_last)) if isinstance(x, Loops) else x
 
 
-def layout_like(x: IRNode, like: Any = None) -> Layout:
+def layout_like(x: IRNode, like: Any = None, channels_last: bool = False) -> Layout:
     """A fresh buffer for ``x``'s values: in the fill order of eager's tensor ``like`` (a
-    FakeTensor) where that is dense, else row-major.
+    FakeTensor) where that is dense, else row-major. ``channels_last``: a dense 4-D value is
+    laid out channels-last whatever eager's layout (a node around the convolutions of a graph
+    that runs them channels-last: ``layout_opt.py``).
 
     Eager's pointwise ops take their output's layout from their inputs (ATen's TensorIterator:
     channels-last in, channels-last out), and a buffer laid out the same way as the tensors it
@@ -173,6 +175,8 @@ def layout_like(x: IRNode, like: Any = None) -> Layout:
     size = x.get_size()
     order = eager_fill_order(like) if isinstance(like, torch.Tensor) and \
         like.dim() == len(size) else None
+    if channels_last and order is not None and len(size) == 4:
+        order = channels_last_order(4)
     stride = fill_ordered_strides(size, order) if order is not None else []
     return Layout(x.get_device(), x.get_dtype(), size, stride)
 
@@ -193,6 +197,22 @@ def realize_strided(x: IRNode) -> Buffer | ReinterpretView:
     if strided is not None:
         return strided if not isinstance(x, Buffer) else x
     return compute_into(x, Layout(x.get_device(), x.get_dtype(), x.get_size()))
+
+
+def require_fill_order(x: IRNode, order: list[int]) -> Buffer | ReinterpretView:
+    """``x`` as a tensor with strides that fills its dims in ``order`` (Inductor's
+    ``require_stride_order``): ``x`` itself when it is laid out so already (a size-1 dim may
+    have any stride), else a copy laid out so."""
+    strided = None if isinstance(x, Loops) else as_strided_layout(x)
+    if strided is not None:
+        layout = strided.layout
+        want = fill_ordered_strides(layout.size, order)
+        if layout.offset == 0 and all(sz == 1 or sympy.expand(st - w) == 0
+                                      for sz, st, w in zip(layout.size, layout.stride, want)):
+            return x if isinstance(x, Buffer) else strided
+    size = x.get_size()
+    return compute_into(x, Layout(x.get_device(), x.get_dtype(), size,
+                                  fill_ordered_strides(size, order)))
 
 
 def realize_as_eager(x: IRNode, val: Any) -> IRNode:
@@ -243,8 +263,10 @@ def make_fallback(target: Any, args: tuple, kwargs: dict, reason: str) -> Any:
 
 
 def make_extern(target: Any, args: tuple, kwargs: dict, cls: type = ExternKernel,
-                **extra: Any) -> Any:
-    """An ATen call as an IR node; tuple outputs become ``MultiOutput`` buffers."""
+                layout: Layout | None = None, **extra: Any) -> Any:
+    """An ATen call as an IR node; tuple outputs become ``MultiOutput`` buffers. ``layout``:
+    the layout ATen gives a single output where it is not eager's (the arguments were laid out
+    otherwise than in eager: a convolution of a channels-last input)."""
 
     if target in READS_STRIDES and args and isinstance(args[0], IRNode):
         args = (realize_as_eager(args[0], V.graph.current_node.args[0].meta.get("val")), *args[1:])
@@ -252,7 +274,8 @@ def make_extern(target: Any, args: tuple, kwargs: dict, cls: type = ExternKernel
     meta = out_meta()
     name = V.graph.new_name()
     if isinstance(meta, torch.Tensor):
-        return V.graph.register_buffer(cls(name, layout_of(meta), target, args, kwargs, **extra))
+        return V.graph.register_buffer(cls(name, layout or layout_of(meta), target, args, kwargs,
+                                           **extra))
     kernel = V.graph.register_buffer(cls(name, None, target, args, kwargs, **extra))
 
     def outputs(val, path):

@@ -51,6 +51,7 @@ class InductorOptions:
     triton_device_asserts: bool
     emulate_precision_casts: bool
     combo_kernels: bool
+    layout_optimization: bool
     debug: bool  # config.debug: artifacts into the debug folder (debug.py)
     mode: str | None = None  # the mode these came from (for messages only)
 

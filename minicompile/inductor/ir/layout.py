@@ -63,6 +63,12 @@ def fill_ordered_strides(size: Sequence[Expr], order: Sequence[int]) -> list[Exp
     return strides
 
 
+def channels_last_order(rank: int) -> list[int]:
+    """The fill order of channels-last: channels first, then the spatial dims from the last,
+    then the batch (``[1, 3, 2, 0]`` for ``[N, C, H, W]``: strides ``[HWC, 1, WC, C]``)."""
+    return [1, *range(rank - 1, 1, -1), 0]
+
+
 def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 

@@ -16,7 +16,7 @@ aten = torch.ops.aten
 EXTERN_OPS = [
     aten.mm.default, aten.bmm.default, aten.addmm.default, aten.baddbmm.default,
     aten._addmm_activation.default,
-    aten.convolution.default, aten.convolution_backward.default,
+    aten.convolution_backward.default,  # (convolution: lowerings/conv.py)
     aten._scaled_dot_product_flash_attention_for_cpu.default,
     aten._scaled_dot_product_efficient_attention.default,
     aten._scaled_dot_product_flash_attention.default,

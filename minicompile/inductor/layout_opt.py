@@ -1,0 +1,102 @@
+"""Channels-last layouts for the convolutions of a graph (mirrors ``decide_layout_opt`` and
+``find_nodes_prefer_channels_last`` of ``GraphLowering`` in torch/_inductor/graph.py, and the
+``require_channels_last`` of its convolution lowering, torch/_inductor/kernel/conv.py).
+
+Eager keeps a model's activations in the layout its input came in: ``[N, C, H, W]`` row-major
+(NCHW). On the CPU, ATen's convolutions are much slower on that layout for the convolutions of
+mobile networks, and fast on channels-last (NHWC: the channels of one pixel side by side):
+
+- a depthwise (grouped) convolution on NCHW goes through oneDNN, which reorders its input
+  into a blocked layout and its output back, every call;
+- a 1x1 convolution on one thread runs ATen's own kernel (``_slow_conv2d_forward``), which on
+  NCHW is one matrix product per image: at the small spatial sizes late in a network
+  (``[4, 1152, 2, 2]``) it reads the whole weight once per image to make four columns.
+
+On channels-last both are one pass (a 1x1 convolution is a single ``[N*H*W, C] @ [C, C']``
+product), two to five times faster at such sizes. A dense kxk convolution is another story:
+oneDNN runs it from NCHW in its own blocked layout, and from NHWC it can be several times slower
+(``[4, 512, 2, 2]`` by a ``512x512x3x3`` weight: 2.2 ms NCHW, 8 ms NHWC, one thread, AMD EPYC).
+Inductor takes channels-last for every CPU graph with a convolution, which makes ResNets slower
+than eager; here a graph takes it when it has a grouped convolution (a mobile network:
+MobileNet, EfficientNet, ConvNeXt, RegNet), and then every 2-D convolution of it takes its
+input (and weight) channels-last, and ATen gives its output channels-last too. Measured over
+the 400 distinct convolutions of the timm suite at its CPU sizes (NHWC time / NCHW time, one
+thread, ``python -m minicompile.bench.conv_layouts``; docs/models.md has the table): grouped
+0.3-0.9, 1x1 0.46 at up to 16 pixels and 1.25-1.5 above, dense kxk 1.5-4.4.
+
+A layout change costs a copy, so the pointwise ops around the convolutions take the same layout
+(``nodes_prefer_channels_last``): ``conv -> batch norm -> SiLU -> conv`` keeps NHWC from one
+convolution to the next, and the fused batch-norm-and-SiLU kernel reads and writes it straight.
+What the caller sees is still eager's layout: a graph output is copied into eager's strides
+(``GraphLowering.keep_output_stride``), and eager is what the tests compare with.
+
+(On CUDA Inductor weighs convolution kinds against cuDNN's channels-last speed; that is not done
+here: CUDA graphs keep eager's layouts.)
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.fx as fx
+
+from .ir.layout import channels_last_order
+
+__all__ = ["decide_layout_opt", "nodes_prefer_channels_last", "channels_last_order"]
+
+aten = torch.ops.aten
+
+CONVOLUTION = aten.convolution.default
+# ops the preference does not flow through (Inductor's ``nodes_cannot_propagate``): a batched
+# matrix product reads its operands row-major whatever the convolutions around it do
+CANNOT_PROPAGATE = {aten.bmm.default}
+
+
+def is_conv2d(node: fx.Node) -> bool:
+    """A 2-D convolution: its input is ``[N, C, H, W]``."""
+    if node.target is not CONVOLUTION or not isinstance(node.args[0], fx.Node):
+        return False
+    val = node.args[0].meta.get("val")
+    return isinstance(val, torch.Tensor) and val.dim() == 4
+
+
+def is_grouped(node: fx.Node) -> bool:
+    """A grouped convolution (a depthwise one: one input channel per group)."""
+    return node.args[8] > 1
+
+
+def decide_layout_opt(gm: fx.GraphModule, enabled: bool = True) -> bool:
+    """Whether the graph's 2-D convolutions run channels-last (``GraphLowering.decide_layout_opt``):
+    on the CPU, with oneDNN, when one of them is grouped. ``enabled`` is the compile's
+    ``layout_optimization`` knob."""
+    convs = [n for n in gm.graph.nodes if is_conv2d(n)]
+    if not enabled or not any(map(is_grouped, convs)):
+        return False
+    on_cpu = all(isinstance(a, fx.Node) and a.meta["val"].device.type == "cpu"
+                 for n in convs for a in n.args[:2])
+    return on_cpu and torch.backends.mkldnn.enabled and torch.backends.mkldnn.is_available()
+
+
+def nodes_prefer_channels_last(gm: fx.GraphModule) -> set[fx.Node]:
+    """The nodes whose 4-D results are laid out channels-last (Inductor's rule):
+
+    1. a convolution, and every node whose result some node of the set reads (walking the
+       graph backwards): what feeds a convolution, directly or through pointwise ops;
+    2. then, walking forwards up to the last convolution, every node reading a node of the set:
+       what a convolution's result flows into (its batch norm and activation) before it
+       reaches the next one. Past the last convolution (a classifier head, a transformer
+       on the feature map) eager's layout stays.
+    """
+    chosen: set[fx.Node] = set()
+    last_conv = None
+    for node in reversed(gm.graph.nodes):
+        if node.target is CONVOLUTION:
+            chosen.add(node)
+            last_conv = last_conv or node
+        elif node.target not in CANNOT_PROPAGATE and any(u in chosen for u in node.users):
+            chosen.add(node)
+    for node in gm.graph.nodes:
+        if node is last_conv:
+            break
+        if node in chosen:
+            chosen |= {u for u in node.users if u.target not in CANNOT_PROPAGATE}
+    return chosen

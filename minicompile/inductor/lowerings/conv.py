@@ -1,0 +1,52 @@
+"""The convolution lowering (mirrors ``convolution`` and ``conv_layout`` in
+torch/_inductor/kernel/conv.py): one ATen call (oneDNN, cuDNN, or ATen's own kernel), its
+arguments laid out as the graph's layout decision says (``layout_opt.py``): channels-last
+input and weight where the graph runs its 2-D convolutions so, eager's layouts elsewhere."""
+
+from __future__ import annotations
+
+import sympy
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+from ..ir import Layout, layout_of
+from ..ir.layout import channels_last_order, fill_ordered_strides
+from ..lowering import (make_extern, out_dtype, out_size, realize_strided, register_lowering,
+                        require_fill_order)
+from ..virtualized import V
+
+aten = torch.ops.aten
+
+
+@register_lowering(aten.convolution.default)
+def convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    params = (stride, padding, dilation, transposed, output_padding, groups)
+    if not (V.graph.layout_opt and len(x.get_size()) == 4):
+        return make_extern(aten.convolution.default, (x, weight, bias, *params), {})
+    order = channels_last_order(4)
+    # the weight of a 1x1 or a depthwise convolution is channels-last already (its strides
+    # differ only on size-1 dims): only a dense kxk weight is copied, as in Inductor
+    x, weight = require_fill_order(x, order), require_fill_order(weight, order)
+    bias = realize_strided(bias) if bias is not None else None
+    layout = conv_layout(x, weight, bias, params)
+    return make_extern(aten.convolution.default, (x, weight, bias, *params), {}, layout=layout)
+
+
+def conv_layout(x, weight, bias, params: tuple) -> Layout:
+    """The layout ATen gives the result of a convolution of arguments laid out so: the op run
+    on fake tensors with their sizes and strides (Inductor's ``conv_layout``). A channels-last
+    input gives a channels-last result, but which strides a size-1 dim gets is ATen's choice
+    (``[4, 576, 1, 1]`` comes back with contiguous strides), and a layout that differs from
+    what ATen returns costs a copy on every call. Symbolic sizes: channels-last strides."""
+    args = [a for a in (x, weight, bias) if a is not None]
+    sizes = [[*a.get_size(), *a.layout.stride] for a in args]
+    if not all(isinstance(s, (int, sympy.Integer)) for size in sizes for s in size):
+        size = out_size()
+        return Layout(x.get_device(), out_dtype(), size,
+                      fill_ordered_strides(size, channels_last_order(4)))
+    with FakeTensorMode():
+        x_, w_, *b_ = [torch.empty_strided([int(s) for s in a.get_size()],
+                                           [int(s) for s in a.layout.stride],
+                                           dtype=a.get_dtype(), device=a.get_device())
+                       for a in args]
+        return layout_of(aten.convolution.default(x_, w_, b_[0] if b_ else None, *params))

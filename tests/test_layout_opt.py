@@ -1,0 +1,152 @@
+"""Channels-last convolutions on the CPU (``inductor/layout_opt.py``, the convolution lowering
+in ``lowerings/conv.py``): which graphs take the layout, that their convolutions and the ops
+between them really run in it, and that the caller still gets eager's values and strides,
+forward and backward, whatever layout the input comes in."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import minicompile as mc
+from conftest import use_cpu_backend
+from minicompile.inductor.ir import ExternKernel
+from minicompile.inductor.ir.layout import channels_last_order, fill_order
+
+pytestmark = pytest.mark.cpu_only  # the layout decision is the CPU's
+aten = torch.ops.aten
+
+
+class SqueezeExcite(nn.Module):
+    def __init__(self, c: int, hidden: int):
+        super().__init__()
+        self.reduce, self.expand = nn.Conv2d(c, hidden, 1), nn.Conv2d(hidden, c, 1)
+
+    def forward(self, x):
+        s = x.mean((2, 3), keepdim=True)  # (N, C, 1, 1)
+        return x * self.expand(F.relu(self.reduce(s))).sigmoid()
+
+
+class MobileBlock(nn.Module):
+    """A stem, then an inverted residual with a depthwise convolution and squeeze-excite (the
+    EfficientNet / MobileNetV3 pattern); returns the feature map and the logits."""
+
+    def __init__(self, c: int = 12, expand: int = 20):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, c, 3, padding=1, bias=False), nn.BatchNorm2d(c),
+                                  nn.Hardswish(inplace=True))
+        self.inverted = nn.Sequential(
+            nn.Conv2d(c, expand, 1, bias=False), nn.BatchNorm2d(expand), nn.SiLU(inplace=True),
+            nn.Conv2d(expand, expand, 5, padding=2, groups=expand, bias=False),
+            nn.BatchNorm2d(expand), nn.Hardswish(), SqueezeExcite(expand, 5),
+            nn.Conv2d(expand, c, 1, bias=False), nn.BatchNorm2d(c))
+        self.head = nn.Linear(c, 7)
+
+    def forward(self, x):
+        x = self.stem(x)
+        features = x + self.inverted(x)  # (N, C, H, W)
+        return features, self.head(features.mean((2, 3)))
+
+
+class DenseBlock(nn.Module):
+    """Dense 3x3 convolutions only (a ResNet's basic block): no grouped convolution."""
+
+    def __init__(self, c: int = 8):
+        super().__init__()
+        self.conv1, self.conv2 = nn.Conv2d(3, c, 3, padding=1), nn.Conv2d(c, c, 3, padding=1)
+
+    def forward(self, x):
+        return self.conv2(F.relu(self.conv1(x)))
+
+
+@pytest.fixture(params=["reference", "cpp", "triton"])
+def backend(request, monkeypatch):
+    use_cpu_backend(monkeypatch, request.param)
+    return request.param
+
+
+def inputs(layout: str) -> torch.Tensor:
+    x = torch.randn(3, 3, 13, 11)  # odd sizes
+    if layout == "channels_last":
+        return x.contiguous(memory_format=torch.channels_last)
+    if layout == "strided":  # every other row of a taller image
+        return torch.randn(3, 3, 26, 11)[:, :, ::2]
+    return x
+
+
+def convolutions(graph) -> list[ExternKernel]:
+    return [b for b in graph.buffers
+            if isinstance(b, ExternKernel) and b.kernel is aten.convolution.default]
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last", "strided"])
+def test_mobile_block_matches_eager(backend, compiled_graphs, layout):
+    model, x = MobileBlock().eval(), inputs(layout)
+    with torch.no_grad():
+        features, logits = mc.compile(model)(x)
+        want_features, want_logits = model(x)
+    torch.testing.assert_close(features, want_features)
+    torch.testing.assert_close(logits, want_logits)
+    assert features.stride() == want_features.stride()  # eager's layout, not the kernels'
+    graph = compiled_graphs[-1].graph
+    assert graph.layout_opt
+    for conv in convolutions(graph):  # input and result channels-last, weight too
+        assert fill_order(conv.args[0].layout.stride) == channels_last_order(4)
+        assert fill_order(conv.layout.stride) == channels_last_order(4)
+
+
+def test_only_the_image_and_a_dense_weight_are_copied(compiled_graphs):
+    """The ops between convolutions write channels-last themselves: the layout is changed only
+    where a tensor comes from the caller (the image, the stem's 3x3 weight; a 1x1 or depthwise
+    weight is channels-last already), as in Inductor."""
+    model = MobileBlock().eval()
+    with torch.no_grad():
+        mc.compile(model)(inputs("contiguous"))
+    graph = compiled_graphs[-1].graph
+    read_by_convs = {c.args[k].get_name() for c in convolutions(graph) for k in (0, 1)}
+    copied = [name for name in read_by_convs if name not in graph.graph_inputs
+              and "convolution" in graph.name_to_buffer[name].origins
+              and not isinstance(graph.name_to_buffer[name], ExternKernel)]
+    stem = convolutions(graph)[0]
+    assert sorted(copied) == sorted([stem.args[0].get_name(), stem.args[1].get_name()])
+
+
+def test_training_step_matches_eager(backend, compiled_graphs):
+    model = MobileBlock()
+    twin = MobileBlock()
+    twin.load_state_dict(model.state_dict())
+    x = inputs("contiguous")
+
+    def loss(m):
+        features, logits = m(x)
+        return logits.square().mean() + features.mean()
+
+    loss(mc.compile(model)).backward()
+    loss(twin).backward()
+    for (name, p), q in zip(model.named_parameters(), twin.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, msg=name)
+    torch.testing.assert_close(model.stem[1].running_mean, twin.stem[1].running_mean)
+    assert compiled_graphs[0].graph.layout_opt  # the forward graph
+
+
+def test_dense_convolutions_keep_eager_layout(compiled_graphs):
+    """Without a grouped convolution the graph keeps NCHW: oneDNN runs a dense kxk convolution
+    from NCHW in its own blocked layout, often faster than from channels-last."""
+    model, x = DenseBlock(), inputs("contiguous")
+    with torch.no_grad():
+        torch.testing.assert_close(mc.compile(model)(x), model(x))
+    graph = compiled_graphs[-1].graph
+    assert not graph.layout_opt
+    assert all(c.args[0].layout.is_contiguous() for c in convolutions(graph))
+
+
+def test_layout_optimization_can_be_turned_off(compiled_graphs):
+    model, x = MobileBlock().eval(), inputs("contiguous")
+    with torch.no_grad():
+        features, _ = mc.compile(model, options={"layout_optimization": False})(x)
+        torch.testing.assert_close(features, model(x)[0])
+    graph = compiled_graphs[-1].graph
+    assert not graph.layout_opt
+    assert all(c.args[0].layout.is_contiguous() for c in convolutions(graph))
