@@ -412,26 +412,26 @@ class Scheduler:
     def kernel_runs(self, wrapper, backend) -> list[list[KernelGroup]]:
         """The kernel groups in order, consecutive ones that may run as one kernel together:
         each ``combinable`` by its backend, on one device, allocating its outputs fresh (not
-        in a buffer an earlier one frees), and none touching what another writes."""
+        in a buffer an earlier one frees), and none touching a storage another writes."""
         runs: list[list[KernelGroup]] = []
+        parts: list[tuple[set[str], set[str]]] = []  # the last run's parts: storages written, read
         for group in self.kernel_groups:
-            run = runs[-1] if runs else None
-            joins = run is not None and group.is_loop_kernel() and run[0].is_loop_kernel() \
-                and group.device == run[0].device and len(run) < backend(group).max_parts \
-                and wrapper.allocates_fresh(group) and wrapper.allocates_fresh(run[0]) \
-                and all(self.independent(group, other) for other in run) \
-                and backend(group).combinable(group, wrapper) \
-                and backend(group).combinable(run[0], wrapper)
-            if joins:
-                run.append(group)
-            else:
+            if not (group.is_loop_kernel() and wrapper.allocates_fresh(group)
+                    and backend(group).combinable(group, wrapper)):
                 runs.append([group])
+                parts = []
+                continue
+            writes, reads = self.storages(group.stored), self.storages(group.reads)
+            joins = parts and group.device == runs[-1][0].device \
+                and len(parts) < backend(group).max_parts \
+                and all(not writes & (w | r) and not w & reads for w, r in parts)
+            if not joins:
+                runs.append([])
+                parts = []
+            runs[-1].append(group)
+            parts.append((writes, reads))
         return runs
 
-    def independent(self, a: KernelGroup, b: KernelGroup) -> bool:
-        """Neither reads or writes a storage the other writes."""
-        def storages(names: Iterable[str]) -> set[str]:
-            return {storage_owner(self.buffers, n) if n in self.buffers else n for n in names}
-
-        writes_a, writes_b = storages(a.stored), storages(b.stored)
-        return not writes_a & (writes_b | storages(b.reads)) and not writes_b & storages(a.reads)
+    def storages(self, names: Iterable[str]) -> set[str]:
+        """The storages the buffers ``names`` live in (an input written in place: the input)."""
+        return {storage_owner(self.buffers, n) if n in self.buffers else n for n in names}
