@@ -378,30 +378,49 @@ def test_outputs_that_are_inputs_are_found_by_storage():
 
 
 @pytest.mark.gpu
-def test_gradients_are_moved_out_of_the_pool_only_while_held():
+@pytest.mark.parametrize("can_move", [True, False], ids=["storage_moved", "storage_fixed"])
+def test_gradients_are_moved_out_of_the_pool_only_while_held(can_move, monkeypatch):
     """A loop that drops .grad (set_to_none) gets each replay's gradients where the recording
     wrote them, with no copy; one that keeps .grad gets it moved out once, before the next
-    replay would overwrite it, and the values stay equal to eager's."""
+    replay would overwrite it (a torch that cannot move a storage runs that call without its
+    recording and copies gradients out from then on), and the values stay equal to eager's."""
+    from minicompile.cudagraphs import cudagraph_trees
+    if can_move and not cudagraph_trees.CAN_MOVE_STORAGE:
+        pytest.skip("this torch cannot repoint a storage")
+    monkeypatch.setattr(cudagraph_trees, "CAN_MOVE_STORAGE", can_move)
     lin = torch.nn.Linear(16, 8, device="cuda")
     twin = torch.nn.Linear(16, 8, device="cuda")
     twin.load_state_dict(lin.state_dict())
     f = mc.compile(lambda x: torch.tanh(lin(x)).square().mean(), mode="reduce-overhead")
-    xs = [torch.randn(8, 16, device="cuda") for _ in range(6)]
+    xs = [torch.randn(8, 16, device="cuda") for _ in range(7)]
     addresses = []
     for x in xs[:4]:  # warm-up, record, replay, replay
         lin.weight.grad = None
         f(x).backward()
         addresses.append(lin.weight.grad.data_ptr())
-    from minicompile.cudagraphs.cudagraph_trees import CAN_MOVE_STORAGE
-    if CAN_MOVE_STORAGE:  # (else each replay's gradients are copies)
-        assert addresses[2] == addresses[3]  # replays: the recording's own output, no copy
+    assert addresses[2] == addresses[3]  # replays: the recording's own output, no copy
     for x in xs[4:]:  # now .grad is kept and accumulates
         f(x).backward()
-    if CAN_MOVE_STORAGE:
-        assert lin.weight.grad.data_ptr() != addresses[3]  # moved out before being overwritten
+    assert lin.weight.grad.data_ptr() != addresses[3]  # out of the memory replays write
     for x in xs[3:]:
         torch.tanh(twin(x)).square().mean().backward()
     torch.testing.assert_close(lin.weight.grad, twin.weight.grad)
+
+
+def test_a_gradient_that_cannot_be_moved_stops_replays_while_it_lives(monkeypatch):
+    """Where storages cannot be repointed, ``Pool.evacuate`` refuses while a gradient it handed
+    out is alive (the replay would overwrite it) and switches the pool to copying gradients
+    out; once the gradient is dropped, replays may write again."""
+    from torch.multiprocessing.reductions import StorageWeakRef
+    from minicompile.cudagraphs import cudagraph_trees
+    monkeypatch.setattr(cudagraph_trees, "CAN_MOVE_STORAGE", False)
+    grad = torch.ones(4)
+    pool = cudagraph_trees.Pool(handle=None, gradients=[StorageWeakRef(grad.untyped_storage())])
+    assert not pool.evacuate() and pool.copies_gradients
+    assert not pool.evacuate()  # still alive: still refused
+    del grad
+    assert pool.evacuate() and pool.gradients == []
+    assert cudagraph_trees.Pool(handle=None).evacuate()  # nothing handed out: nothing to do
 
 
 def test_moving_a_storage_out_keeps_every_tensor_over_it():

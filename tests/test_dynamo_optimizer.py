@@ -351,9 +351,9 @@ FOREACH_OPS = {
     "addcmul_scalar": lambda xs, ys: torch._foreach_addcmul(xs, ys, ys, value=0.1),
     "addcdiv_scalar_list": lambda xs, ys: torch._foreach_addcdiv(
         xs, ys, [y.abs() + 1 for y in ys], [0.1, 0.2, 0.3]),
-    # not lowered item by item (a reduction; a scalar first): ATen calls, still right
+    "pow_scalar_and_tensor": lambda xs, ys: torch._foreach_pow(2.0, xs),  # (a scalar first)
+    # not lowered item by item (a reduction): an ATen call, still right
     "norm": lambda xs, ys: torch._foreach_norm(xs),
-    "pow_scalar_and_tensor": lambda xs, ys: torch._foreach_pow(2.0, xs),
     # in place, then read
     "mul_then_add_in_place": lambda xs, ys: (torch._foreach_mul_(xs, 0.9),
                                              torch._foreach_add_(xs, ys), [x * 1 for x in xs]),
@@ -361,7 +361,7 @@ FOREACH_OPS = {
 
 
 @pytest.mark.parametrize("name", sorted(FOREACH_OPS))
-def test_foreach_ops_match_eager(name):
+def test_foreach_ops_match_eager(name, compiled_graphs):
     """Each foreach overload as its items' pointwise ops (``lowerings/foreach.py``), or as the
     ATen call where its items are not pointwise, against eager: values and the lists it
     writes."""
@@ -371,3 +371,4 @@ def test_foreach_ops_match_eager(name):
     twins = copy.deepcopy((xs, ys))
     torch.testing.assert_close(mc.compile(fn, backend="inductor")(*twins), fn(xs, ys))
     torch.testing.assert_close(twins, (xs, ys))
+    assert ("aten._foreach" in compiled_graphs[-1].source) == (name == "norm")

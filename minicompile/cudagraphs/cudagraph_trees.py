@@ -34,7 +34,9 @@ once per kernel. The price is that a recording reads and writes fixed addresses:
   replay first moves out (``Pool.evacuate``) only the gradients that are still alive. A training
   loop that sets ``.grad`` to ``None`` pays nothing; one that accumulates pays one copy, once
   (after it, ``.grad`` lives outside the pool). Where torch cannot repoint a storage
-  (``CAN_MOVE_STORAGE``), every gradient is copied out after each replay.
+  (``CAN_MOVE_STORAGE``, after torch 2.11), a replay that finds a gradient still alive runs as
+  compiled code instead (its recording would overwrite that gradient), and from then on the
+  backward's replays copy their gradients out: a loop that drops ``.grad`` still pays nothing.
 """
 
 from __future__ import annotations
@@ -135,14 +137,22 @@ class Pool:
     # references to the storage, not to the tensor: ``.grad`` keeps its own tensor over it
     # (AccumulateGrad stores a detached alias of what the backward returned)
     gradients: list[StorageWeakRef] = field(default_factory=list)
+    # set where storages cannot be moved, once a replay found a gradient alive: the backward's
+    # replays copy their gradients out from then on (``CUDAGraphRunner.hand_out_gradients``)
+    copies_gradients: bool = False
 
-    def evacuate(self) -> None:
+    def evacuate(self) -> bool:
         """Before a replay writes into the pool: gradients still alive move to memory of their
-        own (``move_out``), so the replay cannot overwrite them."""
-        for ref in self.gradients:
-            if not ref.expired():
-                move_out(torch.UntypedStorage._new_with_weak_ptr(ref.cdata))
+        own (``move_out``), so the replay cannot overwrite them. False where one is alive and
+        this torch cannot move it: the replay must not run while it lives."""
+        alive = [ref for ref in self.gradients if not ref.expired()]
+        if alive and not CAN_MOVE_STORAGE:
+            self.gradients, self.copies_gradients = alive, True
+            return False
+        for ref in alive:
+            move_out(torch.UntypedStorage._new_with_weak_ptr(ref.cdata))
         self.gradients = []
+        return True
 
 
 class OutputsOfOtherGraphs:
@@ -293,12 +303,17 @@ class CUDAGraphRunner:
 
     # --- replay ---------------------------------------------------------------------------
     def replay(self, recording: Recording, args: list) -> tuple:
+        if recording.pool.gradients and not recording.pool.evacuate():
+            trace_artifact("cudagraphs", f"{self.name}: this call runs without its recording: a "
+                           f"gradient of an earlier replay is still held (.grad kept across "
+                           f"steps) where the recording writes, and this torch cannot move it "
+                           f"out; the backward's replays copy their gradients out from now on")
+            self.last = None
+            return self.fn(args)
         for i, static in recording.copy_in:
             static.copy_(args[i])
         if self.handed_out:
             self.mark_stale()
-        if recording.pool.gradients:
-            recording.pool.evacuate()
         torch._C._CUDAGraph.replay(recording.graph)  # (the C method: no Python wrapper per call)
         self.replays += 1
         outs = fresh_outputs(recording)
@@ -317,8 +332,9 @@ class CUDAGraphRunner:
 
     def hand_out_gradients(self, recording: Recording, outs: list) -> tuple:
         """A backward's outputs: moved out of the pool by the next replay if still alive
-        (``Pool.evacuate``), never marked stale; copied now where torch cannot move them."""
-        if not CAN_MOVE_STORAGE:
+        (``Pool.evacuate``), never marked stale; copied now once the pool has found one alive
+        that it could not move."""
+        if recording.pool.copies_gradients:
             for i in recording.pool_outputs:
                 outs[i] = outs[i].clone()
         else:  # one storage per group of views (``group_storages``)

@@ -12,8 +12,9 @@ step reads each parameter and gradient once and writes the parameter once.
 Items are lowered by their pointwise op's own lowering: only ops tagged ``pointwise`` with a
 lowering qualify (``_foreach_norm`` and ``_foreach_max`` are reductions and stay ATen calls),
 and only overloads whose arguments are lists or Python scalars (the ``.Tensor`` overloads take a
-tensor that may live on another device, ``_foreach_pow.ScalarAndTensor`` starts with a scalar:
-both stay ATen calls).
+tensor that may live on another device: they stay ATen calls). A scalar may come first:
+``_foreach_pow.ScalarAndTensor(beta1, steps)`` is ``[aten.pow.Scalar(beta1, s) for s in steps]``
+(Adam's bias corrections when its steps are tensors on the GPU).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ ITEM_OVERLOADS = {
     "List": ("Tensor", "Tensor_Tensor", "default"),
     "Scalar": ("Tensor", "Scalar", "Tensor_Scalar", "default"),
     "ScalarList": ("Tensor", "Scalar", "Tensor_Scalar", "default"),
+    "ScalarAndTensor": ("Scalar",),
 }
 
 
@@ -90,7 +92,7 @@ def lower_foreach(op: torch._ops.OpOverload) -> Callable:
 
     def lower(*args: Any, **kwargs: Any) -> list:
         node: fx.Node = V.graph.current_node
-        n, items = len(args[0]), []
+        n, items = len(next(a for a in args if isinstance(a, (list, tuple)))), []
         for i in range(n):
             item = ItemNode(op, tuple(item_args(node.args, i, n)), node.kwargs,
                             f"{node.name}_{i}", {"val": node.meta["val"][i]})
@@ -109,7 +111,8 @@ def register_foreach_lowerings() -> None:
         packet = getattr(aten, name)
         for overload in packet.overloads():
             op = getattr(packet, overload)
-            if op._schema.is_mutable or str(op._schema.arguments[0].type) != "List[Tensor]":
+            types = [str(a.type) for a in op._schema.arguments]
+            if op._schema.is_mutable or "List[Tensor]" not in types[:2]:
                 continue
             item = item_op(op)
             if item is not None:
