@@ -104,7 +104,8 @@ def compile_fx_inner(gm: torch.fx.GraphModule, example_inputs: list,
     counters["graphs"] += 1
     report = run_graph_passes(
         gm, uses_online_softmax=lambda device: backend_name(device, options) == "triton")
-    graph = GraphLowering(gm, example_inputs, name=name, options=options).run()
+    graph = GraphLowering(gm, example_inputs, name=name, options=options,
+                          is_inference=graph_kind not in ("forward", "backward")).run()
     if graph.symbol_sources:
         counters["symbolic_graphs"] += 1
     trace_artifact("ir_pre_fusion", lambda: _pre_fusion_text(report, graph),

@@ -68,8 +68,9 @@ def touches_complex(node: torch.fx.Node) -> bool:
 
 class GraphLowering:
     def __init__(self, gm: torch.fx.GraphModule, example_inputs: list | None = None,
-                 name: str = "graph", options: Any = None):
+                 name: str = "graph", options: Any = None, is_inference: bool = True):
         self.gm = gm
+        self.is_inference = is_inference  # no backward: the layout decision weighs it so
         self.options = InductorOptions.of(options)  # the compile's knobs (inductor/options.py)
         self.name = name  # titles this graph's log artifacts ("forward graph 0")
         self.example_inputs = example_inputs
@@ -122,7 +123,8 @@ class GraphLowering:
     # --- the walk ------------------------------------------------------------------------------
     def run(self) -> "GraphLowering":
         self._ensure_meta()
-        self.layout_opt = decide_layout_opt(self.gm, self.options.layout_optimization)
+        self.layout_opt = decide_layout_opt(self.gm, self.options.layout_optimization,
+                                            self.is_inference)
         if self.layout_opt:
             self.nodes_prefer_channels_last = nodes_prefer_channels_last(self.gm)
         # node -> its IR (a lowering may ask which nodes produced an IR node: lowerings/scatter.py)

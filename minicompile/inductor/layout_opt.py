@@ -30,8 +30,16 @@ convolution to the next, and the fused batch-norm-and-SiLU kernel reads and writ
 What the caller sees is still eager's layout: a graph output is copied into eager's strides
 (``GraphLowering.keep_output_stride``), and eager is what the tests compare with.
 
-(On CUDA Inductor weighs convolution kinds against cuDNN's channels-last speed; that is not done
-here: CUDA graphs keep eager's layouts.)
+On CUDA the question is cuDNN's, whose channels-last kernels are faster for most
+convolutions (tensor-core kernels read NHWC natively; from NCHW cuDNN transposes around them).
+Inductor's rule, kept here (``cuda_prefers_channels_last``): a graph with few convolutions
+among many other ops, or symbolic sizes, keeps eager's layout; an inference graph weighs its
+convolutions' flops by kind with Inductor's measured channels-last speed-ups (dense 0.82x of
+NCHW's time, reducing channels 0.73x, small channels 0.78x, grouped with several channels per
+group 1.36x: slower) and goes channels-last when the weighted sum is smaller; a training graph
+goes channels-last unless it has a grouped convolution with several channels per group, one
+that reduces channels, or only small ones. (Depthwise convolutions, one channel per group, are
+faster channels-last on cuDNN too.)
 """
 
 from __future__ import annotations
@@ -64,16 +72,81 @@ def is_grouped(node: fx.Node) -> bool:
     return node.args[8] > 1
 
 
-def decide_layout_opt(gm: fx.GraphModule, enabled: bool = True) -> bool:
+def decide_layout_opt(gm: fx.GraphModule, enabled: bool = True,
+                      is_inference: bool = True) -> bool:
     """Whether the graph's 2-D convolutions run channels-last (``GraphLowering.decide_layout_opt``):
-    on the CPU, with oneDNN, when one of them is grouped. ``enabled`` is the compile's
-    ``layout_optimization`` knob."""
+    on the CPU, with oneDNN, when one of them is grouped; on CUDA by Inductor's rule
+    (``cuda_prefers_channels_last``). ``enabled`` is the compile's ``layout_optimization``
+    knob; ``is_inference``: a graph without a backward."""
     convs = [n for n in gm.graph.nodes if is_conv2d(n)]
-    if not enabled or not any(map(is_grouped, convs)):
+    if not enabled or not convs:
         return False
-    on_cpu = all(isinstance(a, fx.Node) and a.meta["val"].device.type == "cpu"
-                 for n in convs for a in n.args[:2])
-    return on_cpu and torch.backends.mkldnn.enabled and torch.backends.mkldnn.is_available()
+    devices = {a.meta["val"].device.type for n in convs for a in n.args[:2]
+               if isinstance(a, fx.Node)}
+    if devices == {"cpu"}:
+        return (any(map(is_grouped, convs)) and torch.backends.mkldnn.enabled
+                and torch.backends.mkldnn.is_available())
+    if devices == {"cuda"}:
+        return cuda_prefers_channels_last(gm, convs, is_inference)
+    return False
+
+
+# cuDNN's channels-last time over its NCHW time, by kind of convolution, averaged by Inductor
+# over the convolutions of its training benchmarks (``decide_layout_opt``): below 1 is faster
+CUDA_CHANNELS_LAST_COST = {"grouped": 1.358, "default": 0.823, "in_out": 0.725, "small": 0.783}
+
+
+def weight_of(node: fx.Node) -> torch.Tensor:
+    return node.args[1].meta["val"]
+
+
+def is_grouped_dense(node: fx.Node) -> bool:
+    """A grouped convolution with several input channels per group (not a depthwise one):
+    cuDNN's channels-last kernels for these can be many times slower."""
+    return node.args[8] > 1 and weight_of(node).size(1) > 1
+
+
+def reduces_channels(node: fx.Node) -> bool:
+    """A kxk convolution with at most half as many output channels as input channels."""
+    w = weight_of(node)
+    return w.size(0) * 2 <= w.size(1) and w.size(2) > 1
+
+
+def has_small_channels(node: fx.Node) -> bool:
+    w = weight_of(node)
+    return w.size(0) <= 64 and w.size(1) <= 64
+
+
+def conv_kind(node: fx.Node) -> str:
+    if is_grouped_dense(node):
+        return "grouped"
+    if has_small_channels(node):
+        return "small"
+    return "in_out" if reduces_channels(node) else "default"
+
+
+def conv_flops(node: fx.Node) -> int:
+    """Multiply-adds times two: each output element sums ``C_in / groups * kh * kw`` products."""
+    return 2 * node.meta["val"].numel() * weight_of(node)[0].numel()
+
+
+def cuda_prefers_channels_last(gm: fx.GraphModule, convs: list[fx.Node],
+                               is_inference: bool) -> bool:
+    """Inductor's rule for cuDNN (the module docstring says what it weighs)."""
+    if len(gm.graph.nodes) >= 300 * len(convs):  # a few convolutions in a large graph
+        return False
+    vals = [v for n in convs for v in (n.meta["val"], n.args[0].meta["val"], weight_of(n))]
+    if any(not isinstance(s, int) for v in vals for s in v.shape):  # symbolic sizes
+        return False
+    if is_inference:
+        flops = {kind: 0 for kind in CUDA_CHANNELS_LAST_COST}
+        for n in convs:
+            flops[conv_kind(n)] += conv_flops(n)
+        weighted = sum(CUDA_CHANNELS_LAST_COST[k] * f for k, f in flops.items())
+        return weighted <= sum(flops.values())
+    if any(map(is_grouped_dense, convs)) or any(map(reduces_channels, convs)):
+        return False
+    return not all(map(has_small_channels, convs))
 
 
 def nodes_prefer_channels_last(gm: fx.GraphModule) -> set[fx.Node]:
