@@ -379,7 +379,8 @@ def test_outputs_that_are_inputs_are_found_by_storage():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("can_move", [True, False], ids=["storage_moved", "storage_fixed"])
-def test_gradients_are_moved_out_of_the_pool_only_while_held(can_move, monkeypatch):
+def test_gradients_are_moved_out_of_the_pool_only_while_held(can_move, monkeypatch,
+                                                             compiled_graphs):
     """A loop that drops .grad (set_to_none) gets each replay's gradients where the recording
     wrote them, with no copy; one that keeps .grad gets it moved out once, before the next
     replay would overwrite it (a torch that cannot move a storage runs that call without its
@@ -399,9 +400,15 @@ def test_gradients_are_moved_out_of_the_pool_only_while_held(can_move, monkeypat
         f(x).backward()
         addresses.append(lin.weight.grad.data_ptr())
     assert addresses[2] == addresses[3]  # replays: the recording's own output, no copy
+    runners = [runner_of(g) for g in compiled_graphs]
+    replays_at_4 = [r.replays for r in runners]
     for x in xs[4:]:  # now .grad is kept and accumulates
         f(x).backward()
-    assert lin.weight.grad.data_ptr() != addresses[3]  # out of the memory replays write
+    if can_move:
+        assert lin.weight.grad.data_ptr() != addresses[3]  # moved out before being overwritten
+    else:  # .grad stays in the pool: no replay has run since (each call ran as compiled code)
+        assert lin.weight.grad.data_ptr() == addresses[3]
+        assert [r.replays for r in runners] == replays_at_4
     for x in xs[3:]:
         torch.tanh(twin(x)).square().mean().backward()
     torch.testing.assert_close(lin.weight.grad, twin.weight.grad)

@@ -80,7 +80,9 @@ class BasicBlock(nn.Module):
 
 
 @pytest.mark.gpu
-def test_a_resnet_block_runs_channels_last_on_cuda(compiled_graphs):
+def test_a_resnet_block_runs_channels_last_on_cuda(compiled_graphs, monkeypatch):
+    # (cuDNN's TF32 would round differently in each layout's algorithm)
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
     model = BasicBlock().cuda()
     twin = BasicBlock().cuda()
     twin.load_state_dict(model.state_dict())
@@ -98,3 +100,27 @@ def test_a_resnet_block_runs_channels_last_on_cuda(compiled_graphs):
     convs = [b for b in forward.buffers
              if isinstance(b, ExternKernel) and b.kernel is aten.convolution.default]
     assert convs and all(c.args[0].layout.stride[1] == 1 for c in convs)  # NHWC: C innermost
+
+
+@pytest.mark.parametrize("layout_optimization", [True, False])
+def test_a_peeled_bias_fuses_into_the_activation(compiled_graphs, monkeypatch,
+                                                  layout_optimization):
+    """On a GPU the convolution runs without its bias and a pointwise kernel adds the bias and
+    applies the ReLU in one pass (``lowerings/conv.py``). The peeling is the GPU's; here it is
+    switched on for CPU tensors, which exercises the same lowering."""
+    from minicompile.inductor.lowerings import conv
+    monkeypatch.setattr(conv, "peels_bias", lambda device: True)
+    model = nn.Sequential(nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 4, 1))
+    x = torch.randn(2, 8, 9, 7)
+    with torch.no_grad():
+        out = mc.compile(model, options={"layout_optimization": layout_optimization})(x)
+        torch.testing.assert_close(out, model(x), rtol=1e-4, atol=1e-4)
+    graph = compiled_graphs[-1].graph
+    convs = [b for b in graph.buffers
+             if isinstance(b, ExternKernel) and b.kernel is aten.convolution.default]
+    assert len(convs) == 2 and all(c.args[2] is None for c in convs)  # no bias in the calls
+    loops = [g for g in compiled_graphs[-1].scheduler.kernel_groups if g.is_loop_kernel()]
+    fused = [g.fused_name() for g in loops if "relu" in g.fused_name()]
+    assert len(fused) == 1 and "convolution" in fused[0]  # the first bias, the ReLU: one pass
+    # (the second convolution's bias: a pass of its own, or in the output's layout copy)
+    assert len(loops) <= 3

@@ -1,7 +1,13 @@
 """The convolution lowering (mirrors ``convolution`` and ``conv_layout`` in
 torch/_inductor/kernel/conv.py): one ATen call (oneDNN, cuDNN, or ATen's own kernel), its
 arguments laid out as the graph's layout decision says (``layout_opt.py``): channels-last
-input and weight where the graph runs its 2-D convolutions so, eager's layouts elsewhere."""
+input and weight where the graph runs its 2-D convolutions so, eager's layouts elsewhere.
+
+On a GPU the bias is peeled off, as Inductor does: cuDNN adds it in a pass of its own over
+the output (for a depthwise convolution ATen launches a separate ``add`` kernel), while a
+pointwise add of the bias fuses into whatever reads the convolution next (the batch norm, the
+activation, the residual add): one pass fewer over each convolution's output.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +15,11 @@ import sympy
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-from ..ir import Layout, layout_of
+from ..ir import Layout, View, layout_of
 from ..ir.layout import channels_last_order, fill_ordered_strides
-from ..lowering import (make_extern, out_dtype, out_size, realize_strided, register_lowering,
-                        require_fill_order)
-from ..virtualized import V
+from ..lowering import (make_extern, make_pointwise, out_dtype, out_size, realize_strided,
+                        register_lowering, require_fill_order)
+from ..virtualized import V, ops
 
 aten = torch.ops.aten
 
@@ -21,6 +27,8 @@ aten = torch.ops.aten
 @register_lowering(aten.convolution.default)
 def convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
     params = (stride, padding, dilation, transposed, output_padding, groups)
+    if bias is not None and peels_bias(x.get_device()):
+        return add_bias(convolution(x, weight, None, *params), bias)
     if not (V.graph.layout_opt and len(x.get_size()) == 4):
         return make_extern(aten.convolution.default, (x, weight, bias, *params), {})
     order = channels_last_order(4)
@@ -30,6 +38,18 @@ def convolution(x, weight, bias, stride, padding, dilation, transposed, output_p
     bias = realize_strided(bias) if bias is not None else None
     layout = conv_layout(x, weight, bias, params)
     return make_extern(aten.convolution.default, (x, weight, bias, *params), {}, layout=layout)
+
+
+def peels_bias(device: torch.device) -> bool:
+    """On a GPU (oneDNN on the CPU adds the bias inside its convolution, at no extra pass)."""
+    return device.type != "cpu"
+
+
+def add_bias(result, bias):
+    """``result + bias`` with the bias along the channels (dim 1), as a pointwise body."""
+    size = result.get_size()
+    along_channels = View(bias, [size[1]] + [1] * (len(size) - 2), lambda index: [index[0]])
+    return make_pointwise(ops.add, [result, along_channels], result.get_dtype(), size=size)
 
 
 def conv_layout(x, weight, bias, params: tuple) -> Layout:
