@@ -4,9 +4,12 @@ the fall back to the reference backend when the compiler fails."""
 
 from __future__ import annotations
 
+import copy
 import logging
 import re
 import shutil
+
+import copy
 
 import pytest
 import torch
@@ -340,8 +343,13 @@ def test_kept_value_in_an_output_that_reuses_storage(graphs):
     matmul has read it): storage a kernel reads is never the one it writes."""
     fn = lambda x, w: torch.softmax(torch.softmax(x @ w, -1) @ w, -1)
     check(fn, torch.randn(64, 64), torch.randn(64, 64), graphs=graphs)
-    # (in each softmax's kernel: the blocks of lanes of its sum's loop and that loop's tail)
-    assert "# reuse" in graphs[0].source and graphs[0].source.count("kept for a later loop") == 4
+    # (the two softmaxes are one kernel, called twice: ``same_code_key``; in it, the blocks of
+    # lanes of its sum's loop and that loop's tail)
+    source = graphs[0].source
+    assert "# reuse" in source and source.count("kept for a later loop") == 2
+    (name,) = {line.split("(")[0].strip() for line in source.splitlines()
+               if line.strip().startswith("cpp_fused")}
+    assert source.count(f"    {name}(") == 2
 
 
 # --- data movement and indirect indexing -------------------------------------------------------------
@@ -852,3 +860,22 @@ def test_small_products_run_on_one_thread(graphs, monkeypatch):
     program = graphs[-1].source.split("def call(args):")[1]
     assert program.count("threads = one_thread()") == 2  # two small products, a kernel between
     assert program.index("finally") < program.index("cpp_fused_sin") < program.rindex("try:")
+
+
+def test_kernels_with_the_same_code_are_compiled_once(graphs):
+    """An 8-layer MLP's training step: each layer's ReLU gradient and bias-gradient sum are the
+    same C++ code, so the backward defines (and compiles) each once and calls it per layer
+    (``same_code_key``), as Inductor does; the gradients equal eager's."""
+    torch.manual_seed(0)
+    layers = [m for _ in range(8) for m in (torch.nn.Linear(16, 16), torch.nn.ReLU())]
+    model = torch.nn.Sequential(*layers)
+    twin = copy.deepcopy(model)
+    x = torch.randn(32, 16)
+    mc.compile(model)(x).sum().backward()
+    twin(x).sum().backward()
+    for p, q in zip(model.parameters(), twin.parameters()):
+        torch.testing.assert_close(p.grad, q.grad)
+    backward = graphs[-1].source
+    defined = backward.count('extern "C"')
+    calls = sum(line.strip().startswith("cpp_") for line in backward.splitlines())
+    assert defined <= 3 and calls >= 7, (defined, calls)  # (a kernel a layer)

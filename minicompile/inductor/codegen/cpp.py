@@ -540,6 +540,14 @@ class CppKernel:
         self.wrapper_call(*args)
 
 
+def same_code_key(kernel: CppKernel) -> str:
+    """What makes two kernels the same: their source, without their names and the comment
+    lines naming their buffers, and what their checks say when one fails."""
+    code = [line for line in kernel.source.replace(kernel.name, "KERNEL").splitlines()
+            if not line.lstrip().startswith("//")]
+    return "\n".join(code) + repr(kernel.checks)
+
+
 def member_label(m: KernelMember) -> str:
     """``buf0 (sum)`` for a reduction, ``buf1 (scan sum)`` for a scan, ``buf2`` otherwise."""
     if m.node.is_scan():
@@ -563,6 +571,7 @@ class CppScheduling(BaseScheduling):
     def __init__(self, options: Any) -> None:
         super().__init__(options)
         self.pending: list[CppKernel] = []
+        self.by_code: dict[str, CppKernel] = {}  # ``same_code_key`` -> the kernel defined
 
     def can_fuse(self, a: Any, b: Any) -> tuple[bool, str]:
         """A kernel whose reductions run down columns (``column_reductions``: a tile of rows
@@ -586,9 +595,14 @@ class CppScheduling(BaseScheduling):
         names = KernelSignature.of(group).buffers()
         dtypes = {n: wrapper.scheduler.buffers[n].get_dtype() for n in names}
         kernel = CppKernel(group, name, dtypes, self.options)
-        wrapper.define_kernel(name, kernel, kernel.source)
-        wrapper.write_kernel_call(name, kernel.signature.call_args(), group)
-        self.pending.append(kernel)
+        # a kernel written before with the same code (the next layer's ReLU, its gradient's
+        # column sum) is called again, not compiled again (Inductor's ``src_to_kernel``): an
+        # N-layer network compiles a few kernels, not N of each
+        twin = self.by_code.setdefault(same_code_key(kernel), kernel)
+        if twin is kernel:
+            wrapper.define_kernel(name, kernel, kernel.source)
+            self.pending.append(kernel)
+        wrapper.write_kernel_call(twin.name, kernel.signature.call_args(), group)
 
     def flush(self) -> None:
         kernels, self.pending = self.pending, []
