@@ -9,8 +9,6 @@ import logging
 import re
 import shutil
 
-import copy
-
 import pytest
 import torch
 import torch.nn.functional as F
