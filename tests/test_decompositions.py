@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import operator
 
 import pytest
@@ -428,3 +429,39 @@ def test_activations_in_half_precision_round_once(op, kwargs, dtype):
     assert got.dtype == dtype
     torch.testing.assert_close(got, want)
     assert (got != want).float().mean() < 0.05  # (float's exp and erf differ in the last bit)
+
+
+def test_batch_norm_training_updates_running_statistics_as_eager():
+    """Training mode with running statistics: the batch's statistics normalise, and the running
+    ones move toward them in place (momentum, the unbiased variance), as eager's kernel does."""
+    x, w, b, mean, var = r(4, 3, 5, 2), r(3), r(3), r(3), pos(3)
+    ref_mean, ref_var = mean.clone(), var.clone()
+    got = decomposition_table[aten.native_batch_norm.default](x, w, b, mean, var, True, 0.1, 1e-5)
+    want = aten.native_batch_norm.default(x, w, b, ref_mean, ref_var, True, 0.1, 1e-5)
+    _close(got, want)
+    torch.testing.assert_close((mean, var), (ref_mean, ref_var))
+
+
+def test_a_batch_norm_training_step_compiles_to_kernels(compiled_graphs):
+    """BatchNorm in training mode is decomposed, running-statistics update included (it had
+    stayed an ATen call, functionalized into ``_native_batch_norm_legit_functional`` and its
+    copies back): the forward calls no batch-norm op, and over three steps the outputs,
+    gradients and running statistics equal eager's."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, bias=False), torch.nn.BatchNorm2d(8),
+                                torch.nn.ReLU())
+    twin = copy.deepcopy(model)
+    compiled = mc.compile(model)
+    for _ in range(3):
+        x = torch.randn(4, 3, 10, 10)
+        out, want = compiled(x), twin(x)
+        torch.testing.assert_close(out, want)
+        out.square().sum().backward()
+        want.square().sum().backward()
+    for (name, p), q in zip(model.named_parameters(), twin.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-4, msg=name)
+    for (name, p), q in zip(model.named_buffers(), twin.buffers()):
+        torch.testing.assert_close(p, q, msg=name)
+    forward = next(g for g in compiled_graphs if g.kind == "forward")
+    assert "batch_norm" not in forward.source.split("def call")[1]
+    assert mc.metrics.eager_fallbacks == 0

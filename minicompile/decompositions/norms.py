@@ -105,11 +105,14 @@ def _reduce_dims(x) -> list[int]:  # every dim but the channel dim: (N, C, H, W)
     return [0] + list(range(2, x.dim()))
 
 
-def batch_norm_training_no_stats(x, weight, bias, momentum, eps):
-    """Training mode without running statistics (InstanceNorm, BatchNorm with
-    track_running_stats=False): normalize with the batch's own per-channel statistics,
-    mean = E[x], rstd = 1 / sqrt(Var[x] + eps) (biased variance), and write nothing back.
-    Returns (out, mean, rstd), the two (C,) vectors being what the backward reads."""
+def batch_norm_training(x, weight, bias, running_mean, running_var, momentum, eps):
+    """Training mode: normalize with the batch's own per-channel statistics, mean = E[x],
+    rstd = 1 / sqrt(Var[x] + eps) (biased variance). Returns (out, mean, rstd), the two (C,)
+    vectors being what the backward reads. With running statistics (BatchNorm) they are
+    updated in place, as eager does, with the unbiased variance:
+    running = (1 - momentum) * running + momentum * batch; the copies become the graph's input
+    mutations (functionalization), so the update fuses into the kernels that compute the
+    statistics. Without them (InstanceNorm, ``track_running_stats=False``) nothing is written."""
     shape, dims = _channel_shape(x), _reduce_dims(x)
     xf = upcast(x)
     n = numel_of(x, dims)
@@ -123,6 +126,12 @@ def batch_norm_training_no_stats(x, weight, bias, momentum, eps):
     if bias is not None:
         out = aten.add.Tensor(out, aten.view.default(bias, shape))
     channels = [x.shape[1]]
+    if running_mean is not None:
+        unbiased = aten.mul.Tensor(var, n / max(n - 1, 1))
+        for running, batch in ((running_mean, mean), (running_var, unbiased)):
+            new = aten.add.Tensor(aten.mul.Tensor(running, 1 - momentum),
+                                  aten.mul.Tensor(aten.view.default(batch, channels), momentum))
+            aten.copy_.default(running, downcast(new, running.dtype))
     return (downcast(out, x.dtype), downcast(aten.view.default(mean, channels), x.dtype),
             downcast(aten.view.default(rstd, channels), x.dtype))
 
@@ -161,11 +170,10 @@ def native_batch_norm_backward(grad, x, weight, running_mean, running_var, save_
 
 @register_decomposition(aten.native_batch_norm.default)
 def native_batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps):
-    """Eval mode with running statistics -> the inference formula; training mode without
-    running statistics -> the batch statistics, nothing written. Training mode *with* running
-    statistics updates them in place: left to ATen (and to functionalization)."""
-    if training and running_mean is None and running_var is None:
-        return batch_norm_training_no_stats(x, weight, bias, momentum, eps)
+    """Eval mode with running statistics -> the inference formula; training mode -> the batch
+    statistics, the running ones (where there are both) updated in place."""
+    if training and (running_mean is None) == (running_var is None):
+        return batch_norm_training(x, weight, bias, running_mean, running_var, momentum, eps)
     if training or running_mean is None:
         return NotImplemented
     return batch_norm_inference(x, weight, bias, running_mean, running_var, momentum, eps)
