@@ -150,3 +150,31 @@ def test_layout_optimization_can_be_turned_off(compiled_graphs):
     graph = compiled_graphs[-1].graph
     assert not graph.layout_opt
     assert all(c.args[0].layout.is_contiguous() for c in convolutions(graph))
+
+
+def test_saved_activations_stay_channels_last_for_the_backward(compiled_graphs):
+    """A forward's outputs saved for its backward are seen by no caller: they keep the layout
+    they were computed in (channels-last here) instead of being copied into eager's, and the
+    backward is compiled for that layout (its inputs take the strides the forward reports:
+    ``aot_autograd._take_saved_strides``), so neither graph copies them; the gradients still
+    equal eager's (``test_training_step_matches_eager``)."""
+    model = MobileBlock()
+    features, logits = mc.compile(model)(inputs("contiguous"))
+    (logits.square().mean() + features.mean()).backward()
+    forward, backward = compiled_graphs[0], compiled_graphs[1]
+    start = forward.graph.gm.meta["saved_outputs_start"]
+    saved = [s for s in forward.output_strides[start:] if s is not None]
+    assert any(len(s) == 4 and s[1] == 1 and s[3] != 1 for s in saved)  # channels-last ones
+    backward_inputs = list(backward.graph.graph_inputs.values())[:len(saved)]
+    assert [tuple(int(v) for v in b.layout.stride) for b in backward_inputs] == saved
+
+
+def test_an_output_laid_out_alike_but_for_size_one_dims_is_not_copied():
+    """``laid_out_as`` (the wrapper's check of a library call's output) ignores the strides of
+    dims of size 1, which address nothing: ATen's channels-last 1x1 weight gradient
+    ``(64, 1, 64, 64)`` is the same memory as the traced ``(64, 1, 1, 1)``."""
+    from minicompile.inductor.codegen.wrapper import laid_out_as
+    grad = torch.randn(240, 64, 1, 1).contiguous(memory_format=torch.channels_last)
+    assert laid_out_as(grad, (240, 64, 1, 1), (64, 1, 1, 1)) is grad
+    moved = laid_out_as(torch.randn(4, 6).t(), (6, 4), (4, 1))  # a real transpose is copied
+    assert moved.stride() == (4, 1)

@@ -156,6 +156,8 @@ def aot_module_simplified(
         part.fw_module.meta["static_input_indices"] = tuple(range(len(params)))
         part.fw_module.meta["saved_outputs_start"] = sig.num_fwd_outputs
         fw = fw_compiler(part.fw_module, fakes)
+        _take_saved_strides(part.bw_module, getattr(fw, "output_strides", None),
+                            sig.num_fwd_outputs, part.num_saved_tensors)
         bw = bw_compiler(part.bw_module, _placeholder_vals(part.bw_module))
         run = make_training_wrapper(fw, bw, sig, part.num_saved_tensors)
         return _restructure(run, spec)
@@ -224,6 +226,26 @@ def trace_module(model: torch.nn.Module | Callable, inputs: list, decompositions
     fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
     fakes = [fake_mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args]
     return trace_graph(flat_fn, fakes, requires_grad, fake_mode, decompositions, joint=joint)
+
+
+def _take_saved_strides(bw_module: fx.GraphModule, fw_strides: list | None, num_fwd: int,
+                        num_saved: int) -> None:
+    """The backward reads the tensors the forward saved as the compiled forward lays them out
+    (a compiler may keep an activation channels-last: Inductor's layout optimisation), not as
+    they were traced: its first ``num_saved`` inputs take the strides the compiled forward
+    reports for its outputs from ``num_fwd`` on (real AOTAutograd's update of the backward's
+    placeholders after the forward's compile). Without a report, the traced strides stay."""
+    if not fw_strides:
+        return
+    placeholders = [n for n in bw_module.graph.nodes if n.op == "placeholder"][:num_saved]
+    for node, stride in zip(placeholders, fw_strides[num_fwd:num_fwd + num_saved]):
+        val = node.meta.get("val")
+        if (stride is None or getattr(val, "fake_mode", None) is None
+                or tuple(val.stride()) == stride):
+            continue
+        with val.fake_mode:
+            node.meta["val"] = torch.empty_strided(val.shape, stride, dtype=val.dtype,
+                                                   device=val.device)
 
 
 def _placeholder_vals(gm: fx.GraphModule) -> list:

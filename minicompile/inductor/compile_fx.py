@@ -83,6 +83,9 @@ class CompiledFxGraph:
 
     def __post_init__(self) -> None:
         self.current_callable = self.current_callable or self.call
+        # each output's strides where static (a forward's saved tensors: what its backward is
+        # compiled for, ``aot_autograd._take_saved_strides``)
+        self.output_strides = self.graph.output_strides()
 
     def __call__(self, *args: Any) -> Any:
         if not torch.is_grad_enabled():

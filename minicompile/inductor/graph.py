@@ -267,6 +267,10 @@ class GraphLowering:
         vals = [getattr(n, "meta", {}).get("val") for n in pytree.tree_leaves(
             self.current_node.args[0])] if self.current_node is not None else []
         vals = vals if len(vals) == len(leaves) else [None] * len(leaves)
+        # a forward's outputs from here on are saved for its backward, which no caller sees: they
+        # keep the layout they were computed in (channels-last activations stay so), and the
+        # backward is compiled for it (``aot_autograd``: the saved tensors' strides)
+        saved_start = self.gm.meta.get("saved_outputs_start", len(leaves))
         outputs: list = []
         for k, (x, val) in enumerate(zip(leaves, vals)):
             if self._copy_part_of_intermediate(x, leaves) or (
@@ -275,9 +279,23 @@ class GraphLowering:
                 # equal computations; the caller must still get two tensors, as eager gives)
                 x = realize(Pointwise(x.get_device(), x.get_dtype(), x.make_loader(),
                                       x.get_size()), val)
-            outputs.append(self.keep_output_stride(realize_strided(x), val)
-                           if isinstance(x, IRNode) else x)
+            if isinstance(x, IRNode):
+                x = realize_strided(x)
+                x = x if k >= saved_start else self.keep_output_stride(x, val)
+            outputs.append(x)
         self.graph_outputs = outputs
+
+    def output_strides(self) -> list[tuple[int, ...] | None]:
+        """Each output's strides where they are known numbers (None: not a tensor, or symbolic):
+        what the backward of a forward is compiled for (Inductor's ``output_strides``)."""
+        strides = []
+        for x in self.graph_outputs:
+            stride = getattr(getattr(x, "layout", None), "stride", None) if isinstance(
+                x, IRNode) else None
+            static = stride is not None and all(
+                isinstance(s, (int, sympy.Integer)) for s in stride)
+            strides.append(tuple(int(s) for s in stride) if static else None)
+        return strides
 
     def keep_output_stride(self, x: IRNode, val: Any) -> IRNode:
         """``x``, or a copy of it in eager's layout where eager's tensor ``val`` is dense and a

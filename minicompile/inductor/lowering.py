@@ -271,7 +271,7 @@ def make_extern(target: Any, args: tuple, kwargs: dict, cls: type = ExternKernel
     if target in READS_STRIDES and args and isinstance(args[0], IRNode):
         args = (realize_as_eager(args[0], V.graph.current_node.args[0].meta.get("val")), *args[1:])
     args, kwargs = pytree.tree_map_only(IRNode, realize_strided, (args, kwargs))
-    meta = out_meta()
+    meta = out_meta() if layout is not None else meta_for_layouts(target, args, kwargs)
     name = V.graph.new_name()
     if isinstance(meta, torch.Tensor):
         return V.graph.register_buffer(cls(name, layout or layout_of(meta), target, args, kwargs,
@@ -287,6 +287,37 @@ def make_extern(target: Any, args: tuple, kwargs: dict, cls: type = ExternKernel
         return val
 
     return outputs(meta, ())
+
+
+def meta_for_layouts(target: Any, args: tuple, kwargs: dict) -> Any:
+    """The outputs of ``target`` run on fake tensors laid out as the arguments really are
+    (Inductor's ``FallbackKernel`` takes its layouts so), where every size is a number; else,
+    or where the op cannot run on fake tensors, the traced outputs' metadata. The two differ
+    where an argument is laid out otherwise than it was traced (a saved activation the forward
+    kept channels-last): ATen then returns, say, a channels-last gradient, and expecting the
+    traced layout would copy each such output back on every call (``laid_out_as``)."""
+    meta = out_meta()
+    leaves, spec = pytree.tree_flatten((args, kwargs))
+    tensors = [a for a in leaves if isinstance(a, IRNode)]
+    if not tensors or not all(
+            isinstance(x, (int, sympy.Integer)) for a in tensors
+            for x in [*a.get_size(), *getattr(getattr(a, "layout", None), "stride", [None])]):
+        return meta
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    try:
+        with FakeTensorMode():
+            fakes = [torch.empty_strided([int(x) for x in a.get_size()],
+                                         [int(x) for x in a.layout.stride], dtype=a.get_dtype(),
+                                         device=a.get_device()) if isinstance(a, IRNode) else a
+                     for a in leaves]
+            f_args, f_kwargs = pytree.tree_unflatten(fakes, spec)
+            fake = target(*f_args, **f_kwargs)
+    except Exception:  # noqa: BLE001 (an op fake tensors cannot run: the traced layouts)
+        return meta
+    same_shapes = pytree.tree_structure(fake) == pytree.tree_structure(meta) and all(
+        not isinstance(m, torch.Tensor) or (isinstance(f, torch.Tensor) and f.shape == m.shape)
+        for f, m in zip(pytree.tree_leaves(fake), pytree.tree_leaves(meta)))
+    return fake if same_shapes else meta
 
 
 def view(x: IRNode, size: Sequence[Any], reindex: Callable) -> View:

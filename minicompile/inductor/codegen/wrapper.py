@@ -108,8 +108,13 @@ def storage(x: torch.Tensor, size: tuple, stride: tuple, offset: int) -> torch.T
 def laid_out_as(x: torch.Tensor, size: tuple, stride: tuple) -> torch.Tensor:
     """``x`` when it starts its storage with this size and stride, else a copy laid out so
     (``storage`` for an offset-0 layout, that leaves the variable the layout's view itself: no
-    ``reinterpret`` of it is written later)."""
+    ``reinterpret`` of it is written later). A dim of size 1 is never stepped along, so its
+    stride does not count: ATen gives a channels-last ``[240, 64, 1, 1]`` weight gradient
+    strides ``(64, 1, 64, 64)``, the same memory as ``(64, 1, 1, 1)``."""
     if x.stride() == stride and x.shape == size and not x.storage_offset():
+        return x
+    if x.shape == size and not x.storage_offset() and all(
+            a == b or n == 1 for a, b, n in zip(x.stride(), stride, size)):
         return x
     return torch.empty_strided(size, stride, dtype=x.dtype, device=x.device).copy_(x)
 
