@@ -102,6 +102,7 @@ def test_a_resnet_block_runs_channels_last_on_cuda(compiled_graphs, monkeypatch)
     assert convs and all(c.args[0].layout.stride[1] == 1 for c in convs)  # NHWC: C innermost
 
 
+@pytest.mark.cpu_only  # (CPU tensors, with the GPU's peeling switched on)
 @pytest.mark.parametrize("layout_optimization", [True, False])
 def test_a_peeled_bias_fuses_into_the_activation(compiled_graphs, monkeypatch,
                                                   layout_optimization):
