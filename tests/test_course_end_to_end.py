@@ -5,6 +5,7 @@ with eager (minicompile/course/compile_profile.py, training.py; viz/codegen.py).
 from __future__ import annotations
 
 import copy
+import re
 import time
 
 import pytest
@@ -96,7 +97,11 @@ def test_recorded_graphs_and_kernel_profile_name_every_generated_kernel():
     rows = kernel_profile(lambda: trainer.step(batch), graphs, device="cpu", reps=2)
     profiled = {name: calls for name, calls, _ in rows}
     assert ours <= set(profiled), ours - set(profiled)
-    assert all(profiled[name] == 1 for name in ours)  # once per step
+    # as often per step as the wrappers call it (a kernel with the code of another is that one
+    # called again: ``same_code_key``)
+    calls = {name: sum(len(re.findall(rf"^\s+{name}\(", g.compiled.source, re.M))
+                       for g in graphs) for name in ours}
+    assert all(profiled[name] == calls[name] >= 1 for name in ours), (profiled, calls)
     assert any(name.startswith("aten::") for name in profiled)  # the eager optimizer's ops
     assert all(namespace[n] is kernel for n, kernel in kernels.items())  # unwrapped afterwards
 

@@ -62,6 +62,16 @@ class BaseScheduling:
         """Called once after the last kernel of a graph (compile what was batched)."""
 
 
+def same_code_key(source: str, name: str, comment: str, extra: str = "") -> str:
+    """What makes two kernels of a graph the same, so that the second is a call of the first
+    (Inductor's ``src_to_kernel``: an N-layer network compiles a few kernels, not N of each):
+    their source without their names and the ``comment`` lines naming their buffers, and
+    ``extra`` (what a kernel holds beside its source: its checks' error messages)."""
+    code = [line for line in source.replace(name, "KERNEL").splitlines()
+            if not line.lstrip().startswith(comment)]
+    return "\n".join(code) + extra
+
+
 @dataclass
 class KernelSignature:
     """``kernel(in_ptr0, in_ptr1, out_ptr0, ks0)``: which buffers and sizes, in order."""

@@ -84,7 +84,7 @@ from ..dependencies import reduction_direction, runs_along_rows
 from ..kernel_group import RINDEX, XINDEX, KernelGroup, KernelMember
 from . import cpp_build, cpp_loops
 from .common import (BaseScheduling, CodegenError, IndentedBuffer, KernelSignature,
-                     emit_members)
+                     emit_members, same_code_key)
 from .cpp_blocks import BLOCK_DTYPES, MAX_BLOCK, VectorBlock
 from .cpp_hoist import LoopInvariants
 from .cpp_keep import KeptValues, drop_unused_temporaries
@@ -540,14 +540,6 @@ class CppKernel:
         self.wrapper_call(*args)
 
 
-def same_code_key(kernel: CppKernel) -> str:
-    """What makes two kernels the same: their source, without their names and the comment
-    lines naming their buffers, and what their checks say when one fails."""
-    code = [line for line in kernel.source.replace(kernel.name, "KERNEL").splitlines()
-            if not line.lstrip().startswith("//")]
-    return "\n".join(code) + repr(kernel.checks)
-
-
 def member_label(m: KernelMember) -> str:
     """``buf0 (sum)`` for a reduction, ``buf1 (scan sum)`` for a scan, ``buf2`` otherwise."""
     if m.node.is_scan():
@@ -595,10 +587,9 @@ class CppScheduling(BaseScheduling):
         names = KernelSignature.of(group).buffers()
         dtypes = {n: wrapper.scheduler.buffers[n].get_dtype() for n in names}
         kernel = CppKernel(group, name, dtypes, self.options)
-        # a kernel written before with the same code (the next layer's ReLU, its gradient's
-        # column sum) is called again, not compiled again (Inductor's ``src_to_kernel``): an
-        # N-layer network compiles a few kernels, not N of each
-        twin = self.by_code.setdefault(same_code_key(kernel), kernel)
+        # the same code as a kernel before (the next layer's ReLU): called again, not compiled
+        key = same_code_key(kernel.source, kernel.name, "//", repr(kernel.checks))
+        twin = self.by_code.setdefault(key, kernel)
         if twin is kernel:
             wrapper.define_kernel(name, kernel, kernel.source)
             self.pending.append(kernel)
