@@ -16,6 +16,7 @@ from typing import Any, Callable, Sequence
 import sympy
 import torch
 import torch.utils._pytree as pytree
+from torch._subclasses.fake_tensor import FakeTensorMode
 
 from .ir import (Buffer, ComputedBuffer, ExternKernel, FallbackKernel, IRNode, Layout, Loops, MultiOutput,
                  Pointwise, ReinterpretView, View, as_strided_layout, broadcast_reader, layout_of)
@@ -303,7 +304,6 @@ def meta_for_layouts(target: Any, args: tuple, kwargs: dict) -> Any:
             isinstance(x, (int, sympy.Integer)) for a in tensors
             for x in [*a.get_size(), *getattr(getattr(a, "layout", None), "stride", [None])]):
         return meta
-    from torch._subclasses.fake_tensor import FakeTensorMode
     try:
         with FakeTensorMode():
             fakes = [torch.empty_strided([int(x) for x in a.get_size()],
