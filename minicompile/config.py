@@ -62,7 +62,8 @@ class inductor:
     # one per parameter) launched as one combo kernel (codegen/triton_combo.py); False: one
     # launch each
     combo_kernels = True
-    # a CPU graph with 2-D convolutions runs them, and the ops around them, channels-last
-    # (inductor/layout_opt.py; Inductor's layout_optimization); False keeps eager's layouts
+    # a graph whose 2-D convolutions are faster channels-last (the CPU's and cuDNN's rules)
+    # runs them, and the ops around them, so (inductor/layout_opt.py; Inductor's
+    # layout_optimization); False keeps eager's layouts
     layout_optimization = os.environ.get("MINICOMPILE_LAYOUT_OPTIMIZATION", "1") == "1"
 

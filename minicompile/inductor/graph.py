@@ -30,7 +30,7 @@ from . import lowerings as _families  # noqa: F401  (the op families register th
 from .lowering import (Unsupported, compute_into, fallback_reason, inplace_lowerings,
                        is_scalar_constant, layout_like, lowerings, make_fallback, realize,
                        realize_strided)
-from .sizevars import Expr, FloorDiv
+from .sizevars import Expr, FloorDiv, as_ints
 from .virtualized import V
 
 log = logging.getLogger(__name__)
@@ -288,14 +288,9 @@ class GraphLowering:
     def output_strides(self) -> list[tuple[int, ...] | None]:
         """Each output's strides where they are known numbers (None: not a tensor, or symbolic):
         what the backward of a forward is compiled for (Inductor's ``output_strides``)."""
-        strides = []
-        for x in self.graph_outputs:
-            stride = getattr(getattr(x, "layout", None), "stride", None) if isinstance(
-                x, IRNode) else None
-            static = stride is not None and all(
-                isinstance(s, (int, sympy.Integer)) for s in stride)
-            strides.append(tuple(int(s) for s in stride) if static else None)
-        return strides
+        strides = [as_ints(x.layout.stride) if isinstance(x, IRNode) and hasattr(x, "layout")
+                   else None for x in self.graph_outputs]
+        return [tuple(s) if s is not None else None for s in strides]
 
     def keep_output_stride(self, x: IRNode, val: Any) -> IRNode:
         """``x``, or a copy of it in eager's layout where eager's tensor ``val`` is dense and a

@@ -103,7 +103,7 @@ def weight_of(node: fx.Node) -> torch.Tensor:
 def is_grouped_dense(node: fx.Node) -> bool:
     """A grouped convolution with several input channels per group (not a depthwise one):
     cuDNN's channels-last kernels for these can be many times slower."""
-    return node.args[8] > 1 and weight_of(node).size(1) > 1
+    return is_grouped(node) and weight_of(node).size(1) > 1
 
 
 def reduces_channels(node: fx.Node) -> bool:

@@ -23,7 +23,7 @@ from .ir import (Buffer, ComputedBuffer, ExternKernel, FallbackKernel, IRNode, L
 from .ir.layout import channels_last_order, eager_fill_order, fill_ordered_strides
 from .ir.read_writes import RecordReadWrites
 from ..shapes.functions import sym_to_sympy
-from .sizevars import Expr, sympify
+from .sizevars import Expr, as_ints, sympify
 from .virtualized import V, ops, set_ops_handler
 
 log = logging.getLogger(__name__)
@@ -299,17 +299,15 @@ def meta_for_layouts(target: Any, args: tuple, kwargs: dict) -> Any:
     traced layout would copy each such output back on every call (``laid_out_as``)."""
     meta = out_meta()
     leaves, spec = pytree.tree_flatten((args, kwargs))
-    tensors = [a for a in leaves if isinstance(a, IRNode)]
-    if not tensors or not all(
-            isinstance(x, (int, sympy.Integer)) for a in tensors
-            for x in [*a.get_size(), *getattr(getattr(a, "layout", None), "stride", [None])]):
+    layouts = {i: (as_ints(a.get_size()), as_ints(getattr(getattr(a, "layout", None),
+                                                           "stride", [None])))
+               for i, a in enumerate(leaves) if isinstance(a, IRNode)}
+    if not layouts or any(None in pair for pair in layouts.values()):
         return meta
     try:
         with FakeTensorMode():
-            fakes = [torch.empty_strided([int(x) for x in a.get_size()],
-                                         [int(x) for x in a.layout.stride], dtype=a.get_dtype(),
-                                         device=a.get_device()) if isinstance(a, IRNode) else a
-                     for a in leaves]
+            fakes = [torch.empty_strided(*layouts[i], dtype=a.get_dtype(), device=a.get_device())
+                     if i in layouts else a for i, a in enumerate(leaves)]
             f_args, f_kwargs = pytree.tree_unflatten(fakes, spec)
             fake = target(*f_args, **f_kwargs)
     except Exception:  # noqa: BLE001 (an op fake tensors cannot run: the traced layouts)

@@ -41,6 +41,14 @@ def sympify(x) -> Expr:
     return x if isinstance(x, sympy.Basic) else sympy.Integer(x)
 
 
+def as_ints(values) -> list[int] | None:
+    """``values`` (sizes, strides) as Python ints where each is a number, else None."""
+    values = list(values)
+    if all(isinstance(v, (int, sympy.Integer)) for v in values):
+        return [int(v) for v in values]
+    return None
+
+
 # --------------------------------------------------------------------------------------------
 # Range-aware simplification: the loop ranges bound every variable, which decides // and %.
 # --------------------------------------------------------------------------------------------

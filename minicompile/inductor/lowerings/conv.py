@@ -11,14 +11,13 @@ activation, the residual add): one pass fewer over each convolution's output.
 
 from __future__ import annotations
 
-import sympy
 import torch
-from torch._subclasses.fake_tensor import FakeTensorMode
 
-from ..ir import Layout, View, layout_of
+from ..ir import Layout, View
 from ..ir.layout import channels_last_order, fill_ordered_strides
 from ..lowering import (make_extern, make_pointwise, out_dtype, out_size, realize_strided,
                         register_lowering, require_fill_order)
+from ..sizevars import as_ints
 from ..virtualized import V, ops
 
 aten = torch.ops.aten
@@ -36,8 +35,8 @@ def convolution(x, weight, bias, stride, padding, dilation, transposed, output_p
     # differ only on size-1 dims): only a dense kxk weight is copied, as in Inductor
     x, weight = require_fill_order(x, order), require_fill_order(weight, order)
     bias = realize_strided(bias) if bias is not None else None
-    layout = conv_layout(x, weight, bias, params)
-    return make_extern(aten.convolution.default, (x, weight, bias, *params), {}, layout=layout)
+    return make_extern(aten.convolution.default, (x, weight, bias, *params), {},
+                       layout=symbolic_conv_layout(x, weight))
 
 
 def peels_bias(device: torch.device) -> bool:
@@ -52,21 +51,14 @@ def add_bias(result, bias):
     return make_pointwise(ops.add, [result, along_channels], result.get_dtype(), size=size)
 
 
-def conv_layout(x, weight, bias, params: tuple) -> Layout:
-    """The layout ATen gives the result of a convolution of arguments laid out so: the op run
-    on fake tensors with their sizes and strides (Inductor's ``conv_layout``). A channels-last
-    input gives a channels-last result, but which strides a size-1 dim gets is ATen's choice
-    (``[4, 576, 1, 1]`` comes back with contiguous strides), and a layout that differs from
-    what ATen returns costs a copy on every call. Symbolic sizes: channels-last strides."""
-    args = [a for a in (x, weight, bias) if a is not None]
-    sizes = [[*a.get_size(), *a.layout.stride] for a in args]
-    if not all(isinstance(s, (int, sympy.Integer)) for size in sizes for s in size):
-        size = out_size()
-        return Layout(x.get_device(), out_dtype(), size,
-                      fill_ordered_strides(size, channels_last_order(4)))
-    with FakeTensorMode():
-        x_, w_, *b_ = [torch.empty_strided([int(s) for s in a.get_size()],
-                                           [int(s) for s in a.layout.stride],
-                                           dtype=a.get_dtype(), device=a.get_device())
-                       for a in args]
-        return layout_of(aten.convolution.default(x_, w_, b_[0] if b_ else None, *params))
+def symbolic_conv_layout(x, weight) -> Layout | None:
+    """The result's layout is the one ATen gives for the arguments' layouts (Inductor's
+    ``conv_layout``): with every size a number ``make_extern`` runs the op on fake tensors laid
+    out so (``lowering.meta_for_layouts``; a channels-last input gives a channels-last result,
+    but ATen picks a size-1 dim's stride: ``[4, 576, 1, 1]`` comes back contiguous). With
+    symbolic sizes, here: channels-last strides (None: let the fake run decide)."""
+    if all(as_ints([*a.get_size(), *a.layout.stride]) is not None for a in (x, weight)):
+        return None
+    size = out_size()
+    return Layout(x.get_device(), out_dtype(), size,
+                  fill_ordered_strides(size, channels_last_order(4)))
