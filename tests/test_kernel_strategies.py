@@ -66,7 +66,8 @@ def launchers(monkeypatch) -> list:
 
 
 @pytest.mark.parametrize("fn, x, hint", [
-    (lambda x: x.sum(0), torch.randn(67, 33), "outer"),              # persistent
+    (lambda x: x.sum(0), torch.randn(67, 33), "outer"),              # looped: 67 rows
+    (lambda x: x.sum(0), torch.randn(37, 33), "outer"),              # persistent
     (lambda x: x.amax(0), torch.randn(3001, 35), "outer"),           # looped
     (lambda x: x.t().sum(-1), torch.randn(67, 33), "outer"),         # a transposed view
     (lambda x: x.sum(-1), torch.randn(67, 33), "inner"),
@@ -79,6 +80,24 @@ def test_reduction_hint_from_load_strides(backend, launchers, fn, x, hint):
     if backend == "triton":
         assert launchers[0].hint == hint
         assert ("# outer reduction" in launchers[0].source) == (hint == "outer")
+
+
+@pytest.mark.parametrize("rows", [64, 65, 512])
+def test_outer_rows_past_the_limit_loop(monkeypatch, launchers, rows):
+    """An outer reduction keeps its rows in one block only up to ``OUTER_PERSISTENT_RNUMEL``:
+    longer, the block would be a few kept elements wide (uncoalesced), so it loops in wide tiles.
+    An inner one of the same length stays in one block."""
+    use_cpu_backend(monkeypatch, "triton")
+    from minicompile.inductor.codegen.triton_kernel import OUTER_PERSISTENT_RNUMEL
+
+    x = torch.randn(rows, 40, dtype=torch.bfloat16)
+    check(lambda a: a.sum(0), x, rtol=1e-2, atol=1e-1)
+    check(lambda a: a.t().sum(0), x, rtol=1e-2, atol=1e-1)  # inner: rows contiguous
+    outer, inner = launchers
+    assert outer.hint == "outer" and inner.hint == "inner"
+    assert outer.kind == ("looped" if rows > OUTER_PERSISTENT_RNUMEL else "persistent")
+    assert inner.kind == "persistent"
+    mc.reset()
 
 
 def test_outer_reduction_dynamic_and_strided(backend):

@@ -390,3 +390,12 @@ def test_kernel_graph_paths_through_a_third_kernel_and_order():
     assert not kernel_graph.path_between(readers, a, b)  # only the direct edge
     assert not kernel_graph.path_between(readers, b, d) and not kernel_graph.path_between(readers, c, a)
     assert kernel_graph.topological_order([d, c, b, a]) == [a, b, c, d]
+
+
+def test_unread_outputs_of_a_library_call_are_not_taken():
+    # cummax runs through ATen and returns (values, indices); only the values are read, so the
+    # indices are never taken out of the tuple (a real kernel may return None where the traced
+    # metadata had a tensor: CUDA flash attention's debug mask, in inference)
+    s = schedule(lambda x: torch.cummax(x, 0).values + 1, torch.randn(6, 5))
+    taken = [k.node for k in s.kernels if type(k.node).__name__ == "MultiOutput"]
+    assert [m.indices for m in taken] == [(0,)]

@@ -311,6 +311,21 @@ def test_cuda_kernels():
         check(fn, *[torch.randn(s, device="cuda") for s in shapes], atol=2e-3, rtol=2e-3)
 
 
+@pytest.mark.gpu
+def test_cuda_bf16_attention_inference():
+    """Under bfloat16 autocast in inference CUDA attention is flash attention, whose debug mask
+    the traced metadata gives as a tensor and the kernel returns as None: never taken out."""
+    q, k, v = (torch.randn(2, 4, 64, 32, device="cuda") for _ in range(3))
+
+    def attend(q, k, v):
+        with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True) * 2
+
+    out = mc.compile(attend)(q, k, v)
+    assert out.dtype == torch.bfloat16
+    torch.testing.assert_close(out, attend(q, k, v), atol=2e-2, rtol=2e-2)
+
+
 def _debug_run(monkeypatch, tmp_path, device):
     monkeypatch.setattr(config, "debug", True)
     monkeypatch.setattr(config, "debug_dir", str(tmp_path))

@@ -155,6 +155,18 @@ def create_scheduler_node(node: Buffer, index: int) -> BaseSchedulerNode:
     raise TypeError(f"cannot schedule {type(node).__name__} {node.get_name()}")
 
 
+def drop_unread_outputs(nodes: Sequence[Buffer], output_names: set[str]) -> list[Buffer]:
+    """``nodes`` without the outputs of multi-output library calls that nothing reads (Inductor's
+    dead-node elimination, for these): taking one out of the returned tuple is pure, and where
+    the traced metadata names a tensor the real kernel may return none (CUDA flash attention's
+    debug mask and sequence offsets, in inference)."""
+    read = set(output_names)
+    for n in nodes:
+        read.update(d.name for d in n.get_read_writes().reads)
+        read.update(n.get_mutation_names())
+    return [n for n in nodes if not isinstance(n, MultiOutput) or n.get_name() in read]
+
+
 @dataclass
 class FusionDecision:
     """One pair the scheduler considered: ``fused`` or refused with ``reason``."""
@@ -197,6 +209,7 @@ class Scheduler:
             nodes = graph.buffers
         self.input_names = set(inputs or {})
         self.output_names = set(output_names)
+        nodes = drop_unread_outputs(nodes, self.output_names)
         if fuse:  # a producer its consumer reads over other loops is substituted into it
             nodes = inline_unfusable_producers(nodes, self.output_names)
         self.buffers: dict[str, Buffer] = dict(inputs or {})

@@ -34,7 +34,7 @@ from ..runtime.triton_heuristics import (CHECKED_OPTIONS, COMPILE_OPTIONS, Trito
                                          compile_in_background)
 from . import triton_combo
 from .common import BaseScheduling
-from .triton_kernel import TritonKernel
+from .triton_kernel import OUTER_PERSISTENT_RNUMEL, TritonKernel
 from .triton_tiling import choose_tile
 from .wrapper import pexpr
 
@@ -174,8 +174,17 @@ class TritonScheduling(BaseScheduling):
     def select_tiling(self, group: KernelGroup, dtype_of: Any, numel_of: Any = None) -> TritonKernel:
         """A pointwise kernel is written once flat, to see its accesses; where they are
         contiguous along different dims (a transpose, a permute, a channels-last input), it is
-        written again over a 2-D tile (``triton_tiling.py``), else kept as written."""
+        written again over a 2-D tile (``triton_tiling.py``), else kept as written. A reduction
+        written in one block whose loads turn out to be an outer reduction's over more than
+        ``OUTER_PERSISTENT_RNUMEL`` rows is written again with a loop, in wide tiles."""
         kernel = TritonKernel(group, "kernel", dtype_of, self.options, numel_of=numel_of)
+        if kernel.kind == "persistent":
+            kernel.emitted  # its accesses are known
+            if kernel.reduction_hint() == "outer" and \
+                    int(group.rnumel) > OUTER_PERSISTENT_RNUMEL:
+                return TritonKernel(group, "kernel", dtype_of, self.options, numel_of=numel_of,
+                                    looped=True)
+            return kernel
         if kernel.kind != "pointwise":
             return kernel
         kernel.emitted  # written flat: its accesses are known

@@ -60,6 +60,12 @@ PERSISTENT_MULTIPASS_RNUMEL = 32768
 # sum then a sum of squares (triton_reductions.py), as Triton's interpreter and a GPU both
 # reduce fastest. (Inductor loops past 1024 for them too, with its ``maximum_with_index``.)
 MULTI_VALUE_REDUCTIONS = frozenset({"argmax", "argmin", "welford_reduce"})
+# An outer reduction (``x.sum(0)``) reduced in one block holds XBLOCK x RBLOCK values, so a long
+# row leaves room for few adjacent kept elements: 512 rows of bfloat16 left 16 columns, 32 bytes
+# a row per program (sum(0) of 8192 x 8192 split in 16: 45 us on an H200, Inductor's looped
+# kernel 33). Past this many rows it loops, its tiles as wide as an outer loop's (Inductor's
+# threshold for reductions that are not inner ones).
+OUTER_PERSISTENT_RNUMEL = 64
 
 class TritonKernel(TritonReductions, TritonScans, TritonChecks):
     """Writes the source of one kernel; ``codegen()`` returns it. ``numel_of`` (a buffer's
@@ -67,7 +73,7 @@ class TritonKernel(TritonReductions, TritonScans, TritonChecks):
 
     def __init__(self, group: KernelGroup, name: str, dtype_of: Callable[[str], torch.dtype],
                  options: Any = None, tile: Tile | None = None,
-                 numel_of: Callable[[str], sympy.Expr] | None = None):
+                 numel_of: Callable[[str], sympy.Expr] | None = None, looped: bool = False):
         self.group, self.name, self.tile, self.numel_of = group, name, tile, numel_of
         # index and divisor checks: always under the interpreter; on a GPU as device asserts
         self.checks_emitted = checks_emitted(options is not None and options.triton_device_asserts)
@@ -82,7 +88,7 @@ class TritonKernel(TritonReductions, TritonScans, TritonChecks):
         if group.kind == "pointwise":
             self.kind = "tiled" if tile is not None else "pointwise"
         else:
-            self.kind = "persistent" if self.fits_in_one_block(group) else "looped"
+            self.kind = "looped" if looped or not self.fits_in_one_block(group) else "persistent"
         self.cse = CSE()
         self.dtypes: dict[str, torch.dtype] = {}  # temporary -> its dtype
         self.body = IndentedBuffer()  # where lines go now (a loop body inside a looped phase)
