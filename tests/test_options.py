@@ -104,6 +104,19 @@ def test_max_autotune_tries_more_triton_configs():
     assert len(more) > len(default)
 
 
+def test_pointwise_configs_are_inductors_two_in_powers_of_two(monkeypatch):
+    """The default mode tries two pointwise configs, as Inductor's: 8 elements a thread and 2
+    (a kernel of many loads an element needs the second); blocks are powers of two at any size
+    (``tl.arange`` takes nothing else)."""
+    th = pytest.importorskip("minicompile.inductor.runtime.triton_heuristics")
+    monkeypatch.setattr(th, "INTERPRET", False)
+    for numel in (1, 3, 1000, 50_000, 1823 * 781, 1 << 24):
+        configs = th.candidate_configs("pointwise", numel, 1)
+        assert all(c.XBLOCK & (c.XBLOCK - 1) == 0 for c in configs), (numel, configs)
+    big = th.candidate_configs("pointwise", 1 << 24, 1)
+    assert [(c.XBLOCK // (32 * c.num_warps)) for c in big] == [8, 2]
+
+
 def test_knobs_that_would_not_be_read_are_errors():
     with pytest.raises(ValueError, match="mode= or options=, not both"):
         mc.compile(lambda x: x, mode="max-autotune", options={"cpp_lanes": False})

@@ -127,7 +127,7 @@ def candidate_configs(kind: str, xnumel: int, rnumel: int, hint: str = "inner",
         # reach the copy bandwidth with one or two loads an element; a kernel of many loads an
         # element holds them all in flight per element, and 2 a thread keep it fast (a 3x3
         # max-pool, 9 loads an output, 8x64x362x362 float32 on an H200: 148 us at 8 a thread, 96 at 2)
-        block = max(256, min(xnumel // 128, 1024))
+        block = max(256, min(xcap // 128, 1024))  # (powers of two: arange needs them)
         return list(dict.fromkeys([Config(min(xcap, block), None, 4),
                                    Config(min(xcap, block // 2), None, 8 if block > 256 else 4)]))
     if kind == "persistent":
