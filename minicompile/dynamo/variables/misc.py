@@ -193,7 +193,10 @@ class AutocastVariable(ContextManagerVariable):
         self.node: Any = None  # the graph's _enter_autocast node, which _exit_autocast takes
 
     def enter(self, tx) -> VariableTracker:
-        self.mode = torch.amp.autocast_mode._UnmanagedAutocast(*self.args)
+        # (torch's autocast under a name real Dynamo does not trace into; torch 2.11 has no such
+        # name, and the class itself does the same)
+        unmanaged = getattr(torch.amp.autocast_mode, "_UnmanagedAutocast", torch.amp.autocast)
+        self.mode = unmanaged(*self.args)
         self.mode.__enter__()
         self.node = tx.output.create_proxy("call_function", torch.amp._enter_autocast,
                                            self.args, {})
