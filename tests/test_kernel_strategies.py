@@ -220,6 +220,24 @@ def test_tiled_source_names_its_tile(backend, sources):
         assert "33*x0" not in source and "17*x0" in source  # x read along y0, a column apart
 
 
+@pytest.mark.parametrize("shape", [(64, 48), (37, 50)])
+def test_cpp_tile_reads_across_rows_from_its_copy(monkeypatch, sources, shape):
+    """A C++ tile copies the elements it reads across its rows into a local array first, then
+    reads that array consecutively (Inductor's ``transpose_mxn``): the loop is a plain vector
+    loop, not gathers. Where tiles fill the dims, their ends are constants."""
+    use_cpu_backend(monkeypatch, "cpp")
+    x, y = torch.randn(*shape), torch.randn(*shape[::-1])
+    check(lambda x, y: x.t() * 2 + y, x, y)
+    check(lambda x: x.permute(1, 0).contiguous().bfloat16(), x)
+    for source in sources:  # (which input is read across the rows: the output's layout says)
+        copy = re.search(r"(in_ptr\d)_tile0\[16\*\(x1 - x1_tile\) \+ \(x0 - x0_tile\)\] = \1\[",
+                         source)
+        assert copy, source
+        assert f"= {copy.group(1)}_tile0[16*(x1 - x1_tile) + (x0 - x0_tile)]" in source, source
+    full = all(n % 16 == 0 for n in shape)
+    assert ("x1_end = x1_tile + 16;" in sources[0]) == full, sources[0]
+
+
 def test_transpose_with_dynamic_shapes_stays_correct(backend, launchers):
     """A symbolic size has no compile-time split: the kernel stays flat, and right."""
     f = lambda x, y: x.t() * 2 + y  # noqa: E731

@@ -89,9 +89,8 @@ from .cpp_blocks import BLOCK_DTYPES, MAX_BLOCK, VectorBlock
 from .cpp_hoist import LoopInvariants
 from .cpp_keep import KeptValues, drop_unused_temporaries
 from .cpp_loops import (R0, R1, RCHUNK, SCAN_ROWS, TILE, X0, X1, XTILE, is_column_reduction,
-                        is_row_scan, lanes_loop,
-                        omp_accumulators, parallel_threshold, renamed_accumulators, row_length,
-                        split_row_loop, transposed_read)
+                        is_row_scan, lanes_loop, omp_accumulators, parallel_threshold,
+                        renamed_accumulators, row_length, split_row_loop, tile_end, transposed_read)
 from .cpp_masks import row_segments
 from .cpp_ops import (DTYPES, CppOpsHandler, LoopCode, cexpr, storage_type,
                       vector_math_lines)
@@ -210,7 +209,7 @@ class CppKernel:
             body = self.emit_rows(row)
             if transposed_read(self.ops.simplified) and \
                     row_segments(self.ops.mask_bounds.at.get(X0, ()), row) == [(0, row)]:
-                body = self.emit_rows(row, blocks=False)  # (a tile is part of a row)
+                body = self.emit_rows(row, tiled=True)
                 self.tiled_loops(code, row, body)
                 return
             outer = f"for (int64_t x1 = 0; x1 < {self.group.numel // row}; x1++)"
@@ -277,10 +276,8 @@ class CppKernel:
             code.writeline(f"for (int64_t x0_tile = 0; x0_tile < {row}; x0_tile += {TILE})")
             code.writeline("{")
             with code.indent():
-                code.writeline(f"const int64_t x1_end = std::min<int64_t>(x1_tile + {TILE}, "
-                               f"{rows});")
-                code.writeline(f"const int64_t x0_end = std::min<int64_t>(x0_tile + {TILE}, "
-                               f"{row});")
+                code.writelines([tile_end("x1", int(rows)), tile_end("x0", row),
+                                 *cpp_loops.tile_copies(body.tiles)])
                 code.writeline("for (int64_t x1 = x1_tile; x1 < x1_end; x1++)")
                 code.writeline("{")
                 with code.indent():
@@ -292,13 +289,15 @@ class CppKernel:
             code.writeline("}")
         code.writeline("}")
 
-    def emit_rows(self, row: int, blocks: bool = True) -> LoopCode:
+    def emit_rows(self, row: int, tiled: bool = False) -> LoopCode:
         """The body again, over ``xindex = x0 + row*x1``: a load of ``bias[xindex % 1024]`` is
         ``bias[x0]`` (consecutive: a vector load, where ``% 1024`` made it a gather, about 3x
         slower for a bias + GELU epilogue), one of ``mean[xindex / 1024]`` is ``mean[x1]``.
-        ``blocks``: float16 rows convert a whole row at a time (``cpp_blocks.py``)."""
+        float16 rows convert a whole row at a time (``cpp_blocks.py``); ``tiled``: a 2-D tile
+        (part of a row: no row blocks) copies its reads across the rows first (``tiled_read``)."""
         self.split(XINDEX, X0, X1, row, self.group.numel)
-        if blocks:
+        self.ops.tile = tiled
+        if not tiled:
             self.ops.block = self.vector_block(X0, sympy.Integer(0), str(row), row)
         return self.emit(self.group.members, {})
 
