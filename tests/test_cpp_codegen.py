@@ -502,11 +502,12 @@ def test_16bit_values_stored_as_loaded_copy_their_bits(dtype, graphs):
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_scatter_adds_into_distinct_elements_vectorise_on_a_lone_thread(threads, graphs):
-    """``index_add`` over rows adds a row loaded once before the loop into consecutive elements:
-    a thread alone in the loop adds vectors of them; threads sharing it add atomically (rows
-    repeat: two threads may add into one row). A ``scatter_add`` along a row loads an index at
-    each point: two points may reach one element, so its loop stays scalar."""
+def test_scatter_of_whole_rows_splits_positions_among_threads(threads, graphs):
+    """``index_add`` over rows adds a row loaded once before the loop into consecutive elements
+    of a row of the output: two rows may add into one output row (rows repeat), but position
+    ``x0`` only into position ``x0``. So the threads split the positions and walk every row:
+    plain vector adds, no atomics, whatever the threads. A ``scatter_add`` along a row loads an
+    index at each point: two points may reach one element, so its loop stays scalar."""
     x, rows = torch.randn(300, 64), torch.randint(0, 300, (400,))  # rows added more than once
     previous = torch.get_num_threads()
     torch.set_num_threads(threads)
@@ -518,8 +519,10 @@ def test_scatter_adds_into_distinct_elements_vectorise_on_a_lone_thread(threads,
         torch.set_num_threads(previous)
     by_rows, along_rows = (next(k for k in g.source.split("# kernel") if "atomic_add<" in k)
                            for g in graphs)  # (the scatter, not the copy before it)
-    assert "if (!shared)  // a lone thread" in by_rows and "#pragma omp simd" in by_rows, by_rows
+    assert "the threads split each row's positions" in by_rows and "#pragma omp simd" in by_rows
+    assert "const bool shared = false;" in by_rows and "omp_in_parallel" not in by_rows, by_rows
     assert "if (!shared)" not in along_rows and "#pragma omp simd" not in along_rows, along_rows
+    assert "the threads split" not in along_rows, along_rows
 
 
 def test_float16_blocks_can_be_turned_off(graphs):

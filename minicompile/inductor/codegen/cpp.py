@@ -90,7 +90,7 @@ from .cpp_hoist import LoopInvariants
 from .cpp_keep import KeptValues, drop_unused_temporaries
 from .cpp_loops import (R0, R1, RCHUNK, SCAN_ROWS, TILE, X0, X1, XTILE, is_column_reduction,
                         is_row_scan, lanes_loop, omp_accumulators, parallel_threshold,
-                        renamed_accumulators, row_length, split_row_loop, tile_end, transposed_read)
+                        renamed_accumulators, row_length, split_row_loop, transposed_read)
 from .cpp_masks import row_segments
 from .cpp_ops import (DTYPES, CppOpsHandler, LoopCode, cexpr, storage_type,
                       vector_math_lines)
@@ -212,6 +212,12 @@ class CppKernel:
                 body = self.emit_rows(row, tiled=True)
                 self.tiled_loops(code, row, body)
                 return
+            if self.ops.adds_into_shared and not self.ops.adds_may_collide and \
+                    self.ops.rows_apart and self.options.cpp_vectorize and not body.converts_in \
+                    and row_segments(self.ops.mask_bounds.at.get(X0, ()), row) == [(0, row)]:
+                code.writelines(cpp_loops.column_split_loops(
+                    int(self.group.numel // row), row, body, parallel_threshold([body])))
+                return
             outer = f"for (int64_t x1 = 0; x1 < {self.group.numel // row}; x1++)"
             start, end, var = "0", str(row), "x0"
         else:
@@ -276,16 +282,9 @@ class CppKernel:
             code.writeline(f"for (int64_t x0_tile = 0; x0_tile < {row}; x0_tile += {TILE})")
             code.writeline("{")
             with code.indent():
-                code.writelines([tile_end("x1", int(rows)), tile_end("x0", row),
-                                 *cpp_loops.tile_copies(body.tiles)])
-                code.writeline("for (int64_t x1 = x1_tile; x1 < x1_end; x1++)")
-                code.writeline("{")
-                with code.indent():
-                    code.splice(body.hoisted)
-                    if self.vectorize_points():
-                        code.writeline("#pragma omp simd")
-                    self.write_loop(code, "x0", "x0_tile", "x0_end", body)
-                code.writeline("}")
+                for condition, ends in cpp_loops.tile_ends(int(rows), row):
+                    cpp_loops.write_tile(code, condition, ends, body, self.vectorize_points(),
+                                         self.write_loop)
             code.writeline("}")
         code.writeline("}")
 

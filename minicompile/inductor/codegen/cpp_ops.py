@@ -271,6 +271,7 @@ class CppOpsHandler:
         self.rounded: dict[str, tuple[str, torch.dtype]] = {}
         self.adds_into_shared = False  # an atomic add's store: points may share an element
         self.adds_may_collide = False  # ... and two points of the loop may add into one
+        self.rows_apart = True  # ... and the rows' elements lie whole rows apart (``store``)
         self.hoisted_indirect: set[sympy.Symbol] = set()  # indices loaded once, before the loop
         # temporary -> (the element it was loaded from, its 16-bit dtype), for a store of it
         # unchanged into that dtype (a transpose, a permute): it copies the bits (``store``)
@@ -335,6 +336,7 @@ class CppOpsHandler:
         if mode == "atomic_add":  # (cpp_prefix.h: threads may add into one element at once)
             self.adds_into_shared = True
             self.adds_may_collide |= not self.distinct_along_loop(self._indices[index][1])
+            self.rows_apart &= self.whole_rows_apart(self._indices[index][1])
             if not self.code.threads_asked:  # (a lone thread adds without the atomic's cost)
                 self.code.hoisted.writeline("const bool shared = omp_in_parallel();  "
                                             "// other threads may add into the same elements")
@@ -376,6 +378,20 @@ class CppOpsHandler:
         rest = sympy.expand(index - step * var)
         return step.is_number and step != 0 and var not in rest.free_symbols and all(
             s in self.hoisted_indirect for s in rest.free_symbols if s.name.startswith("indirect"))
+
+    def whole_rows_apart(self, index: sympy.Expr) -> bool:
+        """Whether points of different rows at different positions along the row never reach one
+        element through ``index`` (``1024*indirect0 + x0`` over rows of 1024: whatever row
+        ``indirect0`` names, position ``x0`` of it): each term but the step along the row moves
+        by whole rows of its elements, so threads owning different positions never meet."""
+        var = self.invariants.inner[0] if len(self.invariants.inner) == 1 else None
+        if var is None or var not in self.var_ranges:
+            return False
+        step = sympy.expand(index).coeff(var)
+        rest = sympy.expand(index - step * var).as_coefficients_dict()
+        span = step * self.var_ranges[var]
+        return step.is_number and step != 0 and all(
+            term == 1 or (sympy.sympify(c) / span).is_integer for term, c in rest.items())
 
     def tiled_read(self, name: str, index: sympy.Expr) -> str | None:
         """In a 2-D tile, a read across the tile's rows (a transpose's operand) from the tile's
