@@ -515,14 +515,21 @@ def test_scatter_of_whole_rows_splits_positions_among_threads(threads, graphs):
         check(lambda x, i, s: x.index_add(0, i, s), x, rows, torch.randn(400, 64), graphs=graphs)
         check(lambda x, i, s: x.scatter_add(1, i, s), x, torch.randint(0, 64, (300, 30)),
               torch.randn(300, 30), graphs=graphs)
+        check(lambda x, i, s: x.scatter_add(0, i, s), x, torch.randint(0, 300, (40, 64)),
+              torch.randn(40, 64), graphs=graphs)
     finally:
         torch.set_num_threads(previous)
-    by_rows, along_rows = (next(k for k in g.source.split("# kernel") if "atomic_add<" in k)
-                           for g in graphs)  # (the scatter, not the copy before it)
+    by_rows, along_rows, across_rows = (
+        next(k for k in g.source.split("# kernel") if "atomic_add<" in k)
+        for g in graphs)  # (the scatter, not the copy before it)
     assert "the threads split each row's positions" in by_rows and "#pragma omp simd" in by_rows
     assert "const bool shared = false;" in by_rows and "omp_in_parallel" not in by_rows, by_rows
     assert "if (!shared)" not in along_rows and "#pragma omp simd" not in along_rows, along_rows
     assert "the threads split" not in along_rows, along_rows
+    # each row of the index adds into its own row of the output (its indices checked to lie in
+    # it): threads owning whole rows add plainly; a scatter down the columns reaches any row
+    assert "const bool shared = false;  // (this thread's own rows)" in along_rows, along_rows
+    assert "const bool shared = omp_in_parallel();" in across_rows, across_rows
 
 
 def test_float16_blocks_can_be_turned_off(graphs):

@@ -230,7 +230,7 @@ class CppKernel:
         with code.indent():
             if row is None:
                 code.writeline(f"const int64_t xend = std::min<int64_t>(xblock + {XBLOCK}, xnumel);")
-            code.splice(body.hoisted)
+            code.writelines(cpp_loops.hoisted_lines(body, row is not None and self.ops.rows_own))
             code.writelines(body.converts_in)
             segments = row_segments(self.ops.mask_bounds.at.get(X0, ()), row) if row else [(start, end)]
             for lo, hi in segments:

@@ -208,6 +208,14 @@ def transposed_read(indices: list[sympy.Expr]) -> bool:
     return any(nearer_along(i, X1, X0) for i in indices)
 
 
+def hoisted_lines(body: Any, owned: bool, why: str = "this thread's own rows") -> list[str]:
+    """The lines before a loop; ``owned``: no other thread adds into the elements this one
+    adds into (``CppOpsHandler.rows_keep_apart``, ``column_split_loops``), so a scatter's adds
+    need no atomics even inside a parallel loop."""
+    return [f"const bool shared = false;  // ({why})" if owned and
+            line.startswith("const bool shared") else line for line in body.hoisted.lines]
+
+
 def column_split_loops(rows: int, row: int, body: Any, threshold: int) -> list[str]:
     """A scatter adding each row into a row of its output (``index_add`` over rows, an embedding's
     gradient: ``out[1024*indirect0 + x0] += src[x0 + 1024*x1]``): rows may add into the same
@@ -215,8 +223,7 @@ def column_split_loops(rows: int, row: int, body: Any, threshold: int) -> list[s
     thread owns a slice of the positions and walks every row: no two threads add into one
     element, and the adds need no atomics (eager's ``index_add`` shares the work so; a 1024 x
     1024 ``index_add`` on two threads: about 0.9 ms with atomic adds, 6x eager's call)."""
-    hoisted = ["const bool shared = false;  // (this thread's own positions)"
-               if line.startswith("const bool shared") else line for line in body.hoisted.lines]
+    hoisted = hoisted_lines(body, True, "this thread's own positions")
     return ["// the threads split each row's positions: a position is one thread's in every row",
             f"#pragma omp parallel num_threads(num_threads) if(xnumel >= {threshold})",
             "{",

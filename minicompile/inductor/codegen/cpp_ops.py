@@ -272,6 +272,8 @@ class CppOpsHandler:
         self.adds_into_shared = False  # an atomic add's store: points may share an element
         self.adds_may_collide = False  # ... and two points of the loop may add into one
         self.rows_apart = True  # ... and the rows' elements lie whole rows apart (``store``)
+        self.rows_own = True  # ... and no two rows reach one element (``rows_keep_apart``)
+        self.indirect_ranges: dict[sympy.Symbol, tuple] = {}  # each loaded index's [low, high]
         self.hoisted_indirect: set[sympy.Symbol] = set()  # indices loaded once, before the loop
         # temporary -> (the element it was loaded from, its 16-bit dtype), for a store of it
         # unchanged into that dtype (a transpose, a permute): it copies the bits (``store``)
@@ -337,6 +339,7 @@ class CppOpsHandler:
             self.adds_into_shared = True
             self.adds_may_collide |= not self.distinct_along_loop(self._indices[index][1])
             self.rows_apart &= self.whole_rows_apart(self._indices[index][1])
+            self.rows_own &= self.rows_keep_apart(self._indices[index][1])
             if not self.code.threads_asked:  # (a lone thread adds without the atomic's cost)
                 self.code.hoisted.writeline("const bool shared = omp_in_parallel();  "
                                             "// other threads may add into the same elements")
@@ -392,6 +395,29 @@ class CppOpsHandler:
         span = step * self.var_ranges[var]
         return step.is_number and step != 0 and all(
             term == 1 or (sympy.sympify(c) / span).is_integer for term, c in rest.items())
+
+    def rows_keep_apart(self, index: sympy.Expr) -> bool:
+        """Whether each row of the loop reaches elements through ``index`` that no other row
+        reaches (``scatter_add`` along a row: ``64*x1 + indirect0``, ``indirect0`` checked to lie
+        in ``[0, 64)``): threads owning whole rows then never add into one element, whatever
+        the points of one row do among themselves."""
+        step = sympy.expand(index).coeff(X1)
+        rest = sympy.expand(index - step * X1)
+        if X1 not in self.var_ranges or not step.is_number or step <= 0 or \
+                X1 in rest.free_symbols:
+            return False
+        low = high = 0
+        for term, c in rest.as_coefficients_dict().items():
+            if term == 1:
+                continue
+            size = sympy.sympify(self.var_ranges.get(term, -1))
+            bounds = self.indirect_ranges.get(term) or (
+                (0, int(size) - 1) if size.is_number and size > 0 else None)
+            if bounds is None or not sympy.sympify(c).is_number:
+                return False
+            low, high = low + min(c * bounds[0], c * bounds[1]), high + max(c * bounds[0],
+                                                                         c * bounds[1])
+        return high - low < step
 
     def tiled_read(self, name: str, index: sympy.Expr) -> str | None:
         """In a 2-D tile, a read across the tile's rows (a transpose's operand) from the tile's
@@ -489,6 +515,9 @@ class CppOpsHandler:
         (``arange``, ``% size``, a clamp: checks.py's value ranges) is used unchecked."""
         var = self._fresh("indirect")
         bounds = unchecked_range(value, size, check, self.ranges, self.mask_bounds.constants)
+        if sympy.sympify(size).is_number:  # inside the dim once checked or wrapped
+            self.indirect_ranges[sympy.Symbol(var, integer=True)] = \
+                bounds if bounds is not None and bounds[0] >= 0 else (0, int(size) - 1)
         if bounds is not None:  # (a negative one only where the kind wraps it)
             wrapped = value if bounds[0] >= 0 else \
                 f"{value} < 0 ? {value} + {cexpr(size)} : {value}"
