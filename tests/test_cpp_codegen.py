@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 import minicompile as mc
 from minicompile import config
-from minicompile.inductor.codegen import cpp_build, cpp_keep, cpp_loops, cpp_ops
+from minicompile.inductor.codegen import cpp_build, cpp_keep, cpp_loops, cpp_math, cpp_ops
 from conftest import record_compiled_graphs
 from models import MODELS, MORE_MODELS
 
@@ -761,8 +761,8 @@ def test_erf_of_a_double_is_glibcs(graphs):
     """A kernel calling mc::erf defines glibc's vector erf, for the double version (a float's
     calls nothing), where glibc has it (2.35 on)."""
     call = "auto tmp1 = mc::erf(tmp0);"
-    assert cpp_ops.vector_math_lines(call, 235) == ['MC_VM_FUNCTION(1, "v", erf)']
-    assert cpp_ops.vector_math_lines(call, 222) == []
+    assert cpp_math.vector_math_lines(call, 235) == ['MC_VM_FUNCTION(1, "v", erf)']
+    assert cpp_math.vector_math_lines(call, 222) == []
     x = torch.linspace(-5, 5, 1003, dtype=torch.float64)
     out = mc.compile(lambda x: torch.erf(x), backend="inductor")(x)
     torch.testing.assert_close(out, torch.erf(x), rtol=2 ** -50, atol=0)

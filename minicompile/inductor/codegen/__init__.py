@@ -7,7 +7,9 @@ Reading map:
                   forwarded between fused members), IndentedBuffer and CSE (the kernel writer),
                   KernelSignature (a kernel's arguments)
     cpp.py        CppScheduling: C++/OpenMP loop nests (cpp_ops.py: the ops as C++,
+                  cpp_math.py: each elementwise op's C++ spelling and glibc's vector math,
                   cpp_printer.py: indices as C++, cpp_loops.py: which loop order,
+                  cpp_scatter.py: where a scatter's adds may meet (atomics or not),
                   cpp_masks.py: rows cut where cat's and pad's masks change,
                   cpp_keep.py: math library calls kept for a later loop over the row,
                   cpp_build.py: g++ flags and ctypes loading, cpp_prefix.h: C++ helpers)

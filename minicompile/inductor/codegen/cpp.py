@@ -92,8 +92,8 @@ from .cpp_loops import (R0, R1, RCHUNK, SCAN_ROWS, TILE, X0, X1, XTILE, is_colum
                         is_row_scan, lanes_loop, omp_accumulators, parallel_threshold,
                         renamed_accumulators, row_length, split_row_loop, transposed_read)
 from .cpp_masks import row_segments
-from .cpp_ops import (DTYPES, CppOpsHandler, LoopCode, cexpr, storage_type,
-                      vector_math_lines)
+from .cpp_math import vector_math_lines
+from .cpp_ops import DTYPES, CppOpsHandler, LoopCode, cexpr, storage_type
 
 XBLOCK = 1024  # points per inner (vectorised) loop of a pointwise kernel
 XBLOCK_START = sympy.Symbol("xblock", integer=True, nonnegative=True)  # its first point

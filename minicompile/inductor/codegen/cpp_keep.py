@@ -59,7 +59,8 @@ from typing import Any
 import sympy
 
 from ..kernel_group import RINDEX, KernelGroup, KernelMember
-from .cpp_ops import STD_BINARY, STD_UNARY, VECTOR_MATH_CALLED_BY, LoopCode, storage_type
+from .cpp_math import STD_BINARY, STD_UNARY, VECTOR_MATH_CALLED_BY
+from .cpp_ops import LoopCode, storage_type
 
 # calls of the math library (exp, log, erf...: tens of instructions per element; sqrt: one slow
 # instruction): dearer to recompute in a later loop than to store and load back

@@ -37,7 +37,8 @@ from ..kernel_group import RINDEX, XINDEX
 from ..sizevars import FloorDiv, ModularIndexing
 from .common import IndentedBuffer, nearer_along
 from .cpp_keep import KeptValues
-from .cpp_ops import LIBRARY_CALL, MATH_CALL, R0, R1, TILE, X0, X1
+from .cpp_math import LIBRARY_CALL, MATH_CALL
+from .cpp_ops import R0, R1, TILE, X0, X1
 
 XTILE = 64  # rows of a column reduction summed side by side (``column_reductions``)
 RCHUNK = 16  # rows of a column sum added in float before its double total (``column_reductions``)
@@ -166,7 +167,7 @@ def parallel_threshold(loops: list) -> int:
     bodies are ``loops`` (``LoopCode``) runs on several threads: waking a thread team costs a
     few microseconds (fork and join), worth it from about ``PARALLEL_MIN_WORK`` operations. A
     point's operations are estimated as the lines of C++ it runs (a load, an add, a store), a
-    line calling a math function (``cpp_ops.MATH_CALL``) as ``MATH_CALL_WORK`` of them. On this
+    line calling a math function (``cpp_math.MATH_CALL``) as ``MATH_CALL_WORK`` of them. On this
     2-core machine a 128x128 row sum (2 a point) stays on one thread (threads: 2.1 -> 2.3 us), a
     softmax (18, an ``exp`` among them) does not (10.6 -> 6.2 us; eager's ``parallel_for``
     shares it too). Real Inductor's C++ backend makes the same decision with its own cost

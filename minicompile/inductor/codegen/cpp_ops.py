@@ -38,6 +38,8 @@ from .common import CSE, IndentedBuffer, nearer_along
 from .cpp_blocks import BLOCK_DTYPES, VectorBlock
 from .cpp_hoist import LoopInvariants
 from .cpp_masks import MaskBounds
+from .cpp_math import C_OPS, FLOAT_TYPES  # (C_OPS read here, where the grading swaps it)
+from .cpp_scatter import distinct_along_loop, rows_keep_apart, whole_rows_apart
 from .cpp_printer import cexpr  # (cpp.py and the grading take it from here)
 
 # a row loop's variables (x0 along a row, x1 the row) and a reduction's (cpp_loops.py)
@@ -83,63 +85,6 @@ def literal(value: Any, dtype: torch.dtype) -> str:
     if value == -(2 ** 63):
         return "std::numeric_limits<int64_t>::min()"
     return f"static_cast<{ctype}>({value!r})"
-
-
-# --- elementwise ops: one C++ expression each -------------------------------------------------
-
-STD_UNARY = ["exp2", "expm1", "log", "log1p", "log2", "sqrt", "sin", "cos", "tan", "tanh",
-             "sinh", "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "erfc", "lgamma",
-             "signbit"]
-MC_UNARY = ["abs", "floor", "ceil", "round", "trunc", "sign", "relu", "sigmoid", "rsqrt",
-            "reciprocal", "bitwise_not", "isnan", "isinf", "exp", "erf"]  # a float's: our own
-MC_BINARY = ["floordiv", "truncdiv", "fmod", "remainder", "pow", "maximum", "minimum",
-             "bitwise_and", "bitwise_or", "bitwise_xor"]  # (a bool stays a bool)
-STD_BINARY = ["atan2", "hypot", "copysign"]
-# glibc's vector math (cpp_prefix.h), by the glibc version that has each function (2.22, 2.35):
-# one implementation at every vector width, so that a value recomputed in another loop or
-# kernel is the same to the last bit. A kernel defines the ones it calls (vector_math_lines).
-VECTOR_MATH = {**dict.fromkeys(["sin", "cos", "exp", "log", "pow"], 222),
-               **dict.fromkeys(["tan", "tanh", "sinh", "cosh", "asin", "acos", "atan", "asinh",
-                                "acosh", "atanh", "exp2", "expm1", "log2", "log1p", "erf", "erfc",
-                                "atan2", "hypot"], 235)}
-VECTOR_MATH_BINARY = {"pow", "atan2", "hypot"}
-# mc:: helpers calling one (exp and erf: for a double)
-VECTOR_MATH_CALLED_BY = {"sigmoid": "exp", "exp": "exp", "erf": "erf"}
-LIBRARY_CALL = "mc::vm::"  # a call into glibc's vector math library (``log``, ``sin``, ...)
-# a line calling a math function, glibc's or our own (tens of instructions per element)
-MATH_CALL = re.compile(r"\b(?:%s\w+|mc::(?:%s))\(" % (
-    re.escape(LIBRARY_CALL), "|".join(sorted(VECTOR_MATH_CALLED_BY))))
-
-
-INFIX = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "eq": "==", "ne": "!=", "lt": "<",
-         "le": "<=", "gt": ">", "ge": ">=", "logical_and": "&&", "logical_or": "||",
-         "bitwise_left_shift": "<<", "bitwise_right_shift": ">>"}
-
-# ops name -> C++ format string over the operands {0}, {1}
-C_OPS: dict[str, str] = {
-    **{op: f"{'mc::vm' if op in VECTOR_MATH else 'std'}::{op}({{0}})" for op in STD_UNARY},
-    **{op: f"mc::{op}({{0}})" for op in MC_UNARY},
-    **{op: f"mc::{op}({{0}}, {{1}})" for op in MC_BINARY},
-    **{op: f"{'mc::vm' if op in VECTOR_MATH else 'std'}::{op}({{0}}, {{1}})"
-       for op in STD_BINARY},
-    **{op: f"{{0}} {sym} {{1}}" for op, sym in INFIX.items()},
-    "neg": "-{0}",
-    "square": "{0} * {0}",
-    "logical_not": "!{0}",
-    "logical_xor": "static_cast<bool>({0}) != static_cast<bool>({1})",
-    "mod": "mc::remainder({0}, {1})",  # Python's %: the sign of the divisor
-}
-
-
-FLOAT_TYPES = {"float", "double"}
-
-
-def vector_math_lines(source: str, libmvec_level: int) -> list[str]:
-    """The ``MC_VM_FUNCTION`` lines defining the vector math functions ``source`` calls."""
-    called = {VECTOR_MATH_CALLED_BY.get(f, f) for f in re.findall(r"\bmc::(?:vm::)?(\w+)\(", source)}
-    return [f'MC_VM_FUNCTION({2 if f in VECTOR_MATH_BINARY else 1}, '
-            f'"{"vv" if f in VECTOR_MATH_BINARY else "v"}", {f})'
-            for f in sorted(called) if VECTOR_MATH.get(f, libmvec_level + 1) <= libmvec_level]
 
 
 # --- reductions -----------------------------------------------------------------------------------
@@ -337,9 +282,10 @@ class CppOpsHandler:
         target = f"{self.pointers[name]}[{self.index(index)}]"
         if mode == "atomic_add":  # (cpp_prefix.h: threads may add into one element at once)
             self.adds_into_shared = True
-            self.adds_may_collide |= not self.distinct_along_loop(self._indices[index][1])
-            self.rows_apart &= self.whole_rows_apart(self._indices[index][1])
-            self.rows_own &= self.rows_keep_apart(self._indices[index][1])
+            simple, inner = self._indices[index][1], self.invariants.inner
+            self.adds_may_collide |= not distinct_along_loop(simple, inner, self.hoisted_indirect)
+            self.rows_apart &= whole_rows_apart(simple, inner, self.var_ranges)
+            self.rows_own &= rows_keep_apart(simple, self.var_ranges, self.indirect_ranges)
             if not self.code.threads_asked:  # (a lone thread adds without the atomic's cost)
                 self.code.hoisted.writeline("const bool shared = omp_in_parallel();  "
                                             "// other threads may add into the same elements")
@@ -369,55 +315,6 @@ class CppOpsHandler:
             out.writeline(f"mc::store_float({target}, {value});")
             return
         out.writeline(f"{target} = static_cast<{storage_type(self.dtypes[name])}>({value});")
-
-    def distinct_along_loop(self, index: sympy.Expr) -> bool:
-        """Whether the loop's points reach distinct elements through ``index``: a constant
-        nonzero step along its variable, the rest the same at every point (an index loaded
-        once before the loop, ``512*indirect0 + x0``; one loaded at each point may repeat)."""
-        if len(self.invariants.inner) != 1:
-            return False
-        var = self.invariants.inner[0]
-        step = sympy.expand(index).coeff(var)
-        rest = sympy.expand(index - step * var)
-        return step.is_number and step != 0 and var not in rest.free_symbols and all(
-            s in self.hoisted_indirect for s in rest.free_symbols if s.name.startswith("indirect"))
-
-    def whole_rows_apart(self, index: sympy.Expr) -> bool:
-        """Whether points of different rows at different positions along the row never reach one
-        element through ``index`` (``1024*indirect0 + x0`` over rows of 1024: whatever row
-        ``indirect0`` names, position ``x0`` of it): each term but the step along the row moves
-        by whole rows of its elements, so threads owning different positions never meet."""
-        var = self.invariants.inner[0] if len(self.invariants.inner) == 1 else None
-        if var is None or var not in self.var_ranges:
-            return False
-        step = sympy.expand(index).coeff(var)
-        rest = sympy.expand(index - step * var).as_coefficients_dict()
-        span = step * self.var_ranges[var]
-        return step.is_number and step != 0 and all(
-            term == 1 or (sympy.sympify(c) / span).is_integer for term, c in rest.items())
-
-    def rows_keep_apart(self, index: sympy.Expr) -> bool:
-        """Whether each row of the loop reaches elements through ``index`` that no other row
-        reaches (``scatter_add`` along a row: ``64*x1 + indirect0``, ``indirect0`` checked to lie
-        in ``[0, 64)``): threads owning whole rows then never add into one element, whatever
-        the points of one row do among themselves."""
-        step = sympy.expand(index).coeff(X1)
-        rest = sympy.expand(index - step * X1)
-        if X1 not in self.var_ranges or not step.is_number or step <= 0 or \
-                X1 in rest.free_symbols:
-            return False
-        low = high = 0
-        for term, c in rest.as_coefficients_dict().items():
-            if term == 1:
-                continue
-            size = sympy.sympify(self.var_ranges.get(term, -1))
-            bounds = self.indirect_ranges.get(term) or (
-                (0, int(size) - 1) if size.is_number and size > 0 else None)
-            if bounds is None or not sympy.sympify(c).is_number:
-                return False
-            low, high = low + min(c * bounds[0], c * bounds[1]), high + max(c * bounds[0],
-                                                                         c * bounds[1])
-        return high - low < step
 
     def tiled_read(self, name: str, index: sympy.Expr) -> str | None:
         """In a 2-D tile, a read across the tile's rows (a transpose's operand) from the tile's
