@@ -224,19 +224,42 @@ def test_tiled_source_names_its_tile(backend, sources):
 def test_cpp_tile_reads_across_rows_from_its_copy(monkeypatch, sources, shape):
     """A C++ tile copies the elements it reads across its rows into a local array first, then
     reads that array consecutively (Inductor's ``transpose_mxn``): the loop is a plain vector
-    loop, not gathers. Where tiles fill the dims, their ends are constants."""
+    loop, not gathers. A whole tile (constant ends) transposes 16 rows of 16 consecutive
+    elements in registers; tiles at the edges of dims that are not multiples of 16 copy
+    element by element."""
     use_cpu_backend(monkeypatch, "cpp")
     x, y = torch.randn(*shape), torch.randn(*shape[::-1])
     check(lambda x, y: x.t() * 2 + y, x, y)
     check(lambda x: x.permute(1, 0).contiguous().bfloat16(), x)
+    full = all(n % 16 == 0 for n in shape)
     for source in sources:  # (which input is read across the rows: the output's layout says)
-        copy = re.search(r"(in_ptr\d)_tile0\[16\*\(x1 - x1_tile\) \+ \(x0 - x0_tile\)\] = \1\[",
-                         source)
-        assert copy, source
-        assert f"= {copy.group(1)}_tile0[16*(x1 - x1_tile) + (x0 - x0_tile)]" in source, source
-    full = all(n % 16 == 0 for n in shape)  # else whole tiles, then the edges' clamped ones
-    assert "x1_end = x1_tile + 16;" in sources[0], sources[0]
-    assert ("// a whole tile" not in sources[0] and "std::min" not in sources[0]) == full
+        read = re.search(r"= (in_ptr\d)_tile0\[16\*\(x1 - x1_tile\) \+ \(x0 - x0_tile\)\];", source)
+        assert read, source
+        assert re.search(rf"mc::transpose16<uint32_t>\({read.group(1)} \+ [^;]+, \d+, "
+                         rf"{read.group(1)}_tile0\);", source), source
+        copied = f"{read.group(1)}_tile0[16*(x1 - x1_tile) + (x0 - x0_tile)] = {read.group(1)}["
+        assert (copied in source) == (not full), source
+        assert "x1_end = x1_tile + 16;" in source, source
+        assert ("// a whole tile" not in source and "std::min" not in source) == full
+
+
+@pytest.mark.parametrize("fn, x", [
+    (lambda x: x.contiguous(), torch.randn(2, 48, 32, 32).to(memory_format=torch.channels_last)),
+    (lambda x: x.contiguous(), torch.randn(2, 64, 9, 9).to(memory_format=torch.channels_last)),
+    (lambda x: x.t().contiguous(), torch.randn(64, 48).bfloat16()),
+    (lambda x: x.t().contiguous(), torch.randn(64, 48).double()),
+    (lambda x: x.t().contiguous(), torch.randint(-100, 100, (64, 48), dtype=torch.int8)),
+    (lambda x: x.t()[:, 3:35].contiguous(), torch.randn(64, 64)),  # an offset, part of a row
+    (lambda x: x.permute(2, 0, 1).contiguous(), torch.randn(16, 32, 48)),
+])
+def test_cpp_tiles_transposed_in_registers_copy_every_bit(monkeypatch, sources, fn, x):
+    """Whole tiles of 1-, 2-, 4- and 8-byte elements transposed in registers (``mc::transpose16``
+    moves bits), NHWC channel blocks included (``x1 // 64`` and ``x1 % 64`` are consecutive
+    over a tile), give eager's tensor to the bit."""
+    use_cpu_backend(monkeypatch, "cpp")
+    out = mc.compile(fn)(x)
+    assert torch.equal(out.view(-1).view(torch.uint8), fn(x).reshape(-1).view(torch.uint8))
+    assert any("mc::transpose16<" in s for s in sources), sources
 
 
 def test_transpose_with_dynamic_shapes_stays_correct(backend, launchers):

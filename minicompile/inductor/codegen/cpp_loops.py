@@ -260,7 +260,7 @@ def write_tile(code: IndentedBuffer, condition: str | None, ends: list[str], bod
         code.writeline(f"if ({condition})  // a whole tile" if condition else "else")
         code.writeline("{")
     with code.indent() if condition is not None else contextlib.nullcontext():
-        code.writelines([*ends, *tile_copies(body.tiles)])
+        code.writelines([*ends, *tile_copies(body.tiles, whole=condition != "")])
         code.writeline("for (int64_t x1 = x1_tile; x1 < x1_end; x1++)")
         code.writeline("{")
         with code.indent():
@@ -273,15 +273,25 @@ def write_tile(code: IndentedBuffer, condition: str | None, ends: list[str], bod
         code.writeline("}")
 
 
-def tile_copies(tiles: dict) -> list[str]:
+BITS = {1: "uint8_t", 2: "uint16_t", 4: "uint32_t", 8: "uint64_t"}  # an element's bits
+
+
+def tile_copies(tiles: dict, whole: bool) -> list[str]:
     """Each read across a tile's rows copied into the tile's local array, before its loops
-    (``CppOpsHandler.tiled_read``)."""
+    (``CppOpsHandler.tiled_read``): in a ``whole`` tile, 16 rows of 16 consecutive elements
+    are transposed in registers (``mc::transpose16``), else copied element by element."""
     lines = []
-    for array, ctype, element in tiles.values():
-        lines += [f"alignas(64) {ctype} {array}[{TILE * TILE}];  // read across the rows, once",
-                  "for (int64_t x1 = x1_tile; x1 < x1_end; x1++)",
+    if whole and any(t.rows for t in tiles.values()):
+        lines.append(f"const int64_t x1_block = x1_tile / {TILE}, x0_block = x0_tile / {TILE};")
+    for t in tiles.values():
+        lines.append(f"alignas(64) {t.ctype} {t.array}[{TILE * TILE}];  // read across the rows")
+        if whole and t.rows:
+            first, ld, size = t.rows
+            lines.append(f"mc::transpose16<{BITS[size]}>({first}, {ld}, {t.array});")
+            continue
+        lines += ["for (int64_t x1 = x1_tile; x1 < x1_end; x1++)",
                   "    for (int64_t x0 = x0_tile; x0 < x0_end; x0++)",
-                  f"        {array}[{TILE}*(x1 - x1_tile) + (x0 - x0_tile)] = {element};"]
+                  f"        {t.array}[{TILE}*(x1 - x1_tile) + (x0 - x0_tile)] = {t.element};"]
     return lines
 
 

@@ -46,6 +46,45 @@ from .cpp_printer import cexpr  # (cpp.py and the grading take it from here)
 X0, X1, R0, R1 = (sympy.Symbol(n, integer=True, nonnegative=True) for n in ("x0", "x1", "r0", "r1"))
 TILE = 16  # a 2-D tile's side: 16 rows of one 64-byte line each (cpp_loops.transposed_read)
 
+# a whole tile's first element in the tile's block numbers (``x1_block = x1_tile / 16``)
+X0_BLOCK, X1_BLOCK = (sympy.Symbol(n, integer=True, nonnegative=True)
+                      for n in ("x0_block", "x1_block"))
+_I0, _I1 = (sympy.Symbol(n, integer=True, nonnegative=True) for n in ("i0", "i1"))
+
+
+@dataclass
+class TileRead:
+    """A 2-D tile's read across its rows (``CppOpsHandler.tiled_read``): its local ``array``
+    of C++ type ``ctype``, the ``element`` it copies at ``(x0, x1)``, and, where the read is
+    16 rows of 16 consecutive elements in a whole tile, ``rows``: (the first element's address
+    in block numbers, the rows' distance in elements, an element's bytes) for
+    ``mc::transpose16``."""
+
+    array: str
+    ctype: str
+    element: str
+    rows: tuple | None
+
+
+def tile_rows(index: sympy.Expr, var_ranges: dict) -> tuple[sympy.Expr, int] | None:
+    """``(first, ld)`` where a whole tile reads ``index`` as 16 rows ``ld`` elements apart (one
+    per ``x0``), each 16 consecutive elements (one per ``x1``): ``x.t()``'s ``1024*x0 + x1``,
+    or NHWC's ``64*x0 + 129600*(x1 // 64) + x1 % 64``, which over a tile (``x1`` =
+    ``16*x1_block + i1``, 16 dividing 64) is ``i1 + 64*x0 + ...``. None otherwise."""
+    if X0 not in var_ranges or X1 not in var_ranges:
+        return None
+    ranges = {**var_ranges, _I0: TILE, _I1: TILE,
+              X0_BLOCK: -(-var_ranges[X0] // TILE), X1_BLOCK: -(-var_ranges[X1] // TILE)}
+    ranges.pop(X0), ranges.pop(X1)
+    tiled = simplify_index(index.subs({X0: TILE * X0_BLOCK + _I0, X1: TILE * X1_BLOCK + _I1}),
+                           ranges)
+    ld = sympy.expand(tiled).coeff(_I0)
+    rest = sympy.expand(tiled - _I1 - ld * _I0)
+    if not ld.is_number or _I0 in rest.free_symbols or _I1 in rest.free_symbols:
+        return None
+    return rest, int(ld)
+
+
 # dtype -> (C++ type in memory, C++ type computed in)
 DTYPES: dict[torch.dtype, tuple[str, str]] = {
     torch.float32: ("float", "float"),
@@ -329,10 +368,13 @@ class CppOpsHandler:
             return None
         key = (name, simple)
         if key not in self.code.tiles:
-            self.code.tiles[key] = (f"{self.pointers[name]}_tile{len(self.code.tiles)}",
-                                    storage_type(self.dtypes[name]),
-                                    f"{self.pointers[name]}[{self.index(index)}]")
-        return f"{self.code.tiles[key][0]}[{TILE}*(x1 - x1_tile) + (x0 - x0_tile)]"
+            rows = tile_rows(simple, self.var_ranges)  # 16 rows of 16 consecutive elements?
+            self.code.tiles[key] = TileRead(
+                f"{self.pointers[name]}_tile{len(self.code.tiles)}",
+                storage_type(self.dtypes[name]), f"{self.pointers[name]}[{self.index(index)}]",
+                None if rows is None else (f"{self.pointers[name]} + {cexpr(rows[0])}", rows[1],
+                                           self.dtypes[name].itemsize))
+        return f"{self.code.tiles[key].array}[{TILE}*(x1 - x1_tile) + (x0 - x0_tile)]"
 
     def block_first(self, name: str, index: sympy.Expr) -> sympy.Expr | None:
         """Where the loop's range of ``name`` starts, if its points convert in a block: a

@@ -595,6 +595,47 @@ template <typename H> inline void atomic_add_float(H* addr, float value, bool sh
     }
 }
 
+// A 16 x 16 block transposed in registers: out[j * 16 + i] = in[i * ld + j], for elements of
+// B bytes (a C++ type of that size stands for them: the bits move, nothing is converted). A
+// 2-D tile's read across its rows (cpp_ops.CppOpsHandler.tiled_read) loads 16 rows of 16
+// consecutive elements as vectors and stores 16 such vectors, Inductor's ``transpose_mxn``;
+// element by element, its copy gathered one cache line per element. Four butterfly stages:
+// stage K swaps the off-diagonal K x K blocks of rows i and i + K (g++'s vector extensions
+// make each a two-vector shuffle, one instruction where the vectors fit a register).
+template <typename B> struct Rows16 {
+    typedef B v __attribute__((vector_size(16 * sizeof(B))));
+    typedef B m __attribute__((vector_size(16 * sizeof(B))));
+};
+template <int K, typename V, typename M> inline void transpose_stage(V* r) {
+    M lo, hi;
+    for (int j = 0; j < 16; j++) {
+        lo[j] = (j & K) ? 16 + j - K : j;
+        hi[j] = (j & K) ? 16 + j : j + K;
+    }
+    #pragma GCC unroll 16
+    for (int i = 0; i < 16; i++) {
+        if (i & K) continue;
+        V a = r[i], b = r[i + K];
+        r[i] = __builtin_shuffle(a, b, lo);
+        r[i + K] = __builtin_shuffle(a, b, hi);
+    }
+}
+template <typename B> inline void transpose16(const void* in, int64_t ld, void* out) {
+    typedef typename Rows16<B>::v V;
+    typedef typename Rows16<B>::m M;
+    V r[16];
+    #pragma GCC unroll 16
+    for (int i = 0; i < 16; i++)
+        __builtin_memcpy(&r[i], static_cast<const char*>(in) + i * ld * sizeof(B), sizeof(V));
+    transpose_stage<8, V, M>(r);
+    transpose_stage<4, V, M>(r);
+    transpose_stage<2, V, M>(r);
+    transpose_stage<1, V, M>(r);
+    #pragma GCC unroll 16
+    for (int i = 0; i < 16; i++)
+        __builtin_memcpy(static_cast<char*>(out) + i * sizeof(V), &r[i], sizeof(V));
+}
+
 }  // namespace mc
 
 // NaN-propagating max/min as OpenMP reductions (the built-in max/min drop NaNs), so that a
