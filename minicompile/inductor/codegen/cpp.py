@@ -282,9 +282,9 @@ class CppKernel:
             code.writeline(f"for (int64_t x0_tile = 0; x0_tile < {row}; x0_tile += {TILE})")
             code.writeline("{")
             with code.indent():
-                for condition, ends in cpp_loops.tile_ends(int(rows), row):
-                    cpp_loops.write_tile(code, condition, ends, body, self.vectorize_points(),
-                                         self.write_loop)
+                for header, whole in cpp_loops.tile_versions(int(rows), row):
+                    cpp_loops.write_tile(code, header, whole, int(rows), row, body,
+                                         self.vectorize_points(), self.write_loop)
             code.writeline("}")
         code.writeline("}")
 

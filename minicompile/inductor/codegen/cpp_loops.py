@@ -25,7 +25,6 @@ over 1024x1024 floats on this 2-core machine: 70 us -> 45 (eager 30).
 
 from __future__ import annotations
 
-import contextlib
 import math
 import re
 from dataclasses import dataclass
@@ -239,38 +238,40 @@ def column_split_loops(rows: int, row: int, body: Any, threshold: int) -> list[s
             "}"]
 
 
-def tile_ends(rows: int, row: int) -> list[tuple[str | None, list[str]]]:
-    """Where a tile ends: ``(condition, the two ends' lines)`` per version of the tile's code. A
+def tile_versions(rows: int, row: int) -> list[tuple[str | None, bool]]:
+    """The versions of a tile's code: ``(the line choosing it, whether the tile is whole)``. A
     whole tile ends at constants past its start, and g++ unrolls and vectorises its loops whole
     (``x.t() + y``'s tile: 391 -> 224 us against ends it must compare with); where the dims are
     not multiples of ``TILE``, the tiles at their edges are a second version, clamped."""
-    whole = [f"const int64_t x1_end = x1_tile + {TILE};", f"const int64_t x0_end = x0_tile + {TILE};"]
     if rows % TILE == 0 and row % TILE == 0:
-        return [(None, whole)]
-    clamped = [f"const int64_t x1_end = std::min<int64_t>(x1_tile + {TILE}, {rows});",
-               f"const int64_t x0_end = std::min<int64_t>(x0_tile + {TILE}, {row});"]
-    return [(f"x1_tile + {TILE} <= {rows} && x0_tile + {TILE} <= {row}", whole), ("", clamped)]
+        return [(None, True)]
+    return [(f"if (x1_tile + {TILE} <= {rows} && x0_tile + {TILE} <= {row})  // a whole tile",
+             True), ("else", False)]
 
 
-def write_tile(code: IndentedBuffer, condition: str | None, ends: list[str], body: Any,
-               simd: bool, write_loop: Callable) -> None:
-    """One version of a tile's code: its copies of the reads across its rows, then its rows.
-    ``condition``: None for the only version, "" for the ``else`` of the one before."""
-    if condition is not None:
-        code.writeline(f"if ({condition})  // a whole tile" if condition else "else")
-        code.writeline("{")
-    with code.indent() if condition is not None else contextlib.nullcontext():
-        code.writelines([*ends, *tile_copies(body.tiles, whole=condition != "")])
-        code.writeline("for (int64_t x1 = x1_tile; x1 < x1_end; x1++)")
+def write_tile(code: IndentedBuffer, header: str | None, whole: bool, rows: int, row: int,
+               body: Any, simd: bool, write_loop: Callable) -> None:
+    """One version of a tile's code (``header``: the line choosing it, None for the only one):
+    where it ends, its copies of the reads across its rows, then its rows."""
+    if header is not None:
+        code.writeline(header)
         code.writeline("{")
         with code.indent():
-            code.splice(body.hoisted)
-            if simd:
-                code.writeline("#pragma omp simd")
-            write_loop(code, "x0", "x0_tile", "x0_end", body)
+            write_tile(code, None, whole, rows, row, body, simd, write_loop)
         code.writeline("}")
-    if condition is not None:
-        code.writeline("}")
+        return
+    ends = (f"x1_tile + {TILE}", f"x0_tile + {TILE}") if whole else (
+        f"std::min<int64_t>(x1_tile + {TILE}, {rows})", f"std::min<int64_t>(x0_tile + {TILE}, {row})")
+    code.writelines([f"const int64_t x1_end = {ends[0]};", f"const int64_t x0_end = {ends[1]};",
+                     *tile_copies(body.tiles, whole)])
+    code.writeline("for (int64_t x1 = x1_tile; x1 < x1_end; x1++)")
+    code.writeline("{")
+    with code.indent():
+        code.splice(body.hoisted)
+        if simd:
+            code.writeline("#pragma omp simd")
+        write_loop(code, "x0", "x0_tile", "x0_end", body)
+    code.writeline("}")
 
 
 BITS = {1: "uint8_t", 2: "uint16_t", 4: "uint32_t", 8: "uint64_t"}  # an element's bits

@@ -220,7 +220,7 @@ class LoopCode:
     readouts: set[str] = field(default_factory=set)  # results of this loop's reductions
     threads_asked: bool = False  # ``hoisted`` says whether other threads share the loop
     # a 2-D tile's reads across its rows, each copied into a local array before the tile's
-    # loops: (buffer, index) -> (array, C++ type, the element read) (``tiled_read``)
+    # loops: (buffer, index) -> its ``TileRead`` (``tiled_read``)
     tiles: dict = field(default_factory=dict)
 
 
@@ -295,7 +295,7 @@ class CppOpsHandler:
     def load(self, name: str, index: sympy.Expr) -> str:
         value = f"{self.pointers[name]}[{self.index(index)}]"
         first = self.block_first(name, index)
-        value = self.tiled_read(name, index) or value
+        value = self.tiled_read(name, index, value) or value
         if first is not None:  # the row converted before the loop, read as a float array
             array = self.block.load(self.code.converts_in, self.pointers[name], first)
             value = f"{array}[{self.block.element()}]"
@@ -324,7 +324,7 @@ class CppOpsHandler:
             simple, inner = self._indices[index][1], self.invariants.inner
             self.adds_may_collide |= not distinct_along_loop(simple, inner, self.hoisted_indirect)
             self.rows_apart &= whole_rows_apart(simple, inner, self.var_ranges)
-            self.rows_own &= rows_keep_apart(simple, self.var_ranges, self.indirect_ranges)
+            self.rows_own &= rows_keep_apart(simple, X1, self.var_ranges, self.indirect_ranges)
             if not self.code.threads_asked:  # (a lone thread adds without the atomic's cost)
                 self.code.hoisted.writeline("const bool shared = omp_in_parallel();  "
                                             "// other threads may add into the same elements")
@@ -355,7 +355,7 @@ class CppOpsHandler:
             return
         out.writeline(f"{target} = static_cast<{storage_type(self.dtypes[name])}>({value});")
 
-    def tiled_read(self, name: str, index: sympy.Expr) -> str | None:
+    def tiled_read(self, name: str, index: sympy.Expr, element: str) -> str | None:
         """In a 2-D tile, a read across the tile's rows (a transpose's operand) from the tile's
         own copy of it, made before the tile's loops (Inductor's C++ ``transpose_mxn`` into a
         local array): the copy reads each element once, the loop reads the copy consecutively
@@ -371,7 +371,7 @@ class CppOpsHandler:
             rows = tile_rows(simple, self.var_ranges)  # 16 rows of 16 consecutive elements?
             self.code.tiles[key] = TileRead(
                 f"{self.pointers[name]}_tile{len(self.code.tiles)}",
-                storage_type(self.dtypes[name]), f"{self.pointers[name]}[{self.index(index)}]",
+                storage_type(self.dtypes[name]), element,
                 None if rows is None else (f"{self.pointers[name]} + {cexpr(rows[0])}", rows[1],
                                            self.dtypes[name].itemsize))
         return f"{self.code.tiles[key].array}[{TILE}*(x1 - x1_tile) + (x0 - x0_tile)]"

@@ -18,9 +18,6 @@ from __future__ import annotations
 
 import sympy
 
-X1 = sympy.Symbol("x1", integer=True, nonnegative=True)  # the row (cpp_ops.X1)
-
-
 def distinct_along_loop(index: sympy.Expr, inner: tuple, hoisted_indirect: set) -> bool:
     """Whether the loop's points reach distinct elements through ``index``: a constant nonzero
     step along its variable (``inner``: the loop's one variable), the rest the same at every
@@ -49,14 +46,16 @@ def whole_rows_apart(index: sympy.Expr, inner: tuple, var_ranges: dict) -> bool:
         term == 1 or (sympy.sympify(c) / span).is_integer for term, c in rest.items())
 
 
-def rows_keep_apart(index: sympy.Expr, var_ranges: dict, indirect_ranges: dict) -> bool:
-    """Whether each row reaches elements that no other row reaches (``scatter_add`` along a row:
-    ``64*x1 + indirect0``, ``indirect0`` checked to lie in ``[0, 64)``): the other terms'
-    range (from the variables' ranges and the loaded indices' checked ``indirect_ranges``) is
-    narrower than the step from one row to the next."""
-    step = sympy.expand(index).coeff(X1)
-    rest = sympy.expand(index - step * X1)
-    if X1 not in var_ranges or not step.is_number or step <= 0 or X1 in rest.free_symbols:
+def rows_keep_apart(index: sympy.Expr, row_var: sympy.Symbol, var_ranges: dict,
+                    indirect_ranges: dict) -> bool:
+    """Whether each row (``row_var``) reaches elements that no other row reaches (``scatter_add``
+    along a row: ``64*x1 + indirect0``, ``indirect0`` checked to lie in ``[0, 64)``): the
+    other terms' range (from the variables' ranges and the loaded indices' checked
+    ``indirect_ranges``) is narrower than the step from one row to the next."""
+    step = sympy.expand(index).coeff(row_var)
+    rest = sympy.expand(index - step * row_var)
+    if row_var not in var_ranges or not step.is_number or step <= 0 or \
+            row_var in rest.free_symbols:
         return False
     low = high = 0
     for term, c in rest.as_coefficients_dict().items():
