@@ -423,12 +423,15 @@ def test_softmax_of_integers_raises_as_in_eager(fn, backend):
 def test_activations_in_half_precision_round_once(op, kwargs, dtype):
     """ATen computes a composite activation of 16-bit values in float and rounds the result
     once: the decomposition does too (pw_cast_for_opmath). Rounded after each of its ops, gelu
-    in bfloat16 differed from eager in 43% of the elements, silu in 24%."""
-    x = (torch.randn(20000) * 3).to(dtype)
+    in bfloat16 differed from eager in 43% of the elements (float16: 46%), silu in 24%.
+    Rounded once, a few percent still differ: ATen's fused kernel and the decomposition's
+    ``erf`` / ``exp`` are different float approximations, a few ulp apart, and which depends on
+    the CPU (gelu in float16: under 5% on an AMD EPYC, 5-6% on an AVX-512 Xeon)."""
+    x = (torch.randn(20000, generator=torch.Generator().manual_seed(0)) * 3).to(dtype)
     got, want = decomposition_table[op](x, **kwargs), op(x, **kwargs)
     assert got.dtype == dtype
     torch.testing.assert_close(got, want)
-    assert (got != want).float().mean() < 0.05  # (float's exp and erf differ in the last bit)
+    assert (got != want).float().mean() < 0.12
 
 
 def test_batch_norm_training_updates_running_statistics_as_eager():

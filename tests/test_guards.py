@@ -611,3 +611,19 @@ def test_a_dispatch_mode_does_not_fail_the_tensor_checks():
     with Count():
         torch.testing.assert_close(cfn(x, y), x * y + 1)
     assert Count.calls > 0 and mc.metrics.recompiles == 0 and mc.metrics.frames_compiled == 1
+
+
+def test_an_object_that_answers_every_attribute_is_guarded_by_identity():
+    """``torch.classes`` makes a namespace for any name read from it (``__qualname__``
+    included) and raises RuntimeError, not AttributeError, when formatting it asks for
+    ``__file__`` (transformers' import checks reach it through ``importlib``): naming it in
+    the guard's code and comment must not read its attributes."""
+    def f(x, namespace):
+        return x + 1 if namespace is torch.classes else x - 1
+
+    mc.reset()
+    cfn = mc.compile(f, backend="eager")
+    x = torch.randn(3)
+    torch.testing.assert_close(cfn(x, torch.classes), x + 1)
+    torch.testing.assert_close(cfn(x, torch.ops), x - 1)  # the identity guard fails: recompile
+    assert mc.metrics.recompiles == 1

@@ -47,7 +47,7 @@ import torch
 
 from ..names import Namespace, comment
 from .guards import (GUARD_CODEGEN, GUARD_REASONS, Guard, GuardKind, GuardScope, TensorSpec,
-                     dedupe, expand_shape_env)
+                     dedupe, expand_shape_env, object_name)
 from .source import ChainedSource, Source, graph_input_name
 
 try:  # torch's C++ tensor check (torch/csrc/dynamo/guards.cpp): a faster path, not needed
@@ -279,8 +279,7 @@ def checks_block(checks: list[tuple[Guard, list[str]]],
 
 def guard_comment(g: Guard) -> str:
     """``  # ID_MATCH Linear (f.py:3 in f: y = self.lin(x))``: the kind and the user line."""
-    what = {GuardKind.ID_MATCH: getattr(g.expected, "__qualname__", type(g.expected).__name__)}
-    extra = f" {what[g.kind]}" if g.kind in what else ""
+    extra = f" {object_name(g.expected)}" if g.kind is GuardKind.ID_MATCH else ""
     line = f" ({g.user_line})" if g.user_line else ""
     return "  # " + comment(f"{g.kind.value}{extra}{line}")  # names from user code: one line
 

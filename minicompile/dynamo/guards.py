@@ -29,6 +29,7 @@ fails (``GUARD_REASONS``; real Dynamo: ``get_guard_fail_reason``):
 from __future__ import annotations
 
 import enum
+import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -223,10 +224,25 @@ def _user_dict_keys(g: Guard, s: GuardScope) -> list[str]:
             *_same_keys(f"dict.keys({v})", f"dict.keys({v})", keys, s)]
 
 
+def object_name(value: object) -> str:
+    """A short name for an identity-matched object: a class's or function's ``__qualname__``, a
+    module's ``__name__``, else its type's name. Only string attributes are taken, and any error
+    in reading them is ignored: some objects answer every attribute (``torch.classes`` makes a
+    namespace for any name read from it), and formatting those calls back into their hooks."""
+    if isinstance(value, types.ModuleType):
+        name = vars(value).get("__name__")
+        return f"module {name}" if isinstance(name, str) else "module"
+    try:
+        name = getattr(value, "__qualname__", None)
+    except Exception:
+        name = None
+    return name if isinstance(name, str) else type(value).__name__
+
+
 def _id_match(g: Guard, s: GuardScope) -> str:
     v, obj = s.value(g.source), g.expected  # (the guard holds obj: its id stays its own)
     if s.runnable:
-        return f"{v} is {s.ref(obj, 'obj_' + getattr(obj, '__qualname__', type(obj).__name__))}"
+        return f"{v} is {s.ref(obj, 'obj_' + object_name(obj))}"
     return f"id({v}) == {id(obj)}"
 
 
