@@ -7,7 +7,9 @@ each case is written so that the wrong decision gives a wrong answer or a second
 from __future__ import annotations
 
 import collections
+import importlib.util
 import functools
+import pathlib
 import typing
 from typing import NamedTuple
 
@@ -134,6 +136,42 @@ def test_lru_cache_is_traced_through():
         return x * cached_scale(2) + shift(4)
 
     one_graph(f, torch.randn(3))
+
+
+PROBES = []
+
+
+@functools.lru_cache
+@torch._dynamo.assume_constant_result
+def package_installed(name):
+    """An install probe as transformers writes them (``is_torch_available``): it reads the
+    file system, which the tracer could not follow; the mark says its answer never changes."""
+    PROBES.append(name)
+    return importlib.util.find_spec(name) is not None and pathlib.Path(torch.__file__).exists()
+
+
+def test_a_function_marked_constant_is_called_while_tracing():
+    def f(x):
+        return x + 1 if package_installed("torch") else x - 1
+
+    PROBES.clear()
+    package_installed.cache_clear()
+    x = torch.randn(3)
+    torch.testing.assert_close(one_graph(f, x), x + 1)
+    assert PROBES  # called for its answer while tracing, its body not traced
+
+
+def test_a_function_marked_constant_needs_constant_arguments():
+    @torch._dynamo.assume_constant_result
+    def first(t):
+        return t[0].item()
+
+    def f(x):
+        return x * first(x)
+
+    explanation = mc.explain(f)(torch.randn(3))
+    assert explanation.graph_count >= 1 and any(
+        "marked constant" in reason.reason for reason in explanation.break_reasons)
 
 
 def test_no_grad_decorator_on_a_nested_function():

@@ -51,6 +51,22 @@ def test_ranges_remove_div_and_mod():
     assert simplify_index(6 * FloorDiv(i0, 6) + ModularIndexing(i0, 1, 6)) == i0
 
 
+def test_digits_join_over_a_size_that_is_itself_a_division():
+    """A convolution's output length, ``L = (s0 - 3) // 2 + 1``, arrives expanded in the
+    coefficients (``32*L*q`` is ``32*F*q + 32*q``): the flattened index of a (B, L, 32) view
+    joins back into ``i0`` only once each digit's coefficients are summed. Left unjoined,
+    every view of a chain substituted it whole (four uses of ``i0`` a level): a wav2vec2
+    training step's kernel grew to 1.7 MB of index code and g++ ran out of time."""
+    length = FloorDiv(s0 - 3, 2) + 1
+    flat = (32 * length * FloorDiv(i0, 32 * length) + 32 * ModularIndexing(i0, 32, length)
+            + ModularIndexing(i0, 1, 32))
+    assert sympy.expand(flat) != i0  # (expanded: 32*((s0 - 3)//2)*(i0 // ...) + 32*(i0 // ...))
+    assert simplify_index(flat) == i0
+    assert simplify_index(flat, {i0: 64 * length}) == i0
+    # the coefficient must be the size's: 31*L is not a digit above the one of 32
+    assert simplify_index(flat - FloorDiv(i0, 32 * length) * length) != i0
+
+
 def test_terms_too_small_to_carry_drop_out_of_a_quotient():
     ranges = {i0: 128, i1: 128}
     # a (2, 64, 128) tensor over rows of 128: (i1 + 128*i0) // 8192 is the batch, i0 // 64

@@ -213,14 +213,47 @@ def _mod_without_small_terms(base, modulus, var_ranges):
     return None
 
 
+def _is_size(expr: Expr) -> bool:
+    """Whether ``expr`` depends on size symbols only (positive integers: ``s1 // 2``), not on
+    a loop variable or an indirect index."""
+    return all(symbol.is_positive for symbol in expr.free_symbols)
+
+
 def _digit(term: Expr):
-    """``c * FloorDiv(a, d)`` -> (c, a, d, None); ``c * ModularIndexing(a, d, m)`` -> (c, a, d, m)."""
-    digits = [f for f in sympy.Mul.make_args(term) if isinstance(f, FloorDiv | ModularIndexing)]
+    """``c * FloorDiv(a, d)`` -> (c, FloorDiv(a, d)); ``c * ModularIndexing(a, d, m)`` likewise;
+    None for a term with no such factor over loop variables, or with two. A division of sizes
+    alone (``(s1 - 3) // 2``, a convolution's output length) is part of the coefficient."""
+    digits = [f for f in sympy.Mul.make_args(term)
+              if isinstance(f, FloorDiv | ModularIndexing) and not _is_size(f)]
     if len(digits) != 1:
         return None
-    f = digits[0]
-    coeff = sympy.Mul(*[g for g in sympy.Mul.make_args(term) if g is not f])
-    return (coeff, *f.args) if isinstance(f, ModularIndexing) else (coeff, *f.args, None)
+    return sympy.Mul(*[g for g in sympy.Mul.make_args(term) if g is not digits[0]]), digits[0]
+
+
+def _collect_digits(expr: Expr) -> tuple[list[Expr], dict[Expr, Expr]]:
+    """``expr``'s terms without a digit, and each digit with the sum of its coefficients: a
+    symbolic size ``L = F + 1`` arrives expanded (``32*F*(a // (32*L)) + 32*(a // (32*L))``),
+    and only the summed coefficient, ``32*F + 32``, is ``32*L``."""
+    rest, digits = [], {}
+    for term in sympy.Add.make_args(expr):
+        parsed = _digit(term)
+        if parsed is None:
+            rest.append(term)
+        else:
+            digits[parsed[1]] = digits.get(parsed[1], sympy.Integer(0)) + parsed[0]
+    return rest, digits
+
+
+def _merged(c2: Expr, f2: Expr, c1: Expr, f1: Expr) -> Expr | None:
+    """``c2*f2 + c1*f1`` as one digit, where ``f1 = (a // d) % m`` is the digit below ``f2``."""
+    if not isinstance(f1, ModularIndexing) or f1.args[0] != f2.args[0]:
+        return None
+    a, d1, m1 = f1.args
+    if sympy.expand(f2.args[1] - d1 * m1) != 0 or sympy.expand(c2 - c1 * m1) != 0:
+        return None
+    if isinstance(f2, FloorDiv):
+        return c1 * FloorDiv(a, d1)
+    return c1 * ModularIndexing(a, d1, m1 * f2.args[2])
 
 
 def merge_digits(expr: Expr) -> Expr:
@@ -229,22 +262,21 @@ def merge_digits(expr: Expr) -> Expr:
         m*c*(a // (d*m)) + c*((a // d) % m)  ->  c*(a // d)
         m*c*((a // (d*m)) % n) + c*((a // d) % m)  ->  c*((a // d) % (m*n))
 
-    so ``6*(i0 // 6) + (i0 % 6)`` (a flattened then unflattened index) becomes ``i0``."""
+    so ``6*(i0 // 6) + (i0 % 6)`` (a flattened then unflattened index) becomes ``i0``. With
+    symbolic sizes the coefficients are compared after summing each digit's terms; an index
+    that a chain of views leaves unmerged would be substituted into the next view whole,
+    once per use of its variable, and grow exponentially with the chain's length."""
     changed = True
     while changed:
         changed = False
-        terms = list(sympy.Add.make_args(expr))
-        parsed = [_digit(t) for t in terms]
-        for x, px in enumerate(parsed):
-            for y, py in enumerate(parsed):
-                if x == y or px is None or py is None or py[3] is None:
+        rest, digits = _collect_digits(expr)
+        for f2, c2 in digits.items():
+            for f1, c1 in digits.items():
+                merged = None if f1 == f2 else _merged(c2, f2, c1, f1)
+                if merged is None:
                     continue
-                (c2, a2, d2, m2), (c1, a1, d1, m1) = px, py
-                if a1 != a2 or sympy.expand(d2 - d1 * m1) != 0 or sympy.expand(c2 - c1 * m1) != 0:
-                    continue
-                merged = FloorDiv(a1, d1) if m2 is None else ModularIndexing(a1, d1, m1 * m2)
-                rest = [t for k, t in enumerate(terms) if k not in (x, y)]
-                expr = sympy.Add(*rest) + c1 * merged
+                others = [c * f for f, c in digits.items() if f not in (f1, f2)]
+                expr = sympy.Add(*rest, *others) + merged
                 changed = True
                 break
             if changed:

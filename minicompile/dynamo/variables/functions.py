@@ -14,7 +14,7 @@ import types
 from typing import Any
 
 from ...names import is_identifier
-from ..exc import ObservedException, unimplemented
+from ..exc import ObservedException, Unsupported, unimplemented
 from ..source import ClosureSource, DefaultsSource
 from .base import KnownCallableVariable, VariableTracker
 
@@ -113,6 +113,28 @@ class UserFunctionVariable(BaseUserFunctionVariable):
         if self.source is not None:
             return self.source.expr()
         return codegen.install_global(self.fn.__name__, self.fn)  # a function made while tracing
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        if getattr(self.fn, "_dynamo_marked_constant", False):
+            return self.call_as_constant(tx, args, kwargs)
+        return super().call_function(tx, args, kwargs)
+
+    def call_as_constant(self, tx, args, kwargs) -> VariableTracker:
+        """A function marked with ``torch._dynamo.assume_constant_result`` (its
+        ``_dynamo_marked_constant``: transformers' install probes, ``is_torch_available()``) is
+        called while tracing, on constant arguments, and its answer is a constant of the graph,
+        unguarded: the mark promises it never changes (mirrors ``invoke_and_store_as_constant``
+        in torch/_dynamo/variables/functions.py). Its body, which may read files or the
+        environment, is never traced."""
+        from .builder import VariableBuilder
+
+        try:
+            values = [a.as_python_constant() for a in args]
+            named = {k: v.as_python_constant() for k, v in kwargs.items()}
+        except Unsupported:
+            unimplemented(f"{self.fn.__qualname__} is marked constant (assume_constant_result) "
+                          "but was called with an argument that is not a constant")
+        return VariableBuilder(tx, None).wrap(self.fn(*values, **named), guard=False)
 
     def get_code(self) -> types.CodeType:
         return self.fn.__code__
