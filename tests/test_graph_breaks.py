@@ -692,3 +692,35 @@ def test_a_property_that_breaks_is_read_natively_and_both_sides_compile(caplog):
     assert out.graph_count == 2 and "reading .loss_fn, natively" in str(out.break_reasons[0])
     grad = torch.autograd.grad(mc.compile(m)(x, y)[0], m.lin.weight)[0]  # through both graphs
     torch.testing.assert_close(grad, torch.autograd.grad(m(x, y)[0], m.lin.weight)[0])
+
+
+class MarksItsInputForCheckpointing(torch.nn.Module):
+    """wav2vec2's feature encoder: ``hidden_states.requires_grad = True`` on a tensor the
+    graph made, so that gradient checkpointing has a leaf to differentiate from."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv1d(1, 4, 3)
+
+    def forward(self, x):
+        hidden = x[:, None] * 2
+        if self.training:
+            hidden.requires_grad = True
+        return torch.relu(self.conv(hidden)).sum(-1), hidden
+
+
+def test_an_attribute_assignment_that_breaks_runs_natively_and_the_rest_compiles():
+    m, x = MarksItsInputForCheckpointing(), torch.randn(2, 16)
+    out, hidden = m(x)
+    grads = torch.autograd.grad(out.sum(), [m.conv.weight, hidden])
+    mc.reset()
+    mc.metrics.reset()
+    got, got_hidden = mc.compile(m)(x)
+    assert got_hidden.requires_grad and got_hidden.is_leaf  # the assignment happened
+    torch.testing.assert_close(got, out)
+    for g, want in zip(torch.autograd.grad(got.sum(), [m.conv.weight, got_hidden]), grads):
+        torch.testing.assert_close(g, want)
+    assert mc.metrics.eager_fallbacks == 0  # the convolution after it is in a graph
+    explanation = mc.explain(m)(x)
+    assert explanation.graph_count == torch._dynamo.explain(m)(x).graph_count == 2
+    assert "assigned natively" in str(explanation.break_reasons[0])

@@ -281,6 +281,22 @@ def write_attribute(w: BreakWriter, tx, index: int, error: Unsupported) -> tuple
         f"{error.reason} (reading .{inst.argval}, natively)"
 
 
+def write_store_attribute(w: BreakWriter, tx, index: int,
+                          error: Unsupported) -> tuple[list, str, str]:
+    """STORE_ATTR that can't be traced (``hidden_states.requires_grad = True`` on a tensor the
+    graph made, an attribute of an object the tracer does not model): the assignment runs
+    natively on the graph's output, and the resume function continues after it. (Resumed *at*
+    the instruction, as any other, its frame would stop at it again with nothing traced yet,
+    and run the rest of the function eagerly.)"""
+    inst = tx.instructions[index]
+    *below, value, obj = tx.stack  # TOS.name = TOS1
+    kinds, stack_exprs = w.stack_args(below)
+    native = [f"{attr(w.value(obj), inst.argval)} = {w.value(value)}"]
+    resume = w.resume_call(_next_offset(tx, index), kinds, stack_exprs)
+    return w.guarded(native) + [f"return {resume}"], "unsupported_construct", \
+        f"{error.reason} (assigned natively)"
+
+
 def write_instruction(w: BreakWriter, tx, index: int, error: Unsupported) -> tuple[list, str, str]:
     """Any other instruction: the resume function starts *at* it and runs it natively."""
     inst = tx.instructions[index]
@@ -297,6 +313,7 @@ def write_instruction(w: BreakWriter, tx, index: int, error: Unsupported) -> tup
 BREAK_WRITERS: dict[str, Callable[..., tuple[list, str, str]]] = {
     "CALL": write_call, "CALL_KW": write_call, "CALL_FUNCTION_EX": write_call,
     "LOAD_ATTR": write_attribute, "LOAD_METHOD": write_attribute,
+    "STORE_ATTR": write_store_attribute,
     **{name: write_jump for name in JUMPS},
 }
 
