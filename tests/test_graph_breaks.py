@@ -724,3 +724,37 @@ def test_an_attribute_assignment_that_breaks_runs_natively_and_the_rest_compiles
     explanation = mc.explain(m)(x)
     assert explanation.graph_count == torch._dynamo.explain(m)(x).graph_count == 2
     assert "assigned natively" in str(explanation.break_reasons[0])
+
+
+def scaled_then_printed(x, scale):
+    keys = {k: scale * k for k in range(3)}  # a comprehension: a function closing over `scale`
+    y = x * keys[2]
+    print("between")  # the break: `scale` is a cell variable of this frame
+    shift = lambda t: t + scale  # noqa: E731 -- made after the break, over the resumed cell
+    scale = scale + 1
+    return shift(y), scale
+
+
+def test_a_break_in_a_frame_whose_variables_are_closed_over_resumes(capsys):
+    """transformers' ``capture_outputs`` wrapper closes over ``self`` and ``kwargs``: a break
+    in the model it calls must resume in it, not leave it to eager. The comprehension's
+    function is gone by the break, so the resumed frame gets new cells with the same values;
+    a closure still alive at the break would need the very same cells: that frame runs
+    eagerly, with its reason."""
+    x = torch.randn(3)
+    expected = scaled_then_printed(x, 2.0)
+    mc.reset()
+    mc.metrics.reset()
+    got = mc.compile(scaled_then_printed)(x, 2.0)
+    torch.testing.assert_close(got[0], expected[0])
+    assert got[1] == expected[1] == 3.0
+    assert mc.metrics.eager_fallbacks == 0 and mc.explain(scaled_then_printed)(x, 2.0).graph_count == 2
+
+    def held_across(x):
+        a = x + 1
+        inner = lambda: a * 2  # noqa: E731 -- alive across the break
+        print("between")
+        return inner()
+
+    torch.testing.assert_close(mc.compile(held_across)(x), held_across(x))
+    assert "a closure over them" in str(mc.explain(held_across)(x).break_reasons[0])

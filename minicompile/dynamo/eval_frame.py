@@ -45,6 +45,7 @@ from .bytecode_analysis import globals_only_called, writes_globals
 from .convert_frame import CacheEntry, convert_frame
 from .exc import FullGraphError, Unsupported, without_internal_frames
 from .module_calls import compiling_module_calls
+from .resume_execution import resume_function
 from .symbolic_convert import compiles_as_callee
 from .variables.nn_module import _has_hooks
 
@@ -78,6 +79,22 @@ class FrameCache:
         if key not in wrappers:
             wrappers[key] = optimize(fn, backend, cache=self)
         return wrappers[key]
+
+    def resume_with_cells(self, code: types.CodeType, fn: types.FunctionType,
+                          backend: Callable) -> Callable:
+        """The resume function ``code`` of ``fn``, a frame with cell variables, as a callable
+        taking the cells first: the transformed function makes them at each call (from the
+        values the break left in them), so each call's resume function is a new function
+        over its own cells, looked up in the same cache entries of ``code``."""
+        def resume(cells: tuple, *args):
+            own = dict(zip(fn.__code__.co_cellvars, cells))
+            try:
+                return run_frame(resume_function(code, fn, own), args, {}, backend, False, self)
+            except Exception as e:
+                raise without_internal_frames(e)
+
+        resume.__name__ = resume.__qualname__ = code.co_name
+        return resume
 
     def eager_frame(self, fn: types.FunctionType, backend: Callable) -> Callable:
         """``fn`` to run eagerly, as a frame real Dynamo skips: the user functions it looks up

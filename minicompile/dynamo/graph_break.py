@@ -56,7 +56,8 @@ from .resume_execution import (CONTEXT, ITERATOR, NULL, VALUE, ContinueExecution
 from .side_effects import reads_state
 from .symbolic_convert import compiles_as_callee
 from .variables.base import NullVariable, callable_and_args
-from .variables.functions import UserFunctionVariable, UserMethodVariable
+from .variables.functions import (NestedUserFunctionVariable, UserFunctionVariable,
+                                  UserMethodVariable)
 from .variables.generators import check_paused_generators
 from .variables.lists import ListIteratorVariable
 from .variables.misc import GradModeVariable
@@ -143,10 +144,20 @@ class BreakWriter:
         spec = ResumeSpec(original, offset, kinds, names)
         code = ContinueExecutionCache.lookup(spec)
         fn = self.output.root_fn
-        self.output.installed[code.co_name] = self.compiled(resume_function(code, fn),
-                                                            key=(code, id(fn.__closure__)))
         args = stack_exprs + [self.value(tx.symbolic_locals[n]) for n in names]
+        if tx.code.co_cellvars:  # the frame's cells, made anew: no closure over them is live
+            self.output.installed[code.co_name] = self.output.frame_cache.resume_with_cells(
+                code, fn, self.output.backend)
+            args.insert(0, f"({''.join(self.new_cell(tx.cells[n]) + ', ' for n in tx.code.co_cellvars)})")
+        else:
+            self.output.installed[code.co_name] = self.compiled(resume_function(code, fn),
+                                                                key=(code, id(fn.__closure__)))
         return f"{code.co_name}({', '.join(args)})"
+
+    def new_cell(self, cell) -> str:
+        """A cell holding what the trace left in ``cell`` (empty where nothing was stored)."""
+        make = self.codegen.install_global("CellType", types.CellType)
+        return f"{make}()" if cell.value is None else f"{make}({self.value(cell.value)})"
 
     def guarded(self, lines: list[str]) -> list[str]:
         """``lines`` (the native instruction) inside the ``try`` the break is in, if any: its
@@ -338,11 +349,16 @@ def break_at(tx, index: int, error: Unsupported) -> FrameResult:
                           "code after the break cannot enter again (a user class or a "
                           "@contextmanager generator)")
     check_paused_generators(tx.output.local_generators)
-    if tx.code.co_cellvars:
-        unimplemented("graph break in a function whose locals are captured by closures")
+    own_cells = [tx.cells[name] for name in tx.code.co_cellvars]
+    if _closure_over(own_cells, [*tx.stack, *tx.symbolic_locals.values(),
+                                 *tx.output.side_effects.values()]):
+        unimplemented("graph break while a function made in the frame still holds the frame's "
+                      "variables (a closure over them): the code after the break could not "
+                      "share them with it")
     w = BreakWriter(tx, inst, entry and (_handler_offset(tx, inst), entry.depth))
     w.codegen.share_repeated([*tx.stack, *tx.symbolic_locals.values(),
-                              *tx.output.side_effects.values()])
+                              *tx.output.side_effects.values(),
+                              *(cell.value for cell in own_cells if cell.value is not None)])
     body, kind, reason = BREAK_WRITERS.get(inst.opname, write_instruction)(w, tx, index, error)
     # Mutations traced so far happen before the native instruction (program order).
     temps, replay = tx.output.side_effects.codegen(w.codegen)
@@ -353,6 +369,25 @@ def break_at(tx, index: int, error: Unsupported) -> FrameResult:
               + "".join(f"    {line}\n" for line in lines))
     _record(tx, GraphBreak(kind, reason, error.user_line, inst.offset, tx.code.co_name))
     return FrameResult(source, tx.output.define(source, name), tx.output.guards, graphs)
+
+
+def _closure_over(cells: list, live: list) -> bool:
+    """Whether a function made while tracing, reachable from ``live``, closes over one of the
+    frame's ``cells``. Without one (a comprehension's function is gone once it has run), the
+    code after the break may get new cells holding the same values."""
+    if not cells:
+        return False
+    seen, todo = set(), list(live) + [cell.value for cell in cells if cell.value is not None]
+    while todo:
+        vt = todo.pop()
+        if id(vt) in seen:
+            continue
+        seen.add(id(vt))
+        if isinstance(vt, NestedUserFunctionVariable) and any(
+                c is cell for c in vt.closure for cell in cells):
+            return True
+        todo.extend(vt.children())
+    return False
 
 
 def _handler_offset(tx, inst: Instruction) -> int:
