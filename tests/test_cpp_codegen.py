@@ -7,8 +7,10 @@ from __future__ import annotations
 import copy
 import ctypes
 import logging
+import os
 import re
 import shutil
+import subprocess
 
 import pytest
 import torch
@@ -442,6 +444,38 @@ def float16_values(*shape) -> torch.Tensor:
                           -65504.0, 6e4, 0.0, -0.0])
     x.view(-1)[:edges.numel()] = edges
     return x.half()
+
+
+FLOAT16_ROUND_CHECK = r"""
+#include "cpp_prefix.h"
+#include <immintrin.h>
+#include <cstdio>
+int main() {  // every 31st float (2^32 / 31 of them: every exponent, both signs, NaNs)
+    unsigned long long wrong = 0;
+    for (uint64_t i = 0; i < (1ull << 32); i += 31) {
+        const float f = mc::float_of(static_cast<uint32_t>(i));
+        const float want = _cvtsh_ss(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT));  // F16C
+        const uint32_t w = mc::bits_of(want), g = mc::bits_of(mc::float16::round(f));
+        const bool nans = (w & 0x7fffffffu) > 0x7f800000u && (g & 0x7fffffffu) > 0x7f800000u;
+        wrong += (w != g && !nans);
+    }
+    std::printf("%llu\n", wrong);
+}
+"""
+
+
+def test_float16_rounding_on_floats_bits_equals_the_hardware_conversion(tmp_path):
+    """``mc::float16::round`` (what a kernel does after each float16 op) rounds on float's
+    bits: the same float as F16C's conversion to float16 and back, over a sweep of all floats
+    (the whole 2^32 was checked once too)."""
+    if not shutil.which(cpp_build.CXX) or "f16c" not in open("/proc/cpuinfo").read():
+        pytest.skip("needs g++ and a CPU with F16C")
+    source, program = tmp_path / "check.cpp", tmp_path / "check"
+    source.write_text(FLOAT16_ROUND_CHECK)
+    subprocess.run([cpp_build.CXX, str(source), *cpp_build.flags(), "-mf16c", "-I",
+                    os.path.dirname(cpp_build.__file__), "-o", str(program)],
+                   check=True)
+    assert subprocess.run([str(program)], capture_output=True, text=True).stdout.strip() == "0"
 
 
 @pytest.mark.parametrize("fn, shapes, dtype_loads", [

@@ -192,17 +192,21 @@ struct float16 {
         return static_cast<uint16_t>((sign >> 16) | (shl1_w > 0xff000000u ? 0x7e00u : nonsign));
     }
     // f rounded to float16 and back, without the bits (the rounding a kernel does after each
-    // op: 2.6x faster than to_float(bits_from(f))). |f| is rounded to 11 significant bits,
-    // ties to even, by adding and taking away 2^13 times its own power of two (the sum has no
-    // room for the lower 13 of float's 24 bits); below 2^-14 (float16's subnormals) the step is
-    // a fixed 2^-24, 0.5's ulp; past 65504 (float16's largest) the result is inf, and from 2^16
-    // up the power stays 2^16 (2^13 times a larger one could overflow). A NaN stays a NaN.
+    // op). On float's own bits, as bfloat16's: in float16's normal range the mantissa is
+    // rounded to 10 bits, ties to even, by adding 0xfff plus the lowest kept bit and clearing
+    // the 13 below; under 2^-14 (its subnormals) the step is a fixed 2^-24, 0.5's ulp, so
+    // (|f| + 0.5) - 0.5 rounds it; a result past 65504 (float16's largest) is inf, a NaN stays
+    // a NaN. Selects and integer adds only: 1.4x faster in a SwiGLU kernel than the float
+    // formula it replaced ((|f| + 2^13 ulp) - 2^13 ulp), and equal to F16C's conversion there
+    // and back on all 2^32 floats.
     static float round(float f) {
-        const float a = std::fabs(f);
-        const uint32_t power = std::min(bits_of(a) & 0x7f800000u, 0x47800000u);  // <= 2^16
-        const float big = std::max(float_of(power + (13u << 23)), 0.5f);
-        const float r = (a + big) - big;
-        return std::copysign(r > 65504.0f ? std::numeric_limits<float>::infinity() : r, f);
+        const uint32_t w = bits_of(f), u = w & 0x7fffffffu;
+        const uint32_t normal = (u + 0xfffu + ((u >> 13) & 1u)) & 0xffffe000u;
+        const float subnormal = (float_of(u) + 0.5f) - 0.5f;
+        uint32_t r = u < 0x38800000u ? bits_of(subnormal) : normal;  // 0x38800000: 2^-14
+        r = normal > 0x477fe000u ? 0x7f800000u : r;  // 0x477fe000: 65504
+        r = u > 0x7f800000u ? u : r;
+        return float_of(r | (w & 0x80000000u));
     }
     static float to_float(uint16_t h) {
         const uint32_t w = static_cast<uint32_t>(h) << 16, sign = w & 0x80000000u;
