@@ -148,7 +148,8 @@ class BreakWriter:
         if tx.code.co_cellvars:  # the frame's cells, made anew: no closure over them is live
             self.output.installed[code.co_name] = self.output.frame_cache.resume_with_cells(
                 code, fn, self.output.backend)
-            args.insert(0, f"({''.join(self.new_cell(tx.cells[n]) + ', ' for n in tx.code.co_cellvars)})")
+            cells = "".join(f"{self.new_cell(tx.cells[n])}, " for n in tx.code.co_cellvars)
+            args.insert(0, f"({cells})")
         else:
             self.output.installed[code.co_name] = self.compiled(resume_function(code, fn),
                                                                 key=(code, id(fn.__closure__)))
