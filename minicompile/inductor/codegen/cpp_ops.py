@@ -242,7 +242,7 @@ class CppOpsHandler:
         self.reductions: dict[tuple, Any] = {}  # (type, dtype, value) -> its read-out(s)
         self.scope: dict[str, Any] = {}  # the forwarded values (``common.emit_members``)
         self.mask_bounds = MaskBounds()  # where cat's and pad's masks change (cpp_loops.py)
-        self._counts = {"acc": 0, "indirect": 0, "masked": 0}
+        self._counts = {"acc": 0, "indirect": 0, "masked": 0, "row": 0}
         # the kernel's run-time checks, by site number (``mc::fail``'s ``site``: checks.py)
         self.checks = [] if checks is None else checks
         # (site, size) of each checked dimension that may be empty: the kernel checks it first
@@ -295,7 +295,8 @@ class CppOpsHandler:
     def load(self, name: str, index: sympy.Expr) -> str:
         value = f"{self.pointers[name]}[{self.index(index)}]"
         first = self.block_first(name, index)
-        value = self.tiled_read(name, index, value) or value
+        value = self.tiled_read(name, index, value) or (first is None and self.invariants.row_pointer(
+            self.pointers[name], self._indices[index][1], self.code.hoisted, self._fresh)) or value
         if first is not None:  # the row converted before the loop, read as a float array
             array = self.block.load(self.code.converts_in, self.pointers[name], first)
             value = f"{array}[{self.block.element()}]"
@@ -414,7 +415,9 @@ class CppOpsHandler:
         return var
 
     def where(self, cond: str, a: str, b: str) -> str:
-        return self._emit(f"{cond} ? {a} : {b}", self.values.result_type("where", (a, b)))
+        var = self._emit(f"{cond} ? {a} : {b}", self.values.result_type("where", (a, b)))
+        self.invariants.note(var, "{0} ? {1} : {2}", (cond, a, b))  # (a masked token id)
+        return var
 
     def masked(self, mask: str, body: Callable[[], str], other: Any) -> str:
         """``body`` runs in a lambda called only where ``mask`` holds, so its loads never read
