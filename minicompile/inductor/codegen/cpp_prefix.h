@@ -444,10 +444,12 @@ template <typename T> inline T divisor(T b, KernelError& error, int64_t site) {
 
 // --- ops whose C++ meaning differs from torch's -------------------------------------------------
 
-// NaN wins, as in torch.maximum and amax (a NaN b is false, so b is picked when b is NaN);
-// one select, so that a vectorised loop can blend instead of branching
-template <typename T> inline T maximum(T a, T b) { return (a > b || a != a) ? a : b; }
-template <typename T> inline T minimum(T a, T b) { return (a < b || a != a) ? a : b; }
+// NaN wins, as in torch.maximum and amax (a NaN b is false, so b is picked when b is NaN).
+// Two selects, the NaN test apart: written as one, (a > b || a != a) ? a : b (or with |), g++
+// kept the test as branches and did not vectorise the loop; on random data every other branch
+// mispredicted (a 3x3 max pool of 8x64x45x45 floats: 2.6 ms, 0.4 ms as two selects)
+template <typename T> inline T maximum(T a, T b) { const T r = a > b ? a : b; return a != a ? a : r; }
+template <typename T> inline T minimum(T a, T b) { const T r = a < b ? a : b; return a != a ? a : r; }
 
 // log(exp(a) + exp(b)) from the larger, so that nothing overflows (logcumsumexp's step, as
 // eager's _log_add_exp_helper): two equal infinities combine to themselves (inf - inf is NaN)
