@@ -56,9 +56,8 @@ from .resume_execution import (CONTEXT, ITERATOR, NULL, VALUE, ContinueExecution
 from .side_effects import reads_state
 from .symbolic_convert import compiles_as_callee
 from .variables.base import NullVariable, callable_and_args
-from .variables.functions import (NestedUserFunctionVariable, UserFunctionVariable,
-                                  UserMethodVariable)
-from .variables.generators import check_paused_generators
+from .variables.functions import UserFunctionVariable, UserMethodVariable
+from .variables.generators import check_paused_generators, reachable
 from .variables.lists import ListIteratorVariable
 from .variables.misc import GradModeVariable
 from .variables.misc import WithExitFunctionVariable
@@ -373,22 +372,15 @@ def break_at(tx, index: int, error: Unsupported) -> FrameResult:
 
 
 def _closure_over(cells: list, live: list) -> bool:
-    """Whether a function made while tracing, reachable from ``live``, closes over one of the
-    frame's ``cells``. Without one (a comprehension's function is gone once it has run), the
-    code after the break may get new cells holding the same values."""
+    """Whether something reachable from ``live`` (or from the cells' own values) holds one of
+    the frame's ``cells``: a function made while tracing that closes over it. Without one (a
+    comprehension's function is gone once it has run), the code after the break may get new
+    cells holding the same values."""
     if not cells:
         return False
-    seen, todo = set(), list(live) + [cell.value for cell in cells if cell.value is not None]
-    while todo:
-        vt = todo.pop()
-        if id(vt) in seen:
-            continue
-        seen.add(id(vt))
-        if isinstance(vt, NestedUserFunctionVariable) and any(
-                c is cell for c in vt.closure for cell in cells):
-            return True
-        todo.extend(vt.children())
-    return False
+    wanted = {id(cell) for cell in cells}
+    held = reachable([*live, *(cell.value for cell in cells)], stop_when_seen=wanted)
+    return bool(wanted & held)
 
 
 def _handler_offset(tx, inst: Instruction) -> int:

@@ -213,6 +213,17 @@ def _mod_without_small_terms(base, modulus, var_ranges):
     return None
 
 
+def along(index: Expr, var: sympy.Symbol) -> tuple[Expr, Expr] | None:
+    """``(step, rest)`` with ``index = step*var + rest``: ``step`` a nonzero number and ``rest``
+    free of ``var`` (the index moves by ``step`` from one point of ``var``'s loop to the next);
+    None where ``var`` is missing, under a division or a remainder, or multiplied by a size."""
+    step = sympy.expand(index).coeff(var)
+    rest = sympy.expand(index - step * var)
+    if not step.is_number or step == 0 or var in rest.free_symbols:
+        return None
+    return step, rest
+
+
 def _is_size(expr: Expr) -> bool:
     """Whether ``expr`` depends on size symbols only (positive integers: ``s1 // 2``), not on
     a loop variable or an indirect index."""

@@ -126,7 +126,7 @@ class UserFunctionVariable(BaseUserFunctionVariable):
         unguarded: the mark promises it never changes (mirrors ``invoke_and_store_as_constant``
         in torch/_dynamo/variables/functions.py). Its body, which may read files or the
         environment, is never traced."""
-        from .builder import VariableBuilder
+        from .builder import SourcelessBuilder
 
         try:
             values = [a.as_python_constant() for a in args]
@@ -134,7 +134,7 @@ class UserFunctionVariable(BaseUserFunctionVariable):
         except Unsupported:
             unimplemented(f"{self.fn.__qualname__} is marked constant (assume_constant_result) "
                           "but was called with an argument that is not a constant")
-        return VariableBuilder(tx, None).wrap(self.fn(*values, **named), guard=False)
+        return SourcelessBuilder.wrap(tx, self.fn(*values, **named))
 
     def get_code(self) -> types.CodeType:
         return self.fn.__code__

@@ -27,7 +27,7 @@ from typing import Callable
 
 import sympy
 
-from ..sizevars import FloorDiv, ModularIndexing
+from ..sizevars import FloorDiv, ModularIndexing, along
 from .cpp_printer import cexpr
 
 NAME = re.compile(r"[A-Za-z_]\w*")  # a temporary's name (anything else is a literal)
@@ -64,16 +64,15 @@ class LoopInvariants:
     def row_pointer(self, pointer: str, index: sympy.Expr, before_loop,
                     fresh: Callable[[str], str]) -> str | None:
         """``pointer[index]`` read through a row pointer made before the loop (numbered by
-        ``fresh``, written into ``before_loop``), where the loop is over one variable, the index moves along it by a
-        constant step, and its other part divides or takes a remainder (module docstring)."""
-        if len(self.inner) != 1 or any(s.name.startswith("indirect") for s in index.free_symbols):
+        ``fresh``, written into ``before_loop``), where the loop is over one variable, the
+        index moves along it by a constant step, and its other part divides or takes a
+        remainder (module docstring)."""
+        split = along(index, self.inner[0]) if len(self.inner) == 1 else None
+        if split is None or not split[1].has(FloorDiv, ModularIndexing) or any(
+                s.name.startswith("indirect") for s in index.free_symbols):
             return None
-        (var,) = self.inner
-        offset = index.subs(var, 0)
-        step = sympy.expand(index - offset)
-        if step == 0 or not offset.has(FloorDiv, ModularIndexing) or not (step / var).is_Integer:
-            return None
+        step, offset = split
         if (pointer, offset) not in self.rows:
             row = self.rows[(pointer, offset)] = f"{pointer}_{fresh('row')}"
             before_loop.writeline(f"const auto {row} = {pointer} + ({cexpr(offset)});")
-        return f"{self.rows[(pointer, offset)]}[{cexpr(step)}]"
+        return f"{self.rows[(pointer, offset)]}[{cexpr(step * self.inner[0])}]"

@@ -18,18 +18,17 @@ from __future__ import annotations
 
 import sympy
 
+from ..sizevars import along
+
+
 def distinct_along_loop(index: sympy.Expr, inner: tuple, hoisted_indirect: set) -> bool:
     """Whether the loop's points reach distinct elements through ``index``: a constant nonzero
     step along its variable (``inner``: the loop's one variable), the rest the same at every
     point (an index loaded once before the loop, ``512*indirect0 + x0``; one loaded at each
     point may repeat)."""
-    if len(inner) != 1:
-        return False
-    var = inner[0]
-    step = sympy.expand(index).coeff(var)
-    rest = sympy.expand(index - step * var)
-    return step.is_number and step != 0 and var not in rest.free_symbols and all(
-        s in hoisted_indirect for s in rest.free_symbols if s.name.startswith("indirect"))
+    split = along(index, inner[0]) if len(inner) == 1 else None
+    return split is not None and all(
+        s in hoisted_indirect for s in split[1].free_symbols if s.name.startswith("indirect"))
 
 
 def whole_rows_apart(index: sympy.Expr, inner: tuple, var_ranges: dict) -> bool:
@@ -37,13 +36,12 @@ def whole_rows_apart(index: sympy.Expr, inner: tuple, var_ranges: dict) -> bool:
     element (``1024*indirect0 + x0`` over rows of 1024: whatever row ``indirect0`` names,
     position ``x0`` of it): every term but the step along the row moves by whole rows."""
     var = inner[0] if len(inner) == 1 else None
-    if var is None or var not in var_ranges:
+    split = along(index, var) if var in var_ranges else None
+    if split is None:
         return False
-    step = sympy.expand(index).coeff(var)
-    rest = sympy.expand(index - step * var).as_coefficients_dict()
-    span = step * var_ranges[var]
-    return step.is_number and step != 0 and all(
-        term == 1 or (sympy.sympify(c) / span).is_integer for term, c in rest.items())
+    span = split[0] * var_ranges[var]
+    return all(term == 1 or (sympy.sympify(c) / span).is_integer
+               for term, c in split[1].as_coefficients_dict().items())
 
 
 def rows_keep_apart(index: sympy.Expr, row_var: sympy.Symbol, var_ranges: dict,
@@ -52,11 +50,10 @@ def rows_keep_apart(index: sympy.Expr, row_var: sympy.Symbol, var_ranges: dict,
     along a row: ``64*x1 + indirect0``, ``indirect0`` checked to lie in ``[0, 64)``): the
     other terms' range (from the variables' ranges and the loaded indices' checked
     ``indirect_ranges``) is narrower than the step from one row to the next."""
-    step = sympy.expand(index).coeff(row_var)
-    rest = sympy.expand(index - step * row_var)
-    if row_var not in var_ranges or not step.is_number or step <= 0 or \
-            row_var in rest.free_symbols:
+    split = along(index, row_var) if row_var in var_ranges else None
+    if split is None or split[0] < 0:
         return False
+    step, rest = split
     low = high = 0
     for term, c in rest.as_coefficients_dict().items():
         if term == 1:
