@@ -17,6 +17,7 @@ from minicompile.aot_autograd import (aot_function, aot_module_simplified, defau
                                       min_cut_rematerialization_partition, trace_graph,
                                       trace_module)
 from minicompile.backends.aot_eager import aot_eager
+from minicompile.decompositions import decomposition_table
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
 
@@ -603,6 +604,42 @@ def test_batch_norm_training_without_running_stats(name, backend):
     for got, want in zip(torch.autograd.grad(out, wrt, grad_out),
                          torch.autograd.grad(ref, wrt, grad_out)):  # x, then weight and bias
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+    assert mc.metrics.eager_fallbacks == 0
+
+
+def _trains_as_eager(model: torch.nn.Module, x: torch.Tensor, backend) -> None:
+    """One forward and backward of a copy of ``model`` compiled with ``backend``, against eager."""
+    compiled, ref_model = copy.deepcopy(model), copy.deepcopy(model)
+    out, ref = mc.compile(compiled, backend=backend)(x), ref_model(x)
+    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-5)
+    out.square().sum().backward()
+    ref.square().sum().backward()
+    for got, want in zip(compiled.parameters(), ref_model.parameters()):
+        torch.testing.assert_close(got.grad, want.grad, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("layout", [torch.contiguous_format, torch.channels_last])
+def test_group_norm_is_decomposed_in_any_layout(layout):
+    """Under the decomposition table GroupNorm's forward and backward become reductions of the
+    graph (no ATen group-norm call, whose CUDA kernel refuses a channels-last input in a layout
+    of its own), and match eager for a channels-last input as for a contiguous one; then
+    through Inductor's kernels."""
+    model = torch.nn.Sequential(torch.nn.Conv2d(4, 8, 3, padding=1), torch.nn.GroupNorm(2, 8))
+    x = torch.randn(2, 4, 9, 7).contiguous(memory_format=layout)
+    graphs = []
+
+    def keep(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    def backend(gm, example_inputs):
+        return aot_module_simplified(gm, example_inputs, fw_compiler=keep,
+                                     decompositions=decomposition_table)
+
+    _trains_as_eager(model, x, backend)
+    targets = {str(n.target) for gm in graphs for n in gm.graph.nodes}
+    assert len(graphs) == 2 and not any("group_norm" in t for t in targets), targets
+    _trains_as_eager(model, x, "inductor")
     assert mc.metrics.eager_fallbacks == 0
 
 

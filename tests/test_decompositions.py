@@ -55,6 +55,21 @@ def _bn_train_bw(weight):
              [True, has_weight, has_weight]), {})
 
 
+def channels_last(*shape):  # (N, C, H, W) values stored as NHWC
+    return torch.randn(*shape).contiguous(memory_format=torch.channels_last)
+
+
+def _gn_bw(x, weight, groups):
+    """GroupNorm's backward with the statistics its forward saved; without a weight autograd
+    asks for dx alone."""
+    n, c = x.shape[:2]
+    hxw = x[0, 0].numel()
+    _, mean, rstd = aten.native_group_norm.default(x, weight, None, n, c, hxw, groups, 1e-5)
+    has_weight = weight is not None
+    return ((torch.randn_like(x), x, mean, rstd, weight, n, c, hxw, groups,
+             [True, has_weight, has_weight]), {})
+
+
 def _bn_eval_bw():
     """Eval mode: the forward's saved statistics are what its device returns (none on CPU; the
     running statistics it normalised with on CUDA), and the backward uses the running ones."""
@@ -110,6 +125,16 @@ SAMPLES = {
         ((noncontig(7, 3), None, None, None, None, True, 0.1, 1e-5), {})],
     aten.native_batch_norm_backward.default: lambda: [
         _bn_eval_bw(), _bn_train_bw(r(3)), _bn_train_bw(None)],
+    # GroupNorm: groups of channels, a channels-last input (which ATen's CUDA kernel refuses in
+    # layouts of its own), no affine parameters, no spatial dims
+    aten.native_group_norm.default: lambda: [
+        ((r(2, 6, 5, 4), r(6), r(6), 2, 6, 20, 3, 1e-5), {}),
+        ((channels_last(2, 8, 3, 5), r(8), r(8), 2, 8, 15, 4, 1e-5), {}),
+        ((r(3, 4, 7), None, None, 3, 4, 7, 1, 1e-5), {}),
+        ((r(5, 6), r(6), None, 5, 6, 1, 3, 1e-5), {})],
+    aten.native_group_norm_backward.default: lambda: [
+        _gn_bw(r(2, 6, 5, 4), r(6), 3), _gn_bw(channels_last(2, 8, 3, 5), r(8), 4),
+        _gn_bw(r(3, 4, 7), None, 1)],
     aten.addmm.default: lambda: [((r(7), r(5, 3), r(3, 7)), {}),
                                  ((r(5, 7), r(5, 3), noncontig(3, 7)), {"beta": 0.5, "alpha": 2})],
     aten.linear.default: lambda: [((r(2, 5, 3), r(7, 3), r(7)), {}), ((r(5, 3), r(7, 3)), {})],

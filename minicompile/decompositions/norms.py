@@ -1,6 +1,7 @@
 """Normalization layers as core ATen (mirrors torch/_decomp rows): layer_norm forward and
 backward, rms_norm, batch_norm in inference mode and in training mode without running
-statistics (InstanceNorm), and batch_norm's backward in both modes."""
+statistics (InstanceNorm), batch_norm's backward in both modes, group_norm forward and
+backward."""
 
 from __future__ import annotations
 
@@ -200,6 +201,69 @@ def cudnn_batch_norm_backward(x, grad, weight, running_mean, running_var, save_m
     ``native_batch_norm_backward`` with the batch statistics the forward saved."""
     return native_batch_norm_backward(grad, x, weight, running_mean, running_var, save_mean,
                                       save_rstd, True, eps, [True, True, True])
+
+
+def _grouped(t, groups: int):
+    """(N, C, *spatial) -> (N, G, C/G, *spatial): splitting one dim is a view for any strides
+    (a channels-last tensor included), so the groups are reduced where the tensor lies."""
+    n, c = t.shape[0], t.shape[1]
+    return aten.view.default(t, [n, groups, c // groups, *t.shape[2:]])
+
+
+def _ungrouped(t, like):
+    return aten.view.default(t, list(like.shape))
+
+
+@register_decomposition(aten.native_group_norm.default)
+def native_group_norm(x, weight, bias, n, c, hxw, groups, eps):
+    """GroupNorm: layer norm over each group of C/G channels and their spatial positions,
+    y = (x - mean_g) rstd_g w_c + b_c; also returns mean and rstd, (N, G). ATen's CUDA kernel
+    takes only contiguous layouts (a channels-last input in a layout of its own fails there)."""
+    xg = _grouped(upcast(x), groups)
+    dims = list(range(2, xg.dim()))
+    m = numel_of(xg, dims)
+    mean = aten.div.Tensor(aten.sum.dim_IntList(xg, dims, True), m)  # (N, G, 1, ...)
+    centered = aten.sub.Tensor(xg, mean)
+    var = aten.div.Tensor(aten.sum.dim_IntList(aten.mul.Tensor(centered, centered), dims, True), m)
+    rstd = aten.rsqrt.default(aten.add.Tensor(var, eps))
+    out = _ungrouped(aten.mul.Tensor(centered, rstd), x)
+    if weight is not None:
+        out = aten.mul.Tensor(out, aten.view.default(weight, _channel_shape(x)))
+    if bias is not None:
+        out = aten.add.Tensor(out, aten.view.default(bias, _channel_shape(x)))
+    stats = [x.shape[0], groups]
+    return (downcast(out, x.dtype), downcast(aten.view.default(mean, stats), x.dtype),
+            downcast(aten.view.default(rstd, stats), x.dtype))
+
+
+@register_decomposition(aten.native_group_norm_backward.default)
+def native_group_norm_backward(grad, x, mean, rstd, weight, n, c, hxw, groups, output_mask):
+    """Within each group of M elements, with xhat = (x - mean) rstd and g = grad w (layer
+    norm's formula per group): dx = rstd (g - mean(g) - xhat mean(g xhat));
+    per channel, over the batch and spatial dims: dw = sum(grad xhat); db = sum(grad)."""
+    dtype = x.dtype
+    grad, x = upcast(grad), upcast(x)
+    stats = [x.shape[0], groups, *[1] * (x.dim() - 1)]  # (N, G, 1, ...): broadcasts over a group
+    mean, rstd = aten.view.default(upcast(mean), stats), aten.view.default(upcast(rstd), stats)
+    xhat_g = aten.mul.Tensor(aten.sub.Tensor(_grouped(x, groups), mean), rstd)
+    dx = dw = db = None
+    if output_mask[0]:
+        g = grad if weight is None else aten.mul.Tensor(
+            grad, aten.view.default(upcast(weight), _channel_shape(x)))
+        gg = _grouped(g, groups)
+        dims = list(range(2, gg.dim()))
+        m = numel_of(gg, dims)
+        mean_g = aten.div.Tensor(aten.sum.dim_IntList(gg, dims, True), m)
+        mean_gx = aten.div.Tensor(aten.sum.dim_IntList(aten.mul.Tensor(gg, xhat_g), dims, True), m)
+        inner = aten.sub.Tensor(aten.sub.Tensor(gg, mean_g), aten.mul.Tensor(xhat_g, mean_gx))
+        dx = downcast(_ungrouped(aten.mul.Tensor(inner, rstd), x), dtype)
+    reduce = _reduce_dims(x)
+    if output_mask[1] and weight is not None:
+        dw = downcast(aten.sum.dim_IntList(
+            aten.mul.Tensor(grad, _ungrouped(xhat_g, x)), reduce), weight.dtype)
+    if output_mask[2]:
+        db = downcast(aten.sum.dim_IntList(grad, reduce), dtype)
+    return dx, dw, db
 
 
 def batch_norm_as_native(x, weight, bias, running_mean, running_var, training, momentum, eps,
