@@ -355,6 +355,37 @@ def test_fallbacks_say_why(k):
     torch.testing.assert_close(GraphExecutor(graph)(*args), fn(*args))
 
 
+SEEN_STRIDES: list[tuple[int, ...]] = []
+
+
+@torch.library.custom_op("minicompile_test::strides_seen", mutates_args=())
+def strides_seen(a: torch.Tensor) -> torch.Tensor:
+    """An op no lowering knows (a fallback) that remembers the strides it was given."""
+    SEEN_STRIDES.append(a.stride())
+    return a * 2
+
+
+strides_seen.register_fake(lambda a: torch.empty_like(a))
+
+
+@pytest.mark.gpu
+def test_a_fallback_sees_its_inputs_laid_out_as_in_eager():
+    """On CUDA a graph of convolutions runs them channels-last (``layout_opt``), where eager's
+    results are contiguous. An op left to ATen gets eager's layout back, the strides it was
+    traced with: a kernel may assume the layouts ATen makes (GroupNorm's CUDA kernel took only
+    contiguous or exactly channels-last inputs)."""
+    w = torch.randn(32, 16, 3, 3, device="cuda")
+
+    def fn(a):
+        return strides_seen(F.conv2d(a, w, padding=1))
+
+    a = torch.randn(2, 16, 7, 7, device="cuda")
+    SEEN_STRIDES.clear()
+    want = fn(a)
+    torch.testing.assert_close(mc.compile(fn, backend="inductor")(a), want, rtol=1e-3, atol=1e-3)
+    assert SEEN_STRIDES == [(1568, 49, 7, 1)] * 2, SEEN_STRIDES  # eager, compiled
+
+
 # --- split reductions: a large full reduction as partials, then the partials ----------------
 SPLIT_CASES = [
     (lambda a: a.sum(), torch.randn(1 << 16)),  # divides into the splits: no mask

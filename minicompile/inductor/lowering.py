@@ -216,20 +216,56 @@ def require_fill_order(x: IRNode, order: list[int]) -> Buffer | ReinterpretView:
                                   fill_ordered_strides(size, order)))
 
 
-def realize_as_eager(x: IRNode, val: Any) -> IRNode:
+def realize_as_eager(x: IRNode, val: Any, any_stride_of_size_one: bool = False) -> IRNode:
     """``x`` laid out in memory as eager's tensor ``val`` was, for an op that reads strides
     (``as_strided_scatter``, :data:`READS_STRIDES`): its strides and offsets are eager's, and mean
     other elements in a buffer laid out otherwise (a ``masked_fill`` of a transposed tensor is
     transposed in eager, contiguous here). A fresh tensor of eager's (offset 0) whose strides
-    differ from ``x``'s is copied into a buffer with those strides; anything else is ``x``."""
+    differ from ``x``'s is copied into a buffer with those strides; anything else is ``x``.
+    ``any_stride_of_size_one``: a dim of size 1 may have any stride (an op that reads elements,
+    not raw strides)."""
     if not isinstance(val, torch.Tensor) or val.storage_offset() != 0:
         return x
     want = [sym_to_sympy(s) for s in val.stride()]
     strided = None if isinstance(x, Loops) else as_strided_layout(x)
-    if strided is not None and [sympify(s) for s in strided.layout.stride] == want \
-            and sympify(strided.layout.offset) == 0:
+    if strided is not None and sympify(strided.layout.offset) == 0 and all(
+            sympify(st) == w or (any_stride_of_size_one and sympify(n) == 1)
+            for n, st, w in zip(strided.layout.size, strided.layout.stride, want)):
         return x
     return compute_into(x, Layout(x.get_device(), x.get_dtype(), x.get_size(), want, 0))
+
+
+def laid_out_as_traced(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """The tensor arguments of the node being lowered laid out as eager's were when it was
+    traced. An op left to ATen may assume layouts ATen itself produces (GroupNorm's CUDA
+    kernel takes only a contiguous or an exactly channels-last input); a layout chosen here
+    (channels-last convolutions, a fused producer's order) could hand it one eager never
+    would. A copy is made only where the layouts differ."""
+    node = V.graph.current_node
+    vals, _ = pytree.tree_flatten((node.args, node.kwargs))
+    leaves, spec = pytree.tree_flatten((args, kwargs))
+    if len(vals) != len(leaves):
+        return args, kwargs
+    leaves = [realize_as_eager(realize(a), val, any_stride_of_size_one=True)
+              if isinstance(a, IRNode) and dense(val := getattr(v, "meta", {}).get("val")) else a
+              for a, v in zip(leaves, vals)]
+    return pytree.tree_unflatten(leaves, spec)
+
+
+def dense(val: Any) -> bool:
+    """A tensor whose elements fill its memory once each (no broadcast, no gaps): a layout a
+    buffer can be computed into."""
+    if not isinstance(val, torch.Tensor):
+        return False
+    dims = [(st, n) for n, st in zip(val.shape, val.stride()) if n != 1]
+    if not all(isinstance(v, int) for d in dims for v in d):
+        return False  # symbolic: left as it is
+    expected = 1
+    for st, n in sorted(dims):
+        if st != expected:
+            return False
+        expected *= n
+    return True
 
 
 # ops whose strides and offsets address the storage of their first argument
@@ -260,6 +296,7 @@ def make_fallback(target: Any, args: tuple, kwargs: dict, reason: str) -> Any:
     ``V.graph.fallbacks``. Returns the IR of its output(s)."""
     log.info("fallback %s: %s", target, reason)
     V.graph.fallbacks.append((str(target), reason))
+    args, kwargs = laid_out_as_traced(args, kwargs)
     return make_extern(target, args, kwargs, FallbackKernel, reason=reason)
 
 
