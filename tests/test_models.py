@@ -192,3 +192,28 @@ def test_cli_resume_runs_only_what_is_missing(monkeypatch, tmp_path):
     rows = json.loads(out.read_text())["results"]
     assert [(r["mode"], r["status"]) for r in rows] == [("inference", "pass"),
                                                         ("training", "pass")]
+
+
+def test_kernel_profile_of_a_model_runs_each_compiler_on_its_own_copy(monkeypatch):
+    """``python -m minicompile.bench.kernel_profile --model NAME`` (a GPU tool): the plumbing
+    from a model of the suites to one step per compiler, checked on the CPU with the profiler
+    and the clock stubbed: each compiler's step runs, on its own copy of the model, and
+    minicompile compiles a graph (real torch.compile is left out: minutes on 2 cores)."""
+    from minicompile import metrics
+    from minicompile.bench import kernel_profile
+
+    if HF["bert"].unavailable:
+        pytest.skip(HF["bert"].unavailable)
+    ran = []
+
+    def fake_kernel_times(step):
+        ran.append(step())
+        return {"kernel_a": (2.0, 10.0)}
+
+    monkeypatch.setattr(kernel_profile, "kernel_times", fake_kernel_times)
+    monkeypatch.setattr(kernel_profile, "wall_us", lambda step: 42.0)
+    monkeypatch.setattr(kernel_profile, "COMPILERS", {"mc": kernel_profile.COMPILERS["mc"]})
+    text = kernel_profile.model_report("bert", "inference", "float32", size="tiny", device="cpu")
+    assert "bert, inference, float32" in text and text.count("kernel_a") == 2, text
+    assert len(ran) == 2 and metrics.graphs_compiled >= 1
+    torch.testing.assert_close(ran[1].logits, ran[0].logits, rtol=1e-3, atol=1e-3)
