@@ -12,6 +12,7 @@ import torch.nn.functional as F
 import minicompile as mc
 from minicompile import config
 from minicompile.inductor.codegen import BACKENDS
+from minicompile.inductor.codegen.common import same_code_key
 from minicompile.inductor.codegen.wrapper import WrapperCodeGen
 
 pytest.importorskip("triton")
@@ -451,3 +452,24 @@ def test_online_softmax_returns_eagers_max(rows, kernels):
 
     check(softmax_and_max, x)
     assert "prepare_softmax_online" in "\n".join(src for _, _, src in kernels)
+
+
+def test_kernels_with_the_same_code_are_compiled_once(kernels):
+    """An 8-layer MLP's training step: each layer's ReLU gradient and bias-gradient sum are the
+    same Triton code, so the backward defines (and compiles) each once and calls it per layer
+    (``same_code_key``, Inductor's ``src_to_kernel``); the gradients equal eager's."""
+    import copy
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(*[m for _ in range(8)
+                                  for m in (torch.nn.Linear(16, 16), torch.nn.ReLU())])
+    twin = copy.deepcopy(model)
+    x = torch.randn(32, 16)
+    mc.compile(model, backend="inductor")(x).sum().backward()
+    twin(x).sum().backward()
+    for p, q in zip(model.parameters(), twin.parameters()):
+        torch.testing.assert_close(p.grad, q.grad)
+    names = [name for name, _, _ in kernels]
+    code = [same_code_key(source, name, "#") for name, _, source in kernels]
+    assert len(set(code)) == len(code), "a kernel was defined twice with the same code"
+    assert len(names) <= 5, names  # forward and backward, a kernel or two of each kind

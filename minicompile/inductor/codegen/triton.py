@@ -33,7 +33,7 @@ from ..runtime.triton_helpers import CheckFailed
 from ..runtime.triton_heuristics import (CHECKED_OPTIONS, COMPILE_OPTIONS, TritonLauncher,
                                          compile_in_background)
 from . import triton_combo
-from .common import BaseScheduling
+from .common import BaseScheduling, same_code_key
 from .triton_kernel import OUTER_PERSISTENT_RNUMEL, TritonKernel
 from .triton_tiling import choose_tile
 from .wrapper import pexpr
@@ -120,6 +120,7 @@ class TritonScheduling(BaseScheduling):
         super().__init__(options)
         self.compile_jobs: list = []  # (launcher, its jobs): ``flush`` compiles them at once
         self.written: dict[KernelGroup, TritonKernel] = {}  # ``kernel_for``
+        self.by_code: dict[str, str] = {}  # ``same_code_key`` -> the name of the kernel defined
 
     def codegen_kernel(self, group: KernelGroup, wrapper: Any) -> None:
         scheduler = wrapper.scheduler
@@ -127,15 +128,24 @@ class TritonScheduling(BaseScheduling):
         name = wrapper.kernel_name(PREFIX[kernel.kind], group)
         kernel.name = name
         source = MODULE_HEADER + kernel.codegen()
+        sizes = kernel.numels()
+        call_args = kernel.signature.call_args() + [pexpr(n) for n in sizes]
+        # the same code as a kernel before (the next layer's GELU): called again, not compiled
+        key = same_code_key(source, name, "#", repr((kernel.kind, kernel.reduction_hint(),
+                                                     kernel.row_itemsize(), kernel.checks,
+                                                     kernel.host_checks)))
+        twin = self.by_code.get(key)
+        if twin is not None:
+            wrapper.write_kernel_call(twin, call_args, group)
+            return
+        self.by_code[key] = name
         fn = getattr(codecache.PyCodeCache.load(source, name), name)  # in the checked cache
         if self.options.debug:  # each kernel's source in the debug folder (the GPU adds TTIR and PTX)
             debug.dump_artifact("triton_kernel", source, title=name)
         launcher = TritonKernelObject(name, fn, kernel.kind, source, group, kernel, scheduler,
                                       self.options)
         wrapper.define_kernel(name, launcher, source)
-        sizes = kernel.numels()
-        wrapper.write_kernel_call(name, kernel.signature.call_args() + [pexpr(n) for n in sizes],
-                                  group)
+        wrapper.write_kernel_call(name, call_args, group)
         if group.device.type == "cuda" and not kernel.signature.sizes and \
                 all(isinstance(sympy.sympify(n), sympy.Integer) for n in sizes):  # static sizes
             dtypes = [scheduler.buffers[n].get_dtype() for n in kernel.signature.buffers()]
