@@ -242,6 +242,10 @@ def laid_out_as_traced(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     (channels-last convolutions, a fused producer's order) could hand it one eager never
     would. A copy is made only where the layouts differ."""
     node = V.graph.current_node
+    schema = getattr(node.target, "_schema", None)
+    if schema is None or any(a.alias_info is not None and a.alias_info.is_write
+                             for a in schema.arguments):
+        return args, kwargs  # an op that writes an argument must write the buffer itself
     vals, _ = pytree.tree_flatten((node.args, node.kwargs))
     leaves, spec = pytree.tree_flatten((args, kwargs))
     if len(vals) != len(leaves):
