@@ -53,6 +53,29 @@ def test_max_pool_gradient_and_indices_match_eager(name, kernel_backend):
     torch.testing.assert_close(mine.grad, ref.grad, equal_nan=True)
 
 
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last", "unbatched"])
+def test_max_pool_gradient_in_other_layouts(layout, kernel_backend):
+    """The gradient of a contiguous input, a channels-last one and an unbatched (C, H, W) one
+    equal eager's; from a contiguous gradient C++ kernels scatter one plane a row, with plain
+    adds (a thread owns whole planes, and a plane's indices stay in it:
+    ``cpp_scatter.rows_keep_apart``)."""
+    backend, graphs = kernel_backend
+    x = torch.randn(2, 4, 9, 11).round()
+    x = {"contiguous": x, "channels_last": x.contiguous(memory_format=torch.channels_last),
+         "unbatched": x[0]}[layout]
+    fn = lambda t: F.max_pool2d(t, 3, 2, 1)  # noqa: E731
+    mine, ref = x.clone().requires_grad_(), x.clone().requires_grad_()
+    out, want = mc.compile(fn, backend="inductor")(mine), fn(ref)
+    grad = torch.randn_like(want)
+    out.backward(grad), want.backward(grad)
+    torch.testing.assert_close(mine.grad, ref.grad)
+    assert mc.metrics.eager_fallbacks == 0
+    if backend == "cpp" and layout != "channels_last":  # (there, a flat loop adds atomically)
+        backward = graphs[-1].source
+        assert "max_pool2d_with_indices_backward" in backward
+        assert "const bool shared = false;" in backward  # its adds: plain, its rows its own
+
+
 def test_max_pool_bfloat16(kernel_backend):
     fn = lambda t: F.max_pool2d(t, 3, 2, 1)  # noqa: E731
     x = torch.randn(2, 4, 12, 10, dtype=torch.bfloat16)
