@@ -385,13 +385,26 @@ def test_cat_and_pad(graphs):
      [(0, 3), (3, 33), (33, 38)]),
     ("pad with a negative start: a crop", lambda a: F.pad(a, (-4, 2)) * 3, [(5, 30)],
      [(0, 26), (26, 28)]),
-    ("too many pieces: one loop", lambda *xs: torch.cat(xs, 1), [(4, 16)] * 9, [(0, 144)]),
+    ("eight pieces", lambda *xs: torch.cat(xs, 1) * 2, [(4, 16)] * 8,
+     [(16 * k, 16 * k + 16) for k in range(8)]),
 ])
 def test_rows_are_cut_where_a_mask_changes(name, fn, shapes, pieces, graphs):
     check(fn, *[torch.randn(s) for s in shapes], graphs=graphs)
     [graph] = graphs
     loops = re.findall(r"for \(int64_t x0 = (\d+); x0 < (\d+); x0\+\+\)", graph.source)
     assert [(int(a), int(b)) for a, b in loops] == pieces, graph.source
+
+
+@pytest.mark.parametrize("dim, inputs", [(1, 9), (0, 5)])
+def test_a_cat_of_many_inputs_is_copies_into_one_buffer(dim, inputs, graphs):
+    """Past 8 inputs (past 4 along another dim than the last, where a row cannot be cut into
+    pieces), a cat is a buffer and a copy of each input into its slice (``cat_by_copies``):
+    a body choosing among that many masked loads stays scalar."""
+    check(lambda *xs: torch.cat([x.sin() for x in xs], dim) + 1,
+          *[torch.randn(4 + k, 16) if dim == 0 else torch.randn(4, 16 + k) for k in range(inputs)],
+          graphs=graphs)
+    [graph] = graphs
+    assert graph.source.count("written in place") == inputs, graph.source
 
 
 def test_embedding_and_gather(graphs):

@@ -473,3 +473,12 @@ def test_kernels_with_the_same_code_are_compiled_once(kernels):
     code = [same_code_key(source, name, "#") for name, _, source in kernels]
     assert len(set(code)) == len(code), "a kernel was defined twice with the same code"
     assert len(names) <= 5, names  # forward and backward, a kernel or two of each kind
+
+
+def test_a_cat_of_nine_inputs_is_copies_into_one_buffer(kernels):
+    """Past 8 inputs (Inductor's ``max_pointwise_cat_inputs``) a cat is a buffer and a copy
+    of each input into its slice; the values are eager's."""
+    xs = [torch.randn(3, 5 + k) for k in range(9)]
+    check(lambda *xs: torch.cat([x.exp() for x in xs], 1) * 2, *xs)
+    assert not any("in_ptr8" in source for _, _, source in kernels)  # no body reads all nine
+    assert len(kernels) >= 9
