@@ -10,7 +10,8 @@ compose and ``sizevars.simplify_index`` cleans them up.
 
 ``cat``, ``constant_pad_nd``, ``flip`` and the gathers (``index``, ``gather``, ``embedding``) are not
 views (they read several tensors or read at run-time positions): they are ``Pointwise`` bodies
-with masked or indirect loads.
+with masked or indirect loads; a ``cat`` of many inputs is a copy of each into its slice of one
+buffer (``cat_by_copies``).
 """
 
 from __future__ import annotations
