@@ -156,6 +156,10 @@ def avg_pool(x):
     return F.avg_pool2d(x, 2)
 
 
+def cat_channels(*xs):
+    return torch.cat(xs, 1) * 2  # DenseNet's concatenated features, then a pointwise op
+
+
 def global_avg_pool(x):
     return x.mean((2, 3))  # (N, C, H, W) -> (N, C)
 
@@ -235,6 +239,20 @@ def contiguous_image(fn, dtype=torch.float32):
         return Workload(fn, (_rand(device, *shape, dtype=dtype),),
                         "x".join(map(str, shape)) + f" {_short(dtype)}")
     return make
+
+
+def make_max_pool_backward(device, m, n):
+    shape = _nchw(m, n)
+    x = _rand(device, *shape).requires_grad_()
+    out = [shape[0], shape[1], (shape[2] + 1) // 2, (shape[3] + 1) // 2]  # 3x3, stride 2, pad 1
+    return Workload(max_pool, (x,), "x".join(map(str, shape)) + " f32 fwd+bwd",
+                    grad_out=_rand(device, *out))
+
+
+def make_cat_channels(device, m, n):
+    n_, c, h, w = _nchw(m, n)
+    xs = [_rand(device, n_, c // 8, h, w) for _ in range(8)]
+    return Workload(cat_channels, tuple(xs), f"8x{n_}x{c // 8}x{h}x{w} f32")
 
 
 def make_cumprod(device, m, n):
@@ -364,6 +382,7 @@ MAKERS: dict[str, Callable[..., Workload]] = {
     "scatter_add_cols": make_scatter_add,
     # pooling
     "max_pool_3x3s2": contiguous_image(max_pool),
+    "max_pool_3x3s2_fwd_bwd": make_max_pool_backward,
     "avg_pool_2x2_nhwc": image(avg_pool),
     "global_avg_pool": contiguous_image(global_avg_pool),
     # activations and epilogues
@@ -373,6 +392,8 @@ MAKERS: dict[str, Callable[..., Workload]] = {
     "softmax_f16": one_2d(softmax_rows, torch.float16),
     "mm_bias_relu": make_mm_bias_relu,
     "conv_bias_relu": make_conv_bias_relu,
+    # many inputs
+    "cat_8_channels": make_cat_channels,
 }
 
 PATTERNS: dict[str, Case] = {
