@@ -13,6 +13,7 @@ difference (the library's matmuls are the same in every compiler: the rest is ea
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 from typing import Any, Callable
@@ -55,12 +56,19 @@ def wall_us(step: Callable[[], Any], steps: int = 30) -> float:
     return (time.perf_counter() - start) / steps * 1e6
 
 
+def per_compiler(step_with: Callable[[Callable], Callable[[], Any]]
+                 ) -> dict[str, Callable[[], Callable[[], Any]]]:
+    """Label -> a maker of one step run through that compiler (eager first): ``step_with``
+    takes the compiler's ``compile`` and is called only when ``table`` has reset the caches."""
+    return {label: functools.partial(step_with, compile_)
+            for label, compile_ in {"eager": ("eager", lambda f: f), **COMPILERS}.values()}
+
+
 def report(name: str, top: int = 12) -> str:
     fn, args, trains = CASES[name].make("cuda")
     params = getattr(fn, "parameters", lambda: [])
-    return table(f"{CASES[name].name}", {
-        label: (lambda compile_=compile_: step_of(compile_(fn), args, trains, params))
-        for label, compile_ in {"eager": ("eager", lambda f: f), **COMPILERS}.values()}, top)
+    return table(CASES[name].name, per_compiler(
+        lambda compile_: step_of(compile_(fn), args, trains, params)), top)
 
 
 def model_report(name: str, mode: str, dtype: str, top: int = 12, size: str = "cuda",
@@ -80,15 +88,11 @@ def model_report(name: str, mode: str, dtype: str, top: int = 12, size: str = "c
     base = Runner(spec, mode, model.to(device), to_device(inputs, device),
                   torch.bfloat16 if dtype == "bfloat16" else None)
 
-    def steps(compile_: Callable) -> Callable[[], Callable[[], Any]]:
-        def make() -> Callable[[], Any]:
-            runner, compiled = base.copy(), compile_(base.fn)
-            return lambda: runner.step(compiled)
-        return make
+    def step_with(compile_: Callable) -> Callable[[], Any]:
+        runner, compiled = base.copy(), compile_(base.fn)
+        return lambda: runner.step(compiled)
 
-    return table(f"{name}, {mode}, {dtype}", {
-        label: steps(compile_)
-        for label, compile_ in {"eager": ("eager", lambda f: f), **COMPILERS}.values()}, top)
+    return table(f"{name}, {mode}, {dtype}", per_compiler(step_with), top)
 
 
 def table(title: str, makers: dict[str, Callable[[], Callable[[], Any]]], top: int) -> str:

@@ -190,6 +190,14 @@ def compute_into(x: IRNode, layout: Layout) -> ComputedBuffer:
     return V.graph.register_buffer(ComputedBuffer(V.graph.new_name(), layout, loops))
 
 
+def filled(layout: Layout, value: Any = 0) -> ComputedBuffer:
+    """A new buffer laid out as ``layout``, every element ``value`` (what a scatter or a
+    cat's copies write into)."""
+    dtype = layout.dtype
+    return compute_into(Pointwise(layout.device, dtype, lambda i: ops.constant(value, dtype),
+                                  list(layout.size)), layout)
+
+
 def realize_strided(x: IRNode) -> Buffer | ReinterpretView:
     """``x`` as something a library call can take (a tensor with strides): a buffer, a strided
     view of one, or else a contiguous copy."""
@@ -259,17 +267,7 @@ def laid_out_as_traced(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
 def dense(val: Any) -> bool:
     """A tensor whose elements fill its memory once each (no broadcast, no gaps): a layout a
     buffer can be computed into."""
-    if not isinstance(val, torch.Tensor):
-        return False
-    dims = [(st, n) for n, st in zip(val.shape, val.stride()) if n != 1]
-    if not all(isinstance(v, int) for d in dims for v in d):
-        return False  # symbolic: left as it is
-    expected = 1
-    for st, n in sorted(dims):
-        if st != expected:
-            return False
-        expected *= n
-    return True
+    return isinstance(val, torch.Tensor) and eager_fill_order(val) is not None
 
 
 # ops whose strides and offsets address the storage of their first argument

@@ -21,6 +21,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+import torch
+
 from .. import config
 
 # mode -> the knobs it sets (torch._inductor.list_mode_options)
@@ -74,6 +76,11 @@ class InductorOptions:
     def of(cls, options: "InductorOptions | dict[str, Any] | None") -> "InductorOptions":
         """``options`` as an ``InductorOptions`` (a dict is ``options=`` of ``build``)."""
         return options if isinstance(options, cls) else cls.build(options=options)
+
+    def backend(self, device: Any) -> str:
+        """Which code generator writes the kernels for ``device``'s tensors (the CPU one is a
+        knob)."""
+        return self.cpu_backend if torch.device(device).type == "cpu" else self.cuda_backend
 
     def replace(self, **changes: Any) -> "InductorOptions":
         return dataclasses.replace(self, **changes)

@@ -54,9 +54,7 @@ def register_backend(name: str, make: Callable[[InductorOptions], BaseScheduling
 
 def backend_name(device: torch.device, options: InductorOptions) -> str:
     """Which backend runs kernels for ``device``: the CPU one is a knob."""
-    if torch.device(device).type == "cpu":
-        return options.cpu_backend
-    return options.cuda_backend
+    return options.backend(device)
 
 
 def get_scheduling(device: torch.device, options: InductorOptions) -> BaseScheduling:

@@ -24,7 +24,7 @@ import torch
 
 from ..checks import Check
 from ..ir import IRNode, Layout, Pointwise, ReinterpretView
-from ..lowering import Unsupported, compute_into, device, out_size, register_lowering
+from ..lowering import Unsupported, device, filled, out_size, register_lowering
 from ..sizevars import Expr, FloorDiv
 from ..virtualized import V, ops
 from .scatter import ScatterPlan, scatter_mode
@@ -271,7 +271,7 @@ def scatters_max_grad(grad: IRNode) -> bool:
     scatter adds each window's gradient at the index its maximum came from, one plane a row
     (indices stay within their plane, so rows never meet: plain adds, in eager's order). Half
     precision keeps the gather, which sums in float32 and rounds once."""
-    return (grad.get_device().type == "cpu" and V.graph.options.cpu_backend == "cpp"
+    return (V.graph.options.backend(grad.get_device()) == "cpp"
             and grad.get_dtype() in (torch.float32, torch.float64))
 
 
@@ -281,9 +281,7 @@ def scatter_max_grad(grad: IRNode, x: IRNode, indices: IRNode) -> IRNode:
     dtype, dev = grad.get_dtype(), grad.get_device()
     *outer, H, W = x.get_size()
     rows = sympy.Mul(*outer)
-    flat = [rows, H * W]
-    zeros = compute_into(Pointwise(dev, dtype, lambda i: ops.constant(0.0, dtype), flat),
-                         Layout(dev, dtype, flat))
+    zeros = filled(Layout(dev, dtype, [rows, H * W]))
     windows = [rows, sympy.Mul(*grad.get_size()[-2:])]
     as_grad = reshape_reindex(grad.get_size(), windows)  # [r, k] -> the 4-d (or 3-d) point
     load_grad, load_index = grad.make_loader(), indices.make_loader()

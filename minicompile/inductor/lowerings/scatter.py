@@ -55,8 +55,7 @@ SM90 = 9  # the first CUDA compute capability whose Triton adds bfloat16 atomica
 
 def atomic_add_dtypes(device: torch.device) -> set[torch.dtype]:
     """What the backend compiling for ``device`` adds atomically."""
-    options = V.graph.options
-    backend = options.cuda_backend if device.type == "cuda" else options.cpu_backend
+    backend = V.graph.options.backend(device)
     dtypes = ATOMIC_ADD_DTYPES.get(backend, set())
     if backend == "triton" and device.type == "cuda" and \
             torch.cuda.get_device_capability(device)[0] >= SM90:

@@ -24,8 +24,8 @@ import torch
 from ..checks import Check
 from ..ir import InPlaceBuffer, IRNode, Pointwise, ReinterpretView, View, broadcast_reader
 from ..ir.layout import Layout, contiguous_strides
-from ..lowering import (Unsupported, compute_into, dense, device, out_dtype, out_meta, out_size,
-                        realize_strided, register_lowering)
+from ..lowering import (Unsupported, dense, device, filled, loader, out_dtype, out_meta,
+                        out_size, realize_strided, register_lowering)
 from ..sizevars import Expr, FloorDiv, ModularIndexing, sympify
 from ...shapes.functions import sym_to_sympy
 from ..virtualized import V, ops
@@ -266,9 +266,7 @@ def cat(tensors, dim=0):
 
 
 def max_pointwise_cat_inputs(dim: int, ndim: int) -> int:
-    options = V.graph.options
-    backend = options.cuda_backend if device().type == "cuda" else options.cpu_backend
-    if backend == "cpp" and dim != ndim - 1:
+    if V.graph.options.backend(device()) == "cpp" and dim != ndim - 1:
         return MAX_POINTWISE_CAT_INPUTS_CPP_NOT_LAST
     return MAX_POINTWISE_CAT_INPUTS
 
@@ -283,18 +281,13 @@ def cat_by_copies(tensors: list[IRNode], dim: int, offsets: list[Expr]) -> IRNod
     stride = ([sym_to_sympy(st) for st in val.stride()] if dense(val) else
               contiguous_strides(size))
     layout = Layout(dev, dtype, size, stride)
-    buf = compute_into(Pointwise(dev, dtype, lambda i: ops.constant(0, dtype), size), layout)
+    buf = filled(layout)
     for t, start in zip(tensors, offsets):
         region = Layout(dev, dtype, t.get_size(), stride, start * stride[dim])
-        data = Pointwise(dev, dtype, _cast_loader(t, dtype), t.get_size())
+        data = Pointwise(dev, dtype, loader(t, dtype, t.get_size()), t.get_size())
         buf = V.graph.register_buffer(InPlaceBuffer(V.graph.new_name(), layout, data,
                                                     mutated=buf.get_name(), region=region))
     return buf
-
-
-def _cast_loader(t: IRNode, dtype: torch.dtype):
-    load = t.make_loader()
-    return load if t.get_dtype() == dtype else (lambda i: ops.to_dtype(load(i), dtype))
 
 
 @register_lowering(aten.stack)
