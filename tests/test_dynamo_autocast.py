@@ -9,14 +9,16 @@ import torch
 
 import minicompile as mc
 
-LIN = torch.nn.Linear(8, 8)  # on the test device (MINICOMPILE_TEST_DEVICE)
+with torch.random.fork_rng():  # the same weights whichever test modules were imported first
+    torch.manual_seed(0)
+    LIN = torch.nn.Linear(8, 8)  # on the test device (MINICOMPILE_TEST_DEVICE)
 DEVICE = LIN.weight.device.type
 
 
 def region(x):
     with torch.autocast(DEVICE, dtype=torch.bfloat16):
         y = LIN(x)  # bfloat16 under autocast
-        z = y.relu() @ y.t()
+        z = y.sigmoid() @ y.t()  # smooth: relu's kink turns one rounding into a jump
     return z.float().sum(), y, z
 
 
@@ -24,11 +26,17 @@ def region(x):
 def test_autocast_region_matches_eager(backend):
     x = torch.randn(4, 8, requires_grad=True)
     got, expected = mc.compile(region, backend=backend)(x), region(x)
-    for g, e in zip(got, expected):
-        assert g.dtype == e.dtype
-        torch.testing.assert_close(g, e, rtol=2e-2, atol=2e-2)
+    # bfloat16 keeps 8 bits, and a decomposed graph rounds in other places than eager's kernels
+    # (aot_eager's addmm is an mm and an add, two roundings): elements may differ by a few units
+    # in their last place (measured over 300 inputs: 0.031), and the float32 sum of 16 of them by
+    # up to 2^-7 of the terms' magnitude (measured: 0.0067 of it)
+    assert [g.dtype for g in got] == [e.dtype for e in expected]
+    total, z = expected[0], expected[2]
+    torch.testing.assert_close(got[0], total, rtol=0, atol=2**-6 * z.float().abs().sum().item())
+    for g, e in zip(got[1:], expected[1:]):
+        torch.testing.assert_close(g, e, rtol=2e-2, atol=5e-2)
     grad, = torch.autograd.grad(got[0], x)
-    torch.testing.assert_close(grad, torch.autograd.grad(expected[0], x)[0], rtol=2e-2, atol=2e-2)
+    torch.testing.assert_close(grad, torch.autograd.grad(total, x)[0], rtol=2e-2, atol=5e-2)
     assert not torch.is_autocast_enabled(DEVICE)  # the region was left
 
 
