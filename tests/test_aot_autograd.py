@@ -408,7 +408,7 @@ def _check_alias_case(f, x_requires_grad, front_end):
     outs, refs = cf(x, w), f(rx, rw)
     for out, ref in zip(outs, refs):
         torch.testing.assert_close(out, ref)
-        assert out.stride() == ref.stride()
+        assert out.stride() == ref.stride() and out.requires_grad == ref.requires_grad
         shares = out.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
         assert shares == (ref.untyped_storage().data_ptr() == rx.untyped_storage().data_ptr())
     torch.testing.assert_close(x, rx)  # mutations copied back
@@ -426,6 +426,12 @@ def _return_input(x, w):
 
 def _return_views(x, w):
     return x.t(), x[1:, ::2], x.view(24) * 2, (x * w).sum(0)
+
+
+def _return_detached_views(x, w):  # alias x's storage, but no gradient reaches x through them
+    with torch.no_grad():
+        row = x[1]
+    return x.detach(), x[:, 2].detach(), row, x * w
 
 
 def _write_through_select(x, w):
@@ -446,12 +452,15 @@ def _write_then_alias(x, w):
 
 @pytest.mark.parametrize("front_end", ["fx", "minicompile", "dynamo"])
 @pytest.mark.parametrize("f, x_requires_grad", [
-    (_return_input, True), (_return_views, True), (_write_through_select, False),
-    (_write_through_transpose, False), (_write_then_alias, False)],
-    ids=["return_input", "return_views", "write_select", "write_transpose", "write_then_alias"])
+    (_return_input, True), (_return_views, True), (_return_detached_views, True),
+    (_write_through_select, False), (_write_through_transpose, False), (_write_then_alias, False)],
+    ids=["return_input", "return_views", "return_detached", "write_select", "write_transpose",
+         "write_then_alias"])
 def test_input_aliases_and_writes_through_views(f, x_requires_grad, front_end):
     """Outputs aliasing an input are rebuilt from it (as_strided) by the runtime wrapper; writes
     through views of an input become as_strided_scatter + a copy back."""
+    if f is _return_detached_views and front_end == "fx":
+        pytest.skip("fx.symbolic_trace runs the no_grad block while tracing: no node records it")
     _check_alias_case(f, x_requires_grad, front_end)
 
 

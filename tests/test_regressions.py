@@ -365,3 +365,28 @@ def test_a_slice_from_the_end_of_a_symbolic_dim_is_clamped_at_zero(fn):
     for shape in [(6, 9), (6, 30), (3, 20), (2, 1)]:
         x = torch.randn(*shape)
         torch.testing.assert_close(f(x), fn(x))
+
+
+# ---- loss.detach() after loss.backward() -------------------------------------------------------
+# A training step returning ``loss.detach()`` breaks at ``backward()``; the resumed graph returns a
+# view of its input (detach aliases it), which the runtime wrapper rebuilt with ``as_strided`` on
+# the input: a tensor with a grad_fn, through which a later backward reached the model again.
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_a_detached_loss_returned_after_backward_has_no_grad_fn(backend):
+    torch.manual_seed(0)
+    model, x = torch.nn.Linear(4, 3), torch.randn(5, 4)
+
+    def step(x):
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        return loss.detach()
+
+    got = mc.compile(step, backend=backend)(x)
+    grads = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    expected = step(x)
+    assert not got.requires_grad and got.grad_fn is None
+    torch.testing.assert_close(got, expected)
+    for g, p in zip(grads, model.parameters()):
+        torch.testing.assert_close(g, p.grad)

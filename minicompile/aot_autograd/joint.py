@@ -15,6 +15,7 @@ two. Tangents (the incoming gradients) are placeholders made once the outputs ar
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -50,6 +51,10 @@ class OutputAlias:
     # symbolic geometry: where each size symbol is read at run time,
     # (symbol, input index, "size" | "stride" | "value", dim)
     symbols: tuple = ()
+    # how autograd sees it, as in eager: "view" (differentiable), "detach" (``x.detach()``: no
+    # gradient, requires_grad False), "no_grad" (a view made under no_grad: a leaf that still
+    # says requires_grad, through which no gradient reaches the input)
+    grad: str = "view"
 
     def regenerate(self, args: list) -> torch.Tensor:
         base = args[self.input_index]
@@ -63,7 +68,10 @@ class OutputAlias:
             offset = offset[0]
         if self.as_real:  # sizes, strides and offset count real elements: two per complex one
             base = torch.view_as_real(base)
-        return base.as_strided(size, stride, base.storage_offset() + offset)
+        if self.grad == "detach":
+            base = base.detach()
+        with torch.no_grad() if self.grad == "no_grad" else contextlib.nullcontext():
+            return base.as_strided(size, stride, base.storage_offset() + offset)
 
 
 def _read(arg, kind: str, dim: int) -> int:
@@ -250,9 +258,11 @@ def output_aliases(outs: list, primals: list) -> dict[int, OutputAlias]:
             raise Unsupported("an output is a conjugated view of an input (x.conj())")
         offset = o.storage_offset() - (2 if as_real else 1) * primals[i].storage_offset()
         geometry = [*o.shape, *o.stride(), offset]
+        grad = "view" if o.grad_fn is not None or not primals[i].requires_grad else \
+            "no_grad" if o.requires_grad else "detach"
         if all(isinstance(g, int) for g in geometry):
             aliases[pos] = OutputAlias(i, False, tuple(o.shape), tuple(o.stride()), offset,
-                                       as_real)
+                                       as_real, grad=grad)
             continue
         # symbolic sizes: keep the formulas, and where to read their symbols on each call
         exprs = [_sym_expr(g) for g in geometry]
@@ -263,5 +273,6 @@ def output_aliases(outs: list, primals: list) -> dict[int, OutputAlias]:
         n = o.dim()
         aliases[pos] = OutputAlias(i, False, tuple(exprs[:n]), tuple(exprs[n:2 * n]), exprs[-1],
                                    as_real,
-                                   tuple((s, *sources[s]) for s in sorted(needed, key=str)))
+                                   tuple((s, *sources[s]) for s in sorted(needed, key=str)),
+                                   grad)
     return aliases
