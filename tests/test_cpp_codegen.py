@@ -387,6 +387,10 @@ def test_cat_and_pad(graphs):
      [(0, 26), (26, 28)]),
     ("eight pieces", lambda *xs: torch.cat(xs, 1) * 2, [(4, 16)] * 8,
      [(16 * k, 16 * k + 16) for k in range(8)]),
+    # 3x3 windows, stride 2, padding 1 over 45 columns: 0 <= 2*x0 - 1 from x0 = 1, 2*x0 + 1 < 45
+    # up to x0 = 21
+    ("a strided window", lambda a: F.max_pool2d(a, 3, 2, 1), [(2, 3, 45, 45)],
+     [(0, 1), (1, 22), (22, 23)]),
 ])
 def test_rows_are_cut_where_a_mask_changes(name, fn, shapes, pieces, graphs):
     check(fn, *[torch.randn(s) for s in shapes], graphs=graphs)

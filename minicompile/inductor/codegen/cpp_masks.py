@@ -16,7 +16,7 @@ import sympy
 
 class MaskBounds:
     """Where comparisons of a loop variable with a constant change value: ``x0 < 128`` (cat),
-    ``x0 - 3 >= 0`` (pad). The ops handler reports each index temporary, integer literal and
+    ``x0 - 3 >= 0`` (pad), ``2*x0 - 1 >= 0`` (a pooling window with stride 2). The ops handler reports each index temporary, integer literal and
     comparison it writes; ``at[x0]`` collects the first ``x0`` of each new value."""
 
     FLIPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}  # c < x  is  x > c
@@ -33,10 +33,17 @@ class MaskBounds:
         if a not in self.index_values or not isinstance(value, (int, sympy.Integer)) or \
                 isinstance(value, bool):
             return
-        offset, var = self.index_values[a].as_coeff_Add()  # ``x0 - 3``: offset -3
-        if isinstance(var, sympy.Symbol) and isinstance(offset, sympy.Integer):
-            first = int(value) + (1 if op in ("le", "gt") else 0) - int(offset)
-            self.at.setdefault(var, set()).add(first)
+        offset, term = self.index_values[a].as_coeff_Add()  # ``2*x0 - 1``: offset -1
+        scale, var = term.as_coeff_Mul()  # 2, x0 (a pooling window's stride)
+        if not (isinstance(var, sympy.Symbol) and isinstance(offset, sympy.Integer)
+                and isinstance(scale, sympy.Integer) and scale != 0):
+            return
+        # every comparison is ``scale*x0 >= t`` or its negation (a < v: not a >= v; a > v:
+        # a >= v + 1; a <= v: not a >= v + 1), which changes value once, at the first x0 past t
+        t = int(value) + (1 if op in ("le", "gt") else 0) - int(offset)
+        scale = int(scale)
+        first = -(-t // scale) if scale > 0 else t // scale + 1  # ceil(t / scale), floor + 1
+        self.at.setdefault(var, set()).add(first)
 
 
 MAX_SEGMENTS = 8  # more pieces of a row: one loop (the code would grow with each)
