@@ -224,6 +224,17 @@ class LoopCode:
     tiles: dict = field(default_factory=dict)
 
 
+_DEFINED = re.compile(r"\bauto (\w+) = ")
+
+
+def _local_names_numbered(code: str, result: str) -> str:
+    """``code`` (and the ``result`` it returns) with the names it defines numbered in order of
+    definition (``tmp37`` -> ``@0``): two blocks that differ only in those names read alike."""
+    local = {name: f"@{i}" for i, name in enumerate(dict.fromkeys(_DEFINED.findall(code)))}
+    rename = lambda m: local.get(m.group(0), m.group(0))  # noqa: E731
+    return re.sub(r"\b\w+\b", rename, f"{code}\nreturn {result};")
+
+
 class CppOpsHandler:
     """``ops`` -> C++ lines in ``self.code.body`` (one temporary per distinct expression)."""
 
@@ -424,7 +435,6 @@ class CppOpsHandler:
         outside the mask (cat, pad); values it makes stay inside the lambda."""
         if mask == "true":  # it always holds (a pooling window inside the input): no lambda
             return body()
-        lam = self._fresh("masked")
         outer, inner = self.code.body, IndentedBuffer()
         forwarded = dict(self.scope)
         self.code.body = inner
@@ -437,11 +447,17 @@ class CppOpsHandler:
             self.code.body = outer
             self.scope.clear()
             self.scope.update(forwarded)  # recomputed producers lived in the lambda
-        outer.writeline(f"auto {lam} = [&] {{")
-        with outer.indent():
-            outer.splice(inner)
-            outer.writeline(f"return {result};")
-        outer.writeline("};")
+        # the same block under the same mask (two fused nodes reading one padded window) is
+        # one lambda: its temporaries are its own, so it is the same block whatever they are named
+        same = f"masked {mask} {other!r}: " + _local_names_numbered(inner.getvalue(), result)
+        lam = self.cse.cache.get(same)
+        if lam is None:
+            lam = self.cse.cache[same] = self._fresh("masked")
+            outer.writeline(f"auto {lam} = [&] {{")
+            with outer.indent():
+                outer.splice(inner)
+                outer.writeline(f"return {result};")
+            outer.writeline("};")
         if isinstance(other, float) and math.isnan(other):
             fill = f"std::numeric_limits<decltype({lam}())>::quiet_NaN()"
         elif isinstance(other, float) and math.isinf(other):
