@@ -133,12 +133,28 @@ def test_report_counts_and_table():
 
 @pytest.mark.parametrize("argv,message", [(["--models", "no_such_model"], "unknown model"),
                                           (["--modes", "train"], "unknown train"),
-                                          (["--resume"], "--resume reads and extends")])
+                                          (["--resume"], "--resume reads and extends"),
+                                          (["--models", "timm:levit_128s"], "--suite timm")])
 def test_cli_usage_errors(capsys, argv, message):
     """``--suite`` routes to the model suites' own options, which refuse what they don't know."""
     with pytest.raises(SystemExit) as exit_info:
         main(["--suite", "huggingface", *argv])
     assert (exit_info.value.code, message in capsys.readouterr().err) == (2, True)
+
+
+@pytest.mark.slow
+@pytest.mark.cpu_only
+def test_a_timm_model_beyond_the_suite_is_built_and_judged_the_suites_way():
+    """``--models timm:NAME``: LeViT (a fixed grid: it takes img_size), judged like a row."""
+    [spec] = [s for s in timm_models.specs(["levit_128s"]) if s.name == "levit_128s"]
+    if spec.unavailable:
+        pytest.skip(spec.unavailable)
+    if config.inductor.cpu_backend != "cpp":
+        pytest.skip("real models run with the C++ kernels")
+    assert timm_models.beyond_the_suite("levit_128s").kwargs(32) == {"img_size": 32}
+    assert run_minicompile(spec, "inference").status == "pass"
+    with pytest.raises(KeyError, match="no model"):
+        timm_models.beyond_the_suite("no_such_model")
 
 
 def test_cli_writes_skipped_rows_when_a_library_is_missing(monkeypatch, tmp_path):

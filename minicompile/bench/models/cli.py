@@ -3,6 +3,7 @@
     bash course.sh bench --suite huggingface --device cpu --markdown models.md
     bash course.sh bench --suite all --device cuda --json models.json --markdown models.md
     bash course.sh bench --suite timm --models resnet18,convnext_atto --modes inference
+    bash course.sh bench --suite timm --models timm:levit_128s,timm:cait_xxs24_224  # any timm model
 
 Each model runs in each mode (inference, training) and precision (float32; on CUDA also bfloat16
 autocast): eager, real torch.compile and minicompile in one process (runner.py). On CUDA every
@@ -92,12 +93,19 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         p.error("--resume reads and extends the file of --json")
     if "bfloat16" in args.dtypes and args.device != "cuda":
         p.error("bfloat16 autocast runs on CUDA only here")
-    specs = [s for suite in ([*SUITES] if args.suite == "all" else [args.suite])
-             for s in SUITES[suite]()]
+    # timm:NAME: any other timm model, built the suite's way (timm_models.beyond_the_suite)
+    beyond = [m.split(":", 1)[1] for m in args.models if m.startswith("timm:")]
+    args.models = [m.split(":", 1)[1] if m.startswith("timm:") else m for m in args.models]
+    suites = [*SUITES] if args.suite == "all" else [args.suite]
+    if beyond and "timm" not in suites:
+        p.error("timm:NAME models are in the timm suite: --suite timm or all")
+    specs = [s for suite in suites
+             for s in (SUITES[suite](beyond) if suite == "timm" and beyond else SUITES[suite]())]
     known = {s.name for s in specs}
     unknown = [m for m in args.models if m not in known]
     if unknown:
-        p.error(f"unknown model(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        p.error(f"unknown model(s) {', '.join(unknown)}; known: {', '.join(sorted(known))} "
+                "(and timm:NAME for any other timm model)")
     args.specs = [s for s in specs if not args.models or s.name in args.models]
     return args
 
@@ -122,6 +130,11 @@ def run_in_process(spec: ModelSpec, args: argparse.Namespace,
             yield run_model(spec, mode, dtype, args.device, SIZES[args.size], budget, progress)
 
 
+def name_for_command(spec: ModelSpec) -> str:
+    """How ``--models`` names the model: ``timm:NAME`` for a timm model beyond the suite."""
+    return f"timm:{spec.name}" if spec.family == timm_models.BEYOND else spec.name
+
+
 def run_isolated(spec: ModelSpec, args: argparse.Namespace,
                  argv: list[str]) -> Iterator[ModelResult]:
     """One model in a child process with the same arguments. A crash or a timeout is a row for
@@ -129,7 +142,7 @@ def run_isolated(spec: ModelSpec, args: argparse.Namespace,
     with tempfile.TemporaryDirectory(prefix="minicompile-models-") as tmp:
         out, log = os.path.join(tmp, "result.json"), os.path.join(tmp, "log.txt")
         cmd = [sys.executable, "-m", "minicompile.bench", *child_argv(argv),
-               "--models", spec.name, "--no-isolate", "--json", out]
+               "--models", name_for_command(spec), "--no-isolate", "--json", out]
         with open(log, "w") as f:  # its own session: a timeout stops its workers too
             child = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT,
                                      start_new_session=True, preexec_fn=die_with_parent)

@@ -74,7 +74,7 @@ MODELS: dict[str, TimmModel] = {m.name: m for m in [
 
 
 def build(name: str, s: Size) -> tuple[nn.Module, dict]:
-    row = MODELS[name]
+    row = MODELS.get(name) or beyond_the_suite(name)
     img = max(s.timm_image, row.min_image)
     torch.manual_seed(0)
     drop_path = {"drop_path_rate": 0.0} if row.drop_path else {}
@@ -86,10 +86,42 @@ def build(name: str, s: Size) -> tuple[nn.Module, dict]:
     return model, inputs
 
 
-def specs() -> list[ModelSpec]:
+BEYOND = "beyond the suite"  # the family column of a model named as timm:NAME
+
+
+def beyond_the_suite(name: str) -> TimmModel:
+    """A row for any other timm model (``--models timm:NAME``), built the suite's way: with
+    ``img_size`` where its constructor takes one (a fixed grid: ViT-like models), else the
+    small image as it is; stochastic depth off where it takes ``drop_path_rate``."""
+    timm = import_timm()
+    if not timm.is_model(name):
+        raise KeyError(f"timm has no model {name!r} (timm.list_models() lists them)")
+    return TimmModel(name, BEYOND,
+                     fixed_grid if _takes(name, "img_size", 64) else lambda img: {},
+                     drop_path=_takes(name, "drop_path_rate", 0.0))
+
+
+def _takes(name: str, argument: str, value: object) -> bool:
+    """Whether ``create_model(name, argument=value)`` builds: timm hands keyword arguments on
+    to the model's class, which refuses one it does not know with a TypeError."""
+    try:
+        with torch.device("meta"):  # no memory, no random numbers: only whether it builds
+            import_timm().create_model(name, pretrained=False, num_classes=10,
+                                       **{argument: value})
+        return True
+    except TypeError:
+        return False
+    except Exception:  # noqa: BLE001 -- a model that cannot be built on "meta": the real build says
+        return True
+
+
+def specs(extra: list[str] = ()) -> list[ModelSpec]:
+    """The suite's rows, and a row for each timm model named in ``extra`` (any other)."""
     unavailable = import_problem(import_timm, "timm")
     if unavailable and torch.version.cuda is None:  # registry torchvision: registry (CUDA) torch
         unavailable += ("; with the CPU build of torch, timm needs a venv with the CUDA build "
                         "and its torchvision (docs/models.md)")
-    return [ModelSpec(name, "timm", row.family, lambda s, name=name: build(name, s),
-                      forward_pass, train_step, unavailable) for name, row in MODELS.items()]
+    families = {name: row.family for name, row in MODELS.items()}
+    families.update({name: BEYOND for name in extra})
+    return [ModelSpec(name, "timm", family, lambda s, name=name: build(name, s),
+                      forward_pass, train_step, unavailable) for name, family in families.items()]
