@@ -310,6 +310,18 @@ def test_kept_values_with_empty_rows_or_no_rows(shape, graphs):
     check(lambda x: x.exp() / x.exp().sum(-1, keepdim=True), torch.randn(*shape), graphs=graphs)
 
 
+def test_a_value_made_inside_a_masked_block_is_not_kept(graphs):
+    """A cos computed inside a cat's masked lambda (a partial rotary embedding, as Persimmon's)
+    lives in that lambda: a later loop computes it again rather than reading a kept copy that
+    the loop making it could not store (the C++ did not compile)."""
+    def f(x, p):
+        y = x - x.mean(-1, keepdim=True)
+        c = torch.cat([torch.cos(p[:, :8]) * y[:, :8], y[:, 8:]], -1)
+        return torch.softmax(c, -1) + torch.cos(p[:, :8]).sum(-1, keepdim=True)
+
+    check(f, torch.randn(64, 16), torch.randn(64, 16), graphs=graphs)
+
+
 def test_kept_values_in_the_parallel_loops_of_one_row(graphs):
     """A symbolic length is not split: one row, each loop over it parallel over rindex. An exp
     one thread keeps may be loaded back by another thread in the next loop (after the barrier

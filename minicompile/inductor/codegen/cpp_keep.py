@@ -133,9 +133,10 @@ class KeptValues:
         """``var`` holds ``expr`` (made, found by CSE, or loaded back)."""
         number = self.number(expr)
         self.numbers[var], self.types[var] = number, ctype
-        # made at the top level of a loop body (not in a masked lambda: the rest of the loop
-        # cannot see the lambda's values)
-        if self.loop is not None and ops.code.body is self.loop.body and number not in self.made:
+        # made at the top level of a loop body, not in a masked lambda: the rest of the loop
+        # cannot see the lambda's values (the lambda's lines go to ``ops.code.body`` too, swapped
+        # for the lambda's own buffer, so it is the handler that knows where it writes)
+        if self.loop is not None and not ops.invariants.masked and number not in self.made:
             self.made[number] = Made(self.position, self.loop, var, ctype)
 
     def type_of(self, operand: str) -> str | None:
