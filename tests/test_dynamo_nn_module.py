@@ -153,6 +153,20 @@ def test_super_and_methods():
     compiled_equal(Child(), torch.randn(3, 4))
 
 
+class ChannelsFirstLayerNorm(nn.LayerNorm):
+    """SqueezeBERT's: the base class's forward called through the class, on (N, C, W)."""
+
+    def forward(self, x):
+        return nn.LayerNorm.forward(self, x.permute(0, 2, 1)).permute(0, 2, 1)
+
+
+def test_a_base_class_forward_called_through_the_class_is_inlined():
+    """``nn.LayerNorm.forward(self, x)`` is torch.nn's code reached through the class: traced
+    into, as the module's own forward is (one graph), not one graph node taking the module."""
+    model = nn.Sequential(nn.Conv1d(4, 8, 1), ChannelsFirstLayerNorm(8), nn.Conv1d(8, 4, 1))
+    compiled_equal(model, torch.randn(2, 4, 5))
+
+
 def test_training_flag_is_guarded():
     m = MLP()
     cm = mc.compile(m, backend="eager")

@@ -70,14 +70,23 @@ def is_inlined_torch_function(value: Any) -> bool:
         module == m or module.startswith(m + ".") for m in INLINED_TORCH_MODULES)
 
 
+def is_module_code(value: Any) -> bool:
+    """A function of torch.nn's module classes, reached through the class
+    (``nn.LayerNorm.forward(self, x)`` in a subclass, as SqueezeBERT writes it): traced into
+    like the module's own ``forward`` is when the module is called (real Dynamo inlines all of
+    torch.nn); as one graph node it would take the module itself as an argument."""
+    module = getattr(value, "__module__", None) or ""
+    return isinstance(value, types.FunctionType) and module.startswith("torch.nn.modules.")
+
+
 def is_torch_callable(value: Any) -> bool:
     if isinstance(value, (torch._ops.OpOverloadPacket, torch._ops.OpOverload)):
         return True
     module = getattr(value, "__module__", None) or ""
     # a bound method of torch.optim code (``Adam.step`` bound to an optimizer) is inlined, like
     # its function: as one graph node it would run the real step on fake tensors
-    return callable(value) and not isinstance(value, type) and not \
-        is_inlined_torch_function(getattr(value, "__func__", value)) and (
+    return callable(value) and not isinstance(value, type) and not is_module_code(value) and \
+        not is_inlined_torch_function(getattr(value, "__func__", value)) and (
             module == "torch" or module.startswith("torch.") or module.startswith("torch._C"))
 
 
