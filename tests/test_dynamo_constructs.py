@@ -356,3 +356,33 @@ def test_augmented_assignment_to_a_tensor_stays_in_place():
     got = mc.compile(f, backend="eager")(x, y)
     torch.testing.assert_close(got, x2 + y)
     torch.testing.assert_close(x, x2 + y)
+
+
+# ---- torch._higher_order_ops.associative_scan (Mamba's selective scan under a compiler) -------
+
+def _ssm_combine(left, right):  # h_t = a_t h_{t-1} + b_t, as pairs (a, b)
+    a_left, b_left = left
+    a_right, b_right = right
+    return a_left * a_right, a_right * b_left + b_right
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_associative_scan_is_traced_as_its_recurrence(reverse):
+    """Real Dynamo keeps it as a higher-order op; here it is the recurrence, one element of
+    the scanned dim at a time, in the same graph: eager's values, including ``reverse``."""
+    from torch._higher_order_ops.associative_scan import associative_scan
+
+    def scan(a, b):
+        return associative_scan(_ssm_combine, (a, b), dim=2, reverse=reverse,
+                                combine_mode="generic")
+
+    a, b = torch.rand(2, 3, 6, 4), torch.randn(2, 3, 6, 4)
+    one_graph(scan, a, b)
+    _, h = mc.compile(scan, backend="eager")(a, b)
+    steps = range(5, -1, -1) if reverse else range(6)
+    state = torch.zeros(2, 3, 4)
+    for t in steps:  # the loop Mamba runs eagerly
+        state = a[:, :, t] * state + b[:, :, t]
+        torch.testing.assert_close(h[:, :, t], state)
+    x = torch.randn(7, 3)
+    one_graph(lambda x: associative_scan(torch.add, x, 0, combine_mode="generic"), x)

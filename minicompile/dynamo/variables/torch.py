@@ -257,8 +257,61 @@ def _foreach_scaled_operand(tx, fn, args, kwargs) -> VariableTracker:
     return call_op(tx, "call_function", fn, [args[0], scaled], {})
 
 
+def _associative_scan(tx, fn, args, kwargs) -> VariableTracker:
+    """``associative_scan(combine_fn, xs, dim, reverse=False, ...)`` (Mamba's selective scan
+    under a compiler): real Dynamo keeps it as one higher-order op with ``combine_fn`` traced
+    as a subgraph. Traced here as the scan it computes, one element of ``dim`` at a time:
+    ``out[0] = x[0]``, ``out[i] = combine_fn(out[i - 1], x[i])`` (from the end with
+    ``reverse``), each operand every leaf of ``xs`` at one index (what the ``torch.vmap`` of
+    the eager version hands ``combine_fn``), then each leaf's results stacked along ``dim``: the
+    recurrence a model's own eager loop computes, a graph that grows with the length."""
+    from .lists import BaseListVariable, ListVariable, TupleVariable
+    from .tensor import TensorVariable, call_op
+
+    bound = inspect.signature(fn).bind(*args, **kwargs).arguments
+    combine, xs = bound["combine_fn"], bound["xs"]
+    dim, reverse = (bound[k].as_python_constant() if k in bound else False
+                    for k in ("dim", "reverse"))
+    leaves = xs.items if isinstance(xs, BaseListVariable) else [xs]
+    if not all(isinstance(x, TensorVariable) for x in leaves) or bound.get("additional_inputs"):
+        unimplemented("associative_scan over anything but a tensor or a flat tuple of tensors")
+    length = leaves[0].example_value.shape[dim]
+    if not isinstance(length, int):
+        unimplemented("associative_scan along a dim of symbolic length (it is traced unrolled)")
+
+    def pack(items):  # xs's structure around one index's tensors
+        return type(xs)(list(items)) if isinstance(xs, BaseListVariable) else items[0]
+
+    def select(x, i):
+        return call_op(tx, "call_function", torch.select,
+                       [x, ConstantVariable(dim), ConstantVariable(i)], {})
+
+    results, carry = {}, None
+    for i in (reversed(range(length)) if reverse else range(length)):
+        here = [select(x, i) for x in leaves]
+        if carry is not None:
+            out = combine.call_function(tx, [pack(carry), pack(here)], {})
+            here = out.items if isinstance(out, BaseListVariable) else [out]
+        results[i] = carry = here
+    stacked = [call_op(tx, "call_function", torch.stack,
+                       [ListVariable([results[i][k] for i in range(length)]),
+                        ConstantVariable(dim)], {}) for k in range(len(leaves))]
+    return pack(stacked) if not isinstance(xs, TupleVariable) else TupleVariable(stacked)
+
+
+def _higher_order(name: str) -> dict[Callable, Callable]:
+    """``torch._higher_order_ops.<name>.<name>`` with its handler, where this torch has it."""
+    try:
+        module = __import__(f"torch._higher_order_ops.{name}", fromlist=[name])
+    except ImportError:
+        return {}
+    handler = {"associative_scan": _associative_scan}[name]
+    return {getattr(module, name): handler} if hasattr(module, name) else {}
+
+
 # torch function -> how a call of it is traced; any other torch function becomes a graph node
 CALL_HANDLERS: dict[Callable, Callable] = {
+    **_higher_order("associative_scan"),
     torch._foreach_addcdiv_: _foreach_scaled_update,
     torch._foreach_addcmul_: _foreach_scaled_update,
     **{fn: _foreach_scaled_operand for fn in (torch._foreach_add_, torch._foreach_sub_,
