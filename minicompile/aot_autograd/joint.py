@@ -74,6 +74,52 @@ class OutputAlias:
             return base.as_strided(size, stride, base.storage_offset() + offset)
 
 
+@dataclass
+class IntermediateView:
+    """A user output that is a view of a tensor the graph computes (``y.transpose(0, 1)``, or a
+    view of another output): the graph returns that base instead, and the runtime wrapper
+    makes the view of it outside the ``autograd.Function`` (real AOTAutograd's
+    ``alias_of_intermediate``). Returned from the Function, the view would be a view that
+    autograd forbids writing in place ("Output 0 of CompiledFunction is a view and is being
+    modified inplace"), as code after a graph break may (wav2vec2's ``hidden_states[mask] = 0``)."""
+
+    base: int  # the base's position among the graph's outputs
+    size: tuple
+    stride: tuple
+    offset: int  # storage offset relative to the base's
+
+    def regenerate(self, outs: list) -> torch.Tensor:
+        base = outs[self.base]
+        return base.as_strided(self.size, self.stride, base.storage_offset() + self.offset)
+
+
+def views_of_intermediates(outs: list) -> tuple[list, dict[int, IntermediateView], int]:
+    """``outs`` (the graph's user outputs) with each view of an intermediate taken out and its
+    base returned instead (once, after the others, unless it is an output already): the new
+    outputs, the views by their positions in ``outs``, and how many bases were added. Views
+    with symbolic sizes, of another dtype or with a conj/neg bit stay as they are."""
+    def rebuildable(o) -> bool:
+        base = getattr(o, "_base", None) if isinstance(o, torch.Tensor) else None
+        return base is not None and base.dtype == o.dtype and not (o.is_conj() or o.is_neg()) \
+            and all(isinstance(g, int) for g in (*o.shape, *o.stride(), o.storage_offset(),
+                                                 base.storage_offset()))
+    views = [pos for pos, o in enumerate(outs) if rebuildable(o)]
+    if not views:
+        return outs, {}, 0
+    kept = [o for pos, o in enumerate(outs) if pos not in views]
+    added = 0
+    rebuilt = {}
+    for pos in views:
+        o = outs[pos]
+        index = next((j for j, k in enumerate(kept) if k is o._base), None)
+        if index is None:
+            kept.append(o._base)
+            index, added = len(kept) - 1, added + 1
+        rebuilt[pos] = IntermediateView(index, tuple(o.shape), tuple(o.stride()),
+                                        o.storage_offset() - o._base.storage_offset())
+    return kept, rebuilt, added
+
+
 def _read(arg, kind: str, dim: int) -> int:
     return arg.shape[dim] if kind == "size" else arg.stride(dim) if kind == "stride" else int(arg)
 
@@ -108,6 +154,9 @@ class GraphSignature:
     decomposed: dict[str, int] = field(default_factory=dict)  # op name -> times decomposed
     # user outputs that alias an input: not computed by the graph, regenerated at run time
     output_aliases: dict[int, OutputAlias] = field(default_factory=dict)  # position -> alias
+    # joint graphs: user outputs that are views of an intermediate, rebuilt from it at run time
+    intermediate_views: dict[int, IntermediateView] = field(default_factory=dict)
+    num_intermediate_bases: int = 0  # such bases the graph returns only for that (its last)
 
     @property
     def num_fwd_outputs(self) -> int:
@@ -151,9 +200,12 @@ def trace_graph(fn: Callable, fake_args: list, requires_grad: list[bool],
                 outs = tree_flatten(fn(*primals))[0]  # any output structure -> flat list
             aliases = output_aliases(outs, primals)
             outs = [o for i, o in enumerate(outs) if i not in aliases]  # the graph's outputs
+            views, bases = {}, 0
+            if joint:
+                outs, views, bases = views_of_intermediates(outs)
             sig = GraphSignature(len(outs), input_requires_grad=[
                 isinstance(p, torch.Tensor) and p.requires_grad for p in primals],
-                output_aliases=aliases)
+                output_aliases=aliases, intermediate_views=views, num_intermediate_bases=bases)
             sig.output_requires_grad = [isinstance(o, torch.Tensor) and o.requires_grad
                                         for o in outs]
             grads = _trace_backward(tracer, primals, outs, sig) if joint else []

@@ -70,7 +70,13 @@ def is_same_tensor(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 def _user_outputs(args: list, graph_outs: list, sig: GraphSignature) -> list:
-    """The graph's user outputs with the input aliases put back at their positions."""
+    """The graph's user outputs with the views of intermediates made from their bases and the
+    input aliases put back, each at its position."""
+    if sig.intermediate_views:
+        views, it = sig.intermediate_views, iter(graph_outs)
+        graph_outs = [views[pos].regenerate(graph_outs) if pos in views else next(it)
+                      for pos in range(len(graph_outs) - sig.num_intermediate_bases
+                                       + len(views))]
     if not sig.output_aliases:
         return graph_outs
     outs = list(graph_outs)
