@@ -539,6 +539,23 @@ def test_dynamic_shapes_through_minicompile(name):
     assert mc.metrics.frames_compiled == 1 and mc.metrics.eager_fallbacks == 0
 
 
+def test_a_size_that_is_a_power_of_a_symbol():
+    """A square image: one symbol for height and width, so a strided convolution's output
+    flattened has ``(floor(s/2 - 1/2) + 1)**2`` elements (CvT's patch embeddings); the graph
+    computes the power as products."""
+    conv = torch.nn.Conv2d(3, 4, 3, stride=2, padding=1)
+    cf = mc.compile(lambda x: conv(x).flatten(2).transpose(1, 2).sum(-1), backend="aot_eager",
+                    dynamic=True)
+    for side in (8, 11, 16):
+        x = torch.randn(2, 3, side, side, requires_grad=True)
+        rx = x.detach().clone().requires_grad_()
+        out, ref = cf(x), conv(rx).flatten(2).transpose(1, 2).sum(-1)
+        torch.testing.assert_close(out, ref)
+        out.sum().backward(), ref.sum().backward()
+        torch.testing.assert_close(x.grad, rx.grad)
+    assert mc.metrics.frames_compiled == 1 and mc.metrics.eager_fallbacks == 0
+
+
 @pytest.mark.parametrize("front_end", ["minicompile", "torch"])
 def test_view_of_input_with_symbolic_sizes_is_rebuilt_per_call(front_end):
     """x[:, :n // 2] under dynamic shapes: the view's size and stride are formulas in the input's

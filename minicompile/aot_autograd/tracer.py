@@ -152,6 +152,8 @@ class DispatchTracer(TorchDispatchMode):
                 fn = operator.floordiv
             elif isinstance(expr, sympy.floor):  # floor(s0/3) -> s0 // 3
                 fn, args = operator.floordiv, expr.args[0].as_numer_denom()
+            elif expr.is_Pow and expr.exp.is_Integer and expr.exp > 0:  # s0**2 -> s0 * s0
+                fn, args = operator.mul, [expr.base] * int(expr.exp)
             if fn is None or (expr.is_Mul and any(a.is_Rational and not a.is_Integer
                                                   for a in expr.args)):
                 raise Unsupported(f"symbolic size expression {expr} ({type(expr).__name__})")
