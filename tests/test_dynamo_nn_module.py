@@ -167,6 +167,31 @@ def test_a_base_class_forward_called_through_the_class_is_inlined():
     compiled_equal(model, torch.randn(2, 4, 5))
 
 
+class OptionalParts(nn.Module):
+    """``if self.normalization:`` as CvT writes it: a module is true, a container when not
+    empty, None false."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm, self.missing = nn.LayerNorm(4), None
+        self.empty, self.full = nn.ModuleList(), nn.Sequential(nn.ReLU())
+
+    def forward(self, x):
+        if self.norm:
+            x = self.norm(x)
+        if self.empty:
+            x = x * 100
+        if self.full:
+            x = self.full(x) + 1
+        if self.missing:
+            x = x * 7
+        return x
+
+
+def test_the_truth_of_a_module_is_pythons():
+    compiled_equal(OptionalParts(), torch.randn(2, 4))
+
+
 def test_training_flag_is_guarded():
     m = MLP()
     cm = mc.compile(m, backend="eager")

@@ -50,6 +50,15 @@ class NNModuleVariable(VariableTracker):
     def identity(self) -> Any:
         return self.value
 
+    def truth(self, tx) -> bool:
+        """``if self.normalization:`` (CvT): a module is true, a container (ModuleList,
+        Sequential, ModuleDict) when it is not empty, as Python's ``bool`` says; its length is
+        the module structure the compiled code already assumes. A ``__bool__`` of the module's
+        own would be user code to trace: refused."""
+        if hasattr(type(self.value), "__bool__"):
+            unimplemented(f"bool() of {type(self.value).__name__}, which defines __bool__")
+        return bool(len(self.value)) if hasattr(type(self.value), "__len__") else True
+
     def _child_source(self, key: Any, attr: bool):
         if self.source is None:
             return None
