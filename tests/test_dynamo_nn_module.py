@@ -192,6 +192,31 @@ def test_the_truth_of_a_module_is_pythons():
     compiled_equal(OptionalParts(), torch.randn(2, 4))
 
 
+def test_forward_hooks_are_traced_after_forward():
+    """A module's forward hooks (transformers installs them to collect hidden states): each
+    is called on the output in the graph, its result replacing it when not None, and what it
+    appends to a list outside is appended; adding or removing a hook recompiles."""
+    collected = {"outputs": None}
+
+    def collect(module, args, output):
+        if collected["outputs"] is not None:
+            collected["outputs"].append(output)
+
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))
+    model[0].register_forward_hook(collect)
+    model[2].register_forward_hook(lambda module, args, output: output * 2)
+    x = torch.randn(3, 4)
+    compiled_equal(model, x)
+    collected["outputs"] = []
+    mc.compile(model, backend="eager")(x)
+    [hidden] = collected["outputs"]
+    torch.testing.assert_close(hidden, model[0](x))
+    handle = model[1].register_forward_hook(lambda module, args, output: output + 1)
+    torch.testing.assert_close(mc.compile(model, backend="eager")(x), model(x))
+    handle.remove()
+    torch.testing.assert_close(mc.compile(model, backend="eager")(x), model(x))
+
+
 def test_training_flag_is_guarded():
     m = MLP()
     cm = mc.compile(m, backend="eager")

@@ -247,9 +247,14 @@ def _id_match(g: Guard, s: GuardScope) -> str:
 
 
 def _nn_module_call(g: Guard, s: GuardScope) -> list[str]:
+    """The class, the forward hooks the call traced (by their keys; each hook object is
+    guarded where it was read) and no other hooks, and no ``forward`` set on the instance."""
     v = s.value(g.source)
-    return [f"type({v}) is {s.literal(g.expected)}",
-            f"not ({v}._forward_hooks or {v}._forward_pre_hooks or {v}._backward_hooks)",
+    cls, hooks = g.expected
+    forward_hooks = f"tuple({v}._forward_hooks) == {hooks!r}" if hooks else \
+        f"not {v}._forward_hooks"
+    return [f"type({v}) is {s.literal(cls)}", forward_hooks,
+            f"not ({v}._forward_pre_hooks or {v}._backward_hooks)",
             f"'forward' not in {v}.__dict__"]
 
 

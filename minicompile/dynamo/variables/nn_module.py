@@ -39,6 +39,19 @@ def _has_hooks(module: torch.nn.Module) -> bool:
                 or getattr(module, "_backward_hooks", None))
 
 
+def traced_hooks(module: torch.nn.Module) -> tuple | None:
+    """The keys of ``module``'s forward hooks where the call traces them after ``forward``
+    (``hook(module, args, output)``, the kind transformers installs to collect hidden states):
+    plain forward hooks of the module's own, none taking keyword arguments and no other kind
+    of hook. None: hooks the tracer does not model."""
+    if _has_hooks(module) and not (
+            module._forward_pre_hooks or _module_globals._global_forward_hooks
+            or _module_globals._global_forward_pre_hooks or getattr(module, "_backward_hooks", None)
+            or getattr(module, "_forward_hooks_with_kwargs", None)):
+        return tuple(module._forward_hooks)
+    return None
+
+
 class NNModuleVariable(VariableTracker):
     def __init__(self, module: torch.nn.Module, source=None):
         super().__init__(source)
@@ -122,19 +135,30 @@ class NNModuleVariable(VariableTracker):
         return self._wrap_child(tx, getattr(self.value, name), None)  # __constants__, defaults
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
+        from .builder import VariableBuilder
         from .functions import UserMethodVariable
+        from .lists import TupleVariable
 
-        if _has_hooks(self.value):
-            unimplemented(f"calling {type(self.value).__name__} with forward hooks registered")
+        hooks = traced_hooks(self.value) or ()
+        if _has_hooks(self.value) and not (hooks and self.source is not None and not kwargs):
+            unimplemented(f"calling {type(self.value).__name__} with forward hooks registered "
+                          "(traced: forward hooks of the module's own, called without keywords)")
         if "forward" in self.value.__dict__:  # m.forward = ... on the instance
             unimplemented(f"{type(self.value).__name__}.forward replaced on the instance")
         if self.source is not None:  # a hook added or forward replaced later: recompile
-            tx.output.add_guard(Guard(self.source, GuardKind.NN_MODULE_CALL, type(self.value),
-                                      tx.user_line()))
+            tx.output.add_guard(Guard(self.source, GuardKind.NN_MODULE_CALL,
+                                      (type(self.value), hooks), tx.user_line()))
         forward = inspect.getattr_static(self.value, "forward", None)
         if not isinstance(forward, types.FunctionType):
             unimplemented(f"{type(self.value).__name__}.forward is not a Python function")
-        return UserMethodVariable(forward, self).call_function(tx, args, kwargs)
+        out = UserMethodVariable(forward, self).call_function(tx, args, kwargs)
+        for key in hooks:  # Module._call_impl: a hook's result, when not None, is the output
+            source = GetItemSource(AttrSource(self.source, "_forward_hooks"), key)
+            hook = VariableBuilder(tx, source).wrap(self.value._forward_hooks[key])
+            result = hook.call_function(tx, [self, TupleVariable(list(args)), out], {})
+            if not (result.is_python_constant() and result.as_python_constant() is None):
+                out = result
+        return out
 
     # -- containers and introspection ------------------------------------------------------------
     def _guard_contents(self, tx) -> None:
