@@ -178,3 +178,37 @@ def test_an_output_laid_out_alike_but_for_size_one_dims_is_not_copied():
     assert laid_out_as(grad, (240, 64, 1, 1), (64, 1, 1, 1)) is grad
     moved = laid_out_as(torch.randn(4, 6).t(), (6, 4), (4, 1))  # a real transpose is copied
     assert moved.stride() == (4, 1)
+
+
+class ConvAttention(nn.Module):
+    """CoAtNet's attention between convolutions: a depthwise convolution (so the graph runs
+    channels-last), a 1x1 projection viewed as (batch, heads, head dim, tokens), attention,
+    and a 1x1 projection back."""
+
+    def __init__(self, c: int = 16, heads: int = 2):
+        super().__init__()
+        self.heads = heads
+        self.dw = nn.Conv2d(c, c, 3, padding=1, groups=c)
+        self.qkv, self.proj = nn.Conv2d(c, 3 * c, 1), nn.Conv2d(c, c, 1)
+
+    def forward(self, x):
+        y = self.qkv(self.dw(x))
+        B, _, H, W = y.shape
+        q, k, v = y.view(B, self.heads, -1, H * W).chunk(3, dim=2)
+        o = F.scaled_dot_product_attention(*(t.transpose(-1, -2).contiguous() for t in (q, k, v)))
+        return self.proj(o.transpose(-1, -2).reshape(B, -1, H, W))
+
+
+def test_attention_between_convolutions_is_not_laid_out_as_an_image(backend, compiled_graphs):
+    """Channels-last flows around convolutions, not through an attention kernel, which reads
+    its query, key and value as eager lays them out (laid out as images, the CPU kernel read
+    garbage: CoAtNet's outputs were wrong)."""
+    model, x = ConvAttention().eval(), torch.randn(2, 16, 4, 4)
+    with torch.no_grad():
+        torch.testing.assert_close(mc.compile(model)(x), model(x))
+    graph = compiled_graphs[-1].graph
+    assert graph.layout_opt
+    attention = [b for b in graph.buffers if isinstance(b, ExternKernel)
+                 and "attention" in str(b.kernel)]
+    assert attention and all(a.layout.stride[-1] == 1 for att in attention
+                             for a in att.args if hasattr(a, "layout"))

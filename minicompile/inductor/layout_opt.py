@@ -55,8 +55,14 @@ aten = torch.ops.aten
 
 CONVOLUTION = aten.convolution.default
 # ops the preference does not flow through (Inductor's ``nodes_cannot_propagate``): a batched
-# matrix product reads its operands row-major whatever the convolutions around it do
-CANNOT_PROPAGATE = {aten.bmm.default}
+# matrix product reads its operands row-major whatever the convolutions around it do, and an
+# attention kernel takes (batch, heads, tokens, head dim), not an image (CoAtNet's attention
+# between convolutions: its query, key and value would be laid out as images, then copied back)
+CANNOT_PROPAGATE = {aten.bmm.default, *(
+    getattr(aten, name).default for name in (
+        "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_efficient_attention",
+        "_scaled_dot_product_flash_attention", "_scaled_dot_product_cudnn_attention",
+        "scaled_dot_product_attention") if hasattr(aten, name))}
 
 
 def is_conv2d(node: fx.Node) -> bool:

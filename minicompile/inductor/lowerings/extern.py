@@ -9,7 +9,7 @@ import math
 
 import torch
 
-from ..lowering import make_extern, register_lowering
+from ..lowering import laid_out_as_traced, make_extern, register_lowering
 
 aten = torch.ops.aten
 
@@ -37,8 +37,18 @@ if hasattr(torch.ops, "mkldnn") and hasattr(torch.ops.mkldnn, "_linear_pointwise
     FRESH_RESULTS.add(torch.ops.mkldnn._linear_pointwise.default)
 
 
+# Attention kernels read their inputs in the layouts the public op hands them (the CPU flash
+# kernel walks the head dim as contiguous): their inputs are laid out as eager traced them, as
+# every other op left to ATen gets (``laid_out_as_traced``). The products read any strides.
+ATTENTION = {op for op in EXTERN_OPS if "attention" in op.name()}
+
+
 def _register(op) -> None:
-    register_lowering(op)(lambda *args, **kwargs: make_extern(op, args, kwargs))
+    if op in ATTENTION:
+        register_lowering(op)(lambda *args, **kwargs: make_extern(
+            op, *laid_out_as_traced(args, kwargs)))
+    else:
+        register_lowering(op)(lambda *args, **kwargs: make_extern(op, args, kwargs))
 
 
 for _op in EXTERN_OPS:
