@@ -207,6 +207,7 @@ def test_forward_hooks_are_traced_after_forward():
     model[2].register_forward_hook(lambda module, args, output: output * 2)
     x = torch.randn(3, 4)
     compiled_equal(model, x)
+    compiled_equal(lambda x: model[0](input=x).sum(), x)  # a keyword: not passed to the hook
     collected["outputs"] = []
     mc.compile(model, backend="eager")(x)
     [hidden] = collected["outputs"]

@@ -140,9 +140,9 @@ class NNModuleVariable(VariableTracker):
         from .lists import TupleVariable
 
         hooks = traced_hooks(self.value) or ()
-        if _has_hooks(self.value) and not (hooks and self.source is not None and not kwargs):
-            unimplemented(f"calling {type(self.value).__name__} with forward hooks registered "
-                          "(traced: forward hooks of the module's own, called without keywords)")
+        if _has_hooks(self.value) and not (hooks and self.source is not None):
+            unimplemented(f"calling {type(self.value).__name__} with hooks registered (traced: "
+                          "forward hooks of a module's own, taking no keyword arguments)")
         if "forward" in self.value.__dict__:  # m.forward = ... on the instance
             unimplemented(f"{type(self.value).__name__}.forward replaced on the instance")
         if self.source is not None:  # a hook added or forward replaced later: recompile
@@ -152,7 +152,9 @@ class NNModuleVariable(VariableTracker):
         if not isinstance(forward, types.FunctionType):
             unimplemented(f"{type(self.value).__name__}.forward is not a Python function")
         out = UserMethodVariable(forward, self).call_function(tx, args, kwargs)
-        for key in hooks:  # Module._call_impl: a hook's result, when not None, is the output
+        # Module._call_impl: each hook gets the positional arguments (keywords only where it
+        # was registered with_kwargs); its result, when not None, is the output
+        for key in hooks:
             source = GetItemSource(AttrSource(self.source, "_forward_hooks"), key)
             hook = VariableBuilder(tx, source).wrap(self.value._forward_hooks[key])
             result = hook.call_function(tx, [self, TupleVariable(list(args)), out], {})
