@@ -22,7 +22,6 @@ a row is cut where cat's and pad's masks change.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -37,7 +36,7 @@ from ..sizevars import simplify_index, value_range
 from .common import CSE, IndentedBuffer, nearer_along
 from .cpp_blocks import BLOCK_DTYPES, VectorBlock
 from .cpp_hoist import LoopInvariants
-from .cpp_masks import MaskBounds
+from .cpp_masks import MaskBounds, local_names_numbered, masked_fill
 from .cpp_math import C_OPS, FLOAT_TYPES  # (C_OPS read here, where the grading swaps it)
 from .cpp_scatter import distinct_along_loop, rows_keep_apart, whole_rows_apart
 from .cpp_printer import cexpr  # (cpp.py and the grading take it from here)
@@ -222,17 +221,6 @@ class LoopCode:
     # a 2-D tile's reads across its rows, each copied into a local array before the tile's
     # loops: (buffer, index) -> its ``TileRead`` (``tiled_read``)
     tiles: dict = field(default_factory=dict)
-
-
-_DEFINED = re.compile(r"\bauto (\w+) = ")
-
-
-def _local_names_numbered(code: str, result: str) -> str:
-    """``code`` (and the ``result`` it returns) with the names it defines numbered in order of
-    definition (``tmp37`` -> ``@0``): two blocks that differ only in those names read alike."""
-    local = {name: f"@{i}" for i, name in enumerate(dict.fromkeys(_DEFINED.findall(code)))}
-    rename = lambda m: local.get(m.group(0), m.group(0))  # noqa: E731
-    return re.sub(r"\b\w+\b", rename, f"{code}\nreturn {result};")
 
 
 class CppOpsHandler:
@@ -449,7 +437,7 @@ class CppOpsHandler:
             self.scope.update(forwarded)  # recomputed producers lived in the lambda
         # the same block under the same mask (two fused nodes reading one padded window) is
         # one lambda: its temporaries are its own, so it is the same block whatever they are named
-        same = f"masked {mask} {other!r}: " + _local_names_numbered(inner.getvalue(), result)
+        same = f"masked {mask} {other!r}: " + local_names_numbered(inner.getvalue(), result)
         lam = self.cse.cache.get(same)
         if lam is None:
             lam = self.cse.cache[same] = self._fresh("masked")
@@ -458,14 +446,7 @@ class CppOpsHandler:
                 outer.splice(inner)
                 outer.writeline(f"return {result};")
             outer.writeline("};")
-        if isinstance(other, float) and math.isnan(other):
-            fill = f"std::numeric_limits<decltype({lam}())>::quiet_NaN()"
-        elif isinstance(other, float) and math.isinf(other):
-            fill = f"{'' if other > 0 else '-'}std::numeric_limits<decltype({lam}())>::infinity()"
-        else:
-            fill = f"static_cast<decltype({lam}())>({other!r})".replace("True", "true").replace(
-                "False", "false")
-        return self._emit(f"{mask} ? {lam}() : {fill}")
+        return self._emit(f"{mask} ? {lam}() : {masked_fill(lam, other)}")
 
     def indirect_indexing(self, value: str, size: sympy.Expr, check: Check = Check()) -> sympy.Symbol:
         """A loaded integer used inside an index, checked against ``size`` as eager checks it
