@@ -107,17 +107,15 @@ def views_of_intermediates(outs: list) -> tuple[list, dict[int, IntermediateView
     if not views:
         return outs, {}, 0
     kept = [o for pos, o in enumerate(outs) if pos not in views]
-    added = 0
     rebuilt = {}
     for pos in views:
         o = outs[pos]
-        index = next((j for j, k in enumerate(kept) if k is o._base), None)
-        if index is None:
+        if not any(k is o._base for k in kept):
             kept.append(o._base)
-            index, added = len(kept) - 1, added + 1
+        index = next(j for j, k in enumerate(kept) if k is o._base)
         rebuilt[pos] = IntermediateView(index, tuple(o.shape), tuple(o.stride()),
                                         o.storage_offset() - o._base.storage_offset())
-    return kept, rebuilt, added
+    return kept, rebuilt, len(kept) - (len(outs) - len(views))
 
 
 def _read(arg, kind: str, dim: int) -> int:

@@ -251,11 +251,10 @@ def _nn_module_call(g: Guard, s: GuardScope) -> list[str]:
     guarded where it was read) and no other hooks, and no ``forward`` set on the instance."""
     v = s.value(g.source)
     cls, hooks = g.expected
-    forward_hooks = f"tuple({v}._forward_hooks) == {hooks!r}" if hooks else \
-        f"not {v}._forward_hooks"
-    return [f"type({v}) is {s.literal(cls)}", forward_hooks,
-            f"not ({v}._forward_pre_hooks or {v}._backward_hooks)",
-            f"'forward' not in {v}.__dict__"]
+    no_other_hooks = f"not ({v}._forward_pre_hooks or {v}._backward_hooks)"
+    hook_checks = [f"tuple({v}._forward_hooks) == {hooks!r}", no_other_hooks] if hooks else \
+        [f"not ({v}._forward_hooks or {v}._forward_pre_hooks or {v}._backward_hooks)"]
+    return [f"type({v}) is {s.literal(cls)}", *hook_checks, f"'forward' not in {v}.__dict__"]
 
 
 # kind -> the guard's checks, as Python conditions that must all hold (real Dynamo's

@@ -58,11 +58,14 @@ CONVOLUTION = aten.convolution.default
 # matrix product reads its operands row-major whatever the convolutions around it do, and an
 # attention kernel takes (batch, heads, tokens, head dim), not an image (CoAtNet's attention
 # between convolutions: its query, key and value would be laid out as images, then copied back)
-CANNOT_PROPAGATE = {aten.bmm.default, *(
-    getattr(aten, name).default for name in (
-        "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_efficient_attention",
-        "_scaled_dot_product_flash_attention", "_scaled_dot_product_cudnn_attention",
-        "scaled_dot_product_attention") if hasattr(aten, name))}
+# (the attention kernels, forward and backward, are also the ones whose inputs are laid out as
+# eager traced them: ``lowerings/extern.py``)
+ATTENTION = {getattr(aten, f"{name}{part}").default for name in (
+    "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_efficient_attention",
+    "_scaled_dot_product_flash_attention", "_scaled_dot_product_cudnn_attention",
+    "scaled_dot_product_attention") for part in ("", "_backward")
+    if hasattr(aten, f"{name}{part}")}
+CANNOT_PROPAGATE = {aten.bmm.default, *ATTENTION}
 
 
 def is_conv2d(node: fx.Node) -> bool:

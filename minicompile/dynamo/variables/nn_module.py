@@ -40,16 +40,14 @@ def _has_hooks(module: torch.nn.Module) -> bool:
 
 
 def traced_hooks(module: torch.nn.Module) -> tuple | None:
-    """The keys of ``module``'s forward hooks where the call traces them after ``forward``
-    (``hook(module, args, output)``, the kind transformers installs to collect hidden states):
-    plain forward hooks of the module's own, none taking keyword arguments and no other kind
-    of hook. None: hooks the tracer does not model."""
-    if _has_hooks(module) and not (
-            module._forward_pre_hooks or _module_globals._global_forward_hooks
-            or _module_globals._global_forward_pre_hooks or getattr(module, "_backward_hooks", None)
-            or getattr(module, "_forward_hooks_with_kwargs", None)):
-        return tuple(module._forward_hooks)
-    return None
+    """The keys of ``module``'s forward hooks, which a call traces after ``forward``
+    (``hook(module, args, output)``, the kind transformers installs to collect hidden states;
+    empty: none). None: hooks the tracer does not model (any other kind, or a forward hook
+    taking keyword arguments)."""
+    other = module._forward_pre_hooks or _module_globals._global_forward_hooks \
+        or _module_globals._global_forward_pre_hooks or getattr(module, "_backward_hooks", None) \
+        or getattr(module, "_forward_hooks_with_kwargs", None)
+    return None if other else tuple(module._forward_hooks)
 
 
 class NNModuleVariable(VariableTracker):
@@ -139,8 +137,8 @@ class NNModuleVariable(VariableTracker):
         from .functions import UserMethodVariable
         from .lists import TupleVariable
 
-        hooks = traced_hooks(self.value) or ()
-        if _has_hooks(self.value) and not (hooks and self.source is not None):
+        hooks = traced_hooks(self.value)
+        if hooks is None or (hooks and self.source is None):  # (a hook is read from its source)
             unimplemented(f"calling {type(self.value).__name__} with hooks registered (traced: "
                           "forward hooks of a module's own, taking no keyword arguments)")
         if "forward" in self.value.__dict__:  # m.forward = ... on the instance

@@ -265,7 +265,7 @@ def _associative_scan(tx, fn, args, kwargs) -> VariableTracker:
     ``reverse``), each operand every leaf of ``xs`` at one index (what the ``torch.vmap`` of
     the eager version hands ``combine_fn``), then each leaf's results stacked along ``dim``: the
     recurrence a model's own eager loop computes, a graph that grows with the length."""
-    from .lists import BaseListVariable, ListVariable, TupleVariable
+    from .lists import BaseListVariable, ListVariable
     from .tensor import TensorVariable, call_op
 
     bound = inspect.signature(fn).bind(*args, **kwargs).arguments
@@ -296,22 +296,21 @@ def _associative_scan(tx, fn, args, kwargs) -> VariableTracker:
     stacked = [call_op(tx, "call_function", torch.stack,
                        [ListVariable([results[i][k] for i in range(length)]),
                         ConstantVariable(dim)], {}) for k in range(len(leaves))]
-    return pack(stacked) if not isinstance(xs, TupleVariable) else TupleVariable(stacked)
+    return pack(stacked)
 
 
-def _higher_order(name: str) -> dict[Callable, Callable]:
-    """``torch._higher_order_ops.<name>.<name>`` with its handler, where this torch has it."""
+def _associative_scan_handler() -> dict[Callable, Callable]:
+    """``torch._higher_order_ops.associative_scan.associative_scan``, where this torch has it."""
     try:
-        module = __import__(f"torch._higher_order_ops.{name}", fromlist=[name])
+        from torch._higher_order_ops.associative_scan import associative_scan
     except ImportError:
         return {}
-    handler = {"associative_scan": _associative_scan}[name]
-    return {getattr(module, name): handler} if hasattr(module, name) else {}
+    return {associative_scan: _associative_scan}
 
 
 # torch function -> how a call of it is traced; any other torch function becomes a graph node
 CALL_HANDLERS: dict[Callable, Callable] = {
-    **_higher_order("associative_scan"),
+    **_associative_scan_handler(),
     torch._foreach_addcdiv_: _foreach_scaled_update,
     torch._foreach_addcmul_: _foreach_scaled_update,
     **{fn: _foreach_scaled_operand for fn in (torch._foreach_add_, torch._foreach_sub_,

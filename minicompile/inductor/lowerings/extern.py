@@ -9,6 +9,7 @@ import math
 
 import torch
 
+from ..layout_opt import ATTENTION
 from ..lowering import laid_out_as_traced, make_extern, register_lowering
 
 aten = torch.ops.aten
@@ -17,15 +18,7 @@ EXTERN_OPS = [
     aten.mm.default, aten.bmm.default, aten.addmm.default, aten.baddbmm.default,
     aten._addmm_activation.default,
     aten.convolution_backward.default,  # (convolution: lowerings/conv.py)
-    aten._scaled_dot_product_flash_attention_for_cpu.default,
-    aten._scaled_dot_product_efficient_attention.default,
-    aten._scaled_dot_product_flash_attention.default,
-    aten._scaled_dot_product_cudnn_attention.default,
-    aten.scaled_dot_product_attention.default,
-    aten._scaled_dot_product_flash_attention_for_cpu_backward.default,
-    aten._scaled_dot_product_efficient_attention_backward.default,
-    aten._scaled_dot_product_flash_attention_backward.default,
-    aten._scaled_dot_product_cudnn_attention_backward.default,
+    *sorted(ATTENTION, key=str),  # scaled_dot_product_attention's kernels and their backwards
     aten._cdist_forward.default,
 ]
 # convolutions and attention always allocate their results too; the products below also hand
@@ -37,18 +30,12 @@ if hasattr(torch.ops, "mkldnn") and hasattr(torch.ops.mkldnn, "_linear_pointwise
     FRESH_RESULTS.add(torch.ops.mkldnn._linear_pointwise.default)
 
 
-# Attention kernels read their inputs in the layouts the public op hands them (the CPU flash
-# kernel walks the head dim as contiguous): their inputs are laid out as eager traced them, as
-# every other op left to ATen gets (``laid_out_as_traced``). The products read any strides.
-ATTENTION = {op for op in EXTERN_OPS if "attention" in op.name()}
-
-
 def _register(op) -> None:
-    if op in ATTENTION:
-        register_lowering(op)(lambda *args, **kwargs: make_extern(
-            op, *laid_out_as_traced(args, kwargs)))
-    else:
-        register_lowering(op)(lambda *args, **kwargs: make_extern(op, args, kwargs))
+    # Attention kernels read their inputs in the layouts the public op hands them (the CPU
+    # flash kernel walks the head dim as contiguous): laid out as eager traced them, as every
+    # other op left to ATen gets them. The products read any strides.
+    as_traced = laid_out_as_traced if op in ATTENTION else lambda args, kwargs: (args, kwargs)
+    register_lowering(op)(lambda *args, **kwargs: make_extern(op, *as_traced(args, kwargs)))
 
 
 for _op in EXTERN_OPS:
