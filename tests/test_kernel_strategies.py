@@ -107,6 +107,28 @@ def test_outer_reduction_dynamic_and_strided(backend):
         torch.testing.assert_close(compiled(x), f(x), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("fn, x", [
+    # a squeeze-excite's pooling of a channels-last batch: C is the contiguous dim
+    (lambda x: x.mean((2, 3)), torch.randn(8, 64, 28, 28).to(memory_format=torch.channels_last)),
+    (lambda x: (x * x.sigmoid()).sum((2, 3), keepdim=True),
+     torch.randn(4, 80, 33, 30).to(memory_format=torch.channels_last)),  # masked last chunk
+    (lambda x: x.t().amax(-1), torch.randn(3000, 300)),  # a transposed view
+])
+def test_split_of_an_outer_reduction_in_memory_keeps_it_outer(monkeypatch, launchers, fn, x):
+    """A reduction over the last dims whose kept dim is the contiguous one in memory is an
+    outer reduction although no kept dim comes after a reduced one: on a GPU with few outputs
+    it is split, and its partials are laid out split-major, so both passes read coalesced
+    along the kept dim. (Split as an inner one, the partials' index put the split fastest:
+    each program read elements a channel apart, and EfficientNet's squeeze-excite backward
+    took 0.46 ms a kernel on an H200.)"""
+    use_cpu_backend(monkeypatch, "triton")
+    from minicompile.inductor.lowerings import reductions
+    monkeypatch.setattr(reductions, "device_programs", lambda device: 256)
+    check(fn, x, rtol=1e-4, atol=1e-4)
+    assert [k.hint for k in launchers] == ["outer", "outer"], [k.source for k in launchers]
+    mc.reset()
+
+
 def test_outer_configs_are_wide_in_x(monkeypatch):
     """On a GPU an outer reduction's candidates own many adjacent kept elements (coalesced
     loads), an inner one's one row each in long blocks."""

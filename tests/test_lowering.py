@@ -383,7 +383,9 @@ def test_a_fallback_sees_its_inputs_laid_out_as_in_eager(monkeypatch):
     a = torch.randn(2, 16, 7, 7, device="cuda")
     SEEN_STRIDES.clear()
     want = fn(a)
-    torch.testing.assert_close(mc.compile(fn, backend="inductor")(a), want)
+    # (the channels-last convolution is another cuDNN algorithm than eager's: rounding apart,
+    # 2e-5 on an H200 with TF32 off)
+    torch.testing.assert_close(mc.compile(fn, backend="inductor")(a), want, rtol=1e-4, atol=1e-4)
     assert SEEN_STRIDES == [(1568, 49, 7, 1)] * 2, SEEN_STRIDES  # eager, compiled
 
 

@@ -62,8 +62,11 @@ def make_reduction(x: IRNode, dims, keepdim: bool, reduction_type: str, dtype: t
         return body(value) if body else value
 
     rsizes = [size[d] for d in dims]
-    outer = bool(kept) and max(kept) > min(dims, default=len(size))  # a kept dim inside a reduced
-    splits = split_count(ranges, rsizes, reduction_type, outer) if output_index is None else 1
+    splits, outer = 1, False
+    if output_index is None and reduction_type in SPLITTABLE:
+        # (a device that never splits a reduction with several outputs, a CPU, needs no answer)
+        outer = bool(kept) and device_programs(device()) > 0 and is_outer(x, dims, kept)
+        splits = split_count(ranges, rsizes, reduction_type, outer)
     if splits > 1 and outer and split_at_dims(x, dims, kept):
         return reduce_trailing_dims_first(x, dims, kept, keepdim, reduction_type, dtype,
                                           src_dtype, body)
@@ -132,6 +135,39 @@ def split_count(ranges: list[Expr], rsizes: list[Expr], reduction_type: str,
 MIN_TRAILING = 256  # elements of the trailing block worth a row of their own (a 7x7 image: not)
 
 
+def is_outer(x: IRNode, dims: list[int], kept: list[int]) -> bool:
+    """Is this an outer reduction: a program's adjacent outputs adjacent in memory, a row's
+    elements far apart? Either a kept dim lies inside a reduced one (``x.sum(0)``), or x's
+    loads run contiguously along its last kept dim and not along its last reduced one (a
+    channels-last tensor's ``mean((2, 3))``, a squeeze-excite's pooling: C is the contiguous
+    dim). The Triton kernel reads the same from its loads' strides (``reduction_hint``); the
+    split needs it first, to lay its partials out so that they keep that order."""
+    if kept and max(kept) > min(dims, default=len(x.get_size())):
+        return True
+    size = x.get_size()
+    last_kept = [d for d in kept if size[d] != 1][-1:]
+    last_reduced = [d for d in dims if size[d] != 1][-1:]
+    if not (last_kept and last_reduced):
+        return False
+    steps = load_steps(x, [last_kept[0], last_reduced[0]], along=dims)
+    return any(k == 1 for k, _ in steps) and not any(r == 1 for _, r in steps)
+
+
+def load_steps(x: IRNode, of: list[int], along: list[int] | None = None) -> list[tuple]:
+    """For each load of x's body (at a symbolic index) whose index moves along some dim of
+    ``along`` (default: of ``of``), its step along each dim of ``of``: the coefficient of that
+    dim's variable."""
+    size = x.get_size()
+    index = [sympy.Symbol(f"i{d}", integer=True, nonnegative=True) for d in range(len(size))]
+    handler = RecordReadWrites(dict(zip(index, size)))
+    with set_ops_handler(handler):
+        x.make_loader()(index)
+    moving = {index[d] for d in (of if along is None else along)}
+    return [tuple(sympy.expand(dep.index).coeff(index[d]) for d in of)
+            for dep in handler.reads
+            if isinstance(dep, MemoryDep) and dep.index.free_symbols & moving]
+
+
 def split_at_dims(x: IRNode, dims: list[int], kept: list[int]) -> bool:
     """Split a mixed-axis reduction at its last kept dim (``reduce_trailing_dims_first``)?
     When both sides have reduced dims, the trailing block is long enough to be a row, and x is
@@ -146,15 +182,8 @@ def split_at_dims(x: IRNode, dims: list[int], kept: list[int]) -> bool:
 
 
 def read_contiguous_along(x: IRNode, dim: int) -> bool:
-    """Does some load of ``x``'s body step one element at a time along ``dim``? (its loads
-    recorded at a symbolic index, each one's coefficient of that dim's variable)"""
-    size = x.get_size()
-    index = [sympy.Symbol(f"i{d}", integer=True, nonnegative=True) for d in range(len(size))]
-    handler = RecordReadWrites(dict(zip(index, size)))
-    with set_ops_handler(handler):
-        x.make_loader()(index)
-    return any(isinstance(dep, MemoryDep) and sympy.expand(dep.index).coeff(index[dim]) == 1
-               for dep in handler.reads)
+    """Does some load of ``x``'s body step one element at a time along ``dim``?"""
+    return any(step == 1 for step, in load_steps(x, [dim]))
 
 
 def reduce_trailing_dims_first(x: IRNode, dims: list[int], kept: list[int], keepdim: bool,
