@@ -29,8 +29,8 @@ def _norm(value):
         return (type(value).__name__, [_norm(v) for v in value])
     if isinstance(value, dict):
         return ("dict", [(k, _norm(v)) for k, v in value.items()])
-    if isinstance(value, Plain):
-        return ("Plain", _norm(vars(value)))
+    if isinstance(value, (Plain, Settings)):
+        return (type(value).__name__, _norm(vars(value)))
     if isinstance(value, types.FunctionType):  # made on each call: compared by its code
         return ("function", value.__code__)
     if isinstance(value, BaseException):
@@ -452,6 +452,63 @@ def case_method_wins_over_submodule():
     return (lambda x: m(x)), (torch.ones(3),), []
 
 
+# -- copies and empty instances: copy.deepcopy, C.__new__(C) --------------------------------------
+class Settings:
+    """A config object as a model keeps one (transformers' get_text_config deep-copies it)."""
+
+    def __init__(self):
+        self.layers, self.sizes, self.extra = 2, [4, 8], {"scale": 0.5, "inner": Plain()}
+
+
+class Guarded:
+    def __setattr__(self, name, value):  # not plain: object.__new__ of it runs natively
+        object.__setattr__(self, name, value * 2)
+
+
+def case_deepcopy_of_an_outside_object():
+    import copy
+    cfg = Settings()
+    cfg.extra["again"] = cfg.extra["inner"]  # one object reached twice: the memo keeps it one
+
+    def fn(x):
+        c = copy.deepcopy(cfg)
+        c.layers = 7
+        c.sizes.append(16)
+        c.extra["inner"].a = 5
+        shared = c.extra["again"] is c.extra["inner"] and c.extra["inner"] is not cfg.extra["inner"]
+        return x * c.layers + sum(c.sizes), c, shared, cfg  # the original is untouched
+    return fn, (torch.ones(3),), []
+
+
+def case_deepcopy_of_an_object_built_in_the_frame():
+    import copy
+
+    def fn(x):
+        a = Plain()
+        b = copy.deepcopy(a)
+        b.a = 3
+        return x + a.a + b.a, a, b, a is b
+    return fn, (torch.ones(3),), []
+
+
+def case_empty_instance_filled_through_its_dict():
+    def fn(x):
+        y = Plain.__new__(Plain)  # copyreg.__newobj__'s way (was made at trace time, and empty)
+        y.__dict__.update({"a": 4, "b": 5})
+        z = object.__new__(Plain)
+        z.a = 6
+        return x * y.a + y.b + z.a, y, z
+    return fn, (torch.ones(3),), []
+
+
+def case_empty_instance_of_a_class_with_its_own_setattr():
+    def fn(x):
+        g = object.__new__(Guarded)
+        g.v = 3
+        return x * g.v, vars(g)
+    return fn, (torch.ones(3),), []
+
+
 # -- random number generator state --------------------------------------------------------------
 def case_rng_state_replayed():
     def fn(x):
@@ -574,3 +631,15 @@ def test_a_frame_running_eagerly_sees_its_global_functions_as_themselves():
     got, expected = mc.compile(fn, backend="eager")(x), fn(x)
     torch.testing.assert_close(got[0], expected[0])
     assert got[1] is expected[1] is True
+
+
+@pytest.mark.parametrize("make_case", [case_deepcopy_of_an_outside_object,
+                                       case_deepcopy_of_an_object_built_in_the_frame])
+def test_deepcopy_of_a_plain_object_is_traced_without_a_break(make_case):
+    """``copy.deepcopy`` runs as Python: a plain object's ``__reduce_ex__`` is answered as
+    ``object.__reduce_ex__`` would (its class, its ``__dict__``), and the copy is an object built
+    while tracing (real Dynamo's ``reduce_ex_user_defined_object`` polyfill). The frame is one
+    graph; the values are checked against CPython above."""
+    fn, args, _ = make_case()
+    out = mc.explain(fn)(*args)
+    assert (out.graph_count, out.graph_break_count) == (1, 0), out.break_reasons

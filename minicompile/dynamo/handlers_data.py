@@ -172,6 +172,10 @@ def STORE_ATTR(tx: Tx, inst: Inst) -> None:
         return
     if not isinstance(obj, ATTR_STORE_TYPES) or obj.source is None:
         unimplemented(f"assigning attribute {inst.argval!r} of {obj}")
+    if isinstance(obj, UserDefinedObjectVariable) and \
+            type(obj.value).__setattr__ is not object.__setattr__:
+        unimplemented(f"assigning attribute {inst.argval!r} of a {type(obj.value).__name__}, "
+                      "whose class has its own __setattr__ (the store is not replayed through it)")
     if isinstance(value, NNModuleVariable) or isinstance(
             getattr(value, "example_value", None), torch.nn.Parameter):
         unimplemented(f"assigning a module or parameter to .{inst.argval} (changes the module)")

@@ -23,7 +23,7 @@ from ..exc import ObservedException, unimplemented
 from ..guards import Guard, GuardKind
 from ..side_effects import DELETED
 from .base import KnownCallableVariable, VariableTracker
-from .constant import ConstantVariable, is_constant
+from .constant import ConstantVariable, is_constant, is_plain_user_class
 from .dicts import DICT_CLASS_METHODS, ConstDictVariable, DictClassMethodVariable, key_value_pairs
 from .floats import float_operands
 from .functions import BaseUserFunctionVariable, FunctoolsPartialVariable, UserMethodVariable
@@ -441,6 +441,21 @@ def _exception_text(fn: Callable) -> Callable:
     return fold
 
 
+def _object_new(tx, cls=None, *args, **kwargs):
+    """``object.__new__(C)`` (``C.__new__(C)``, ``copyreg.__newobj__`` in ``copy.deepcopy``'s
+    reconstruction): for a plain user class, an empty object built while tracing, whose
+    attributes the trace then sets. Never folded into one real object made while tracing: the
+    compiled code would hand out that same object on every call, without the attributes the
+    trace gave it."""
+    klass = cls.as_python_constant() if cls is not None and cls.is_python_constant() else None
+    if not is_plain_user_class(klass) or args or kwargs:
+        name = getattr(klass, "__name__", "an unknown class")
+        unimplemented(f"object.__new__({name}): only a plain Python class's empty instance is "
+                      "built while tracing (this one has its own __new__, __setattr__ or "
+                      "__getattribute__, or is built in C)")
+    return UserDefinedObjectVariable(object.__new__(klass), None, attrs={})
+
+
 def _builtin_text(cls: type) -> bool:
     return all(next(k for k in cls.__mro__ if name in vars(k)).__module__ == "builtins"
                for name in ("__str__", "__repr__"))
@@ -462,6 +477,7 @@ HANDLERS: dict[Callable, Callable] = {
     builtins.type: _type, builtins.callable: _callable, builtins.super: _super,
     builtins.print: _print, builtins.id: _id, builtins.bool: lambda tx, v=None: _truth(tx, v) if v else None,
     operator.eq: user_compare("__eq__"), operator.ne: user_compare("__ne__"),  # user __eq__
+    object.__new__: _object_new,
 }
 
 HANDLERS.update(ITER_HANDLERS)  # itertools, operator.itemgetter & co (iter.py)

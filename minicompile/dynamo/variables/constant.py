@@ -96,6 +96,10 @@ class ConstantVariable(VariableTracker):
             attr = getattr(self.value, name)
         except AttributeError as e:
             raise ObservedException(e) from None
+        if attr is object.__new__:  # C.__new__(C): an object built while tracing, not folded
+            from .builtin import BuiltinVariable
+
+            return BuiltinVariable(attr)
         if callable(attr) and not isinstance(attr, type):
             from .misc import GetAttrVariable
 

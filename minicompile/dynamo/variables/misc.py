@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections.abc
 import contextlib
+import copyreg
 import inspect
 import types
 from typing import Any, Callable
@@ -393,6 +394,9 @@ class UserDefinedObjectVariable(VariableTracker):
         source = AttrSource(self.source, name) if self.source else None
         if name == "__dict__":
             return self.instance_dict(tx)
+        if name == "__reduce_ex__" and reduces_plainly(type(self.value)):
+            return BaseMethodVariable(self, name, lambda tx, _name, args, kwargs:
+                                      self.reduce_ex(tx, *args, **kwargs))
         static = inspect.getattr_static(self.value, name, None)
         if isinstance(static, property):
             return UserFunctionVariable(static.fget).call_function(tx, [self], {})
@@ -410,6 +414,23 @@ class UserDefinedObjectVariable(VariableTracker):
             raise ObservedException(AttributeError(
                 f"{type(self.value).__name__!r} object has no attribute {name!r}"))
         return VariableBuilder(tx, source).wrap(getattr(self.value, name))
+
+    def reduce_ex(self, tx, protocol: VariableTracker) -> VariableTracker:
+        """``obj.__reduce_ex__(protocol)`` of a plain object, as ``object.__reduce_ex__``
+        answers for protocols 2 and up: ``(copyreg.__newobj__, (cls,), obj.__dict__ or None,
+        None, None)``. ``copy.deepcopy`` then rebuilds the object from it in traced code: an
+        empty instance (``cls.__new__(cls)``), its ``__dict__`` updated with a deep copy."""
+        from .builder import SourcelessBuilder
+        from .lists import TupleVariable
+
+        if not (protocol.is_python_constant() and protocol.as_python_constant() >= 2):
+            unimplemented("obj.__reduce_ex__ for a pickle protocol below 2")
+        state = self.instance_dict(tx)
+        if not getattr(state, "items", True):  # an empty __dict__: no state, as object's
+            state = ConstantVariable(None)
+        cls = SourcelessBuilder.wrap(tx, type(self.value))
+        return TupleVariable([SourcelessBuilder.wrap(tx, copyreg.__newobj__), TupleVariable([cls]),
+                              state, ConstantVariable(None), ConstantVariable(None)])
 
     def instance_dict(self, tx) -> VariableTracker:
         """``obj.__dict__``: for an object built while tracing, a dict over ``attrs`` itself
@@ -504,6 +525,20 @@ def user_compare(name: str) -> Callable:
         return None
 
     return compare
+
+
+def reduces_plainly(cls: type) -> bool:
+    """Does ``object.__reduce_ex__`` describe instances of ``cls`` (a plain class with no
+    pickling hooks of its own: no ``__reduce__``, ``__getstate__``, ``__getnewargs__`` or
+    ``__slots__``)?"""
+    from .constant import is_plain_user_class
+
+    own = lambda name: inspect.getattr_static(cls, name, None)  # noqa: E731
+    return (is_plain_user_class(cls) and own("__reduce_ex__") is object.__reduce_ex__
+            and own("__reduce__") is object.__reduce__
+            and own("__getstate__") is getattr(object, "__getstate__", None)
+            and own("__getnewargs_ex__") is None and own("__getnewargs__") is None
+            and not any("__slots__" in vars(k) for k in cls.__mro__))
 
 
 def new_object(cls: type, attrs: dict[str, Any]) -> Any:
