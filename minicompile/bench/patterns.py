@@ -385,6 +385,8 @@ MAKERS: dict[str, Callable[..., Workload]] = {
     "max_pool_3x3s2_fwd_bwd": make_max_pool_backward,
     "avg_pool_2x2_nhwc": image(avg_pool),
     "global_avg_pool": contiguous_image(global_avg_pool),
+    # a squeeze-excite's pooling in a channels-last network: C contiguous, an outer reduction
+    "global_avg_pool_nhwc": image(global_avg_pool),
     # activations and epilogues
     "bias_gelu_tanh": row_bias(bias_gelu_tanh),
     "bias_gelu_bf16": row_bias(bias_gelu, torch.bfloat16),
