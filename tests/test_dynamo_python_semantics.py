@@ -643,3 +643,23 @@ def test_deepcopy_of_a_plain_object_is_traced_without_a_break(make_case):
     fn, args, _ = make_case()
     out = mc.explain(fn)(*args)
     assert (out.graph_count, out.graph_break_count) == (1, 0), out.break_reasons
+
+
+class E:
+    pass
+
+
+def test_a_temporary_never_takes_an_installed_name(monkeypatch):
+    """An object built while tracing and used twice at a break is rebuilt into a temporary
+    (``__E_0``) from its class, installed under a name of its own: the two must differ (when the
+    installed names' counter also stood at 0, ``__E_0 = __new_object_1(__E_0, ...)`` read the
+    temporary before it was bound: UnboundLocalError)."""
+    from minicompile.dynamo import codegen
+    monkeypatch.setattr(codegen, "_unique", itertools.count())
+
+    def fn(x):
+        c = E()
+        c.v = 2
+        return x * c.v, vars(c)  # vars(): a break, with c live in two places
+    out, attrs = mc.compile(fn)(torch.ones(2))
+    assert out.tolist() == [2.0, 2.0] and attrs == {"v": 2}

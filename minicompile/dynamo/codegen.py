@@ -62,6 +62,8 @@ class PyCodegen:
         if id(vt) not in self.bound:
             expr = vt.reconstruct(self)  # its items first: they may be shared too
             name = f"__{readable(vt.python_type().__name__)}_{len(self.bound)}"
+            while name in self.installed:  # a class installed under its own name: __E_0 too
+                name += "_"
             self.prelude.append(f"{name} = {expr}")
             self.bound[id(vt)] = name
         return self.bound[id(vt)]
@@ -107,6 +109,8 @@ class PyCodegen:
             if name.startswith(f"__{hint}_") and v is value:
                 return name
         name = f"__{hint}_{next(_unique)}"
+        while name in self.bound.values():  # (a temporary's name, see __call__)
+            name = f"__{hint}_{next(_unique)}"
         self.installed[name] = value
         return name
 

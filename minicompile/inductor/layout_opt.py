@@ -28,7 +28,11 @@ A layout change costs a copy, so the pointwise ops around the convolutions take 
 (``nodes_prefer_channels_last``): ``conv -> batch norm -> SiLU -> conv`` keeps NHWC from one
 convolution to the next, and the fused batch-norm-and-SiLU kernel reads and writes it straight.
 What the caller sees is still eager's layout: a graph output is copied into eager's strides
-(``GraphLowering.keep_output_stride``), and eager is what the tests compare with.
+(``GraphLowering.keep_output_stride``), and eager is what the tests compare with. A training
+graph's backward follows its forward: its saved activations arrive channels-last, and it computes
+its gradients channels-last too (anchored at each ``convolution_backward`` with a channels-last
+input), so that a convolution's backward gets its gradient and its input in one layout (given
+them mixed, ATen copies the gradient first).
 
 On CUDA the question is cuDNN's, whose channels-last kernels are faster for most
 convolutions (tensor-core kernels read NHWC natively; from NCHW cuDNN transposes around them).

@@ -421,13 +421,14 @@ class UserDefinedObjectVariable(VariableTracker):
         None, None)``. ``copy.deepcopy`` then rebuilds the object from it in traced code: an
         empty instance (``cls.__new__(cls)``), its ``__dict__`` updated with a deep copy."""
         from .builder import SourcelessBuilder
+        from .dicts import ConstDictVariable
         from .lists import TupleVariable
 
         if not (protocol.is_python_constant() and protocol.as_python_constant() >= 2):
             unimplemented("obj.__reduce_ex__ for a pickle protocol below 2")
         state = self.instance_dict(tx)
-        if not getattr(state, "items", True):  # an empty __dict__: no state, as object's
-            state = ConstantVariable(None)
+        if isinstance(state, ConstDictVariable) and not state.items:
+            state = ConstantVariable(None)  # an empty __dict__: no state, as object's answer
         cls = SourcelessBuilder.wrap(tx, type(self.value))
         return TupleVariable([SourcelessBuilder.wrap(tx, copyreg.__newobj__), TupleVariable([cls]),
                               state, ConstantVariable(None), ConstantVariable(None)])
