@@ -175,7 +175,8 @@ def STORE_ATTR(tx: Tx, inst: Inst) -> None:
     if isinstance(obj, UserDefinedObjectVariable) and \
             type(obj.value).__setattr__ is not object.__setattr__:
         unimplemented(f"assigning attribute {inst.argval!r} of a {type(obj.value).__name__}, "
-                      "whose class has its own __setattr__ (the store is not replayed through it)")
+                      "whose class has its own __setattr__ (the trace would read back the value "
+                      "given, not what __setattr__ stores)")
     if isinstance(value, NNModuleVariable) or isinstance(
             getattr(value, "example_value", None), torch.nn.Parameter):
         unimplemented(f"assigning a module or parameter to .{inst.argval} (changes the module)")

@@ -96,10 +96,11 @@ class ConstantVariable(VariableTracker):
             attr = getattr(self.value, name)
         except AttributeError as e:
             raise ObservedException(e) from None
-        if attr is object.__new__:  # C.__new__(C): an object built while tracing, not folded
-            from .builtin import BuiltinVariable
+        if isinstance(attr, types.BuiltinFunctionType):  # C.__new__ is object.__new__: its
+            from .builtin import HANDLERS, BuiltinVariable  # model builds the object, no fold
 
-            return BuiltinVariable(attr)
+            if attr in HANDLERS:  # (as BuiltinVariable.var_getattr finds itertools.chain's)
+                return BuiltinVariable(attr)
         if callable(attr) and not isinstance(attr, type):
             from .misc import GetAttrVariable
 

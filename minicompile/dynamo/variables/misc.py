@@ -19,7 +19,7 @@ from ..guards import Guard, GuardKind
 from ..source import AttrSource, TypeSource
 from .arguments import check_arguments
 from .base import VariableTracker
-from .constant import ConstantVariable
+from .constant import ConstantVariable, is_plain_user_class
 
 
 class GetAttrVariable(VariableTracker):
@@ -532,8 +532,6 @@ def reduces_plainly(cls: type) -> bool:
     """Does ``object.__reduce_ex__`` describe instances of ``cls`` (a plain class with no
     pickling hooks of its own: no ``__reduce__``, ``__getstate__``, ``__getnewargs__`` or
     ``__slots__``)?"""
-    from .constant import is_plain_user_class
-
     own = lambda name: inspect.getattr_static(cls, name, None)  # noqa: E731
     return (is_plain_user_class(cls) and own("__reduce_ex__") is object.__reduce_ex__
             and own("__reduce__") is object.__reduce__
