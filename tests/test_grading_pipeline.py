@@ -152,3 +152,12 @@ def test_a_skip_reason_that_lets_cpu_graphs_through_fails_the_cuda_graph_stage()
     report = run_pipeline({"10.1": _solutions(skip_reason=lambda facts: None)["10.1"]}, {})
     assert "skip_reason refused no graph" in report.error, report.error
     assert report.plugged["10.1"] > 0
+
+
+def test_the_transposed_check_cannot_pass_on_stale_memory():
+    """A grid that misses tiles leaves the buffer as allocated: were it memory that held the
+    right answer a moment ago, the check would pass. New buffers are NaN meanwhile."""
+    from minicompile.grading.pipeline import uninitialized_is_nan
+    with uninitialized_is_nan():
+        assert torch.empty(3, 5).isnan().all() and torch.empty_strided((4,), (2,)).isnan().all()
+    assert not torch.are_deterministic_algorithms_enabled()

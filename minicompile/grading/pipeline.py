@@ -245,14 +245,30 @@ def _long_rows_against_eager(device: str, cpu_kernels: str) -> float:
 
 def _transposed_against_eager(device: str) -> float:
     """``transposed`` compiled with Triton kernels (on ``device``) against eager, at an odd
-    size: the last row and column of tiles partly masked."""
+    size: the last row and column of tiles partly masked. New buffers are filled with NaN
+    (``uninitialized_is_nan``): a grid that misses tiles leaves NaN behind, never memory that
+    happens to hold the right values from an earlier run."""
     mc.reset()
-    with torch.device(device), swapped(config.inductor, "cpu_backend", "triton"):
+    with torch.device(device), swapped(config.inductor, "cpu_backend", "triton"), \
+            uninitialized_is_nan():
         x = torch.randn(131, 24)
         mc.metrics.reset()
         got = mc.compile(transposed, backend="inductor")(x)
         assert mc.metrics.eager_fallbacks == 0, "transposed fell back to eager: a piece raised"
         return _compare("transposed", got, transposed(x))
+
+
+@contextlib.contextmanager
+def uninitialized_is_nan() -> Iterator[None]:
+    """``torch.empty`` and ``empty_strided`` fill floating-point buffers with NaN meanwhile
+    (PyTorch's deterministic mode, ``torch.utils.deterministic.fill_uninitialized_memory``)."""
+    enabled = torch.are_deterministic_algorithms_enabled()
+    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
 
 
 def _resume_against_eager() -> float:
