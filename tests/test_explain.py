@@ -115,3 +115,24 @@ def test_cases_cover_every_shape_of_answer(capsys):
     eager = mc.explain(break_in_loop)(torch.randn(4))
     assert eager.graph_count == 0 and eager.graph_break_count == -1
     assert any("loop" in str(r) for r in eager.break_reasons)
+
+
+def test_a_break_inside_an_inlined_call_names_the_callee_as_the_user_knows_it():
+    """The break's reason ends with the call the frame could not inline, named by the module's
+    class or the user's own expression, not by the name the transformed code calls it by."""
+    class Block(torch.nn.Module):
+        def forward(self, x):
+            print("in block")
+            return x.cos()
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.block = Block()
+
+        def forward(self, x):
+            return self.block(x.sin()) + 1
+
+    reasons = [str(b).splitlines()[0] for b in mc.explain(Net())(torch.randn(4)).break_reasons]
+    assert reasons[0].endswith("(call to Block.forward)"), reasons
+    assert not any("__compiled" in r for r in reasons), reasons

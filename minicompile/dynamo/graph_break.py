@@ -254,7 +254,22 @@ def write_call(w: BreakWriter, tx, index: int, error: Unsupported) -> tuple[list
         native = [f"with {w.torch}.{ctx}():", f"    {native[0]}"]
     body = w.guarded(native) + [f"return {resume}"]
     kind = "inlined_call" if getattr(error, "inlined", False) else _break_kind(fn_value)
-    return body, kind, f"{error.reason} (call to {call_src.split('(')[0]})"
+    return body, kind, f"{error.reason} (call to {_callee_name(fn_vt, fn_value, call_src)})"
+
+
+def _callee_name(fn_vt, fn_value: Any, call_src: str) -> str:
+    """The callee as the user's code names it (``optimizer.step``), a module by its class
+    (``Block.forward``), else by its qualified name (``TensorBase.item``), never by the name the transformed code calls it by
+    (``__compiled_forward_0.__get__(...)``)."""
+    if isinstance(fn_vt, NNModuleVariable):  # its source reads self._modules['block']
+        return f"{type(fn_vt.value).__name__}.forward"
+    qualname = getattr(fn_value, "__qualname__", None)
+    source = getattr(fn_vt, "source", None)
+    if source is None:
+        return qualname or call_src.split("(")[0]
+    expr = source.expr()  # what a wrapper calls ``func`` is named after it too
+    known = qualname is None or qualname.split(".")[-1] == expr.split(".")[-1]
+    return expr if known else f"{expr}, {qualname}"
 
 
 def write_jump(w: BreakWriter, tx, index: int, error: Unsupported) -> tuple[list, str, str]:

@@ -492,6 +492,9 @@ class UserDefinedObjectVariable(VariableTracker):
 
         call = getattr(type(self.value), "__call__", None)
         if not isinstance(call, types.FunctionType):
+            if isinstance(self.value, (types.BuiltinFunctionType, types.MethodWrapperType)):
+                unimplemented(f"calling {self.value.__qualname__}: C code the tracer has no "
+                              "model for")
             unimplemented(f"calling an instance of {type(self.value).__name__}")
         return UserMethodVariable(call, self).call_function(tx, args, kwargs)
 
