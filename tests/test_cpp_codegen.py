@@ -162,6 +162,25 @@ def test_column_sums_add_chunks_of_rows_in_float_then_in_double(fn, graphs):
         assert "acc1[i] = mc::maximum(acc1[i], acc1_chunk[i]);" in source, source
 
 
+@pytest.mark.parametrize("channels, tile", [(64, 64), (96, 32), (24, 8), (17, None)])
+def test_channels_last_pooling_reduces_down_columns_in_whole_stretches(channels, tile, graphs):
+    """``x.mean((2, 3))`` of a channels-last image reads row ``(n, c)`` at
+    ``H*W*C*(xindex / C) + (xindex % C) + C*rindex``: the rows are consecutive within an
+    image, so it is a column reduction over tiles that divide C (``cpp_loops.column_tile``),
+    each written over ``xindex = x0 + tile*x1`` (no division in the inner loop). Rows
+    consecutive in stretches shorter than 8 are one strided row at a time, as before."""
+    x = torch.randn(4, channels, 9, 7).to(memory_format=torch.channels_last)
+    x[1, 2, 3, 4] = float("nan")
+    check(lambda x: x.amax((2, 3)) if channels == 96 else x.mean((2, 3)), x, graphs=graphs)
+    source = graphs[0].source
+    if tile is None:
+        assert "xblock" not in source, source
+    else:
+        assert f"xblock += {tile})" in source and f"const int64_t x1 = xblock / {tile};" in source
+        assert "const int64_t x0 = xindex - xblock;" in source, source
+        assert "xindex /" not in source and "xindex %" not in source, source
+
+
 def test_float16_column_reductions_convert_a_row_of_the_tile_at_a_time(graphs):
     """Down columns, each row of the tile is converted before the inner loop over the tile."""
     x = float16_values(300, 100)

@@ -82,14 +82,15 @@ import torch
 from ..checks import Check
 from ..dependencies import reduction_direction, runs_along_rows
 from ..kernel_group import RINDEX, XINDEX, KernelGroup, KernelMember
+from ..sizevars import FloorDiv, ModularIndexing
 from . import cpp_build, cpp_loops
 from .common import (BaseScheduling, CodegenError, IndentedBuffer, KernelSignature,
                      emit_members, same_code_key)
 from .cpp_blocks import BLOCK_DTYPES, MAX_BLOCK, VectorBlock
 from .cpp_hoist import LoopInvariants
 from .cpp_keep import KeptValues, drop_unused_temporaries
-from .cpp_loops import (R0, R1, RCHUNK, SCAN_ROWS, TILE, X0, X1, XTILE, is_column_reduction,
-                        is_row_scan, lanes_loop, omp_accumulators, parallel_threshold,
+from .cpp_loops import (R0, R1, SCAN_ROWS, TILE, X0, X1, XTILE, column_tile,
+                        is_column_reduction, is_row_scan, lanes_loop, omp_accumulators, parallel_threshold,
                         renamed_accumulators, row_length, split_row_loop, transposed_read)
 from .cpp_masks import row_segments
 from .cpp_math import vector_math_lines
@@ -363,11 +364,19 @@ class CppKernel:
     def row_reductions(self, code: IndentedBuffer) -> None:
         phases = self.phases()
         if is_column_reduction(phases, self.ops.simplified, self.values):
-            if block := self.vector_block(XINDEX, XBLOCK_START, "xend - xblock", XTILE):
-                self.fresh_ops(self.group.var_ranges())  # the phases again, float16 in blocks
-                self.ops.block = block
-                phases = self.phases()
-            return self.column_reductions(code, phases)
+            tile = column_tile(self.ops.simplified, self.group.numel)
+            if tile is None:  # rows consecutive only in stretches too short for a tile
+                pass
+            elif any(e.has(FloorDiv, ModularIndexing) for e in self.ops.simplified):
+                # xindex = x0 + tile*x1: consecutive in stretches of a multiple of ``tile``
+                self.split(XINDEX, X0, X1, tile, self.group.numel)
+                return self.column_reductions(code, self.phases(), tile, split=True)
+            else:
+                if block := self.vector_block(XINDEX, XBLOCK_START, "xend - xblock", XTILE):
+                    self.fresh_ops(self.group.var_ranges())  # again, float16 in blocks
+                    self.ops.block = block
+                    phases = self.phases()
+                return self.column_reductions(code, phases)
         if is_row_scan(phases, self.values) and self.vector_block(  # (float16: one block)
                 RINDEX, sympy.Integer(0), "rnumel", sympy.sympify(self.group.rnumel)) is None:
             return self.column_reductions(code, phases, SCAN_ROWS, simd=False)
@@ -416,7 +425,7 @@ class CppKernel:
         code.writeline("}")
 
     def column_reductions(self, code: IndentedBuffer, phases: list, tile: int = XTILE,
-                          simd: bool = True) -> None:
+                          simd: bool = True, split: bool = False) -> None:
         """Reductions down columns (a bias gradient: ``sum(grad[r, x] for r)``, row ``x`` at
         stride 1 across rows and a whole row apart along its own): the loop over ``rindex`` goes
         outside, a tile of ``XTILE`` rows inside, one accumulator per row of the tile in an array,
@@ -432,7 +441,12 @@ class CppKernel:
         us.)
 
         Scans along rows run in the same order, ``tile`` rows (``SCAN_ROWS``) side by side
-        and not vectorised (``simd``; ``cpp_loops.is_row_scan`` says why)."""
+        and not vectorised (``simd``; ``cpp_loops.is_row_scan`` says why).
+
+        ``split``: the rows are consecutive in stretches (a channels-last ``mean((2, 3))``:
+        ``129600*(xindex / 64) + (xindex % 64)``), and the body was written over ``xindex =
+        x0 + tile*x1`` (``column_tile``): a tile is one stretch or part of one, ``x1`` is fixed
+        in it and its loads are ``x0``-consecutive, with no division in the inner loop."""
         (_, loop), rows = phases[0], [p for _, p in phases[1:]]
         loop.body.lines[:0] = loop.hoisted.lines  # (the row changes in the inner loop here)
         decls = omp_accumulators(loop)
@@ -444,6 +458,7 @@ class CppKernel:
             out = IndentedBuffer()  # acc0 -> acc0[xindex - xblock] (or acc0_chunk[...])
             out.lines = renamed_accumulators(buf, loop, acc + "[xindex - xblock]")
             return out
+        x0 = ["const int64_t x0 = xindex - xblock;"] if split else []  # (x1: the tile's)
         if not simd:
             code.writeline(f"// {tile} rows side by side: each row's scan a chain of dependent "
                            "steps, the rows' chains interleaved")
@@ -453,6 +468,8 @@ class CppKernel:
         code.writeline("{")
         with code.indent():
             code.writeline(f"const int64_t xend = std::min<int64_t>(xblock + {tile}, xnumel);")
+            if split:
+                code.writeline(f"const int64_t x1 = xblock / {tile};")
             for (ctype, name, init), double in zip(decls, wide):
                 code.writeline(f"{'double' if double else ctype} {name}[{tile}];")
                 code.writeline(f"for (int64_t i = 0; i < {tile}; i++) {name}[i] = {init};")
@@ -461,37 +478,20 @@ class CppKernel:
             if self.options.cpp_vectorize and simd:
                 rows_loop.writeline("#pragma omp simd")
             body = per_row(loop.body, "{}_chunk" if chunked else "{}")
+            body.lines[:0] = x0
             self.write_loop(rows_loop, "xindex", "xblock", "xend", LoopCode(body=body))
             rows_loop.writelines(loop.converts_out)
             if chunked:
-                self.chunks_of_rows(code, loop, decls, rows_loop)
+                cpp_loops.chunks_of_rows(code, loop, decls, rows_loop, tile,
+                                         self.options.cpp_vectorize)
             else:
                 self.write_loop(code, "rindex", "0", "rnumel", LoopCode(body=rows_loop))
             tail = LoopCode(body=per_row(loop.suffix))  # the per-row code: read-outs, stores...
             for row in rows:
                 tail.body.splice(per_row(row.body))
             if tail.body.lines:  # (a scan stores inside its loop: none)
+                tail.body.lines[:0] = x0
                 self.write_loop(code, "xindex", "xblock", "xend", tail)
-        code.writeline("}")
-
-    def chunks_of_rows(self, code: IndentedBuffer, loop: LoopCode, decls: list,
-                       rows_loop: IndentedBuffer) -> None:
-        """The loop over ``rindex`` of ``column_reductions``, ``RCHUNK`` rows at a time into
-        partial results of the accumulators' own type (``acc0_chunk``), then added up."""
-        code.writeline(f"for (int64_t rchunk = 0; rchunk < rnumel; rchunk += {RCHUNK})")
-        code.writeline("{")
-        with code.indent():
-            code.writeline(f"const int64_t rend = std::min<int64_t>(rchunk + {RCHUNK}, rnumel);")
-            for ctype, name, init in decls:
-                code.writeline(f"{ctype} {name}_chunk[{XTILE}];  // these rows' partial results")
-                code.writeline(f"for (int64_t i = 0; i < {XTILE}; i++) {name}_chunk[i] = {init};")
-            self.write_loop(code, "rindex", "rchunk", "rend", LoopCode(body=rows_loop))
-            steps = [f"{a.name}[i] = " + a.kind.update.format(acc=f"{a.name}[i]",
-                                                               value=f"{a.name}_chunk[i]") + ";"
-                     for a in loop.accumulators]
-            if self.options.cpp_vectorize:
-                code.writeline("#pragma omp simd")
-            code.writeline(f"for (int64_t i = 0; i < {XTILE}; i++) {{ {' '.join(steps)} }}")
         code.writeline("}")
 
     def single_row_reduction(self, code: IndentedBuffer) -> None:

@@ -34,7 +34,7 @@ import sympy
 
 from ..kernel_group import RINDEX, XINDEX
 from ..sizevars import FloorDiv, ModularIndexing
-from .common import IndentedBuffer, nearer_along
+from .common import IndentedBuffer, local_stride, nearer_along
 from .cpp_keep import KeptValues
 from .cpp_math import LIBRARY_CALL, MATH_CALL
 from .cpp_ops import R0, R1, TILE, X0, X1
@@ -123,9 +123,12 @@ def renamed_accumulators(buf: IndentedBuffer, loop, new: str) -> list[str]:
 
 def is_column_reduction(phases: list, indices: list[sympy.Expr], values: KeptValues) -> bool:
     """One loop over the row, then per-row code only; plain accumulators (a sum, a max: an
-    OpenMP reduction, a scalar); every index of the loop consecutive across rows (``xindex``'s
-    coefficient 1) and not along them (``rindex``'s not 1), without division: reductions down
-    columns, which ``column_reductions`` loops over in the other order."""
+    OpenMP reduction, a scalar); every index of the loop consecutive across rows and not along
+    them: reductions down columns, which ``column_reductions`` loops over in the other order.
+    "Consecutive" is the step from one row to the next (``local_stride``), so a channels-last
+    ``mean((2, 3))``, read at ``129600*(xindex / 64) + (xindex % 64) + 64*rindex``, counts: its
+    rows are consecutive within each image (a tile crossing into the next image still reads
+    the right elements, with a jump)."""
     kinds = [kind for kind, _ in phases]
     if kinds[:1] != ["loop"] or "loop" in kinds[1:] or values.slots:
         return False
@@ -133,8 +136,65 @@ def is_column_reduction(phases: list, indices: list[sympy.Expr], values: KeptVal
         return False
     along = [e for e in indices if RINDEX in e.free_symbols]
     return bool(along) and all(
-        not e.has(FloorDiv, ModularIndexing) and sympy.expand(e).coeff(XINDEX) == 1
-        and sympy.expand(e).coeff(RINDEX) != 1 for e in along)
+        local_stride(e, XINDEX) == 1 and local_stride(e, RINDEX) != 1 for e in along)
+
+
+def chunks_of_rows(code: IndentedBuffer, loop: Any, decls: list, rows_loop: IndentedBuffer,
+                   tile: int, vectorize: bool) -> None:
+    """The loop over ``rindex`` of a column reduction (``CppKernel.column_reductions``),
+    ``RCHUNK`` rows at a time into partial results of the accumulators' own type
+    (``acc0_chunk``, one per row of the ``tile``), then added up."""
+    code.writeline(f"for (int64_t rchunk = 0; rchunk < rnumel; rchunk += {RCHUNK})")
+    code.writeline("{")
+    with code.indent():
+        code.writeline(f"const int64_t rend = std::min<int64_t>(rchunk + {RCHUNK}, rnumel);")
+        for ctype, name, init in decls:
+            code.writeline(f"{ctype} {name}_chunk[{tile}];  // these rows' partial results")
+            code.writeline(f"for (int64_t i = 0; i < {tile}; i++) {name}_chunk[i] = {init};")
+        code.writeline("for (int64_t rindex = rchunk; rindex < rend; rindex++)")
+        code.writeline("{")
+        with code.indent():
+            code.splice(rows_loop)
+        code.writeline("}")
+        steps = [f"{a.name}[i] = " + a.kind.update.format(acc=f"{a.name}[i]",
+                                                           value=f"{a.name}_chunk[i]") + ";"
+                 for a in loop.accumulators]
+        if vectorize:
+            code.writeline("#pragma omp simd")
+        code.writeline(f"for (int64_t i = 0; i < {tile}; i++) {{ {' '.join(steps)} }}")
+    code.writeline("}")
+
+
+MIN_COLUMN_TILE = 8  # fewer rows consecutive than this: a column reduction is not worth it
+
+
+def column_tile(indices: list[sympy.Expr], numel: Any) -> int | None:
+    """Rows a column reduction's tile may hold so that, within a tile aligned on its size,
+    every index is consecutive across the rows: the largest power of two up to ``XTILE``
+    dividing the sizes the indices divide ``xindex`` by (``xindex / 64``, ``xindex % 64``) and
+    the number of rows (``XTILE`` where no index divides: the last tile may be short); None
+    where that is below ``MIN_COLUMN_TILE`` or a size is symbolic."""
+    sizes = []
+    for index in indices:
+        for term in index.atoms(FloorDiv, ModularIndexing):
+            if XINDEX not in term.args[0].free_symbols:
+                continue
+            if term.args[0] != XINDEX:
+                return None  # xindex inside other arithmetic: not a plain stretch
+            points = term.args[1:2] if isinstance(term, FloorDiv) else \
+                (term.args[1], term.args[1] * term.args[2])
+            if not all(p.is_Integer for p in points):
+                return None
+            sizes += [int(p) for p in points if int(p) > 1]
+    if not sizes:  # consecutive throughout: any tile, the last one short
+        return XTILE
+    if not sympy.sympify(numel).is_Integer:
+        return None
+    sizes.append(int(numel))  # (x1 = xindex / tile over whole tiles only)
+    tile = XTILE
+    while tile >= MIN_COLUMN_TILE and any(size % tile for size in sizes):
+        tile //= 2
+    return tile if tile >= MIN_COLUMN_TILE else None
 
 
 SCAN_ROWS = 4  # rows of a scan along rows run side by side (``is_row_scan``)
