@@ -259,8 +259,8 @@ def write_call(w: BreakWriter, tx, index: int, error: Unsupported) -> tuple[list
 
 def _callee_name(fn_vt, fn_value: Any, call_src: str) -> str:
     """The callee as the user's code names it (``optimizer.step``), a module by its class
-    (``Block.forward``), else by its qualified name (``TensorBase.item``), never by the name the transformed code calls it by
-    (``__compiled_forward_0.__get__(...)``)."""
+    (``Block.forward``), else by its qualified name (``TensorBase.item``), never by the name
+    the transformed code calls it by (``__compiled_forward_0.__get__(...)``)."""
     if isinstance(fn_vt, NNModuleVariable):  # its source reads self._modules['block']
         return f"{type(fn_vt.value).__name__}.forward"
     qualname = getattr(fn_value, "__qualname__", None)

@@ -90,8 +90,9 @@ from .cpp_blocks import BLOCK_DTYPES, MAX_BLOCK, VectorBlock
 from .cpp_hoist import LoopInvariants
 from .cpp_keep import KeptValues, drop_unused_temporaries
 from .cpp_loops import (R0, R1, SCAN_ROWS, TILE, X0, X1, XTILE, column_tile,
-                        is_column_reduction, is_row_scan, lanes_loop, omp_accumulators, parallel_threshold,
-                        renamed_accumulators, row_length, split_row_loop, transposed_read)
+                        is_column_reduction, is_row_scan, lanes_loop, omp_accumulators,
+                        parallel_threshold, renamed_accumulators, row_length, split_row_loop,
+                        transposed_read)
 from .cpp_masks import row_segments
 from .cpp_math import vector_math_lines
 from .cpp_ops import DTYPES, CppOpsHandler, LoopCode, cexpr, storage_type
