@@ -368,19 +368,25 @@ def strides_seen(a: torch.Tensor) -> torch.Tensor:
 strides_seen.register_fake(lambda a: torch.empty_like(a))
 
 
-@pytest.mark.gpu
-def test_a_fallback_sees_its_inputs_laid_out_as_in_eager(monkeypatch):
-    """On CUDA a graph of convolutions runs them channels-last (``layout_opt``), where eager's
-    results are contiguous. An op left to ATen gets eager's layout back, the strides it was
-    traced with: a kernel may assume the layouts ATen makes (GroupNorm's CUDA kernel took only
-    contiguous or exactly channels-last inputs)."""
+@pytest.mark.parametrize("device", [
+    pytest.param("cpu", marks=pytest.mark.skipif(not torch.backends.mkldnn.is_available(),
+                                                 reason="channels-last on the CPU is oneDNN's")),
+    pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_a_fallback_sees_its_inputs_laid_out_as_in_eager(monkeypatch, device):
+    """A graph of convolutions may run them channels-last (``layout_opt``: on CUDA by Inductor's
+    rule, on the CPU when one is grouped), where eager's results are contiguous. An op left to
+    ATen (here a ``torch.library.custom_op``, one graph node) gets eager's layout back, the
+    strides it was traced with: a kernel may assume the layouts ATen makes (GroupNorm's CUDA
+    kernel took only contiguous or exactly channels-last inputs)."""
     monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)  # eager is the oracle: float32
-    w = torch.randn(32, 16, 3, 3, device="cuda")
+    groups = 2 if device == "cpu" else 1
+    w = torch.randn(32, 16 // groups, 3, 3, device=device)
 
     def fn(a):
-        return strides_seen(F.conv2d(a, w, padding=1))
+        return strides_seen(F.conv2d(a, w, padding=1, groups=groups))
 
-    a = torch.randn(2, 16, 7, 7, device="cuda")
+    a = torch.randn(2, 16, 7, 7, device=device)
+    assert mc.explain(fn)(a).graph_break_count == 0  # the custom op is in the graph
     SEEN_STRIDES.clear()
     want = fn(a)
     # (the channels-last convolution is another cuDNN algorithm than eager's: rounding apart,

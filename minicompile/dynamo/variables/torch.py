@@ -90,6 +90,16 @@ def is_torch_callable(value: Any) -> bool:
             module == "torch" or module.startswith("torch.") or module.startswith("torch._C"))
 
 
+def graph_target(fn: Callable) -> Callable:
+    """What a call of ``fn`` puts in the graph. An op made with ``torch.library.custom_op`` is a
+    ``CustomOpDef`` whose call runs its ``OpOverload``: that is the node's target, as it is for
+    any ATen op (AOT autograd, the fake kernel and the lowering's fallback all key on it)."""
+    custom = getattr(getattr(torch, "_library", None), "custom_ops", None)
+    if custom is not None and isinstance(fn, custom.CustomOpDef):
+        return fn._opoverload
+    return fn
+
+
 class TorchVariable(KnownCallableVariable):
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         from .tensor import call_op, refuse_tensor_numbers
@@ -105,7 +115,7 @@ class TorchVariable(KnownCallableVariable):
         if handler is not None:
             return handler(tx, fn, args, kwargs)
         refuse_tensor_numbers(fn, kwargs)
-        return call_op(tx, "call_function", fn, args, kwargs)  # a node of the graph
+        return call_op(tx, "call_function", graph_target(fn), args, kwargs)  # a graph node
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         from .builder import VariableBuilder
