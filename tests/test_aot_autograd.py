@@ -327,6 +327,44 @@ def test_batchnorm_training_updates_running_stats():
     assert mc.metrics.eager_fallbacks == 0
 
 
+def ops_run_by(fn) -> list[str]:
+    """The ATen ops ``fn()`` runs, as the profiler names them."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        fn()
+    return [e.name for e in prof.events()]
+
+
+def test_backward_fills_no_zeros_for_outputs_without_gradients():
+    """The forward's new running statistics are outputs of the compiled autograd.Function (the
+    runtime copies them into the module's buffers); no gradient flows to them, and autograd
+    would fill a tensor of zeros for each before the backward (a kernel launch per statistic
+    per step) unless the Function says it takes ``None``."""
+    torch.manual_seed(0)
+    bn = torch.nn.Sequential(torch.nn.BatchNorm1d(5))
+    x = torch.randn(13, 5, requires_grad=True)
+    cf = aot_eager(fx.symbolic_trace(bn), [x])
+    loss = cf(x).sum()
+    ops = ops_run_by(loss.backward)
+    assert "aten::zeros" not in ops and "aten::zero_" not in ops, ops
+    ref_bn, ref_x = copy.deepcopy(bn), x.detach().clone().requires_grad_()
+    torch.testing.assert_close(x.grad, torch.autograd.grad(ref_bn(ref_x).sum(), ref_x)[0])
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_an_output_the_loss_does_not_use_gets_a_zero_gradient(backend):
+    """A differentiable output no gradient reaches arrives in the backward as ``None``: the
+    backward graph, traced with a tangent for it, gets zeros laid out as it was traced."""
+    def fn(a):
+        return a.sin() * 2, a.t().cos()  # the second: a transposed (non-contiguous) output
+
+    a = torch.randn(4, 6, requires_grad=True)
+    ref_a = a.detach().clone().requires_grad_()
+    first, _ = mc.compile(fn, backend=backend)(a)
+    first.sum().backward()
+    fn(ref_a)[0].sum().backward()
+    torch.testing.assert_close(a.grad, ref_a.grad)
+
+
 def test_batchnorm_functional_node_declares_its_five_outputs():
     """_native_batch_norm_legit_functional returns (out, save_mean, save_rstd, new running_mean,
     new running_var): its meta["val"] must say so (Inductor's lowering reads it)."""

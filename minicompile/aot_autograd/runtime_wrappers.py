@@ -36,8 +36,12 @@ def tangent_stride(out: torch.Tensor) -> tuple:
     return torch.empty_like(out, device="meta").stride()
 
 
-def as_tangent(grad: torch.Tensor, stride: tuple) -> torch.Tensor:
-    """An incoming gradient laid out as the backward graph was traced for it."""
+def as_tangent(grad: torch.Tensor | None, shape: torch.Size, stride: tuple,
+               dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """An incoming gradient laid out as the backward graph was traced for it; zeros for an
+    output no gradient reached (``None``: an output the loss does not use)."""
+    if grad is None:
+        return torch.empty_strided(shape, stride, dtype=dtype, device=device).zero_()
     if grad.stride() == stride:
         return grad
     return torch.empty_strided(grad.shape, stride, dtype=grad.dtype,
@@ -112,17 +116,22 @@ def make_training_wrapper(fw: Callable, bw: Callable, sig: GraphSignature,
             ctx.saved_sizes = saved[num_saved_tensors:]  # SymInt values: plain ints now
             user = outs[:num_fwd]
             # the layout the backward was traced with for each gradient (``joint.tangent_like``)
-            ctx.tangent_strides = [tangent_stride(o) for o, d in zip(user, differentiable) if d]
+            ctx.tangents = [(o.shape, tangent_stride(o), o.dtype, o.device)
+                            for o, d in zip(user, differentiable) if d]
             ctx.mark_non_differentiable(*[o for o, d in zip(user, differentiable)
                                           if isinstance(o, torch.Tensor) and not d])
+            # no zeros for the outputs no gradient reaches: left to itself, autograd fills one
+            # for every output, the non-differentiable ones too (a batch norm's new running
+            # statistics: three fill kernels per norm, each a launch, in every training step)
+            ctx.set_materialize_grads(False)
             return tuple(user)
 
         @staticmethod
         @torch.autograd.function.once_differentiable  # double backward: an error, never wrong
         def backward(ctx, *grad_outs):
             # one tangent per differentiable output, laid out as the backward was traced
-            tangents = [as_tangent(g, stride) for g, stride in zip(
-                [g for g, d in zip(grad_outs, differentiable) if d], ctx.tangent_strides)]
+            tangents = [as_tangent(g, *meta) for g, meta in zip(
+                [g for g, d in zip(grad_outs, differentiable) if d], ctx.tangents)]
             grads = bw(*ctx.saved_tensors, *ctx.saved_sizes, *tangents)
             return tuple(grads)
 
