@@ -643,6 +643,28 @@ def test_dynamic_int_feeding_a_factory_op_is_not_baked_in(backend):
     assert mc.metrics.eager_fallbacks == 0
 
 
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_batch_norm_training_with_symbolic_sizes(backend):
+    """Under symbolic sizes the Python dispatcher turns ``native_batch_norm`` into
+    ``_native_batch_norm_legit`` (which writes the running statistics): it decomposes the
+    same way, and compiles, for every batch and image size, with eager's running statistics."""
+    torch.manual_seed(0)
+    bn = torch.nn.BatchNorm2d(3)
+    ref = copy.deepcopy(bn)
+    compiled = mc.compile(bn, backend=backend, dynamic=True)
+    for shape in [(4, 3, 5, 7), (2, 3, 6, 6)]:
+        x = torch.randn(shape) * 2 + 5
+        a, b = x.clone().requires_grad_(), x.clone().requires_grad_()
+        out, want = compiled(a), ref(b)
+        out.square().sum().backward()
+        want.square().sum().backward()
+        torch.testing.assert_close(out, want, rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(a.grad, b.grad, rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(bn.running_var, ref.running_var)
+        torch.testing.assert_close(bn.running_mean, ref.running_mean)
+    assert mc.metrics.eager_fallbacks == 0
+
+
 NORMS_WITHOUT_RUNNING_STATS = {
     "instance_norm1d": lambda: (torch.nn.InstanceNorm1d(5), (3, 5, 7)),
     "instance_norm2d_affine": lambda: (torch.nn.InstanceNorm2d(6, affine=True), (2, 6, 5, 4)),

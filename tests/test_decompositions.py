@@ -128,6 +128,11 @@ SAMPLES = {
         # training without running statistics (InstanceNorm, track_running_stats=False)
         ((r(2, 3, 5, 4), r(3), r(3), None, None, True, 0.1, 1e-5), {}),
         ((noncontig(7, 3), None, None, None, None, True, 0.1, 1e-5), {})],
+    # what native_batch_norm becomes under the Python dispatcher (symbolic sizes)
+    aten._native_batch_norm_legit.default: lambda: [
+        ((r(2, 3, 5, 4), r(3), r(3), r(3), pos(3), False, 0.1, 1e-5), {})],
+    aten._native_batch_norm_legit.no_stats: lambda: [
+        ((r(2, 3, 5, 4), r(3), r(3), True, 0.1, 1e-5), {})],
     aten.native_batch_norm_backward.default: lambda: [
         _bn_eval_bw(), _bn_train_bw(r(3)), _bn_train_bw(None)],
     # GroupNorm: groups of channels, a channels-last input (which ATen's CUDA kernel refuses in

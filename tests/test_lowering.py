@@ -528,14 +528,23 @@ def test_mixed_reduction_stays_in_flat_chunks(a, compiled_graphs, monkeypatch):
     assert sympy.sympify(groups[0].numel) != a.shape[0] * a.shape[1], groups[0].describe()
 
 
-def test_batch_norm_training_splits_without_writing_its_centred_values(compiled_graphs,
-                                                                        monkeypatch):
-    """Batch norm's forward and backward with its statistics split (as on a GPU with few
-    channels): the forward is two split sums and one output kernel, the backward one kernel
-    for both sums (grad and grad * xhat), their second passes, and dx; x - mean is recomputed
-    where it is read, never written. Output and gradients equal eager's."""
+@pytest.fixture
+def gpu_reductions(monkeypatch):
+    """Reductions lowered as on a GPU: split where few outputs have long rows (16 programs
+    fill this device), and ``var_mean`` lowered whole (one Welford pass), not decomposed."""
+    from minicompile.inductor import backend
     from minicompile.inductor.lowerings import reductions
     monkeypatch.setattr(reductions, "device_programs", lambda device: 16)
+    monkeypatch.setattr(backend, "var_mean_on_cpu", lambda x, *args, **kwargs: NotImplemented)
+
+
+def test_batch_norm_training_splits_without_writing_its_centred_values(compiled_graphs,
+                                                                        gpu_reductions):
+    """Batch norm's forward and backward with its statistics split (as on a GPU with few
+    channels): the forward is one Welford pass over x (each chunk's mean and m2), the partials
+    combined, and one output kernel; the backward one kernel for both sums (grad and
+    grad * xhat), their second passes, and dx; x - mean is recomputed where it is read, never
+    written. Output and gradients equal eager's."""
     x = torch.randn(4, 8, 20, 20, requires_grad=True)
     w, b = torch.randn(8, requires_grad=True), torch.randn(8, requires_grad=True)
     grad = torch.randn(4, 8, 20, 20)
@@ -551,11 +560,50 @@ def test_batch_norm_training_splits_without_writing_its_centred_values(compiled_
     for g, t in zip(got, (x, w, b)):
         torch.testing.assert_close(g, t.grad, rtol=1e-4, atol=1e-4)
     forward, backward = ([g.kind for g in c.scheduler.kernel_groups] for c in compiled_graphs)
-    assert forward == ["reduction"] * 4 + ["pointwise"], forward
+    assert forward == ["reduction"] * 2 + ["pointwise"], forward
     assert backward == ["reduction"] * 3 + ["pointwise"], backward
-    statistics = compiled_graphs[0].scheduler.kernel_groups[:4]
+    statistics = compiled_graphs[0].scheduler.kernel_groups[:2]
     written = sum(int(g.write_bytes) for g in statistics)
     assert written < x.numel() * 4, [(g.stored, g.write_bytes) for g in statistics]
+
+
+WELFORD_SPLITS = {  # var_mean over few outputs with long rows, as a GPU splits it
+    "nchw": (torch.randn(4, 8, 20, 20), (0, 2, 3)),  # rows over H, W, then over N
+    "channels_last": (torch.randn(4, 8, 20, 20).to(memory_format=torch.channels_last),
+                      (0, 2, 3)),  # equal flat chunks, laid out split-major
+    "inner": (torch.randn(3, 4096), (1,)),
+    "full": (torch.randn(64, 512), (0, 1)),
+}
+
+
+@pytest.mark.parametrize("case", WELFORD_SPLITS)
+def test_var_mean_is_one_welford_pass_split_into_equal_chunks(case, compiled_graphs,
+                                                              gpu_reductions):
+    """``var_mean`` (a batch norm's statistics) reads its input once: each chunk's (mean, m2)
+    in one kernel, then the chunks combined with equal weights. The values sit at 1000 with a
+    spread of 1: a combine through sum(x^2) - n mean^2 would cancel away most digits."""
+    a, dims = WELFORD_SPLITS[case]
+    a = a * 1 + 1000
+
+    def fn(t):
+        return torch.var_mean(t, dims, correction=0, keepdim=case == "nchw")
+
+    for got, want in zip(mc.compile(fn)(a), fn(a.double())):
+        torch.testing.assert_close(got, want.float(), rtol=1e-5, atol=1e-4)
+    groups = compiled_graphs[-1].scheduler.kernel_groups
+    assert [g.kind for g in groups] == ["reduction", "reduction"], [g.describe() for g in groups]
+    assert int(groups[0].read_bytes) <= a.numel() * 4 + 4096, groups[0].describe()  # x once
+
+
+def test_var_mean_stays_whole_where_equal_chunks_do_not_divide_the_rows(compiled_graphs,
+                                                                        gpu_reductions):
+    """A row of 4099 (a prime) elements has no equal chunks; a masked lane would count as an
+    element of the last one: one Welford kernel."""
+    a = torch.randn(3, 4099) + 1000
+    fn = lambda t: torch.var_mean(t, 1)  # noqa: E731
+    for got, want in zip(mc.compile(fn)(a), fn(a.double())):
+        torch.testing.assert_close(got, want.float(), rtol=1e-5, atol=1e-4)
+    assert [g.kind for g in compiled_graphs[-1].scheduler.kernel_groups] == ["reduction"]
 
 
 def test_split_chunks_divide_the_rows_where_they_can():

@@ -117,18 +117,21 @@ def batch_norm_training(x, weight, bias, running_mean, running_var, momentum, ep
     shape, dims = _channel_shape(x), _reduce_dims(x)
     xf = upcast(x)
     n = numel_of(x, dims)
-    mean = aten.div.Tensor(aten.sum.dim_IntList(xf, dims, True), n)  # (1, C, 1, 1)
-    centered = aten.sub.Tensor(xf, mean)
-    var = aten.div.Tensor(aten.sum.dim_IntList(aten.mul.Tensor(centered, centered), dims, True), n)
+    # (1, C, 1, 1) each: one reduction that a compiler may lower in one pass over x (Welford's,
+    # as Inductor's lowering does), where mean then sum((x - mean)^2) would read x twice
+    var, mean = aten.var_mean.correction(xf, dims, correction=0, keepdim=True)
     rstd = aten.rsqrt.default(aten.add.Tensor(var, eps))  # (1, C, 1, 1)
-    out = aten.mul.Tensor(centered, rstd)
+    out = aten.mul.Tensor(aten.sub.Tensor(xf, mean), rstd)
     if weight is not None:
         out = aten.mul.Tensor(out, aten.view.default(weight, shape))
     if bias is not None:
         out = aten.add.Tensor(out, aten.view.default(bias, shape))
     channels = [x.shape[1]]
     if running_mean is not None:
-        unbiased = aten.mul.Tensor(var, n / max(n - 1, 1))
+        # n / (n - 1) as two steps: with symbolic sizes one fraction would be a size expression
+        # (training asks for n > 1 values a channel: F.batch_norm checks it)
+        unbiased = aten.div.Tensor(aten.mul.Tensor(var, n), max(n - 1, 1) if isinstance(n, int)
+                                   else n - 1)
         for running, batch in ((running_mean, mean), (running_var, unbiased)):
             new = aten.add.Tensor(aten.mul.Tensor(running, 1 - momentum),
                                   aten.mul.Tensor(aten.view.default(batch, channels), momentum))
@@ -178,6 +181,18 @@ def native_batch_norm(x, weight, bias, running_mean, running_var, training, mome
     if training or running_mean is None:
         return NotImplemented
     return batch_norm_inference(x, weight, bias, running_mean, running_var, momentum, eps)
+
+
+@register_decomposition(aten._native_batch_norm_legit.default)
+def native_batch_norm_legit(x, weight, bias, running_mean, running_var, training, momentum, eps):
+    """What ``native_batch_norm`` becomes under the Python dispatcher, which traces symbolic
+    sizes (torch/_decomp's kernel for it): the same op, the same decomposition."""
+    return native_batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps)
+
+
+@register_decomposition(aten._native_batch_norm_legit.no_stats)
+def native_batch_norm_legit_no_stats(x, weight, bias, training, momentum, eps):
+    return native_batch_norm(x, weight, bias, None, None, training, momentum, eps)
 
 
 @register_decomposition(aten.cudnn_batch_norm.default)

@@ -18,6 +18,26 @@ from ..decompositions import decomposition_table
 from .compile_fx import compile_fx_inner
 from .options import InductorOptions
 
+aten = torch.ops.aten
+
+
+def var_mean_on_cpu(x, *args, **kwargs):
+    """``var_mean`` decomposed on a CPU only. On a GPU it is lowered whole: one Welford
+    reduction, a single read of its input (a batch norm's statistics), split into equal chunks
+    where it has few outputs (``lowerings/reductions.split_welford``), where the decomposition
+    (the mean, then sum((x - mean)^2)) reads the input twice, in twice the kernels once split.
+    On a CPU the two vectorised passes stay: over a million elements a thread's sequential
+    Welford loses more to rounding than two sums."""
+    if x.device.type != "cpu":
+        return NotImplemented
+    return decomposition_table[aten.var_mean.correction](x, *args, **kwargs)
+
+
+def decompositions() -> dict:
+    """The decomposition table the backend traces with: the registered one, with ``var_mean``
+    left whole off the CPU."""
+    return {**decomposition_table, aten.var_mean.correction: var_mean_on_cpu}
+
 
 def inductor(gm: torch.fx.GraphModule, example_inputs: list, mode: str | None = None,
              options: dict | None = None) -> Callable:
@@ -29,7 +49,7 @@ def inductor(gm: torch.fx.GraphModule, example_inputs: list, mode: str | None = 
     # min-cut partitioning, as Inductor does: recompute cheap pointwise ops in the backward
     # instead of saving them, since fusion makes the recomputation almost free
     return aot_module_simplified(
-        gm, example_inputs, decompositions=decomposition_table, partition_fn="min_cut",
+        gm, example_inputs, decompositions=decompositions(), partition_fn="min_cut",
         fw_compiler=functools.partial(compile_graph, graph_kind="forward"),
         bw_compiler=functools.partial(compile_graph, graph_kind="backward"),
         inference_compiler=functools.partial(compile_graph, graph_kind="inference"))

@@ -250,7 +250,7 @@ def row_length(indices: list[sympy.Expr], numel: sympy.Expr,
             base, divisor = digit.args[0], digit.args[1]
             if var not in base.free_symbols:
                 continue
-            if base != var or not isinstance(divisor, sympy.Integer):
+            if base != var or not all(isinstance(a, sympy.Integer) for a in digit.args[1:]):
                 return None  # (xindex + 3) // 4, or a symbolic size
             if divisor > 1:
                 bounds.append(int(divisor))

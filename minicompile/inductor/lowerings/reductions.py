@@ -37,10 +37,11 @@ def _dims(x: IRNode, dims) -> list[int]:
     return sorted({d + n if d < 0 else d for d in dims})
 
 
-def make_reduction(x: IRNode, dims, keepdim: bool, reduction_type: str, dtype: torch.dtype,
-                   src_dtype: torch.dtype | None = None, body: Callable | None = None,
-                   output_index: int | None = None) -> Reduction:
-    """Reduce ``x`` (optionally transformed by ``body(value)``) over ``dims``."""
+def reduction_parts(x: IRNode, dims, keepdim: bool, src_dtype: torch.dtype | None = None,
+                    body: Callable | None = None) -> tuple[Callable, list, list, list, list]:
+    """``reduce(x, dims)``'s pieces: ``inner_fn(index, rindex)`` (x's element there, optionally
+    converted to ``src_dtype`` and transformed by ``body``), the output's ``ranges``, the
+    reduced ``rsizes``, and the reduced and kept dims."""
     size = x.get_size()
     dims = _dims(x, dims) if size else []
     kept = [d for d in range(len(size)) if d not in dims]
@@ -61,7 +62,15 @@ def make_reduction(x: IRNode, dims, keepdim: bool, reduction_type: str, dtype: t
             value = ops.to_dtype(value, src_dtype)
         return body(value) if body else value
 
-    rsizes = [size[d] for d in dims]
+    return inner_fn, ranges, [size[d] for d in dims], dims, kept
+
+
+def make_reduction(x: IRNode, dims, keepdim: bool, reduction_type: str, dtype: torch.dtype,
+                   src_dtype: torch.dtype | None = None, body: Callable | None = None,
+                   output_index: int | None = None) -> Reduction:
+    """Reduce ``x`` (optionally transformed by ``body(value)``) over ``dims``."""
+    src_dtype = src_dtype or x.get_dtype()
+    inner_fn, ranges, rsizes, dims, kept = reduction_parts(x, dims, keepdim, src_dtype, body)
     splits, outer = 1, False
     if output_index is None and reduction_type in SPLITTABLE:
         # (a device that never splits a reduction with several outputs, a CPU, needs no answer)
@@ -336,9 +345,77 @@ def max_min_dim(x, dim, keepdim=False):
 
 
 def var_mean_welford(x: IRNode, dims, keepdim: bool, dtype: torch.dtype):
-    """(mean, m2) buffers of x over dims, where m2 = sum((x - mean)^2)."""
+    """(mean, m2) buffers of x over dims, where m2 = sum((x - mean)^2), from one read of x."""
+    split = split_welford(x, dims, keepdim, dtype)
+    if split is not None:
+        return split
     return tuple(realize(make_reduction(x, dims, keepdim, "welford_reduce", dtype, dtype,
                                         output_index=k)) for k in (0, 1))
+
+
+def welford_partials(inner_fn: Callable, ranges: list, rsizes: list, dtype: torch.dtype):
+    """(mean, m2) of each row of ``inner_fn``: one kernel, two outputs."""
+    return tuple(realize(Reduction(device(), dtype, inner_fn, ranges, rsizes, "welford_reduce",
+                                   dtype, k)) for k in (0, 1))
+
+
+def split_welford(x: IRNode, dims, keepdim: bool, dtype: torch.dtype):
+    """On a GPU, a Welford reduction with few outputs over long rows (a batch norm's statistics
+    over N, H, W) split as a sum is (``make_reduction``): the (mean, m2) of equal chunks of each
+    row in one kernel, then those partials combined (``combine_equal_welford``). None where it
+    stays whole: a CPU, enough outputs, a 16-bit result, or chunks that would not be equal."""
+    inner_fn, ranges, rsizes, dims, kept = reduction_parts(x, dims, keepdim, dtype)
+    if dtype not in (torch.float32, torch.float64) or device_programs(device()) == 0:
+        return None
+    outer = bool(kept) and is_outer(x, dims, kept)
+    if split_count(ranges, rsizes, "sum", outer) <= 1:
+        return None
+    if outer and split_at_dims(x, dims, kept):  # rows over the trailing dims, then over those
+        trailing = [d for d in dims if d > max(kept)]
+        row_fn, row_ranges, row_sizes, _, _ = reduction_parts(x, trailing, True, dtype)
+        parts = welford_partials(row_fn, row_ranges, row_sizes, dtype)
+        loaders = [reduction_parts(p, dims, keepdim)[0] for p in parts]
+        return combine_equal_welford(*loaders, ranges, [parts[0].get_size()[d] for d in dims],
+                                     int(sympy.Mul(*row_sizes)), dtype)
+    n = int(sympy.Mul(*rsizes))
+    chunk = chunk_length(n, split_count(ranges, rsizes, "sum", outer))
+    if n % chunk:  # a masked lane of the last chunk would count as an element
+        return None
+    strides = [sympy.Mul(*rsizes[k + 1:]) for k in range(len(rsizes))]
+    where = 0 if outer else len(ranges)  # the split's position, as ``split_reduction``'s
+
+    def chunk_fn(index, rindex):
+        kept_index = list(index[:where]) + list(index[where + 1:])
+        return inner_fn(kept_index, unflatten_index(index[where] * chunk + rindex[0], rsizes,
+                                                    strides, 0))
+
+    chunk_ranges = list(ranges)
+    chunk_ranges.insert(where, sympy.Integer(n // chunk))
+    loads = [p.make_loader() for p in welford_partials(chunk_fn, chunk_ranges,
+                                                       [sympy.Integer(chunk)], dtype)]
+    at = [lambda index, rindex, load=load: load([*index[:where], rindex[0], *index[where:]])
+          for load in loads]
+    return combine_equal_welford(*at, ranges, [sympy.Integer(n // chunk)], chunk, dtype)
+
+
+def combine_equal_welford(mean_at: Callable, m2_at: Callable, ranges: list, rsizes: list,
+                          count: int, dtype: torch.dtype):
+    """Welford partials of ``count`` elements each, combined (Chan et al.'s merge with equal
+    weights): over the k partials of an output, mean = sum(mean_i) / k and
+    m2 = sum(m2_i) + count * sum((mean_i - mean)^2). Never sum(x^2) - n mean^2, which loses
+    every digit to cancellation where the mean is large against the spread."""
+    k = int(sympy.Mul(*rsizes))
+    mean = realize(Reduction(
+        device(), dtype, lambda i, r: ops.truediv(mean_at(i, r), ops.constant(float(k), dtype)),
+        ranges, rsizes, "sum", dtype))
+    mean_of = mean.make_loader()
+
+    def spread(index, rindex):
+        d = ops.sub(mean_at(index, rindex), mean_of(index))
+        return ops.add(m2_at(index, rindex), ops.mul(ops.mul(d, d),
+                                                     ops.constant(float(count), dtype)))
+
+    return mean, realize(Reduction(device(), dtype, spread, ranges, rsizes, "sum", dtype))
 
 
 def _var(m2, n, correction, dtype):
