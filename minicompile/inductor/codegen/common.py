@@ -25,6 +25,7 @@ import sympy
 
 from ..code_writer import CSE, IndentedBuffer  # noqa: F401  (the kernel writer, re-exported)
 from ..kernel_group import KernelGroup, KernelMember
+from ..sizevars import FloorDiv, ModularIndexing
 from ..virtualized import set_ops_handler
 
 
@@ -145,6 +146,27 @@ def emit_members(members: list[KernelMember], inner: Any, group: KernelGroup,
 # the loop variables of generated kernels (Triton's block indices, C++'s row loops); any other
 # symbol in an index is a size
 LOOP_VARIABLES = {"xindex", "rindex", "x0", "x1", "y0"}
+
+
+def digit_sizes(indices: list[sympy.Expr], var: sympy.Symbol,
+                strict: bool = True) -> list[int] | None:
+    """The sizes at which the indices cut ``var`` into digits, sorted: ``var // 512`` and
+    ``var % 512`` cut it at 512, ``ModularIndexing(var, 512, 7)`` at 512 and 3584. Across a
+    stretch of ``var`` aligned on all of them every index moves by one fixed step (a loop
+    boundary of the flat index: a row, a tile). ``strict``: None where ``var`` sits inside
+    other arithmetic (``(var + 3) // 4``) or a size is symbolic; else such sizes are skipped."""
+    sizes: set[int] = set()
+    for index in indices:
+        for digit in index.atoms(FloorDiv, ModularIndexing):
+            if var not in digit.args[0].free_symbols:
+                continue
+            points = digit.args[1:2] if isinstance(digit, FloorDiv) else \
+                (digit.args[1], digit.args[1] * digit.args[2])
+            plain = digit.args[0] == var
+            if strict and not (plain and all(p.is_Integer for p in points)):
+                return None
+            sizes.update(int(p) for p in points if plain and p.is_Integer and int(p) > 1)
+    return sorted(sizes)
 
 
 @functools.lru_cache(maxsize=1 << 14)

@@ -365,14 +365,13 @@ class CppKernel:
     def row_reductions(self, code: IndentedBuffer) -> None:
         phases = self.phases()
         if is_column_reduction(phases, self.ops.simplified, self.values):
-            tile = column_tile(self.ops.simplified, self.group.numel)
-            if tile is None:  # rows consecutive only in stretches too short for a tile
-                pass
-            elif any(e.has(FloorDiv, ModularIndexing) for e in self.ops.simplified):
+            tile = column_tile(self.ops.simplified, self.group.numel)  # None: stretches too short
+            if tile is not None and any(e.has(FloorDiv, ModularIndexing)
+                                        for e in self.ops.simplified):
                 # xindex = x0 + tile*x1: consecutive in stretches of a multiple of ``tile``
                 self.split(XINDEX, X0, X1, tile, self.group.numel)
-                return self.column_reductions(code, self.phases(), tile, split=True)
-            else:
+                return self.column_reductions(code, self.phases(), tile)
+            if tile is not None:
                 if block := self.vector_block(XINDEX, XBLOCK_START, "xend - xblock", XTILE):
                     self.fresh_ops(self.group.var_ranges())  # again, float16 in blocks
                     self.ops.block = block
@@ -426,7 +425,7 @@ class CppKernel:
         code.writeline("}")
 
     def column_reductions(self, code: IndentedBuffer, phases: list, tile: int = XTILE,
-                          simd: bool = True, split: bool = False) -> None:
+                          simd: bool = True) -> None:
         """Reductions down columns (a bias gradient: ``sum(grad[r, x] for r)``, row ``x`` at
         stride 1 across rows and a whole row apart along its own): the loop over ``rindex`` goes
         outside, a tile of ``XTILE`` rows inside, one accumulator per row of the tile in an array,
@@ -444,10 +443,12 @@ class CppKernel:
         Scans along rows run in the same order, ``tile`` rows (``SCAN_ROWS``) side by side
         and not vectorised (``simd``; ``cpp_loops.is_row_scan`` says why).
 
-        ``split``: the rows are consecutive in stretches (a channels-last ``mean((2, 3))``:
-        ``129600*(xindex / 64) + (xindex % 64)``), and the body was written over ``xindex =
-        x0 + tile*x1`` (``column_tile``): a tile is one stretch or part of one, ``x1`` is fixed
-        in it and its loads are ``x0``-consecutive, with no division in the inner loop."""
+        Where the rows are consecutive in stretches (a channels-last ``mean((2, 3))``:
+        ``129600*(xindex / 64) + (xindex % 64)``), the body was written over ``xindex =
+        x0 + tile*x1`` (``column_tile``, ``split``): a tile is one stretch or part of one, ``x1``
+        is fixed in it and its loads are ``x0``-consecutive, with no division in the inner
+        loop."""
+        split = XINDEX in self.ops.index_subs
         (_, loop), rows = phases[0], [p for _, p in phases[1:]]
         loop.body.lines[:0] = loop.hoisted.lines  # (the row changes in the inner loop here)
         decls = omp_accumulators(loop)

@@ -33,8 +33,7 @@ from typing import Any, Callable
 import sympy
 
 from ..kernel_group import RINDEX, XINDEX
-from ..sizevars import FloorDiv, ModularIndexing
-from .common import IndentedBuffer, local_stride, nearer_along
+from .common import IndentedBuffer, digit_sizes, local_stride, nearer_along
 from .cpp_keep import KeptValues
 from .cpp_math import LIBRARY_CALL, MATH_CALL
 from .cpp_ops import R0, R1, TILE, X0, X1
@@ -174,23 +173,14 @@ def column_tile(indices: list[sympy.Expr], numel: Any) -> int | None:
     dividing the sizes the indices divide ``xindex`` by (``xindex / 64``, ``xindex % 64``) and
     the number of rows (``XTILE`` where no index divides: the last tile may be short); None
     where that is below ``MIN_COLUMN_TILE`` or a size is symbolic."""
-    sizes = []
-    for index in indices:
-        for term in index.atoms(FloorDiv, ModularIndexing):
-            if XINDEX not in term.args[0].free_symbols:
-                continue
-            if term.args[0] != XINDEX:
-                return None  # xindex inside other arithmetic: not a plain stretch
-            points = term.args[1:2] if isinstance(term, FloorDiv) else \
-                (term.args[1], term.args[1] * term.args[2])
-            if not all(p.is_Integer for p in points):
-                return None
-            sizes += [int(p) for p in points if int(p) > 1]
+    sizes = digit_sizes(indices, XINDEX)
+    if sizes is None:
+        return None  # xindex inside other arithmetic: not a plain stretch
     if not sizes:  # consecutive throughout: any tile, the last one short
         return XTILE
     if not sympy.sympify(numel).is_Integer:
         return None
-    sizes.append(int(numel))  # (x1 = xindex / tile over whole tiles only)
+    sizes = [*sizes, int(numel)]  # (x1 = xindex / tile over whole tiles only)
     tile = XTILE
     while tile >= MIN_COLUMN_TILE and any(size % tile for size in sizes):
         tile //= 2
@@ -242,20 +232,9 @@ def row_length(indices: list[sympy.Expr], numel: sympy.Expr,
     ``% 1024`` and ``// 1024`` (a broadcast bias, a per-row mean; the batch and column of a
     reduction over dims 0 and 2) at every multiple of one length that divides ``numel``; within
     a row those indices are then consecutive or fixed."""
-    if not isinstance(sympy.sympify(numel), sympy.Integer):
-        return None
-    bounds = []
-    for index in indices:
-        for digit in index.atoms(FloorDiv, ModularIndexing):
-            base, divisor = digit.args[0], digit.args[1]
-            if var not in base.free_symbols:
-                continue
-            if base != var or not all(isinstance(a, sympy.Integer) for a in digit.args[1:]):
-                return None  # (xindex + 3) // 4, or a symbolic size
-            if divisor > 1:
-                bounds.append(int(divisor))
-            if isinstance(digit, ModularIndexing):
-                bounds.append(int(divisor * digit.args[2]))
+    bounds = digit_sizes(indices, var)
+    if bounds is None or not isinstance(sympy.sympify(numel), sympy.Integer):
+        return None  # (xindex + 3) // 4, or a symbolic size
     row = math.gcd(*bounds) if bounds else 0
     return row if row >= MIN_ROW and int(numel) % row == 0 and row < int(numel) else None
 

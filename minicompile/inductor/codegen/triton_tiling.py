@@ -23,8 +23,8 @@ from dataclasses import dataclass
 import sympy
 
 from ..kernel_group import XINDEX
-from ..sizevars import FloorDiv, ModularIndexing, simplify_index
-from .common import local_stride, nearer_along
+from ..sizevars import simplify_index
+from .common import digit_sizes, local_stride, nearer_along
 
 X0 = sympy.Symbol("x0", integer=True, nonnegative=True)  # position in the tile's contiguous dim
 Y0 = sympy.Symbol("y0", integer=True, nonnegative=True)  # which line of the tile
@@ -54,23 +54,6 @@ def _rewrite(index: sympy.Expr, ynumel: int, xnumel: int) -> sympy.Expr:
                           Tile(ynumel, xnumel).var_ranges())
 
 
-def split_points(indices: list[sympy.Expr]) -> list[int]:
-    """The sizes the indices divide ``xindex`` by: ``xindex // 512`` and ``xindex % 512`` (or
-    ``ModularIndexing(xindex, 512, 7)``) make 512 a loop boundary of the flat index."""
-    points: set[int] = set()
-    for index in indices:
-        for term in index.atoms(FloorDiv, ModularIndexing):
-            base, divisor = term.args[0], term.args[1]
-            if base == XINDEX and isinstance(term, FloorDiv) and divisor.is_number:
-                points.add(int(divisor))
-            elif base == XINDEX and isinstance(term, ModularIndexing):
-                modulus = term.args[2]
-                for point in (divisor, divisor * modulus):
-                    if point.is_number and point > 1:
-                        points.add(int(point))
-    return sorted(points)
-
-
 def choose_tile(indices: list[sympy.Expr], numel: sympy.Expr) -> Tile | None:
     """The tile where one access is contiguous along ``x0`` and another reads better along
     ``y0`` (``common.nearer_along``), or None
@@ -79,7 +62,7 @@ def choose_tile(indices: list[sympy.Expr], numel: sympy.Expr) -> Tile | None:
     numel = sympy.sympify(numel)
     if not numel.is_number:
         return None
-    for split in split_points(indices):
+    for split in digit_sizes(indices, XINDEX, strict=False):
         if int(numel) % split or split >= int(numel):
             continue
         tile = Tile(int(numel) // split, split)
