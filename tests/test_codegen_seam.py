@@ -46,6 +46,24 @@ def test_kernel_object_records_tile_members_and_locals():
     assert [p.kind for p in group.phases()] == ["loop", "loop", "loop"]
 
 
+@pytest.mark.parametrize("fn, kinds", [
+    # the mean's division (row code) comes between the two reductions in program order; the
+    # amax does not read it: one pass over the row for both
+    (lambda x: x.mean(1) + x.amax(1), ["loop", "row"]),
+    # the sum of squares reads the mean: a second pass; the amax, after it in the program,
+    # joins the first
+    (lambda x: (x - x.mean(1, keepdim=True)).square().sum(1) + x.amax(1),
+     ["loop", "loop", "row"]),
+], ids=["independent", "dependent"])
+def test_independent_reductions_of_a_row_share_one_loop(fn, kinds):
+    s = schedule_function(fn, torch.randn(6, 3000))
+    (group,) = s.kernel_groups
+    phases = group.phases()
+    assert [p.kind for p in phases] == kinds, group.describe()
+    first = {m.node.data.reduction_type for m in phases[0].members if m.is_reduction()}
+    assert first == {"sum", "max"}, group.describe()  # the mean's sum and the amax
+
+
 @pytest.mark.parametrize("fn, shape", [
     (lambda x: x - x.sum(1, keepdim=True).t(), (8, 8)),  # row j reads the sum of row j
     # a value read at another point (returned too, so it stays a buffer of its own)

@@ -181,6 +181,18 @@ def test_channels_last_pooling_reduces_down_columns_in_whole_stretches(channels,
         assert "xindex /" not in source and "xindex %" not in source, source
 
 
+def test_mean_and_max_pooling_of_channels_last_rows_in_one_pass_down_columns(graphs):
+    """``x.mean((2, 3))`` and ``x.amax((2, 3))`` of one channels-last image (a channel
+    attention's two poolings) are one loop over the image, down columns of C channels: the
+    mean's division, which comes between them in the program, runs after that loop (10x
+    slower than eager when the division split the loop in two and each became strided
+    rows)."""
+    x = torch.randn(4, 32, 9, 7).to(memory_format=torch.channels_last)
+    check(lambda x: x.mean((2, 3)) + x.amax((2, 3)), x, graphs=graphs, rtol=1e-5, atol=1e-5)
+    source = graphs[0].source
+    assert "xblock += 32)" in source and source.count("for (int64_t rindex") == 1, source
+
+
 def test_float16_column_reductions_convert_a_row_of_the_tile_at_a_time(graphs):
     """Down columns, each row of the tile is converted before the inner loop over the tile."""
     x = float16_values(300, 100)

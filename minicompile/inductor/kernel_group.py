@@ -142,18 +142,33 @@ class KernelGroup:
         return sorted(syms, key=str)
 
     def phases(self) -> list[Phase]:
-        """Members grouped into loops over the row and per-row code, in program order."""
+        """Members grouped into loops over the row and per-row code. Each member joins the
+        first phase of its kind that comes after what it reads: a loop after the loop whose
+        reduction it reads (or the per-row code it reads), per-row code after the loop of the
+        reductions it reads. So independent reductions of one row share one loop, wherever
+        the program put them: ``x.mean(1) + x.amax(1)`` is one pass over the row, though the
+        mean's division, per-row code, comes between the two in program order."""
         phases: list[Phase] = []
+        placed: dict[str, int] = {}  # member -> its phase
+        read, written = set(), set()  # by the members placed: buffers read, written in place
         for m in self.members:
             level = "loop" if m.level == "element" else "row"
-            last = phases[-1] if phases else None
-            if last is not None and last.kind == level and not (
-                    level == "loop" and m.read_names() & {  # (a scan's values are per element)
-                        n.get_name() for n in last.members if n.is_reduction()
-                        and not n.node.is_scan()}):
-                last.members.append(m)
-            else:
-                phases.append(Phase(level, [m]))
+            reads, writes = m.read_names(), set(m.node.get_mutation_names())
+            # a write in place keeps its place in the program among what touches that buffer
+            first = max(len(phases) - 1, 0) if writes & (read | written) or reads & written else 0
+            read, written = read | reads, written | writes
+            for name in reads & placed.keys():
+                p, dep = placed[name], self.member(name)
+                # a loop reads a row's reduction (not a scan: its values are per element) or
+                # row code only after them; code in the same phase before it, in that phase
+                after = phases[p].kind != level or (dep.is_reduction() and not dep.node.is_scan())
+                first = max(first, p + after)
+            k = next((k for k in range(first, len(phases)) if phases[k].kind == level), None)
+            if k is None:
+                k = len(phases)
+                phases.append(Phase(level))
+            phases[k].members.append(m)
+            placed[m.get_name()] = k
         return phases
 
     def describe(self) -> str:
