@@ -164,6 +164,10 @@ def global_avg_pool(x):
     return x.mean((2, 3))  # (N, C, H, W) -> (N, C)
 
 
+def mean_and_max_pool(x):
+    return x.mean((2, 3)) + x.amax((2, 3))  # a channel attention's two poolings (CBAM)
+
+
 def bias_gelu_tanh(x, b):
     return F.gelu(x + b, approximate="tanh")
 
@@ -387,6 +391,8 @@ MAKERS: dict[str, Callable[..., Workload]] = {
     "global_avg_pool": contiguous_image(global_avg_pool),
     # a squeeze-excite's pooling in a channels-last network: C contiguous, an outer reduction
     "global_avg_pool_nhwc": image(global_avg_pool),
+    # a channel attention's mean and max pooling of the same channels-last image: one pass
+    "mean_max_pool_nhwc": image(mean_and_max_pool),
     # activations and epilogues
     "bias_gelu_tanh": row_bias(bias_gelu_tanh),
     "bias_gelu_bf16": row_bias(bias_gelu, torch.bfloat16),
