@@ -150,6 +150,7 @@ class KernelGroup:
         mean's division, per-row code, comes between the two in program order."""
         phases: list[Phase] = []
         placed: dict[str, int] = {}  # member -> its phase
+        by_name = {m.get_name(): m for m in self.members}
         read, written = set(), set()  # by the members placed: buffers read, written in place
         for m in self.members:
             level = "loop" if m.level == "element" else "row"
@@ -158,7 +159,7 @@ class KernelGroup:
             first = max(len(phases) - 1, 0) if writes & (read | written) or reads & written else 0
             read, written = read | reads, written | writes
             for name in reads & placed.keys():
-                p, dep = placed[name], self.member(name)
+                p, dep = placed[name], by_name[name]
                 # a loop reads a row's reduction (not a scan: its values are per element) or
                 # row code only after them; code in the same phase before it, in that phase
                 after = phases[p].kind != level or (dep.is_reduction() and not dep.node.is_scan())

@@ -14,6 +14,7 @@ import types
 from typing import Any, Callable
 
 import torch
+from torch._library.custom_ops import CustomOpDef
 
 from ..exc import unimplemented
 from ..graph_break_hints import is_explicit_break
@@ -94,10 +95,7 @@ def graph_target(fn: Callable) -> Callable:
     """What a call of ``fn`` puts in the graph. An op made with ``torch.library.custom_op`` is a
     ``CustomOpDef`` whose call runs its ``OpOverload``: that is the node's target, as it is for
     any ATen op (AOT autograd, the fake kernel and the lowering's fallback all key on it)."""
-    custom = getattr(getattr(torch, "_library", None), "custom_ops", None)
-    if custom is not None and isinstance(fn, custom.CustomOpDef):
-        return fn._opoverload
-    return fn
+    return fn._opoverload if isinstance(fn, CustomOpDef) else fn
 
 
 class TorchVariable(KnownCallableVariable):

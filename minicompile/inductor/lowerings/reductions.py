@@ -368,7 +368,8 @@ def split_welford(x: IRNode, dims, keepdim: bool, dtype: torch.dtype):
     if dtype not in (torch.float32, torch.float64) or device_programs(device()) == 0:
         return None
     outer = bool(kept) and is_outer(x, dims, kept)
-    if split_count(ranges, rsizes, "sum", outer) <= 1:
+    splits = split_count(ranges, rsizes, "sum", outer)
+    if splits <= 1:
         return None
     if outer and split_at_dims(x, dims, kept):  # rows over the trailing dims, then over those
         trailing = [d for d in dims if d > max(kept)]
@@ -378,7 +379,7 @@ def split_welford(x: IRNode, dims, keepdim: bool, dtype: torch.dtype):
         return combine_equal_welford(*loaders, ranges, [parts[0].get_size()[d] for d in dims],
                                      int(sympy.Mul(*row_sizes)), dtype)
     n = int(sympy.Mul(*rsizes))
-    chunk = chunk_length(n, split_count(ranges, rsizes, "sum", outer))
+    chunk = chunk_length(n, splits)
     if n % chunk:  # a masked lane of the last chunk would count as an element
         return None
     strides = [sympy.Mul(*rsizes[k + 1:]) for k in range(len(rsizes))]
