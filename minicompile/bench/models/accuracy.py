@@ -4,7 +4,9 @@ PyTorch's benchmark harness, benchmarks/dynamo/common.py, uses for every model).
 float32 reorders sums when kernels fuse, so a compiled result may differ from eager's by more
 than a fixed tolerance and still be as right. The judge is then a third run in float64: the
 compiled result passes when its error against float64 is at most ``MULTIPLIER`` times eager's own
-float32 error (plus a little). bfloat16 keeps 8 bits of mantissa, so there the test is the
+float32 error (plus a little): 2, or 3 for a tensor of fewer than 1000 elements, a 1x1
+convolution's weight, or a model given a loose tolerance, where float32's rounding noise
+dominates the error (the rule of ``same()``'s ``get_multiplier``). bfloat16 keeps 8 bits of mantissa, so there the test is the
 cosine similarity of the flattened results.
 
     ok, why = same(expected, actual, fp64=reference, tol=1e-3)
@@ -15,6 +17,7 @@ from __future__ import annotations
 import torch
 
 MULTIPLIER = 2.0        # compiled float32 may be this many times less accurate than eager float32
+NOISY_MULTIPLIER = 3.0  # ... or this many, where rounding noise dominates (see multiplier())
 COSINE_MIN = 0.99       # bfloat16: cosine similarity of the flattened results
 
 
@@ -27,6 +30,14 @@ def cosine(ref: torch.Tensor, res: torch.Tensor) -> float:
     if a.norm() == 0 and b.norm() == 0:
         return 1.0
     return torch.nn.functional.cosine_similarity(a, b, dim=0, eps=1e-12).item()
+
+
+def multiplier(ref: torch.Tensor, tol: float) -> float:
+    """How many times eager's float32 error a compiled result may have: more where the error
+    is mostly noise (few elements: a norm's weight gradient; a 1x1 kernel; a loose tolerance)."""
+    noisy = (ref.numel() < 1000 or (ref.ndim == 4 and ref.shape[-1] == ref.shape[-2] == 1)
+             or tol >= 2e-2)
+    return NOISY_MULTIPLIER if noisy else MULTIPLIER
 
 
 def same_tensor(ref: torch.Tensor, res: torch.Tensor, fp64: torch.Tensor | None, tol: float,
@@ -47,7 +58,7 @@ def same_tensor(ref: torch.Tensor, res: torch.Tensor, fp64: torch.Tensor | None,
         return f"max abs difference {diff:.3g} > tol {tol:g}"
     fp64 = fp64.detach().cpu()
     res_error, ref_error = rmse(fp64, res), rmse(fp64, ref)
-    if res_error <= MULTIPLIER * ref_error + tol / 10:  # as wrong as eager float32, not more
+    if res_error <= multiplier(ref, tol) * ref_error + tol / 10:  # as wrong as eager float32, not more
         return None
     return (f"max abs difference {diff:.3g}; rmse against float64 {res_error:.3g}, eager's "
             f"{ref_error:.3g}")
