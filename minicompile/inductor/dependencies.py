@@ -363,12 +363,30 @@ _DIRECTIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # an entry
 def _direction(m) -> str | None:
     rvars = set(m.node.index_vars()[1])  # (the scheduler asks this of its fusion candidates)
     ways = set()
-    for dep in m.read_writes.reads:
+    for dep in _full_reads(m.read_writes.reads):
         strides = var_strides(dep) or {}
         unit = [v for v, stride in strides.items() if stride == 1]
         if unit:
             ways.add("rows" if unit[0] in rvars else "columns")
     return ways.pop() if len(ways) == 1 else None
+
+
+def visits_every_point(dep) -> bool:
+    """Does an indexed access touch a new element at every point of its loops? False for a
+    read broadcast over some loop of size > 1 (a per-row mean read by every element of its
+    row) and for a ``StarDep`` (no index)."""
+    if getattr(dep, "whole_view", False):
+        return False
+    loops = {v for v, size in dep.var_ranges if size != 1}
+    return loops <= dep.index.free_symbols
+
+
+def _full_reads(reads):
+    """The reads that visit every point of the loops, or all reads when none does. A read
+    broadcast over some loop (a per-row mean and inverse deviation in a column sum of ``(x -
+    mean) * rstd * grad``) touches few elements, which stay in cache, and runs the other way:
+    it is not what decides the direction."""
+    return [d for d in reads if visits_every_point(d)] or list(reads)
 
 
 def runs_along_rows(m) -> bool:

@@ -21,7 +21,9 @@ that visit the same elements in the same order. A producer stays a buffer when t
 it; consumers over the same loops keep reading it and the scheduler fuses them. A cheap producer
 (one input) with several readers is substituted into all of them, as Inductor leaves a pointwise
 node with several users unrealized: whichever kernels the readers end up in, none waits for a
-stored copy of it.
+stored copy of it. A producer whose one reader is a reduction is substituted when it reads at
+most two buffers in full (``sole_reduction_reader``): the two may visit their elements in
+different orders (a sum down columns of a row-major product) and then never share a kernel.
 
 Substitution has a bound, as Inductor's ``realize_*_threshold`` s have (torch/_inductor/config.py,
 ``has_large_inner_fn`` and ``should_realize_on_reuse`` in ir.py): without one, a recurrence's
@@ -38,6 +40,7 @@ from typing import Iterable, Sequence
 
 import sympy
 
+from .dependencies import visits_every_point
 from .ir import Buffer, ComputedBuffer, MemoryDep, Pointwise, inline_producers, substitutions
 from .loop_order import pick_loop_order
 from .sizevars import FloorDiv, ModularIndexing
@@ -102,10 +105,8 @@ def full_reads(producer: ComputedBuffer) -> set[str]:
     """The buffers ``producer`` reads at every point of its loops; not one it reads broadcast
     (an index without some loop variable of size > 1: a per-channel mean, a row's max), whose
     few elements stay in cache whichever kernel reads them."""
-    ranges = producer.get_read_writes().var_ranges
-    loops = {v for v, size in ranges.items() if size != 1}
     return {d.name for d in producer.get_read_writes().reads
-            if not isinstance(d, MemoryDep) or loops <= d.index.free_symbols}
+            if not isinstance(d, MemoryDep) or visits_every_point(d)}
 
 
 def recompute_everywhere(producer: ComputedBuffer, readers: list[Buffer]) -> bool:
@@ -118,6 +119,19 @@ def recompute_everywhere(producer: ComputedBuffer, readers: list[Buffer]) -> boo
     were written by the one kernel and read back by the other."""
     return (len(readers) > 1 and all(isinstance(r, ComputedBuffer) for r in readers)
             and len(full_reads(producer)) <= 1)
+
+
+def sole_reduction_reader(producer: ComputedBuffer, readers: list[Buffer]) -> bool:
+    """Substitute ``producer`` into its one reader, a reduction, even over the same loops? Yes
+    when it reads at most two buffers in full: in the reduction it costs at most two reads,
+    against a write and a read as a buffer. Over the same elements the two share a kernel
+    only when they visit them in one order; a sum over rows (a column sum) and its row-major
+    producer do not, and the producer then joins some other kernel that writes it. A layer
+    norm's weight gradient ``(grad * xhat).sum(0)``: the input gradient's kernel wrote
+    ``grad * xhat`` for the column sum to read back; substituted, the column sum reads grad and
+    x, and shares its read of grad with the bias gradient's ``grad.sum(0)``."""
+    return (len(readers) == 1 and isinstance(readers[0], ComputedBuffer)
+            and bool(readers[0].get_ranges()[1]) and len(full_reads(producer)) <= 2)
 
 
 # Inductor's names and defaults (CPU op count: ``realize_cpu_opcount_threshold`` is 50 and the
@@ -191,7 +205,8 @@ def inline_unfusable_producers(nodes: Sequence[Buffer],
             continue
         name = producer.get_name()
         readers = sorted(k for k in readers_of.get(name, ()) if k > pos and k not in dropped)
-        everywhere = recompute_everywhere(producer, [nodes[k] for k in readers])
+        everywhere = recompute_everywhere(producer, [nodes[k] for k in readers]) \
+            or sole_reduction_reader(producer, [nodes[k] for k in readers])
         inlined = [k for k in readers if isinstance(nodes[k], ComputedBuffer)
                    and (everywhere or not shares_loops(producer, nodes[k])
                         or (len(readers) == 1 and reads_permuted(producer, nodes[k])))

@@ -124,6 +124,8 @@ def is_column_reduction(phases: list, indices: list[sympy.Expr], values: KeptVal
     """One loop over the row, then per-row code only; plain accumulators (a sum, a max: an
     OpenMP reduction, a scalar); every index of the loop consecutive across rows and not along
     them: reductions down columns, which ``column_reductions`` loops over in the other order.
+    An index of ``rindex`` alone is one value for all the rows of a tile (a layer norm's
+    per-sample mean in its weight gradient, ``sum((x - mean[r]) * rstd[r] * grad, r)``).
     "Consecutive" is the step from one row to the next (``local_stride``), so a channels-last
     ``mean((2, 3))``, read at ``129600*(xindex / 64) + (xindex % 64) + 64*rindex``, counts: its
     rows are consecutive within each image (a tile crossing into the next image still reads
@@ -133,9 +135,9 @@ def is_column_reduction(phases: list, indices: list[sympy.Expr], values: KeptVal
         return False
     if omp_accumulators(phases[0][1]) is None:
         return False
-    along = [e for e in indices if RINDEX in e.free_symbols]
-    return bool(along) and all(
-        local_stride(e, XINDEX) == 1 and local_stride(e, RINDEX) != 1 for e in along)
+    down = [e for e in indices if {RINDEX, XINDEX} <= e.free_symbols]
+    return bool(down) and all(
+        local_stride(e, XINDEX) == 1 and local_stride(e, RINDEX) != 1 for e in down)
 
 
 def chunks_of_rows(code: IndentedBuffer, loop: Any, decls: list, rows_loop: IndentedBuffer,
