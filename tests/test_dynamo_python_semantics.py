@@ -7,7 +7,8 @@ wrong answer.
 Covers: generators run lazily (side effects when CPython has them: ``break``, ``next``,
 ``any``, ``zip``, ``list.extend``/``deque.extendleft`` growing while the generator reads them),
 grad mode switched by a call and carried across a graph break, ``obj.__dict__`` after a store,
-argument checking of builtin methods, ``nn.Module`` attribute resolution order, and the RNG
+argument checking of builtin methods, ``nn.Module`` attribute resolution order, attribute
+hooks written in Python (``__getattribute__``, ``__setattr__``, properties) and the RNG
 state."""
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def _norm(value):
         return (type(value).__name__, [_norm(v) for v in value])
     if isinstance(value, dict):
         return ("dict", [(k, _norm(v)) for k, v in value.items()])
-    if isinstance(value, (Plain, Settings)):
+    if isinstance(value, (Plain, Settings, StrictConfig, Scaled)):
         return (type(value).__name__, _norm(vars(value)))
     if isinstance(value, types.FunctionType):  # made on each call: compared by its code
         return ("function", value.__code__)
@@ -509,6 +510,106 @@ def case_empty_instance_of_a_class_with_its_own_setattr():
     return fn, (torch.ones(3),), []
 
 
+# -- attribute hooks written in Python: __getattribute__, __setattr__, property setters ---------
+class StrictConfig:
+    """A config as huggingface_hub's strict dataclasses make one (transformers' configs): its
+    ``__setattr__`` validates (and here also rescales) a value before ``super().__setattr__``
+    stores it; its ``__getattribute__`` maps an alias to the attribute it stands for."""
+
+    attribute_map = {"hidden": "width"}
+
+    def __init__(self):
+        self.width, self.sizes = 3, [1, 2]
+
+    def __setattr__(self, name, value):
+        if name == "width" and value < 0:
+            raise ValueError(f"width must be positive, got {value}")
+        if name == "scaled":
+            value = value * 10
+        super().__setattr__(name, value)
+
+    def __getattribute__(self, name):
+        if name != "attribute_map" and name in super().__getattribute__("attribute_map"):
+            name = super().__getattribute__("attribute_map")[name]
+        return super().__getattribute__(name)
+
+
+class Scaled:
+    """A property with a setter: ``obj.v = ...`` runs the setter, never the instance dict."""
+
+    def __init__(self):
+        self.v = 2
+
+    @property
+    def v(self):
+        return self._v
+
+    @v.setter
+    def v(self, value):
+        self._v = value * 10
+
+
+def case_deepcopy_of_an_object_with_attribute_hooks():
+    import copy
+    cfg = StrictConfig()
+
+    def fn(x):
+        c = copy.deepcopy(cfg)
+        c.width = 5  # through the class's __setattr__, on the copy only
+        c.scaled = 2
+        c.sizes.append(7)
+        return x * c.hidden + c.scaled + len(c.sizes), c, cfg  # the original is untouched
+    return fn, (torch.ones(3),), []
+
+
+def case_setattr_hook_rejects_a_value():
+    def fn(x):
+        c = StrictConfig()
+        try:
+            c.width = -1
+        except ValueError as e:
+            return x + c.hidden, str(e)
+        return x, "stored"
+    return fn, (torch.ones(3),), []
+
+
+def case_hasattr_and_getattr_through_getattribute():
+    def fn(x):
+        c = StrictConfig()
+        setattr(c, "scaled", 4)
+        delattr(c, "sizes")
+        return (x * getattr(c, "hidden") + c.scaled, hasattr(c, "hidden"), hasattr(c, "sizes"),
+                getattr(c, "depth", None), c)
+    return fn, (torch.ones(3),), []
+
+
+def case_setattr_hook_on_an_outside_object():
+    cfg = StrictConfig()
+
+    def fn(x):
+        cfg.scaled = 3  # the hook ran while tracing: replayed as object.__setattr__, once
+        cfg.width = cfg.hidden + 1
+        return x * cfg.scaled + cfg.hidden, cfg
+    return fn, (torch.ones(3),), []
+
+
+def case_property_setter_on_an_object_built_in_the_frame():
+    def fn(x):
+        s = Scaled()
+        s.v = s.v + 1  # 20 + 1, stored as 210 by the setter
+        return x + s.v, s
+    return fn, (torch.ones(3),), []
+
+
+def case_getattr_after_a_store_to_an_outside_object():
+    p = Plain()
+
+    def fn(x):
+        p.a = 5  # not in the real object until the replay: getattr must read the store
+        return x + getattr(p, "a") + getattr(p, "missing", 0), p
+    return fn, (torch.ones(3),), []
+
+
 # -- random number generator state --------------------------------------------------------------
 def case_rng_state_replayed():
     def fn(x):
@@ -643,6 +744,85 @@ def test_deepcopy_of_a_plain_object_is_traced_without_a_break(make_case):
     fn, args, _ = make_case()
     out = mc.explain(fn)(*args)
     assert (out.graph_count, out.graph_break_count) == (1, 0), out.break_reasons
+
+
+HOOK_CASES = [case_deepcopy_of_an_object_with_attribute_hooks, case_setattr_hook_rejects_a_value,
+              case_hasattr_and_getattr_through_getattribute,
+              case_setattr_hook_on_an_outside_object,
+              case_property_setter_on_an_object_built_in_the_frame,
+              case_empty_instance_of_a_class_with_its_own_setattr]
+
+
+@pytest.mark.parametrize("make_case", HOOK_CASES, ids=lambda c: c.__name__[5:])
+def test_attribute_hooks_in_python_are_traced_without_a_break(make_case):
+    """A class's ``__getattribute__`` and ``__setattr__`` written in Python are inlined, as
+    real Dynamo does: on every attribute read (methods too) and store, with their
+    ``object.__getattribute__`` / ``super().__setattr__`` reaching object's own lookup and
+    store; ``object.__new__`` of such a class and its ``__reduce_ex__`` (``copy.deepcopy``) are
+    modelled. Each frame is one graph (before: a break at ``__reduce_ex__``, at
+    ``object.__new__`` and at each store); the values are checked against CPython above."""
+    fn, args, _ = make_case()
+    out = mc.explain(fn)(*args)
+    assert (out.graph_count, out.graph_break_count) == (1, 0), out.break_reasons
+
+
+def test_a_copied_config_follows_the_original_across_calls():
+    """The deep copy reads the original's attributes past its ``__getattribute__``
+    (``object.__getattribute__(cfg, '__dict__')``), under guards: changing the original after
+    compiling must change the answer, as in eager (a copy folded into the trace would not)."""
+    import copy
+    cfg = StrictConfig()
+
+    def fn(x):
+        return x * copy.deepcopy(cfg).hidden
+    x = torch.randn(3)
+    mc.reset()
+    compiled = mc.compile(fn)
+    for width in (3, 3, 7, 2):
+        cfg.width = width
+        torch.testing.assert_close(compiled(x), fn(x))
+
+
+class AliasWithFallback(StrictConfig):
+    def __getattr__(self, name):
+        return 0
+
+
+def test_a_getattribute_with_a_getattr_fallback_breaks_with_its_reason():
+    """The fallback to ``__getattr__`` when a traced ``__getattribute__`` raises is not
+    modelled: the read breaks the graph, saying so, and the frame's answer is still eager's."""
+    obj = AliasWithFallback()
+
+    def fn(x):
+        return x * obj.hidden + obj.anything
+    x = torch.randn(3)
+    mc.reset()
+    out = mc.explain(fn)(x)
+    assert out.graph_break_count >= 1
+    assert "__getattr__" in str(out.break_reasons[0].reason)
+    torch.testing.assert_close(mc.compile(fn)(x), fn(x))
+
+
+def test_a_counter_answers_a_missing_key_through_its_missing():
+    """``dict.__getitem__`` of a subclass asks the class's ``__missing__`` for a missing key
+    (``Counter``'s 0): a read that raised KeyError while tracing broke the whole call. An
+    outside Counter (guarded) and one built in the frame and updated with ``+=``."""
+    outside = collections.Counter(a=1)
+
+    def read(x):
+        return x * (outside["a"] + outside["zz"] + 1)
+
+    def count(x):
+        seen = collections.Counter()
+        seen["k"] += 2
+        return x + seen["k"] + seen["q"]
+    x = torch.randn(3)
+    for fn in (read, count):
+        mc.reset()
+        out = mc.explain(fn)(x)
+        assert (out.graph_count, out.graph_break_count) == (1, 0), out.break_reasons
+        torch.testing.assert_close(mc.compile(fn)(x), fn(x))
+    assert outside == collections.Counter(a=1)  # reading a missing key inserts nothing
 
 
 class E:

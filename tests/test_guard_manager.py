@@ -22,16 +22,31 @@ def _reset():
     mc.reset()
 
 
+class Counted:
+    """An attribute that counts its reads (a data descriptor: a read through ``getattr``, a
+    guard's included, calls ``__get__``). Not a ``__getattribute__`` hook: the tracer runs such
+    a hook while tracing, and guards read past it, as real Dynamo's do."""
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        obj.reads[self.name] += 1
+        return obj.__dict__[self.name]
+
+    def __set__(self, obj, value):
+        obj.__dict__[self.name] = value
+
+
 class Config:
     """A config object that counts the reads of each of its attributes."""
+    scale, shift = Counted(), Counted()
 
     def __init__(self):
-        self.scale, self.shift, self.reads = 2.0, True, collections.Counter()
-
-    def __getattribute__(self, name):
-        if name not in ("reads", "__dict__", "__class__"):
-            object.__getattribute__(self, "reads")[name] += 1
-        return object.__getattribute__(self, name)
+        self.reads = collections.Counter()
+        self.scale, self.shift = 2.0, True
 
 
 class Block(torch.nn.Module):

@@ -23,7 +23,8 @@ from .variables.dicts import ConstDictVariable, UserDefinedDictVariable
 from .variables.hashable import dict_key
 from .variables.functions import ClosureCell
 from .variables.lists import ListVariable, SetVariable, SliceVariable, TupleVariable
-from .variables.misc import SuperVariable, UserDefinedObjectVariable
+from .variables.misc import SuperVariable
+from .variables.user_defined import UserDefinedObjectVariable
 from .variables.nn_module import NNModuleVariable
 
 # Objects whose attribute stores are recorded and replayed (side_effects.py).
@@ -137,8 +138,9 @@ class CellVariable(ConstantVariable):
 @handler("LOAD_ATTR")  # dis#opcode-LOAD_ATTR
 def LOAD_ATTR(tx: Tx, inst: Inst) -> None:
     obj = tx.pop()
+    # (a user object's own lookup reads what the frame stored, after its class's hook)
     stored = tx.output.side_effects.load_attr(obj.identity(), inst.argval) \
-        if isinstance(obj, ATTR_STORE_TYPES) else None
+        if isinstance(obj, NNModuleVariable) else None
     if stored is DELETED:
         raise ObservedException(AttributeError(inst.argval))
     tx.push(stored if stored is not None else obj.var_getattr(tx, inst.argval))
@@ -164,19 +166,12 @@ def LOAD_SUPER_ATTR(tx: Tx, inst: Inst) -> None:
 @handler("STORE_ATTR")  # dis#opcode-STORE_ATTR: TOS.name = TOS1, replayed after the graph
 def STORE_ATTR(tx: Tx, inst: Inst) -> None:
     obj, value = tx.pop(), tx.pop()
-    if isinstance(obj, UserDefinedObjectVariable) and obj.attrs is not None:
-        obj.store_attr(inst.argval, value)  # an object built while tracing (Calc(5))
-        return
-    if isinstance(obj, UserDefinedDictVariable) and obj.attrs is not None:
+    if isinstance(obj, UserDefinedObjectVariable) or (
+            isinstance(obj, UserDefinedDictVariable) and obj.attrs is not None):
         obj.store_attr(tx, inst.argval, value)  # through the class's __setattr__, if any
         return
     if not isinstance(obj, ATTR_STORE_TYPES) or obj.source is None:
         unimplemented(f"assigning attribute {inst.argval!r} of {obj}")
-    if isinstance(obj, UserDefinedObjectVariable) and \
-            type(obj.value).__setattr__ is not object.__setattr__:
-        unimplemented(f"assigning attribute {inst.argval!r} of a {type(obj.value).__name__}, "
-                      "whose class has its own __setattr__ (the trace would read back the value "
-                      "given, not what __setattr__ stores)")
     if isinstance(value, NNModuleVariable) or isinstance(
             getattr(value, "example_value", None), torch.nn.Parameter):
         unimplemented(f"assigning a module or parameter to .{inst.argval} (changes the module)")
@@ -186,9 +181,8 @@ def STORE_ATTR(tx: Tx, inst: Inst) -> None:
 @handler("DELETE_ATTR")  # dis#opcode-DELETE_ATTR: del TOS.name, replayed after the graph
 def DELETE_ATTR(tx: Tx, inst: Inst) -> None:
     obj = tx.pop()
-    if isinstance(obj, UserDefinedObjectVariable) and obj.attrs is not None:
-        if obj.attrs.pop(inst.argval, None) is None:  # an object built while tracing
-            raise ObservedException(AttributeError(inst.argval))
+    if isinstance(obj, UserDefinedObjectVariable):
+        obj.delete_attr(tx, inst.argval)
         return
     if not isinstance(obj, ATTR_STORE_TYPES) or obj.source is None:
         unimplemented(f"deleting attribute {inst.argval!r} of {obj}")

@@ -47,6 +47,8 @@ REPLAY = {
     "delitem": lambda target, m, args: f"del {target}[{args[0]}]",
     "setattr": lambda target, m, args: (f"{target}.{m.name} = {args[0]}" if is_identifier(m.name)
                                         else f"setattr({target}, {m.name!r}, {args[0]})"),
+    "object_setattr": lambda target, m, args:  # past the class's __setattr__, traced already
+        f"object.__setattr__({target}, {m.name!r}, {args[0]})",
     "delattr": lambda target, m, args: (f"del {target}.{m.name}" if is_identifier(m.name)
                                         else f"delattr({target}, {m.name!r})"),
     "global": lambda target, m, args: f"globals()[{m.name!r}] = {args[0]}",
@@ -119,11 +121,12 @@ class SideEffects:
         self.mutations.append(Mutation(STATEMENT_FORMS.get(name, "method"), vt, name,
                                        list(args), dict(kwargs)))
 
-    def store_attr(self, obj_vt, obj: Any, name: str, value_vt) -> None:
+    def store_attr(self, obj_vt, obj: Any, name: str, value_vt, kind: str = "setattr") -> None:
+        """``obj.name = value``, replayed as ``kind`` (a key of REPLAY)."""
         self._check(obj_vt, f"setting .{name}")
         self._keepalive.append(obj)
         self._attrs[(id(obj), name)] = value_vt
-        self.mutations.append(Mutation("setattr", obj_vt, name, [value_vt]))
+        self.mutations.append(Mutation(kind, obj_vt, name, [value_vt]))
 
     def delete_attr(self, obj_vt, obj: Any, name: str) -> bool:
         """``del obj.name``; False (nothing recorded) when there is no such attribute."""

@@ -90,6 +90,18 @@ class AttrSource(ChainedSource):
 
 
 @dataclass(frozen=True)
+class GenericAttrSource(ChainedSource):
+    """``object.__getattribute__(obj, 'x')``: an attribute read past the class's own
+    ``__getattribute__``, which the trace inlined (real Dynamo's ``GenericAttrSource``)."""
+
+    base: Source
+    member: str
+
+    def read(self, base: str) -> str:
+        return f"object.__getattribute__({base}, {self.member!r})"
+
+
+@dataclass(frozen=True)
 class TypeSource(ChainedSource):
     """``type(obj)``: where a method of a user object is looked up (``type(L['c']).go``)."""
 

@@ -32,13 +32,14 @@ from .functions import (CACHING_DECORATORS, CachingDecoratorVariable, FunctoolsP
                         UserFunctionVariable, UserMethodVariable)
 from .lists import (ListVariable, NamedTupleVariable, RangeVariable, SetVariable, SizeVariable,
                     SliceVariable, TupleVariable)
-from .misc import GradModeVariable, PythonModuleVariable, UserDefinedObjectVariable
+from .misc import GradModeVariable, PythonModuleVariable
 from .nn_module import NNModuleVariable
 from .optimizer import OptimizerVariable
 from .symnode import SymNodeVariable, symbolic_size
 from .tensor import TensorVariable
 from .torch import (AutogradFunctionVariable, TorchVariable, is_function_apply, is_function_class,
                     is_torch_callable)
+from .user_defined import UserDefinedObjectVariable
 
 
 # torch classes whose call the trace understands (others are constants, e.g. for isinstance)
@@ -56,11 +57,12 @@ def _is_builtin(value: Any) -> bool:
 def _plain_key(value: Any) -> bool:
     """A key of a dict (member of a set) from outside the frame that the keys guard pins by
     ``==`` alone: a constant, or an object that is equal only to itself (a function, a builtin,
-    a module, an ``nn.Module``, a tensor: see hashable.py)."""
+    a module, an ``nn.Module``, a tensor, a typing form such as ``typing.Union``: see
+    hashable.py)."""
     return is_constant(value) or isinstance(value, (types.FunctionType, types.ModuleType,
                                                     types.BuiltinFunctionType)) \
-        or (isinstance(value, (torch.nn.Module, torch.Tensor))
-            and hashed_by_identity(type(value)))
+        or ((isinstance(value, (torch.nn.Module, torch.Tensor))
+             or type(value).__module__ == "typing") and hashed_by_identity(type(value)))
 
 
 def _unwrap_compiled(value: Any) -> Any:

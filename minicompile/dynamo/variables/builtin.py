@@ -30,10 +30,11 @@ from .functions import BaseUserFunctionVariable, FunctoolsPartialVariable, UserM
 from .iter import ITER_HANDLERS
 from .lists import (BaseListVariable, LazyIteratorVariable, ListIteratorVariable, ListVariable,
                     RangeVariable, SetVariable, TupleVariable, iterate)
-from .misc import GetAttrVariable, SuperVariable, UserDefinedObjectVariable, user_compare
+from .misc import GetAttrVariable, SuperVariable
 from .nn_module import NNModuleVariable
 from .symnode import SymNodeVariable, symbolic_builtin
 from .tensor import TensorVariable, call_op
+from .user_defined import UserDefinedObjectVariable, user_compare
 
 # Builtins that have side effects or need real objects: never run them on constants while tracing.
 NOT_FOLDABLE = {print, input, open, id, setattr, delattr, exec, eval, globals, locals, vars,
@@ -333,6 +334,21 @@ def _getattr(tx, obj, name, *default):
     return obj.var_getattr(tx, _const(name))
 
 
+def _setattr(tx, obj, name, value):
+    """``setattr(obj, name, value)`` on a user object: as ``obj.name = value`` (STORE_ATTR)."""
+    if not isinstance(obj, UserDefinedObjectVariable):
+        return None
+    obj.store_attr(tx, _const(name), value)
+    return ConstantVariable(None)
+
+
+def _delattr(tx, obj, name):
+    """``delattr(obj, name)`` on a user object: as ``del obj.name`` (DELETE_ATTR)."""
+    if not isinstance(obj, UserDefinedObjectVariable):
+        return None
+    return obj.delete_attr(tx, _const(name))
+
+
 def _real_value(tx, obj) -> Any:
     """The real object behind ``obj`` (a tensor input's real tensor), or None."""
     if isinstance(obj, TensorVariable):
@@ -346,6 +362,10 @@ def _real_value(tx, obj) -> Any:
 def _hasattr(tx, obj, name):
 
     name = _const(name)
+    if isinstance(obj, UserDefinedObjectVariable):  # through the class's own __getattribute__
+        traced = obj.traced_hasattr(tx, name)
+        if traced is not None:
+            return traced
     if name in (getattr(obj, "attrs", None) or {}):  # set by the code traced so far
         return ConstantVariable(True)
     stored = tx.output.side_effects.load_attr(obj.identity(), name)
@@ -441,6 +461,18 @@ def _exception_text(fn: Callable) -> Callable:
     return fold
 
 
+def _object_method(name: str) -> Callable:
+    """``object.__setattr__(obj, ...)`` / ``object.__getattribute__(obj, ...)``: object's own
+    store or lookup on a tracker that models it (what a class's hook ends with); None (not
+    handled) for anything else."""
+
+    def call(tx, obj, *args):
+        call_base = getattr(obj, "call_base_method", None)
+        return call_base(tx, name, list(args), {}) if call_base is not None else None
+
+    return call
+
+
 def _object_new(tx, cls=None, *args, **kwargs):
     """``object.__new__(C)`` (``C.__new__(C)``, ``copyreg.__newobj__`` in ``copy.deepcopy``'s
     reconstruction): for a plain user class, an empty object built while tracing, whose
@@ -451,8 +483,8 @@ def _object_new(tx, cls=None, *args, **kwargs):
     if not is_plain_user_class(klass) or args or kwargs:
         name = getattr(klass, "__name__", "an unknown class")
         unimplemented(f"object.__new__({name}): only a plain Python class's empty instance is "
-                      "built while tracing (this one has its own __new__, __setattr__ or "
-                      "__getattribute__, or is built in C)")
+                      "built while tracing (this one has its own __new__, __getattr__ or "
+                      "__delattr__, a hook in C, or is built in C)")
     return UserDefinedObjectVariable(object.__new__(klass), None, attrs={})
 
 
@@ -474,10 +506,11 @@ HANDLERS: dict[Callable, Callable] = {
     builtins.set: _set(set), builtins.frozenset: _set(frozenset), functools.reduce: _reduce,
     builtins.min: _min_max(min), builtins.max: _min_max(max), builtins.all: _all_any(all),
     builtins.any: _all_any(any), builtins.sorted: _sorted, builtins.getattr: _getattr, builtins.hasattr: _hasattr,
-    builtins.type: _type, builtins.callable: _callable, builtins.super: _super,
+    builtins.setattr: _setattr, builtins.delattr: _delattr, builtins.type: _type, builtins.callable: _callable, builtins.super: _super,
     builtins.print: _print, builtins.id: _id, builtins.bool: lambda tx, v=None: _truth(tx, v) if v else None,
     operator.eq: user_compare("__eq__"), operator.ne: user_compare("__ne__"),  # user __eq__
-    object.__new__: _object_new,
+    object.__new__: _object_new, object.__setattr__: _object_method("__setattr__"),
+    object.__getattribute__: _object_method("__getattribute__"),
 }
 
 HANDLERS.update(ITER_HANDLERS)  # itertools, operator.itemgetter & co (iter.py)
@@ -486,4 +519,5 @@ HANDLERS.update(ITER_HANDLERS)  # itertools, operator.itemgetter & co (iter.py)
 BUILTIN_CALLABLES = {v for v in vars(builtins).values() if callable(v)} | \
     {v for v in vars(operator).values() if callable(v)} | \
     {v for v in vars(math).values() if callable(v)} | {functools.reduce} | set(ITER_HANDLERS) | \
-    {sys.getrecursionlimit}  # read by inspect.unwrap (a bound, folded as a constant)
+    {sys.getrecursionlimit} | \
+    {object.__setattr__, object.__getattribute__}  # a hook's own reference to object's slot

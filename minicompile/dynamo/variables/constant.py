@@ -35,18 +35,26 @@ FOLDED_CLASSES = {torch.finfo, torch.iinfo, torch.device}
 def is_plain_user_class(cls: Any) -> bool:
     """A class written in Python whose instances are plain objects: a metaclass that does not
     change how instances are made (``type``, or ``abc.ABCMeta`` of a ``Sequence`` subclass: no
-    ``__call__`` of its own), ``object.__new__``, ordinary attribute access. ``Calc(5)`` of such
-    a class is built while tracing (its ``__init__`` inlined); anything fancier runs natively."""
+    ``__call__`` of its own), ``object.__new__``, attribute access that is object's or hooks
+    written in Python (``__getattribute__``, ``__setattr__``: the tracer inlines them) and no
+    ``__getattr__`` or ``__delattr__``. ``Calc(5)`` of such a class is built while tracing (its
+    ``__init__`` inlined); anything fancier runs natively."""
     if not isinstance(cls, type) or type(cls).__call__ is not type.__call__ \
             or cls.__module__ == "builtins":
         return False
     if cls.__module__.split(".")[0] == "torch" or issubclass(cls, BaseException):
         return False
-    plain = (cls.__new__ is object.__new__ and cls.__setattr__ is object.__setattr__
-             and cls.__getattribute__ is object.__getattribute__
+    plain = (cls.__new__ is object.__new__ and cls.__delattr__ is object.__delattr__
+             and all(_object_or_python(cls, hook) for hook in ("__getattribute__", "__setattr__"))
              and inspect.getattr_static(cls, "__getattr__", None) is None)
     init = inspect.getattr_static(cls, "__init__")
     return plain and (init is object.__init__ or isinstance(init, types.FunctionType))
+
+
+def _object_or_python(cls: type, hook: str) -> bool:
+    """Is ``cls``'s attribute hook ``object``'s own, or a function written in Python?"""
+    found = inspect.getattr_static(cls, hook)
+    return found is getattr(object, hook) or isinstance(found, types.FunctionType)
 
 
 def python_class_method(cls: Any, name: str) -> Any:
@@ -182,7 +190,7 @@ def _fold_class(tx, cls, args, kwargs) -> VariableTracker:  # torch.finfo(torch.
 
 
 def _user_object(tx, cls, args, kwargs) -> VariableTracker:
-    from .misc import UserDefinedObjectVariable
+    from .user_defined import UserDefinedObjectVariable
 
     return UserDefinedObjectVariable.construct(tx, cls, args, kwargs)
 
@@ -318,7 +326,7 @@ def _user_exception(tx, cls, args, kwargs) -> VariableTracker:
     arguments (its ``args``), with a Python ``__init__`` inlined into its attributes, as a
     plain user object's is."""
     from .functions import UserMethodVariable
-    from .misc import UserDefinedObjectVariable
+    from .user_defined import UserDefinedObjectVariable
 
     real_args = tuple(a.as_python_constant() for a in args)
     # ``args`` kept with the attributes: the object is rebuilt from them if it escapes the frame

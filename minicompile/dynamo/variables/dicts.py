@@ -15,7 +15,8 @@ from .base import VariableTracker
 from .constant import ConstantVariable
 from .hashable import HashableTracker, dict_key, key_constant, key_expr, key_tracker
 from .lists import ListVariable, TupleVariable
-from .misc import BaseMethodVariable, UserDefinedObjectVariable
+from .misc import BaseMethodVariable
+from .user_defined import UserDefinedObjectVariable
 
 
 class ConstDictVariable(VariableTracker):
@@ -305,9 +306,13 @@ class UserDefinedDictVariable(ConstDictVariable):
         method = self.python_method(name)
         if method is not None:  # the subclass's override, as Python would call it
             return UserMethodVariable(method, self).call_function(tx, args, kwargs)
-        return self.call_dict_method(tx, name, args, kwargs)
+        missing = self.python_method("__missing__")
+        if name == "__getitem__" and missing is not None and dict_key(args[0]) not in self.items:
+            # dict's own __getitem__ asks a subclass's __missing__ (Counter's 0)
+            return UserMethodVariable(missing, self).call_function(tx, args, {})
+        return self.call_base_method(tx, name, args, kwargs)
 
-    def call_dict_method(self, tx, name, args, kwargs) -> VariableTracker:
+    def call_base_method(self, tx, name, args, kwargs) -> VariableTracker:
         """``dict``'s (or ``object``'s) own method: what an inherited method and
         ``super().name`` run."""
         if name == "__setattr__" and self.attrs is not None:  # object.__setattr__
@@ -346,7 +351,7 @@ class UserDefinedDictVariable(ConstDictVariable):
             return UserMethodVariable(static, self)
         if static is not None and any(static is vars(c).get(name) for c in (*DICT_CLASSES,
                                                                               object)):
-            return BaseMethodVariable(self, name, self.call_dict_method)  # dict's own
+            return BaseMethodVariable(self, name, self.call_base_method)  # dict's own
         if not hasattr(self.value, name):
             raise ObservedException(AttributeError(
                 f"{type(self.value).__name__!r} object has no attribute {name!r}"))

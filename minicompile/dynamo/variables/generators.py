@@ -59,7 +59,8 @@ from .constant import ConstantVariable
 from .lists import ListIteratorVariable, TupleVariable, hand_over
 from .functions import ClosureCell, NestedUserFunctionVariable
 from .hashable import HashableTracker
-from .misc import ContextManagerVariable, UserDefinedObjectVariable
+from .misc import ContextManagerVariable
+from .user_defined import UserDefinedObjectVariable
 
 # the code of the function every ``@contextmanager`` returns (contextlib's ``helper``)
 CONTEXTMANAGER_CODE = contextlib.contextmanager(lambda: None).__code__

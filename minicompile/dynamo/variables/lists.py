@@ -67,7 +67,7 @@ class BaseListVariable(VariableTracker):
         if name == "__len__":
             return ConstantVariable(len(self.items))
         if name in ("index", "count", "__contains__") and not kwargs:
-            from .misc import identity_equal  # tensors compare by identity here, as in `in`
+            from .user_defined import identity_equal  # tensors compare by identity here, as in `in`
 
             needle = args[0]
             hits = [identity_equal(tx, i, needle) for i in self.items]
@@ -408,7 +408,7 @@ class ListIteratorVariable(VariableTracker):
 
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
         if name == "__contains__" and len(args) == 1 and not kwargs:  # `x in it`: consumes it
-            from .misc import identity_equal  # up to the first match, as CPython does
+            from .user_defined import identity_equal  # up to the first match, as CPython does
 
             return ConstantVariable(any(identity_equal(tx, item, args[0])
                                         for item in iterate(tx, self)))

@@ -1,13 +1,10 @@
 """The remaining kinds of values (mirrors torch/_dynamo/variables/misc.py and ctx_manager.py):
-bound attributes waiting to be called, Python modules, grad-mode context managers, ``super()``,
-and instances of user classes."""
+bound attributes waiting to be called, Python modules, grad-mode context managers and
+``super()``. Instances of user classes are in user_defined.py."""
 
 from __future__ import annotations
 
-import collections.abc
 import contextlib
-import copyreg
-import inspect
 import types
 from typing import Any, Callable
 
@@ -15,11 +12,10 @@ import torch
 
 from ... import names
 from ..exc import ObservedException, unimplemented
-from ..guards import Guard, GuardKind
-from ..source import AttrSource, TypeSource
+from ..source import AttrSource
 from .arguments import check_arguments
 from .base import VariableTracker
-from .constant import ConstantVariable, is_plain_user_class
+from .constant import ConstantVariable
 
 
 class GetAttrVariable(VariableTracker):
@@ -54,6 +50,15 @@ class BaseMethodVariable(GetAttrVariable):
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         return self.call(tx, self.name, args, kwargs)
+
+
+class SuperMethodVariable(BaseMethodVariable):
+    """``super().name`` answered by a C base class's method: never rebuilt at a graph break,
+    where ``obj.name`` would find the subclass's override instead."""
+
+    def reconstruct(self, codegen) -> str:
+        unimplemented(f"super().{self.name} live at a graph break (rebuilt as .{self.name}, it "
+                      "would call the subclass's override)")
 
 
 class PythonModuleVariable(VariableTracker):
@@ -328,228 +333,8 @@ class SuperVariable(VariableTracker):
         if getattr(attr, "__self__", None) is value and not isinstance(attr, types.MethodType):
             # a C method bound to the object (``super().get`` in a dict subclass): the
             # tracker answers for its base class
-            call_base = getattr(self.obj, "call_dict_method", None)
+            call_base = getattr(self.obj, "call_base_method", None)
             if call_base is None:
                 unimplemented(f"super().{name} of a {type(value).__name__} is C code")
-            return BaseMethodVariable(self.obj, name, call_base)
+            return SuperMethodVariable(self.obj, name, call_base)
         return bind_method(tx, self.obj, attr, None)
-
-
-class UserDefinedObjectVariable(VariableTracker):
-    """An instance of a user class: attributes are read (and guarded), methods are inlined.
-
-    An object built while tracing (``Calc(5)``, see :meth:`construct`) keeps its instance
-    attributes here, in ``attrs``: nothing outside the frame can see it, so its ``__init__``'s
-    stores are trace-time bookkeeping, not side effects to replay."""
-
-    def __init__(self, value: Any, source=None, attrs: dict[str, VariableTracker] | None = None):
-        super().__init__(source)
-        self.value = value
-        self.attrs = attrs  # None: an object from outside (its attributes are real)
-
-    @classmethod
-    def construct(cls, tx, klass: type, args, kwargs) -> "UserDefinedObjectVariable":
-        """``klass(*args)`` for a plain user class: an empty real instance (for its type and
-        class attributes) plus an inlined ``__init__`` that fills ``attrs``."""
-        from .functions import UserMethodVariable
-
-        obj = cls(object.__new__(klass), None, attrs={})
-        init = inspect.getattr_static(klass, "__init__")
-        if isinstance(init, types.FunctionType):
-            UserMethodVariable(init, obj).call_function(tx, args, kwargs)
-        elif args or kwargs:
-            unimplemented(f"{klass.__name__}() takes no arguments")
-        return obj
-
-    def store_attr(self, name: str, value: VariableTracker) -> None:
-        self.attrs[name] = value
-
-    def children(self) -> list[VariableTracker]:
-        return list((self.attrs or {}).values())
-
-    def is_built_container(self) -> bool:
-        return self.source is None and self.attrs is not None
-
-    def reconstruct(self, codegen) -> str:
-        """An object built while tracing and still live (returned, or a local at a graph
-        break) is built for real: a new instance of its class with the traced attributes."""
-        if self.source is not None:
-            return self.source.expr()
-        if self.attrs is None:  # a logger, ...: passed as the object itself
-            return codegen.install_global(type(self.value).__name__.lower(), self.value)
-        cls = codegen.install_global(type(self.value).__name__, type(self.value))
-        attrs = ", ".join(f"{k!r}: {codegen(v)}" for k, v in self.attrs.items())
-        return f"{codegen.install_global('new_object', new_object)}({cls}, {{{attrs}}})"
-
-    def python_type(self) -> type:
-        return type(self.value)
-
-    def identity(self) -> Any:
-        return self.value
-
-    def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .builder import VariableBuilder
-        from .functions import UserFunctionVariable, UserMethodVariable
-
-        source = AttrSource(self.source, name) if self.source else None
-        if name == "__dict__":
-            return self.instance_dict(tx)
-        if name == "__reduce_ex__" and reduces_plainly(type(self.value)):
-            return BaseMethodVariable(self, name, lambda tx, _name, args, kwargs:
-                                      self.reduce_ex(tx, *args, **kwargs))
-        static = inspect.getattr_static(self.value, name, None)
-        if isinstance(static, property):
-            return UserFunctionVariable(static.fget).call_function(tx, [self], {})
-        if self.attrs is not None and name in self.attrs:  # set by code traced so far
-            return self.attrs[name]
-        in_instance = name in getattr(self.value, "__dict__", {})  # a function there is unbound
-        if isinstance(static, (types.FunctionType, staticmethod, classmethod)) and not in_instance:
-            if isinstance(static, types.FunctionType):
-                if self.source is not None:
-                    # C.go = ... later must recompile: guard the class attribute's identity
-                    tx.output.add_guard(Guard(AttrSource(TypeSource(self.source), name),
-                                              GuardKind.ID_MATCH, static, tx.user_line()))
-                return UserMethodVariable(static, self, source)
-        if not hasattr(self.value, name):
-            raise ObservedException(AttributeError(
-                f"{type(self.value).__name__!r} object has no attribute {name!r}"))
-        return VariableBuilder(tx, source).wrap(getattr(self.value, name))
-
-    def reduce_ex(self, tx, protocol: VariableTracker) -> VariableTracker:
-        """``obj.__reduce_ex__(protocol)`` of a plain object, as ``object.__reduce_ex__``
-        answers for protocols 2 and up: ``(copyreg.__newobj__, (cls,), obj.__dict__ or None,
-        None, None)``. ``copy.deepcopy`` then rebuilds the object from it in traced code: an
-        empty instance (``cls.__new__(cls)``), its ``__dict__`` updated with a deep copy."""
-        from .builder import SourcelessBuilder
-        from .dicts import ConstDictVariable
-        from .lists import TupleVariable
-
-        if not (protocol.is_python_constant() and protocol.as_python_constant() >= 2):
-            unimplemented("obj.__reduce_ex__ for a pickle protocol below 2")
-        state = self.instance_dict(tx)
-        if isinstance(state, ConstDictVariable) and not state.items:
-            state = ConstantVariable(None)  # an empty __dict__: no state, as object's answer
-        cls = SourcelessBuilder.wrap(tx, type(self.value))
-        return TupleVariable([SourcelessBuilder.wrap(tx, copyreg.__newobj__), TupleVariable([cls]),
-                              state, ConstantVariable(None), ConstantVariable(None)])
-
-    def instance_dict(self, tx) -> VariableTracker:
-        """``obj.__dict__``: for an object built while tracing, a dict over ``attrs`` itself
-        (what the code stored is there, and writes through it are the object's)."""
-        from .builder import VariableBuilder
-        from .dicts import ConstDictVariable
-
-        if isinstance(self.value, BaseException):  # its ``args`` is kept among the attrs
-            unimplemented(f"{type(self.value).__name__}.__dict__ of an exception")
-        if self.attrs is not None:
-            view = ConstDictVariable({})
-            view.items = self.attrs
-            return view
-        if tx.output.side_effects.stores_attrs_of(self.value):
-            unimplemented(f"{type(self.value).__name__}.__dict__ after this frame set an attribute "
-                          "(the store is replayed after the graph, so the real dict lacks it)")
-        return VariableBuilder(tx, AttrSource(self.source, "__dict__") if self.source else None
-                               ).wrap(self.value.__dict__)
-
-    def unpack_var_sequence(self, tx) -> list[VariableTracker]:
-        """``for item in obj`` over a ``collections.abc.Sequence`` whose ``__iter__`` is the
-        ABC's own (``obj[0], obj[1], ...`` until IndexError): ``obj[i]`` for ``i`` below
-        ``len(obj)``, the two methods inlined; ``len`` is the bound the Sequence contract sets."""
-        from .functions import UserMethodVariable
-
-        cls = type(self.value)
-        getitem, length = (inspect.getattr_static(cls, n, None) for n in ("__getitem__", "__len__"))
-        if not (isinstance(self.value, collections.abc.Sequence)
-                and inspect.getattr_static(cls, "__iter__") is collections.abc.Sequence.__iter__
-                and isinstance(getitem, types.FunctionType)
-                and isinstance(length, types.FunctionType)):
-            return super().unpack_var_sequence(tx)
-        n = UserMethodVariable(length, self).call_function(tx, [], {}).as_python_constant()
-        return [UserMethodVariable(getitem, self).call_function(tx, [ConstantVariable(i)], {})
-                for i in range(n)]
-
-    def rich_compare(self, tx, name: str, other: VariableTracker) -> VariableTracker:
-        """``self == other`` (name ``__eq__``) or ``self != other`` (``__ne__``): the class's
-        Python method is inlined; without one, ``!=`` negates ``==`` (as ``object.__ne__``
-        does) and ``==`` compares identities (``object.__eq__``'s answer, after its
-        NotImplemented). May return NotImplemented, for the caller to try the other operand."""
-        from .functions import UserMethodVariable
-
-        method = inspect.getattr_static(type(self.value), name, None)
-        if isinstance(method, types.FunctionType):
-            return UserMethodVariable(method, self).call_function(tx, [other], {})
-        if method is not getattr(object, name):  # C code of its own (an ndarray's ==)
-            unimplemented(f"{type(self.value).__name__}.{name} is not Python code")
-        if name == "__ne__":
-            eq = self.rich_compare(tx, "__eq__", other)
-            if eq.is_python_constant() and eq.as_python_constant() is NotImplemented:
-                return eq
-            return ConstantVariable(not eq.truth(tx))
-        return ConstantVariable(self.identity() is other.identity())
-
-    def call_function(self, tx, args, kwargs) -> VariableTracker:
-        from .functions import UserMethodVariable
-
-        call = getattr(type(self.value), "__call__", None)
-        if not isinstance(call, types.FunctionType):
-            if isinstance(self.value, (types.BuiltinFunctionType, types.MethodWrapperType)):
-                unimplemented(f"calling {self.value.__qualname__}: C code the tracer has no "
-                              "model for")
-            unimplemented(f"calling an instance of {type(self.value).__name__}")
-        return UserMethodVariable(call, self).call_function(tx, args, kwargs)
-
-    def _repr_body(self) -> str:
-        return type(self.value).__name__
-
-
-def identity_equal(tx, a: VariableTracker, b: VariableTracker) -> bool:
-    """``a is b or a == b`` as ``in`` and ``list.index`` use it; tensors only by identity,
-    user objects through their ``__eq__``."""
-    if a.is_python_constant() and b.is_python_constant():
-        return a.as_python_constant() == b.as_python_constant()
-    if a.identity() is b.identity():
-        return True
-    equal = user_compare("__eq__")(tx, a, b)
-    return equal is not None and equal.truth(tx)
-
-
-def user_compare(name: str) -> Callable:
-    """``a == b`` / ``a != b`` when a user object is an operand: Python's protocol -- the left
-    operand's method, then the right one's if the left returned NotImplemented, then identity
-    (``object``'s default). None (not handled here) when neither operand is a user object."""
-
-    def compare(tx, a, b):
-        users = [(x, y) for x, y in ((a, b), (b, a)) if isinstance(x, UserDefinedObjectVariable)]
-        for obj, other in users:
-            result = obj.rich_compare(tx, name, other)
-            if not (result.is_python_constant() and result.as_python_constant() is NotImplemented):
-                return result
-        if users:
-            return ConstantVariable((a.identity() is b.identity()) == (name == "__eq__"))
-        return None
-
-    return compare
-
-
-def reduces_plainly(cls: type) -> bool:
-    """Does ``object.__reduce_ex__`` describe instances of ``cls`` (a plain class with no
-    pickling hooks of its own: no ``__reduce__``, ``__getstate__``, ``__getnewargs__`` or
-    ``__slots__``)?"""
-    own = lambda name: inspect.getattr_static(cls, name, None)  # noqa: E731
-    return (is_plain_user_class(cls) and own("__reduce_ex__") is object.__reduce_ex__
-            and own("__reduce__") is object.__reduce__
-            and own("__getstate__") is getattr(object, "__getstate__", None)
-            and own("__getnewargs_ex__") is None and own("__getnewargs__") is None
-            and not any("__slots__" in vars(k) for k in cls.__mro__))
-
-
-def new_object(cls: type, attrs: dict[str, Any]) -> Any:
-    """What the transformed code calls to rebuild an object built while tracing (an exception
-    through its own ``__new__``, which keeps ``args`` where ``e.args`` reads them)."""
-    if issubclass(cls, BaseException):
-        attrs = dict(attrs)
-        obj = cls.__new__(cls, *attrs.pop("args", ()))
-    else:
-        obj = object.__new__(cls)
-    obj.__dict__.update(attrs)
-    return obj

@@ -48,7 +48,7 @@ from .constant import ConstantVariable
 from .dicts import ConstDictVariable
 from .hashable import HashableTracker
 from .lists import ListVariable
-from .misc import UserDefinedObjectVariable
+from .user_defined import UserDefinedObjectVariable
 from .tensor import TensorVariable
 
 # group hyperparameters a learning-rate scheduler sets before each step
