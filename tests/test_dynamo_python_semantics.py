@@ -829,6 +829,23 @@ class E:
     pass
 
 
+def test_a_method_nothing_models_breaks_with_its_name():
+    """``object.__delattr__(obj, name)``: no tracker models it, and the default lookup answers
+    a method that calls the default lookup again. The break names the method (before: a
+    RecursionError, reported as an internal error); the frame's answer is eager's."""
+    def fn(x):
+        obj = E()
+        obj.a = 1
+        object.__delattr__(obj, "a")
+        return x + hasattr(obj, "a")
+    x = torch.randn(3)
+    mc.reset()
+    out = mc.explain(fn)(x)
+    reasons = " ".join(str(b.reason) for b in out.break_reasons)
+    assert "__delattr__" in reasons and "Recursion" not in reasons, reasons
+    torch.testing.assert_close(mc.compile(fn)(x), fn(x))
+
+
 def test_a_temporary_never_takes_an_installed_name(monkeypatch):
     """An object built while tracing and used twice at a break is rebuilt into a temporary
     (``__E_0``) from its class, installed under a name of its own: the two must differ (when the

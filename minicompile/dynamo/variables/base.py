@@ -71,7 +71,13 @@ class VariableTracker:
 
     def call_method(self, tx: Tx, name: str, args: list[VariableTracker],
                     kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        return self.var_getattr(tx, name).call_function(tx, args, kwargs)
+        from .misc import GetAttrVariable
+
+        method = self.var_getattr(tx, name)
+        if type(method) is GetAttrVariable and method.obj is self:
+            # the default var_getattr's answer, which calls back here: nothing models it
+            unimplemented(f"calling {name} of {self}: a method the tracer has no model for")
+        return method.call_function(tx, args, kwargs)
 
     def unpack_var_sequence(self, tx: Tx) -> list[VariableTracker]:
         unimplemented(f"iterating over {self}")
