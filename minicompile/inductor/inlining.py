@@ -205,8 +205,9 @@ def inline_unfusable_producers(nodes: Sequence[Buffer],
             continue
         name = producer.get_name()
         readers = sorted(k for k in readers_of.get(name, ()) if k > pos and k not in dropped)
-        everywhere = recompute_everywhere(producer, [nodes[k] for k in readers]) \
-            or sole_reduction_reader(producer, [nodes[k] for k in readers])
+        reader_nodes = [nodes[k] for k in readers]
+        everywhere = recompute_everywhere(producer, reader_nodes) \
+            or sole_reduction_reader(producer, reader_nodes)
         inlined = [k for k in readers if isinstance(nodes[k], ComputedBuffer)
                    and (everywhere or not shares_loops(producer, nodes[k])
                         or (len(readers) == 1 and reads_permuted(producer, nodes[k])))
@@ -237,4 +238,4 @@ def inline_unfusable_producers(nodes: Sequence[Buffer],
 
 
 __all__ = ["full_reads", "inline_unfusable_producers", "recompute_everywhere", "shares_loops",
-           "too_large"]
+           "sole_reduction_reader", "too_large"]

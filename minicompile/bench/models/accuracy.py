@@ -3,11 +3,11 @@ PyTorch's benchmark harness, benchmarks/dynamo/common.py, uses for every model).
 
 float32 reorders sums when kernels fuse, so a compiled result may differ from eager's by more
 than a fixed tolerance and still be as right. The judge is then a third run in float64: the
-compiled result passes when its error against float64 is at most ``MULTIPLIER`` times eager's own
-float32 error (plus a little): 2, or 3 for a tensor of fewer than 1000 elements, a 1x1
+compiled result passes when its error against float64 is at most ``multiplier()`` times eager's
+own float32 error (plus a little): 2, or 3 for a tensor of fewer than 1000 elements, a 1x1
 convolution's weight, or a model given a loose tolerance, where float32's rounding noise
-dominates the error (the rule of ``same()``'s ``get_multiplier``). bfloat16 keeps 8 bits of mantissa, so there the test is the
-cosine similarity of the flattened results.
+dominates the error (the rule of ``same()``'s ``get_multiplier``). bfloat16 keeps 8 bits of
+mantissa, so there the test is the cosine similarity of the flattened results.
 
     ok, why = same(expected, actual, fp64=reference, tol=1e-3)
 """
@@ -58,7 +58,7 @@ def same_tensor(ref: torch.Tensor, res: torch.Tensor, fp64: torch.Tensor | None,
         return f"max abs difference {diff:.3g} > tol {tol:g}"
     fp64 = fp64.detach().cpu()
     res_error, ref_error = rmse(fp64, res), rmse(fp64, ref)
-    if res_error <= multiplier(ref, tol) * ref_error + tol / 10:  # as wrong as eager float32, not more
+    if res_error <= multiplier(ref, tol) * ref_error + tol / 10:  # as wrong as eager, not more
         return None
     return (f"max abs difference {diff:.3g}; rmse against float64 {res_error:.3g}, eager's "
             f"{ref_error:.3g}")
