@@ -610,6 +610,41 @@ def case_getattr_after_a_store_to_an_outside_object():
     return fn, (torch.ones(3),), []
 
 
+
+class SpecFromDict(StrictConfig):
+    """transformers' config reads its own ``__dict__`` in ``__getattribute__`` (a per-layer
+    spec that may be absent), on every read: also after the frame stored an attribute."""
+
+    def __getattribute__(self, name):
+        spec = super().__getattribute__("__dict__").get("spec")
+        if spec is not None and name in spec:
+            return spec[name]
+        return super().__getattribute__(name)
+
+
+def case_instance_dict_read_after_a_store():
+    cfg = SpecFromDict()
+    cfg.dropped = 1
+
+    def fn(x):
+        cfg.problem = "single"  # pending until after the graph; the next reads must see it
+        del cfg.dropped
+        d = cfg.__dict__
+        out = x * cfg.width + len(d) + ("dropped" in d), cfg.problem, d.get("scaled", -1)
+        cfg.dropped = 1  # (for the next call)
+        return (*out, cfg)
+    return fn, (torch.ones(3),), []
+
+
+def case_write_through_instance_dict_after_a_store():
+    cfg = SpecFromDict()
+
+    def fn(x):
+        cfg.problem = "single"
+        cfg.__dict__["width"] = 5  # a write into the view: breaks, and runs as CPython does
+        return x * cfg.width, cfg
+    return fn, (torch.ones(3),), []
+
 # -- random number generator state --------------------------------------------------------------
 def case_rng_state_replayed():
     def fn(x):
@@ -750,7 +785,8 @@ HOOK_CASES = [case_deepcopy_of_an_object_with_attribute_hooks, case_setattr_hook
               case_hasattr_and_getattr_through_getattribute,
               case_setattr_hook_on_an_outside_object,
               case_property_setter_on_an_object_built_in_the_frame,
-              case_empty_instance_of_a_class_with_its_own_setattr]
+              case_empty_instance_of_a_class_with_its_own_setattr,
+              case_instance_dict_read_after_a_store]
 
 
 @pytest.mark.parametrize("make_case", HOOK_CASES, ids=lambda c: c.__name__[5:])

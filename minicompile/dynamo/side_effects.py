@@ -143,6 +143,10 @@ class SideEffects:
         """Has the trace set or deleted an attribute of ``obj`` (not yet in its ``__dict__``)?"""
         return any(key[0] == id(obj) for key in self._attrs)
 
+    def stored_names(self, obj: Any) -> list[str]:
+        """The attributes of ``obj`` the trace has set or deleted, in the order first touched."""
+        return [key[1] for key in self._attrs if key[0] == id(obj)]
+
     def load_attr(self, obj: Any, name: str) -> Any:
         """The tracker stored as ``obj.name`` earlier in the trace, ``DELETED``, or None."""
         return self._attrs.get((id(obj), name))

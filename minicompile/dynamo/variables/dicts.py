@@ -173,6 +173,24 @@ def key_value_pairs(tx, other: VariableTracker) -> dict[Any, VariableTracker]:
     return pairs
 
 
+class StoredInstanceDict(ConstDictVariable):
+    """``obj.__dict__`` of an object from outside the frame that the frame has stored into:
+    the real dict's items with the trace's pending stores and deletions on top (those are
+    replayed on the object after the graph). It is read, never written: a write through it
+    would bypass that replay, so it breaks the graph (transformers' config reads its own
+    ``__dict__`` in ``__getattribute__`` after the loss function set ``config.problem_type``)."""
+
+    def __init__(self, items: dict[Any, VariableTracker], owner: str):
+        super().__init__(items)
+        self.owner = owner
+
+    def call_method(self, tx, name, args, kwargs) -> VariableTracker:
+        if name in _DICT_MUTATORS:
+            unimplemented(f"{self.owner}.__dict__.{name} after this frame set an attribute "
+                          "(the frame's stores are replayed after the graph)")
+        return super().call_method(tx, name, args, kwargs)
+
+
 class DictClassMethodVariable(VariableTracker):
     """``dict.fromkeys`` (``OrderedDict.fromkeys``, ``defaultdict.fromkeys``): a classmethod
     of a dict class, making a dict of that class while tracing."""
