@@ -6,7 +6,7 @@ and torch/_inductor/metrics.py).
     mc.metrics.frames_compiled, mc.metrics.graph_breaks, mc.metrics.num_bytes_accessed
 """
 
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, field, fields
 
 
 @dataclass
@@ -24,15 +24,22 @@ class Metrics:
     num_bytes_accessed: int = 0
     guard_failures: int = 0  # cache entries rejected by their guards
     eager_fallbacks: int = 0  # frames run eagerly because nothing could be compiled
+    # why, for each eager fallback: the frame's break, or what a compiler could not compile
+    fallback_reasons: list = field(default_factory=list)
 
     def reset(self) -> None:
         for f in fields(self):
-            setattr(self, f.name, f.default)
+            setattr(self, f.name, f.default_factory() if f.default is MISSING else f.default)
 
     def increment(self, name: str, n: int = 1) -> None:
         setattr(self, name, getattr(self, name) + n)
 
-    def as_dict(self) -> dict[str, int]:
+    def fell_back(self, reason: str) -> None:
+        """A frame (or a graph) runs eagerly, for ``reason``."""
+        self.eager_fallbacks += 1
+        self.fallback_reasons.append(reason)
+
+    def as_dict(self) -> dict[str, int | list]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
     def __repr__(self) -> str:

@@ -258,6 +258,9 @@ def test_mutation_seen_through_an_earlier_view_falls_back():
     out, ref, _, _ = _run_both(f, x)
     torch.testing.assert_close(out, ref)
     assert mc.metrics.eager_fallbacks == 1
+    # the reason is kept for a learner (and the model benchmark's fallback rows) to read
+    assert len(mc.metrics.fallback_reasons) == 1
+    assert mc.metrics.fallback_reasons[0].startswith("aot_autograd: ")
 
 
 def test_view_taken_after_a_write_is_functionalized():

@@ -173,7 +173,7 @@ def aot_module_simplified(
     def fallback(reason: str) -> Callable:
         log.warning("aot_autograd falls back to eager: %s", reason)
         trace_artifact("aot_graphs", f"falling back to eager: {reason}", "fallback")
-        metrics.increment("eager_fallbacks")
+        metrics.fell_back(f"aot_autograd: {reason}")
         return lambda *args: gm(*args[len(names):])
 
     shape_env = _shape_env_of(fakes)

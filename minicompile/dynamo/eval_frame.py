@@ -322,7 +322,7 @@ def _compile(fn: types.FunctionType, f_locals: dict, backend: Callable, fullgrap
         warnings.warn(f"{code.co_name}: hit recompile_limit ({config.recompile_limit}); running "
                       f"eagerly from now on{'; last reason: ' + reasons[-1] if reasons else ''}")
         cache.eager[code] = Unsupported("recompile_limit reached")
-        metrics.increment("eager_fallbacks")  # the frame runs eagerly from now on
+        metrics.fell_back(f"{code.co_name}: recompile_limit reached")  # eagerly from now on
         return None
     if misses:
         metrics.increment("recompiles")
@@ -341,7 +341,7 @@ def _compile(fn: types.FunctionType, f_locals: dict, backend: Callable, fullgrap
         cache.notify("compiled", entry)
         return entry
     cache.eager[code] = failure
-    metrics.increment("eager_fallbacks")
+    metrics.fell_back(f"{code.co_name}: {failure.reason}")
     metrics.increment("graph_breaks")  # explain() lists it among the break reasons
     _logging.trace_artifact("graph_breaks", f"{failure.reason}\n  at {failure.user_line}",
                             title=f"EAGER FALLBACK {code.co_name}")

@@ -257,8 +257,12 @@ def run_checked(r: ModelResult, spec: ModelSpec, size: Size, budget: str, label:
         COMPILERS[key].reset()
 
 
-def fallback_reason(r: ModelResult) -> str:
-    """The break that left a frame to eager (explain lists those last), else the first."""
+def fallback_reason(r: ModelResult, reasons: list[str] = ()) -> str:
+    """Why a frame ran eagerly: what the compiled run recorded (``mc.metrics.fallback_reasons``:
+    a frame's break, or a graph no compiler stage could compile), else the break that left a
+    frame to eager (explain lists those last), else the first break."""
+    if reasons and reasons[0].strip():
+        return reasons[0].strip().splitlines()[0][:300]
     eager = [b for b in r.break_reasons if "runs eagerly" in b or "internal error" in b]
     return (eager or r.break_reasons or ["a frame ran eagerly"])[0]
 
@@ -284,5 +288,5 @@ def check_compiler(r: ModelResult, key: str, runner: Runner, expected: list, fp6
     if key == "mc":
         r.eager_frames = mc.metrics.eager_fallbacks
     if key == "mc" and (r.eager_frames or not mc.metrics.graphs_compiled):
-        return "fallback", fallback_reason(r), compiled  # right, but (part of) it ran eagerly
+        return "fallback", fallback_reason(r, mc.metrics.fallback_reasons), compiled  # right, but (part of) it ran eagerly
     return "pass", "", compiled
