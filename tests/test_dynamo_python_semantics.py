@@ -17,6 +17,8 @@ import collections
 import itertools
 import types
 
+import typing
+
 import pytest
 import torch
 
@@ -644,6 +646,28 @@ def case_write_through_instance_dict_after_a_store():
         cfg.__dict__["width"] = 5  # a write into the view: breaks, and runs as CPython does
         return x * cfg.width, cfg
     return fn, (torch.ones(3),), []
+
+
+# validators by the origin of a field's type, as huggingface_hub's strict dataclasses keep them
+_VALIDATORS = {typing.Union: "union", typing.Literal: "literal", list: "list"}
+
+
+def case_typing_origin_as_a_dict_key():
+    def fn(x):
+        kinds = [_VALIDATORS.get(typing.get_origin(tp)) for tp in
+                 (typing.Optional[str], typing.Literal["a", "b"], list[int], int, str | None)]
+        return x + sum(k is not None for k in kinds), kinds
+    return fn, (torch.ones(3),), []
+
+
+def test_a_typing_origin_is_a_constant():
+    """``Optional[str].__origin__`` is ``typing.Union``, a callable typing form: a constant for
+    the trace (a dict key), as the form itself is, not an attribute read left for run time
+    (which broke the graph at the dict lookup: transformers 5.17's configs validate each
+    store that way)."""
+    fn, args, _ = case_typing_origin_as_a_dict_key()
+    out = mc.explain(fn)(*args)
+    assert (out.graph_count, out.break_reasons) == (1, []), out.break_reasons
 
 # -- random number generator state --------------------------------------------------------------
 def case_rng_state_replayed():

@@ -109,7 +109,9 @@ class ConstantVariable(VariableTracker):
 
             if attr in HANDLERS:  # (as BuiltinVariable.var_getattr finds itertools.chain's)
                 return BuiltinVariable(attr)
-        if callable(attr) and not isinstance(attr, type):
+        # (a typing form is callable, ``typing.Union`` of ``Optional[str].__origin__``, but a
+        # constant for the trace, as the builder wraps it: a dict key, compared with ``is``)
+        if callable(attr) and not isinstance(attr, type) and type(attr).__module__ != "typing":
             from .misc import GetAttrVariable
 
             return GetAttrVariable(self, name)
