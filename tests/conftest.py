@@ -183,3 +183,21 @@ def kernel_backend(request, monkeypatch):
     mc.reset()
     yield request.param, graphs
     mc.reset()
+
+
+def check_layer_norm_backward(m: int, n: int) -> None:
+    """``F.layer_norm`` over rows of ``n``, compiled with the inductor backend, its backward run
+    on a random gradient: the input's, weight's and bias's gradients against eager's."""
+    import torch.nn.functional as F
+
+    import minicompile as mc
+
+    x = torch.randn(m, n, requires_grad=True)
+    w, b = torch.randn(n, requires_grad=True), torch.randn(n, requires_grad=True)
+    grad = torch.randn(m, n)
+    fn = lambda x, w, b: F.layer_norm(x, (n,), w, b)  # noqa: E731
+    mc.compile(fn, backend="inductor")(x, w, b).backward(grad)
+    x2, w2, b2 = (t.detach().clone().requires_grad_() for t in (x, w, b))
+    fn(x2, w2, b2).backward(grad)
+    for got, want in ((x.grad, x2.grad), (w.grad, w2.grad), (b.grad, b2.grad)):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)

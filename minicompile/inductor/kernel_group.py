@@ -107,6 +107,8 @@ class KernelGroup:
     write_bytes: Expr
     origins: list[str]  # the ATen ops fused here, for the kernel's name
     extern: ExternKernel | MultiOutput | None = None
+    # members of a column kernel riding along this row kernel's rows (``codegen/cpp_riders.py``)
+    riders: list[KernelMember] = field(default_factory=list)
 
     def var_ranges(self) -> dict[sympy.Symbol, Expr]:
         return {XINDEX: self.numel, RINDEX: self.rnumel}
@@ -128,7 +130,7 @@ class KernelGroup:
         """Size symbols (``s0``) the kernel's loops or indices use: kernel arguments."""
         syms = set(sympy.sympify(self.numel).free_symbols) | set(
             sympy.sympify(self.rnumel).free_symbols)
-        for m in self.members:
+        for m in self.members + self.riders:
             loop_vars = set(m.node.var_ranges())
             rw = m.node.get_read_writes()
             for dep in rw.reads + rw.writes:

@@ -425,7 +425,9 @@ class Scheduler:
     def kernel_runs(self, wrapper, backend) -> list[list[KernelGroup]]:
         """The kernel groups in order, consecutive ones that may run as one kernel together:
         each ``combinable`` by its backend, on one device, allocating its outputs fresh (not
-        in a buffer an earlier one frees), and none touching a storage another writes."""
+        in a buffer an earlier one frees), none touching a storage another writes, and the
+        backend taking each into the run (``joins``: C++ only pairs a row kernel with a column
+        kernel riding along it, ``codegen/cpp_riders.py``)."""
         runs: list[list[KernelGroup]] = []
         parts: list[tuple[set[str], set[str]]] = []  # the last run's parts: storages written, read
         for group in self.kernel_groups:
@@ -437,7 +439,8 @@ class Scheduler:
             writes, reads = self.storages(group.stored), self.storages(group.reads)
             joins = parts and group.device == runs[-1][0].device \
                 and len(parts) < backend(group).max_parts \
-                and all(not writes & (w | r) and not w & reads for w, r in parts)
+                and all(not writes & (w | r) and not w & reads for w, r in parts) \
+                and backend(group).joins(runs[-1], group, wrapper)
             if not joins:
                 runs.append([])
                 parts = []

@@ -55,6 +55,10 @@ class BaseScheduling:
         """Whether ``group`` may be a part of a combo kernel (``codegen_combo``)."""
         return False
 
+    def joins(self, run: list[KernelGroup], group: KernelGroup, wrapper: Any) -> bool:
+        """Whether ``group`` may join ``run`` (each ``combinable``, all independent)."""
+        return True
+
     def codegen_combo(self, groups: list[KernelGroup], wrapper: Any) -> None:
         """One kernel launching ``groups``, independent kernels each ``combinable``."""
         raise NotImplementedError

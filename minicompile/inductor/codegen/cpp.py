@@ -83,16 +83,15 @@ from ..checks import Check
 from ..dependencies import reduction_direction, runs_along_rows
 from ..kernel_group import RINDEX, XINDEX, KernelGroup, KernelMember
 from ..sizevars import FloorDiv, ModularIndexing
-from . import cpp_build, cpp_loops
+from . import cpp_build, cpp_loops, cpp_riders
 from .common import (BaseScheduling, CodegenError, IndentedBuffer, KernelSignature,
                      emit_members, same_code_key)
 from .cpp_blocks import BLOCK_DTYPES, MAX_BLOCK, VectorBlock
 from .cpp_hoist import LoopInvariants
 from .cpp_keep import KeptValues, drop_unused_temporaries
 from .cpp_loops import (R0, R1, SCAN_ROWS, TILE, X0, X1, XTILE, column_tile,
-                        is_column_reduction, is_row_scan, lanes_loop, omp_accumulators,
-                        parallel_threshold, renamed_accumulators, row_length, split_row_loop,
-                        transposed_read)
+                        is_column_reduction, is_row_scan, lanes_loop, parallel_threshold,
+                        row_length, simd_clauses, split_row_loop, transposed_read)
 from .cpp_masks import row_segments
 from .cpp_math import vector_math_lines
 from .cpp_ops import DTYPES, CppOpsHandler, LoopCode, cexpr, storage_type
@@ -116,6 +115,7 @@ class CppKernel:
         self.pointers.update({n: f"out_ptr{i}" for i, n in enumerate(self.signature.outputs)})
         self.values = KeptValues(group)
         self.checks: list[Check] = []  # the run-time checks the body makes (checks.py)
+        self.riders: cpp_riders.Riders | None = None  # column reductions along the rows
         self.ops = CppOpsHandler(self.pointers, dtypes, group.var_ranges(), self.values,
                                  self.checks)
         self.source = self.codegen()
@@ -133,7 +133,9 @@ class CppKernel:
     def header(self) -> list[str]:
         """Inductor's kernel comment: what is fused, which argument is which, the traffic."""
         g = self.group
-        members = ", ".join(member_label(m) for m in g.members)
+        members = ", ".join(member_label(m) for m in g.members) + (
+            f"; riding along the rows: {', '.join(member_label(m) for m in g.riders)}"
+            if g.riders else "")
         args = ", ".join(f"{self.pointers[n]}={n}" for n in self.signature.buffers())
         return [f"// {self.name}: {g.kind} kernel, {g.numel} x {g.rnumel}",
                 f"// fused nodes: {members}" + (f"; local: {', '.join(g.local)}" if g.local else ""),
@@ -351,35 +353,42 @@ class CppKernel:
         are written before any is printed: a later loop may add a store to an earlier one."""
         row_scope: dict[str, Any] = {}
         phases: list[tuple[str, LoopCode]] = []
-        for position, phase in enumerate(self.group.phases()):
+        groups = self.group.phases()
+        last_loop = max(k for k, p in enumerate(groups) if p.kind == "loop")
+        for position, phase in enumerate(groups):
             if phase.kind == "row":
                 phases.append(("row", self.emit(phase.members, row_scope)))
                 continue
             scope = dict(row_scope)
             with self.ops.cse.scoped():
                 phases.append(("loop", self.emit(phase.members, scope, position)))
+                if self.group.riders and position == last_loop:  # (cpp_riders.py)
+                    self.riders = cpp_riders.emit(self, scope)
             row_scope.update({m.get_name(): scope[m.get_name()]
                               for m in phase.members if m.is_reduction()})
         return phases
 
     def row_reductions(self, code: IndentedBuffer) -> None:
         phases = self.phases()
+        if self.riders is not None and (is_column_reduction(
+                phases, self.ops.simplified, self.values) or is_row_scan(phases, self.values)):
+            raise CodegenError("column reductions ride only a loop along the rows")
         if is_column_reduction(phases, self.ops.simplified, self.values):
             tile = column_tile(self.ops.simplified, self.group.numel)  # None: stretches too short
             if tile is not None and any(e.has(FloorDiv, ModularIndexing)
                                         for e in self.ops.simplified):
                 # xindex = x0 + tile*x1: consecutive in stretches of a multiple of ``tile``
                 self.split(XINDEX, X0, X1, tile, self.group.numel)
-                return self.column_reductions(code, self.phases(), tile)
+                return cpp_loops.column_reductions(self, code, self.phases(), tile)
             if tile is not None:
                 if block := self.vector_block(XINDEX, XBLOCK_START, "xend - xblock", XTILE):
                     self.fresh_ops(self.group.var_ranges())  # again, float16 in blocks
                     self.ops.block = block
                     phases = self.phases()
-                return self.column_reductions(code, phases)
+                return cpp_loops.column_reductions(self, code, phases)
         if is_row_scan(phases, self.values) and self.vector_block(  # (float16: one block)
                 RINDEX, sympy.Integer(0), "rnumel", sympy.sympify(self.group.rnumel)) is None:
-            return self.column_reductions(code, phases, SCAN_ROWS, simd=False)
+            return cpp_loops.column_reductions(self, code, phases, SCAN_ROWS, simd=False)
         run = (row_length(self.ops.simplified, self.group.rnumel, RINDEX)
                if self.options.cpp_row_loops else None)
         if run is not None:  # rindex = r0 + run*r1: the phases again, over runs
@@ -391,8 +400,13 @@ class CppKernel:
             self.ops.block = block
             phases = self.phases()
         loops = [loop for kind, loop in phases if kind == "loop"]
-        code.writeline(f"#pragma omp parallel for num_threads(num_threads) "
-                       f"if(xnumel * rnumel >= {parallel_threshold(loops)})")
+        condition = f"xnumel * rnumel >= {parallel_threshold(loops)}"
+        if self.riders is not None:  # the loop over the rows, in a region of their own
+            if run is not None or self.ops.block is not None:
+                raise CodegenError("column reductions ride only a plain loop over the rows")
+            out, code = code, IndentedBuffer()
+        else:
+            code.writeline(f"#pragma omp parallel for num_threads(num_threads) if({condition})")
         code.writeline("for (int64_t xindex = 0; xindex < xnumel; xindex++)")
         code.writeline("{")
         with code.indent():
@@ -423,78 +437,8 @@ class CppKernel:
                 code.writelines(loop.converts_out)
                 code.splice(loop.suffix)
         code.writeline("}")
-
-    def column_reductions(self, code: IndentedBuffer, phases: list, tile: int = XTILE,
-                          simd: bool = True) -> None:
-        """Reductions down columns (a bias gradient: ``sum(grad[r, x] for r)``, row ``x`` at
-        stride 1 across rows and a whole row apart along its own): the loop over ``rindex`` goes
-        outside, a tile of ``XTILE`` rows inside, one accumulator per row of the tile in an array,
-        so that the inner loop reads consecutive elements (a vector load; along a row they are
-        ``xnumel`` apart: a gather per element). Then the per-row code, row by row of the tile.
-
-        A float32 sum accumulates in double: one row's terms one after another, a float sum of
-        them drifts (200 terms: 5e-6) where eager's cascade sum stays close. Double lanes are
-        half as many a vector, so ``RCHUNK`` rows at a time are summed in float lanes
-        (``acc0_chunk``), each chunk's partial then added to the double (ATen's cascade sum
-        sums runs of 16 too): 256x512 ``x.sum(0)`` 13.5 -> 9.2 us on one core. (A 16-bit
-        result rounds the drift away: its sum stays float, as eager's; bf16 x.sum(0) 60 -> 26
-        us.)
-
-        Scans along rows run in the same order, ``tile`` rows (``SCAN_ROWS``) side by side
-        and not vectorised (``simd``; ``cpp_loops.is_row_scan`` says why).
-
-        Where the rows are consecutive in stretches (a channels-last ``mean((2, 3))``:
-        ``129600*(xindex / 64) + (xindex % 64)``), the body was written over ``xindex =
-        x0 + tile*x1`` (``column_tile``, ``split``): a tile is one stretch or part of one, ``x1``
-        is fixed in it and its loads are ``x0``-consecutive, with no division in the inner
-        loop."""
-        split = XINDEX in self.ops.index_subs
-        (_, loop), rows = phases[0], [p for _, p in phases[1:]]
-        loop.body.lines[:0] = loop.hoisted.lines  # (the row changes in the inner loop here)
-        decls = omp_accumulators(loop)
-        wide = [a.kind.omp == "+" and ctype == "float" and a.dtype == torch.float32
-                for a, (ctype, _, _) in zip(loop.accumulators, decls)]
-        chunked = any(wide) and not any(a.kind.running for a in loop.accumulators)
-
-        def per_row(buf: IndentedBuffer, acc: str = "{}") -> IndentedBuffer:
-            out = IndentedBuffer()  # acc0 -> acc0[xindex - xblock] (or acc0_chunk[...])
-            out.lines = renamed_accumulators(buf, loop, acc + "[xindex - xblock]")
-            return out
-        x0 = ["const int64_t x0 = xindex - xblock;"] if split else []  # (x1: the tile's)
-        if not simd:
-            code.writeline(f"// {tile} rows side by side: each row's scan a chain of dependent "
-                           "steps, the rows' chains interleaved")
-        code.writeline(f"#pragma omp parallel for num_threads(num_threads) "
-                       f"if(xnumel * rnumel >= {parallel_threshold([loop])})")
-        code.writeline(f"for (int64_t xblock = 0; xblock < xnumel; xblock += {tile})")
-        code.writeline("{")
-        with code.indent():
-            code.writeline(f"const int64_t xend = std::min<int64_t>(xblock + {tile}, xnumel);")
-            if split:
-                code.writeline(f"const int64_t x1 = xblock / {tile};")
-            for (ctype, name, init), double in zip(decls, wide):
-                code.writeline(f"{'double' if double else ctype} {name}[{tile}];")
-                code.writeline(f"for (int64_t i = 0; i < {tile}; i++) {name}[i] = {init};")
-            rows_loop = IndentedBuffer()
-            rows_loop.writelines(loop.converts_in)
-            if self.options.cpp_vectorize and simd:
-                rows_loop.writeline("#pragma omp simd")
-            body = per_row(loop.body, "{}_chunk" if chunked else "{}")
-            body.lines[:0] = x0
-            self.write_loop(rows_loop, "xindex", "xblock", "xend", LoopCode(body=body))
-            rows_loop.writelines(loop.converts_out)
-            if chunked:
-                cpp_loops.chunks_of_rows(code, loop, decls, rows_loop, tile,
-                                         self.options.cpp_vectorize)
-            else:
-                self.write_loop(code, "rindex", "0", "rnumel", LoopCode(body=rows_loop))
-            tail = LoopCode(body=per_row(loop.suffix))  # the per-row code: read-outs, stores...
-            for row in rows:
-                tail.body.splice(per_row(row.body))
-            if tail.body.lines:  # (a scan stores inside its loop: none)
-                tail.body.lines[:0] = x0
-                self.write_loop(code, "xindex", "xblock", "xend", tail)
-        code.writeline("}")
+        if self.riders is not None:
+            cpp_riders.write_rows(out, self.riders, condition, code)
 
     def single_row_reduction(self, code: IndentedBuffer) -> None:
         code.writeline("const int64_t xindex = 0;  // one row: its loops run in parallel")
@@ -547,14 +491,6 @@ def member_label(m: KernelMember) -> str:
     return f"{m.get_name()} ({m.node.data.reduction_type})" if m.is_reduction() else m.get_name()
 
 
-def simd_clauses(loop: LoopCode) -> str | None:
-    """`` reduction(+:acc0) reduction(mc_max:acc1)`` for a loop's accumulators, or None when one
-    of them has no OpenMP reduction (the loop must then not be split among lanes or threads)."""
-    if any(a.kind.omp is None for a in loop.accumulators):
-        return None
-    return "".join(f" reduction({a.kind.omp}:{a.name})" for a in loop.accumulators)
-
-
 class CppScheduling(BaseScheduling):
     """Writes each loop kernel as C++; ``flush`` compiles the graph's kernels in parallel."""
 
@@ -581,6 +517,30 @@ class CppScheduling(BaseScheduling):
             return False, (f"{down.get_name()} reduces down columns and {along.get_name()} "
                            "runs along the rows")
         return True, ""
+
+    max_parts = 2  # a row kernel and a column kernel riding along it (cpp_riders.py)
+
+    def combinable(self, group: KernelGroup, wrapper: Any) -> bool:
+        return group.kind == "reduction" and self.options.cpp_row_loops
+
+    def joins(self, run: list[KernelGroup], group: KernelGroup, wrapper: Any) -> bool:
+        return self.riding(run + [group], wrapper) is not None
+
+    def riding(self, groups: list[KernelGroup], wrapper: Any) -> KernelGroup | None:
+        """The one kernel a row kernel and a column kernel make, or None (``cpp_riders``)."""
+        dtypes = {n: wrapper.scheduler.buffers[n].get_dtype()
+                  for g in groups for n in KernelSignature.of(g).buffers()}
+        for row, column in (groups, groups[::-1]):
+            if (riders := cpp_riders.ridden_by(row, column, dtypes)) is not None:
+                return cpp_riders.riding_group(row, column, riders)
+        return None
+
+    def codegen_combo(self, groups: list[KernelGroup], wrapper: Any) -> None:
+        try:
+            self.codegen_kernel(self.riding(groups, wrapper), wrapper)
+        except CodegenError:  # the row kernel took another loop order: two kernels
+            for group in groups:
+                self.codegen_kernel(group, wrapper)
 
     def codegen_kernel(self, group: KernelGroup, wrapper: Any) -> None:
         name = wrapper.kernel_name("cpp", group)
