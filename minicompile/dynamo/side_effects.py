@@ -51,6 +51,8 @@ REPLAY = {
         f"object.__setattr__({target}, {m.name!r}, {args[0]})",
     "delattr": lambda target, m, args: (f"del {target}.{m.name}" if is_identifier(m.name)
                                         else f"delattr({target}, {m.name!r})"),
+    "object_delattr": lambda target, m, args:  # past the class's __delattr__, traced already
+        f"object.__delattr__({target}, {m.name!r})",
     "global": lambda target, m, args: f"globals()[{m.name!r}] = {args[0]}",
     "cell": lambda target, m, args: f"{target}.cell_contents = {args[0]}",
 }
@@ -128,15 +130,16 @@ class SideEffects:
         self._attrs[(id(obj), name)] = value_vt
         self.mutations.append(Mutation(kind, obj_vt, name, [value_vt]))
 
-    def delete_attr(self, obj_vt, obj: Any, name: str) -> bool:
-        """``del obj.name``; False (nothing recorded) when there is no such attribute."""
+    def delete_attr(self, obj_vt, obj: Any, name: str, kind: str = "delattr") -> bool:
+        """``del obj.name``, replayed as ``kind``; False (nothing recorded) when there is no
+        such attribute."""
         stored = self._attrs.get((id(obj), name))
         if stored is DELETED or (stored is None and not hasattr(obj, name)):
             return False
         self._check(obj_vt, f"deleting .{name}")
         self._keepalive.append(obj)
         self._attrs[(id(obj), name)] = DELETED
-        self.mutations.append(Mutation("delattr", obj_vt, name))
+        self.mutations.append(Mutation(kind, obj_vt, name))
         return True
 
     def stores_attrs_of(self, obj: Any) -> bool:

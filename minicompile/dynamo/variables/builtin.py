@@ -415,6 +415,13 @@ def _super(tx, *args):
     return SuperVariable(cls, obj)
 
 
+def _vars(tx, obj=None):
+    """``vars(obj)``: the object's ``__dict__``, as its tracker answers ``obj.__dict__`` (a plain
+    user object's; None, not handled, for anything else and for ``vars()``)."""
+    instance_dict = getattr(obj, "instance_dict", None)
+    return instance_dict(tx) if instance_dict is not None else None
+
+
 def _id(tx, obj):
     """``id(obj)``: a real object's id, guarded by identity when it comes from outside the
     frame; for a value that exists only while tracing (a tracker is its identity), the
@@ -507,10 +514,11 @@ HANDLERS: dict[Callable, Callable] = {
     builtins.min: _min_max(min), builtins.max: _min_max(max), builtins.all: _all_any(all),
     builtins.any: _all_any(any), builtins.sorted: _sorted, builtins.getattr: _getattr, builtins.hasattr: _hasattr,
     builtins.setattr: _setattr, builtins.delattr: _delattr, builtins.type: _type, builtins.callable: _callable, builtins.super: _super,
-    builtins.print: _print, builtins.id: _id, builtins.bool: lambda tx, v=None: _truth(tx, v) if v else None,
+    builtins.print: _print, builtins.id: _id, builtins.vars: _vars, builtins.bool: lambda tx, v=None: _truth(tx, v) if v else None,
     operator.eq: user_compare("__eq__"), operator.ne: user_compare("__ne__"),  # user __eq__
     object.__new__: _object_new, object.__setattr__: _object_method("__setattr__"),
     object.__getattribute__: _object_method("__getattribute__"),
+    object.__delattr__: _object_method("__delattr__"),
 }
 
 HANDLERS.update(ITER_HANDLERS)  # itertools, operator.itemgetter & co (iter.py)
@@ -520,4 +528,5 @@ BUILTIN_CALLABLES = {v for v in vars(builtins).values() if callable(v)} | \
     {v for v in vars(operator).values() if callable(v)} | \
     {v for v in vars(math).values() if callable(v)} | {functools.reduce} | set(ITER_HANDLERS) | \
     {sys.getrecursionlimit} | \
-    {object.__setattr__, object.__getattribute__}  # a hook's own reference to object's slot
+    {object.__setattr__, object.__getattribute__, object.__delattr__}  # a hook's reference to
+#                                                                         object's own slot

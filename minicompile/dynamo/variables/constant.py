@@ -36,16 +36,16 @@ def is_plain_user_class(cls: Any) -> bool:
     """A class written in Python whose instances are plain objects: a metaclass that does not
     change how instances are made (``type``, or ``abc.ABCMeta`` of a ``Sequence`` subclass: no
     ``__call__`` of its own), ``object.__new__``, attribute access that is object's or hooks
-    written in Python (``__getattribute__``, ``__setattr__``: the tracer inlines them) and no
-    ``__getattr__`` or ``__delattr__``. ``Calc(5)`` of such a class is built while tracing (its
+    written in Python (``__getattribute__``, ``__setattr__``, ``__delattr__``: the tracer inlines
+    them) and no ``__getattr__``. ``Calc(5)`` of such a class is built while tracing (its
     ``__init__`` inlined); anything fancier runs natively."""
     if not isinstance(cls, type) or type(cls).__call__ is not type.__call__ \
             or cls.__module__ == "builtins":
         return False
     if cls.__module__.split(".")[0] == "torch" or issubclass(cls, BaseException):
         return False
-    plain = (cls.__new__ is object.__new__ and cls.__delattr__ is object.__delattr__
-             and all(_object_or_python(cls, hook) for hook in ("__getattribute__", "__setattr__"))
+    hooks = ("__getattribute__", "__setattr__", "__delattr__")
+    plain = (cls.__new__ is object.__new__ and all(_object_or_python(cls, h) for h in hooks)
              and inspect.getattr_static(cls, "__getattr__", None) is None)
     init = inspect.getattr_static(cls, "__init__")
     return plain and (init is object.__init__ or isinstance(init, types.FunctionType))

@@ -194,17 +194,39 @@ class UserDefinedObjectVariable(VariableTracker):
         return ConstantVariable(None)  # what object.__setattr__ returns
 
     def delete_attr(self, tx, name: str) -> VariableTracker:
-        """``del obj.name`` (DELETE_ATTR, ``delattr``): object's own, from ``attrs`` or as a
-        side effect replayed after the graph."""
+        """``del obj.name`` (DELETE_ATTR, ``delattr``): the class's ``__delattr__`` inlined where
+        it has one in Python (its ``object.__delattr__(self, name)`` comes back to
+        :meth:`generic_delattr`), else object's own deletion."""
+        from .functions import UserMethodVariable
+
+        hook = self.python_hook("__delattr__")
+        if hook is None:
+            return self.generic_delattr(tx, name)
+        return UserMethodVariable(hook, self).call_function(tx, [ConstantVariable(name)], {})
+
+    def generic_delattr(self, tx, name: str) -> VariableTracker:
+        """``object.__delattr__(obj, name)``: a property's deleter, else the instance's
+        ``__dict__`` -- ``attrs`` for an object built while tracing, a side effect replayed after
+        the graph for one from outside (past the class's own ``__delattr__``, already traced)."""
+        from .functions import UserFunctionVariable
+
         cls = type(self.value)
-        if cls.__delattr__ is not object.__delattr__ or hasattr(
-                type(inspect.getattr_static(cls, name, None)), "__delete__"):
-            unimplemented(f"deleting {cls.__name__}.{name} runs the class's own __delattr__ "
-                          "or a descriptor's __delete__")
-        if self.attrs is not None:
+        if cls.__delattr__ is not object.__delattr__ and self.python_hook("__delattr__") is None:
+            unimplemented(f"deleting {cls.__name__}.{name} runs {cls.__name__}.__delattr__, C code")
+        descriptor = inspect.getattr_static(cls, name, None)
+        if isinstance(descriptor, property):
+            if descriptor.fdel is None:
+                raise ObservedException(AttributeError(f"property {name!r} of {cls.__name__!r} "
+                                                       "object has no deleter"))
+            UserFunctionVariable(descriptor.fdel).call_function(tx, [self], {})
+        elif hasattr(type(descriptor), "__delete__"):
+            unimplemented(f"deleting {cls.__name__}.{name}, a {type(descriptor).__name__}")
+        elif self.attrs is not None:
             if self.attrs.pop(name, None) is None:
                 raise ObservedException(AttributeError(name))
-        elif not tx.output.side_effects.delete_attr(self, self.value, name):
+        elif not tx.output.side_effects.delete_attr(
+                self, self.value, name, "object_delattr" if self.python_hook("__delattr__")
+                else "delattr"):
             raise ObservedException(AttributeError(name))
         return ConstantVariable(None)
 
@@ -345,6 +367,7 @@ OBJECT_METHODS: dict[str, Callable] = {
     "__getattribute__": lambda obj, tx, name: obj.generic_getattr(tx, name.as_python_constant()),
     "__setattr__": lambda obj, tx, name, value: obj.generic_setattr(
         tx, name.as_python_constant(), value),
+    "__delattr__": lambda obj, tx, name: obj.generic_delattr(tx, name.as_python_constant()),
     "__reduce_ex__": UserDefinedObjectVariable.reduce_ex,
 }
 
