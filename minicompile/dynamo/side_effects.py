@@ -86,7 +86,7 @@ class SideEffects:
     def __init__(self) -> None:
         self.mutations: list[Mutation] = []
         self._tracked: dict[int, tuple[Any, list]] = {}  # id(obj) -> (obj, its trackers)
-        self._attrs: dict[tuple[int, str], Any] = {}  # (id(obj), attr) -> stored tracker
+        self._attrs: dict[int, dict[str, Any]] = {}  # id(obj) -> {attr: stored tracker}
         self._globals: dict[tuple[int, str], Any] = {}  # (id(f_globals), name) -> tracker
         self._cells: dict[int, Any] = {}  # id(cell) -> tracker
         self._keepalive: list[Any] = []  # objects keyed by id() must outlive the trace
@@ -127,32 +127,32 @@ class SideEffects:
         """``obj.name = value``, replayed as ``kind`` (a key of REPLAY)."""
         self._check(obj_vt, f"setting .{name}")
         self._keepalive.append(obj)
-        self._attrs[(id(obj), name)] = value_vt
+        self._attrs.setdefault(id(obj), {})[name] = value_vt
         self.mutations.append(Mutation(kind, obj_vt, name, [value_vt]))
 
     def delete_attr(self, obj_vt, obj: Any, name: str, kind: str = "delattr") -> bool:
         """``del obj.name``, replayed as ``kind``; False (nothing recorded) when there is no
         such attribute."""
-        stored = self._attrs.get((id(obj), name))
+        stored = self.load_attr(obj, name)
         if stored is DELETED or (stored is None and not hasattr(obj, name)):
             return False
         self._check(obj_vt, f"deleting .{name}")
         self._keepalive.append(obj)
-        self._attrs[(id(obj), name)] = DELETED
+        self._attrs.setdefault(id(obj), {})[name] = DELETED
         self.mutations.append(Mutation(kind, obj_vt, name))
         return True
 
     def stores_attrs_of(self, obj: Any) -> bool:
         """Has the trace set or deleted an attribute of ``obj`` (not yet in its ``__dict__``)?"""
-        return any(key[0] == id(obj) for key in self._attrs)
+        return id(obj) in self._attrs
 
     def stored_names(self, obj: Any) -> list[str]:
         """The attributes of ``obj`` the trace has set or deleted, in the order first touched."""
-        return [key[1] for key in self._attrs if key[0] == id(obj)]
+        return list(self._attrs.get(id(obj), ()))
 
     def load_attr(self, obj: Any, name: str) -> Any:
         """The tracker stored as ``obj.name`` earlier in the trace, ``DELETED``, or None."""
-        return self._attrs.get((id(obj), name))
+        return self._attrs.get(id(obj), {}).get(name)
 
     def store_global(self, f_globals: dict, name: str, source: Source | None, value_vt) -> None:
         if source is None:

@@ -39,7 +39,7 @@ import sympy
 import torch
 
 from .index_eval import eval_index, index_grid
-from .sizevars import FloorDiv, simplify_index, statically_less
+from .sizevars import FloorDiv, same, simplify_index, statically_less
 
 if TYPE_CHECKING:  # the accesses themselves are IR (ir/read_writes.py), which counts with this
     from .ir.read_writes import MemoryDep, StarDep
@@ -261,7 +261,6 @@ def rows_line_up_symbolic(write: MemoryDep, read: MemoryDep, n_rows: sympy.Expr)
     ``A // per_row``); and the row owning each offset read is the reader's own row."""
     if write.is_indirect() or read.is_indirect():
         return False
-    same = lambda a, b: sympy.expand(a - b) == 0  # noqa: E731
     w_index = simplify_index(write.index, dict(write.var_ranges))
     r_index = simplify_index(read.index, dict(read.var_ranges))
     read_row = row_formula(read, n_rows)

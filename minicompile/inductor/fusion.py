@@ -17,15 +17,12 @@ import sympy
 from .codegen import get_scheduling
 from .dependencies import reduction_direction, rows_line_up
 from .ir import storage_owner
+from .sizevars import same
 
 if TYPE_CHECKING:
     from .scheduler import BaseSchedulerNode, Scheduler
 
 Verdict = tuple[bool, str]
-
-
-def same(a: sympy.Expr, b: sympy.Expr) -> bool:
-    return sympy.expand(a - b) == 0
 
 
 def tile(members: list) -> tuple[sympy.Expr, sympy.Expr] | str:

@@ -43,13 +43,9 @@ import sympy
 from .dependencies import visits_every_point
 from .ir import Buffer, ComputedBuffer, MemoryDep, Pointwise, inline_producers, substitutions
 from .loop_order import pick_loop_order
-from .sizevars import FloorDiv, ModularIndexing
+from .sizevars import FloorDiv, ModularIndexing, same
 
 log = logging.getLogger(__name__)
-
-
-def _same(a: sympy.Expr, b: sympy.Expr) -> bool:
-    return sympy.expand(a - b) == 0
 
 
 def shares_loops(producer: ComputedBuffer, consumer: ComputedBuffer) -> bool:
@@ -59,7 +55,7 @@ def shares_loops(producer: ComputedBuffer, consumer: ComputedBuffer) -> bool:
     numel = producer.get_numel()
     sizes, rsizes = consumer.get_ranges()
     n, r = sympy.Mul(*sizes), sympy.Mul(*rsizes)
-    return _same(numel, n) or (bool(rsizes) and _same(numel, n * r))
+    return same(numel, n) or (bool(rsizes) and same(numel, n * r))
 
 
 def reads_permuted(producer: ComputedBuffer, consumer: ComputedBuffer) -> bool:
@@ -77,7 +73,7 @@ def reads_permuted(producer: ComputedBuffer, consumer: ComputedBuffer) -> bool:
     order = pick_loop_order(rw)
     sizes = [rw.var_ranges[v] for v in order]
     flat = sum((v * sympy.Mul(*sizes[k + 1:]) for k, v in enumerate(order)), sympy.Integer(0))
-    return any(isinstance(d, MemoryDep) and not _same(d.index, flat)
+    return any(isinstance(d, MemoryDep) and not same(d.index, flat)
                for d in rw.reads if d.name == producer.get_name())
 
 

@@ -32,7 +32,7 @@ import sympy
 import torch
 
 from .ir import ComputedBuffer, ExternKernel, MultiOutput
-from .sizevars import Expr, FloorDiv, ModularIndexing, simplify_index
+from .sizevars import Expr, FloorDiv, ModularIndexing, same, simplify_index
 
 if TYPE_CHECKING:
     from .scheduler import BaseSchedulerNode, Scheduler
@@ -180,10 +180,6 @@ class KernelGroup:
                 + "\n".join(f"  {m!r}" for m in self.members))
 
 
-def _same(a: Expr, b: Expr) -> bool:
-    return sympy.expand(sympy.sympify(a) - sympy.sympify(b)) == 0
-
-
 def _member(snode: "BaseSchedulerNode", numel: Expr, rnumel: Expr,
             in_reduction: bool) -> KernelMember:
     """``snode``'s loop variables in kernel variables, and whether it runs per element or per
@@ -194,7 +190,7 @@ def _member(snode: "BaseSchedulerNode", numel: Expr, rnumel: Expr,
     index_vars, rvars = node.index_vars()
     var_size = node.var_ranges()
     order = snode.loop_order()  # pointwise loops, outermost first
-    if node.is_reduction() or _same(snode.numel, numel):
+    if node.is_reduction() or same(snode.numel, numel):
         flat = XINDEX
         level = "row" if in_reduction and not node.is_reduction() else "element"
     else:

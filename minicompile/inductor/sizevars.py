@@ -41,6 +41,11 @@ def sympify(x) -> Expr:
     return x if isinstance(x, sympy.Basic) else sympy.Integer(x)
 
 
+def same(a, b) -> bool:
+    """Are two sizes or indices (expressions, or ints) equal for every value of their symbols?"""
+    return sympy.expand(sympy.sympify(a) - sympy.sympify(b)) == 0
+
+
 def as_ints(values) -> list[int] | None:
     """``values`` (sizes, strides) as Python ints where each is a number, else None."""
     values = list(values)

@@ -500,6 +500,7 @@ class CppScheduling(BaseScheduling):
         super().__init__(options)
         self.pending: list[CppKernel] = []
         self.by_code: dict[str, CppKernel] = {}  # ``same_code_key`` -> the kernel defined
+        self.rides: dict[tuple[KernelGroup, ...], KernelGroup | None] = {}  # ``riding``
 
     def can_fuse(self, a: Any, b: Any) -> tuple[bool, str]:
         """A kernel whose reductions run down columns (``column_reductions``: a tile of rows
@@ -527,13 +528,17 @@ class CppScheduling(BaseScheduling):
         return self.riding(run + [group], wrapper) is not None
 
     def riding(self, groups: list[KernelGroup], wrapper: Any) -> KernelGroup | None:
-        """The one kernel a row kernel and a column kernel make, or None (``cpp_riders``)."""
-        dtypes = {n: wrapper.scheduler.buffers[n].get_dtype()
-                  for g in groups for n in KernelSignature.of(g).buffers()}
-        for row, column in (groups, groups[::-1]):
-            if (riders := cpp_riders.ridden_by(row, column, dtypes)) is not None:
-                return cpp_riders.riding_group(row, column, riders)
-        return None
+        """The one kernel a row kernel and a column kernel make, or None (``cpp_riders``;
+        asked by ``joins``, then again by ``codegen_combo``: worked out once)."""
+        key = tuple(groups)
+        if key not in self.rides:
+            dtypes = {n: wrapper.scheduler.buffers[n].get_dtype()
+                      for g in groups for n in KernelSignature.of(g).buffers()}
+            self.rides[key] = next(
+                (cpp_riders.riding_group(row, column, riders) for row, column in
+                 (groups, groups[::-1])
+                 if (riders := cpp_riders.ridden_by(row, column, dtypes)) is not None), None)
+        return self.rides[key]
 
     def codegen_combo(self, groups: list[KernelGroup], wrapper: Any) -> None:
         try:

@@ -114,10 +114,10 @@ def omp_accumulators(loop) -> list[tuple[str, str, str]] | None:
     return [d.groups() for d in decls]
 
 
-def renamed_accumulators(buf: IndentedBuffer, loop, new: str) -> list[str]:
-    """``buf``'s lines with each of ``loop``'s accumulators ``acc0`` written ``new.format(acc0)``
-    (``acc0[xindex - xblock]``, ``acc0_v[w]``)."""
-    names = re.compile(r"\b(" + "|".join(a.name for a in loop.accumulators) + r")\b")
+def renamed_accumulators(buf: IndentedBuffer, accumulators: list, new: str) -> list[str]:
+    """``buf``'s lines with each accumulator ``acc0`` written ``new.format(acc0)``
+    (``acc0[xindex - xblock]``, ``acc0_v[w]``, a rider's ``acc0_col[rindex]``)."""
+    names = re.compile(r"\b(" + "|".join(a.name for a in accumulators) + r")\b")
     return [names.sub(lambda m: new.format(m[1]), line) for line in buf.lines]
 
 
@@ -458,7 +458,7 @@ def lanes_loop(loop, rnumel: sympy.Expr | int | None = None,
             runs.writeline("{")
             with runs.indent():
                 runs.writeline(f"const int64_t {var} = rblock + w;")
-                runs.writelines(renamed_accumulators(body, loop, "{}_v[w]"))
+                runs.writelines(renamed_accumulators(body, loop.accumulators, "{}_v[w]"))
             runs.writeline("}")
         runs.writeline("}")
         runs.writeline(f"for (int64_t {var} = rvec; {var} < {end}; {var}++)")
@@ -533,7 +533,7 @@ def column_reductions(kernel: Any, code: IndentedBuffer, phases: list, tile: int
 
     def per_row(buf: IndentedBuffer, acc: str = "{}") -> IndentedBuffer:
         out = IndentedBuffer()  # acc0 -> acc0[xindex - xblock] (or acc0_chunk[...])
-        out.lines = renamed_accumulators(buf, loop, acc + "[xindex - xblock]")
+        out.lines = renamed_accumulators(buf, loop.accumulators, acc + "[xindex - xblock]")
         return out
     x0 = ["const int64_t x0 = xindex - xblock;"] if split else []  # (x1: the tile's)
     if not simd:

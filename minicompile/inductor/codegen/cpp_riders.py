@@ -44,7 +44,6 @@ blocks), the two kernels are written apart, as before.
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,8 +51,9 @@ import sympy
 import torch
 
 from ..kernel_group import RINDEX, XINDEX, KernelGroup, KernelMember
-from ..sizevars import simplify_index
+from ..sizevars import same, simplify_index
 from .common import CodegenError, IndentedBuffer, emit_members
+from .cpp_loops import renamed_accumulators
 
 RIDING_REDUCTIONS = ("sum", "prod", "max", "min", "any")  # partials combine by their own update
 HALF = (torch.float16, torch.bfloat16)
@@ -95,7 +95,6 @@ def ridden_by(row: KernelGroup, column: KernelGroup, dtypes: dict) -> list[Kerne
     (its tile transposed), neither may scan or write in place, the column kernel be one loop of
     plain reductions (and the values they reduce), every buffer it reads in full be read by the
     row kernel at the same elements, consecutive along the row, and no buffer be 16-bit."""
-    same = lambda a, b: sympy.expand(sympy.sympify(a) - sympy.sympify(b)) == 0  # noqa: E731
     if not (row.kind == column.kind == "reduction" and same(row.numel, column.rnumel)
             and same(row.rnumel, column.numel) and not same(row.numel, 1)
             and not same(column.numel, 1)):
@@ -154,9 +153,7 @@ def emit(kernel: Any, scope: dict) -> Riders:
     del code.suffix.lines[marks[2]:]
     if not accs:
         raise CodegenError("the column kernel's members made no accumulator")
-    names = re.compile(r"\b(" + "|".join(a.name for a in accs) + r")\b")
-    code.body.lines = [names.sub(r"\1_col[rindex]", line) if names.search(line) else line
-                       for line in code.body.lines]
+    code.body.lines = renamed_accumulators(code.body, accs, "{}_col[rindex]")
     return Riders(accs, after)
 
 
