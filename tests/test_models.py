@@ -108,6 +108,53 @@ def test_harness_catches_a_wrong_result(monkeypatch, mode):
     assert ("output 0" if mode == "inference" else "fc2.bias") in r.reason
 
 
+@torch.library.custom_op("mc_test_models::rows_scaled", mutates_args=())
+def rows_scaled(x: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
+    """Row groups scaled by their group's number: a custom op, as transformers' grouped matmul
+    fallback for mixture-of-experts is, whose backward walks ``counts.tolist()``."""
+    return x * torch.repeat_interleave(torch.arange(1, len(counts) + 1.0), counts)[:, None]
+
+
+@rows_scaled.register_fake
+def _(x, counts):
+    return torch.empty_like(x)
+
+
+def _rows_scaled_backward(ctx, grad):
+    out, start = torch.empty_like(grad), 0
+    for i, end in enumerate(ctx.counts.cumsum(0).tolist()):  # data the trace does not have
+        out[start:end] = grad[start:end] * (i + 1)
+        start = end
+    return out, None
+
+
+def _rows_scaled_context(ctx, inputs, output):
+    ctx.counts = inputs[1]
+
+
+rows_scaled.register_autograd(_rows_scaled_backward, setup_context=_rows_scaled_context)
+
+
+class GroupedNet(TinyNet):
+    def forward(self, x):
+        return self.fc2(rows_scaled(torch.relu(self.fc1(x)), torch.tensor([3, 4])))
+
+
+def test_harness_says_when_torch_compile_ran_a_graph_eagerly():
+    """A custom op whose backward needs data (``.tolist()``) fails both compilers' AOT autograd:
+    each runs that graph eagerly, right, and each row says so with its reason (real Dynamo
+    counts the backend's failure and adds a graph break; nothing raises)."""
+    def build(size):
+        torch.manual_seed(0)
+        return GroupedNet(), {"x": torch.randn(7, 12), "target": torch.randint(0, 5, (7,))}
+    r = run_model(tiny_spec(build), "training", "float32", "cpu", SIZES["tiny"], "tiny",
+                  lambda what: None, timed=False)
+    assert r.tc_status == "fallback" and "failed" in r.tc_reason, r
+    assert r.status == "fallback" and "DataDependentOutputException" in r.reason, r
+    assert "(tc: fallback)" in markdown([r], {"device": "cpu", "device_name": "x", "torch": "t",
+                                              "python": "p", "argv": "cmd"})
+
+
 def test_harness_records_a_crash_and_goes_on():
     def broken(size):
         raise RuntimeError("no such layer")

@@ -274,6 +274,7 @@ def check_compiler(r: ModelResult, key: str, runner: Runner, expected: list, fp6
     compiler = COMPILERS[key]
     compiler.reset()
     mc.metrics.reset()
+    dynamo_counters().clear()  # (``dynamo_fallback_reason`` reads them)
     before = runner.params() if r.mode == "training" else None
     try:
         compiled = compiler.compile(runner.fn)
@@ -289,4 +290,28 @@ def check_compiler(r: ModelResult, key: str, runner: Runner, expected: list, fp6
         r.eager_frames = mc.metrics.eager_fallbacks
     if key == "mc" and (r.eager_frames or not mc.metrics.graphs_compiled):
         return "fallback", fallback_reason(r, mc.metrics.fallback_reasons), compiled  # right, but (part of) it ran eagerly
+    if key == "tc" and (why := dynamo_fallback_reason()):
+        return "fallback", why, compiled
     return "pass", "", compiled
+
+
+def dynamo_counters() -> Any:
+    from torch._dynamo.utils import counters
+
+    return counters
+
+
+def dynamo_fallback_reason() -> str:
+    """Why real torch.compile ran a graph eagerly after all, '' if it did not: when its backend
+    fails on a graph (AOT autograd meeting ``.tolist()`` in a custom op's backward), Dynamo
+    counts the failure (``counters["aot_autograd"]["not_ok"]``), adds a graph break and runs the
+    frame's code natively: a right result, nothing compiled. ``check_compiler`` clears the
+    counters before each run."""
+    counters = dynamo_counters()
+    failed = [k for k in counters["unimplemented"] if k.startswith("Backend compiler")]
+    if not failed and not counters["aot_autograd"]["not_ok"]:
+        return ""
+    lines = [line.strip() for line in (failed or [""])[0].splitlines()]
+    said = next((line.removeprefix("Explanation:").strip() for line in lines
+                 if line.startswith("Explanation:")), "")
+    return said or "its backend failed on a graph, which ran eagerly"
