@@ -300,3 +300,19 @@ def test_the_judge_allows_more_noise_where_noise_dominates(shape, allowed):
         compiled = (fp64 + factor * eager_error * noise).float()
         why = same_tensor(eager, compiled, fp64, tol=1e-4, use_cosine=False)
         assert (why is None) == ok, (factor, why)
+
+
+def test_the_bfloat16_judge_compares_directions_only_beyond_the_tolerance():
+    """bfloat16 results are judged by cosine similarity, after ``allclose`` (as ``same()``):
+    a gradient that is rounding noise around zero (an attention key bias's: softmax ignores a
+    shift shared by a query's scores) passes on its size, while a result pointing elsewhere
+    fails on its direction."""
+    from minicompile.bench.models.accuracy import same_tensor
+
+    torch.manual_seed(0)
+    noise_a, noise_b = 1e-4 * torch.randn(64), 1e-4 * torch.randn(64)  # cosine about 0
+    assert same_tensor(noise_a, noise_b, None, tol=1e-2, use_cosine=True) is None
+    ref = torch.randn(64)
+    why = same_tensor(ref, ref + 0.5 * torch.randn(64), None, tol=1e-2, use_cosine=True)
+    assert why is not None and "cosine similarity" in why
+    assert same_tensor(ref, ref + 1e-3 * torch.randn(64), None, tol=1e-2, use_cosine=True) is None
