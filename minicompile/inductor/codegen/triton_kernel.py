@@ -411,7 +411,10 @@ class TritonKernel(TritonReductions, TritonScans, TritonChecks):
         address = self.pointer(name, index, store=True)
         mask = self.mask(RINDEX in index.free_symbols, index)
         if mode == "atomic_add":  # lanes and programs may add into one element at once
-            line = f"tl.atomic_add({address}, {value}, {mask}, sem='relaxed')"
+            # (the value made a block of its own by ``tl.where``: Triton 3.8's interpreter
+            # adds a broadcast value, a constant's ``[1]``, at the first address only)
+            line = (f"tl.atomic_add({address}, tl.where({mask}, {value}, 0), {mask}, "
+                    "sem='relaxed')")
         else:
             line = f"tl.store({address}, {value}, {mask})"
         target.writeline(line)
