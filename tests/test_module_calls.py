@@ -107,3 +107,95 @@ def test_a_compiled_module_called_from_an_eager_frame_keeps_its_own_cache(capsys
     assert mc.metrics.eager_fallbacks == 0 and mc.metrics.graphs_compiled >= 1
     assert CACHE.compiled_forward(inner, backend=None) is None  # not minicompile's own forward
     assert CACHE.compiled_forward(inner._orig_mod, backend=None) is not None
+
+
+class ScaledBlock(Block):
+    def __init__(self, scale: float = 2.0, width: int = 4):
+        super().__init__()
+        self.lin, self.scale = nn.Linear(width, width), scale
+        self.register_buffer("shift", torch.randn(width))
+
+    def forward(self, x):
+        return torch.relu(self.lin(x)) * self.scale + self.shift
+
+
+class DropNet(nn.Module):
+    """LayerDrop, as BART and OPT write it in training: a random draw decides per layer, so the
+    loop's frame runs eagerly and calls each block in turn."""
+
+    def __init__(self, blocks: list[nn.Module]):
+        super().__init__()
+        self.blocks = nn.ModuleList(blocks)
+
+    def forward(self, x):
+        for block in self.blocks:
+            if torch.rand([]) < 0.0:  # data-dependent: never taken, but a break
+                continue
+            x = block(x)
+        return x
+
+
+def test_blocks_of_one_class_share_one_entry_their_parameters_graph_inputs(capsys):
+    """Each block is the same ``forward`` on another module: traced unspecialized (guarded by
+    type, parameters and buffers as graph inputs), one entry serves all six, as one graph does
+    in real Dynamo; forward and gradients equal eager's."""
+    mc.reset()  # (other tests compile ScaledBlock.forward too)
+    torch.manual_seed(0)
+    net, x = DropNet([ScaledBlock() for _ in range(6)]), torch.randn(3, 4, requires_grad=True)
+    expected = net(x)
+    expected.sum().backward()
+    grads = [p.grad.clone() for p in net.parameters()] + [x.grad.clone()]
+    net.zero_grad(set_to_none=True)
+    x.grad = None
+    mc.metrics.reset()
+    out = mc.compile(net)(x)
+    out.sum().backward()
+    torch.testing.assert_close(out, expected)
+    for got, want in zip([p.grad for p in net.parameters()] + [x.grad], grads):
+        torch.testing.assert_close(got, want)
+    assert (mc.metrics.graphs_compiled, mc.metrics.recompiles) == (1, 0)
+    entry, = CACHE.entries[ScaledBlock.forward.__code__]
+    guards = entry.guard.source
+    assert "type(L['self']) is" in guards and "id(L['self'])" not in guards, guards
+    ours = mc.explain(net)(x)
+    torch._dynamo.reset()
+    theirs = torch._dynamo.explain(net)(x)
+    capsys.readouterr()
+    assert ours.graph_count == theirs.graph_count == 1
+    assert not [n for n in ours.graphs[0].graph.nodes if n.op == "get_attr"]  # inputs, all
+
+
+def test_an_unspecialized_block_still_recompiles_on_what_it_guards():
+    """Guarded by type and by what ``forward`` reads: a block with another scale (a float
+    read from the module), other shapes, or another class compiles its own entry."""
+    mc.reset()
+    torch.manual_seed(0)
+    blocks = [ScaledBlock(), ScaledBlock(), ScaledBlock(scale=3.0), ScaledBlock(width=4),
+              Block()]
+    net, x = DropNet(blocks), torch.randn(3, 4, requires_grad=True)  # (as each block's output)
+    mc.metrics.reset()
+    torch.testing.assert_close(mc.compile(net)(x), net(x))
+    assert mc.metrics.graphs_compiled == 3  # scale 2.0, scale 3.0, Block
+    wide = DropNet([ScaledBlock(width=6)])
+    y = torch.randn(3, 6, requires_grad=True)
+    torch.testing.assert_close(mc.compile(wide)(y), wide(y))
+    assert mc.metrics.graphs_compiled == 4  # other shapes: a size mismatch, not a wrong read
+
+
+class ChattyBlock(ScaledBlock):
+    def forward(self, x):
+        x = self.lin(x)
+        print("between")  # a break inside the block: the rest is a resume function
+        return torch.relu(x) * self.scale + self.shift
+
+
+def test_a_break_inside_an_unspecialized_block_resumes_unspecialized(capsys):
+    """The resume function after a break in such a block gets the module as an argument: it
+    is traced unspecialized too, so the four blocks share two entries, not eight."""
+    mc.reset()
+    torch.manual_seed(0)
+    net, x = DropNet([ChattyBlock() for _ in range(4)]), torch.randn(3, 4, requires_grad=True)
+    mc.metrics.reset()
+    torch.testing.assert_close(mc.compile(net)(x), net(x))
+    capsys.readouterr()
+    assert (mc.metrics.graphs_compiled, mc.metrics.recompiles) == (2, 0)

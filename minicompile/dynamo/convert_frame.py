@@ -38,14 +38,18 @@ class CacheEntry:
 
 
 def convert_frame(fn: types.FunctionType, f_locals: dict, backend: Callable,
-                  fullgraph: bool = False, cache=None) -> CacheEntry:
+                  fullgraph: bool = False, cache=None,
+                  unspecialized: tuple[str, ...] = ()) -> CacheEntry:
+    """``unspecialized``: arguments whose modules are traced for any module of their class
+    (``OutputGraph.unspecialized``)."""
     code = fn.__code__
     _logging.trace_artifact("bytecode", lambda: format_listing(code),
                             title=f"ORIGINAL BYTECODE {code.co_name}")
     grad_mode = torch.is_grad_enabled()
     break_error = None
     while True:  # at most twice: a failed trace is restarted to graph-break at the failure
-        output = OutputGraph(fn, list(f_locals), backend, cache, grad_mode)
+        output = OutputGraph(fn, list(f_locals), backend, cache, grad_mode,
+                             unspecialized)
         try:
             tx = InstructionTranslator(code, fn.__globals__, f_locals, fn.__closure__, output)
             if break_error is not None:

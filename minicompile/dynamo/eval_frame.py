@@ -70,14 +70,17 @@ class FrameCache:
             listener(event, payload)
 
     def compiled_callee(self, fn: types.FunctionType, backend: Callable,
-                        key: Any = None) -> Callable:
+                        key: Any = None, unspecialized: tuple[str, ...] = ()) -> Callable:
         """``optimize(fn)`` for a frame compiled code calls natively (a resume function, a user
         function a graph break calls, a callee of a frame that runs eagerly): one wrapper per
-        ``key`` (default ``fn``) and backend, so it keeps its compiled entries across calls."""
+        ``key`` (default ``fn``) and backend, so it keeps its compiled entries across calls.
+        ``unspecialized``: arguments whose modules are traced for any module of their class
+        (a module's ``forward`` called from a frame that runs eagerly, and its resume
+        functions: ``OutputGraph.unspecialized``)."""
         wrappers = self.wrappers.setdefault(backend, {})
         key = fn if key is None else key
         if key not in wrappers:
-            wrappers[key] = optimize(fn, backend, cache=self)
+            wrappers[key] = optimize(fn, backend, cache=self, unspecialized=unspecialized)
         return wrappers[key]
 
     def resume_with_cells(self, code: types.CodeType, fn: types.FunctionType,
@@ -133,12 +136,16 @@ class FrameCache:
         """``mod``'s compiled ``forward`` bound to it, for a call from a frame that runs
         eagerly; None where the call stays as it is: torch's own modules, a forward set on
         the instance, hooks (``__call__`` runs them), graph modules (the compiler's own), a
-        module already compiled (its own cache)."""
+        module already compiled (its own cache). One wrapper per ``forward`` serves every
+        module of the class, traced as a *module call* (``unspecialized`` in
+        output_graph.py): the twelve layers a loop left to eager calls in turn share one
+        compiled entry, their parameters the graph's inputs, as real Dynamo's."""
         forward = _static_forward(mod)
         if isinstance(mod, (torch.fx.GraphModule, OptimizedModule)) or "forward" in mod.__dict__ \
                 or _has_hooks(mod) or not compiles_as_callee(forward):
             return None
-        return self.compiled_callee(forward, backend).__get__(mod)
+        return self.compiled_callee(forward, backend, ("module call", forward),
+                                    unspecialized=forward.__code__.co_varnames[:1]).__get__(mod)
 
 
 class _CompilingGlobals(dict):
@@ -242,7 +249,8 @@ def _recompile_message(code: types.CodeType, reasons: list[str]) -> str:
 
 
 def run_frame(fn: types.FunctionType, args: tuple, kwargs: dict, backend: Callable,
-              fullgraph: bool, cache: FrameCache = CACHE, dynamic: bool | None = None) -> Any:
+              fullgraph: bool, cache: FrameCache = CACHE, dynamic: bool | None = None,
+              unspecialized: tuple[str, ...] = ()) -> Any:
     """What the PEP 523 hook does for one frame: look up, or compile, then run."""
     code = fn.__code__
     try:
@@ -257,7 +265,8 @@ def run_frame(fn: types.FunctionType, args: tuple, kwargs: dict, backend: Callab
         undo = None
         if entry is None:
             undo = _undo_compile(code, cache)
-            entry = _compile(fn, f_locals, backend, fullgraph, cache, dynamic, misses)
+            entry = _compile(fn, f_locals, backend, fullgraph, cache, dynamic, misses,
+                             unspecialized)
     try:
         if entry is None:
             return run_eagerly(fn, args, kwargs, backend, cache)
@@ -308,8 +317,8 @@ def _lookup(fn: types.FunctionType, f_locals: dict, backend: Callable,
 
 
 def _compile(fn: types.FunctionType, f_locals: dict, backend: Callable, fullgraph: bool,
-             cache: FrameCache, dynamic: bool | None,
-             misses: list[CacheEntry]) -> CacheEntry | None:
+             cache: FrameCache, dynamic: bool | None, misses: list[CacheEntry],
+             unspecialized: tuple[str, ...] = ()) -> CacheEntry | None:
     """A new cache entry for this frame, or None: it runs eagerly (called under the lock)."""
     code = fn.__code__
     entries = cache.entries.setdefault(code, [])
@@ -330,7 +339,7 @@ def _compile(fn: types.FunctionType, f_locals: dict, backend: Callable, fullgrap
         _logging.trace_artifact("recompiles", lambda: _recompile_message(code, reasons))
     state = cache.frame_states.setdefault(code, FrameState())
     try:
-        entry = _convert(fn, f_locals, backend, fullgraph, cache, dynamic, state)
+        entry = _convert(fn, f_locals, backend, fullgraph, cache, dynamic, state, unspecialized)
     except Unsupported as e:
         if fullgraph:  # the reason and the user's line say it all; no internal traceback
             raise FullGraphError(e.reason, e.user_line) from None
@@ -378,12 +387,13 @@ def _without_tracebacks(error: Unsupported) -> Unsupported:
 
 
 def _convert(fn: types.FunctionType, f_locals: dict, backend: Callable, fullgraph: bool,
-             cache: FrameCache, dynamic: bool | None, state: FrameState) -> CacheEntry:
+             cache: FrameCache, dynamic: bool | None, state: FrameState,
+             unspecialized: tuple[str, ...] = ()) -> CacheEntry:
     """convert_frame under the frame's dynamic-shapes policy."""
     policy = DynamicPolicy(dynamic, state)
     try:
         with dynamic_policy(policy):
-            return convert_frame(fn, f_locals, backend, fullgraph, cache)
+            return convert_frame(fn, f_locals, backend, fullgraph, cache, unspecialized)
     except Unsupported as e:
         if dynamic is not None or not policy.went_symbolic:
             raise
@@ -393,7 +403,7 @@ def _convert(fn: types.FunctionType, f_locals: dict, backend: Callable, fullgrap
     _logging.trace_artifact("recompiles", f"{fn.__code__.co_name}: static sizes, because "
                             f"tracing with symbolic ones failed: {reason}")
     with dynamic_policy(DynamicPolicy(False, policy.state)):
-        return convert_frame(fn, f_locals, backend, fullgraph, cache)
+        return convert_frame(fn, f_locals, backend, fullgraph, cache, unspecialized)
 
 
 def run_eagerly(fn: types.FunctionType, args: tuple, kwargs: dict, backend: Callable,
@@ -444,7 +454,8 @@ class OptimizedModule(torch.nn.Module):
 
 
 def optimize(model: Callable, backend: Callable, fullgraph: bool = False,
-             dynamic: bool | None = None, cache: FrameCache = CACHE) -> Callable:
+             dynamic: bool | None = None, cache: FrameCache = CACHE,
+             unspecialized: tuple[str, ...] = ()) -> Callable:
     """Wrap ``model`` so each call goes through the cache (``mc.compile`` calls this).
 
     ``dynamic``: None = automatic dynamic, True = symbolic sizes from the first compile,
@@ -467,7 +478,7 @@ def optimize(model: Callable, backend: Callable, fullgraph: bool = False,
         if bound_self is not None:
             args = (bound_self, *args)
         try:
-            return run_frame(fn, args, kwargs, backend, fullgraph, cache, dynamic)
+            return run_frame(fn, args, kwargs, backend, fullgraph, cache, dynamic, unspecialized)
         except Exception as e:
             raise without_internal_frames(e)  # the user's error, with the user's frames
 

@@ -149,9 +149,11 @@ class BreakWriter:
                 code, fn, self.output.backend)
             cells = "".join(f"{self.new_cell(tx.cells[n])}, " for n in tx.code.co_cellvars)
             args.insert(0, f"({cells})")
-        else:
-            self.output.installed[code.co_name] = self.compiled(resume_function(code, fn),
-                                                                key=(code, id(fn.__closure__)))
+        else:  # (a frame traced unspecialized passes its modules on to its resume function)
+            same = tuple(n for n in names if n in self.output.unspecialized)
+            self.output.installed[code.co_name] = self.output.frame_cache.compiled_callee(
+                resume_function(code, fn), self.output.backend,
+                (code, id(fn.__closure__), same), unspecialized=same)
         return f"{code.co_name}({', '.join(args)})"
 
     def new_cell(self, cell) -> str:

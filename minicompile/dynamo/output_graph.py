@@ -121,8 +121,15 @@ class OutputGraph:
     ``initial_grad_mode`` is the grad mode the frame started with (restored at a break)."""
 
     def __init__(self, root_fn: types.FunctionType, arg_names: list[str], backend: Callable,
-                 frame_cache=None, initial_grad_mode: bool | None = None):
+                 frame_cache=None, initial_grad_mode: bool | None = None,
+                 unspecialized: tuple[str, ...] = ()):
         self.root_fn, self.arg_names, self.frame_cache = root_fn, list(arg_names), frame_cache
+        # Frame arguments whose modules are traced *unspecialized* (a module's ``forward``
+        # called from a frame that runs eagerly, eval_frame.compiled_forward): guarded by type,
+        # not identity, their parameters and buffers graph inputs, not ``get_attr`` constants,
+        # so every module of the class with the same shapes and settings reuses the entry
+        # (nn_module.py). Real Dynamo treats every module so (``inline_inbuilt_nn_modules``).
+        self.unspecialized = frozenset(unspecialized)
         self.code, self.f_globals = root_fn.__code__, root_fn.__globals__
         self.active_autocasts: list = []  # autocast regions entered and not left, innermost last
         self.local_generators: list = []  # generators made while tracing, not finished

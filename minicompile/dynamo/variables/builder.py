@@ -119,6 +119,19 @@ class VariableBuilder:
             self.install_guard(GuardKind.TENSOR_MATCH, TensorSpec.of(value, vt.example_value))
         return vt
 
+    def wrap_module(self, value: torch.nn.Module, guard: bool) -> VariableTracker:
+        """A module: guarded by identity, its parameters ``get_attr`` constants of the graph;
+        a frame argument the frame traces unspecialized (``OutputGraph.unspecialized``) is
+        guarded by type instead, its parameters graph inputs (``NNModuleVariable``)."""
+        if isinstance(self.source, LocalSource) and \
+                self.source.local_name in self.tx.output.unspecialized:
+            if guard:
+                self.install_guard(GuardKind.TYPE_MATCH, type(value))
+            return NNModuleVariable(value, self.source, specialized=False)
+        if guard:
+            self.install_guard(GuardKind.ID_MATCH, value)
+        return NNModuleVariable(value, self.source)
+
     def wrap_constant(self, value: Any, guard: bool) -> VariableTracker:
         if (guard and type(value) is int and value >= 2 and isinstance(self.source, LocalSource)
                 and self.tx.output.dynamic.int_is_dynamic(self.source.name(), value)):
@@ -289,7 +302,7 @@ class VariableBuilder:
         (lambda v: type(v) in (set, frozenset) and all(map(_plain_key, v)), wrap_set),
         (lambda v: isinstance(v, range), wrap_range),
         (lambda v: isinstance(v, slice), wrap_slice),
-        (lambda v: isinstance(v, torch.nn.Module), _id_matched(NNModuleVariable)),
+        (lambda v: isinstance(v, torch.nn.Module), wrap_module),
         (lambda v: isinstance(v, torch.optim.Optimizer), _id_matched(OptimizerVariable)),
         (lambda v: isinstance(v, types.ModuleType), _id_matched(PythonModuleVariable)),
         (lambda v: any(v is d for d in CACHING_DECORATORS),

@@ -8,6 +8,14 @@ buffers become ``get_attr`` nodes on the output GraphModule, named after their s
 classic Dynamo. The module object is guarded by identity; plain attributes read by ``forward``
 (``training``, ``eps``, ...) are guarded by value. Containers (Sequential, ModuleList,
 ModuleDict) are iterated and indexed at trace time, so loops over them unroll.
+
+*Unspecialized* modules (``specialized=False``): the ``self`` of a module's ``forward`` called
+from a frame that runs eagerly (a loop over layers with a graph break in it calls each layer in
+turn). Specialized, each layer would fail the last one's identity guards and compile again, up to
+the recompile limit. Unspecialized, the module and its submodules are guarded by type, and their
+parameters and buffers are graph inputs (placeholders, ``TENSOR_MATCH``-guarded): one entry
+serves every layer of the same class, shapes and settings, as real Dynamo's modules always are
+(``inline_inbuilt_nn_modules``: ``UnspecializedNNModuleVariable``).
 """
 
 from __future__ import annotations
@@ -51,9 +59,10 @@ def traced_hooks(module: torch.nn.Module) -> tuple | None:
 
 
 class NNModuleVariable(VariableTracker):
-    def __init__(self, module: torch.nn.Module, source=None):
+    def __init__(self, module: torch.nn.Module, source=None, specialized: bool = True):
         super().__init__(source)
         self.value = module
+        self.specialized = specialized  # False: guarded by type, parameters graph inputs
 
     def python_type(self) -> type:
         return type(self.value)
@@ -87,9 +96,25 @@ class NNModuleVariable(VariableTracker):
     def _wrap_child(self, tx, value: Any, source) -> VariableTracker:
         from .builder import VariableBuilder
 
+        if not self.specialized and isinstance(value, (torch.Tensor, torch.nn.Module)):
+            return self._unspecialized_child(tx, value, source)
         if isinstance(value, torch.Tensor):
             return tx.output.register_attr_or_module(tx, value, source)
         return VariableBuilder(tx, source).wrap(value)
+
+    def _unspecialized_child(self, tx, value: Any, source) -> VariableTracker:
+        """A parameter, buffer or submodule of an unspecialized module: a graph input, or a
+        module guarded by type. Only what a source reaches: an instance's own ``__getattr__``
+        answering with a tensor would make it a constant of this instance's."""
+        from .builder import VariableBuilder
+
+        if source is None:
+            unimplemented(f"a tensor or module {type(self.value).__name__}.__getattr__ makes, "
+                          "in a module traced for every instance of its class")
+        if isinstance(value, torch.Tensor):
+            return VariableBuilder(tx, source).wrap(value)
+        tx.output.add_guard(Guard(source, GuardKind.TYPE_MATCH, type(value), tx.user_line()))
+        return NNModuleVariable(value, source, specialized=False)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         from .functions import UserFunctionVariable
@@ -130,7 +155,10 @@ class NNModuleVariable(VariableTracker):
             return UserMethodVariable(static, self)
         if isinstance(static, staticmethod):
             return UserFunctionVariable(static.__func__)
-        return self._wrap_child(tx, getattr(self.value, name), None)  # __constants__, defaults
+        value = getattr(self.value, name)  # __constants__, defaults: the class's own
+        if isinstance(value, torch.Tensor):  # (one tensor for every instance)
+            return tx.output.register_attr_or_module(tx, value, None)
+        return self._wrap_child(tx, value, None)
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         from .builder import VariableBuilder
@@ -187,6 +215,8 @@ class NNModuleVariable(VariableTracker):
     def _item(self, tx, key: Any, sub: torch.nn.Module) -> VariableTracker:
         self._guard_contents(tx)
         source = self._submodule_source(sub)
+        if not self.specialized:
+            return self._unspecialized_child(tx, sub, source)
         if source is not None:
             tx.output.add_guard(Guard(source, GuardKind.ID_MATCH, sub, tx.user_line()))
         return NNModuleVariable(sub, source)
