@@ -199,3 +199,26 @@ def test_a_break_inside_an_unspecialized_block_resumes_unspecialized(capsys):
     torch.testing.assert_close(mc.compile(net)(x), net(x))
     capsys.readouterr()
     assert (mc.metrics.graphs_compiled, mc.metrics.recompiles) == (2, 0)
+
+
+class LastBlockSkips(ScaledBlock):
+    """Compares itself by identity: each module's trace holds for that module only."""
+
+    def forward(self, x):
+        if self is LAST[0]:
+            return x
+        return super().forward(x)
+
+
+LAST: list = []
+
+
+def test_an_unspecialized_block_compared_by_identity_is_guarded_by_identity():
+    mc.reset()
+    torch.manual_seed(0)
+    blocks = [LastBlockSkips() for _ in range(3)]
+    LAST[:] = [blocks[-1]]
+    net, x = DropNet(blocks), torch.randn(3, 4, requires_grad=True)
+    torch.testing.assert_close(mc.compile(net)(x), net(x))  # the last block returns its input
+    guards = CACHE.entries[LastBlockSkips.forward.__code__][0].guard.source
+    assert "id(L['self'])" in guards

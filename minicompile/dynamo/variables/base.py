@@ -90,6 +90,11 @@ class VariableTracker:
         """The object ``is`` compares (IS_OP); None when the value has no fixed identity."""
         return self.as_python_constant() if self.is_python_constant() else self
 
+    def pin_identity(self) -> None:
+        """The trace is about to depend on which object this is (``is``, ``in``, a dict key):
+        a value guarded by less than its identity is guarded by it from here on
+        (``NNModuleVariable``: an unspecialized module)."""
+
     # -- rebuilding the value in the transformed function ---------------------------------------
     def reconstruct(self, codegen: PyCodegen) -> str:
         if self.source is not None:

@@ -33,7 +33,7 @@ from .functions import (CACHING_DECORATORS, CachingDecoratorVariable, FunctoolsP
 from .lists import (ListVariable, NamedTupleVariable, RangeVariable, SetVariable, SizeVariable,
                     SliceVariable, TupleVariable)
 from .misc import GradModeVariable, PythonModuleVariable
-from .nn_module import NNModuleVariable
+from .nn_module import NNModuleVariable, unspecialized_module
 from .optimizer import OptimizerVariable
 from .symnode import SymNodeVariable, symbolic_size
 from .tensor import TensorVariable
@@ -127,7 +127,7 @@ class VariableBuilder:
                 self.source.local_name in self.tx.output.unspecialized:
             if guard:
                 self.install_guard(GuardKind.TYPE_MATCH, type(value))
-            return NNModuleVariable(value, self.source, specialized=False)
+            return unspecialized_module(self.tx, value, self.source)
         if guard:
             self.install_guard(GuardKind.ID_MATCH, value)
         return NNModuleVariable(value, self.source)

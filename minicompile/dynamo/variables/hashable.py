@@ -82,6 +82,7 @@ def dict_key(vt: VariableTracker) -> Any:
     # tracing (a tracker read from a source is made afresh on each read)
     own_identity = isinstance(vt.identity(), VariableTracker) and vt.source is not None
     if cls is not None and hashed_by_identity(cls) and not own_identity:
+        vt.pin_identity()
         return HashableTracker(vt)
     name = getattr(cls, "__name__", type(vt).__name__)
     unimplemented(f"a {name} as a dict key or set member: its hash and == are not traced "

@@ -63,12 +63,19 @@ class NNModuleVariable(VariableTracker):
         super().__init__(source)
         self.value = module
         self.specialized = specialized  # False: guarded by type, parameters graph inputs
+        self.output = None  # (unspecialized: the OutputGraph, for ``pin_identity``'s guard)
 
     def python_type(self) -> type:
         return type(self.value)
 
     def identity(self) -> Any:
         return self.value
+
+    def pin_identity(self) -> None:
+        """An unspecialized module compared by identity, or made a dict key: the trace holds
+        for this module only, so it is guarded by identity after all."""
+        if not self.specialized and self.source is not None and self.output is not None:
+            self.output.add_guard(Guard(self.source, GuardKind.ID_MATCH, self.value))
 
     def truth(self, tx) -> bool:
         """``if self.normalization:`` (CvT): a module is true, a container (ModuleList,
@@ -114,7 +121,7 @@ class NNModuleVariable(VariableTracker):
         if isinstance(value, torch.Tensor):
             return VariableBuilder(tx, source).wrap(value)
         tx.output.add_guard(Guard(source, GuardKind.TYPE_MATCH, type(value), tx.user_line()))
-        return NNModuleVariable(value, source, specialized=False)
+        return unspecialized_module(tx, value, source)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         from .functions import UserFunctionVariable
@@ -301,6 +308,13 @@ class NNModuleVariable(VariableTracker):
 
     def _repr_body(self) -> str:
         return type(self.value).__name__
+
+
+def unspecialized_module(tx, module: torch.nn.Module, source) -> NNModuleVariable:
+    """``module`` traced for any module of its class (its guard by type installed already)."""
+    vt = NNModuleVariable(module, source, specialized=False)
+    vt.output = tx.output
+    return vt
 
 
 class NNModuleSliceVariable(NNModuleVariable):

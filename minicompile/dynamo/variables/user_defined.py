@@ -377,6 +377,7 @@ def identity_equal(tx, a: VariableTracker, b: VariableTracker) -> bool:
     user objects through their ``__eq__``."""
     if a.is_python_constant() and b.is_python_constant():
         return a.as_python_constant() == b.as_python_constant()
+    a.pin_identity(), b.pin_identity()
     if a.identity() is b.identity():
         return True
     equal = user_compare("__eq__")(tx, a, b)
