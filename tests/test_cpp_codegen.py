@@ -591,7 +591,8 @@ def test_16bit_values_stored_as_loaded_copy_their_bits(dtype, graphs):
         assert re.search(r"out_ptr0\[[^]]+\]\.bits = in_ptr0(_tile\d)?\[[^]]+\]\.bits;",
                          source), source
         assert "mc::store_float" not in source, source
-    assert ".bits = " not in converted and "mc::store_float(" in converted, converted
+    # (rounded one by one, or a vector at a time after the loop: ``mc::store_floats``)
+    assert ".bits = " not in converted and re.search(r"mc::store_floats?\(", converted), converted
     assert torch.equal(mc.compile(lambda x: x.t().contiguous())(x).view(torch.int16),
                        x.t().contiguous().view(torch.int16))  # to the bit
 

@@ -343,6 +343,27 @@ def test_half_precision_conversions_on_special_values(backend, sources, dtype):
         assert all("static_cast<mc::" not in s for s in sources), sources
 
 
+def test_bfloat16_stores_round_bit_for_bit_as_eager(monkeypatch):
+    """Floats computed in a C++ kernel and stored as bfloat16 (on a CPU with AVX512-BF16,
+    sixteen at a time by one instruction: cpp_blocks.py): ties to even, past the largest,
+    subnormals (which the instruction would read as zero) and NaNs with payloads (which it
+    would keep), each vector of them among ordinary values, bit for bit as eager's conversion
+    (a NaN as a NaN: eager's own vector and scalar conversions write different NaN bits).
+    (Triton's interpreter rounds subnormals otherwise: see the test above.)"""
+    use_cpu_backend(monkeypatch, "cpp")
+    mc.reset()
+    torch.manual_seed(0)
+    bits = torch.randint(-2 ** 31, 2 ** 31 - 1, (4096,), dtype=torch.int64).to(torch.int32)
+    odd = torch.tensor([0x00012345, -0x7ffedcbb, 0x7fa00001, -0x005fffff, 0x3f808000,
+                        0x3f818000, 0x7f7fffff, 0x00000001], dtype=torch.int32)
+    x = torch.cat([bits, odd, torch.randn(1000)[None].view(torch.int32)[0]]).view(torch.float32)
+    got = mc.compile(lambda x: (x * 1).to(torch.bfloat16))(x)
+    expected = (x * 1).to(torch.bfloat16)
+    nan = expected.isnan()
+    assert torch.equal(got.isnan(), nan)
+    assert torch.equal(got[~nan].view(torch.int16), expected[~nan].view(torch.int16))
+
+
 def test_float16_rounding_of_every_value_and_every_tie(backend, sources):
     """Every float16, the midpoints between neighbours (ties: to even) and the floats just
     either side of them, past the largest finite one and down among the subnormals: rounded

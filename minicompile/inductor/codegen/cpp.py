@@ -86,7 +86,7 @@ from ..sizevars import FloorDiv, ModularIndexing
 from . import cpp_build, cpp_loops, cpp_riders
 from .common import (BaseScheduling, CodegenError, IndentedBuffer, KernelSignature,
                      emit_members, same_code_key)
-from .cpp_blocks import BLOCK_DTYPES, MAX_BLOCK, VectorBlock
+from .cpp_blocks import MAX_BLOCK, STORE_BLOCK_DTYPES, VectorBlock
 from .cpp_hoist import LoopInvariants
 from .cpp_keep import KeptValues, drop_unused_temporaries
 from .cpp_loops import (R0, R1, SCAN_ROWS, TILE, X0, X1, XTILE, column_tile,
@@ -311,7 +311,8 @@ class CppKernel:
         place (a block is read before the loop and written after it), is not vectorised, or the
         loop's range is not known to fit an array."""
         if not (self.options.cpp_vectorize and self.options.cpp_blocks and
-                any(d in BLOCK_DTYPES for d in self.dtypes.values()) and self.values.inputs_stay
+                any(d in STORE_BLOCK_DTYPES for d in self.dtypes.values())
+                and self.values.inputs_stay
                 and isinstance(capacity, (int, sympy.Integer)) and 0 < capacity <= MAX_BLOCK):
             return None
         return VectorBlock(var, start, count, int(capacity))

@@ -49,6 +49,21 @@ def libmvec_level() -> int:
 LIBMVEC_LEVEL = libmvec_level()
 
 
+def cpu_flags() -> set[str]:
+    """The flags of this machine's CPU as Linux lists them (``avx512_bf16``...); empty elsewhere.
+    ``-march=native`` compiles for exactly these."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next((set(line.split(":", 1)[1].split()) for line in f
+                         if line.startswith("flags")), set())
+    except OSError:
+        return set()
+
+
+# one instruction converts 16 floats to bfloat16, rounding to nearest even (cpp_blocks.py)
+HAS_AVX512_BF16 = "avx512_bf16" in cpu_flags()
+
+
 CXX = os.environ.get("CXX", "g++")
 FLAGS = [
     "-O3", "-march=native",  # vector instructions of this machine (AVX2/AVX-512 where present)

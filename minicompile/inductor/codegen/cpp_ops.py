@@ -34,7 +34,7 @@ from ..kernel_group import RINDEX, XINDEX
 from ..ops_handler import add_elementwise_ops
 from ..sizevars import simplify_index, value_range
 from .common import CSE, IndentedBuffer, nearer_along
-from .cpp_blocks import BLOCK_DTYPES, VectorBlock
+from .cpp_blocks import BLOCK_DTYPES, STORE_BLOCK_DTYPES, VectorBlock
 from .cpp_hoist import LoopInvariants
 from .cpp_masks import MaskBounds, local_names_numbered, masked_fill
 from .cpp_math import C_OPS, FLOAT_TYPES  # (C_OPS read here, where the grading swaps it)
@@ -345,7 +345,7 @@ class CppOpsHandler:
         if self.dtypes[name] in HALF_DTYPES:
             unrounded, dtype = self.rounded.get(value, (value, None))
             value = unrounded if dtype == self.dtypes[name] else value
-            first = self.block_first(name, index) if out is self.code.body else None
+            first = self.block_first(name, index, store=True) if out is self.code.body else None
             if first is not None:  # into a float array, converted after the loop
                 array = self.block.store(self.code.converts_in, self.code.converts_out,
                                          self.pointers[name], first)
@@ -376,10 +376,13 @@ class CppOpsHandler:
                                            self.dtypes[name].itemsize))
         return f"{self.code.tiles[key].array}[{TILE}*(x1 - x1_tile) + (x0 - x0_tile)]"
 
-    def block_first(self, name: str, index: sympy.Expr) -> sympy.Expr | None:
+    def block_first(self, name: str, index: sympy.Expr,
+                    store: bool = False) -> sympy.Expr | None:
         """Where the loop's range of ``name`` starts, if its points convert in a block: a
-        float16 buffer read or written at consecutive points of the loop, outside any mask."""
-        if self.block is None or self.dtypes[name] not in BLOCK_DTYPES or \
+        float16 buffer read or written (or a bfloat16 one written, where the CPU converts it a
+        vector at a time) at consecutive points of the loop, outside any mask."""
+        dtypes = STORE_BLOCK_DTYPES if store else BLOCK_DTYPES
+        if self.block is None or self.dtypes[name] not in dtypes or \
                 not self.invariants.inner or self.invariants.masked:
             return None  # (per-row code runs outside the loop: no block)
         return self.block.first(self._indices[index][1])
