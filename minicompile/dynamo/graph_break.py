@@ -151,9 +151,8 @@ class BreakWriter:
             args.insert(0, f"({cells})")
         else:  # (a frame traced unspecialized passes its modules on to its resume function)
             same = tuple(n for n in names if n in self.output.unspecialized)
-            self.output.installed[code.co_name] = self.output.frame_cache.compiled_callee(
-                resume_function(code, fn), self.output.backend,
-                (code, id(fn.__closure__), same), unspecialized=same)
+            self.output.installed[code.co_name] = self.compiled(
+                resume_function(code, fn), (code, id(fn.__closure__), same), same)
         return f"{code.co_name}({', '.join(args)})"
 
     def new_cell(self, cell) -> str:
@@ -174,9 +173,11 @@ class BreakWriter:
         return ["try:", *(f"    {line}" for line in lines),
                 "except BaseException as __break_exc:", f"    return {resume}"]
 
-    def compiled(self, fn: types.FunctionType, key: Any = None) -> Callable:
+    def compiled(self, fn: types.FunctionType, key: Any = None,
+                 unspecialized: tuple[str, ...] = ()) -> Callable:
         """``fn`` wrapped by ``optimize`` through the frame cache (one wrapper per function)."""
-        return self.output.frame_cache.compiled_callee(fn, self.output.backend, key)
+        return self.output.frame_cache.compiled_callee(fn, self.output.backend, key,
+                                                       unspecialized)
 
     def graph_lines(self) -> list:
         """Compile the graph so far (its outputs: every tensor the code above needs)."""

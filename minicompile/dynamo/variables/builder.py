@@ -125,12 +125,8 @@ class VariableBuilder:
         guarded by type instead, its parameters graph inputs (``NNModuleVariable``)."""
         if isinstance(self.source, LocalSource) and \
                 self.source.local_name in self.tx.output.unspecialized:
-            if guard:
-                self.install_guard(GuardKind.TYPE_MATCH, type(value))
-            return unspecialized_module(self.tx, value, self.source)
-        if guard:
-            self.install_guard(GuardKind.ID_MATCH, value)
-        return NNModuleVariable(value, self.source)
+            return unspecialized_module(self.tx, value, self.source, guard)
+        return _id_matched(NNModuleVariable)(self, value, guard)
 
     def wrap_constant(self, value: Any, guard: bool) -> VariableTracker:
         if (guard and type(value) is int and value >= 2 and isinstance(self.source, LocalSource)

@@ -120,7 +120,6 @@ class NNModuleVariable(VariableTracker):
                           "in a module traced for every instance of its class")
         if isinstance(value, torch.Tensor):
             return VariableBuilder(tx, source).wrap(value)
-        tx.output.add_guard(Guard(source, GuardKind.TYPE_MATCH, type(value), tx.user_line()))
         return unspecialized_module(tx, value, source)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
@@ -310,8 +309,11 @@ class NNModuleVariable(VariableTracker):
         return type(self.value).__name__
 
 
-def unspecialized_module(tx, module: torch.nn.Module, source) -> NNModuleVariable:
-    """``module`` traced for any module of its class (its guard by type installed already)."""
+def unspecialized_module(tx, module: torch.nn.Module, source,
+                         guard: bool = True) -> NNModuleVariable:
+    """``module`` traced for any module of its class: guarded by its type alone."""
+    if guard and source is not None:
+        tx.output.add_guard(Guard(source, GuardKind.TYPE_MATCH, type(module), tx.user_line()))
     vt = NNModuleVariable(module, source, specialized=False)
     vt.output = tx.output
     return vt
