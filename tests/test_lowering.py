@@ -324,6 +324,14 @@ NN_OPS = [
                                                      pos_weight=b[0].abs(), reduction="none"), ()),
     (lambda a, b: torch.ops.aten.select_backward(b[:, 2], [13, 7], 1, 2), ()),
     (lambda a, b: torch.ops.aten.select_backward(b[-1], [13, 7], 0, -1), ()),
+    # slices' and selects' gradients and scatters: Pointwise, fused, no zero fill and copy
+    (lambda a, b: torch.ops.aten.slice_backward(b[:, 3:].exp(), [13, 7], 1, 3, 7, 1) + a, ()),
+    (lambda a, b: torch.ops.aten.slice_backward(b[:4], [13, 7], 0, 1, 13, 3), ()),  # every 3rd
+    (lambda a, b: torch.ops.aten.slice_backward(b[-4:], [13, 7], 0, -4, 2**63 - 1, 1), ()),
+    (lambda a, b: torch.slice_scatter(a, b[:, :3] * 2, 1, 1, 7, 2), ()),
+    (lambda a, b: torch.slice_scatter(a.sin(), b[-2:], 0, -2), ()),
+    (lambda a, b: torch.select_scatter(a, b[:, 0].cos(), 1, -1) * 3, ()),
+    (lambda a, b: torch.select_scatter(a, b[0], 0, 4), ()),
     (lambda a, b: torch.zeros_like(a).scatter(1, (b.abs() * 3).long().clamp(max=6)[:, :1],
                                               a[:, :1]), ()),
     (lambda a, b: a.scatter(0, (b.abs() * 3).long().clamp(max=12)[:2], -1.0), ()),  # 2 slots
@@ -665,6 +673,39 @@ def test_rotary_embedding_through_complex_trains_on_every_backend(backend, monke
     out.square().sum().backward(), ref.square().sum().backward()
     torch.testing.assert_close((x.grad, theta.grad), (rx.grad, rtheta.grad))
     assert mc.metrics.eager_fallbacks == 0
+    mc.reset()
+
+
+def rotate_half(x):
+    """RoPE as Llama's and Mistral's transformers code writes it: the halves swapped, one
+    negated. Its backward is a ``slice_backward`` of each half."""
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), -1)
+
+
+@pytest.mark.parametrize("backend", ["cpp", "triton"])
+def test_gradients_of_slices_are_kernels_not_fallbacks(backend, monkeypatch, compiled_graphs):
+    """The gradient of a slice (``slice_backward``: zeros, the gradient in the slice) was an
+    ATen fallback, a zero fill and a copy each, four a layer of a RoPE model; it is a
+    ``Pointwise`` now, fused with its neighbours: forward and gradients equal eager's."""
+    from minicompile import config
+    from minicompile.inductor.codegen import BACKENDS
+
+    if backend not in BACKENDS:
+        pytest.skip(f"no {backend} backend here")
+    monkeypatch.setattr(config.inductor, "cpu_backend", backend)
+
+    def rope(q, cos, sin):
+        return (q * cos + rotate_half(q) * sin)[:, 1:].tanh()  # (and a slice of the output)
+
+    q, cos, sin = torch.randn(2, 5, 3, 8), torch.randn(5, 1, 8), torch.randn(5, 1, 8)
+    mine, ref = q.clone().requires_grad_(), q.clone().requires_grad_()
+    out, expected = mc.compile(rope)(mine, cos, sin), rope(ref, cos, sin)
+    torch.testing.assert_close(out, expected)
+    out.square().sum().backward(), expected.square().sum().backward()
+    torch.testing.assert_close(mine.grad, ref.grad)
+    assert len(compiled_graphs) == 2  # forward and backward
+    assert not [f for g in compiled_graphs for f in g.graph.fallbacks]
     mc.reset()
 
 

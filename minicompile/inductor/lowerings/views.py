@@ -16,7 +16,7 @@ buffer (``cat_by_copies``).
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import sympy
 import torch
@@ -118,15 +118,23 @@ def squeeze(x: IRNode, dims=None):
     return View(x, [size[d] for d in kept], reindex)
 
 
+def _slice_start(start, size: Expr) -> Expr:
+    """A slice's first index along a dim of ``size``: from the end where negative, clamped at 0
+    as Python slices are (with a symbolic size, s1 - 20 is negative for s1 < 20), and at the
+    size."""
+    start = sympify(start or 0)
+    if start.is_number and start < 0:
+        start = sympy.Max(0, start + size)
+    if start.is_number and size.is_number:
+        start = sympy.Min(start, size)
+    return start
+
+
 @register_lowering(aten.slice.Tensor)
 def slice_(x: IRNode, dim=0, start=None, end=None, step=1):
     size = x.get_size()
     dim = _dim(dim, len(size))
-    start = sympify(start or 0)
-    if start.is_number and start < 0:  # from the end, clamped at 0 as Python slices are: with
-        start = sympy.Max(0, start + size[dim])  # a symbolic size, s1 - 20 is negative for s1 < 20
-    if start.is_number and size[dim].is_number:
-        start = sympy.Min(start, size[dim])
+    start = _slice_start(start, size[dim])
     new = out_size()
 
     def reindex(index):
@@ -141,10 +149,83 @@ def slice_(x: IRNode, dim=0, start=None, end=None, step=1):
 def select(x: IRNode, dim: int, index):
     size = x.get_size()
     dim = _dim(dim, len(size))
-    index = sympify(index)
-    if index.is_number and index < 0:
-        index = index + size[dim]
+    index = _select_index(index, size[dim])
     return View(x, out_size(), lambda idx: list(idx[:dim]) + [index] + list(idx[dim:]))
+
+
+# --- a tensor with a slice or a select of it replaced ---------------------------------------------
+# ``slice_scatter(x, src, dim, start, end, step)`` is ``x`` with ``x[start:end:step] = src`` (along
+# ``dim``), ``select_scatter`` the same for ``x[index]``; the backward of a slice or a select is
+# one into zeros (``slice_backward(grad, sizes, dim, start, end, step)``: the gradient of
+# ``x[..., 4:]`` is zeros with ``grad`` in the last half). Each is a ``Pointwise`` over the
+# result: where the index falls in the region, a masked load of the source; elsewhere the base
+# (or 0). A producer of the source fuses into it, and it into its consumer: RoPE's
+# ``rotate_half`` has four such gradients a layer, each else a zero fill and a copy.
+
+def _region_pointwise(base: Callable, src: IRNode, dim: int, start: Expr, step,
+                      select: bool = False) -> IRNode:
+    """``base(index)`` outside the region, ``src`` inside it: the region starts at ``start``
+    along ``dim`` and holds ``src``'s size there every ``step`` (one index where ``select``)."""
+    dtype = out_dtype()
+    load = _loader_as(src, dtype)
+    n = 1 if select else src.get_size()[dim]
+    step = sympify(step)
+
+    def inner_fn(index):
+        offset = index[dim] - start  # the index in the region, times step
+        at = ops.index_expr(offset, torch.int64)
+        mask = ops.logical_and(ops.ge(at, ops.constant(0, torch.int64)),
+                               ops.lt(at, ops.constant(n * step, torch.int64)))
+        if step != 1:  # (the remainder is 0 exactly on the region's rows, whatever its sign rule)
+            mask = ops.logical_and(mask, ops.eq(ops.mod(at, ops.constant(step, torch.int64)),
+                                                ops.constant(0, torch.int64)))
+        inside = [] if select else [offset if step == 1 else FloorDiv(offset, step)]
+        src_index = [*index[:dim], *inside, *index[dim + 1:]]
+        return ops.where(mask, ops.masked(mask, lambda: load(src_index), 0), base(index))
+
+    return Pointwise(device(), dtype, inner_fn, out_size())
+
+
+def _zeros() -> Callable:
+    dtype = out_dtype()
+    return lambda index: ops.constant(0, dtype)
+
+
+def _loader_as(x: IRNode, dtype: torch.dtype) -> Callable:
+    load = x.make_loader()
+    return load if x.get_dtype() == dtype else lambda index: ops.to_dtype(load(index), dtype)
+
+
+def _select_index(index, size: Expr) -> Expr:
+    index = sympify(index)
+    return index + size if index.is_number and index < 0 else index
+
+
+@register_lowering(aten.slice_scatter)
+def slice_scatter(x: IRNode, src: IRNode, dim=0, start=None, end=None, step=1):
+    dim = _dim(dim, len(x.get_size()))
+    start = _slice_start(start, x.get_size()[dim])
+    return _region_pointwise(_loader_as(x, out_dtype()), src, dim, start, step)
+
+
+@register_lowering(aten.slice_backward)
+def slice_backward(grad: IRNode, input_sizes, dim: int, start, end, step):
+    dim = _dim(dim, len(input_sizes))
+    return _region_pointwise(_zeros(), grad, dim, _slice_start(start, out_size()[dim]), step)
+
+
+@register_lowering(aten.select_scatter)
+def select_scatter(x: IRNode, src: IRNode, dim: int, index):
+    dim = _dim(dim, len(x.get_size()))
+    index = _select_index(index, x.get_size()[dim])
+    return _region_pointwise(_loader_as(x, out_dtype()), src, dim, index, 1, select=True)
+
+
+@register_lowering(aten.select_backward)
+def select_backward(grad: IRNode, input_sizes, dim: int, index):
+    dim = _dim(dim, len(input_sizes))
+    index = _select_index(index, out_size()[dim])
+    return _region_pointwise(_zeros(), grad, dim, index, 1, select=True)
 
 
 @register_lowering(aten.unfold)
