@@ -332,6 +332,7 @@ NN_OPS = [
     (lambda a, b: torch.slice_scatter(a.sin(), b[-2:], 0, -2), ()),
     (lambda a, b: torch.select_scatter(a, b[:, 0].cos(), 1, -1) * 3, ()),
     (lambda a, b: torch.select_scatter(a, b[0], 0, 4), ()),
+    (lambda a, b: torch.ops.aten.slice_backward(b[:, 7:], [13, 7], 1, 7, 7, 1) + a, ()),  # empty
     (lambda a, b: torch.zeros_like(a).scatter(1, (b.abs() * 3).long().clamp(max=6)[:, :1],
                                               a[:, :1]), ()),
     (lambda a, b: a.scatter(0, (b.abs() * 3).long().clamp(max=12)[:2], -1.0), ()),  # 2 slots
@@ -706,6 +707,29 @@ def test_gradients_of_slices_are_kernels_not_fallbacks(backend, monkeypatch, com
     torch.testing.assert_close(mine.grad, ref.grad)
     assert len(compiled_graphs) == 2  # forward and backward
     assert not [f for g in compiled_graphs for f in g.graph.fallbacks]
+    mc.reset()
+
+
+def test_the_gradient_of_an_empty_slice_is_no_load(compiled_graphs):
+    """Phi-3's RoPE rotates all of each head and passes the rest, an empty slice, through a
+    ``cat``: the gradient of that empty slice is a ``slice_backward`` of no elements, whose
+    source, a view of a view of a size-0 dim, has an index dividing by 0 (the scheduler's byte
+    count raised ZeroDivisionError and the graph fell back to eager). An empty region is
+    the base alone: nothing is loaded."""
+    def partial_rope(x, w, cos, sin):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            q = (x @ w)[..., :16].view(2, 3, 2, 8).transpose(1, 2)
+            rot, passed = q[..., :8], q[..., 8:]  # all of the head rotated: passed is empty
+            out = torch.cat([rot * cos + rotate_half(rot) * sin, passed], -1)
+            return out.float().square().sum()
+
+    x, cos, sin = torch.randn(2, 3, 8), torch.randn(3, 8), torch.randn(3, 8)
+    w = torch.randn(8, 24)
+    mine, ref = w.clone().requires_grad_(), w.clone().requires_grad_()
+    mc.compile(partial_rope)(x, mine, cos, sin).backward()
+    partial_rope(x, ref, cos, sin).backward()
+    torch.testing.assert_close(mine.grad, ref.grad, rtol=1e-2, atol=1e-2)
+    assert len(compiled_graphs) == 2 and mc.metrics.eager_fallbacks == 0
     mc.reset()
 
 

@@ -167,6 +167,8 @@ def _region_pointwise(base: Callable, src: IRNode, dim: int, start: Expr, step,
     """``base(index)`` outside the region, ``src`` inside it: the region starts at ``start``
     along ``dim`` and holds ``src``'s size there every ``step`` (one index where ``select``)."""
     dtype = out_dtype()
+    if any(size == 0 for size in src.get_size()):  # an empty region (Phi-3's RoPE passes an
+        return Pointwise(device(), dtype, base, out_size())  # empty part through): the base
     load = _loader_as(src, dtype)
     n = 1 if select else src.get_size()[dim]
     step = sympify(step)
