@@ -97,6 +97,9 @@ SAMPLES = {
     aten.hardsigmoid.default: lambda: [((r(11, 5) * 4,), {})],
     aten.hardswish.default: lambda: [((r(11, 5) * 4,), {})],
     aten.hardswish_backward.default: lambda: [((r(11, 5), r(11, 5) * 4), {})],
+    aten.hardsigmoid_backward.default: lambda: [
+        ((r(11, 5), torch.tensor([-4.0, -3.0, -1.0, 0.0, 3.0]).repeat(11, 1)), {}),
+        ((r(11, 5), r(11, 5) * 4), {})],
     aten.hardtanh.default: lambda: [((r(11, 5) * 2, -0.5, 1.5), {})],
     aten.hardtanh_backward.default: lambda: [((r(11, 5), r(11, 5) * 2, -0.5, 1.5), {})],
     aten.leaky_relu.default: lambda: [((r(11, 5), 0.2), {})],
@@ -106,6 +109,9 @@ SAMPLES = {
     aten.softplus_backward.default: lambda: [((r(11, 5), r(11, 5) * 10, 2.0, 15.0), {})],
     aten._softmax.default: lambda: [((r(4, 9), 1, False), {}), ((noncontig(5, 3, 6), 0, False), {})],
     aten._log_softmax.default: lambda: [((r(4, 9), 1, False), {}), ((r(5, 3, 6), 0, False), {})],
+    aten._safe_softmax.default: lambda: [  # row 1 all -inf: zeros there, not NaN
+        ((r(4, 9).index_fill(0, torch.tensor([1]), float("-inf")), 1), {}),
+        ((r(5, 3, 6), 0), {"dtype": torch.float64})],
     aten._softmax_backward_data.default: lambda: [_softmax_bw(aten._softmax.default)],
     aten._log_softmax_backward_data.default: lambda: [_softmax_bw(aten._log_softmax.default)],
     aten.logsumexp.default: lambda: [((r(4, 9), [1]), {}), ((r(4, 9, 3), [0, 2], True), {})],

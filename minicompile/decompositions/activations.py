@@ -85,6 +85,13 @@ def hardsigmoid(x):  # clamp(x + 3, 0, 6) / 6
     return aten.div.Tensor(aten.clamp.default(aten.add.Tensor(x, 3), 0, 6), 6)
 
 
+@register_decomposition(aten.hardsigmoid_backward.default)
+@pw_cast_for_opmath
+def hardsigmoid_backward(grad, x):  # grad / 6 strictly inside (-3, 3), else 0
+    inside = aten.logical_and.default(aten.gt.Scalar(x, -3), aten.lt.Scalar(x, 3))
+    return aten.where.self(inside, aten.div.Tensor(grad, 6), aten.zeros_like.default(grad))
+
+
 @register_decomposition(aten.hardswish.default)
 @pw_cast_for_opmath
 def hardswish(x):  # x * clamp(x + 3, 0, 6) / 6

@@ -29,6 +29,17 @@ def softmax(x, dim, half_to_float):
     return out if half_to_float else downcast(out, x.dtype)
 
 
+@register_decomposition(aten._safe_softmax.default)
+def safe_softmax(x, dim, dtype=None):
+    """Softmax, but 0 along a row that is all -inf (a query that may attend to nothing: SDPA's
+    math path and T5's attention), where softmax gives NaN."""
+    out = aten._softmax.default(x if dtype is None else aten._to_copy.default(x, dtype=dtype),
+                                dim, False)
+    # every element -inf exactly where the largest is (a NaN row stays NaN, as in eager)
+    empty = aten.eq.Scalar(aten.amax.default(x, [dim], True), float("-inf"))
+    return aten.where.self(empty, aten.zeros_like.default(out), out)
+
+
 @register_decomposition(aten._log_softmax.default)
 def log_softmax(x, dim, half_to_float):  # (x - max) - log(sum(exp(x - max)))
     if not x.is_floating_point():  # no integer log-softmax: the kernel's error, as in eager

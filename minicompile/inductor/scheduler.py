@@ -214,6 +214,8 @@ class Scheduler:
             nodes = inline_unfusable_producers(nodes, self.output_names)
         self.buffers: dict[str, Buffer] = dict(inputs or {})
         self.buffers.update({n.get_name(): n for n in nodes})
+        # buffers whose storage another buffer writes into in place
+        self.written_in_place = {m for n in nodes for m in n.get_mutation_names()}
         self.nodes = [create_scheduler_node(n, i) for i, n in enumerate(nodes)]
         self.decisions: list[FusionDecision] = []
         self.kernels: list[BaseSchedulerNode] = list(self.nodes)
@@ -278,9 +280,12 @@ class Scheduler:
             return True
         if any(k is not kernel for k in self.kernels_reading(name)):
             return True
+        buffer = self.buffers[name]
+        if name in self.written_in_place and not buffer.get_mutation_names():
+            return True  # the storage later writes in place go into (as_strided_scatter's copy)
         # a write in place reaches memory, unless the next write into that storage is in this
         # kernel (fusion.py: then of the same elements; ``x[:, 0] += 1`` writes them twice)
-        return bool(self.buffers[name].get_mutation_names()) and not any(
+        return bool(buffer.get_mutation_names()) and not any(
             name in n.node.get_mutation_names() for n in kernel.get_nodes())
 
     # --- fusion -------------------------------------------------------------------------------

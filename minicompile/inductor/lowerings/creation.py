@@ -35,7 +35,8 @@ register_lowering(aten.new_full.default)(lambda x, size, value, **kw: _full(valu
 
 @register_lowering(aten.zeros.default, aten.zeros_like.default, aten.new_zeros.default,
                    aten.empty.memory_format, aten.empty_like.default, aten.new_empty.default,
-                   aten.empty_strided.default, aten.empty_permuted.default)
+                   aten.empty_strided.default, aten.empty_permuted.default,
+                   aten.new_empty_strided.default)
 def zeros(*args, **kwargs):
     # empty memory holds anything; zeros keep the reference executor deterministic
     return _constant(0, out_dtype(), out_size())
@@ -49,6 +50,15 @@ def ones(*args, **kwargs):
 @register_lowering(aten.fill.Scalar)
 def fill(x, value):
     return _constant(value, out_dtype(), out_size())
+
+
+@register_lowering(aten.fill.Tensor)
+def fill_tensor(x, value):
+    """Every element the 0-d tensor ``value``'s (a masked write of a traced scalar)."""
+    dtype, load = out_dtype(), value.make_loader()
+    cast = value.get_dtype() != dtype
+    return Pointwise(device(), dtype, lambda index: ops.to_dtype(load([]), dtype) if cast
+                     else load([]), out_size())
 
 
 @register_lowering(aten.arange.start_step, aten.arange.default, aten.arange.start)

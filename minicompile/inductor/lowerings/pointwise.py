@@ -36,7 +36,7 @@ BINARY = {
     aten.pow: "pow", aten.maximum: "maximum", aten.minimum: "minimum", aten.atan2: "atan2",
     aten.hypot: "hypot", aten.copysign: "copysign", aten.fmod: "fmod",
     aten.remainder: "remainder", aten.bitwise_and: "bitwise_and", aten.bitwise_or: "bitwise_or",
-    aten.bitwise_xor: "bitwise_xor", aten.fmax: "maximum", aten.fmin: "minimum",
+    aten.bitwise_xor: "bitwise_xor", aten.floor_divide: "floordiv",
 }
 # comparisons: the inputs are promoted to a common dtype, the result is bool
 COMPARISONS = {aten.eq: "eq", aten.ne: "ne", aten.lt: "lt", aten.le: "le", aten.gt: "gt",
@@ -115,6 +115,18 @@ def pow_scalar(x, exponent):
     if n > 0:
         return make_pointwise(lambda v: _power(v, n), [x], dtype)
     return make_pointwise(lambda v: ops.reciprocal(_power(v, -n)), [x], dtype)
+
+
+@register_lowering(aten.fmax, aten.fmin)
+def fmax_fmin(a, b):
+    """``maximum``/``minimum`` where neither is NaN; else the other (a NaN loses, where in
+    ``maximum`` it wins: ``fmax(nan, 1)`` is 1)."""
+    from ..virtualized import V
+
+    pick = ops.maximum if V.graph.current_node.target.overloadpacket is aten.fmax else ops.minimum
+    return make_pointwise(lambda x, y: ops.where(ops.isnan(x), y, ops.where(ops.isnan(y), x,
+                                                                            pick(x, y))),
+                          [a, b], out_dtype())
 
 
 @register_lowering(aten.rsub)
@@ -260,7 +272,8 @@ def addcdiv(a, b, c, value=1):  # a + value * b / c, in ATen's CPU kernel's orde
         [a, b, c], dtype)
 
 
-@register_lowering(aten._to_copy, aten.clone, prims.convert_element_type, aten.lift_fresh_copy)
+@register_lowering(aten._to_copy, aten.clone, prims.convert_element_type, aten.lift_fresh_copy,
+                   aten.contiguous)
 def to_copy(x, dtype=None, **kwargs):
     if kwargs.get("device") not in (None, x.get_device()):
         raise Unsupported("a copy to another device")

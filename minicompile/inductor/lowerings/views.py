@@ -24,8 +24,8 @@ import torch
 from ..checks import Check
 from ..ir import InPlaceBuffer, IRNode, Pointwise, ReinterpretView, View, broadcast_reader
 from ..ir.layout import Layout, contiguous_strides
-from ..lowering import (Unsupported, dense, device, filled, loader, out_dtype, out_meta,
-                        out_size, realize_strided, register_lowering)
+from ..lowering import (Unsupported, compute_into, dense, device, filled, loader, out_dtype,
+                        out_meta, out_size, realize_strided, register_lowering)
 from ..sizevars import Expr, FloorDiv, ModularIndexing, sympify
 from ...shapes.functions import sym_to_sympy
 from ..virtualized import V, ops
@@ -230,6 +230,40 @@ def select_backward(grad: IRNode, input_sizes, dim: int, index):
     return _region_pointwise(_zeros(), grad, dim, index, 1, select=True)
 
 
+@register_lowering(aten.unbind.int)
+def unbind(x: IRNode, dim: int = 0):
+    """Each index along ``dim`` a view without it (ViT's ``q, k, v = qkv.unbind(0)``)."""
+    size = x.get_size()
+    dim = _dim(dim, len(size))
+    if not size[dim].is_number:
+        raise Unsupported("unbind along a dim of symbolic size (how many outputs is not known)")
+    kept = [*size[:dim], *size[dim + 1:]]
+    return [View(x, kept, lambda idx, i=i: [*idx[:dim], sympify(i), *idx[dim:]])
+            for i in range(int(size[dim]))]
+
+
+@register_lowering(aten.roll)
+def roll(x: IRNode, shifts, dims=()):
+    """``out[i] = x[(i - shift) mod size]`` along each rolled dim (Swin's shifted windows).
+    Without dims eager rolls the flattened tensor: that stays ATen's."""
+    size = x.get_size()
+    if not dims or len(dims) != len(shifts):
+        raise Unsupported("roll of the flattened tensor")
+    moved = {}
+    for shift, d in zip(shifts, dims):
+        d = _dim(d, len(size))
+        if not size[d].is_number:
+            raise Unsupported("roll along a dim of symbolic size")
+        moved[d] = (moved.get(d, 0) + int(shift)) % int(size[d])
+    load = x.make_loader()
+
+    def inner_fn(index):
+        return load([ModularIndexing(i + size[d] - moved[d], 1, size[d]) if moved.get(d) else i
+                     for d, i in enumerate(index)])
+
+    return Pointwise(device(), x.get_dtype(), inner_fn, list(size))
+
+
 @register_lowering(aten.unfold)
 def unfold(x: IRNode, dim: int, size: int, step: int):
     """Sliding windows: ``out[..., i, ..., k] = x[..., i*step + k, ...]`` (windows overlap when
@@ -371,6 +405,25 @@ def cat_by_copies(tensors: list[IRNode], dim: int, offsets: list[Expr]) -> IRNod
         buf = V.graph.register_buffer(InPlaceBuffer(V.graph.new_name(), layout, data,
                                                     mutated=buf.get_name(), region=region))
     return buf
+
+
+@register_lowering(aten.as_strided_scatter)
+def as_strided_scatter(x: IRNode, src: IRNode, size, stride, storage_offset=None):
+    """``x`` with its ``as_strided(size, stride, offset)`` view replaced by ``src`` (what
+    functionalization makes of an in-place op on a view of an intermediate: ``y[:, 0] *= 2``):
+    a copy of ``x`` laid out as eager's result, whose strides and offset address it, then
+    ``src`` copied into that region of it (an ``InPlaceBuffer``, as ``cat_by_copies``)."""
+    val = out_meta()
+    if not dense(val) or val.storage_offset() != 0:
+        raise Unsupported("a result whose layout is not dense")
+    dev, dtype = device(), out_dtype()
+    layout = Layout(dev, dtype, out_size(), [sym_to_sympy(st) for st in val.stride()])
+    buf = compute_into(x, layout)
+    region = Layout(dev, dtype, [sympify(n) for n in size], [sympify(st) for st in stride],
+                    sympify(storage_offset or 0))
+    data = Pointwise(dev, dtype, loader(src, dtype, src.get_size()), src.get_size())
+    return V.graph.register_buffer(InPlaceBuffer(V.graph.new_name(), layout, data,
+                                                 mutated=buf.get_name(), region=region))
 
 
 @register_lowering(aten.stack)
