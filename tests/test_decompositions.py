@@ -85,6 +85,13 @@ def _bn_eval_bw():
     return ((r(2, 3, 5), x, weight, mean, var, *saved, False, 1e-5, [True, True, True]), {})
 
 
+def _wn_bw(dim):
+    v = r(3, 4, 7)
+    g = pos(*[n if d == dim else 1 for d, n in enumerate(v.shape)])
+    norm = torch._weight_norm_interface(v, g, dim)[1]
+    return (r(3, 4, 7), v, g, norm, dim), {}
+
+
 SAMPLES = {
     aten.gelu.default: lambda: [((r(13, 7),), {}), ((noncontig(5, 6),), {"approximate": "tanh"})],
     aten.gelu_backward.default: lambda: [((r(13, 7), r(13, 7)), {}),
@@ -97,6 +104,9 @@ SAMPLES = {
     aten.hardsigmoid.default: lambda: [((r(11, 5) * 4,), {})],
     aten.hardswish.default: lambda: [((r(11, 5) * 4,), {})],
     aten.hardswish_backward.default: lambda: [((r(11, 5), r(11, 5) * 4), {})],
+    aten._weight_norm_interface.default: lambda: [
+        ((r(6, 4, 5), pos(6, 1, 1), 0), {}), ((r(3, 4, 7), pos(1, 1, 7), 2), {})],
+    aten._weight_norm_interface_backward.default: lambda: [_wn_bw(0), _wn_bw(2)],
     aten.hardsigmoid_backward.default: lambda: [
         ((r(11, 5), torch.tensor([-4.0, -3.0, -1.0, 0.0, 3.0]).repeat(11, 1)), {}),
         ((r(11, 5), r(11, 5) * 4), {})],

@@ -1,7 +1,7 @@
 """Normalization layers as core ATen (mirrors torch/_decomp rows): layer_norm forward and
 backward, rms_norm, batch_norm in inference mode and in training mode without running
 statistics (InstanceNorm), batch_norm's backward in both modes, group_norm forward and
-backward."""
+backward, weight normalization forward and backward."""
 
 from __future__ import annotations
 
@@ -306,3 +306,31 @@ norm_pre_autograd_decompositions = {
     torch.batch_norm: batch_norm_as_native,
     torch.nn.functional.batch_norm: functional_batch_norm_as_native,
 }
+
+
+# --- weight normalization (``nn.utils.weight_norm``: wav2vec2's positional convolution) -----------
+
+def _all_dims_but(v, dim: int) -> list[int]:
+    return [d for d in range(v.dim()) if d != dim % v.dim()]
+
+
+@register_decomposition(aten._weight_norm_interface.default)
+def weight_norm_interface(v, g, dim=0):
+    """``w = v * (g / |v|)``, the norm over every dim but ``dim`` (kept, as ``g``'s shape is);
+    also returns the norm, in float32 for half-precision ``v`` as ATen's kernels keep it."""
+    vf = upcast(v)
+    norm = aten.sqrt.default(aten.sum.dim_IntList(aten.mul.Tensor(vf, vf), _all_dims_but(v, dim),
+                                                  True))
+    return downcast(aten.mul.Tensor(vf, aten.div.Tensor(upcast(g), norm)), v.dtype), norm
+
+
+@register_decomposition(aten._weight_norm_interface_backward.default)
+def weight_norm_interface_backward(grad_w, v, g, norm, dim):
+    """With ``s = sum(grad_w * v)`` over every dim but ``dim``:
+    ``grad_v = (g / norm) * (grad_w - v * s / norm**2)``, ``grad_g = s / norm``."""
+    grad_wf, vf, gf = upcast(grad_w), upcast(v), upcast(g)
+    s = aten.sum.dim_IntList(aten.mul.Tensor(grad_wf, vf), _all_dims_but(v, dim), True)
+    inner = aten.sub.Tensor(grad_wf, aten.mul.Tensor(vf, aten.div.Tensor(
+        s, aten.mul.Tensor(norm, norm))))
+    grad_v = aten.mul.Tensor(aten.div.Tensor(gf, norm), inner)
+    return downcast(grad_v, v.dtype), downcast(aten.div.Tensor(s, norm), g.dtype)
