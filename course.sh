@@ -213,7 +213,7 @@ run_tests_newest() {
     say "no torch for $py: the tests on the newest torch are skipped"; return 0
   fi
   say "the tests and notebooks on the newest supported torch, in $VENV_NEWEST"
-  # (but the pattern suite's run: three minutes of one worker compiling 35 patterns' kernels,
+  # (but the pattern suite's run: three minutes of one worker compiling 40 patterns' kernels,
   # which the first pass checked; the rest of the suite covers the newest torch's kernels)
   # shellcheck disable=SC2046
   "$VENV_NEWEST/bin/python" -m pytest tests notebooks --nbval-lax -q -p no:cacheprovider \
