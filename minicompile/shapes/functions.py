@@ -77,8 +77,8 @@ class FloorDiv(sympy.Function):
     def eval(cls, base, divisor):
         if divisor == 1:  # x // 1 -> x
             return base
-        if base == 0:  # 0 // d -> 0
-            return sympy.Integer(0)
+        if base == 0 or divisor == 0:  # 0 // d -> 0; and x // 0 only indexes an empty tensor
+            return sympy.Integer(0)  # (a view of a size-0 dim), whose loads never run
         if base.is_Integer and divisor.is_Integer:
             return sympy.Integer(int(base) // int(divisor))
         if isinstance(base, FloorDiv):  # (x // a) // b -> x // (a*b)
@@ -107,8 +107,8 @@ class ModularIndexing(sympy.Function):
 
     @classmethod
     def eval(cls, base, divisor, modulus):
-        if modulus == 1 or base == 0:  # anything % 1 -> 0
-            return sympy.Integer(0)
+        if modulus == 1 or base == 0 or divisor == 0 or modulus == 0:  # anything % 1 -> 0
+            return sympy.Integer(0)  # (and a 0 divisor or modulus: an empty tensor's index)
         if base.is_Integer and divisor.is_Integer and modulus.is_Integer:
             return sympy.Integer((int(base) // int(divisor)) % int(modulus))
         if isinstance(base, ModularIndexing) and _is_multiple(base.args[2], divisor * modulus):
