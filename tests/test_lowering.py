@@ -715,8 +715,8 @@ def test_the_gradient_of_an_empty_slice_is_no_load(compiled_graphs):
     ``cat``: the gradient of that empty slice is a ``slice_backward`` of no elements, whose
     source, a view of a view of a size-0 dim, has an index dividing by 0 (the scheduler's byte
     count, and Triton's reduction hint, raised ZeroDivisionError and the graph fell back to
-    eager). An empty region is the base alone, nothing loaded; and an empty tensor's index
-    divides by 0 to 0 (``FloorDiv``, ``ModularIndexing``): it is never loaded from."""
+    eager). An empty tensor's index divides by 0 to 0 (``FloorDiv``, ``ModularIndexing``):
+    its masked load never runs."""
     def partial_rope(x, w, cos, sin):
         with torch.autocast("cpu", dtype=torch.bfloat16):
             q = (x @ w)[..., :16].view(2, 3, 2, 8).transpose(1, 2)

@@ -8,7 +8,7 @@ import sympy
 import torch
 
 from ..ir import Pointwise
-from ..lowering import (Unsupported, device, make_pointwise, out_dtype, out_meta, out_size,
+from ..lowering import (Unsupported, device, loader, make_pointwise, out_dtype, out_meta, out_size,
                         realize, register_lowering)
 from ...shapes.functions import sym_to_sympy
 from ..virtualized import ops
@@ -55,10 +55,7 @@ def fill(x, value):
 @register_lowering(aten.fill.Tensor)
 def fill_tensor(x, value):
     """Every element the 0-d tensor ``value``'s (a masked write of a traced scalar)."""
-    dtype, load = out_dtype(), value.make_loader()
-    cast = value.get_dtype() != dtype
-    return Pointwise(device(), dtype, lambda index: ops.to_dtype(load([]), dtype) if cast
-                     else load([]), out_size())
+    return Pointwise(device(), out_dtype(), loader(value, out_dtype(), out_size()), out_size())
 
 
 @register_lowering(aten.arange.start_step, aten.arange.default, aten.arange.start)

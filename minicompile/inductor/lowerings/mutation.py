@@ -33,7 +33,7 @@ from ..lowering import (Unsupported, make_pointwise, realize, realize_strided,
 from ..sizevars import Expr, index_var, sympify
 from ..virtualized import V, set_ops_handler
 from .scatter import SCATTER_PLANS
-from .views import broadcast_shapes
+from .views import broadcast_shapes, from_end
 
 log = logging.getLogger(__name__)
 aten = torch.ops.aten
@@ -46,11 +46,6 @@ def clone_(x: IRNode, **kwargs: Any) -> IRNode:
 
 # --- strided regions: op -> (size, stride, offset) of the elements it replaces -----------------
 
-def _norm(i: Any, size: Expr) -> Expr:
-    i = sympify(i or 0)
-    return i + size if i.is_number and i < 0 else i
-
-
 def _as_strided(base: Layout, src: IRNode, size, stride, offset=0):
     return size, stride, base.offset + offset  # offset from the tensor's first element
 
@@ -59,14 +54,14 @@ def _slice(base: Layout, src: IRNode, dim=0, start=None, end=None, step=1):
     dim = dim % len(base.size)
     stride = list(base.stride)
     stride[dim] = stride[dim] * step
-    return src.get_size(), stride, base.offset + _norm(start, base.size[dim]) * base.stride[dim]
+    return src.get_size(), stride, base.offset + from_end(start, base.size[dim]) * base.stride[dim]
 
 
 def _select(base: Layout, src: IRNode, dim, index):
     dim = dim % len(base.size)
     keep = [d for d in range(len(base.size)) if d != dim]
     return ([base.size[d] for d in keep], [base.stride[d] for d in keep],
-            base.offset + _norm(index, base.size[dim]) * base.stride[dim])
+            base.offset + from_end(index, base.size[dim]) * base.stride[dim])
 
 
 def _whole(base: Layout, src: IRNode, non_blocking=False):

@@ -149,7 +149,7 @@ def slice_(x: IRNode, dim=0, start=None, end=None, step=1):
 def select(x: IRNode, dim: int, index):
     size = x.get_size()
     dim = _dim(dim, len(size))
-    index = _select_index(index, size[dim])
+    index = from_end(index, size[dim])
     return View(x, out_size(), lambda idx: list(idx[:dim]) + [index] + list(idx[dim:]))
 
 
@@ -167,9 +167,7 @@ def _region_pointwise(base: Callable, src: IRNode, dim: int, start: Expr, step,
     """``base(index)`` outside the region, ``src`` inside it: the region starts at ``start``
     along ``dim`` and holds ``src``'s size there every ``step`` (one index where ``select``)."""
     dtype = out_dtype()
-    if any(size == 0 for size in src.get_size()):  # an empty region (Phi-3's RoPE passes an
-        return Pointwise(device(), dtype, base, out_size())  # empty part through): the base
-    load = _loader_as(src, dtype)
+    load = loader(src, dtype, src.get_size())
     n = 1 if select else src.get_size()[dim]
     step = sympify(step)
 
@@ -193,13 +191,9 @@ def _zeros() -> Callable:
     return lambda index: ops.constant(0, dtype)
 
 
-def _loader_as(x: IRNode, dtype: torch.dtype) -> Callable:
-    load = x.make_loader()
-    return load if x.get_dtype() == dtype else lambda index: ops.to_dtype(load(index), dtype)
-
-
-def _select_index(index, size: Expr) -> Expr:
-    index = sympify(index)
+def from_end(index, size: Expr) -> Expr:
+    """An index along a dim of ``size``, counted from the end where negative (None: 0)."""
+    index = sympify(index or 0)
     return index + size if index.is_number and index < 0 else index
 
 
@@ -207,7 +201,7 @@ def _select_index(index, size: Expr) -> Expr:
 def slice_scatter(x: IRNode, src: IRNode, dim=0, start=None, end=None, step=1):
     dim = _dim(dim, len(x.get_size()))
     start = _slice_start(start, x.get_size()[dim])
-    return _region_pointwise(_loader_as(x, out_dtype()), src, dim, start, step)
+    return _region_pointwise(loader(x, out_dtype(), x.get_size()), src, dim, start, step)
 
 
 @register_lowering(aten.slice_backward)
@@ -219,14 +213,14 @@ def slice_backward(grad: IRNode, input_sizes, dim: int, start, end, step):
 @register_lowering(aten.select_scatter)
 def select_scatter(x: IRNode, src: IRNode, dim: int, index):
     dim = _dim(dim, len(x.get_size()))
-    index = _select_index(index, x.get_size()[dim])
-    return _region_pointwise(_loader_as(x, out_dtype()), src, dim, index, 1, select=True)
+    index = from_end(index, x.get_size()[dim])
+    return _region_pointwise(loader(x, out_dtype(), x.get_size()), src, dim, index, 1, select=True)
 
 
 @register_lowering(aten.select_backward)
 def select_backward(grad: IRNode, input_sizes, dim: int, index):
     dim = _dim(dim, len(input_sizes))
-    index = _select_index(index, out_size()[dim])
+    index = from_end(index, out_size()[dim])
     return _region_pointwise(_zeros(), grad, dim, index, 1, select=True)
 
 
