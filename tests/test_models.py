@@ -302,8 +302,29 @@ def test_the_judge_allows_more_noise_where_noise_dominates(shape, allowed):
         assert (why is None) == ok, (factor, why)
 
 
+def test_bfloat16_is_judged_against_float64_not_against_eager():
+    """Under bfloat16 autocast eager's own result is far from exact (a batch norm's weight
+    gradient sums a million bfloat16 products), so two right answers may point in different
+    directions; with a float64 run the judge asks, as ``same()`` does for AMP, whether the
+    compiled result is as close to it as eager's, within 3x."""
+    from minicompile.bench.models.accuracy import cosine, same_tensor
+
+    torch.manual_seed(0)
+    fp64 = 1e-3 * torch.randn(4096, dtype=torch.float64)
+    noise = [torch.randn(4096, dtype=torch.float64) for _ in range(2)]
+    noise = [n / n.pow(2).mean().sqrt() for n in noise]   # rmse 1 exactly
+    eager = (fp64 + 1e-2 * noise[0]).bfloat16()           # eager's error 1e-2, ten times the signal
+    right = (fp64 + 2.5e-2 * noise[1]).bfloat16()         # 2.5x eager's error
+    assert cosine(eager, right) < 0.5                     # the cosine judge would call it wrong
+    assert same_tensor(eager, right, fp64, tol=1e-4, use_cosine=True) is None
+    wrong = (fp64 + 3.5e-2 * noise[1]).bfloat16()         # 3.5x: beyond bfloat16's multiplier
+    why = same_tensor(eager, wrong, fp64, tol=1e-4, use_cosine=True)
+    assert why is not None and "rmse against float64" in why
+
+
 def test_the_bfloat16_judge_compares_directions_only_beyond_the_tolerance():
-    """bfloat16 results are judged by cosine similarity, after ``allclose`` (as ``same()``):
+    """Without a float64 run, bfloat16 results are judged by cosine similarity, after
+    ``allclose`` (as ``same()`` with ``cos_similarity``):
     a gradient that is rounding noise around zero (an attention key bias's: softmax ignores a
     shift shared by a query's scores) passes on its size, while a result pointing elsewhere
     fails on its direction."""

@@ -8,13 +8,25 @@ from __future__ import annotations
 import torch
 
 from .registry import register_decomposition
-from .util import downcast, numel_of, upcast
+from .util import LOW_PRECISION, downcast, numel_of, upcast
 
 aten = torch.ops.aten
 
 
 def _normalized_dims(x, normalized_shape) -> list[int]:
     return list(range(x.dim() - len(normalized_shape), x.dim()))
+
+
+def stats_dtype(x, param, device_wide: bool = True) -> torch.dtype:
+    """The dtype of the mean and rstd a norm saves for its backward, as ATen's kernels make
+    them: on the CPU the parameters' dtype (float32 for a bfloat16 input with float32 weights,
+    the "mixed type" of autocast; the input's without parameters); on CUDA float32 for a
+    half-precision input (layer and batch norm keep the accumulation type; ``device_wide``
+    off: group norm, the parameters' dtype there too). Rounding the mean to bfloat16 would
+    lose x - mean wherever the mean is large next to the spread: the backward reads these."""
+    if device_wide and x.device.type != "cpu":
+        return torch.float32 if x.dtype in LOW_PRECISION else x.dtype
+    return x.dtype if param is None else param.dtype
 
 
 @register_decomposition(aten.native_layer_norm.default)
@@ -33,28 +45,35 @@ def native_layer_norm(x, normalized_shape, weight, bias, eps):
         out = aten.mul.Tensor(out, weight)
     if bias is not None:
         out = aten.add.Tensor(out, bias)
-    return downcast(out, x.dtype), downcast(mean, x.dtype), downcast(rstd, x.dtype)
+    stats = stats_dtype(x, weight if weight is not None else bias)
+    return downcast(out, x.dtype), downcast(mean, stats), downcast(rstd, stats)
 
 
 @register_decomposition(aten.native_layer_norm_backward.default)
 def native_layer_norm_backward(grad, x, normalized_shape, mean, rstd, weight, bias, output_mask):
     """With xhat = (x - mean) rstd and g = grad * w, over the N normalized elements:
-    dx = rstd / N * (N g - sum(g) - xhat sum(g xhat));  dw = sum(grad xhat);  db = sum(grad)."""
+    dx = rstd / N * (N g - sum(g) - xhat sum(g xhat));  dw = sum(grad xhat);  db = sum(grad).
+    Computed in float32 for half-precision tensors (as ATen's kernel), each result rounded once
+    to its input's dtype: summed in bfloat16, a gradient over thousands of rows keeps 8 bits."""
     dims = _normalized_dims(x, normalized_shape)
     batch_dims = list(range(x.dim() - len(normalized_shape)))
     n = numel_of(x, dims)
+    x_dtype = x.dtype
+    grad, x, mean, rstd = upcast(grad), upcast(x), upcast(mean), upcast(rstd)
     xhat = aten.mul.Tensor(aten.sub.Tensor(x, mean), rstd)
-    g = aten.mul.Tensor(grad, weight) if weight is not None else grad
+    g = aten.mul.Tensor(grad, upcast(weight)) if weight is not None else grad
     dx = dw = db = None
     if output_mask[0]:
         a = aten.mul.Tensor(g, n)
         b = aten.sum.dim_IntList(g, dims, True)
         c = aten.mul.Tensor(xhat, aten.sum.dim_IntList(aten.mul.Tensor(g, xhat), dims, True))
-        dx = aten.mul.Tensor(aten.div.Tensor(rstd, n), aten.sub.Tensor(aten.sub.Tensor(a, b), c))
+        dx = downcast(aten.mul.Tensor(aten.div.Tensor(rstd, n),
+                                      aten.sub.Tensor(aten.sub.Tensor(a, b), c)), x_dtype)
     if output_mask[1] and weight is not None:
-        dw = aten.sum.dim_IntList(aten.mul.Tensor(grad, xhat), batch_dims, False)
+        dw = downcast(aten.sum.dim_IntList(aten.mul.Tensor(grad, xhat), batch_dims, False),
+                      weight.dtype)
     if output_mask[2] and bias is not None:
-        db = aten.sum.dim_IntList(grad, batch_dims, False)
+        db = downcast(aten.sum.dim_IntList(grad, batch_dims, False), bias.dtype)
     return dx, dw, db
 
 
@@ -136,8 +155,9 @@ def batch_norm_training(x, weight, bias, running_mean, running_var, momentum, ep
             new = aten.add.Tensor(aten.mul.Tensor(running, 1 - momentum),
                                   aten.mul.Tensor(aten.view.default(batch, channels), momentum))
             aten.copy_.default(running, downcast(new, running.dtype))
-    return (downcast(out, x.dtype), downcast(aten.view.default(mean, channels), x.dtype),
-            downcast(aten.view.default(rstd, channels), x.dtype))
+    stats = stats_dtype(x, weight if weight is not None else running_mean)
+    return (downcast(out, x.dtype), downcast(aten.view.default(mean, channels), stats),
+            downcast(aten.view.default(rstd, channels), stats))
 
 
 @register_decomposition(aten.native_batch_norm_backward.default)
@@ -147,15 +167,20 @@ def native_batch_norm_backward(grad, x, weight, running_mean, running_var, save_
     training (batch statistics, which depend on x):
         dx = w rstd (grad - sum(grad) / N - xhat sum(grad xhat) / N)
     eval (running statistics are constants): dx = w rstd grad.
-    Both: dw = sum(grad xhat); db = sum(grad)."""
+    Both: dw = sum(grad xhat); db = sum(grad). Computed in float32 for half-precision tensors
+    (as ATen's kernels): dw of a bfloat16 ResNet stem sums 400k products a channel."""
     shape, reduce = _channel_shape(x), _reduce_dims(x)
+    x_dtype, param_dtype = x.dtype, x.dtype if weight is None else weight.dtype
+    grad, x = upcast(grad), upcast(x)
     if train:
-        mean, rstd = save_mean, save_invstd
+        mean, rstd = upcast(save_mean), upcast(save_invstd)
     else:
-        mean, rstd = running_mean, aten.rsqrt.default(aten.add.Tensor(running_var, eps))
+        mean = upcast(running_mean)
+        rstd = aten.rsqrt.default(aten.add.Tensor(upcast(running_var), eps))
     mean, rstd = aten.view.default(mean, shape), aten.view.default(rstd, shape)
     xhat = aten.mul.Tensor(aten.sub.Tensor(x, mean), rstd)
-    scale = rstd if weight is None else aten.mul.Tensor(rstd, aten.view.default(weight, shape))
+    scale = rstd if weight is None else aten.mul.Tensor(
+        rstd, aten.view.default(upcast(weight), shape))
     grad_sum = aten.sum.dim_IntList(grad, reduce)  # (C,)
     dot = aten.sum.dim_IntList(aten.mul.Tensor(grad, xhat), reduce)  # (C,)
     dx = None
@@ -167,8 +192,9 @@ def native_batch_norm_backward(grad, x, weight, running_mean, running_var, save_
         dx = aten.mul.Tensor(g, scale)
     elif output_mask[0]:
         dx = aten.mul.Tensor(grad, scale)
-    dw = dot if output_mask[1] else None
-    db = grad_sum if output_mask[2] else None
+    dx = None if dx is None else downcast(dx, x_dtype)
+    dw = downcast(dot, param_dtype) if output_mask[1] else None
+    db = downcast(grad_sum, param_dtype) if output_mask[2] else None
     return dx, dw, db
 
 
@@ -246,9 +272,9 @@ def native_group_norm(x, weight, bias, n, c, hxw, groups, eps):
         out = aten.mul.Tensor(out, aten.view.default(weight, _channel_shape(x)))
     if bias is not None:
         out = aten.add.Tensor(out, aten.view.default(bias, _channel_shape(x)))
-    stats = [x.shape[0], groups]
-    return (downcast(out, x.dtype), downcast(aten.view.default(mean, stats), x.dtype),
-            downcast(aten.view.default(rstd, stats), x.dtype))
+    stats, dtype = [x.shape[0], groups], stats_dtype(x, weight, device_wide=False)
+    return (downcast(out, x.dtype), downcast(aten.view.default(mean, stats), dtype),
+            downcast(aten.view.default(rstd, stats), dtype))
 
 
 @register_decomposition(aten.native_group_norm_backward.default)
@@ -276,8 +302,8 @@ def native_group_norm_backward(grad, x, mean, rstd, weight, n, c, hxw, groups, o
     if output_mask[1] and weight is not None:
         dw = downcast(aten.sum.dim_IntList(
             aten.mul.Tensor(grad, _ungrouped(xhat_g, x)), reduce), weight.dtype)
-    if output_mask[2]:
-        db = downcast(aten.sum.dim_IntList(grad, reduce), dtype)
+    if output_mask[2]:  # the parameters' dtype (float32 under autocast), as ATen's
+        db = downcast(aten.sum.dim_IntList(grad, reduce), dtype if weight is None else weight.dtype)
     return dx, dw, db
 
 

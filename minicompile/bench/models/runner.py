@@ -111,11 +111,11 @@ class Runner:
             return (fn or self.fn)(*self.args())
 
     def copy(self, dtype: torch.dtype | None = None) -> "Runner":
-        """The same weights, a fresh optimizer; ``dtype=float64``: the judge's copy."""
-        model, inputs = copy.deepcopy(self.model), self.inputs
+        """The same weights, a fresh optimizer; ``dtype=float64``: the judge's copy (no autocast)."""
+        model, inputs, autocast = copy.deepcopy(self.model), self.inputs, self.autocast
         if dtype is not None:
-            model, inputs = model.to(dtype), to_float64(inputs)
-        return Runner(self.spec, self.mode, model, inputs, self.autocast)
+            model, inputs, autocast = model.to(dtype), to_float64(inputs), None
+        return Runner(self.spec, self.mode, model, inputs, autocast)
 
     def params(self) -> list[torch.Tensor]:
         return [p.detach().clone() for p in self.model.parameters()]
@@ -124,8 +124,7 @@ class Runner:
 def results(runner: Runner, out: Any, before: list[torch.Tensor] | None) -> list[torch.Tensor]:
     """What is compared: the outputs (inference); the loss and every gradient (training)."""
     if runner.mode == "inference":
-        return [t.detach().float() if t.dtype == torch.bfloat16 else t.detach()
-                for t in tensors_of(out)]
+        return [t.detach() for t in tensors_of(out)]
     grads = [(b - p.detach()) / LR for b, p in zip(before, runner.model.parameters())]
     return [out.detach().reshape(1).to(grads[0].dtype), *grads]
 
@@ -212,12 +211,11 @@ def run_checked(r: ModelResult, spec: ModelSpec, size: Size, budget: str, label:
     expected = results(eager, eager.step(), before)
     names = result_names(base, len(expected))
     fp64 = None
-    if autocast is None:  # the float64 judge; bfloat16 is judged by cosine similarity instead
-        try:
-            judge = base.copy(torch.float64)
-            fp64 = results(judge, judge.step(), [b.double() for b in before or []])
-        except Exception:  # noqa: BLE001 -- an op without a float64 kernel: tolerance alone
-            fp64 = None
+    try:  # the float64 judge (for bfloat16 autocast too)
+        judge = base.copy(torch.float64)
+        fp64 = results(judge, judge.step(), [b.double() for b in before or []])
+    except Exception:  # noqa: BLE001 -- an op without a float64 kernel: tolerance (or cosine)
+        fp64 = None
 
     progress(f"{label}: torch._dynamo.explain")
     if "tc" in compilers:
