@@ -132,8 +132,13 @@ def make_training_wrapper(fw: Callable, bw: Callable, sig: GraphSignature,
             # one tangent per differentiable output, laid out as the backward was traced
             tangents = [as_tangent(g, *meta) for g, meta in zip(
                 [g for g, d in zip(grad_outs, differentiable) if d], ctx.tangents)]
-            grads = bw(*ctx.saved_tensors, *ctx.saved_sizes, *tangents)
-            return tuple(grads)
+            args = [*ctx.saved_tensors, *ctx.saved_sizes, *tangents]
+            del tangents
+            # autograd's references to the saved tensors go (unless ``retain_graph``): the list
+            # holds the only ones, which a compiled program takes over and frees one by one
+            ctx.maybe_clear_saved_tensors()
+            boxed = getattr(bw, "boxed_call", None)
+            return tuple(boxed(args) if boxed is not None else bw(*args))
 
     def runtime_wrapper(*args):
         outs = CompiledFunction.apply(*args)

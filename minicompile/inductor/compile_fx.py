@@ -88,11 +88,17 @@ class CompiledFxGraph:
         self.output_strides = self.graph.output_strides()
 
     def __call__(self, *args: Any) -> Any:
+        return self.boxed_call(list(args))
+
+    def boxed_call(self, args: list) -> Any:
+        """Run on ``args``, a list the program empties (``args.clear()``) once it has taken the
+        inputs out: a caller that hands over its only references (the backward's saved
+        tensors, ``runtime_wrappers``) lets the program free each after its last reader."""
         if not torch.is_grad_enabled():
-            return unflatten_outputs(self.graph, self.current_callable(list(args)))
+            return unflatten_outputs(self.graph, self.current_callable(args))
         torch._C._set_grad_enabled(False)  # library calls record no autograd graph (this is
         try:  # torch.no_grad() without building an object per call)
-            return unflatten_outputs(self.graph, self.current_callable(list(args)))
+            return unflatten_outputs(self.graph, self.current_callable(args))
         finally:
             torch._C._set_grad_enabled(True)
 

@@ -6,10 +6,13 @@ kernels, calls the library and returns the outputs (mirrors torch/_inductor/code
         arg0_1, arg1_1 = args
         s0 = arg0_1.size(0)                                 # sizes read off the inputs
         arg0_1 = laid_out_as(arg0_1, (s0, 8), (8, 1))       # laid out as the kernels index it
+        args.clear()                                        # the caller's list: now empty
         buf0 = empty_strided((s0,), (1,), dtype=torch.float32, device=cpu)
         triton_per_fused_sum_0(arg0_1, buf0, s0)            # a generated kernel
         buf1 = torch.mm(arg0_1, arg1_1.t())                 # a library call
-        del buf0                                            # last reader done: memory back
+        del arg0_1                                          # an input's last reader done
+        del arg1_1
+        del buf0                                            # a buffer's: memory back
         return (buf1,)
 
 A buffer variable holds a tensor whose data pointer is the start of the buffer's storage;
@@ -22,7 +25,9 @@ where that is the view wanted (most of the time) the variable is passed on as it
 buffer is allocated before the kernel that first stores it, its storage is handed to a later
 buffer of the same device, dtype and size once its last reader has run (``buf5 = buf2  #
 reuse``), and it is deleted otherwise (Inductor's ``AllocateLine``, ``ReuseLine``,
-``FreeIfNotReusedLine``). Local buffers never appear.
+``FreeIfNotReusedLine``). Local buffers never appear. The inputs are taken out of ``args``, which
+is then emptied, and each is deleted after its last reader (``free_inputs``): for a backward,
+whose inputs are the activations its forward saved, that is where a step's memory goes back.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from __future__ import annotations
 import itertools
 import collections
 import math
+import re
 from typing import Any, Callable
 
 import sympy
@@ -45,7 +51,7 @@ from ..lowerings.extern import FRESH_CONTIGUOUS
 from ..memory_planning import BufferLifetime, plan_memory
 from .library_threads import OneThreadRegions, one_thread, restore_threads
 from .wrapper_lines import (AllocateLine, ExternCallLine, FreeLine, KernelCallLine, ReturnLine,
-                            ReuseLine, WrapperBody)
+                            ReuseLine, WrapperBody, WrapperLine)
 
 try:  # torch's C++ tensor check (torch/csrc/dynamo/guards.cpp): a faster path, not needed
     from torch._C._dynamo.guards import TensorGuards
@@ -463,19 +469,62 @@ class WrapperCodeGen:
     def generate(self, codegen_kernels: Callable[["WrapperCodeGen"], None]) -> tuple[str, Callable]:
         """``codegen_kernels(self)`` writes every kernel's lines (``Scheduler.codegen``)."""
         self.codegen_inputs()
+        if self.graph.graph_inputs:
+            self.body.writeline("args.clear()  # the inputs are locals now, each freed after "
+                                "its last reader")
         self.plan_lifetimes()
         codegen_kernels(self)  # (each backend has built its kernels when this returns)
         for name, _ in self.kernel_sources:  # a built kernel's own launcher, where it has one
             kernel = self.namespace[name]
             self.namespace[name] = getattr(kernel, "wrapper_call", kernel)
         self.codegen_outputs()
+        self.free_inputs()
         program = "def call(args):\n" + self.body.getvalue()
         exec(compile(program, f"<minicompile wrapper {self.graph.name}>", "exec"), self.namespace)
         return self.output_code(program), self.namespace["call"]
 
+    def free_inputs(self) -> None:
+        """``del`` each input after the statement that reads it last, unless the program returns
+        it. With ``args.clear()`` the program then holds the only reference the call made: a
+        backward's inputs are the tensors its forward saved, which the runtime hands over
+        (``CompiledFxGraph.boxed_call``), so each activation goes back to the allocator as
+        soon as the gradient that needs it is computed, as eager's autograd frees a node's
+        saved tensors after it runs (Inductor's wrapper does the same), not all at the end."""
+        lines = self.body.lines
+        starts = [i for i, line in enumerate(lines) if not _continues(line)]
+        last: dict[str, int] = {}  # input -> the start of the last statement that names it
+        statement = 0
+        for i, line in enumerate(lines):
+            statement = i if not _continues(line) else statement
+            for word in _IDENTIFIER.findall(line.text()):
+                last[word] = statement
+        returned = set(_IDENTIFIER.findall(lines[-1].text()))
+        frees: dict[int, list[str]] = {}  # after which line -> the inputs freed there
+        for name in self.graph.graph_inputs:
+            if name in last and name not in returned:
+                start = last[name]
+                end = next((j for j in starts if j > start), len(lines)) - 1
+                frees.setdefault(end, []).append(name)
+        for end in sorted(frees, reverse=True):
+            for name in reversed(frees[end]):
+                line = FreeLine(name)
+                line.level = 1
+                lines.insert(end + 1, line)
+
     def output_code(self, program: str) -> str:
         kernels = "\n".join(f"# kernel {name}\n{src}" for name, src in self.kernel_sources)
         return f"{kernels}\n\n{program}" if kernels else program
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _continues(line: WrapperLine) -> bool:
+    """Whether ``line`` is part of the statement before it: a line of a block (``if``, ``try``)
+    or the clause that closes one (``finally:`` and its body)."""
+    text = line.text()
+    return line.level > 1 or text[:1].isspace() or text.split(" ", 1)[0].rstrip(":") in (
+        "finally", "except", "else", "elif")
 
 
 def permutation(have: Any, want: Any) -> list[int] | None:
