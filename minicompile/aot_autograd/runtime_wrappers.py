@@ -106,6 +106,9 @@ def make_training_wrapper(fw: Callable, bw: Callable, sig: GraphSignature,
                           num_saved_tensors: int) -> Callable:
     num_fwd = sig.num_fwd_outputs
     differentiable = sig.output_requires_grad
+    # a compiled backward takes its argument list over and frees each input after its last
+    # reader (``CompiledFxGraph.boxed_call``); any other backward is called with the values
+    boxed = getattr(bw, "boxed_call", None) or (lambda args: bw(*args))
 
     class CompiledFunction(torch.autograd.Function):
         @staticmethod
@@ -137,8 +140,7 @@ def make_training_wrapper(fw: Callable, bw: Callable, sig: GraphSignature,
             # autograd's references to the saved tensors go (unless ``retain_graph``): the list
             # holds the only ones, which a compiled program takes over and frees one by one
             ctx.maybe_clear_saved_tensors()
-            boxed = getattr(bw, "boxed_call", None)
-            return tuple(boxed(args) if boxed is not None else bw(*args))
+            return tuple(boxed(args))
 
     def runtime_wrapper(*args):
         outs = CompiledFunction.apply(*args)

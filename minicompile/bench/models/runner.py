@@ -210,7 +210,6 @@ def run_checked(r: ModelResult, spec: ModelSpec, size: Size, budget: str, label:
     eager = base.copy()
     expected = results(eager, eager.step(), before)
     names = result_names(base, len(expected))
-    fp64 = None
     try:  # the float64 judge (for bfloat16 autocast too)
         judge = base.copy(torch.float64)
         fp64 = results(judge, judge.step(), [b.double() for b in before or []])

@@ -491,25 +491,24 @@ class WrapperCodeGen:
         soon as the gradient that needs it is computed, as eager's autograd frees a node's
         saved tensors after it runs (Inductor's wrapper does the same), not all at the end."""
         lines = self.body.lines
-        starts = [i for i, line in enumerate(lines) if not _continues(line)]
-        last: dict[str, int] = {}  # input -> the start of the last statement that names it
+        end: dict[int, int] = {}  # a statement's first line -> its last (a block's included)
+        last: dict[str, int] = {}  # a name -> the first line of the last statement naming it
         statement = 0
         for i, line in enumerate(lines):
-            statement = i if not _continues(line) else statement
+            statement = statement if _continues(line) else i
+            end[statement] = i
             for word in _IDENTIFIER.findall(line.text()):
                 last[word] = statement
         returned = set(_IDENTIFIER.findall(lines[-1].text()))
         frees: dict[int, list[str]] = {}  # after which line -> the inputs freed there
         for name in self.graph.graph_inputs:
             if name in last and name not in returned:
-                start = last[name]
-                end = next((j for j in starts if j > start), len(lines)) - 1
-                frees.setdefault(end, []).append(name)
-        for end in sorted(frees, reverse=True):
-            for name in reversed(frees[end]):
+                frees.setdefault(end[last[name]], []).append(name)
+        for end_line in sorted(frees, reverse=True):
+            for name in reversed(frees[end_line]):
                 line = FreeLine(name)
                 line.level = 1
-                lines.insert(end + 1, line)
+                lines.insert(end_line + 1, line)
 
     def output_code(self, program: str) -> str:
         kernels = "\n".join(f"# kernel {name}\n{src}" for name, src in self.kernel_sources)

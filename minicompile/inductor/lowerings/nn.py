@@ -11,9 +11,8 @@ import torch
 
 from ..checks import Check
 from ..ir import IRNode, Pointwise
-from ..lowering import (Unsupported, device, make_pointwise, out_dtype, out_size, realize,
+from ..lowering import (Unsupported, device, make_pointwise, out_dtype, realize,
                         register_lowering)
-from ..sizevars import sympify
 from ..virtualized import ops
 from .reductions import make_reduction
 from .scatter import destination, scatter_plan
@@ -150,22 +149,6 @@ def bce_with_logits(x, target, weight=None, pos_weight=None, reduction=1):
 
 
 # --- scatter-like ops as gathers: each output element finds the value that lands on it ----------
-
-@register_lowering(aten.select_backward)
-def select_backward(grad, input_sizes, dim: int, index):
-    """zeros(input_sizes) with grad placed at ``index`` of ``dim``."""
-    size, dtype = out_size(), out_dtype()
-    dim = dim % len(size)
-    index = sympify(index)
-    index = index + size[dim] if index.is_number and index < 0 else index
-    load = grad.make_loader()
-
-    def inner_fn(i):  # (masked: the other slices' lanes load nothing)
-        hit = ops.eq(ops.index_expr(i[dim], torch.int64), ops.index_expr(index, torch.int64))
-        return ops.masked(hit, lambda: load(list(i[:dim]) + list(i[dim + 1:])), 0.0)
-
-    return Pointwise(device(), dtype, inner_fn, size)
-
 
 MAX_SCATTER_SLOTS = 8  # index.size(dim) up to this: one where() per slot
 
