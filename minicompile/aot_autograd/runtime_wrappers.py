@@ -49,16 +49,27 @@ def as_tangent(grad: torch.Tensor | None, shape: torch.Size, stride: tuple,
 
 
 def _copy_back_mutations(args: list, new_values: list, sig: GraphSignature) -> None:
+    """Give each mutated input its new value. One the compiled code wrote in place (a kernel
+    storing through its pointer: autograd did not see it) only has its version counter moved,
+    all of them in one C call: a training step's graph mutates every parameter, momentum buffer
+    and batch norm statistic (hundreds of inputs), each a Python call otherwise."""
     if not sig.mutated_inputs:
         return
-    with torch.no_grad():
-        for i, new in zip(sig.mutated_inputs, new_values):
-            if is_same_tensor(new, args[i]):  # written in place by the compiled code
-                increment_version(args[i])
-            elif new.untyped_storage().data_ptr() == args[i].untyped_storage().data_ptr():
-                args[i].copy_(new.clone())  # another view of the same memory: copy_ refuses
-            else:
-                args[i].copy_(new)
+    written, copies = [], []
+    for i, new in zip(sig.mutated_inputs, new_values):
+        if is_same_tensor(new, args[i]):
+            written.append(args[i])
+        else:
+            copies.append((args[i], new))
+    if written:
+        increment_version(written)
+    if copies:
+        with torch.no_grad():
+            for arg, new in copies:
+                if new.untyped_storage().data_ptr() == arg.untyped_storage().data_ptr():
+                    arg.copy_(new.clone())  # another view of the same memory: copy_ refuses
+                else:
+                    arg.copy_(new)
 
 
 def is_same_tensor(a: torch.Tensor, b: torch.Tensor) -> bool:
