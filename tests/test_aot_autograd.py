@@ -13,6 +13,7 @@ from eager_errors import raises_as_eager
 from models import MODELS, MORE_MODELS
 
 import minicompile as mc
+import minicompile.aot_autograd.aot_autograd as aot_autograd_module
 from minicompile.aot_autograd import (aot_function, aot_module_simplified, default_partition,
                                       min_cut_rematerialization_partition, trace_graph,
                                       trace_module)
@@ -328,6 +329,32 @@ def test_batchnorm_training_updates_running_stats():
     torch.testing.assert_close(bn[0].running_mean, ref_bn[0].running_mean)
     torch.testing.assert_close(bn[0].running_var, ref_bn[0].running_var)
     assert mc.metrics.eager_fallbacks == 0
+
+
+def test_mutated_inputs_take_their_values_inside_the_autograd_function(monkeypatch):
+    """The training wrapper's autograd.Function returns the user's outputs alone: a mutated
+    input (a running statistic) takes its new value inside the Function's forward. Returned
+    through the Function, each would come back as a view autograd makes of it (an input returned
+    as an output), three a batch norm in every training step, each costing host time."""
+    torch.manual_seed(0)
+    bn = torch.nn.Sequential(torch.nn.BatchNorm1d(5))
+    ref_bn = copy.deepcopy(bn)
+    x = torch.randn(13, 5, requires_grad=True)
+    made, returned = [], []
+    make = aot_autograd_module.make_training_wrapper
+    monkeypatch.setattr(aot_autograd_module, "make_training_wrapper",
+                        lambda *args: made.append(make(*args)) or made[-1])
+    cf = aot_eager(fx.symbolic_trace(bn), [x])
+    (function,) = [wrapper.CompiledFunction for wrapper in made]
+    apply = function.apply
+    monkeypatch.setattr(function, "apply", lambda *args: returned.append(apply(*args)) or returned[-1])
+    before = bn[0].running_mean._version
+    out, ref = cf(x), ref_bn(x)
+    assert len(returned) == 1 and len(returned[0]) == 1  # the normalized batch alone
+    assert bn[0].running_mean._version > before
+    torch.testing.assert_close(out, ref)
+    for name in ("running_mean", "running_var", "num_batches_tracked"):
+        torch.testing.assert_close(getattr(bn[0], name), getattr(ref_bn[0], name))
 
 
 def ops_run_by(fn) -> list[str]:

@@ -8,7 +8,9 @@ incoming gradients. Autograd sees one opaque node for the whole graph.
 Inference: call the forward graph, nothing saved.
 
 Both: a functionalized graph returns the new values of the inputs it mutated; the wrapper
-copies them back (``input.copy_(new)``) so callers see the mutation, as in eager. A compiler may
+copies them back (``input.copy_(new)``) so callers see the mutation, as in eager (in training,
+inside the Function's forward: returned through the Function, each new value would come back as
+a view autograd makes of it, an input returned as an output). A compiler may
 instead write the changed elements into the input itself and return the input as its new value
 (inductor does where it is safe: ``gm.meta["mutated_inputs"]`` tells it which outputs are new
 values): there is nothing to copy then, only the input's version counter to bump, as an in-place
@@ -115,8 +117,8 @@ def make_inference_wrapper(fw: Callable, sig: GraphSignature) -> Callable:
 
 def make_training_wrapper(fw: Callable, bw: Callable, sig: GraphSignature,
                           num_saved_tensors: int) -> Callable:
-    num_fwd = sig.num_fwd_outputs
-    differentiable = sig.output_requires_grad
+    num_user, num_fwd = sig.num_user_outputs, sig.num_fwd_outputs
+    differentiable = sig.output_requires_grad[:num_user]  # (a mutated input's new value: never)
     # a compiled backward takes its argument list over and frees each input after its last
     # reader (``CompiledFxGraph.boxed_call``); any other backward is called with the values
     boxed = getattr(bw, "boxed_call", None) or (lambda args: bw(*args))
@@ -125,10 +127,14 @@ def make_training_wrapper(fw: Callable, bw: Callable, sig: GraphSignature,
         @staticmethod
         def forward(ctx, *args):
             outs = fw(*args)  # autograd is off in here: no graph is recorded
+            # the mutated inputs take their new values here, not after: returned through the
+            # Function, each would come back as a view autograd makes of it (an input returned
+            # as an output), three a batch norm in every training step (its running statistics)
+            _copy_back_mutations(args, outs[num_user:num_fwd], sig)
             saved = outs[num_fwd:]
             ctx.save_for_backward(*saved[:num_saved_tensors])
             ctx.saved_sizes = saved[num_saved_tensors:]  # SymInt values: plain ints now
-            user = outs[:num_fwd]
+            user = outs[:num_user]
             # the layout the backward was traced with for each gradient (``joint.tangent_like``)
             ctx.tangents = [(o.shape, tangent_stride(o), o.dtype, o.device)
                             for o, d in zip(user, differentiable) if d]
@@ -154,9 +160,7 @@ def make_training_wrapper(fw: Callable, bw: Callable, sig: GraphSignature,
             return tuple(boxed(args))
 
     def runtime_wrapper(*args):
-        outs = CompiledFunction.apply(*args)
-        _copy_back_mutations(args, outs[sig.num_user_outputs:], sig)
-        return _user_outputs(args, outs[:sig.num_user_outputs], sig)
+        return _user_outputs(args, CompiledFunction.apply(*args), sig)
 
     runtime_wrapper.CompiledFunction = CompiledFunction
     return runtime_wrapper

@@ -146,7 +146,7 @@ MUTANTS: list[Mutant] = [
            ("tests/test_aot_autograd.py",),
            "readers of a tensor *before* its in-place update are rewritten to read the new value"),
     Mutant("training_input_mutation_dropped", "minicompile/aot_autograd/runtime_wrappers.py",
-           "_copy_back_mutations(args, outs[sig.num_user_outputs:], sig)",
+           "_copy_back_mutations(args, outs[num_user:num_fwd], sig)",
            "pass",
            ("tests/test_aot_autograd.py",),
            "the training wrapper forgets to copy mutated inputs back (BN running stats)"),
