@@ -101,6 +101,29 @@ def test_foreach_step_is_one_pass_per_parameter(name, compiled_graphs):
     assert step.count("written in place") == params * writes
 
 
+def test_the_step_reads_its_inputs_through_shared_temporaries(monkeypatch):
+    """The transformed function of the step's frame calls its graph with every parameter, its
+    gradient and its optimizer state: the paths they share (the optimizer, its parameter list,
+    its state dict) are read once into temporaries, and the state's keys are listed once, not
+    once per parameter (reading the i-th key of a dict lists all of them), in the transformed
+    function and in the guard; the steps stay eager's."""
+    from minicompile.dynamo import eval_frame
+    entries = []
+    monkeypatch.setattr(eval_frame.CACHE, "listeners", [
+        lambda event, entry: event == "compiled" and entries.append(entry)])
+    run_steps("sgd", foreach=False)
+    entry = [e for e in entries if "momentum_buffer" in e.result.transformed_source][-1]
+    step = entry.result.transformed_source  # the step's frame once its state exists
+    params = len(list(tiny_model().parameters()))
+    call = next(line for line in step.splitlines() if "graph_out_0 = " in line)
+    assert step.count("list(dict.keys(") == 1, step
+    assert "param_groups" not in call and call.count("momentum_buffer") == params, step
+    # the guard reads each state the same way: through one list of the state's keys
+    reads = [line for line in entry.guard.runnable.splitlines()
+             if line.startswith("    args_0_state_") and " = args_0_state[" in line]
+    assert len(reads) == params and not any("dict.keys" in line for line in reads), reads
+
+
 @pytest.mark.parametrize("name", ["sgd", "adam"])
 def test_explain_shows_the_step_graph_as_real_dynamo(name):
     """Two graphs, as real Dynamo: the forward (the backward breaks) and the step (its

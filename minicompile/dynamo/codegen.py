@@ -41,6 +41,7 @@ import linecache
 from typing import Any, Callable
 
 from ..names import literal, readable
+from .source import keys_list
 
 _unique = itertools.count()
 
@@ -86,6 +87,69 @@ class PyCodegen:
 
         for root in roots:
             visit(root)
+
+    def graph_call(self, graph_name: str, sources: list) -> list[str]:
+        """The lines that call the compiled graph on its inputs, read from ``sources``. A read
+        two or more inputs go through (``args[0].param_groups[0]['params']`` for every parameter
+        of an optimizer step) is made once, into a temporary the inputs read from::
+
+            __read_0 = args[0]
+            __params_1 = __read_0.param_groups[0]['params']
+            __state_2 = __read_0.state
+            __keys_3 = list(dict.keys(__state_2))
+            graph_out_0 = __compiled_fn_1(__params_1[0], __params_1[1], ..., __params_1[0].grad,
+                                          ..., __state_2[__keys_3[0]]['momentum_buffer'], ...)
+
+        Written out in full, each input walks the whole path again at every call: hundreds of
+        attribute and item reads a step for a model's parameters and an optimizer's state. The
+        same goes for a dict's keys where its items are read by position (an optimizer's state
+        is keyed by the parameters): their list is made once, not once per item."""
+        branches: dict[Any, set] = {}  # a read -> the next reads (or inputs) taken after it
+        by_position: dict[Any, int] = {}  # a dict's read -> how many items are read by position
+        counted: set = set()
+        for source in dict.fromkeys(sources):
+            child, base = source, getattr(source, "base", None)
+            while base is not None:
+                if child not in counted and getattr(child, "by_position", bool)():
+                    by_position[base] = by_position.get(base, 0) + 1
+                counted.add(child)
+                if not hasattr(base, "base"):  # a local or a global: a name already
+                    break
+                branches.setdefault(base, set()).add(child)
+                child, base = base, base.base
+        # a read gets a temporary where the inputs' paths part after it: one taken only on the
+        # way to a single next read is that read's business
+        shared = {read for read, after in branches.items() if len(after) > 1}
+        names: dict[Any, str] = {}
+        lines: list[str] = []
+
+        def temporary(hint: Any, text: str) -> str:
+            name = f"__{readable(hint) if isinstance(hint, str) else 'read'}_{len(lines)}"
+            while name in self.installed:
+                name += "_"
+            lines.append(f"{name} = {text}")
+            return name
+
+        def render(source) -> str:
+            if source in names:
+                return names[source]
+            if not hasattr(source, "base"):
+                return source.expr()
+            base = render(source.base)
+            if by_position.get(source.base, 0) > 1:
+                if ("keys", source.base) not in names:
+                    names["keys", source.base] = temporary("keys", keys_list(base))
+                text = source.read_keyed(base, names["keys", source.base])
+            else:
+                text = source.read(base)
+            if source not in shared:
+                return text
+            hint = getattr(source, "member", None) or getattr(source, "index", None)
+            names[source] = temporary(hint, text)
+            return names[source]
+
+        args = ", ".join([render(source) for source in sources])
+        return [*lines, f"{self.graph_out_name} = {graph_name}({args})"]
 
     def graph_output(self, tensor_vt) -> str:
         """The expression of a tensor the graph computes: it becomes one of the graph outputs."""

@@ -195,8 +195,7 @@ class BreakWriter:
             return [out.grad_mode_line(self.codegen, self.grad_mode_after)], []
         # (a graph whose outputs are only parameters still runs: the code below reads them)
         graph = out.compile_graph()
-        args = ", ".join(gi.source.expr() for gi in out.graph_inputs)
-        return [f"{self.codegen.graph_out_name} = {graph.name}({args})"], [graph]
+        return self.codegen.graph_call(graph.name, [gi.source for gi in out.graph_inputs]), [graph]
 
 
 def ambient_grad_mode(tx) -> bool:

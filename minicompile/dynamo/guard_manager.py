@@ -48,7 +48,7 @@ import torch
 from ..names import Namespace, comment
 from .guards import (GUARD_CODEGEN, GUARD_REASONS, Guard, GuardKind, GuardScope, TensorSpec,
                      dedupe, expand_shape_env, object_name)
-from .source import ChainedSource, Source, graph_input_name
+from .source import ChainedSource, Source, graph_input_name, keys_list
 
 try:  # torch's C++ tensor check (torch/csrc/dynamo/guards.cpp): a faster path, not needed
     from torch._C._dynamo.guards import TensorGuards
@@ -103,6 +103,10 @@ class RootGuardManager(GuardManager):
             parent.children.append(node)
             self.managers[source] = node
         return node
+
+    def local(self, name: str, hint: str) -> str:
+        """A local of the guard function for ``name``, other than every source's."""
+        return self._names(name, hint)
 
     def identity(self, source: Source) -> Any:
         """A key two sources share where the guards prove they hold one object: the same
@@ -171,8 +175,16 @@ class GuardCodegen:
             return self.emit(child, child.source.read(read))
         self.line(f"    {node.var} = {read}")
         self.checks([g for g in node.guards if not self.batch_tensor(g)])
+        # a dict whose items are read by their key's position (an optimizer's state, keyed by
+        # the parameters): its keys listed once, not once per item
+        keyed = [c for c in node.children if getattr(c.source, "by_position", bool)()]
+        keys = None
+        if len(keyed) > 1:
+            keys = self.root.local(f"{node.source.name()} keys", f"{node.var}_keys")
+            self.line(f"    {keys} = {keys_list(node.var)}")
         for child in node.children:
-            self.emit(child, child.source.read(node.var))
+            self.emit(child, child.source.read_keyed(node.var, keys) if keys and child in keyed
+                      else child.source.read(node.var))
 
     def batch_tensor(self, g: Guard) -> bool:
         """Whether a guard joins the one C call of the tensor checks (or is implied by a tensor

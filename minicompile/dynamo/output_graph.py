@@ -323,8 +323,7 @@ class OutputGraph:
         lines, graphs = [], []
         if outputs or traced_calls:
             graph = self.compile_graph()
-            args = ", ".join(gi.source.expr() for gi in self.graph_inputs)
-            lines.append(f"{codegen.graph_out_name} = {graph.name}({args})")
+            lines += codegen.graph_call(graph.name, [gi.source for gi in self.graph_inputs])
             graphs.append(graph)
         elif torch.is_grad_enabled() != self.initial_grad_mode:  # only grad-mode switches
             lines.append(self.grad_mode_line(codegen, torch.is_grad_enabled()))

@@ -28,13 +28,14 @@ Two rules keep replay correct:
 
 from __future__ import annotations
 
+import collections
 import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..names import attr, is_identifier
 from .exc import unimplemented
-from .source import AttrSource, GlobalSource, LocalSource, Source
+from .source import AttrSource, GetItemSource, GlobalSource, LocalSource, Source
 
 _temp_ids = itertools.count()
 
@@ -78,6 +79,21 @@ def reads_state(vt) -> bool:
     children = items.values() if isinstance(items, dict) else items if isinstance(items, list) \
         else ()
     return any(reads_state(c) for c in children if hasattr(c, "source"))
+
+
+# containers whose ``c[k] = v`` does nothing but store (no user ``__setitem__``)
+PLAIN_SETITEM = (dict.__setitem__, list.__setitem__, collections.OrderedDict.__setitem__)
+
+
+def _puts_back(m: Mutation) -> bool:
+    """Is ``m`` a store ``c[k] = v`` into a plain container of the value read from ``c[k]``?"""
+    target, (key, value) = m.target, m.args
+    source = getattr(target, "source", None)
+    if source is None or getattr(target.python_type(), "__setitem__", None) not in PLAIN_SETITEM:
+        return False
+    if not key.is_python_constant():
+        return False
+    return getattr(value, "source", None) == GetItemSource(source, key.as_python_constant())
 
 
 class SideEffects:
@@ -178,12 +194,26 @@ class SideEffects:
         """The trackers the replay rebuilds (for ``PyCodegen.share_repeated``)."""
         return [v for m in self.mutations for v in [*m.args, *m.kwargs.values()]]
 
+    def unchanged_stores(self) -> set[int]:
+        """The stores that would put back what is there: ``d[k] = v`` where ``v`` was read from
+        ``d[k]`` and nothing mutated ``d`` before (torch.optim's ``state['momentum_buffer'] =
+        buf`` for the buffer it read from there and updated in place, once per parameter and
+        step). On a plain dict or list such a store changes nothing: it is not replayed.
+        (A store after another mutation of the container is: it may undo that mutation.)"""
+        touched, unchanged = set(), set()
+        for m in self.mutations:
+            if m.kind == "setitem" and id(m.target) not in touched and _puts_back(m):
+                unchanged.add(id(m))
+            touched.add(id(m.target))
+        return unchanged
+
     def codegen(self, codegen) -> tuple[list[str], list[str]]:
         """(temporaries, replay lines): Python statements that apply every mutation in order.
 
         Call it before the graph's outputs are fixed: the values it rebuilds may be tensors
         the graph must return."""
         temps, lines = [], []
+        unchanged = self.unchanged_stores()
 
         def value(vt) -> str:
             expr = codegen(vt)
@@ -194,6 +224,8 @@ class SideEffects:
             return expr
 
         for m in self.mutations:
+            if id(m) in unchanged:
+                continue
             if m.kind == "global":
                 target = ""
             elif m.kind == "cell":

@@ -122,6 +122,11 @@ class CallMethodSource(ChainedSource):
         return f"{base}.{self.method}()"
 
 
+def keys_list(base: str) -> str:
+    """The keys of the dict at ``base``, in order, as a list (``keys()`` may be overridden)."""
+    return f"list(dict.keys({base}))"
+
+
 @dataclass(frozen=True)
 class GetItemSource(ChainedSource):
     base: Source
@@ -136,7 +141,14 @@ class GetItemSource(ChainedSource):
             return f"{base}[{key}]"
         if self.position is None:
             unimplemented(f"the key {self.index!r} of {base} has no literal form")
-        return f"{base}[list(dict.keys({base}))[{self.position}]]"  # keys() may be overridden
+        return self.read_keyed(base, keys_list(base))
+
+    def by_position(self) -> bool:
+        return literal(self.index) is None
+
+    def read_keyed(self, base: str, keys: str) -> str:
+        """The read, given the expression of ``base``'s keys as a list (``keys_list``)."""
+        return f"{base}[{keys}[{self.position}]]"
 
 
 @dataclass(frozen=True)
@@ -148,7 +160,13 @@ class DictKeySource(ChainedSource):
     position: int
 
     def read(self, base: str) -> str:
-        return f"list(dict.keys({base}))[{self.position}]"
+        return self.read_keyed(base, keys_list(base))
+
+    def by_position(self) -> bool:
+        return True
+
+    def read_keyed(self, base: str, keys: str) -> str:
+        return f"{keys}[{self.position}]"
 
 
 @dataclass(frozen=True)
