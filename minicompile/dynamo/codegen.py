@@ -41,7 +41,7 @@ import linecache
 from typing import Any, Callable
 
 from ..names import literal, readable
-from .source import keys_list
+from .source import ChainedSource, keys_list
 
 _unique = itertools.count()
 
@@ -104,22 +104,18 @@ class PyCodegen:
         attribute and item reads a step for a model's parameters and an optimizer's state. The
         same goes for a dict's keys where its items are read by position (an optimizer's state
         is keyed by the parameters): their list is made once, not once per item."""
-        branches: dict[Any, set] = {}  # a read -> the next reads (or inputs) taken after it
-        by_position: dict[Any, int] = {}  # a dict's read -> how many items are read by position
-        counted: set = set()
+        branches: dict[Any, set] = {}  # a value -> the reads (or inputs) made from it
         for source in dict.fromkeys(sources):
-            child, base = source, getattr(source, "base", None)
-            while base is not None:
-                if child not in counted and getattr(child, "by_position", bool)():
-                    by_position[base] = by_position.get(base, 0) + 1
-                counted.add(child)
-                if not hasattr(base, "base"):  # a local or a global: a name already
-                    break
-                branches.setdefault(base, set()).add(child)
-                child, base = base, base.base
-        # a read gets a temporary where the inputs' paths part after it: one taken only on the
-        # way to a single next read is that read's business
-        shared = {read for read, after in branches.items() if len(after) > 1}
+            while isinstance(source, ChainedSource):
+                branches.setdefault(source.base, set()).add(source)
+                source = source.base
+        # a read gets a temporary where the inputs' paths part after it (one taken only on the
+        # way to a single next read is that read's business; a local or a global is a name
+        # already), a dict its keys' list where two of its items are read by position
+        shared = {read for read, after in branches.items()
+                  if len(after) > 1 and isinstance(read, ChainedSource)}
+        keyed = {read for read, after in branches.items()
+                 if sum(r.by_position() for r in after) > 1}
         names: dict[Any, str] = {}
         lines: list[str] = []
 
@@ -133,10 +129,10 @@ class PyCodegen:
         def render(source) -> str:
             if source in names:
                 return names[source]
-            if not hasattr(source, "base"):
+            if not isinstance(source, ChainedSource):
                 return source.expr()
             base = render(source.base)
-            if by_position.get(source.base, 0) > 1:
+            if source.base in keyed and source.by_position():
                 if ("keys", source.base) not in names:
                     names["keys", source.base] = temporary("keys", keys_list(base))
                 text = source.read_keyed(base, names["keys", source.base])

@@ -177,7 +177,7 @@ class GuardCodegen:
         self.checks([g for g in node.guards if not self.batch_tensor(g)])
         # a dict whose items are read by their key's position (an optimizer's state, keyed by
         # the parameters): its keys listed once, not once per item
-        keyed = [c for c in node.children if getattr(c.source, "by_position", bool)()]
+        keyed = [c for c in node.children if c.source.by_position()]
         keys = None
         if len(keyed) > 1:
             keys = self.root.local(f"{node.source.name()} keys", f"{node.var}_keys")

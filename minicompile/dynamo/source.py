@@ -70,6 +70,15 @@ class ChainedSource(Source):
     def read(self, base: str) -> str:
         raise NotImplementedError
 
+    def by_position(self) -> bool:
+        """Is this a read by the position of a key among a dict's keys (``read_keyed``)?"""
+        return False
+
+    def read_keyed(self, base: str, keys: str) -> str:
+        """The read, given the expression of ``base``'s keys as a list (``keys_list``): one list
+        for all the items read by position, not one per item."""
+        raise NotImplementedError
+
     def name(self) -> str:
         return self.read(self.base.name())
 
@@ -144,10 +153,9 @@ class GetItemSource(ChainedSource):
         return self.read_keyed(base, keys_list(base))
 
     def by_position(self) -> bool:
-        return literal(self.index) is None
+        return literal(self.index) is None and self.position is not None
 
     def read_keyed(self, base: str, keys: str) -> str:
-        """The read, given the expression of ``base``'s keys as a list (``keys_list``)."""
         return f"{base}[{keys}[{self.position}]]"
 
 
