@@ -3,6 +3,7 @@ compiled for one specialization (16-byte aligned pointers, sizes that are multip
 of 1) must never be reused for arguments outside it."""
 
 import ast
+import os
 
 import pytest
 import torch
@@ -168,6 +169,32 @@ def test_kernels_compile_ahead_of_the_first_call(monkeypatch):
     mc.reset()
     torch.testing.assert_close(mc.compile(fn, dynamic=True)(x), fn(x))
     assert jobs == []
+
+
+def test_the_cold_benchmark_run_waits_for_background_compiles(monkeypatch, tmp_path):
+    """A candidate config no launch has asked for may still be compiling into Triton's cache
+    after a graph's first call; the benchmark's cold run deletes its cache folder on leaving,
+    so it waits for them first (poolformer_s12 crashed there: 'Directory not empty')."""
+    import threading
+
+    from minicompile.bench.timing import cold_minicompile
+    from minicompile.inductor.options import InductorOptions
+    from minicompile.inductor.runtime import triton_heuristics as th
+
+    started, written = threading.Event(), []
+
+    def slow_compile(jobs, knobs):  # a compile that writes into the cache after a while
+        started.wait()
+        written.append(os.environ["TRITON_CACHE_DIR"])
+        path = os.path.join(written[-1], "late")
+        os.makedirs(written[-1], exist_ok=True)
+        open(path, "w").close()
+
+    monkeypatch.setattr(th, "compile_ahead", slow_compile)
+    with cold_minicompile():
+        future = th.compile_in_background([], InductorOptions.build())
+        started.set()  # (it starts only once the call that asked for it has returned)
+    assert future.done() and written and not os.path.exists(written[0])
 
 
 def test_candidate_configs_leave_programs_enough(monkeypatch):

@@ -166,11 +166,21 @@ def cold_minicompile() -> Iterator[None]:
         try:
             yield
         finally:
+            wait_for_background_compiles()
             for name, value in saved.items():
                 if value is None:
                     os.environ.pop(name, None)
                 else:
                     os.environ[name] = value
+
+
+def wait_for_background_compiles() -> None:
+    """Let Triton kernels still compiling in the background finish: they write into the cache
+    folder ``cold_minicompile`` is about to delete (a candidate config no launch has asked for
+    yet). Without the Triton backend loaded there are none."""
+    heuristics = sys.modules.get("minicompile.inductor.runtime.triton_heuristics")
+    if heuristics is not None:
+        heuristics.wait_for_background_compiles()
 
 
 def first_call_s(step: Callable[[], Any], device: str) -> tuple[Any, float]:

@@ -278,7 +278,8 @@ def check_compiler(r: ModelResult, key: str, runner: Runner, expected: list, fp6
         with compiler.cold():
             out, r.cold_s[key] = first_call_s(lambda: runner.step(compiled), r.device)
         ok, why = same(expected, results(runner, out, before), fp64,
-                       TOLERANCE[r.mode], use_cosine=runner.autocast is not None, names=names)
+                       TOLERANCE[r.mode], use_cosine=runner.autocast is not None, names=names,
+                       reduced_precision=runner.autocast is not None)
     except Exception as e:  # noqa: BLE001 -- one model's crash must not stop the suite
         return "fail: crash", first_line(e), None
     if not ok:

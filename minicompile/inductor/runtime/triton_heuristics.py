@@ -484,6 +484,7 @@ def compile_ahead(jobs: list[CompileJob], knobs: InductorOptions) -> None:
 
 
 _background = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="compile_ahead")
+_pending: set[concurrent.futures.Future] = set()  # background compiles not yet finished
 
 
 def compile_in_background(jobs: list[CompileJob],
@@ -497,4 +498,14 @@ def compile_in_background(jobs: list[CompileJob],
             compile_ahead(jobs, knobs)
         except Exception:  # noqa: BLE001 (a kernel not compiled here compiles at its call)
             pass
-    return _background.submit(compile_all)
+    future = _background.submit(compile_all)
+    _pending.add(future)
+    future.add_done_callback(_pending.discard)
+    return future
+
+
+def wait_for_background_compiles() -> None:
+    """Return once every background compile has finished: a candidate config no launch has
+    asked for yet may still be compiling into Triton's cache after a graph's first call (the
+    benchmark's cold run waits here before it deletes the cache folder it made)."""
+    concurrent.futures.wait(list(_pending))
