@@ -812,6 +812,27 @@ def test_tensor_keys_of_a_dict_from_outside_are_guarded_by_identity():
         assert got[1] == expected[1]
 
 
+def test_a_dict_keyed_by_tensors_alone_is_guarded_in_one_pass():
+    """An optimizer's state is a dict keyed by its parameters: the keys guard checks them
+    all by identity in one pass (a check per key listed the keys once per key), and another
+    order, another tensor, or one key more or fewer is another entry, each result eager's."""
+    def fn(d, x):
+        return sum(v * i for i, v in enumerate(d.values())) + x
+
+    ts = [torch.randn(4) for _ in range(5)]
+    x = torch.randn(4)
+    mc.reset()
+    compiled = mc.compile(fn, backend="eager")
+    for d in ({t: t + 1 for t in ts}, {t: t + 1 for t in reversed(ts)},
+              {t: t + 1 for t in ts[:4] + [torch.randn(4)]}, {t: t + 1 for t in ts[:4]},
+              {t: t + 1 for t in ts}):
+        torch.testing.assert_close(compiled(d, x), fn(d, x))
+    assert mc.metrics.frames_compiled == 4
+    guard = mc.explain(fn)({t: t + 1 for t in ts}, x).transformed_program()
+    assert "all(map(___is_" in guard and "___tensor_keys" in guard, guard
+    assert " is ___Tensor" not in guard, guard  # (no identity check per key)
+
+
 def _doubled(v):
     return v * 2
 

@@ -29,6 +29,7 @@ fails (``GUARD_REASONS``; real Dynamo: ``get_guard_fail_reason``):
 from __future__ import annotations
 
 import enum
+import operator
 import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -197,6 +198,11 @@ def _equals_match(g: Guard, s: GuardScope) -> list[str]:
 
 def _same_keys(keys: str, each: str, expected: list, s: GuardScope) -> list[str]:
     """``list(keys) == [...]``: ``keys`` lists the dict's keys, ``each`` iterates over them."""
+    if expected and all(isinstance(k, torch.Tensor) for k in expected):
+        # tensors alone (an optimizer's state, keyed by its parameters): the same objects in
+        # the same order, one pass in C; a check per key would list the keys once per key
+        objects, same = s.ref(tuple(expected), "tensor_keys"), s.ref(operator.is_, "is_")
+        return [f"len({keys}) == {len(expected)}", f"all(map({same}, {each}, {objects}))"]
     literals = ", ".join(s.literal(k) for k in expected)  # an Enum key: bound to a name
     check = f"list({keys}) == [{literals}]"
     # a tensor key first by identity: `==` of two tensors is a tensor, not an answer (the list
