@@ -122,6 +122,31 @@ def test_list_length_and_dict_keys_change(calls):
         assert_same(cfn(xs, opts), with_containers(xs, opts))
 
 
+def reads_some_options(x, unused, opts):
+    if opts["relu"]:  # a value read by control flow
+        x = x.relu()
+    return x * opts["lr"]  # a value read into the graph; opts["step"] and `unused` never read
+
+
+@SETTINGS
+@given(calls=st.lists(st.tuples(st.sampled_from(["a", "b"]), st.booleans(),
+                                st.sampled_from([0.5, 2.0]), st.integers(0, 9)),
+                      min_size=2, max_size=6))
+def test_a_constant_the_code_never_reads_is_not_guarded(calls):
+    """A constant among the inputs is guarded where the trace reads it: a changing step count
+    in an options dict, or an argument, that the code never reads compiles no new entry;
+    every value it does read (in control flow, or into the graph) is still guarded. (An int
+    argument that changes is another matter: automatic dynamic makes it a symbolic input.)"""
+    cfn = compiled(reads_some_options)
+    mc.metrics.reset()
+    x = torch.randn(4)
+    for unused, relu, lr, step in calls:
+        opts = {"relu": relu, "lr": lr, "step": step}
+        assert_same(cfn(x, unused, opts), reads_some_options(x, unused, opts))
+    read = {(relu, lr) for _, relu, lr, _ in calls}
+    assert mc.metrics.frames_compiled == len(read)
+
+
 # ---- globals, closures, modules -----------------------------------------------------------------
 SCALE = 2.0
 FLAG = True

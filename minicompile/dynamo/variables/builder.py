@@ -137,9 +137,10 @@ class VariableBuilder:
                 and self.tx.output.dynamic.float_is_dynamic()):
             self.install_guard(GuardKind.TYPE_MATCH, float)  # its value: only where specialized
             return self.tx.output.add_float_input(self.source, value)
-        if guard:
-            is_class = isinstance(value, type)
-            self.install_guard(GuardKind.ID_MATCH if is_class else GuardKind.EQUALS_MATCH, value)
+        if guard and self.source is not None:  # guarded where the trace reads it
+            kind = GuardKind.ID_MATCH if isinstance(value, type) else GuardKind.EQUALS_MATCH
+            return ConstantVariable(value, self.source, guard_on_read=(
+                self.tx.output, Guard(self.source, kind, value, self.tx.user_line())))
         return ConstantVariable(value, self.source)
 
     def wrap_sequence(self, value: list | tuple, guard: bool) -> VariableTracker:

@@ -68,9 +68,23 @@ def python_class_method(cls: Any, name: str) -> Any:
 
 
 class ConstantVariable(VariableTracker):
-    def __init__(self, value: Any, source=None):
+    """A constant. One read from the frame's inputs (an argument, a dict's value) is guarded
+    when the trace first reads it (``guard_on_read``: the output graph and the guard), not when
+    it is wrapped: an argument, or an item of a dict argument, that the code never reads
+    (``{"step": i, "lr": lr}`` of which only ``lr`` is used) is no reason to compile again when
+    it changes (Dynamo's lazy trackers, ``LazyVariableTracker``). Every use of the value goes
+    through ``value``, so a use the trace makes is a read that installs the guard."""
+
+    def __init__(self, value: Any, source=None, guard_on_read: tuple | None = None):
         super().__init__(source)
-        self.value = value
+        self._value, self._guard_on_read = value, guard_on_read
+
+    @property
+    def value(self) -> Any:
+        if self._guard_on_read is not None:
+            (output, guard), self._guard_on_read = self._guard_on_read, None
+            output.add_guard(guard)
+        return self._value
 
     def as_python_constant(self) -> Any:
         return self.value
