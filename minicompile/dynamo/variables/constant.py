@@ -176,7 +176,7 @@ class ConstantVariable(VariableTracker):
         return codegen.constant(v)
 
     def _repr_body(self) -> str:
-        return repr(self.value)
+        return repr(self._value)  # (printing a tracker is not a read that guards)
 
 
 def _user_dict(tx, cls: type, args: list, kwargs: dict) -> VariableTracker:
