@@ -87,9 +87,12 @@ class VariableBuilder:
     def __init__(self, tx, source: Source | None):
         self.tx, self.source = tx, source
 
+    def guard(self, kind: GuardKind, expected: Any = None) -> Guard:
+        return Guard(self.source, kind, expected, self.tx.user_line())
+
     def install_guard(self, kind: GuardKind, expected: Any = None) -> None:
         if self.source is not None:
-            self.tx.output.add_guard(Guard(self.source, kind, expected, self.tx.user_line()))
+            self.tx.output.add_guard(self.guard(kind, expected))
 
     def wrap(self, value: Any, guard: bool = True) -> VariableTracker:
         value = _unwrap_compiled(value)
@@ -139,8 +142,8 @@ class VariableBuilder:
             return self.tx.output.add_float_input(self.source, value)
         if guard and self.source is not None:  # guarded where the trace reads it
             kind = GuardKind.ID_MATCH if isinstance(value, type) else GuardKind.EQUALS_MATCH
-            return ConstantVariable(value, self.source, guard_on_read=(
-                self.tx.output, Guard(self.source, kind, value, self.tx.user_line())))
+            return ConstantVariable(value, self.source,
+                                    guard_on_read=(self.tx.output, self.guard(kind, value)))
         return ConstantVariable(value, self.source)
 
     def wrap_sequence(self, value: list | tuple, guard: bool) -> VariableTracker:
