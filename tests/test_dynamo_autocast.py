@@ -71,3 +71,26 @@ def test_disabled_autocast_changes_nothing():
     got = mc.compile(f, backend="aot_eager")(x)
     assert got.dtype == torch.float32
     torch.testing.assert_close(got, f(x))
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["inference", "training"])
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_a_float32_region_inside_the_callers_autocast_stays_float32(backend, grad):
+    """The caller's autocast is on and the compiled code turns it off for a matmul. The traced
+    graph holds the casts autocast implied, so it is compiled and run with autocast off, its
+    backward too (``backward()`` inside the caller's block): under the caller's autocast the
+    graph's matmul, an ATen call, would run in bfloat16 again (0.09 off here), and the compiler,
+    reading its output's dtype under autocast, would take it for a bfloat16 buffer."""
+
+    def f(a, b):
+        with torch.autocast(DEVICE, enabled=False):
+            return torch.mm(a, b) + 1
+
+    a, b = torch.randn(64, 64, requires_grad=grad), torch.randn(64, 64)
+    with torch.autocast(DEVICE, dtype=torch.bfloat16):
+        got, expected = mc.compile(f, backend=backend)(a, b), f(a, b)
+        grads = [torch.autograd.grad(out.sum(), a)[0] for out in (got, expected)] if grad else []
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got, expected)  # float32's tolerance, not bfloat16's
+    for g, e in zip(grads[:1], grads[1:]):
+        torch.testing.assert_close(g, e)

@@ -139,11 +139,20 @@ def aot_module_simplified(
         if sig.decomposed:
             trace_artifact("decompositions", lambda: "\n".join(
                 f"{op}: {n}" for op, n in sorted(sig.decomposed.items())), "ops decomposed")
+        # Traced under autocast, the graph has autocast's casts in it as nodes: from here on
+        # autocast is off, in the compilers (which run the graph's ops on fake tensors to learn
+        # their dtypes: a float32 matmul must stay one) and in every call of the result.
+        amp = torch._C._is_any_autocast_enabled()
+        with torch._C._DisableAutocast():
+            return compile_graph(graph, sig, joint, amp)
+
+    def compile_graph(graph: fx.GraphModule, sig: GraphSignature, joint: bool,
+                      amp: bool) -> Callable:
         spec = out_spec[0]
         if not joint:
             trace_artifact("aot_graphs", lambda: _graph_text(graph), "inference graph")
             graph.meta["static_input_indices"] = tuple(range(len(params)))
-            run = make_inference_wrapper(inference_compiler(graph, fakes), sig)
+            run = make_inference_wrapper(inference_compiler(graph, fakes), sig, amp)
             return _restructure(run, spec)
         trace_artifact("aot_graphs", lambda: _graph_text(graph), "joint graph")
         part = partition_fn(graph, sig.num_fwd_outputs)
@@ -159,7 +168,7 @@ def aot_module_simplified(
         _take_saved_strides(part.bw_module, getattr(fw, "output_strides", None),
                             sig.num_fwd_outputs, part.num_saved_tensors)
         bw = bw_compiler(part.bw_module, _placeholder_vals(part.bw_module))
-        run = make_training_wrapper(fw, bw, sig, part.num_saved_tensors)
+        run = make_training_wrapper(fw, bw, sig, part.num_saved_tensors, amp)
         return _restructure(run, spec)
 
     def variant_key(args) -> tuple[bool, ...]:

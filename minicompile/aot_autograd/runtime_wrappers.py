@@ -7,6 +7,11 @@ incoming gradients. Autograd sees one opaque node for the whole graph.
 
 Inference: call the forward graph, nothing saved.
 
+Both: a graph traced under autocast has autocast's casts in it, as ``_to_copy`` nodes, and runs
+with autocast off (``disable_amp``, as real AOTAutograd's ``torch._C._DisableAutocast``): under
+the caller's autocast, an ATen op the compiled code calls (a matmul, a convolution) would be
+cast again, a matmul the code ran in float32 in an ``autocast(enabled=False)`` block among them.
+
 Both: a functionalized graph returns the new values of the inputs it mutated; the wrapper
 copies them back (``input.copy_(new)``) so callers see the mutation, as in eager (in training,
 inside the Function's forward: returned through the Function, each new value would come back as
@@ -102,8 +107,21 @@ def _user_outputs(args: list, graph_outs: list, sig: GraphSignature) -> list:
     return outs
 
 
-def make_inference_wrapper(fw: Callable, sig: GraphSignature) -> Callable:
+def without_autocast(fn: Callable) -> Callable:
+    """``fn`` called with autocast off (the thread's autocast state restored after)."""
+
+    def run(*args):
+        with torch._C._DisableAutocast():
+            return fn(*args)
+
+    return run
+
+
+def make_inference_wrapper(fw: Callable, sig: GraphSignature,
+                           disable_amp: bool = False) -> Callable:
     n = sig.num_user_outputs
+    if disable_amp:
+        fw = without_autocast(fw)
     if not sig.mutated_inputs and not sig.output_aliases:
         return fw  # its outputs are the user's: nothing to copy back or put back, no extra call
 
@@ -116,12 +134,14 @@ def make_inference_wrapper(fw: Callable, sig: GraphSignature) -> Callable:
 
 
 def make_training_wrapper(fw: Callable, bw: Callable, sig: GraphSignature,
-                          num_saved_tensors: int) -> Callable:
+                          num_saved_tensors: int, disable_amp: bool = False) -> Callable:
     num_user, num_fwd = sig.num_user_outputs, sig.num_fwd_outputs
     differentiable = sig.output_requires_grad[:num_user]  # (a mutated input's new value: never)
     # a compiled backward takes its argument list over and frees each input after its last
     # reader (``CompiledFxGraph.boxed_call``); any other backward is called with the values
     boxed = getattr(bw, "boxed_call", None) or (lambda args: bw(*args))
+    if disable_amp:  # (the backward too: ``loss.backward()`` inside the autocast block)
+        fw, boxed = without_autocast(fw), without_autocast(boxed)
 
     class CompiledFunction(torch.autograd.Function):
         @staticmethod
