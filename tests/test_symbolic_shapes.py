@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 from torch._subclasses import FakeTensorMode
 
 from minicompile.shapes.sym_node import SymNode
+import minicompile as mc
 from minicompile.shapes.symbolic_shapes import (
+    PythonPrinter,
     ShapeEnv,
     expr_of,
     fake_from_sizes,
@@ -167,3 +169,37 @@ def test_symnode_is_the_node_behind_symint():
     s = env.create_symint(5, "n")
     assert isinstance(s.node, SymNode) and s.node.shape_env is env
     assert str(s * 2 + 1) == "2*s0 + 1"
+
+
+FLOOR_DIV_AND_MOD = [  # a product on the right of // or %: bare, Python reads (a // 2) * s
+    lambda s, t: sympy.floor((3 * s - 3) / (2 * sympy.floor(s / 2))),
+    lambda s, t: sympy.Mod(s, 2 * t), lambda s, t: sympy.Mod(2 * s, t),
+    lambda s, t: sympy.floor(2 * s / 3), lambda s, t: sympy.floor(s / (t * (s + 1))),
+    lambda s, t: sympy.ceiling(s / (2 * t)), lambda s, t: sympy.Mod(s * t + 1, 3 * t),
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 60), st.integers(1, 12))  # (s // 2 is a divisor)
+def test_printed_floor_division_and_modulo_evaluate_as_sympy(s_val, t_val):
+    s, t = sympy.symbols("s t", integer=True, positive=True)
+    for make in FLOOR_DIV_AND_MOD:
+        expr = make(s, t)
+        code = PythonPrinter().doprint(expr)
+        assert eval(code, {}, {"s": s_val, "t": t_val}) == int(expr.subs({s: s_val, t: t_val})), code
+
+
+def test_a_guard_with_a_product_divisor_holds_for_the_shape_it_was_made_for():
+    """``reshape(n // 2, 2, -1)`` of ``n - 1`` rows guards ``3*s - 3 == 2*(s // 2)*(...)``:
+    printed without parentheses around the divisor, the guard was false for the very shape
+    it was compiled for, and every call compiled again."""
+    def f(x):
+        n = x.shape[0]
+        return x[: n - 1].reshape(n // 2, 2, -1).sum(1)
+
+    graphs = []
+    compiled = mc.compile(f, backend=lambda gm, ex: graphs.append(gm) or gm.forward)
+    for n in (5, 7, 7, 7):
+        x = torch.randn(n, 3)
+        torch.testing.assert_close(compiled(x), f(x))
+    assert len(graphs) == 2  # the first size, then one dynamic graph

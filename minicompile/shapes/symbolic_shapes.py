@@ -84,8 +84,11 @@ class PythonPrinter(StrPrinter):
         return " or ".join(f"({self._print(a)})" for a in expr.args)
 
     def _binary(self, op: str, a: sympy.Basic, b: sympy.Basic) -> str:
+        """``a // b`` or ``a % b``: Python's ``//`` and ``%`` bind as ``*`` does, from the left,
+        so a product on the left needs no parentheses (``2*s // 3`` is ``(2*s) // 3``) and one
+        on the right does (``a // (2*s)``; printed bare it reads ``(a // 2) * s``)."""
         level = PRECEDENCE["Mul"]
-        return f"{self.parenthesize(a, level)} {op} {self.parenthesize(b, level, strict=True)}"
+        return f"{self.parenthesize(a, level, strict=True)} {op} {self.parenthesize(b, level)}"
 
     def _print_floor(self, expr: sympy.Basic) -> str:  # floor(p/q) -> p // q
         num, den = sympy.fraction(sympy.together(expr.args[0]))
