@@ -926,3 +926,18 @@ def test_the_peak_memory_of_a_backward_is_eagers():
     eager, compiled = peak(step), peak(mc.compile(step))
     activation = 1024 * 2048 * 4  # 8 MB; a weight's gradient is two of them
     assert compiled <= eager + 4 * activation, (compiled / activation, eager / activation)
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_a_complex_input_that_requires_grad_gets_its_gradient(backend):
+    """A complex leaf is differentiable as a float one is: traced as a leaf that requires no
+    grad, the graph's output did not require grad and the leaf never trained."""
+    def f(z):
+        return (z * z.conj()).real.sum() + (z * 2j).imag.sum()
+
+    z = torch.randn(4, dtype=torch.complex64, requires_grad=True)
+    got = mc.compile(f, backend=backend)(z)
+    expected = f(z)
+    assert got.requires_grad
+    torch.testing.assert_close(got, expected)
+    torch.testing.assert_close(torch.autograd.grad(got, z)[0], torch.autograd.grad(expected, z)[0])

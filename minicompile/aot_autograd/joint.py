@@ -166,7 +166,7 @@ def _prepare_inputs(fake_args: list, requires_grad: list[bool]) -> list:
     out = []
     for a, rg in zip(fake_args, requires_grad):
         if isinstance(a, torch.Tensor) and (rg or a.requires_grad):
-            a = a.detach().requires_grad_(rg and a.is_floating_point())
+            a = a.detach().requires_grad_(rg and (a.is_floating_point() or a.is_complex()))
         # (others are used as they are: Dynamo's fakes may carry state, e.g. a memoized .item())
         out.append(a)
     return out
