@@ -272,3 +272,27 @@ def test_multihead_attention_inlines_torch_code():
     got = mc.compile(m, backend="eager")(q, q, q)
     torch.testing.assert_close(got, expected)
     assert mc.metrics.graphs_compiled == 1 and mc.metrics.eager_fallbacks == 0
+
+
+def test_a_module_parameters_grad_is_read_from_the_parameter():
+    """``lin.weight.grad`` through the module: the parameter is a ``get_attr`` of the graph,
+    not a frame input, and its ``.grad`` read as None whatever it held (a TypeError for
+    ``grad * 2``, None for every gradient a compiled training step returned). It is the
+    parameter's gradient, an input of the graph; None when it has none, guarded."""
+    lin = torch.nn.Linear(3, 2)
+    read = mc.compile(lambda m: m.weight.grad)
+    assert read(lin) is None
+    lin.weight.grad = torch.ones(2, 3)
+    torch.testing.assert_close(read(lin), lin.weight.grad)  # a new entry: the None was guarded
+    torch.testing.assert_close(mc.compile(lambda m: m.weight.grad * 2)(lin), torch.full((2, 3), 2.0))
+
+    def step(model, x):
+        model(x).pow(2).sum().backward()
+        return [p.grad.clone() for p in model.parameters()]
+
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 1))
+    x = torch.randn(5, 3)
+    expected = step(model, x)
+    model.zero_grad(set_to_none=True)
+    for got, want in zip(mc.compile(step)(model, x), expected):
+        torch.testing.assert_close(got, want)

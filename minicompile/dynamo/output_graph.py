@@ -286,6 +286,7 @@ class OutputGraph:
         fake = self.fake_mode.from_tensor(value)
         proxy.node.meta["example_value"] = fake
         vt = TensorVariable(proxy, fake, None, type(value))  # no source: not a frame input
+        vt.attribute = (value, source)
         self.attr_vts[id(value)] = vt
         return vt
 

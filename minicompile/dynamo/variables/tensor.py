@@ -40,6 +40,9 @@ class TensorVariable(VariableTracker):
                  class_type: type = torch.Tensor):
         super().__init__(source)
         self.proxy, self.example_value, self.class_type = proxy, example_value, class_type
+        # a module's parameter or buffer (a ``get_attr`` node, no source as a frame input):
+        # the real tensor and where it was read from, for what tracing asks of the real one
+        self.attribute: tuple[torch.Tensor, Any] | None = None
 
     def python_type(self) -> type:
         return self.class_type
@@ -129,21 +132,27 @@ class TensorVariable(VariableTracker):
         return call_op(tx, "call_method", name, [self, *args], kwargs)
 
     def _grad(self, tx) -> VariableTracker:
-        """``x.grad`` of an input: its gradient, itself an input of the graph read from the
-        same place (real Dynamo's ``GradSource``: an optimizer step reads ``p.grad``), or None
-        when it has none yet (guarded: a backward pass in between fills it and recompiles); of
-        a tensor the graph computes (not a leaf of the user's autograd graph), None."""
-        if self.source is None:
+        """``x.grad`` of an input or of a module's parameter: its gradient, itself an input of
+        the graph read from the same place (real Dynamo's ``GradSource``: an optimizer step
+        reads ``p.grad``), or None when it has none yet (guarded: a backward pass in between
+        fills it and recompiles); of a tensor the graph computes (not a leaf of the user's
+        autograd graph), None."""
+        if self.attribute is not None:
+            real, source = self.attribute
+            if source is None:
+                unimplemented("tensor attribute .grad of a module tensor with no source")
+        elif self.source is None:
             return ConstantVariable(None)
-        real = next((gi.example for gi in tx.output.graph_inputs if gi.source == self.source),
-                    None)
-        if real is None:
-            unimplemented("tensor attribute .grad of a tensor that is not a graph input")
+        else:
+            real, source = next((gi.example for gi in tx.output.graph_inputs
+                                 if gi.source == self.source), None), self.source
+            if real is None:
+                unimplemented("tensor attribute .grad of a tensor that is not a graph input")
         if real.grad is not None:
             from .builder import VariableBuilder
 
-            return VariableBuilder(tx, AttrSource(self.source, "grad")).wrap(real.grad)
-        self._guard_answer(tx, AttrSource(self.source, "grad"), None)
+            return VariableBuilder(tx, AttrSource(source, "grad")).wrap(real.grad)
+        self._guard_answer(tx, AttrSource(source, "grad"), None)
         return ConstantVariable(None)
 
     @staticmethod
