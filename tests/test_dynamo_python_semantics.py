@@ -423,6 +423,19 @@ def case_set_add_none():
     return fn, (torch.ones(3),), []
 
 
+def case_dunder_methods_called_with_too_many_arguments():
+    def fn(x):
+        p, s, hits = list("abc"), {1}, []
+        for call in (lambda: p.__getitem__(1, 2), lambda: p.__contains__("a", "b"),
+                     lambda: p.__delitem__(0, 1), lambda: s.__contains__(1, 2)):
+            try:
+                call()
+            except TypeError:
+                hits.append(True)
+        return x + len(hits), p
+    return fn, (torch.ones(3),), []
+
+
 # -- method resolution -------------------------------------------------------------------------
 class DoublingSet(set):
     def add(self, item):
