@@ -834,3 +834,22 @@ def test_lru_cached_method_is_traced_through():
     assert_same(mc.compile(f, backend="eager")(x), f(x))
     explained = mc.explain(f)(x)
     assert explained.graph_count == 1 and explained.graph_break_count == 0
+
+
+def test_a_list_or_dict_that_holds_itself_is_one_input():
+    """``x.append(x)``: wrapping the input reaches the list again through its item; that item
+    is the list's own tracker (guarded ``L['x'][1] is L['x']``), not a new wrap of it without
+    end. Another list of the same shape fails the guard and compiles anew."""
+
+    def fn(x, d):
+        return x[0] + 1, len(x[1]), x[1][1][0] * 2, d["self"]["a"] - len(d["self"])
+
+    x = [torch.randn(3)]
+    x.append(x)
+    d = {"a": torch.randn(3)}
+    d["self"] = d
+    cfn = mc.compile(fn, backend="eager")
+    assert_same(cfn(x, d), fn(x, d))
+    assert mc.metrics.graphs_compiled == 1 and mc.metrics.graph_breaks == 0
+    y = [torch.randn(3), [torch.randn(3), [torch.randn(3)]]]
+    assert_same(cfn(y, d), fn(y, d))
