@@ -853,3 +853,18 @@ def test_a_list_or_dict_that_holds_itself_is_one_input():
     assert mc.metrics.graphs_compiled == 1 and mc.metrics.graph_breaks == 0
     y = [torch.randn(3), [torch.randn(3), [torch.randn(3)]]]
     assert_same(cfn(y, d), fn(y, d))
+
+
+def test_dunder_iter_called_by_name_is_traced():
+    """``p.__iter__()`` is what ``iter(p)`` gives, and an iterator's ``__iter__`` is itself:
+    traced in one graph, as real Dynamo does, instead of a break at each call."""
+
+    def fn(x):
+        p, t = [1, 2], (3,)
+        it = p.__iter__()
+        first = next(it)
+        return x + first + next(it.__iter__()) + next(t.__iter__().__iter__())
+
+    x = torch.randn(3)
+    torch.testing.assert_close(mc.compile(fn, backend="eager")(x), fn(x))
+    assert mc.metrics.graphs_compiled == 1 and mc.metrics.graph_breaks == 0

@@ -66,6 +66,8 @@ class BaseListVariable(VariableTracker):
             return self.getitem(tx, args[0])
         if name == "__len__":
             return ConstantVariable(len(self.items))
+        if name == "__iter__":  # p.__iter__(): what iter(p) gives
+            return ListIteratorVariable(list(self.items))
         if name in ("index", "count", "__contains__") and not kwargs:
             from .user_defined import identity_equal  # tensors compare by identity here, as in `in`
 
@@ -412,6 +414,8 @@ class ListIteratorVariable(VariableTracker):
 
             return ConstantVariable(any(identity_equal(tx, item, args[0])
                                         for item in iterate(tx, self)))
+        if name == "__iter__" and not args and not kwargs:  # an iterator is its own iterator
+            return self
         return super().call_method(tx, name, args, kwargs)
 
     def remaining(self, codegen) -> str:
