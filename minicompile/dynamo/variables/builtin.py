@@ -450,8 +450,11 @@ TENSOR_OPERATORS = {
 }
 
 def _exception_text(fn: Callable) -> Callable:
-    """``str(e)`` / ``repr(e)`` of an exception the trace made, when its class keeps the
-    builtin's: computed from its constant ``args`` (None: not such a value, fall through)."""
+    """``str(e)`` / ``repr(e)`` of an exception, when its class keeps the builtin's: computed
+    from its constant ``args`` (None: not such a value, fall through). Those of one from
+    outside the frame (an exception a resume function's handler receives) are read through
+    ``e.args``, so the text is guarded like any constant the trace reads: another exception
+    of the same class compiles anew rather than reusing this one's text."""
 
     def fold(tx, obj=None, *rest):
         value = getattr(obj, "value", None)
@@ -459,6 +462,8 @@ def _exception_text(fn: Callable) -> Callable:
                 or not isinstance(value, BaseException) or not _builtin_text(type(value)):
             return None
         args = (obj.attrs or {}).get("args")
+        if args is None and obj.source is not None:
+            args = obj.var_getattr(tx, "args")
         if args is None:
             return ConstantVariable(fn(value))
         if not args.is_python_constant():
