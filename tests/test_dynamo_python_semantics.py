@@ -436,6 +436,26 @@ def case_dunder_methods_called_with_too_many_arguments():
     return fn, (torch.ones(3),), []
 
 
+def case_list_sort_in_place():
+    state = [4, 9, 1]
+
+    def fn(x):
+        p, sizes = [3, 1, 2], []
+
+        def key(v):  # CPython empties the list while it sorts: the key function sees []
+            sizes.append(len(p))
+            return -v
+
+        p.sort(key=key)
+        state.sort(reverse=True)  # a list from outside: its new order is replayed
+        try:
+            p.sort(key=lambda v: p.append(5) or v)  # added during the sort: dropped, and raises
+        except ValueError as e:
+            return x + p[0], p, sizes, str(e)
+        return x, p, sizes, None
+    return fn, (torch.ones(3),), state
+
+
 # -- method resolution -------------------------------------------------------------------------
 class DoublingSet(set):
     def add(self, item):
@@ -995,3 +1015,13 @@ def test_a_temporary_never_takes_an_installed_name(monkeypatch):
         return x * c.v, vars(c)  # vars(): a break, with c live in two places
     out, attrs = mc.compile(fn)(torch.ones(2))
     assert out.tolist() == [2.0, 2.0] and attrs == {"v": 2}
+
+
+def test_list_sort_is_traced_without_a_break():
+    """``list.sort`` runs as ``sorted`` does, in place (a key function traced as any call, the
+    list empty meanwhile), and a list from outside is replayed as ``p[:] = [...]``, as real
+    Dynamo traces it: one graph (before: a break at each ``sort``); the values are checked
+    against CPython above."""
+    fn, args, _ = case_list_sort_in_place()
+    out = mc.explain(fn)(*args)
+    assert (out.graph_count, out.graph_break_count) == (1, 0), out.break_reasons

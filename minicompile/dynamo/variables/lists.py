@@ -235,7 +235,30 @@ class ListVariable(BaseListVariable):
             return ConstantVariable(None) if name in mutators else result
         if name == "copy":
             return ListVariable(self.items)
+        if name == "sort" and not args:
+            return self._sort(tx, kwargs)
         return super().call_method(tx, name, args, kwargs)
+
+    def _sort(self, tx, kwargs: dict) -> VariableTracker:
+        """``p.sort(key=..., reverse=...)``: the order ``sorted`` gives (builtin.py), in place.
+        As in CPython, the list is empty while the keys are computed (a key function that reads
+        it sees ``[]``), and one that adds to it makes the sort raise ``ValueError`` (what it
+        added is dropped, the list holds the sorted items). A list from outside is replayed as
+        ``p[:] = [...]``, so the key function is not called again."""
+        from .builtin import BuiltinVariable  # a cycle: builtin.py builds lists
+
+        items, self.items = self.items, []
+        try:
+            ordered = BuiltinVariable(sorted).call_function(tx, [ListVariable(items)], kwargs)
+        except ObservedException:  # a key function that raised: the list is as it was
+            self.items = items
+            raise
+        modified, self.items = bool(self.items), ordered.items
+        everything = SliceVariable(*(ConstantVariable(None) for _ in range(3)))
+        self._check_mutable(tx, "__setitem__", [everything, ListVariable(self.items)], {})
+        if modified:
+            raise ObservedException(ValueError("list modified during sort"))
+        return ConstantVariable(None)
 
     def _setitem(self, tx, key: VariableTracker, value: VariableTracker) -> None:
         k = key.as_python_constant()
