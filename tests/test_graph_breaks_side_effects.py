@@ -273,3 +273,27 @@ def test_attribute_stored_then_deleted_is_replayed_in_order():
     assert explained.graph_count == 1 and explained.graph_break_count == 0
     with pytest.raises(AttributeError):  # nothing to delete: raises as eager
         mc.compile(f, backend="eager")(x, _Settings())
+
+
+def test_attributes_stored_on_input_tensors_are_replayed():
+    """``t.y = y`` on an input tensor (a Python attribute, kept in its ``__dict__``) is a side
+    effect like a store on any object: read back in the trace, replayed after the graph, one
+    graph as in real Dynamo (before: a break at the store, and in a loop the frame ran
+    eagerly)."""
+
+    def fn(xs, y):
+        for t in xs:
+            t.scaled = y * 2
+            t.tag = "seen"
+        total = y
+        for t in xs:
+            total = total + t.scaled
+        return total
+
+    xs, y = [torch.randn(3) for _ in range(2)], torch.randn(3)
+    out = mc.explain(fn)(xs, y)
+    assert (out.graph_count, out.graph_break_count) == (1, 0), out.break_reasons
+    xs = [torch.randn(3) for _ in range(2)]
+    torch.testing.assert_close(mc.compile(fn, backend="eager")(xs, y), y + 2 * (y * 2))
+    assert [t.tag for t in xs] == ["seen", "seen"]
+    torch.testing.assert_close(xs[1].scaled, y * 2)

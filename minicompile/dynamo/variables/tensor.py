@@ -88,7 +88,20 @@ class TensorVariable(VariableTracker):
             unimplemented(f"tensor attribute .{name} is not captured")
         if callable(getattr(torch.Tensor, name, None)):
             return GetAttrVariable(self, name)
+        stored = tx.output.side_effects.load_attr(self.identity(), name)
+        if stored is not None:  # x.y = y earlier in the trace (store_attr)
+            return stored
         unimplemented(f"tensor attribute .{name}")
+
+    def store_attr(self, tx, name: str, value: VariableTracker) -> None:
+        """``x.name = value`` where torch.Tensor has no such attribute (``t.y = y``: a Python
+        attribute, kept in the tensor's ``__dict__``), on a tensor from outside the frame: a
+        side effect, replayed after the graph, that later reads in the trace see (as real
+        Dynamo tracks it). Tensor attributes of torch's (``.data``, ``.grad``) and tensors the
+        graph makes are not modelled."""
+        if hasattr(torch.Tensor, name) or self.source is None:
+            unimplemented(f"assigning attribute {name!r} of {self}")
+        tx.output.side_effects.store_attr(self, self.identity(), name, value)
 
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
         from .builder import SourcelessBuilder
