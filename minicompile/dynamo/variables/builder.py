@@ -20,7 +20,7 @@ import torch
 
 from ..exc import unimplemented
 from ..guards import Guard, GuardKind, TensorSpec
-from ..source import DictKeySource, GetItemSource, LocalSource, Source
+from ..source import DictKeySource, GetItemSource, LocalSource, Source, own_keys
 from ...shapes.symbolic_shapes import is_symbolic
 from .base import VariableTracker
 from .builtin import BUILTIN_CALLABLES, BuiltinVariable
@@ -237,12 +237,13 @@ class VariableBuilder:
 
     def wrap_user_dict(self, value: dict, guard: bool) -> VariableTracker:
         """An instance of a dict subclass: its class and keys guarded, its items wrapped."""
-        if self.source is None or not all(is_constant(k) for k in dict.keys(value)):
+        keys = list(own_keys(type(value))(value))  # in the order the class keeps
+        if self.source is None or not all(is_constant(k) for k in keys):
             return self.wrap_object(value, guard)
         if guard:
-            self.install_guard(GuardKind.USER_DICT_KEYS, (type(value), list(dict.keys(value))))
-        items = {k: VariableBuilder(self.tx, GetItemSource(self.source, k, i)).wrap(v, guard)
-                 for i, (k, v) in enumerate(dict.items(value))}
+            self.install_guard(GuardKind.USER_DICT_KEYS, (type(value), keys))
+        items = {k: VariableBuilder(self.tx, GetItemSource(self.source, k, i))
+                 .wrap(dict.__getitem__(value, k), guard) for i, k in enumerate(keys)}
         return UserDefinedDictVariable(items, value, self.source)
 
     def wrap_set(self, value: set | frozenset, guard: bool) -> VariableTracker:
