@@ -10,6 +10,7 @@ from typing import Any
 
 from ..exc import ObservedException, unimplemented
 from ..guards import Guard, GuardKind
+from ..side_effects import DELETED
 from ..source import AttrSource, TypeSource
 from .base import VariableTracker
 from .constant import ConstantVariable
@@ -174,21 +175,51 @@ def key_value_pairs(tx, other: VariableTracker) -> dict[Any, VariableTracker]:
 
 
 class StoredInstanceDict(ConstDictVariable):
-    """``obj.__dict__`` of an object from outside the frame that the frame has stored into:
-    the real dict's items with the trace's pending stores and deletions on top (those are
-    replayed on the object after the graph). It is read, never written: a write through it
-    would bypass that replay, so it breaks the graph (transformers' config reads its own
-    ``__dict__`` in ``__getattribute__`` after the loss function set ``config.problem_type``)."""
+    """``obj.__dict__`` of an object (or module) from outside the frame: the real dict's items
+    with the trace's pending stores and deletions on top (those are replayed on the object
+    after the graph). It stands for the object's attribute storage, so a write through it is a
+    store on the object past its class's hooks (``obj.__dict__["a"] = 1`` is
+    ``object.__setattr__(obj, "a", 1)``): ``obj.a`` reads it back, and it is replayed as such.
+    It has the real dict's source: after the replay, the real dict is what it shows. One made
+    before a later ``obj.name = ...`` no longer shows the object: using it breaks the graph."""
 
-    def __init__(self, items: dict[Any, VariableTracker], owner: str):
-        super().__init__(items)
-        self.owner = owner
+    def __init__(self, tx, owner: VariableTracker, obj: Any, real: ConstDictVariable):
+        super().__init__(real.items, real.source)
+        self.owner, self.obj = owner, obj
+        for name, stored in self._stores(tx):
+            key = dict_key(ConstantVariable(name))
+            if stored is DELETED:
+                self.items.pop(key, None)
+            else:
+                self.items[key] = stored
+        self.seen = self._stores(tx)
+
+    def _stores(self, tx) -> list[tuple[str, Any]]:
+        side_effects = tx.output.side_effects
+        return [(name, side_effects.load_attr(self.obj, name))
+                for name in side_effects.stored_names(self.obj)]
 
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
-        if name in _DICT_MUTATORS:
-            unimplemented(f"{self.owner}.__dict__.{name} after this frame set an attribute "
-                          "(the frame's stores are replayed after the graph)")
-        return super().call_method(tx, name, args, kwargs)
+        if [(n, id(v)) for n, v in self._stores(tx)] != [(n, id(v)) for n, v in self.seen]:
+            unimplemented(f"{type(self.obj).__name__}.__dict__ used after this frame set an "
+                          "attribute another way (the view made before does not show it)")
+        side_effects = tx.output.side_effects
+        if name == "__setitem__" and len(args) == 2 and args[0].is_python_constant():
+            key = args[0].as_python_constant()
+            side_effects.store_attr(self.owner, self.obj, key, args[1], "object_setattr")
+            self.items[dict_key(args[0])] = args[1]
+        elif name == "__delitem__" and len(args) == 1 and args[0].is_python_constant():
+            key = args[0].as_python_constant()
+            if not side_effects.delete_attr(self.owner, self.obj, key, "object_delattr"):
+                raise ObservedException(KeyError(key))
+            self.items.pop(dict_key(args[0]))
+        elif name in _DICT_MUTATORS:
+            unimplemented(f"{type(self.obj).__name__}.__dict__.{name} (only d[k] = v and "
+                          "del d[k] are stores on the object)")
+        else:
+            return super().call_method(tx, name, args, kwargs)
+        self.seen = self._stores(tx)
+        return ConstantVariable(None)
 
 
 class DictClassMethodVariable(VariableTracker):

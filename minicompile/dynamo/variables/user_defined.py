@@ -325,7 +325,6 @@ class UserDefinedObjectVariable(VariableTracker):
         (what the code stored is there, and writes through it are the object's)."""
         from .builder import VariableBuilder
         from .dicts import ConstDictVariable, StoredInstanceDict
-        from .hashable import dict_key
 
         if isinstance(self.value, BaseException):  # its ``args`` is kept among the attrs
             unimplemented(f"{type(self.value).__name__}.__dict__ of an exception")
@@ -335,19 +334,8 @@ class UserDefinedObjectVariable(VariableTracker):
             return view
         source, read = self.attr_reader("__dict__")
         real = VariableBuilder(tx, source).wrap(read(self.value, "__dict__"))
-        side_effects = tx.output.side_effects
-        if not side_effects.stores_attrs_of(self.value):
-            return real
-        # the stores this frame made are replayed after the graph: the real dict lacks them,
-        # so the trace reads a view of it with them on top (a write through it breaks)
-        items = dict(real.items)
-        for name in side_effects.stored_names(self.value):
-            stored, key = side_effects.load_attr(self.value, name), dict_key(ConstantVariable(name))
-            if stored is DELETED:
-                items.pop(key, None)
-            else:
-                items[key] = stored
-        return StoredInstanceDict(items, owner=type(self.value).__name__)
+        # the object's attribute storage: what this frame stores, either way, shows in both
+        return StoredInstanceDict(tx, self, self.value, real)
 
     def unpack_var_sequence(self, tx) -> list[VariableTracker]:
         """``for item in obj`` over a ``collections.abc.Sequence`` whose ``__iter__`` is the
