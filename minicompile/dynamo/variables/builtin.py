@@ -114,11 +114,19 @@ def _seq_add(tx, a, b):
     return None
 
 
-def _seq_iadd(tx, a, b):
-    if isinstance(a, ListVariable) and isinstance(b, BaseListVariable):
-        a.call_method(tx, "extend", [b], {})
-        return a
-    return _seq_add(tx, a, b)
+def _container_operator(name: str, fallback: Callable | None = None) -> Callable:
+    """``a |= b``, ``a += b``, ``a | b``, ...: on a list, dict or set, its own method
+    (``__ior__``...), which changes an in-place operand itself, as every name bound to it
+    sees it (folding the operator on constant copies would make a new object); else
+    ``fallback`` (tuples, torch.Size), else None (fall through)."""
+
+    def apply(tx, a, b):
+        if isinstance(a, (ListVariable, ConstDictVariable, SetVariable)) \
+                and hasattr(a.python_type(), name):  # (a frozenset has no __ior__: rebound)
+            return a.call_method(tx, name, [b], {})
+        return fallback(tx, a, b) if fallback is not None else None
+
+    return apply
 
 
 def _seq_mul(tx, a, b):
@@ -507,8 +515,12 @@ def _builtin_text(cls: type) -> bool:
 
 HANDLERS: dict[Callable, Callable] = {
     builtins.str: _exception_text(str), builtins.repr: _exception_text(repr),
-    operator.add: _seq_add, operator.iadd: _seq_iadd, operator.mul: _seq_mul,
-    operator.imul: _seq_mul, operator.getitem: _getitem, operator.setitem: _setitem,
+    operator.add: _seq_add, operator.mul: _seq_mul,
+    operator.iadd: _container_operator("__iadd__", _seq_add),
+    operator.imul: _container_operator("__imul__", _seq_mul),
+    **{op: _container_operator(f"__{op.__name__}__")
+       for op in (operator.or_, operator.ior, operator.iand, operator.ixor, operator.isub)},
+    operator.getitem: _getitem, operator.setitem: _setitem,
     operator.contains: _contains, operator.not_: _not, operator.truth: _truth,
     builtins.len: _len, builtins.isinstance: _isinstance, builtins.range: _range,
     builtins.iter: _iter, builtins.next: _next, builtins.zip: _zip,

@@ -36,7 +36,11 @@ class ConstDictVariable(VariableTracker):
         return self.user_cls
 
     def as_python_constant(self) -> dict:
-        return {key_constant(k): v.as_python_constant() for k, v in self.items.items()}
+        items = {key_constant(k): v.as_python_constant() for k, v in self.items.items()}
+        if self.user_cls is collections.defaultdict:  # its own class: repr(od), type(d)
+            factory = self.default_factory
+            return collections.defaultdict(factory and factory.as_python_constant(), items)
+        return self.user_cls(items)
 
     def as_proxy(self) -> dict:
         return {k: v.as_proxy() for k, v in self.items.items()}
@@ -78,9 +82,20 @@ class ConstDictVariable(VariableTracker):
         if name in ("__contains__", "__len__"):
             value = dict_key(args[0]) in self.items if name == "__contains__" else len(self.items)
             return ConstantVariable(value)
-        if name == "copy":
+        if name in ("copy", "__copy__"):
             return ConstDictVariable(self.items, user_cls=self.user_cls,
                                      default_factory=self.default_factory)
+        if name == "__or__" and len(args) == 1:  # d | other: a new dict of d's class
+            if not isinstance(args[0], ConstDictVariable):
+                raise ObservedException(TypeError(
+                    f"unsupported operand type(s) for |: '{self.user_cls.__name__}' and "
+                    f"'{args[0].python_type().__name__}'"))
+            merged = self.call_method(tx, "copy", [], {})
+            merged.items.update(args[0].items)
+            return merged
+        if name == "__ior__" and len(args) == 1:  # d |= other: d.update(other), d itself
+            self.call_method(tx, "update", args, {})
+            return self
         if name in ("__setitem__", "update", "pop", "setdefault", "__delitem__", "clear") or (
                 name == "move_to_end" and issubclass(self.user_cls, collections.OrderedDict)):
             result = self._mutate(tx, name, args, kwargs)  # raises first (a missing key)
@@ -117,6 +132,11 @@ class ConstDictVariable(VariableTracker):
         elif name == "clear":
             self.items.clear()
         return ConstantVariable(None)
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if name == "default_factory" and issubclass(self.user_cls, collections.defaultdict):
+            return self.default_factory or ConstantVariable(None)
+        return super().var_getattr(tx, name)
 
     def children(self) -> list[VariableTracker]:
         keys = [k.vt for k in self.items if isinstance(k, HashableTracker)]
