@@ -313,9 +313,10 @@ class StoresThroughDict(torch.nn.Module):
 
 def test_stores_through_dunder_dict_are_stores_on_the_object():
     """``obj.__dict__`` is the object's attribute storage: ``obj.__dict__["a"] = 10`` is read
-    back by ``obj.a`` and replayed (``object.__setattr__``), and ``obj.k = 3`` shows in
-    ``obj.__dict__["k"]``, for an object and a module from outside the frame; a view taken
-    before a later store would be out of date, so using it falls back (eager's answer)."""
+    back by ``obj.a`` and replayed as the same write (past a property of that name, which
+    ``object.__setattr__`` would call), and ``obj.k = 3`` shows in ``obj.__dict__["k"]``, for
+    an object and a module from outside the frame; a view taken before a later store would be
+    out of date, so using it falls back (eager's answer)."""
 
     def fn(x, obj):
         obj.__dict__["a"] = 10
@@ -338,3 +339,20 @@ def test_stores_through_dunder_dict_are_stores_on_the_object():
     obj = Settable()
     obj.k = 1
     torch.testing.assert_close(mc.compile(stale, backend="eager")(x, obj), x + 5)
+    obj = ReadOnlyProperty()
+    torch.testing.assert_close(mc.compile(write_under_property, backend="eager")(x, obj), x + 4)
+    assert vars(obj) == {"v": 4}
+
+
+class ReadOnlyProperty:
+    def __init__(self):
+        self.__dict__["v"] = 3
+
+    @property
+    def v(self):  # no setter: object.__setattr__(obj, "v", ...) raises
+        return self.__dict__["v"]
+
+
+def write_under_property(x, obj):
+    obj.__dict__["v"] = obj.v + 1
+    return x + obj.v

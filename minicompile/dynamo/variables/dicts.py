@@ -198,8 +198,9 @@ class StoredInstanceDict(ConstDictVariable):
     """``obj.__dict__`` of an object (or module) from outside the frame: the real dict's items
     with the trace's pending stores and deletions on top (those are replayed on the object
     after the graph). It stands for the object's attribute storage, so a write through it is a
-    store on the object past its class's hooks (``obj.__dict__["a"] = 1`` is
-    ``object.__setattr__(obj, "a", 1)``): ``obj.a`` reads it back, and it is replayed as such.
+    store on the object past its class's hooks and descriptors (a property named ``a`` too):
+    ``obj.a`` reads it back (where no property answers first), and it is replayed as the same
+    write through ``obj.__dict__``.
     It has the real dict's source: after the replay, the real dict is what it shows. One made
     before a later ``obj.name = ...`` no longer shows the object: using it breaks the graph."""
 
@@ -226,11 +227,11 @@ class StoredInstanceDict(ConstDictVariable):
         side_effects = tx.output.side_effects
         if name == "__setitem__" and len(args) == 2 and args[0].is_python_constant():
             key = args[0].as_python_constant()
-            side_effects.store_attr(self.owner, self.obj, key, args[1], "object_setattr")
+            side_effects.store_attr(self.owner, self.obj, key, args[1], "instance_dict_setitem")
             self.items[dict_key(args[0])] = args[1]
         elif name == "__delitem__" and len(args) == 1 and args[0].is_python_constant():
             key = args[0].as_python_constant()
-            if not side_effects.delete_attr(self.owner, self.obj, key, "object_delattr"):
+            if not side_effects.delete_attr(self.owner, self.obj, key, "instance_dict_delitem"):
                 raise ObservedException(KeyError(key))
             self.items.pop(dict_key(args[0]))
         elif name in _DICT_MUTATORS:
