@@ -7,13 +7,16 @@ subclasses built while tracing or passed in (with their own ``__iter__``, ``keys
 from __future__ import annotations
 
 import collections
+import dataclasses
 import enum
 import itertools
 import operator
 import types
+import typing
 import weakref
 from collections import OrderedDict, defaultdict
 
+import numpy as np
 import torch
 
 from . import case_registrar
@@ -902,3 +905,170 @@ def dict_keys_binops(x):
     b = {"one": x * 1, "three": x * 3}
     return x, [sorted(op(a.keys(), b.keys())) + sorted(op(b.keys(), a.keys()))
                for op in (operator.or_, operator.and_, operator.xor, operator.sub)]
+
+
+# -- dict views as sets, keys of many kinds, properties over ``__dict__`` ----------------------
+
+SET_OPS = (operator.or_, operator.and_, operator.xor, operator.sub)
+INPLACE_SET_OPS = (operator.ior, operator.iand, operator.ixor, operator.isub)
+COMPARISONS = (operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne)
+
+
+class MySet(set):
+    pass
+
+
+@case
+def dict_keys_inplace_binop(x):
+    out = []
+    for op in INPLACE_SET_OPS:
+        a = {"one": x + 1, "two": x + 2}.keys()
+        b = {"one": x * 1, "three": x * 3}.keys()
+        c = {"one": x, "two": x}.keys()
+        a = op(a, b)
+        b = op(b, c)
+        out.append((sorted(a), sorted(b)))
+    return x, out
+
+
+@case
+def dict_items_binop(x):
+    a = {"one": 1, "two": 2}
+    b = {"one": 1, "three": 3}
+    return x, [(sorted(op(a.items(), b.items())), sorted(op(b.items(), a.items())))
+               for op in SET_OPS]
+
+
+@case
+def dict_items_inplace_binop(x):
+    out = []
+    for op in INPLACE_SET_OPS:
+        a = {"one": 1, "two": 2}.items()
+        b = {"one": 1, "three": 3}.items()
+        c = {"one": 1, "two": 2}.items()
+        a = op(a, b)
+        b = op(b, c)
+        out.append((sorted(a), sorted(b)))
+    return x, out
+
+
+@case
+def cross_type_set_binop_dict_views_vs_sets(x):
+    out = []
+    for op in SET_OPS + INPLACE_SET_OPS:
+        keys = {"one": 1, "two": 2, "three": 3}.keys()
+        items = {"one": 1, "two": 2}.items()
+        s, t = {"one", "four"}, {("one", 1), ("three", 3)}
+        u = MySet({"one", "four"})
+        out.append([sorted(map(repr, r)) for r in (op(keys, s), op(s, keys), op(items, t), op(t, items),
+                                        op(keys, items), op(items, keys), op(keys, u),
+                                        op(u, keys), op({"one", "two"}, u), op(u, {"one"}))])
+    return x, out
+
+
+@case
+def cross_type_cmp_dict_views_vs_sets(x):
+    keys = {"one": 1, "two": 2}.keys()
+    items = {"one": 1, "two": 2}.items()
+    s = {"one", "two", "three"}
+    t = {("one", 1), ("two", 2), ("three", 3)}
+    u = MySet({"one", "two", "three"})
+    return x, [(op(keys, s), op(s, keys), op(items, t), op(t, items), op(keys, items),
+                op(items, keys), op({"one", "two"}, u), op(u, {"one"}), op(keys, u))
+               for op in COMPARISONS]
+
+
+@case
+def dict_view_iand_rebinds_variable(x):
+    d = {"one": 1, "two": 2, "three": 3}
+    tmp = d.keys()
+    tmp &= {"one", "four"}
+    e = {"one": 1, "two": 2}
+    tmp2 = e.items()
+    tmp2 &= {("one", 1), ("three", 3)}
+    return x + 1, tmp, d, tmp2, e
+
+
+@case
+def dict_union_result_type(x):
+    def_dict = defaultdict(int, {1: 1, 2: 2})
+    ord_dict = OrderedDict({3: 3, 4: 4})
+    base_dict = {5: 5, 6: 6}
+    results = [def_dict | ord_dict, def_dict | base_dict, base_dict | def_dict,
+               ord_dict | def_dict, base_dict | ord_dict, base_dict | base_dict]
+    return x + 1, [(type(r).__name__, dict(r)) for r in results]
+
+
+class Color(enum.Enum):
+    RED = 1
+    GREEN = 2
+
+
+class Priority(enum.IntEnum):
+    LOW = 1
+    HIGH = 3
+
+
+@dataclasses.dataclass(frozen=True)
+class FrozenPoint:
+    x: int
+    y: int
+
+
+@case
+def keys_of_many_kinds(x):
+    d = {range(5): x * 2, (1, 2): x * 3, Color.RED: x * 4, Priority.LOW: x * 5,
+         frozenset([1, 2]): x * 6, typing.Union[int, str]: x * 7, list.__add__: x * 8,
+         torch.add: x * 9, FrozenPoint(1, 2): x * 10}
+    return (d[range(0, 5, 1)] + d[(1, 2)] + d[Color.RED] + d[Priority.LOW]
+            + d[frozenset([2, 1])] + d[typing.Union[int, str]] + d[list.__add__] + d[torch.add]
+            + d[FrozenPoint(1, 2)])
+
+
+@case
+def numpy_dtype_as_dict_key(x):
+    d = {np.float32: x * 2, np.int64: x * 3, np.bool_: x * 4}
+    return d[np.float32] + d[np.int64] + d[np.bool_]
+
+
+@case
+def list_as_dict_key_raises_typeerror(x):
+    try:
+        d = {[1, 2, 3]: x * 2}
+    except TypeError as e:
+        return x - 1, str(e)
+    return d, None
+
+
+class DictBackedProperty:
+    def __init__(self, x):
+        self.__dict__["x"] = x
+
+    @property
+    def x(self):
+        return self.__dict__["x"]
+
+
+class DictBackedSettableProperty(DictBackedProperty):
+    @DictBackedProperty.x.setter
+    def x(self, value):
+        self.__dict__["x"] = value
+
+
+@case(args=lambda: (torch.randn(2), DictBackedProperty(3)))
+def property_backed_by_dunder_dict(t, obj):
+    return t + obj.x, obj.__dict__.get("x")
+
+
+@case(args=lambda: (torch.randn(2), DictBackedSettableProperty(3)))
+def property_backed_by_dunder_dict_mutated(t, obj):
+    a = obj.x
+    obj.x = a + 1
+    return t + obj.x, vars(obj)
+
+
+@case(args=lambda: (torch.randn(2), DictBackedProperty(3)))
+def property_backed_by_dunder_dict_pending_side_effects(t, obj):
+    a = obj.__dict__["x"]
+    obj.__dict__["x"] = a + 1
+    return t + obj.__dict__["x"], obj.x, vars(obj)
