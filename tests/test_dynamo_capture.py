@@ -868,3 +868,32 @@ def test_dunder_iter_called_by_name_is_traced():
     x = torch.randn(3)
     torch.testing.assert_close(mc.compile(fn, backend="eager")(x), fn(x))
     assert mc.metrics.graphs_compiled == 1 and mc.metrics.graph_breaks == 0
+
+
+def test_python_attributes_of_input_tensors_are_inputs():
+    """``t.y`` of an input tensor that holds a Python attribute (set before the call) is read
+    through its source and guarded like any input: one graph, even in a loop (before: a break
+    at each read, and in a loop the frame ran eagerly); another value recompiles, and a tensor
+    without the attribute fails the guard and raises as eager does."""
+
+    def fn(xs):
+        out = 0
+        for t in xs:
+            out = out + t.y * t.k
+        return out
+
+    def inputs(k):
+        xs = [torch.randn(2) for _ in range(2)]
+        for t in xs:
+            t.y, t.k = torch.randn(2), k
+        return xs
+
+    cfn = mc.compile(fn, backend="eager")
+    for k in (2, 2, 5):
+        xs = inputs(k)
+        torch.testing.assert_close(cfn(xs), fn(xs))
+    assert mc.explain(fn)(inputs(2)).graph_count == 1
+    xs = inputs(2)
+    del xs[0].k
+    with pytest.raises(AttributeError):
+        cfn(xs)
