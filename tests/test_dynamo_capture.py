@@ -834,3 +834,66 @@ def test_lru_cached_method_is_traced_through():
     assert_same(mc.compile(f, backend="eager")(x), f(x))
     explained = mc.explain(f)(x)
     assert explained.graph_count == 1 and explained.graph_break_count == 0
+
+
+def test_a_list_or_dict_that_holds_itself_is_one_input():
+    """``x.append(x)``: wrapping the input reaches the list again through its item; that item
+    is the list's own tracker (guarded ``L['x'][1] is L['x']``), not a new wrap of it without
+    end. Another list of the same shape fails the guard and compiles anew."""
+
+    def fn(x, d):
+        return x[0] + 1, len(x[1]), x[1][1][0] * 2, d["self"]["a"] - len(d["self"])
+
+    x = [torch.randn(3)]
+    x.append(x)
+    d = {"a": torch.randn(3)}
+    d["self"] = d
+    cfn = mc.compile(fn, backend="eager")
+    assert_same(cfn(x, d), fn(x, d))
+    assert mc.metrics.graphs_compiled == 1 and mc.metrics.graph_breaks == 0
+    y = [torch.randn(3), [torch.randn(3), [torch.randn(3)]]]
+    assert_same(cfn(y, d), fn(y, d))
+
+
+def test_dunder_iter_called_by_name_is_traced():
+    """``p.__iter__()`` is what ``iter(p)`` gives, and an iterator's ``__iter__`` is itself:
+    traced in one graph, as real Dynamo does, instead of a break at each call."""
+
+    def fn(x):
+        p, t = [1, 2], (3,)
+        it = p.__iter__()
+        first = next(it)
+        return x + first + next(it.__iter__()) + next(t.__iter__().__iter__())
+
+    x = torch.randn(3)
+    torch.testing.assert_close(mc.compile(fn, backend="eager")(x), fn(x))
+    assert mc.metrics.graphs_compiled == 1 and mc.metrics.graph_breaks == 0
+
+
+def test_python_attributes_of_input_tensors_are_inputs():
+    """``t.y`` of an input tensor that holds a Python attribute (set before the call) is read
+    through its source and guarded like any input: one graph, even in a loop (before: a break
+    at each read, and in a loop the frame ran eagerly); another value recompiles, and a tensor
+    without the attribute fails the guard and raises as eager does."""
+
+    def fn(xs):
+        out = 0
+        for t in xs:
+            out = out + t.y * t.k
+        return out
+
+    def inputs(k):
+        xs = [torch.randn(2) for _ in range(2)]
+        for t in xs:
+            t.y, t.k = torch.randn(2), k
+        return xs
+
+    cfn = mc.compile(fn, backend="eager")
+    for k in (2, 2, 5):
+        xs = inputs(k)
+        torch.testing.assert_close(cfn(xs), fn(xs))
+    assert mc.explain(fn)(inputs(2)).graph_count == 1
+    xs = inputs(2)
+    del xs[0].k
+    with pytest.raises(AttributeError):
+        cfn(xs)

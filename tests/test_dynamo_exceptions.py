@@ -181,3 +181,105 @@ def test_exception_leaving_a_with_block_breaks_the_graph():
     got, expected = mc.compile(f, backend="eager")(x), f(x)
     torch.testing.assert_close(got, expected)
     assert got.requires_grad == expected.requires_grad and torch.is_grad_enabled()
+
+
+def message_of(call, *args):  # run natively (a C method raising), caught in a resume function
+    try:
+        call(*args)
+    except TypeError as e:
+        return str(e), repr(e)
+
+
+def test_text_of_an_exception_from_outside_is_guarded():
+    """The handler's resume function receives the exception as an input: ``str(e)`` folds to
+    a constant read through ``e.args``, guarded, so the second call (another message, the same
+    class) compiles anew instead of returning the first one's text."""
+
+    def fn(x):
+        p = list("abcdef")
+        return x + 1, message_of(p.__setitem__, slice(1, 3), 1), \
+            message_of(p.__setitem__, slice(1, 5, 2), 1)
+
+    x = torch.randn(3)
+    got = mc.compile(fn, backend="eager")(x)
+    expected = fn(x)
+    torch.testing.assert_close(got[0], expected[0])
+    assert got[1:] == expected[1:]
+
+
+def context_in_except_and_finally(x):
+    try:
+        try:
+            te = TypeError(1)
+            raise te
+        except Exception:
+            ve = ValueError(2)
+            raise ve  # noqa: B904
+        finally:
+            {}["k"]  # an operation raises: linked to the ValueError being handled
+    except KeyError as e:
+        exc = e
+    return x + 1, (exc.__context__ is ve, ve.__context__ is te, te.__context__ is None)
+
+
+def context_cycle_is_cut(x):
+    try:
+        try:
+            raise AssertionError
+        except AssertionError as a_:
+            a = a_
+            try:
+                raise BytesWarning
+            except BytesWarning as b_:
+                b = b_
+                raise a  # noqa: B904  (a is in b's chain: the link from b to a is cut)
+    except AssertionError as e:
+        exc = e
+    return x + 1, (exc is a, a.__context__ is b, b.__context__ is None)
+
+
+def raise_from_none_and_set_cause(x):
+    try:
+        try:
+            {}["k"]
+        except KeyError:
+            raise ValueError("v") from None
+    except ValueError as e:
+        first = (e.__cause__, e.__suppress_context__, type(e.__context__).__name__)
+        e.__cause__ = IndexError()
+        return x + 1, first + (type(e.__cause__).__name__, e.__suppress_context__)
+
+
+@pytest.mark.parametrize("fn", [context_in_except_and_finally, context_cycle_is_cut,
+                                raise_from_none_and_set_cause], ids=lambda f: f.__name__)
+def test_exception_context_is_linked_as_cpython_links_it(fn):
+    """An exception raised while another is handled gets it as ``__context__`` (a raise in the
+    code, or an operation that raises); a chain that would loop is cut where it reaches the new
+    exception; ``raise ... from`` sets ``__cause__`` and ``__suppress_context__``. One graph,
+    the facts as CPython has them."""
+    x = torch.randn(3)
+    got, expected = mc.compile(fn, backend="eager")(x), fn(x)
+    torch.testing.assert_close(got[0], expected[0])
+    assert got[1] == expected[1]
+    explained = mc.explain(fn)(x)
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0), \
+        explained.break_reasons
+
+
+def test_an_exception_chain_that_is_a_cycle_live_at_a_break_falls_back():
+    """``ex.__context__ = ex`` makes an object that no one expression rebuilds: live at a graph
+    break, the frame runs eagerly (with the reason) rather than recursing without end."""
+
+    def fn(x):
+        try:
+            raise ValueError(1)
+        except ValueError as ex:
+            ex.__context__ = ex
+            err = ex
+        print("break")
+        return x + 1, err.__context__ is err
+
+    x = torch.randn(3)
+    got = mc.compile(fn, backend="eager")(x)
+    torch.testing.assert_close(got[0], x + 1)
+    assert got[1] is True

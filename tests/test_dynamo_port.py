@@ -28,8 +28,9 @@ from dynamo_port import CASES, Case, assert_same
 with torch.device("cpu"):  # the corpus's global tensors too, under MINICOMPILE_TEST_DEVICE=cuda
     from dynamo_port import (  # noqa: F401  (they register the cases)
         ctx_manager_corpus, dicts_corpus, exceptions_corpus, functions_corpus, generator_corpus,
-        misc_corpus, modules_corpus, python_autograd_corpus, recompiles_corpus, repros_corpus,
-        sets_corpus, unspec_corpus)
+        global_corpus, input_attr_tracking_corpus, list_corpus, misc_corpus, model_output_corpus,
+        modules_corpus, nops_corpus, python_autograd_corpus, recompiles_corpus, repros_corpus,
+        sets_corpus, skip_non_tensor_corpus, sources_corpus, unspec_corpus)
 
 ONE_GRAPH_TARGET = 0.95
 

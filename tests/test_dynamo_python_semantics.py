@@ -7,9 +7,10 @@ wrong answer.
 Covers: generators run lazily (side effects when CPython has them: ``break``, ``next``,
 ``any``, ``zip``, ``list.extend``/``deque.extendleft`` growing while the generator reads them),
 grad mode switched by a call and carried across a graph break, ``obj.__dict__`` after a store,
-argument checking of builtin methods, ``nn.Module`` attribute resolution order, attribute
-hooks written in Python (``__getattribute__``, ``__setattr__``, properties) and the RNG
-state."""
+argument checking of builtin methods, ``list.sort`` in place, in-place operators on lists,
+dicts and sets (``*=``, ``|=``) seen through every name, ``nn.Module`` attribute resolution
+order, attribute hooks written in Python (``__getattribute__``, ``__setattr__``, properties)
+and the RNG state."""
 
 from __future__ import annotations
 
@@ -421,6 +422,58 @@ def case_set_add_none():
         except TypeError:
             return x - len(s)
     return fn, (torch.ones(3),), []
+
+
+def case_dunder_methods_called_with_too_many_arguments():
+    def fn(x):
+        p, s, hits = list("abc"), {1}, []
+        for call in (lambda: p.__getitem__(1, 2), lambda: p.__contains__("a", "b"),
+                     lambda: p.__delitem__(0, 1), lambda: s.__contains__(1, 2)):
+            try:
+                call()
+            except TypeError:
+                hits.append(True)
+        return x + len(hits), p
+    return fn, (torch.ones(3),), []
+
+
+def case_list_sort_in_place():
+    state = [4, 9, 1]
+
+    def fn(x):
+        p, sizes = [3, 1, 2], []
+
+        def key(v):  # CPython empties the list while it sorts: the key function sees []
+            sizes.append(len(p))
+            return -v
+
+        p.sort(key=key)
+        state.sort(reverse=True)  # a list from outside: its new order is replayed
+        try:
+            p.sort(key=lambda v: p.append(5) or v)  # added during the sort: dropped, and raises
+        except ValueError as e:
+            return x + p[0], p, sizes, str(e)
+        return x, p, sizes, None
+    return fn, (torch.ones(3),), state
+
+
+def case_in_place_operators_change_the_container():
+    state = [[1], {"a": 1}]
+
+    def fn(x):
+        p, d, s = [1, 2], {"a": 1}, {1}
+        q, e, t = p, d, s  # other names for the same objects: they see the change
+        p *= 2
+        d |= {"b": 2}
+        s |= {2}
+        outside_list, outside_dict = state
+        outside_list += [x.sum()]
+        outside_dict |= [("c", 3)]  # |= takes key-value pairs, as update does
+        od = collections.OrderedDict(a=1) | {"b": x}  # a new dict of the left one's class
+        dd = collections.defaultdict(list, {1: 1}).copy()
+        return x + 1, q, e, t, type(od).__name__, repr(collections.OrderedDict(a=1)), \
+            dd.default_factory is list
+    return fn, (torch.ones(3),), state
 
 
 # -- method resolution -------------------------------------------------------------------------
@@ -982,3 +1035,23 @@ def test_a_temporary_never_takes_an_installed_name(monkeypatch):
         return x * c.v, vars(c)  # vars(): a break, with c live in two places
     out, attrs = mc.compile(fn)(torch.ones(2))
     assert out.tolist() == [2.0, 2.0] and attrs == {"v": 2}
+
+
+def test_list_sort_is_traced_without_a_break():
+    """``list.sort`` runs as ``sorted`` does, in place (a key function traced as any call, the
+    list empty meanwhile), and a list from outside is replayed as ``p[:] = [...]``, as real
+    Dynamo traces it: one graph (before: a break at each ``sort``); the values are checked
+    against CPython above."""
+    fn, args, _ = case_list_sort_in_place()
+    out = mc.explain(fn)(*args)
+    assert (out.graph_count, out.graph_break_count) == (1, 0), out.break_reasons
+
+
+def test_in_place_operators_are_traced_without_a_break():
+    """``p *= 2``, ``d |= e``, ``s |= t`` on a list, dict or set call its in-place method,
+    which changes the object every name bound to it sees (not a folded copy: the other names
+    kept the old value); ``d | e`` makes a dict of ``d``'s class. One graph; the values are
+    checked against CPython above."""
+    fn, args, _ = case_in_place_operators_change_the_container()
+    out = mc.explain(fn)(*args)
+    assert (out.graph_count, out.graph_break_count) == (1, 0), out.break_reasons

@@ -195,6 +195,17 @@ def c_function_mutates_local_list(x):
     return x * lst[0] + len(lst), lst
 
 
+@torch._dynamo.disable
+def sort_natively(xs):
+    xs.sort()
+
+
+def copy_live_across_a_mutating_break(x, xs):
+    first = list(xs)  # a copy of the items as they are now, read from xs[0], xs[1], ...
+    sort_natively(xs)  # runs natively and reorders xs: the copy must not see it
+    return x * first[0], first, xs
+
+
 def dict_view_across_break(x, d):
     items = d.items()  # a live view: it sees the key added after the break
     print("break")
@@ -351,6 +362,7 @@ PROGRAMS = [
     (callee_mutates_local_list, lambda: (torch.randn(3),)),
     (c_function_mutates_local_list, lambda: (torch.randn(3),)),
     (dict_view_across_break, lambda: (torch.randn(3), {"a": 1})),
+    (copy_live_across_a_mutating_break, lambda: (torch.randn(3), [3, 1, 2])),
     (nested_grad_modes_with_break, lambda: (torch.randn(3, requires_grad=True),)),
     (two_breaks_in_no_grad, lambda: (torch.randn(3, requires_grad=True),)),
     (iterator_live_across_break, lambda: (torch.randn(3),)),

@@ -273,3 +273,86 @@ def test_attribute_stored_then_deleted_is_replayed_in_order():
     assert explained.graph_count == 1 and explained.graph_break_count == 0
     with pytest.raises(AttributeError):  # nothing to delete: raises as eager
         mc.compile(f, backend="eager")(x, _Settings())
+
+
+def test_attributes_stored_on_input_tensors_are_replayed():
+    """``t.y = y`` on an input tensor (a Python attribute, kept in its ``__dict__``) is a side
+    effect like a store on any object: read back in the trace, replayed after the graph, one
+    graph as in real Dynamo (before: a break at the store, and in a loop the frame ran
+    eagerly)."""
+
+    def fn(xs, y):
+        for t in xs:
+            t.scaled = y * 2
+            t.tag = "seen"
+        total = y
+        for t in xs:
+            total = total + t.scaled
+        return total
+
+    xs, y = [torch.randn(3) for _ in range(2)], torch.randn(3)
+    out = mc.explain(fn)(xs, y)
+    assert (out.graph_count, out.graph_break_count) == (1, 0), out.break_reasons
+    xs = [torch.randn(3) for _ in range(2)]
+    torch.testing.assert_close(mc.compile(fn, backend="eager")(xs, y), y + 2 * (y * 2))
+    assert [t.tag for t in xs] == ["seen", "seen"]
+    torch.testing.assert_close(xs[1].scaled, y * 2)
+
+
+class Settable:
+    def __init__(self):
+        self.a = 3
+
+
+class StoresThroughDict(torch.nn.Module):
+    def forward(self, x):
+        self.__dict__["a"] = 10  # a store on the module, past nn.Module.__setattr__
+        self.k = 3
+        return x * self.a + self.__dict__["k"]
+
+
+def test_stores_through_dunder_dict_are_stores_on_the_object():
+    """``obj.__dict__`` is the object's attribute storage: ``obj.__dict__["a"] = 10`` is read
+    back by ``obj.a`` and replayed as the same write (past a property of that name, which
+    ``object.__setattr__`` would call), and ``obj.k = 3`` shows in ``obj.__dict__["k"]``, for
+    an object and a module from outside the frame; a view taken before a later store would be
+    out of date, so using it falls back (eager's answer)."""
+
+    def fn(x, obj):
+        obj.__dict__["a"] = 10
+        obj.k = 2
+        return x * obj.a + obj.__dict__["k"]
+
+    def stale(x, obj):
+        d = obj.__dict__
+        obj.k = 5
+        return x + d["k"]
+
+    x = torch.randn(3)
+    obj, expected = Settable(), fn(x, Settable())
+    torch.testing.assert_close(mc.compile(fn, backend="eager")(x, obj), expected)
+    assert vars(obj) == {"a": 10, "k": 2}
+    assert mc.explain(fn)(x, Settable()).graph_count == 1
+    mod = StoresThroughDict()
+    torch.testing.assert_close(mc.compile(mod, backend="eager")(x), x * 10 + 3)
+    assert (mod.a, mod.k) == (10, 3)
+    obj = Settable()
+    obj.k = 1
+    torch.testing.assert_close(mc.compile(stale, backend="eager")(x, obj), x + 5)
+    obj = ReadOnlyProperty()
+    torch.testing.assert_close(mc.compile(write_under_property, backend="eager")(x, obj), x + 4)
+    assert vars(obj) == {"v": 4}
+
+
+class ReadOnlyProperty:
+    def __init__(self):
+        self.__dict__["v"] = 3
+
+    @property
+    def v(self):  # no setter: object.__setattr__(obj, "v", ...) raises
+        return self.__dict__["v"]
+
+
+def write_under_property(x, obj):
+    obj.__dict__["v"] = obj.v + 1
+    return x + obj.v

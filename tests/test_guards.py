@@ -652,3 +652,24 @@ def test_an_object_that_answers_every_attribute_is_guarded_by_identity():
     torch.testing.assert_close(cfn(x, torch.classes), x + 1)
     torch.testing.assert_close(cfn(x, torch.ops), x - 1)  # the identity guard fails: recompile
     assert mc.metrics.recompiles == 1
+
+
+def test_an_ordered_dict_is_read_in_its_own_order():
+    """``move_to_end`` reorders an ``OrderedDict`` but not the dict beneath it: the trace reads
+    the items and guards the keys in the OrderedDict's order (``OrderedDict.keys``), so a
+    reordered argument gives eager's answer, and moving a key again recompiles."""
+    from collections import OrderedDict
+
+    def fn(x, d):
+        y = 0
+        for idx, value in enumerate(d.values()):
+            y = y + (torch.sin(x * value) if idx == 0 else torch.cos(x * value))
+        return y, list(d)
+
+    d = OrderedDict([(2, 4), (3, 5)])
+    d.move_to_end(2)
+    x = torch.randn(3)
+    cfn = mc.compile(fn, backend="eager")
+    assert_same(cfn(x, d), fn(x, d))
+    d.move_to_end(3)
+    assert_same(cfn(x, d), fn(x, d))

@@ -56,6 +56,7 @@ class PyCodegen:
         self.shared: set[int] = set()  # id() of containers used more than once (share_repeated)
         self.bound: dict[int, str] = {}  # id() of a shared container -> its temporary
         self.prelude: list[str] = []  # the lines that build the shared containers, in order
+        self.rebuilding: list = []  # the objects whose expressions are being written (outermost first)
 
     def __call__(self, vt) -> str:
         if id(vt) not in self.shared:

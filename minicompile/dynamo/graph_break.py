@@ -98,15 +98,20 @@ class BreakWriter:
     def __init__(self, tx, inst: Instruction, handler: tuple[int, int] | None = None):
         self.tx, self.inst, self.output = tx, inst, tx.output
         self.codegen = tx.output.codegen()
-        self.temps: list[str] = []  # values read before the side effects are replayed
+        self.temps: list[str] = []  # values read before the replay and the native instruction
         self.grad_mode_after = ambient_grad_mode(tx)
         self.handler = handler  # the enclosing try's (handler offset, stack depth), if any
 
-    def value(self, vt) -> str:
+    def value(self, vt, after_native: bool = False) -> str:
         """``vt``'s expression; one that reads outside state is copied into a temporary
-        first when mutations will be replayed before the line that uses it."""
+        first when something that may change that state runs before the line that uses it:
+        mutations replayed, or (``after_native``: an argument of the resume call) the native
+        instruction itself, which may mutate what the value was read from (``first =
+        list(p)`` live across ``p.sort(key=...)``: eager copied ``p``'s items before the
+        sort). Real Dynamo reconstructs the stack and the live locals before the instruction
+        for the same reason."""
         expr = self.codegen(vt)
-        if self.output.side_effects and reads_state(vt):
+        if (after_native or self.output.side_effects) and reads_state(vt):
             name = f"__break_value_{len(self.temps)}"
             self.temps.append(f"{name} = {expr}")
             return name
@@ -132,7 +137,7 @@ class BreakWriter:
                 exprs.append(vt.remaining(self.codegen))
             else:
                 kinds.append(VALUE)
-                exprs.append(self.value(vt))
+                exprs.append(self.value(vt, after_native=True))
         return tuple(kinds), exprs
 
     def resume_call(self, offset: int, kinds: tuple[str, ...], stack_exprs: list[str]) -> str:
@@ -143,7 +148,8 @@ class BreakWriter:
         spec = ResumeSpec(original, offset, kinds, names)
         code = ContinueExecutionCache.lookup(spec)
         fn = self.output.root_fn
-        args = stack_exprs + [self.value(tx.symbolic_locals[n]) for n in names]
+        args = stack_exprs + [self.value(tx.symbolic_locals[n], after_native=True)
+                              for n in names]
         if tx.code.co_cellvars:  # the frame's cells, made anew: no closure over them is live
             self.output.installed[code.co_name] = self.output.frame_cache.resume_with_cells(
                 code, fn, self.output.backend)
@@ -158,7 +164,8 @@ class BreakWriter:
     def new_cell(self, cell) -> str:
         """A cell holding what the trace left in ``cell`` (empty where nothing was stored)."""
         make = self.codegen.install_global("CellType", types.CellType)
-        return f"{make}()" if cell.value is None else f"{make}({self.value(cell.value)})"
+        return f"{make}()" if cell.value is None else \
+            f"{make}({self.value(cell.value, after_native=True)})"
 
     def guarded(self, lines: list[str]) -> list[str]:
         """``lines`` (the native instruction) inside the ``try`` the break is in, if any: its

@@ -38,7 +38,7 @@ import torch
 
 from ..names import literal, readable
 from ..shapes.symbolic_shapes import PythonPrinter, ShapeEnv, is_symbolic
-from .source import Source
+from .source import Source, own_keys
 
 class GuardKind(str, enum.Enum):
     TENSOR_MATCH = "TENSOR_MATCH"  # type, dtype, device, shape, stride, requires_grad
@@ -224,10 +224,12 @@ def _dict_keys(g: Guard, s: GuardScope) -> list[str]:
 
 
 def _user_dict_keys(g: Guard, s: GuardScope) -> list[str]:
-    """dict.keys: the class may override keys() and __iter__."""
+    """The keys of the class's builtin base (``dict.keys``, ``OrderedDict.keys``): the class
+    may override keys() and __iter__."""
     v, (cls, keys) = s.value(g.source), g.expected
-    return [f"type({v}) is {s.literal(cls)}",
-            *_same_keys(f"dict.keys({v})", f"dict.keys({v})", keys, s)]
+    method = own_keys(cls)
+    read = f"dict.keys({v})" if method is dict.keys else f"{s.ref(method, 'OrderedDict_keys')}({v})"
+    return [f"type({v}) is {s.literal(cls)}", *_same_keys(read, read, keys, s)]
 
 
 def object_name(value: object) -> str:

@@ -26,6 +26,7 @@ from .variables.lists import ListVariable, SetVariable, SliceVariable, TupleVari
 from .variables.misc import SuperVariable
 from .variables.user_defined import UserDefinedObjectVariable
 from .variables.nn_module import NNModuleVariable
+from .variables.tensor import TensorVariable
 
 # Objects whose attribute stores are recorded and replayed (side_effects.py).
 ATTR_STORE_TYPES = (UserDefinedObjectVariable, NNModuleVariable)
@@ -166,7 +167,7 @@ def LOAD_SUPER_ATTR(tx: Tx, inst: Inst) -> None:
 @handler("STORE_ATTR")  # dis#opcode-STORE_ATTR: TOS.name = TOS1, replayed after the graph
 def STORE_ATTR(tx: Tx, inst: Inst) -> None:
     obj, value = tx.pop(), tx.pop()
-    if isinstance(obj, UserDefinedObjectVariable) or (
+    if isinstance(obj, (UserDefinedObjectVariable, TensorVariable)) or (
             isinstance(obj, UserDefinedDictVariable) and obj.attrs is not None):
         obj.store_attr(tx, inst.argval, value)  # through the class's __setattr__, if any
         return

@@ -262,17 +262,25 @@ def LOAD_ASSERTION_ERROR(tx: Tx, inst: Inst) -> None:
     tx.push(BuiltinVariable(AssertionError))
 
 
-def raise_observed(tx: Tx, exc) -> None:
-    """``raise exc`` in the traced code: an exception's tracker, or an exception class's (made
-    into an instance, as ``raise KeyError`` does)."""
+def exception_instance(tx: Tx, exc):
+    """What ``raise exc`` raises: an exception's tracker, or an instance of an exception class
+    (``raise KeyError``)."""
     if exc.is_python_constant() and isinstance(exc.as_python_constant(), type):
         exc = exc.call_function(tx, [], {})
     cls = exc.python_type()
     if not (isinstance(cls, type) and issubclass(cls, BaseException)):
         unimplemented(f"raising {exc}, which is not an exception")
+    return exc
+
+
+def raise_observed(tx: Tx, exc) -> None:
+    """``raise exc`` in the traced code: linked to the exception being handled, if any
+    (``__context__``), as CPython links it."""
+    exc = exception_instance(tx, exc)
+    exc.chain_context(tx, tx.handled_exception())
     # (a StopIteration that leaves a generator becomes RuntimeError there, PEP 479:
     # InliningInstructionTranslator.resume)
-    raise ObservedException(exc, cls.__name__)
+    raise ObservedException(exc, exc.python_type().__name__)
 
 
 @handler("RAISE_VARARGS")  # dis#opcode-RAISE_VARARGS: raise / raise exc / raise exc from cause
@@ -282,9 +290,14 @@ def RAISE_VARARGS(tx: Tx, inst: Inst) -> None:
             unimplemented("a bare raise with no exception being handled")
         exc = tx.exc_info[-1]
         raise ObservedException(exc, exc.python_type().__name__)
-    if inst.arg == 2:
-        tx.pop()  # the cause only decorates a traceback
-    raise_observed(tx, tx.pop())
+    cause = tx.pop() if inst.arg == 2 else None
+    exc = tx.pop()
+    if cause is not None:  # `raise exc from cause`: its __cause__ (None: no context shown)
+        exc = exception_instance(tx, exc)
+        if not (cause.is_python_constant() and cause.as_python_constant() is None):
+            cause = exception_instance(tx, cause)
+        exc.store_attr(tx, "__cause__", cause)
+    raise_observed(tx, exc)
 
 
 @handler("PUSH_EXC_INFO")  # dis#opcode-PUSH_EXC_INFO: a handler starts (the exception table)

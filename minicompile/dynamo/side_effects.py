@@ -54,6 +54,9 @@ REPLAY = {
                                         else f"delattr({target}, {m.name!r})"),
     "object_delattr": lambda target, m, args:  # past the class's __delattr__, traced already
         f"object.__delattr__({target}, {m.name!r})",
+    "instance_dict_setitem": lambda target, m, args:  # obj.__dict__[k] = v: past descriptors
+        f"{target}.__dict__[{m.name!r}] = {args[0]}",
+    "instance_dict_delitem": lambda target, m, args: f"del {target}.__dict__[{m.name!r}]",
     "global": lambda target, m, args: f"globals()[{m.name!r}] = {args[0]}",
     "cell": lambda target, m, args: f"{target}.cell_contents = {args[0]}",
 }

@@ -14,8 +14,10 @@ them: an attribute named ``x or __import__('os').system(...)`` stays a string.
 
 from __future__ import annotations
 
+import collections
 import re
 from dataclasses import dataclass, field
+from typing import Callable
 
 from ..names import attr, literal
 from .exc import unimplemented
@@ -129,6 +131,13 @@ class CallMethodSource(ChainedSource):
 
     def read(self, base: str) -> str:
         return f"{base}.{self.method}()"
+
+
+def own_keys(cls: type) -> Callable:
+    """The C ``keys`` of a dict subclass's builtin base, which knows the order the class keeps:
+    an ``OrderedDict``'s own (``move_to_end`` changes it, not the order of the dict beneath),
+    else the dict's insertion order (either way past a ``keys()`` the class may override)."""
+    return collections.OrderedDict.keys if issubclass(cls, collections.OrderedDict) else dict.keys
 
 
 def keys_list(base: str) -> str:

@@ -241,12 +241,23 @@ class InstructionTranslatorBase:
                 if lasti:
                     self.push(ConstantVariable(inst.offset))
                 value = e.value
-                if not isinstance(value, VariableTracker):
+                if not isinstance(value, VariableTracker):  # an operation raised it just now
                     value = SourcelessBuilder.wrap(self, value)
+                    value.chain_context(self, self.handled_exception())
                 self.push(value)
                 self.index = self.first_index[target]
                 return True
         return False
+
+    def handled_exception(self) -> VariableTracker | None:
+        """The exception being handled here or, if none, in a caller (CPython's
+        ``_PyErr_GetTopmostException``): the ``__context__`` of one raised now."""
+        tx = self
+        while tx is not None:
+            if tx.exc_info:
+                return tx.exc_info[-1]
+            tx = tx.parent
+        return None
 
     def jump(self, inst: Instruction) -> None:
         self.index = self.indexof[inst.target]

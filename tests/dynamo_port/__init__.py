@@ -4,7 +4,10 @@ The bodies come from the pytorch/pytorch repository's ``test/dynamo/`` files, on
 each: ``test_functions.py`` (``functions_corpus.py``), ``test_misc.py`` (``misc_corpus.py``),
 ``test_generator.py``, ``test_exceptions.py``, ``test_ctx_manager.py``, ``test_dicts.py``,
 ``test_sets.py``, ``test_unspec.py``, ``test_recompiles.py``, ``test_python_autograd.py``,
-``test_modules.py`` and ``test_repros.py`` (``<name>_corpus.py``), re-typed and adapted: each
+``test_modules.py``, ``test_repros.py``, ``test_list.py``, ``test_global.py``,
+``test_input_attr_tracking.py``, ``test_skip_non_tensor.py``, ``test_model_output.py``,
+``test_nops.py`` and ``test_sources.py``
+(``<name>_corpus.py``), re-typed and adapted: each
 test's function becomes a :class:`Case`, and ``tests/test_dynamo_port.py`` runs
 every case through ``mc.compile`` and through the real ``torch._dynamo``, compares both results
 with eager, and compares minicompile's graph count with the real one.

@@ -45,14 +45,19 @@ ARITY: dict[tuple[type, str], tuple[float, float, bool]] = {
     (collections.deque, "index"): (1, 3, False),
     (collections.deque, "insert"): (2, 2, False),
     (collections.deque, "rotate"): (0, 1, False),
+    # dunder methods called by name (``p.__getitem__(1, 2)``), where no signature is published
+    **{(c, "__getitem__"): (1, 1, False) for c in (list, dict)},
+    **{(c, "__contains__"): (1, 1, False) for c in (set, frozenset)},
+    **{(collections.deque, m): (0, 0, False) for m in ("__copy__", "__reversed__")},
 }
 
 
 def builtin_base(cls: type, name: str) -> type | None:
-    """The builtin container class whose C method ``cls.name`` is (None: not one)."""
+    """The builtin container class whose C method ``cls.name`` is (None: not one). Dunder
+    methods count too: ``p.__getitem__(1, 2)`` raises as ``p.count(1, 2)`` does."""
     for base in cls.__mro__:
         if name in vars(base):
-            return base if base in CONTAINERS and not name.startswith("__") else None
+            return base if base in CONTAINERS else None
     return None
 
 

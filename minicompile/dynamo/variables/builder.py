@@ -20,7 +20,7 @@ import torch
 
 from ..exc import unimplemented
 from ..guards import Guard, GuardKind, TensorSpec
-from ..source import DictKeySource, GetItemSource, LocalSource, Source
+from ..source import DictKeySource, GetItemSource, LocalSource, Source, own_keys
 from ...shapes.symbolic_shapes import is_symbolic
 from .base import VariableTracker
 from .builtin import BUILTIN_CALLABLES, BuiltinVariable
@@ -108,7 +108,7 @@ class VariableBuilder:
                 vt = method(self, value, guard and self.source is not None)
                 if vt.source is None and self.source is not None:
                     vt.source = self.source
-                if mutable:
+                if mutable and self.tx.output.side_effects.tracked(value, self.source) is not vt:
                     self.tx.output.side_effects.track(value, vt)
                 return vt
         raise AssertionError("unreachable: the last row matches everything")
@@ -149,20 +149,32 @@ class VariableBuilder:
     def wrap_sequence(self, value: list | tuple, guard: bool) -> VariableTracker:
         if guard:
             self.install_guard(GuardKind.LENGTH_CHECK, (type(value), len(value)))
-        items = [VariableBuilder(self.tx, GetItemSource(self.source, i) if self.source else None)
-                 .wrap(v, guard) for i, v in enumerate(value)]
-        if isinstance(value, torch.Size):
-            return SizeVariable(items, self.source)
-        return (TupleVariable if isinstance(value, tuple) else ListVariable)(items, self.source)
+        cls = SizeVariable if isinstance(value, torch.Size) else \
+            TupleVariable if isinstance(value, tuple) else ListVariable
+        vt = self._tracked_before_items(value, cls([], self.source))
+        vt.items = [VariableBuilder(self.tx, GetItemSource(self.source, i) if self.source
+                                    else None).wrap(v, guard) for i, v in enumerate(value)]
+        return vt
 
     def wrap_dict(self, value: dict, guard: bool) -> VariableTracker:
         if not all(map(_plain_key, value)):
             unimplemented("a dict whose keys are not constants, functions or modules")
         if guard:
             self.install_guard(GuardKind.DICT_KEYS, list(value))
-        items = {self._key(k, i, guard): VariableBuilder(self.tx, self._item_source(k, i))
-                 .wrap(v, guard) for i, (k, v) in enumerate(value.items())}
-        return ConstDictVariable(items, self.source)
+        vt = self._tracked_before_items(value, ConstDictVariable({}, self.source))
+        vt.items = {self._key(k, i, guard): VariableBuilder(self.tx, self._item_source(k, i))
+                    .wrap(v, guard) for i, (k, v) in enumerate(value.items())}
+        return vt
+
+    def _tracked_before_items(self, value: list | tuple | dict, vt: VariableTracker):
+        """``vt``, empty, made the tracker of a list or dict from outside before its items are
+        wrapped: one that holds itself (``x.append(x)``) reaches its own tracker again through
+        the item (``L['x'][1]``, guarded to stay the same object) instead of wrapping itself
+        without end; a real Dynamo's trackers are built lazily, on first use, for the same
+        reason."""
+        if type(value) in (list, dict) and self.source is not None:
+            self.tx.output.side_effects.track(value, vt)
+        return vt
 
     def _item_source(self, key: Any, position: int) -> Source | None:
         """``d[key]``; an object key is named by its position (sources compare by value, and
@@ -225,12 +237,13 @@ class VariableBuilder:
 
     def wrap_user_dict(self, value: dict, guard: bool) -> VariableTracker:
         """An instance of a dict subclass: its class and keys guarded, its items wrapped."""
-        if self.source is None or not all(is_constant(k) for k in dict.keys(value)):
+        keys = list(own_keys(type(value))(value))  # in the order the class keeps
+        if self.source is None or not all(is_constant(k) for k in keys):
             return self.wrap_object(value, guard)
         if guard:
-            self.install_guard(GuardKind.USER_DICT_KEYS, (type(value), list(dict.keys(value))))
-        items = {k: VariableBuilder(self.tx, GetItemSource(self.source, k, i)).wrap(v, guard)
-                 for i, (k, v) in enumerate(dict.items(value))}
+            self.install_guard(GuardKind.USER_DICT_KEYS, (type(value), keys))
+        items = {k: VariableBuilder(self.tx, GetItemSource(self.source, k, i))
+                 .wrap(dict.__getitem__(value, k), guard) for i, k in enumerate(keys)}
         return UserDefinedDictVariable(items, value, self.source)
 
     def wrap_set(self, value: set | frozenset, guard: bool) -> VariableTracker:

@@ -114,11 +114,19 @@ def _seq_add(tx, a, b):
     return None
 
 
-def _seq_iadd(tx, a, b):
-    if isinstance(a, ListVariable) and isinstance(b, BaseListVariable):
-        a.call_method(tx, "extend", [b], {})
-        return a
-    return _seq_add(tx, a, b)
+def _container_operator(name: str, fallback: Callable | None = None) -> Callable:
+    """``a |= b``, ``a += b``, ``a | b``, ...: on a list, dict or set, its own method
+    (``__ior__``...), which changes an in-place operand itself, as every name bound to it
+    sees it (folding the operator on constant copies would make a new object); else
+    ``fallback`` (tuples, torch.Size), else None (fall through)."""
+
+    def apply(tx, a, b):
+        if isinstance(a, (ListVariable, ConstDictVariable, SetVariable)) \
+                and hasattr(a.python_type(), name):  # (a frozenset has no __ior__: rebound)
+            return a.call_method(tx, name, [b], {})
+        return fallback(tx, a, b) if fallback is not None else None
+
+    return apply
 
 
 def _seq_mul(tx, a, b):
@@ -450,8 +458,11 @@ TENSOR_OPERATORS = {
 }
 
 def _exception_text(fn: Callable) -> Callable:
-    """``str(e)`` / ``repr(e)`` of an exception the trace made, when its class keeps the
-    builtin's: computed from its constant ``args`` (None: not such a value, fall through)."""
+    """``str(e)`` / ``repr(e)`` of an exception, when its class keeps the builtin's: computed
+    from its constant ``args`` (None: not such a value, fall through). Those of one from
+    outside the frame (an exception a resume function's handler receives) are read through
+    ``e.args``, so the text is guarded like any constant the trace reads: another exception
+    of the same class compiles anew rather than reusing this one's text."""
 
     def fold(tx, obj=None, *rest):
         value = getattr(obj, "value", None)
@@ -459,6 +470,8 @@ def _exception_text(fn: Callable) -> Callable:
                 or not isinstance(value, BaseException) or not _builtin_text(type(value)):
             return None
         args = (obj.attrs or {}).get("args")
+        if args is None and obj.source is not None:
+            args = obj.var_getattr(tx, "args")
         if args is None:
             return ConstantVariable(fn(value))
         if not args.is_python_constant():
@@ -502,8 +515,12 @@ def _builtin_text(cls: type) -> bool:
 
 HANDLERS: dict[Callable, Callable] = {
     builtins.str: _exception_text(str), builtins.repr: _exception_text(repr),
-    operator.add: _seq_add, operator.iadd: _seq_iadd, operator.mul: _seq_mul,
-    operator.imul: _seq_mul, operator.getitem: _getitem, operator.setitem: _setitem,
+    operator.add: _seq_add, operator.mul: _seq_mul,
+    operator.iadd: _container_operator("__iadd__", _seq_add),
+    operator.imul: _container_operator("__imul__", _seq_mul),
+    **{op: _container_operator(f"__{op.__name__}__")
+       for op in (operator.or_, operator.ior, operator.iand, operator.ixor, operator.isub)},
+    operator.getitem: _getitem, operator.setitem: _setitem,
     operator.contains: _contains, operator.not_: _not, operator.truth: _truth,
     builtins.len: _len, builtins.isinstance: _isinstance, builtins.range: _range,
     builtins.iter: _iter, builtins.next: _next, builtins.zip: _zip,

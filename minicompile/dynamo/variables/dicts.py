@@ -10,6 +10,7 @@ from typing import Any
 
 from ..exc import ObservedException, unimplemented
 from ..guards import Guard, GuardKind
+from ..side_effects import DELETED
 from ..source import AttrSource, TypeSource
 from .base import VariableTracker
 from .constant import ConstantVariable
@@ -35,7 +36,11 @@ class ConstDictVariable(VariableTracker):
         return self.user_cls
 
     def as_python_constant(self) -> dict:
-        return {key_constant(k): v.as_python_constant() for k, v in self.items.items()}
+        items = {key_constant(k): v.as_python_constant() for k, v in self.items.items()}
+        if self.user_cls is collections.defaultdict:  # its own class: repr(od), type(d)
+            factory = self.default_factory
+            return collections.defaultdict(factory and factory.as_python_constant(), items)
+        return self.user_cls(items)
 
     def as_proxy(self) -> dict:
         return {k: v.as_proxy() for k, v in self.items.items()}
@@ -77,9 +82,20 @@ class ConstDictVariable(VariableTracker):
         if name in ("__contains__", "__len__"):
             value = dict_key(args[0]) in self.items if name == "__contains__" else len(self.items)
             return ConstantVariable(value)
-        if name == "copy":
+        if name in ("copy", "__copy__"):
             return ConstDictVariable(self.items, user_cls=self.user_cls,
                                      default_factory=self.default_factory)
+        if name == "__or__" and len(args) == 1:  # d | other: a new dict of d's class
+            if not isinstance(args[0], ConstDictVariable):
+                raise ObservedException(TypeError(
+                    f"unsupported operand type(s) for |: '{self.user_cls.__name__}' and "
+                    f"'{args[0].python_type().__name__}'"))
+            merged = self.call_method(tx, "copy", [], {})
+            merged.items.update(args[0].items)
+            return merged
+        if name == "__ior__" and len(args) == 1:  # d |= other: d.update(other), d itself
+            self.call_method(tx, "update", args, {})
+            return self
         if name in ("__setitem__", "update", "pop", "setdefault", "__delitem__", "clear") or (
                 name == "move_to_end" and issubclass(self.user_cls, collections.OrderedDict)):
             result = self._mutate(tx, name, args, kwargs)  # raises first (a missing key)
@@ -116,6 +132,11 @@ class ConstDictVariable(VariableTracker):
         elif name == "clear":
             self.items.clear()
         return ConstantVariable(None)
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if name == "default_factory" and issubclass(self.user_cls, collections.defaultdict):
+            return self.default_factory or ConstantVariable(None)
+        return super().var_getattr(tx, name)
 
     def children(self) -> list[VariableTracker]:
         keys = [k.vt for k in self.items if isinstance(k, HashableTracker)]
@@ -174,21 +195,52 @@ def key_value_pairs(tx, other: VariableTracker) -> dict[Any, VariableTracker]:
 
 
 class StoredInstanceDict(ConstDictVariable):
-    """``obj.__dict__`` of an object from outside the frame that the frame has stored into:
-    the real dict's items with the trace's pending stores and deletions on top (those are
-    replayed on the object after the graph). It is read, never written: a write through it
-    would bypass that replay, so it breaks the graph (transformers' config reads its own
-    ``__dict__`` in ``__getattribute__`` after the loss function set ``config.problem_type``)."""
+    """``obj.__dict__`` of an object (or module) from outside the frame: the real dict's items
+    with the trace's pending stores and deletions on top (those are replayed on the object
+    after the graph). It stands for the object's attribute storage, so a write through it is a
+    store on the object past its class's hooks and descriptors (a property named ``a`` too):
+    ``obj.a`` reads it back (where no property answers first), and it is replayed as the same
+    write through ``obj.__dict__``.
+    It has the real dict's source: after the replay, the real dict is what it shows. One made
+    before a later ``obj.name = ...`` no longer shows the object: using it breaks the graph."""
 
-    def __init__(self, items: dict[Any, VariableTracker], owner: str):
-        super().__init__(items)
-        self.owner = owner
+    def __init__(self, tx, owner: VariableTracker, obj: Any, real: ConstDictVariable):
+        super().__init__(real.items, real.source)
+        self.owner, self.obj = owner, obj
+        for name, stored in self._stores(tx):
+            key = dict_key(ConstantVariable(name))
+            if stored is DELETED:
+                self.items.pop(key, None)
+            else:
+                self.items[key] = stored
+        self.seen = self._stores(tx)
+
+    def _stores(self, tx) -> list[tuple[str, Any]]:
+        side_effects = tx.output.side_effects
+        return [(name, side_effects.load_attr(self.obj, name))
+                for name in side_effects.stored_names(self.obj)]
 
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
-        if name in _DICT_MUTATORS:
-            unimplemented(f"{self.owner}.__dict__.{name} after this frame set an attribute "
-                          "(the frame's stores are replayed after the graph)")
-        return super().call_method(tx, name, args, kwargs)
+        if [(n, id(v)) for n, v in self._stores(tx)] != [(n, id(v)) for n, v in self.seen]:
+            unimplemented(f"{type(self.obj).__name__}.__dict__ used after this frame set an "
+                          "attribute another way (the view made before does not show it)")
+        side_effects = tx.output.side_effects
+        if name == "__setitem__" and len(args) == 2 and args[0].is_python_constant():
+            key = args[0].as_python_constant()
+            side_effects.store_attr(self.owner, self.obj, key, args[1], "instance_dict_setitem")
+            self.items[dict_key(args[0])] = args[1]
+        elif name == "__delitem__" and len(args) == 1 and args[0].is_python_constant():
+            key = args[0].as_python_constant()
+            if not side_effects.delete_attr(self.owner, self.obj, key, "instance_dict_delitem"):
+                raise ObservedException(KeyError(key))
+            self.items.pop(dict_key(args[0]))
+        elif name in _DICT_MUTATORS:
+            unimplemented(f"{type(self.obj).__name__}.__dict__.{name} (only d[k] = v and "
+                          "del d[k] are stores on the object)")
+        else:
+            return super().call_method(tx, name, args, kwargs)
+        self.seen = self._stores(tx)
+        return ConstantVariable(None)
 
 
 class DictClassMethodVariable(VariableTracker):

@@ -66,6 +66,8 @@ class BaseListVariable(VariableTracker):
             return self.getitem(tx, args[0])
         if name == "__len__":
             return ConstantVariable(len(self.items))
+        if name == "__iter__":  # p.__iter__(): what iter(p) gives
+            return ListIteratorVariable(list(self.items))
         if name in ("index", "count", "__contains__") and not kwargs:
             from .user_defined import identity_equal  # tensors compare by identity here, as in `in`
 
@@ -231,9 +233,47 @@ class ListVariable(BaseListVariable):
                 raise ObservedException(e) from None
             self._check_mutable(tx, name, args, kwargs)  # after: a raising one changed nothing
             return ConstantVariable(None) if name in mutators else result
+        if name in ("__iadd__", "__imul__") and len(args) == 1 and not kwargs:
+            return self._inplace(tx, name, args[0])
         if name == "copy":
             return ListVariable(self.items)
+        if name == "sort" and not args:
+            return self._sort(tx, kwargs)
         return super().call_method(tx, name, args, kwargs)
+
+    def _inplace(self, tx, name: str, other: VariableTracker) -> VariableTracker:
+        """``p += it`` (``__iadd__``: extends by any iterable) and ``p *= n``: this list, changed
+        in place, as every name bound to it sees it."""
+        if name == "__iadd__":
+            self.items.extend(other.unpack_var_sequence(tx))
+        else:
+            try:
+                self.items *= other.as_python_constant()
+            except TypeError as e:  # p *= 2.2
+                raise ObservedException(e) from None
+        self._check_mutable(tx, name, [other], {})
+        return self
+
+    def _sort(self, tx, kwargs: dict) -> VariableTracker:
+        """``p.sort(key=..., reverse=...)``: the order ``sorted`` gives (builtin.py), in place.
+        As in CPython, the list is empty while the keys are computed (a key function that reads
+        it sees ``[]``), and one that adds to it makes the sort raise ``ValueError`` (what it
+        added is dropped, the list holds the sorted items). A list from outside is replayed as
+        ``p[:] = [...]``, so the key function is not called again."""
+        from .builtin import BuiltinVariable  # a cycle: builtin.py builds lists
+
+        items, self.items = self.items, []
+        try:
+            ordered = BuiltinVariable(sorted).call_function(tx, [ListVariable(items)], kwargs)
+        except ObservedException:  # a key function that raised: the list is as it was
+            self.items = items
+            raise
+        modified, self.items = bool(self.items), ordered.items
+        everything = SliceVariable(*(ConstantVariable(None) for _ in range(3)))
+        self._check_mutable(tx, "__setitem__", [everything, ListVariable(self.items)], {})
+        if modified:
+            raise ObservedException(ValueError("list modified during sort"))
+        return ConstantVariable(None)
 
     def _setitem(self, tx, key: VariableTracker, value: VariableTracker) -> None:
         k = key.as_python_constant()
@@ -289,6 +329,8 @@ class SetVariable(VariableTracker):
     MUTATORS = {"add", "discard", "remove", "pop", "clear", "update", "difference_update",
                 "intersection_update", "symmetric_difference_update"}
     MEMBER_METHODS = {"add", "discard", "remove", "__contains__"}  # their argument is a member
+    INPLACE = {"__ior__": "update", "__iand__": "intersection_update",  # s |= t, ...
+               "__ixor__": "symmetric_difference_update", "__isub__": "difference_update"}
 
     def __init__(self, value: set | frozenset, source=None):
         super().__init__(source)
@@ -318,6 +360,12 @@ class SetVariable(VariableTracker):
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
         from .builder import SourcelessBuilder
 
+        if name in self.INPLACE and type(self.value) is set and len(args) == 1 and not kwargs:
+            if not isinstance(args[0], SetVariable):  # s |= [1]: only a set (s.update takes any)
+                raise ObservedException(TypeError(f"unsupported operand type(s) for set.{name}"
+                                                  f": '{args[0].python_type().__name__}'"))
+            self.call_method(tx, self.INPLACE[name], args, kwargs)  # s |= t: s, changed
+            return self
         if name in ("isdisjoint", "issuperset") and len(args) == 1 \
                 and isinstance(args[0], ListIteratorVariable):  # stop at the first answer
             items = (dict_key(i) for i in iterate(tx, args[0]))
@@ -339,6 +387,8 @@ class SetVariable(VariableTracker):
             result = method(*members)
         except Exception as e:  # s.remove(missing): its handler, or a graph break
             raise ObservedException(e) from None
+        if result is NotImplemented:  # s.__or__([1]): the operator raises
+            raise ObservedException(TypeError(f"unsupported operand for set.{name}"))
         if isinstance(result, (set, frozenset)):
             return SetVariable(result)
         if name == "pop":
@@ -412,6 +462,8 @@ class ListIteratorVariable(VariableTracker):
 
             return ConstantVariable(any(identity_equal(tx, item, args[0])
                                         for item in iterate(tx, self)))
+        if name == "__iter__" and not args and not kwargs:  # an iterator is its own iterator
+            return self
         return super().call_method(tx, name, args, kwargs)
 
     def remaining(self, codegen) -> str:

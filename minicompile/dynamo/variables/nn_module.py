@@ -32,6 +32,7 @@ from ..guards import Guard, GuardKind
 from ..source import AttrSource, GetItemSource
 from .base import VariableTracker
 from .constant import ConstantVariable
+from .dicts import StoredInstanceDict
 
 CONTAINERS = (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict)
 # Methods answered at trace time from the real module (its parameters, children, ...).
@@ -133,6 +134,8 @@ class NNModuleVariable(VariableTracker):
         static = inspect.getattr_static(type(m), name, _MISSING)
         if isinstance(static, property):
             return UserFunctionVariable(static.fget).call_function(tx, [self], {})
+        if name == "__dict__" and self.source is not None:  # the module's attribute storage
+            return StoredInstanceDict(tx, self, m, self._wrap_child(tx, m.__dict__, None))
         if name in m.__dict__:
             return self._wrap_child(tx, m.__dict__[name], source)
         if name == "__class__":

@@ -91,7 +91,32 @@ class TensorVariable(VariableTracker):
             unimplemented(f"tensor attribute .{name} is not captured")
         if callable(getattr(torch.Tensor, name, None)):
             return GetAttrVariable(self, name)
+        stored = tx.output.side_effects.load_attr(self.identity(), name)
+        if stored is not None:  # x.y = y earlier in the trace (store_attr)
+            return stored
+        real = self._input_value(tx)
+        if real is not None and name in vars(real):  # a Python attribute the tensor holds
+            from .builder import VariableBuilder
+
+            return VariableBuilder(tx, AttrSource(self.source, name)).wrap(vars(real)[name])
         unimplemented(f"tensor attribute .{name}")
+
+    def _input_value(self, tx) -> torch.Tensor | None:
+        """The real tensor this input stands for (None: one the graph makes)."""
+        if self.source is None:
+            return None
+        return next((gi.example for gi in tx.output.graph_inputs
+                     if gi.proxy.node.meta.get("example_value") is self.example_value), None)
+
+    def store_attr(self, tx, name: str, value: VariableTracker) -> None:
+        """``x.name = value`` where torch.Tensor has no such attribute (``t.y = y``: a Python
+        attribute, kept in the tensor's ``__dict__``), on a tensor from outside the frame: a
+        side effect, replayed after the graph, that later reads in the trace see (as real
+        Dynamo tracks it). Tensor attributes of torch's (``.data``, ``.grad``) and tensors the
+        graph makes are not modelled."""
+        if hasattr(torch.Tensor, name) or self.source is None:
+            unimplemented(f"assigning attribute {name!r} of {self}")
+        tx.output.side_effects.store_attr(self, self.identity(), name, value)
 
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
         from .builder import SourcelessBuilder

@@ -62,8 +62,16 @@ class UserDefinedObjectVariable(VariableTracker):
             return self.source.expr()
         if self.attrs is None:  # a logger, ...: passed as the object itself
             return codegen.install_global(type(self.value).__name__.lower(), self.value)
-        cls = codegen.install_global(type(self.value).__name__, type(self.value))
-        attrs = ", ".join(f"{k!r}: {codegen(v)}" for k, v in self.attrs.items())
+        if any(vt is self for vt in codegen.rebuilding):
+            unimplemented(f"rebuilding {self}, which reaches itself through its attributes (an "
+                          "exception whose __context__ chain is a cycle): no one expression "
+                          "makes it")
+        codegen.rebuilding.append(self)
+        try:
+            cls = codegen.install_global(type(self.value).__name__, type(self.value))
+            attrs = ", ".join(f"{k!r}: {codegen(v)}" for k, v in self.attrs.items())
+        finally:
+            codegen.rebuilding.pop()
         return f"{codegen.install_global('new_object', new_object)}({cls}, {{{attrs}}})"
 
     def python_type(self) -> type:
@@ -72,6 +80,40 @@ class UserDefinedObjectVariable(VariableTracker):
     def identity(self) -> Any:
         return self.value
 
+    # -- exceptions: the links CPython keeps in C (``__context__``, ``__cause__``) -------------
+    def exception_attrs(self, tx) -> dict[str, VariableTracker]:
+        """The attributes of an exception made in the trace, where its links are kept (and
+        rebuilt from, :func:`new_object`); made on first use for one that an operation raised
+        (a ``KeyError`` from a dict), from its ``args``. An exception from outside the frame
+        is refused: its links would be a side effect on C attributes."""
+        if self.attrs is None:
+            if self.source is not None:
+                unimplemented(f"changing the __context__/__cause__ of {self}, an exception "
+                              "from outside the frame")
+            from .builder import SourcelessBuilder  # a cycle: builder wraps user objects
+
+            self.attrs = {"args": SourcelessBuilder.wrap(tx, self.value.args)}
+        return self.attrs
+
+    def chain_context(self, tx, handled: VariableTracker | None) -> None:
+        """This exception is raised while ``handled`` is being handled: CPython sets
+        ``self.__context__ = handled`` (``_PyErr_SetObject``), first cutting ``handled``'s own
+        chain where it reaches this exception, so that raising one seen before makes no
+        cycle. A bare ``raise`` and a re-raise at the end of a handler do not come here."""
+        if handled is None or handled.identity() is self.identity():
+            return
+        attrs = self.exception_attrs(tx)
+        link, seen = handled, set()
+        while isinstance(link, UserDefinedObjectVariable) and link.attrs is not None \
+                and id(link) not in seen:  # (a chain from outside the frame has no trace-made link)
+            seen.add(id(link))
+            context = link.attrs.get("__context__")
+            if context is not None and context.identity() is self.identity():
+                link.attrs["__context__"] = ConstantVariable(None)
+                break
+            link = context
+        attrs["__context__"] = handled
+
     # -- attributes: object's protocol, through the class's own hooks ---------------------------
     def python_hook(self, name: str) -> types.FunctionType | None:
         """The class's own ``__getattribute__`` / ``__setattr__`` when written in Python (None
@@ -79,7 +121,7 @@ class UserDefinedObjectVariable(VariableTracker):
         hook = inspect.getattr_static(type(self.value), name)
         if isinstance(hook, types.FunctionType):
             return hook
-        if hook is not getattr(object, name) and self.attrs is not None:
+        if hook not in GENERIC_HOOKS and self.attrs is not None:
             unimplemented(f"{type(self.value).__name__}.{name} is C code")
         return None
 
@@ -180,6 +222,11 @@ class UserDefinedObjectVariable(VariableTracker):
                                                        f"{type(self.value).__name__!r} object "
                                                        "has no setter"))
             UserFunctionVariable(descriptor.fset).call_function(tx, [self, value], {})
+        elif name in EXCEPTION_LINKS and isinstance(self.value, BaseException):
+            attrs = self.exception_attrs(tx)
+            attrs[name] = value
+            if name == "__cause__":  # as BaseException's setter: the cause replaces the context
+                attrs["__suppress_context__"] = ConstantVariable(True)
         elif hasattr(type(descriptor), "__set__"):  # a __slots__ member, a C descriptor
             unimplemented(f"assigning {type(self.value).__name__}.{name}, a {type(descriptor)}")
         elif self.attrs is not None:
@@ -278,7 +325,6 @@ class UserDefinedObjectVariable(VariableTracker):
         (what the code stored is there, and writes through it are the object's)."""
         from .builder import VariableBuilder
         from .dicts import ConstDictVariable, StoredInstanceDict
-        from .hashable import dict_key
 
         if isinstance(self.value, BaseException):  # its ``args`` is kept among the attrs
             unimplemented(f"{type(self.value).__name__}.__dict__ of an exception")
@@ -288,19 +334,8 @@ class UserDefinedObjectVariable(VariableTracker):
             return view
         source, read = self.attr_reader("__dict__")
         real = VariableBuilder(tx, source).wrap(read(self.value, "__dict__"))
-        side_effects = tx.output.side_effects
-        if not side_effects.stores_attrs_of(self.value):
-            return real
-        # the stores this frame made are replayed after the graph: the real dict lacks them,
-        # so the trace reads a view of it with them on top (a write through it breaks)
-        items = dict(real.items)
-        for name in side_effects.stored_names(self.value):
-            stored, key = side_effects.load_attr(self.value, name), dict_key(ConstantVariable(name))
-            if stored is DELETED:
-                items.pop(key, None)
-            else:
-                items[key] = stored
-        return StoredInstanceDict(items, owner=type(self.value).__name__)
+        # the object's attribute storage: what this frame stores, either way, shows in both
+        return StoredInstanceDict(tx, self, self.value, real)
 
     def unpack_var_sequence(self, tx) -> list[VariableTracker]:
         """``for item in obj`` over a ``collections.abc.Sequence`` whose ``__iter__`` is the
@@ -354,6 +389,15 @@ class UserDefinedObjectVariable(VariableTracker):
 
 
 # Attributes ``object.__getattribute__`` answers itself: name -> (for which classes, how).
+# The attribute hooks that are object's own protocol (PyObject_GenericGetAttr and ...SetAttr):
+# object's, and BaseException's slot wrappers of the same functions
+GENERIC_HOOKS = [getattr(cls, name) for cls in (object, BaseException)
+                 for name in ("__getattribute__", "__setattr__", "__delattr__")]
+
+# An exception's links to others, C attributes of BaseException, kept among the attributes of
+# an exception made in the trace (in this order: setting __cause__ sets __suppress_context__)
+EXCEPTION_LINKS = ("__context__", "__cause__", "__suppress_context__")
+
 OBJECT_ATTRIBUTES: dict[str, tuple[Callable[[type], bool], Callable]] = {
     "__dict__": (lambda cls: True, UserDefinedObjectVariable.instance_dict),
     "__reduce_ex__": (lambda cls: reduces_plainly(cls),  # the pickling answer deepcopy asks for
@@ -416,10 +460,16 @@ def reduces_plainly(cls: type) -> bool:
 
 def new_object(cls: type, attrs: dict[str, Any]) -> Any:
     """What the transformed code calls to rebuild an object built while tracing (an exception
-    through its own ``__new__``, which keeps ``args`` where ``e.args`` reads them)."""
+    through its own ``__new__``, which keeps ``args`` where ``e.args`` reads them; a builtin
+    one, an operation raised, through its ``__init__`` too, which sets what it derives from
+    them: ``StopIteration.value``, ``OSError.errno``)."""
     if issubclass(cls, BaseException):
         attrs = dict(attrs)
-        obj = cls.__new__(cls, *attrs.pop("args", ()))
+        args = attrs.pop("args", ())
+        obj = cls(*args) if cls.__module__ == "builtins" else cls.__new__(cls, *args)
+        for name in EXCEPTION_LINKS:  # C attributes: set through their descriptors, in order
+            if name in attrs:
+                setattr(obj, name, attrs.pop(name))
     else:
         obj = object.__new__(cls)
     object.__getattribute__(obj, "__dict__").update(attrs)  # past the class's own hooks
