@@ -395,3 +395,39 @@ def test_foreach_ops_match_eager(name, compiled_graphs):
     torch.testing.assert_close(mc.compile(fn, backend="inductor")(*twins), fn(xs, ys))
     torch.testing.assert_close(twins, (xs, ys))
     assert ("aten._foreach" in compiled_graphs[-1].source) == (name == "norm")
+
+
+def test_a_learning_rate_scheduler_stepped_in_the_compiled_step_keeps_float_rates():
+    """``sch.step()`` inside the compiled step: the scheduled lr, read as a tensor input,
+    reached the scheduler, which took it for a tensor lr (``fill_``) and kept tensors in
+    ``get_last_lr()``; the group's lr stopped changing. An optimizer a scheduler drives keeps
+    its lr a float constant, and a write of a lifted lr into a group runs natively."""
+    def run(step):
+        w = torch.nn.Parameter(torch.ones(3))
+        opt = torch.optim.SGD([w], lr=1.0)
+        sch = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+        seen = []
+        for _ in range(4):
+            step(w, opt, sch)
+            seen.append((opt.param_groups[0]["lr"], sch.get_last_lr(), w.detach().clone()))
+        return seen
+
+    def step(w, opt, sch):
+        opt.zero_grad()
+        (w * 2).sum().backward()
+        opt.step()
+        sch.step()
+
+    for (lr, last, w), (lr_e, last_e, w_e) in zip(run(mc.compile(step)), run(step)):
+        assert type(lr) is float and lr == lr_e and last == last_e
+        torch.testing.assert_close(w, w_e)
+
+    def halve(opt):  # a hand-written schedule: the group's lr read, then written
+        for g in opt.param_groups:
+            g["lr"] = g["lr"] * 0.5
+        return torch.zeros(1)
+
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.ones(3))], lr=1.0)
+    compiled = mc.compile(halve)
+    rates = [(compiled(opt), opt.param_groups[0]["lr"])[1] for _ in range(5)]
+    assert rates == [0.5, 0.25, 0.125, 0.0625, 0.03125] and all(type(r) is float for r in rates)

@@ -49,6 +49,14 @@ MAX_INLINE_DEPTH = 48  # deeper than this is probably recursion
 # Python code of these modules is never inlined: logging and I/O must happen for real, in
 # program order, and numpy/random compute on data the graph cannot see (a graph break).
 NATIVE_MODULES = {"logging", "numpy", "random", "warnings"}
+# torch modules whose Python code runs natively, and why
+NATIVE_TORCH_MODULES = {
+    # a scheduler reads its optimizer's lr, which the graph reads as a tensor input once it has
+    # changed (variables/optimizer.py): traced, the scheduler took it for a tensor lr (fill_ it
+    # in place, keep tensors in get_last_lr()) and the group's lr stopped changing
+    "torch.optim.lr_scheduler": "a learning-rate scheduler runs natively (it reads and writes "
+                                "its optimizer's lr, which the graph may read as a tensor)",
+}
 # Wrappers whose function asks never to be traced (the code object of the wrapper -> its
 # name): ``torch._disable_dynamo`` wraps ``Optimizer.zero_grad`` and others, and real Dynamo's
 # trace_rules skip them. The call runs natively: a graph break.
@@ -349,6 +357,9 @@ class InliningInstructionTranslator(InstructionTranslatorBase):
                           f"{NEVER_TRACED_WRAPPERS[code]}: it asks never to be traced")
         if module in NATIVE_MODULES:  # like Dynamo's trace_rules: run these natively
             unimplemented(f"call to {code.co_name} from the {module!r} module (not traced)")
+        native = NATIVE_TORCH_MODULES.get(fn.get_globals().get("__name__", ""))
+        if native:
+            unimplemented(f"call to {code.co_name}: {native}")
         bound = fn.bind_args(parent, args, kwargs)
         # inspect renames the 3.11 comprehension argument ".0" to "implicit0"
         symbolic_locals = {name: bound["implicit" + name[1:] if name.startswith(".") else name]

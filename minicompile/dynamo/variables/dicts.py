@@ -31,6 +31,10 @@ class ConstDictVariable(VariableTracker):
         super().__init__(source)
         self.items = dict(items)
         self.user_cls, self.default_factory = user_cls, default_factory
+        # keys whose float values the trace reads as tensor inputs (an optimizer's scheduled
+        # lr, ``OptimizerVariable``): a write there would store a tensor where the code keeps
+        # a float, so it runs natively
+        self.floats_as_tensors: set[Any] = set()
 
     def python_type(self) -> type:
         return self.user_cls
@@ -98,6 +102,10 @@ class ConstDictVariable(VariableTracker):
             return self
         if name in ("__setitem__", "update", "pop", "setdefault", "__delitem__", "clear") or (
                 name == "move_to_end" and issubclass(self.user_cls, collections.OrderedDict)):
+            if self.floats_as_tensors and name != "move_to_end":
+                unimplemented(f"dict.{name} on a dict whose float {sorted(self.floats_as_tensors)}"
+                              " the graph reads as a tensor input (an optimizer's param group, "
+                              "its lr changed by a scheduler): the write runs natively")
             result = self._mutate(tx, name, args, kwargs)  # raises first (a missing key)
             self._check_mutable(tx, name, args, kwargs)  # then it is a mutation to replay
             return result

@@ -103,7 +103,11 @@ class OptimizerVariable(UserDefinedObjectVariable):
         a float an input too (automatic dynamic, ``specialize_float=False``), as a symbolic
         float that code still sees as a float; here the code sees a tensor, which every
         optimizer this traces accepts in the same place, except the foreach path without
-        ``capturable`` (Adam's refuses a tensor lr there): that group's lr stays a constant."""
+        ``capturable`` (Adam's refuses a tensor lr there): that group's lr stays a constant.
+        The scheduler's own write of the new lr into the group runs natively: the value it
+        computes from the tensor is a tensor, which the group would keep where eager keeps a
+        float (and the next steps would read the tensor, not the scheduled floats); so does a
+        scheduler's ``step`` (``symbolic_convert.NATIVE_TORCH_MODULES``)."""
         for group, group_vt in zip(self.value.param_groups, groups.unpack_var_sequence(tx)):
             if group.get("foreach") and not group.get("capturable"):
                 continue
@@ -117,6 +121,7 @@ class OptimizerVariable(UserDefinedObjectVariable):
                                                tx.user_line()))
                 proxy = tx.output.float_placeholder(vt.source, value)
                 group_vt.items[name] = TensorVariable(proxy, proxy.node.meta["example_value"])
+                group_vt.floats_as_tensors.add(name)  # a scheduler's write: natively (dicts.py)
 
     # -- opt.state --------------------------------------------------------------------------------
     def state_tracker(self, tx) -> ConstDictVariable:
