@@ -332,6 +332,8 @@ def mean(x, dims=None, keepdim=False, *, dtype=None):
 
 def _arg(reduction_type: str):
     def lower(x, dim=None, keepdim=False):
+        if x.get_dtype() == torch.bool:  # eager has no bool kernel (the meta one accepts it)
+            raise Unsupported(f"{reduction_type} of a bool tensor: ATen raises eager's error")
         if dim is None:  # argmax of the flattened tensor
             x = View(x, [x.get_numel()], reshape_reindex(x.get_size(), [x.get_numel()]))
             dim = 0
