@@ -249,6 +249,57 @@ def test_most_negative_integer_divided_by_minus_one_is_no_signal(backend_name):
     assert result == ["ok", [[-2 ** 63, -2 ** 63], [0, 0]]]
 
 
+# A reduction with no identity (max, min, argmax, argmin) over zero elements has no answer: eager
+# raises, and a kernel would return -inf or read an element that is not there (SIGSEGV for a
+# full max). Each case: (expression of x, shapes to call it with); compiled with dynamic=True the
+# second shape makes ``x[2:]`` empty only at run time (its size is ``s0 - 2``).
+EMPTY_REDUCTION_PROBE = r"""
+import json, sys
+import torch
+import minicompile as mc
+from minicompile import config
+config.inductor.cpu_backend = sys.argv[1]
+for expr, shapes, dynamic in json.loads(sys.argv[2]):
+    fn = eval("lambda x: " + expr)
+    compiled = mc.compile(fn, backend="inductor", dynamic=dynamic)
+    for shape in shapes:
+        x = torch.randn(shape)
+        results = []
+        for f in (fn, compiled):
+            try:
+                results.append(["ok", f(x).tolist()])
+            except Exception as e:
+                results.append(["raised", type(e).__name__, str(e)])
+        print(json.dumps(results), flush=True)
+"""
+
+EMPTY_REDUCTIONS = [
+    ["x.max()", [[0, 3]], False],
+    ["x.min()", [[0, 3]], False],
+    ["(x * 2).max()", [[0, 3]], False],
+    ["x.sum(1).max()", [[0, 3]], False],
+    ["x.reshape(-1).max(0).values", [[0, 3]], False],
+    ["x.argmin()", [[0, 3]], False],
+    ["x.amax(1) + 1", [[3, 0]], False],
+    ["x.amax(1) + 1", [[0, 3]], False],  # over 3 elements, for no row: an empty result
+    ["x.softmax(1)", [[3, 0]], False],  # a max inside, but eager returns an empty tensor
+    ["x[2:].amax(0)", [[5, 3], [2, 3]], True],
+]
+
+
+@pytest.mark.parametrize("backend_name", PROBE_BACKENDS)
+def test_max_over_no_elements_raises_like_eager(backend_name):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    result = subprocess.run([sys.executable, "-c", EMPTY_REDUCTION_PROBE, backend_name,
+                             json.dumps(EMPTY_REDUCTIONS)],
+                            capture_output=True, text=True, env=env, timeout=600)
+    assert result.returncode == 0, (result.returncode, result.stderr[-2000:])
+    got = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(got) == sum(len(shapes) for _, shapes, _ in EMPTY_REDUCTIONS)
+    for eager_result, compiled_result in got:
+        assert compiled_result == eager_result
+
+
 # --- on the GPU: device asserts ------------------------------------------------------------------
 
 GPU_PROBE = r"""

@@ -574,3 +574,23 @@ def test_a_batch_norm_training_step_compiles_to_kernels(compiled_graphs):
     forward = next(g for g in compiled_graphs if g.kind == "forward")
     assert "batch_norm" not in forward.source.split("def call")[1]
     assert mc.metrics.eager_fallbacks == 0
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+@pytest.mark.parametrize("labels", [[0, 2, 1], [0, 3], [1, -1]], ids=["in_range", "too_large",
+                                                                      "negative"])
+def test_one_hot_checks_its_labels_as_eager(backend, labels):
+    """ATen's composite one_hot traced on fake tensors is only ``t[..., None] == arange(C)``: a
+    label outside ``[0, C)`` became a row of zeros where eager raises."""
+    fn = lambda t: torch.nn.functional.one_hot(t, 3) * 2  # noqa: E731
+    t = torch.tensor(labels)
+    mc.reset()
+    compiled = mc.compile(fn, backend=backend)
+    try:
+        expected = fn(t)
+    except RuntimeError as e:
+        with pytest.raises(RuntimeError) as got:
+            compiled(t)
+        assert str(got.value) == str(e)
+        return
+    torch.testing.assert_close(compiled(t), expected)

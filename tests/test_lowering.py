@@ -119,6 +119,19 @@ def test_reduction(fn):
     check(fn, x(3, 13, 5).transpose(0, 2))
 
 
+@pytest.mark.parametrize("fn", [lambda a: a.argmax(1), lambda a: a.argmin()],
+                         ids=["argmax", "argmin"])
+def test_arg_reduction_of_bool_raises_as_eager(fn):
+    """Eager has no bool kernel for argmax/argmin; the meta kernel tracing uses accepts bool,
+    so a lowered kernel returned an answer."""
+    a = torch.tensor([[True, False, True], [False, True, False]])
+    with pytest.raises(RuntimeError, match="does not support bool input"):
+        fn(a)
+    mc.reset()
+    with pytest.raises(RuntimeError, match="does not support bool input"):
+        mc.compile(fn, backend="inductor")(a)
+
+
 WELFORD = [  # lowered without decompositions, so the Welford reduction itself runs
     lambda a: torch.var_mean(a, 1), lambda a: torch.var_mean(a, 1, correction=0),
     lambda a: torch.var_mean(a, (0, 2), correction=0, keepdim=True),

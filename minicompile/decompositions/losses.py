@@ -1,5 +1,6 @@
 """Losses and dropout as core ATen (mirrors torch/_decomp rows): mse_loss, nll_loss,
-cross_entropy (forward and backward), native_dropout and dropout."""
+cross_entropy (forward and backward), native_dropout and dropout; one_hot (class labels as
+rows), before autograd."""
 
 from __future__ import annotations
 
@@ -102,3 +103,25 @@ def native_dropout_backward(grad, mask, scale):  # grad * mask * scale
 @register_decomposition(aten.dropout.default)
 def dropout(x, p, train):
     return native_dropout(x, p, train)[0] if train else aten.clone.default(x)
+
+
+
+def one_hot(t, num_classes=-1):  # out[..., c] = (t[...] == c)
+    """``F.one_hot``, replaced before autograd sees it: ATen's own one_hot is composite and,
+    on fake tensors, traces to the comparison alone, without eager's range check, so a label
+    outside ``[0, num_classes)`` got a row of zeros. The checks run first, with eager's messages
+    (as torch/_decomp's row does); ``_assert_async`` has an effect and no value: the graph passes
+    keep it (dce.py) and the inductor runs it through ATen."""
+    if num_classes == -1:
+        return NotImplemented  # the class count is the largest label: a size read from data
+    aten._assert_async.msg(aten.all.default(aten.ge.Scalar(t, 0)),
+                           "Class values must be non-negative.")
+    aten._assert_async.msg(aten.all.default(aten.lt.Scalar(t, num_classes)),
+                           "Class values must be smaller than num_classes.")
+    classes = aten.arange.start(0, num_classes, dtype=t.dtype, device=t.device)
+    return aten._to_copy.default(aten.eq.Tensor(aten.unsqueeze.default(t, -1), classes),
+                                 dtype=torch.int64)
+
+
+# torch function -> replacement, applied by aot_autograd's tracer before autograd
+loss_pre_autograd_decompositions = {torch.nn.functional.one_hot: one_hot}

@@ -11,6 +11,13 @@ from __future__ import annotations
 import torch
 import torch.fx
 
+aten = torch.ops.aten
+
+
+# ops whose effect is to raise: no value, but removing them would drop eager's error (an
+# ``F.one_hot`` label out of range, decompositions/losses.py)
+ASSERTS = {aten._assert_async.default, aten._assert_async.msg}
+
 
 def has_side_effects(node: torch.fx.Node) -> bool:
     """True when removing ``node`` could change what the program does, even if it is unused."""
@@ -21,7 +28,7 @@ def has_side_effects(node: torch.fx.Node) -> bool:
     target = node.target
     if isinstance(target, torch._ops.OpOverload):
         # An in-place op (add_, copy_) writes into one of its inputs: its effect is the write.
-        return target._schema.is_mutable
+        return target._schema.is_mutable or target in ASSERTS
     return False  # operator.getitem and friends only compute
 
 

@@ -6,9 +6,9 @@ source, ``ceil`` of an integer tensor is the tensor, ``cat`` of one tensor is th
 ``clone`` read only by other computations is its input. Lowered as written each would still
 move its whole tensor through memory (a ``clone`` feeding a library call is a copy kernel, a
 whole-tensor ``slice_scatter`` reads a tensor nobody needs). Each row of :data:`NOOPS` names the
-argument that is the result and the condition under which the call is a no-op; :func:`forwardable`
-adds what every row needs: the same value (shape, dtype, device, strides) and no aliasing a
-caller could observe.
+argument that is the result and the condition under which the call is a no-op;
+:func:`~.pattern_matcher.forwardable` (shared with the algebraic rewrites) adds what every row
+needs: the same value (shape, dtype, device, strides) and no aliasing a caller could observe.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Callable
 import torch
 import torch.fx
 
-from .pattern_matcher import tensor_val
+from .pattern_matcher import forwardable, tensor_val
 
 aten = torch.ops.aten
 
@@ -45,57 +45,6 @@ NOOPS: dict[object, tuple[Callable[[torch.fx.Node], object], Callable[[torch.fx.
     aten.trunc.default: (lambda n: n.args[0], _is_integer),  # trunc(int) = int
     aten.cat.default: (lambda n: n.args[0][0], lambda n: len(n.args[0]) == 1),  # cat([x]) = x
 }
-
-
-def _is_view(node: torch.fx.Node) -> bool:
-    return node.op == "call_function" and getattr(node.target, "is_view", False)
-
-
-# ops that read a tensor's place in its storage (its storage offset), which a copy does not keep:
-# functionalisation scatters a write through a view of an offset input into a clone of it
-_READS_STORAGE = {aten.as_strided.default, aten.as_strided_scatter.default,
-                  aten.as_strided_copy.default}
-
-
-def _mutates(node: torch.fx.Node) -> bool:
-    schema = getattr(node.target, "_schema", None)
-    return schema is not None and schema.is_mutable
-
-
-def _alias_users(node: torch.fx.Node) -> list[torch.fx.Node]:
-    """The users of ``node`` and of every view of it (views of views too): whatever reads the
-    same memory. A view's user sees ``node``'s storage, so it counts as a user of ``node``."""
-    users, todo = [], list(node.users)
-    while todo:
-        user = todo.pop()
-        users.append(user)
-        if _is_view(user):
-            todo.extend(user.users)
-    return users
-
-
-def forwardable(old: torch.fx.Node, new: object) -> bool:
-    """May every use of ``old`` read ``new`` instead?
-
-    Uses are followed through views: ``x.clone().reshape(-1)`` returned to the caller is an
-    output of the clone as much as ``x.clone()`` is, and forwarding the clone would hand the
-    caller a view of ``x`` (which sees every later write into ``x``, including the copy back of
-    an in-place update on the input).
-    """
-    a, b = tensor_val(old), tensor_val(new)
-    if a is None or b is None or (a.shape, a.dtype, a.device) != (b.shape, b.dtype, b.device):
-        return False
-    if a.stride() != b.stride():  # a caller (or a stride-reading op) would see other strides
-        return False
-    old_users, new_users = _alias_users(old), _alias_users(new)
-    if any(_mutates(u) for u in old_users) or any(_mutates(u) for u in new_users):
-        return False  # a write into one would now land in the other
-    if any(u.target in _READS_STORAGE for u in old_users):
-        return False  # it would see the other tensor's storage offset
-    if any(u.op == "output" for u in old_users):  # the caller gets a fresh tensor today:
-        fresh = new.op == "call_function" and not _is_view(new)  # not an input, nor a view
-        return fresh and not any(u.op == "output" for u in new_users)  # nor another output
-    return True
 
 
 def remove_noop_ops(gm: torch.fx.GraphModule) -> list[tuple[str, str]]:

@@ -9,8 +9,11 @@ a Python value) or literals (``0``, ``1``, ``2``: match a scalar argument equal 
 
 A replacement is ``lambda g, **bindings: node``; ``g(aten.mul.Tensor, x, y)`` emits a new node.
 :func:`rewrite` applies a table of ``(pattern, replacement)`` rows until nothing matches, and
-accepts a rewrite only when the new value has the old one's shape and dtype (so ``x * 1 -> x``
-can never silently turn an int tensor times ``1.0`` into an int, or drop a broadcast).
+accepts a rewrite only when :func:`forwardable` says every use of the old value may read the new
+one: the same shape, dtype and strides (so ``x * 1 -> x`` can never silently turn an int tensor
+times ``1.0`` into an int, or drop a broadcast), and no aliasing a caller could observe (so
+``x[:, 0] * 1`` returned to the caller stays a fresh tensor, not a view of the caller's ``x``).
+No-op removal (``noop.py``) forwards values under the same rule.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ import torch
 import torch.fx
 
 from .dce import eliminate_dead_code
+
+aten = torch.ops.aten
 
 
 @dataclass(frozen=True)
@@ -155,10 +160,58 @@ def same_meta(old: torch.fx.Node, new: Any) -> bool:
     return a.shape == b.shape and a.dtype == b.dtype and a.device == b.device
 
 
-def _aliases_an_input(old: torch.fx.Node, new: torch.fx.Node) -> bool:
-    """Returning a graph input (or constant) where a fresh tensor was returned would let a caller
-    who writes into the output write into the input: keep such outputs computed."""
-    return new.op in ("placeholder", "get_attr") and any(u.op == "output" for u in old.users)
+def _is_view(node: torch.fx.Node) -> bool:
+    return node.op == "call_function" and getattr(node.target, "is_view", False)
+
+
+# ops that read a tensor's place in its storage (its storage offset), which a copy does not keep:
+# functionalisation scatters a write through a view of an offset input into a clone of it
+_READS_STORAGE = {aten.as_strided.default, aten.as_strided_scatter.default,
+                  aten.as_strided_copy.default}
+
+
+def _mutates(node: torch.fx.Node) -> bool:
+    schema = getattr(node.target, "_schema", None)
+    return schema is not None and schema.is_mutable
+
+
+def _alias_users(node: torch.fx.Node) -> list[torch.fx.Node]:
+    """The users of ``node`` and of every view of it (views of views too): whatever reads the
+    same memory. A view's user sees ``node``'s storage, so it counts as a user of ``node``."""
+    users, todo = [], list(node.users)
+    while todo:
+        user = todo.pop()
+        users.append(user)
+        if _is_view(user):
+            todo.extend(user.users)
+    return users
+
+
+def forwardable(old: torch.fx.Node, new: object) -> bool:
+    """May every use of ``old`` read ``new`` instead? (The rule for every pass that forwards a
+    value: :func:`rewrite`'s ``x * 1 -> x`` as much as no-op removal's ``clone(x) -> x``.)
+
+    An output that was a fresh tensor must stay one: ``x[:, 0] * 1`` returned as ``x[:, 0]``
+    would be a view of the caller's ``x`` (a write into the result writes into ``x``), and
+    ``x[:, :1].expand(4, 6) * 1`` returned as the expand would have stride 0. Uses are followed through views: ``x.clone().reshape(-1)`` returned to the caller is an
+    output of the clone as much as ``x.clone()`` is, and forwarding the clone would hand the
+    caller a view of ``x`` (which sees every later write into ``x``, including the copy back of
+    an in-place update on the input).
+    """
+    a, b = tensor_val(old), tensor_val(new)
+    if a is None or b is None or (a.shape, a.dtype, a.device) != (b.shape, b.dtype, b.device):
+        return False
+    if a.stride() != b.stride():  # a caller (or a stride-reading op) would see other strides
+        return False
+    old_users, new_users = _alias_users(old), _alias_users(new)
+    if any(_mutates(u) for u in old_users) or any(_mutates(u) for u in new_users):
+        return False  # a write into one would now land in the other
+    if any(u.target in _READS_STORAGE for u in old_users):
+        return False  # it would see the other tensor's storage offset
+    if any(u.op == "output" for u in old_users):  # the caller gets a fresh tensor today:
+        fresh = new.op == "call_function" and not _is_view(new)  # not an input, nor a view
+        return fresh and not any(u.op == "output" for u in new_users)  # nor another output
+    return True
 
 
 def rewrite(gm: torch.fx.GraphModule, rules: list[tuple[Op, Replacement]],
@@ -176,7 +229,7 @@ def rewrite(gm: torch.fx.GraphModule, rules: list[tuple[Op, Replacement]],
                     continue
                 g = Emitter(gm.graph, node)
                 new = replace(g, **bindings)
-                if new is None or not same_meta(node, new) or _aliases_an_input(node, new):
+                if new is None or not forwardable(node, new):
                     g.undo()
                     continue
                 node.replace_all_uses_with(new)

@@ -65,12 +65,25 @@ def reduction_parts(x: IRNode, dims, keepdim: bool, src_dtype: torch.dtype | Non
     return inner_fn, ranges, [size[d] for d in dims], dims, kept
 
 
+# Reductions with no identity: over zero elements there is no answer, and eager raises
+# ("max(): Expected reduction dim 1 to have non-zero size"). A kernel would return its start
+# value (-inf for max), or read an element that is not there. So where the reduced count is not
+# provably positive (0, or a size like ``s0 - 2`` that may be 0 at run time; size symbols alone
+# are >= 2), the node falls back to ATen's kernel, which computes it or raises eager's error.
+# (A softmax or logsumexp over an empty dim lowers through a max, and falls back too: ATen's
+# kernels return eager's empty or -inf results.)
+NO_IDENTITY = {"max", "min", "argmax", "argmin"}
+
+
 def make_reduction(x: IRNode, dims, keepdim: bool, reduction_type: str, dtype: torch.dtype,
                    src_dtype: torch.dtype | None = None, body: Callable | None = None,
                    output_index: int | None = None) -> Reduction:
     """Reduce ``x`` (optionally transformed by ``body(value)``) over ``dims``."""
     src_dtype = src_dtype or x.get_dtype()
     inner_fn, ranges, rsizes, dims, kept = reduction_parts(x, dims, keepdim, src_dtype, body)
+    if reduction_type in NO_IDENTITY and sympy.Mul(*rsizes).is_positive is not True:
+        raise Unsupported(f"{reduction_type} over {sympy.Mul(*rsizes)} elements, which may be "
+                          "none: ATen raises eager's error where it is")
     splits, outer = 1, False
     if output_index is None and reduction_type in SPLITTABLE:
         # (a device that never splits a reduction with several outputs, a CPU, needs no answer)
@@ -319,6 +332,8 @@ def mean(x, dims=None, keepdim=False, *, dtype=None):
 
 def _arg(reduction_type: str):
     def lower(x, dim=None, keepdim=False):
+        if x.get_dtype() == torch.bool:  # eager has no bool kernel (the meta one accepts it)
+            raise Unsupported(f"{reduction_type} of a bool tensor: ATen raises eager's error")
         if dim is None:  # argmax of the flattened tensor
             x = View(x, [x.get_numel()], reshape_reindex(x.get_size(), [x.get_numel()]))
             dim = 0
