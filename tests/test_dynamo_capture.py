@@ -897,3 +897,20 @@ def test_python_attributes_of_input_tensors_are_inputs():
     del xs[0].k
     with pytest.raises(AttributeError):
         cfn(xs)
+
+
+@pytest.mark.parametrize("ask", ["torch.compiler.is_compiling", "torch._dynamo.is_compiling"])
+def test_code_asking_whether_it_is_compiled_is_told_yes(ask):
+    """Library code takes its compiled path when told it is being compiled (transformers asks
+    ``torch.compiler.is_compiling()``, older code ``torch._dynamo.is_compiling()``, whose Python
+    body returns False: traced as written, it said no)."""
+    import torch._dynamo  # noqa: F401  (the user's code imports it)
+
+    is_compiling = operator.attrgetter(ask.removeprefix("torch."))(torch)
+
+    def f(x):
+        return x + 1 if is_compiling() else x - 1
+
+    x = torch.zeros(2)
+    assert f(x).tolist() == [-1.0, -1.0]
+    assert mc.compile(f)(x).tolist() == [1.0, 1.0]

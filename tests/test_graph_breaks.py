@@ -770,3 +770,22 @@ def test_a_break_in_a_frame_whose_variables_are_closed_over_resumes(capsys):
 
     torch.testing.assert_close(mc.compile(held_across)(x), held_across(x))
     assert "a closure over them" in str(mc.explain(held_across)(x).break_reasons[0])
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_an_out_tensor_the_call_resizes_runs_natively(backend):
+    """``torch.sin(x, out=o)`` with an empty ``o``: eager resizes ``o``. Traced, the fake ``o``
+    was resized in place and the graph took it for an input of the new size; the copy back
+    into the real, empty ``o`` then failed. The call runs natively, with its reason."""
+    def f(x, o):
+        torch.sin(x, out=o)
+        return o * 2
+
+    x = torch.randn(5)
+    expected, o_expected = f(x, torch.empty(0)), torch.sin(x)
+    o = torch.empty(0)
+    got = mc.compile(f, backend=backend)(x, o)
+    torch.testing.assert_close(got, expected)
+    torch.testing.assert_close(o, o_expected)
+    reasons = [b.reason for b in mc.explain(f)(x, torch.empty(0)).break_reasons]
+    assert any("resizes its out tensor" in r for r in reasons)

@@ -45,6 +45,14 @@ CONSTANT_FOLD: set[Callable] = {
 # Calls that tell code it is being compiled.
 IS_COMPILING = _existing("compiler.is_compiling", "compiler.is_dynamo_compiling",
                          "_utils.is_compiling")
+
+
+def is_dynamo_is_compiling(fn: Any) -> bool:
+    """``torch._dynamo.is_compiling`` (recognised by name: importing torch._dynamo to compare
+    takes a second). Its Python body returns False; real Dynamo answers True while tracing,
+    and library code asks it to take its compiled path."""
+    return getattr(fn, "__name__", None) == "is_compiling" and \
+        (getattr(fn, "__module__", None) or "").startswith("torch._dynamo")
 # Calls that cannot be part of a graph at all.
 UNSUPPORTED: dict[Callable, str] = {
     torch.manual_seed: "changing the RNG seed is a global side effect",
@@ -112,6 +120,8 @@ class TorchVariable(KnownCallableVariable):
         handler = CALL_HANDLERS.get(fn)
         if handler is not None:
             return handler(tx, fn, args, kwargs)
+        if is_dynamo_is_compiling(fn):
+            return _compiling(tx, fn, args, kwargs)
         refuse_tensor_numbers(fn, kwargs)
         return call_op(tx, "call_function", graph_target(fn), args, kwargs)  # a graph node
 
