@@ -472,6 +472,61 @@ def test_integer_and_bool(graphs):
     check(lambda a: (a.to(torch.int32) * 3 + 1, ~(a > 0), (a > 0).sum()), a, graphs=graphs)
 
 
+NARROW_INTS = (torch.int8, torch.uint8, torch.int16)  # C++ computes an operator on them in int
+NARROW_OPS = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "square": lambda a, b: a * a,
+    "pow": lambda a, b: a ** 2,
+    "neg": lambda a, b: -a,
+    "abs": lambda a, b: a.abs(),  # abs(-128) is -128 in int8
+    "add_scalar": lambda a, b: a + 250,  # 250 is -6 in int8
+    "floordiv": lambda a, b: a // torch.where(b == 0, 1, b),  # -128 // -1 is -128 in int8
+    "remainder": lambda a, b: a % torch.where(b == 0, 7, b),
+    "maximum": lambda a, b: torch.maximum(a * 3, b),
+    "bitwise": lambda a, b: (a & b | 3) * 5,
+    "where": lambda a, b: torch.where(a > b, a - b, a + b),
+    "pad": lambda a, b: F.pad(a, (3, 3), value=5) * 3,  # (the padding's value is masked in)
+}
+
+
+def narrow_ints(dtype: torch.dtype, seed: int) -> torch.Tensor:
+    """1000 values of ``dtype``: first every pair of its edge values (its least, its greatest,
+    -1, 0, 1 and their neighbours; the tensors of seeds 0 and 1 meet each with each), then random
+    values of its whole range. Sums and products of them overflow the dtype."""
+    info = torch.iinfo(dtype)
+    edges = torch.tensor(sorted({info.min, info.min + 1, max(info.min, -1), 0, 1, 2,
+                                 info.max // 2, info.max - 1, info.max}))
+    pairs = edges.repeat_interleave(len(edges)) if seed == 0 else edges.repeat(len(edges))
+    rest = torch.randint(info.min, info.max + 1, (1000 - len(pairs),),
+                         generator=torch.Generator().manual_seed(seed))
+    return torch.cat([pairs, rest]).to(dtype)
+
+
+@pytest.mark.parametrize("dtype", NARROW_INTS, ids=str)
+@pytest.mark.parametrize("op", list(NARROW_OPS))
+def test_narrow_integers_wrap_around_at_their_width(op, dtype, graphs):
+    """C++ computes ``a * b`` of two int8_t in int (integral promotion), where torch wraps
+    around at 8 bits: each value of a narrow dtype is cast back to its C++ type, before it is
+    widened, compared, reduced (eager's sum of int8 is an int64 sum of the wrapped values) or
+    stored, bit for bit as eager."""
+    a, b = narrow_ints(dtype, 0), narrow_ints(dtype, 1)
+    def fn(a, b):
+        y = NARROW_OPS[op](a, b)
+        return y.to(torch.int32), y.float(), y > 0, y.sum(), y.view(2, -1).sum(1)
+    check(fn, a, b, graphs=graphs, rtol=0, atol=0)
+
+
+def test_bools_stay_bools_through_arithmetic(graphs):
+    """A bool's ``+`` is a logical or, its ``*`` a logical and: ``true + true`` is 2 in C++, and
+    compared with ``true`` or summed as it is, it gave false and 2."""
+    p, q = torch.tensor([True, True, False, False] * 9), torch.tensor([True, False, True, False] * 9)
+    check(lambda p, q: ((p + q) == True, (p + q).sum(), (p * q + p).to(torch.int32),  # noqa: E712
+                        (p + q).view(4, 9).sum(0)),
+          p, q, graphs=graphs, rtol=0, atol=0)
+
+
 def test_float64(graphs):
     x = torch.randn(129, 65, dtype=torch.float64)
     check(lambda x: (torch.softmax(x, 1), x.exp().sum(), torch.var_mean(x, 0)), x,

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 import minicompile as mc
-from minicompile.inductor.codegen import cpp_build
+from minicompile.inductor.codegen import cpp_build, cpp_ops
 from conftest import record_defined_kernels
 from test_cpp_codegen import check, graphs, pytestmark  # noqa: F401  (the C++ backend, eager's values)
 
@@ -180,6 +180,23 @@ def test_a_member_reordered_down_columns_still_joins_a_column_reduction(monkeypa
     check(fn, torch.randn(300, 67), torch.randn(300, 67), graphs=graphs, rtol=1e-4, atol=1e-4)
     (kernel,) = kernels
     assert "xblock += 64" in kernel and "out_ptr0[67*rindex + xindex] = " in kernel, kernel
+
+
+# --- narrow integers cast back to their type (cpp_math.narrowed) ---------------------------------
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.uint8, torch.int16], ids=str)
+def test_narrow_integer_products_cast_back_still_vectorise(dtype, monkeypatch, tmp_path, graphs):
+    """An int8 product is cast back to int8_t before it is widened or summed (C++ computes it in
+    int): the cast is a pack or nothing in a vector loop, and the loops stay vectorised."""
+    kernels = record_defined_kernels(monkeypatch)
+    fn = lambda a, b: ((a * b + 3).to(torch.int32), (a * b).sum(1))  # noqa: E731
+    a, b = (torch.randint(-128, 128, (64, 300)).to(dtype) for _ in range(2))
+    check(fn, a, b, graphs=graphs, rtol=0, atol=0)
+    for kernel in kernels:
+        assert f"static_cast<{cpp_ops.storage_type(dtype)}>(tmp" in kernel, kernel
+        loops = simd_loops(kernel, tmp_path)
+        assert loops and all(loops.values()), (loops, kernel)
+
 
 # --- scans along rows: rows side by side (cpp_loops.is_row_scan) ---------------------------------
 

@@ -14,6 +14,7 @@ from minicompile import config
 from minicompile.inductor.codegen import BACKENDS
 from minicompile.inductor.codegen.common import same_code_key
 from minicompile.inductor.codegen.wrapper import WrapperCodeGen
+from test_cpp_codegen import NARROW_INTS, NARROW_OPS, narrow_ints
 
 pytest.importorskip("triton")
 
@@ -92,6 +93,18 @@ def test_integer_and_bool():
     check(lambda a: (a * 3 - 7) // 4 + a % 5, x)
     check(lambda a: (a > 0) & (a < 20) | (a == -3), x)
     check(lambda a: a.to(torch.float32) / 3 + a.bool().float(), x)
+
+
+@pytest.mark.parametrize("dtype", NARROW_INTS, ids=str)
+@pytest.mark.parametrize("op", ["add_scalar", "mul", "neg", "where", "pad"])
+def test_narrow_integers_wrap_around_at_their_width(op, dtype):
+    """Triton computes an int8 op in int8, as eager; a scalar out of the dtype's range is
+    wrapped as eager wraps it (``int8 + 250`` adds -6: ``tl.full([1], 250, tl.int8)`` is an
+    error). The C++ backend's test has every op (test_cpp_codegen.py)."""
+    def fn(a, b):
+        y = NARROW_OPS[op](a, b)
+        return y.to(torch.int32), y > 0, y.sum()
+    check(fn, narrow_ints(dtype, 0), narrow_ints(dtype, 1), atol=0, rtol=0)
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])

@@ -94,6 +94,17 @@ def device() -> torch.device:
 # --- loaders ---------------------------------------------------------------------------------
 
 
+def wrapped_scalar(value: Any, dtype: torch.dtype | None) -> Any:
+    """An integer scalar of an integer tensor's op as eager has it: wrapped around at the
+    dtype's width (``int8 + 250`` adds -6; the backends' literals are then in range: Triton's
+    ``tl.full([1], 250, tl.int8)`` fails to build, and a value range of 250 would be wrong)."""
+    if not isinstance(value, int) or isinstance(value, bool) or dtype is None or \
+            dtype.is_floating_point or dtype.is_complex or dtype == torch.bool:
+        return value
+    info = torch.iinfo(dtype)
+    return (value - info.min) % 2 ** info.bits + info.min
+
+
 def loader(x: Any, dtype: torch.dtype | None, size: Sequence[Expr]) -> Callable:
     """``index -> value`` reading ``x`` broadcast to ``size`` and cast to ``dtype``; scalars
     become constants."""
@@ -101,6 +112,7 @@ def loader(x: Any, dtype: torch.dtype | None, size: Sequence[Expr]) -> Callable:
         value = x.item() if isinstance(x, torch.Tensor) else x
         if isinstance(value, sympy.Expr):  # a SymInt used as a number
             return lambda index: ops.index_expr(value, dtype or torch.int64)
+        value = wrapped_scalar(value, dtype)
         return lambda index: ops.constant(value, dtype)
     load, broadcast = x.make_loader(), broadcast_reader(x.get_size(), size)
     cast = dtype is not None and dtype != x.get_dtype()

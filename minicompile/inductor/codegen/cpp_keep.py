@@ -59,14 +59,12 @@ from typing import Any
 import sympy
 
 from ..kernel_group import RINDEX, KernelGroup, KernelMember
-from .cpp_math import STD_BINARY, STD_UNARY, VECTOR_MATH_CALLED_BY
+from .cpp_math import BOOL_OPS, STD_BINARY, STD_UNARY, VECTOR_MATH_CALLED_BY
 from .cpp_ops import LoopCode, storage_type
 
 # calls of the math library (exp, log, erf...: tens of instructions per element; sqrt: one slow
 # instruction): dearer to recompute in a later loop than to store and load back
 LIBRARY_CALLS = {*STD_UNARY, *STD_BINARY, "pow", *VECTOR_MATH_CALLED_BY} - {"signbit"}
-BOOL_OPS = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not",
-            "logical_xor", "isnan", "isinf", "signbit"}
 TEMPORARY = re.compile(r"\btmp\d+\b")
 DEFINITION = re.compile(r"\s*auto (tmp\d+) = ")
 TYPED_LITERAL = re.compile(r"-?(?:static_cast|std::numeric_limits)<(\w+)>")
@@ -142,13 +140,15 @@ class KeptValues:
     def type_of(self, operand: str) -> str | None:
         if operand in self.types:
             return self.types[operand]
+        if operand in ("true", "false"):
+            return "bool"
         literal = TYPED_LITERAL.match(operand)  # static_cast<float>(0.5)
         return literal[1] if literal else None
 
     def result_type(self, op: str, operands: tuple[str, ...]) -> str | None:
         """The C++ type of ``op``'s result: bool for a comparison or a test, else the type of its
         operands when they all have one (the IR is type-promoted; C++ keeps float and double as
-        they are; a narrower integer type may come out as int, but only floats are kept)."""
+        they are; a narrower integer type is cast back to itself: ``cpp_math.narrowed``)."""
         if op in BOOL_OPS:
             return "bool"
         types = {self.type_of(a) for a in operands}

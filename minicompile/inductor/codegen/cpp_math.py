@@ -54,6 +54,37 @@ C_OPS: dict[str, str] = {
 
 
 FLOAT_TYPES = {"float", "double"}
+# ops whose result is a bool, whatever their operands' type
+BOOL_OPS = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not",
+            "logical_xor", "isnan", "isinf", "signbit"}
+
+# C++ computes an operator on a type narrower than int in int (integral promotion): ``a * b`` of
+# two int8_t 7 and 40 is 280, ``true + true`` is 2. torch computes in the operands' own dtype and
+# wraps around at its width (24; a bool's ``+`` is a logical or). So an op whose result has one
+# of these types is cast back to it (``narrowed``), and every value has its dtype's value when it
+# is widened, compared, reduced (eager sums int8 in int64, the wrapped values) or stored. Casts
+# inside a ``#pragma omp simd`` loop vectorise: a truncation is a pack, or nothing at all.
+# C++ type -> its [low, high]
+NARROW_TYPES: dict[str, tuple[int, int]] = {
+    "bool": (0, 1), "uint8_t": (0, 2 ** 8 - 1),
+    "int8_t": (-2 ** 7, 2 ** 7 - 1), "int16_t": (-2 ** 15, 2 ** 15 - 1)}
+
+
+def narrowed(op: str, spelling: str, ctype: str | None) -> str:
+    """``op``'s C++ ``spelling`` (a format string over its operands), cast back to its result's
+    C++ type ``ctype`` where C++ would promote it (an mc:: helper of two int8_t returns int8_t
+    already, but ``mc::bitwise_and``'s does not: every op is cast alike). A comparison's bool
+    needs no cast."""
+    if ctype not in NARROW_TYPES or op in BOOL_OPS:
+        return spelling
+    return f"static_cast<{ctype}>({spelling})"
+
+
+def fits(bounds: tuple[int, int], ctype: str | None) -> bool:
+    """Do values in ``bounds`` fit in ``ctype`` unwrapped (an integer type no narrower than
+    int32 is taken to hold them: value ranges are of indices)?"""
+    low, high = NARROW_TYPES.get(ctype, bounds)
+    return low <= bounds[0] and bounds[1] <= high
 
 
 def vector_math_lines(source: str, libmvec_level: int) -> list[str]:

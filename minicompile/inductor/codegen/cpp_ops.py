@@ -7,7 +7,9 @@
 
 Values are C++ variables declared ``auto``: the IR is already type-promoted (every binary op
 gets operands of one dtype, casts are explicit ``to_dtype``), so C++'s own inference gives each
-temporary its torch dtype; the ops whose C++ meaning differs from torch's (floor division,
+temporary its torch dtype, but for int8, uint8, int16 and bool: C++ computes their arithmetic in
+int, so an op's result of one is cast back to it (``cpp_math.narrowed``: ``int8 * 40`` wraps
+around as torch's does). The ops whose C++ meaning differs from torch's (floor division,
 remainder, max/min with NaN, integer pow) call helpers of ``cpp_prefix.h``. bfloat16 and float16
 are stored as their bits and computed in float: a load converts up, a store rounds down. The
 handler notes each temporary's C++ type where it knows it, for ``cpp_keep.py``.
@@ -37,7 +39,7 @@ from .common import CSE, IndentedBuffer, nearer_along
 from .cpp_blocks import BLOCK_DTYPES, STORE_BLOCK_DTYPES, VectorBlock
 from .cpp_hoist import LoopInvariants
 from .cpp_masks import MaskBounds, local_names_numbered, masked_fill
-from .cpp_math import C_OPS, FLOAT_TYPES  # (C_OPS read here, where the grading swaps it)
+from .cpp_math import C_OPS, FLOAT_TYPES, fits, narrowed  # (C_OPS read here: the grading swaps it)
 from .cpp_scatter import distinct_along_loop, rows_keep_apart, whole_rows_apart
 from .cpp_printer import cexpr  # (cpp.py and the grading take it from here)
 
@@ -449,7 +451,8 @@ class CppOpsHandler:
                 outer.splice(inner)
                 outer.writeline(f"return {result};")
             outer.writeline("};")
-        return self._emit(f"{mask} ? {lam}() : {masked_fill(lam, other)}")
+        return self._emit(f"{mask} ? {lam}() : {masked_fill(lam, other)}",
+                          self.values.type_of(result))
 
     def indirect_indexing(self, value: str, size: sympy.Expr, check: Check = Check()) -> sympy.Symbol:
         """A loaded integer used inside an index, checked against ``size`` as eager checks it
@@ -586,10 +589,12 @@ def _make_op(name: str) -> Callable:
         if name in DIVISIONS and ctype not in FLOAT_TYPES and not constant:
             args = (args[0], f"mc::divisor({args[1]}, error, {site_of(self.checks, DIVISION)})")
         bounds = op_range(name, ranges)
-        var = self._emit(C_OPS[name].format(*args),  # looked up now: a row can be swapped
-                         ctype, name)
-        self.invariants.note(var, C_OPS[name], args)
-        if bounds is not None and ctype not in FLOAT_TYPES:  # (a NaN has no range)
+        # looked up now: a row can be swapped; cast back to an int8_t's, a bool's own type
+        spelling = narrowed(name, C_OPS[name], ctype)
+        var = self._emit(spelling.format(*args), ctype, name)
+        self.invariants.note(var, spelling, args)
+        # (a NaN has no range; a narrow integer out of its own wraps around)
+        if bounds is not None and ctype not in FLOAT_TYPES and fits(bounds, ctype):
             self.ranges[var] = bounds
         return var
 
