@@ -302,11 +302,11 @@ class OutputGraph:
                     return getattr(args[0], target)(*args[1:], **kwargs)
                 return target(*args, **kwargs)
         except (DataDependentOutputException, DynamicOutputShapeException) as e:
-            unimplemented(f"{target_name(target)} depends on tensor data ({type(e).__name__})")
+            unimplemented(f"{_target_name(target)} depends on tensor data ({type(e).__name__})")
         except Exception as e:  # the user's program is wrong here: eager will raise it for real
             if has_symbolic_scalars(args, kwargs):  # or a meta function wants a concrete int
                 return self.run_fake(kind, target, *specialize_scalars(args, kwargs))
-            unimplemented(f"{target_name(target)} failed while tracing: {type(e).__name__}: {e}")
+            unimplemented(f"{_target_name(target)} failed while tracing: {type(e).__name__}: {e}")
 
     # -- finishing the frame --------------------------------------------------------------------
     def compile_and_codegen(self, return_value) -> FrameResult:
@@ -385,14 +385,14 @@ def _converting_inputs(compiled: Callable, converts: list[Callable | None]) -> C
     return call
 
 
-def target_name(target: Any) -> str:
+def _target_name(target: Any) -> str:
     return target if isinstance(target, str) else getattr(target, "__name__", repr(target))
 
 
 def _graph_table(gm: torch.fx.GraphModule) -> str:
     rows = [("opcode", "name", "target", "args")]
     for n in gm.graph.nodes:
-        rows.append((n.op, n.name, target_name(n.target), str(n.args)[:60]))
+        rows.append((n.op, n.name, _target_name(n.target), str(n.args)[:60]))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows)
 

@@ -233,7 +233,6 @@ def call_op(tx, kind: str, target: Any, args: list[VariableTracker],
     """Add one node to the graph: compute its example value on fake tensors, then wrap it.
 
     The single place where traced ops enter the graph (real Dynamo: ``wrap_fx_proxy``)."""
-    from ..output_graph import target_name
     from .builder import wrap_fx_proxy
 
     output = tx.output
@@ -242,7 +241,7 @@ def call_op(tx, kind: str, target: Any, args: list[VariableTracker],
     example = output.run_fake(kind, target, [a.as_fake() for a in args],
                               {k: v.as_fake() for k, v in kwargs.items()})
     if before is not None and out.size != before:  # (the fake is resized: this trace is over)
-        unimplemented(f"{target_name(target)}(..., out=) resizes its out tensor "
+        unimplemented(f"{getattr(target, '__name__', target)}(..., out=) resizes its out tensor "
                       f"({list(before)} -> {list(out.size)}): the call runs natively")
     proxy = output.create_proxy(kind, target, tuple(a.as_proxy() for a in args),
                                 {k: v.as_proxy() for k, v in kwargs.items()})

@@ -5,14 +5,13 @@
     ops.load("buf0", i + 3)  ->  auto tmp2 = in_ptr0[xindex + 3];
     ops.maximum(a, b)        ->  auto tmp3 = mc::maximum(tmp1, tmp2);   // NaN-propagating
 
-Values are C++ variables declared ``auto``: the IR is already type-promoted (every binary op
-gets operands of one dtype, casts are explicit ``to_dtype``), so C++'s own inference gives each
-temporary its torch dtype, but for int8, uint8, int16 and bool: C++ computes their arithmetic in
-int, so an op's result of one is cast back to it (``cpp_math.narrowed``: ``int8 * 40`` wraps
-around as torch's does). The ops whose C++ meaning differs from torch's (floor division,
-remainder, max/min with NaN, integer pow) call helpers of ``cpp_prefix.h``. bfloat16 and float16
-are stored as their bits and computed in float: a load converts up, a store rounds down. The
-handler notes each temporary's C++ type where it knows it, for ``cpp_keep.py``.
+Values are C++ variables declared ``auto``: the IR is already type-promoted (every binary op gets
+operands of one dtype, casts are explicit ``to_dtype``), so C++'s own inference gives each
+temporary its torch dtype; an int8, uint8, int16 or bool result, which C++ computes in int, is
+cast back (``cpp_math.narrowed``: ``int8 * 40`` wraps). The ops whose C++ meaning differs from
+torch's (floor division, remainder, max/min with NaN, integer pow) call helpers of
+``cpp_prefix.h``. bfloat16 and float16 are stored as bits and computed in float: a load converts
+up, a store rounds down. The handler notes each temporary's C++ type, for ``cpp_keep.py``.
 
 Reductions are written in three places: the accumulator's declaration before the loop over the
 row (``prefix``), its update in the loop (``body``) and the read-out after it (``suffix``);
@@ -451,8 +450,8 @@ class CppOpsHandler:
                 outer.splice(inner)
                 outer.writeline(f"return {result};")
             outer.writeline("};")
-        return self._emit(f"{mask} ? {lam}() : {masked_fill(lam, other)}",
-                          self.values.type_of(result))
+        value = f"{mask} ? {lam}() : {masked_fill(lam, other)}"
+        return self._emit(value, self.values.type_of(result))
 
     def indirect_indexing(self, value: str, size: sympy.Expr, check: Check = Check()) -> sympy.Symbol:
         """A loaded integer used inside an index, checked against ``size`` as eager checks it
@@ -491,11 +490,9 @@ class CppOpsHandler:
         kind = REDUCTIONS[reduction_type]
         # argmax compares values of the source dtype; the others accumulate in ``dtype``
         t = compute_type(src_dtype if reduction_type in ("argmax", "argmin") else dtype)
-        # the sum of a whole tensor (one row) accumulates in double: a thread's lanes add up
-        # its share one value after another (all of it when the loop does not vectorise),
-        # where eager's cascade sum stays within a few ulp. Rows of a tensor keep float
-        # lanes: their sums are shorter, and double lanes would halve the vector width (a
-        # 2048x2048 row sum in cache: 0.13 ms -> 0.22 ms)
+        # a whole tensor's sum (one row) accumulates in double: a thread's lanes add its share
+        # one value after another, where eager's cascade sum stays within a few ulp; rows keep
+        # float lanes (shorter sums; double would halve the vector width: 0.13 -> 0.22 ms)
         wide = reduction_type == "sum" and t == "float" and \
             sympy.sympify(self.var_ranges.get(XINDEX, 0)) == 1
         # (argmax's position in the row: ``r0 + 512*r1`` where the row is split into runs)
@@ -589,13 +586,11 @@ def _make_op(name: str) -> Callable:
         if name in DIVISIONS and ctype not in FLOAT_TYPES and not constant:
             args = (args[0], f"mc::divisor({args[1]}, error, {site_of(self.checks, DIVISION)})")
         bounds = op_range(name, ranges)
-        # looked up now: a row can be swapped; cast back to an int8_t's, a bool's own type
-        spelling = narrowed(name, C_OPS[name], ctype)
+        spelling = narrowed(name, C_OPS[name], ctype)  # looked up now: a row can be swapped
         var = self._emit(spelling.format(*args), ctype, name)
         self.invariants.note(var, spelling, args)
-        # (a NaN has no range; a narrow integer out of its own wraps around)
         if bounds is not None and ctype not in FLOAT_TYPES and fits(bounds, ctype):
-            self.ranges[var] = bounds
+            self.ranges[var] = bounds  # (no range: a NaN; a narrow int wrapping around)
         return var
 
     op.__name__ = name
