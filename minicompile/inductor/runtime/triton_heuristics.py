@@ -229,12 +229,8 @@ def scratch_copy(t: torch.Tensor) -> torch.Tensor:
     return copy.set_(t.untyped_storage().clone(), t.storage_offset(), t.size(), t.stride())
 
 
-def raw_stream() -> int:
-    """The current CUDA stream of the current device, as the launcher takes it (a C call, as
-    Inductor's ``get_raw_stream``; Triton's driver goes through two Python layers for it)."""
-    return _current_raw_stream(_current_device())
-
-
+# The current CUDA stream of the current device, as the launcher takes it: two C calls, as
+# Inductor's ``get_raw_stream`` (Triton's driver goes through two Python layers for it)
 _current_raw_stream, _current_device = (torch._C._cuda_getCurrentRawStream,
                                         torch._C._cuda_getDevice) if torch.cuda.is_available() \
     else (None, None)
