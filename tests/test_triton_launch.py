@@ -211,3 +211,30 @@ def test_candidate_configs_leave_programs_enough(monkeypatch):
     assert xblocks("looped", 100, 2000) == [1]
     assert xblocks("looped", 100_000, 2000) == [1, 8, 64]
     assert xblocks("looped", 4, 50_000) == [1, 1]  # long rows: one a program, two block sizes
+
+
+@pytest.mark.gpu
+def test_launch_hooks_added_after_compiling_see_every_direct_launch():
+    """A profiler adds its hook to Triton's chain after kernels were compiled and launched: the
+    direct launch must still call it, with the kernel's metadata, and stop once it is removed."""
+    from triton import knobs
+    f = mc.compile(lambda x: torch.sin(x) * 2 + 1)
+    x = torch.randn(4096, device="cuda")
+    f(x), f(x)  # compiled, then launched directly
+    seen = []
+    chain = knobs.runtime.launch_enter_hook
+    hook = (lambda metadata: seen.append(metadata.data["name"]))
+    if hasattr(chain, "add"):
+        chain.add(hook)
+    else:  # older Triton: one hook, not a chain
+        pytest.skip("this Triton's launch hook is not a chain")
+    try:
+        torch.testing.assert_close(f(x), torch.sin(x) * 2 + 1)
+        torch.cuda.synchronize()
+        assert seen and all("triton" in name for name in seen), seen
+    finally:
+        chain.remove(hook)
+    n = len(seen)
+    f(x)
+    torch.cuda.synchronize()
+    assert len(seen) == n

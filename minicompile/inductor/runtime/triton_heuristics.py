@@ -250,32 +250,30 @@ class CompiledLaunch:
         self.kernel, self.constexprs = kernel, tuple(
             v for k, v in cfg.kwargs().items() if k != "num_warps")
         # launch hooks (a profiler's): Triton installs empty chains of hooks, to which a
-        # profiler adds its own; while they are empty the metadata the hooks would get is not
+        # profiler adds its own; while there are none the metadata the hooks would get is not
         # computed, as Inductor's launcher skips it without hooks
         self.enter_hook, self.exit_hook = knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook
-        # the chains' lists of hooks, read on each launch without a call (None: other hooks)
-        self.chains = tuple(getattr(h, "calls", None) for h in (self.enter_hook, self.exit_hook))
+        # each hook's live list of calls, read on each launch without a call: a chain's own list
+        # (a profiler appends to it), a plain function alone, none for None
+        self.hook_calls = tuple(_calls(h) for h in (self.enter_hook, self.exit_hook))
 
     def __call__(self, grid_0: int, args: tuple) -> None:
         k = self.kernel
         stream = _current_raw_stream(_current_device())
-        enter_calls, exit_calls = self.chains
-        if enter_calls is not None and exit_calls is not None and not (enter_calls or exit_calls):
+        if not (self.hook_calls[0] or self.hook_calls[1]):
             k.run(grid_0, 1, 1, stream, k.function, k.packed_metadata, None, None, None,
                   *args, *self.constexprs)
             return
         bound = (*args, *self.constexprs)
-        enter, exit_ = self.enter_hook, self.exit_hook
-        if not (_active(enter) or _active(exit_)):
-            k.run(grid_0, 1, 1, stream, k.function, k.packed_metadata, None, None, None, *bound)
-            return
         metadata = k.launch_metadata((grid_0, 1, 1), stream, *bound)
-        k.run(grid_0, 1, 1, stream, k.function, k.packed_metadata, metadata, enter, exit_, *bound)
+        k.run(grid_0, 1, 1, stream, k.function, k.packed_metadata, metadata, self.enter_hook,
+              self.exit_hook, *bound)
 
 
-def _active(hook: Any) -> bool:
-    """A hook to call: not None, and not an empty chain (``knobs.HookChain`` with no calls)."""
-    return hook is not None and bool(getattr(hook, "calls", True))
+def _calls(hook: Any) -> list:
+    """The calls a launch hook makes: a ``knobs.HookChain``'s own (live) list, a plain function
+    alone, nothing for None."""
+    return [] if hook is None else getattr(hook, "calls", [hook])
 
 
 COMPILED_STAGES = ("ttir", "ttgir", "llir", "ptx")  # Triton's lowering: our source -> ... -> PTX
