@@ -540,6 +540,22 @@ def test_norm_statistics_have_eager_dtypes_on_the_cpu(params):
         assert [t.dtype for t in got] == [t.dtype for t in want], op
 
 
+@pytest.mark.parametrize("params", [torch.float32, torch.bfloat16], ids=str)
+def test_batch_norm_in_eval_mode_keeps_the_inputs_dtype(params):
+    """ATen normalises a bfloat16 input with float32 running statistics and returns bfloat16;
+    type promotion in the decomposition made it float32, and with it every residual sum after
+    it (autocast's ResNet carried float32 activations: a wrong dtype, twice the bytes)."""
+    x, residual = r(4, 6, 5, 5).bfloat16(), r(4, 6, 5, 5).bfloat16()
+    stats = [r(6).to(params), pos(6).to(params), r(6).to(params), r(6).to(params)]
+
+    def block(x, residual):
+        return torch.relu(torch.nn.functional.batch_norm(x, *stats, training=False) + residual)
+
+    want, got = block(x, residual), mc.compile(block)(x, residual)
+    assert got.dtype == want.dtype == torch.bfloat16
+    torch.testing.assert_close(got, want)
+
+
 def test_batch_norm_training_updates_running_statistics_as_eager():
     """Training mode with running statistics: the batch's statistics normalise, and the running
     ones move toward them in place (momentum, the unbiased variance), as eager's kernel does."""

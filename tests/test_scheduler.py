@@ -220,6 +220,18 @@ def test_reordering_is_undone_when_fusion_still_fails():
                 assert tiles == {(10, 6)}, describe(s)  # reordered only to join the columns
 
 
+def test_reordering_is_undone_when_a_kernel_between_forbids_the_fusion():
+    # cos(x) would fuse with the column sums once it loops column by column, but the mm between
+    # them reads it and feeds them: the fusion is refused, and cos(x) must keep walking its
+    # row-major store row by row (left reordered, a channels-last ResNet block's batch norm
+    # visited its store channel by channel on the GPU: every load and store uncoalesced)
+    s = schedule(lambda x, w: (x.cos() * (x.cos() @ w)).sum(0), torch.randn(6, 10),
+                 torch.randn(10, 10))
+    cos = next(n for n in s.nodes if not n.is_extern() and not n.is_reduction())
+    assert kernel_of(s, cos.get_name()) is not kernel_of(s, s.graph.graph_outputs[0].get_name())
+    assert not cos.is_reordered(), describe(s)
+
+
 @pytest.mark.parametrize("fn, shape", [
     (lambda x: x.softmax(0), (12, 7)), (lambda x: torch.log_softmax(x, 0), (12, 7)),
     (lambda x: x - x.mean(0), (12, 7)), (lambda x: (x - x.mean(0)) / x.std(0), (12, 7)),

@@ -106,15 +106,19 @@ def _channel_shape(x) -> list[int]:  # (C,) -> broadcastable (1, C, 1, 1)
 
 @register_decomposition(aten._native_batch_norm_legit_no_training.default)
 def batch_norm_inference(x, weight, bias, running_mean, running_var, momentum, eps):
-    """y = (x - running_mean) * rsqrt(running_var + eps) * w + b, per channel (dim 1)."""
+    """y = (x - running_mean) * rsqrt(running_var + eps) * w + b, per channel (dim 1), computed
+    in float32 and returned in x's dtype, as ATen's kernel: a bfloat16 activation normalised
+    with float32 statistics (autocast's ResNet) stays bfloat16, where type promotion alone
+    would make it, and every residual sum after it, float32."""
     shape = _channel_shape(x)
     rstd = aten.rsqrt.default(aten.add.Tensor(running_var, eps))
-    out = aten.mul.Tensor(aten.sub.Tensor(x, aten.view.default(running_mean, shape)),
+    out = aten.mul.Tensor(aten.sub.Tensor(upcast(x), aten.view.default(running_mean, shape)),
                           aten.view.default(rstd, shape))
     if weight is not None:
         out = aten.mul.Tensor(out, aten.view.default(weight, shape))
     if bias is not None:
         out = aten.add.Tensor(out, aten.view.default(bias, shape))
+    out = downcast(out, x.dtype)
     if x.device.type != "cpu":  # ATen's CUDA kernel returns the statistics it normalised with
         return out, running_mean, rstd
     empty = aten.full.default([0], 0, dtype=x.dtype, device=x.device)  # CPU's: none in eval

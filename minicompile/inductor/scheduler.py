@@ -333,12 +333,14 @@ class Scheduler:
     def fuse_after_reordering(self, a: BaseSchedulerNode, b: BaseSchedulerNode,
                               reason: str) -> tuple[bool, str]:
         """A refused pair may fuse once the pointwise side loops in the reduction's order
-        (``loop_order.py``); if it still may not, the old orders come back."""
+        (``loop_order.py``); if it still may not, or a kernel between them forbids it anyway,
+        the old orders come back (a node left in another's order for nothing walks its own
+        store across memory: a channels-last store visited channel by channel)."""
         changed = reorder_to_fuse(a, b)
         if not changed:
             return False, reason
         ok, _ = can_fuse(self, a, b)
-        if ok:
+        if ok and not self.would_create_cycle(a, b):
             return True, f"after reordering {describe_orders(changed)}"
         for node, old in changed:
             node.reorder_loops(old)
