@@ -35,6 +35,20 @@ def test_static_then_automatic_dynamic_stops_recompiling():
     assert mc.metrics.frames_compiled == 3
 
 
+def test_len_of_a_tensor_is_its_symbolic_first_size():
+    """``len(x)`` is ``x.size(0)``: once dim 0 is dynamic, new lengths reuse the graph (it was
+    read as a constant, a guard on each length: a compile per size, where Dynamo makes two)."""
+    def f(x):
+        return x * torch.arange(len(x)) / len(x)
+
+    cfn = mc.compile(f, backend="eager")
+    for n in range(3, 10):
+        run(cfn, f, torch.randn(n))
+    assert mc.metrics.frames_compiled == 2
+    with pytest.raises(TypeError, match="0-d"):
+        mc.compile(lambda x: len(x))(torch.tensor(1.0))
+
+
 def test_recompile_reason_names_the_failed_guard():
     cfn = mc.compile(pointwise, backend="eager", dynamic=False)
     cfn(torch.randn(4))

@@ -146,7 +146,9 @@ class TensorVariable(VariableTracker):
         if name == "__setitem__":  # in place: the node is kept although nothing uses its value
             call_op(tx, "call_function", operator.setitem, [self, *args], {})
             return ConstantVariable(None)
-        if name == "__len__":
+        if name == "__len__" and self.example_value.dim() > 0:  # len(x) is x.size(0): symbolic
+            return self.call_method(tx, "size", [ConstantVariable(0)], {})  # where that is
+        if name == "__len__":  # of a 0-d tensor: eager's TypeError
             return ConstantVariable(len(self.example_value))
         if name in SCALED_UPDATES and isinstance(kwargs.get("value"), TensorVariable):
             return scaled_update(tx, SCALED_UPDATES[name], self, *args, **kwargs)
