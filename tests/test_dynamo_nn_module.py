@@ -218,6 +218,27 @@ def test_forward_hooks_are_traced_after_forward():
     torch.testing.assert_close(mc.compile(model, backend="eager")(x), model(x))
 
 
+def test_forward_pre_hooks_are_traced_before_forward():
+    """A module's forward pre-hooks (pruning's mask, the old weight norm): each gets the
+    positional arguments, its result (a tuple, or one value) replacing them when not None, in
+    one graph as in Dynamo (the frame ran eagerly); adding or removing one recompiles."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))
+    model[2].register_forward_pre_hook(lambda module, args: (args[0] + 1,))
+    model[0].register_forward_pre_hook(lambda module, args: args[0] * 2)  # one value
+    seen = []
+    model[1].register_forward_pre_hook(lambda module, args: seen.append(len(args)))
+    x = torch.randn(3, 4)
+    explained = mc.explain(model)(x)
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0)
+    compiled_equal(model, x)
+    assert seen and set(seen) == {1}
+    handle = model[1].register_forward_pre_hook(lambda module, args: (args[0] - 3,))
+    torch.testing.assert_close(mc.compile(model, backend="eager")(x), model(x))
+    handle.remove()
+    torch.testing.assert_close(mc.compile(model, backend="eager")(x), model(x))
+
+
 def test_training_flag_is_guarded():
     m = MLP()
     cm = mc.compile(m, backend="eager")

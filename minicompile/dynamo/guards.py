@@ -255,12 +255,14 @@ def _id_match(g: Guard, s: GuardScope) -> str:
 
 
 def _nn_module_call(g: Guard, s: GuardScope) -> list[str]:
-    """The class, the forward hooks the call traced (by their keys; each hook object is
-    guarded where it was read) and no other hooks, and no ``forward`` set on the instance."""
+    """The class, the forward pre-hooks and forward hooks the call traced (by their keys; each
+    hook object is guarded where it was read) and no other hooks, and no ``forward`` set on
+    the instance. Without hooks, one test of the three tables."""
     v = s.value(g.source)
-    cls, hooks = g.expected
-    no_other_hooks = f"not ({v}._forward_pre_hooks or {v}._backward_hooks)"
-    hook_checks = [f"tuple({v}._forward_hooks) == {hooks!r}", no_other_hooks] if hooks else \
+    cls, (pre, post) = g.expected
+    hook_checks = [f"tuple({v}._forward_pre_hooks) == {pre!r}",
+                   f"tuple({v}._forward_hooks) == {post!r}", f"not {v}._backward_hooks"] \
+        if pre or post else \
         [f"not ({v}._forward_hooks or {v}._forward_pre_hooks or {v}._backward_hooks)"]
     return [f"type({v}) is {s.literal(cls)}", *hook_checks, f"'forward' not in {v}.__dict__"]
 

@@ -48,15 +48,17 @@ def _has_hooks(module: torch.nn.Module) -> bool:
                 or getattr(module, "_backward_hooks", None))
 
 
-def traced_hooks(module: torch.nn.Module) -> tuple | None:
-    """The keys of ``module``'s forward hooks, which a call traces after ``forward``
-    (``hook(module, args, output)``, the kind transformers installs to collect hidden states;
-    empty: none). None: hooks the tracer does not model (any other kind, or a forward hook
-    taking keyword arguments)."""
-    other = module._forward_pre_hooks or _module_globals._global_forward_hooks \
-        or _module_globals._global_forward_pre_hooks or getattr(module, "_backward_hooks", None) \
-        or getattr(module, "_forward_hooks_with_kwargs", None)
-    return None if other else tuple(module._forward_hooks)
+def traced_hooks(module: torch.nn.Module) -> tuple[tuple, tuple] | None:
+    """The keys of ``module``'s forward pre-hooks and forward hooks, which a call traces around
+    ``forward`` (``hook(module, args)`` before it, whose result replaces the arguments:
+    pruning's and the old weight norm's; ``hook(module, args, output)`` after, the kind
+    transformers installs to collect hidden states). None: hooks the tracer does not model
+    (global ones, backward hooks, hooks taking keyword arguments)."""
+    other = _module_globals._global_forward_hooks or _module_globals._global_forward_pre_hooks \
+        or getattr(module, "_backward_hooks", None) \
+        or getattr(module, "_forward_hooks_with_kwargs", None) \
+        or getattr(module, "_forward_pre_hooks_with_kwargs", None)
+    return None if other else (tuple(module._forward_pre_hooks), tuple(module._forward_hooks))
 
 
 class NNModuleVariable(VariableTracker):
@@ -175,9 +177,10 @@ class NNModuleVariable(VariableTracker):
         from .lists import TupleVariable
 
         hooks = traced_hooks(self.value)
-        if hooks is None or (hooks and self.source is None):  # (a hook is read from its source)
+        if hooks is None or (any(hooks) and self.source is None):  # (read from its source)
             unimplemented(f"calling {type(self.value).__name__} with hooks registered (traced: "
-                          "forward hooks of a module's own, taking no keyword arguments)")
+                          "forward pre-hooks and forward hooks of a module's own, taking no "
+                          "keyword arguments)")
         if "forward" in self.value.__dict__:  # m.forward = ... on the instance
             unimplemented(f"{type(self.value).__name__}.forward replaced on the instance")
         if self.source is not None:  # a hook added or forward replaced later: recompile
@@ -186,16 +189,30 @@ class NNModuleVariable(VariableTracker):
         forward = inspect.getattr_static(self.value, "forward", None)
         if not isinstance(forward, types.FunctionType):
             unimplemented(f"{type(self.value).__name__}.forward is not a Python function")
-        out = UserMethodVariable(forward, self).call_function(tx, args, kwargs)
         # Module._call_impl: each hook gets the positional arguments (keywords only where it
-        # was registered with_kwargs); its result, when not None, is the output
-        for key in hooks:
-            source = GetItemSource(AttrSource(self.source, "_forward_hooks"), key)
-            hook = VariableBuilder(tx, source).wrap(self.value._forward_hooks[key])
-            result = hook.call_function(tx, [self, TupleVariable(list(args)), out], {})
+        # was registered with_kwargs). A pre-hook's result, when not None, is the new
+        # arguments (a single value becomes a 1-tuple); a forward hook's, the output
+        pre_hooks, post_hooks = hooks
+        for key in pre_hooks:
+            result = self._hook(tx, "_forward_pre_hooks", key, [self, TupleVariable(list(args))])
+            if not (result.is_python_constant() and result.as_python_constant() is None):
+                args = list(result.items) if isinstance(result, TupleVariable) else [result]
+        out = UserMethodVariable(forward, self).call_function(tx, args, kwargs)
+        for key in post_hooks:
+            result = self._hook(tx, "_forward_hooks", key,
+                                [self, TupleVariable(list(args)), out])
             if not (result.is_python_constant() and result.as_python_constant() is None):
                 out = result
         return out
+
+    def _hook(self, tx, table: str, key: Any, args: list) -> VariableTracker:
+        """Call hook ``key`` of the module's ``table``, read from its source (its identity is
+        guarded there: another hook object recompiles)."""
+        from .builder import VariableBuilder
+
+        source = GetItemSource(AttrSource(self.source, table), key)
+        hook = VariableBuilder(tx, source).wrap(getattr(self.value, table)[key])
+        return hook.call_function(tx, args, {})
 
     # -- containers and introspection ------------------------------------------------------------
     def _guard_contents(self, tx) -> None:
