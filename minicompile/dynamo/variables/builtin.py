@@ -175,9 +175,7 @@ def _range(tx, *args):
 
 
 def _iter(tx, obj):
-    if isinstance(obj, ListIteratorVariable):
-        return obj
-    return ListIteratorVariable(obj.unpack_var_sequence(tx))
+    return ListIteratorVariable.of(tx, obj)
 
 
 def _next(tx, it, *default):
