@@ -521,6 +521,20 @@ def case_user_binary_operators():
     return fn, (torch.ones(3),), state
 
 
+def case_nested_function_attributes():
+    def fn(x):
+        y = x.cos()
+
+        def inner():
+            """Its docstring."""
+            return y.sin()
+
+        square = lambda v: v * v  # noqa: E731
+        return (inner.__name__, inner.__qualname__, inner.__doc__, inner.__module__,
+                square.__name__, square.__doc__, inner.__code__.co_name, inner())
+    return fn, (torch.ones(3),), []
+
+
 # -- method resolution -------------------------------------------------------------------------
 class DoublingSet(set):
     def add(self, item):
@@ -1107,5 +1121,13 @@ def test_user_binary_operators_are_traced_without_a_break():
     Python's order (before: a break at every operator on a user object): one graph; the values
     are checked against CPython above."""
     fn, args, _ = case_user_binary_operators()
+    out = mc.explain(fn)(*args)
+    assert (out.graph_count, out.graph_break_count) == (1, 0), out.break_reasons
+
+
+def test_nested_function_attributes_are_traced_without_a_break():
+    """``inner.__name__`` of a function made in the frame is read from its code (before: a
+    break, and with a closure over the frame's variables the whole frame ran eagerly)."""
+    fn, args, _ = case_nested_function_attributes()
     out = mc.explain(fn)(*args)
     assert (out.graph_count, out.graph_break_count) == (1, 0), out.break_reasons
