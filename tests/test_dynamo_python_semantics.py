@@ -476,6 +476,65 @@ def case_in_place_operators_change_the_container():
     return fn, (torch.ones(3),), state
 
 
+class Vec:
+    """Operators in Python: ``+`` with a Vec, ``other + v`` reflected, ``+=`` in place."""
+
+    def __init__(self, x):
+        self.x = x
+
+    def __add__(self, other):
+        return Vec(self.x + other.x) if isinstance(other, Vec) else NotImplemented
+
+    def __radd__(self, other):
+        return Vec(self.x * 100 + other)
+
+    def __iadd__(self, other):
+        self.x = self.x - other.x
+        return self
+
+
+class RightVec(Vec):  # a subclass overriding the reflected method: Python tries it first
+    def __radd__(self, other):
+        return Vec(other.x * 7)
+
+
+class OnlySub:  # no __isub__: ``a -= b`` is ``a = a - b``
+    def __init__(self, x):
+        self.x = x
+
+    def __sub__(self, other):
+        return OnlySub(self.x - other.x)
+
+
+def case_user_binary_operators():
+    state = []
+
+    def fn(x):
+        a, b = Vec(x), Vec(x + 1)
+        a_alias = a
+        out = [(a + b).x, (1 + a).x, (b + a).x, (a + RightVec(x)).x, (x + a).x]
+        a += b  # __iadd__ changes the object both names see
+        s, t = OnlySub(x), OnlySub(x * 3)
+        s_alias = s
+        s -= t  # __sub__: a new object, s_alias keeps the old one
+        return out, a_alias.x, s.x, s_alias.x
+    return fn, (torch.ones(3),), state
+
+
+def case_nested_function_attributes():
+    def fn(x):
+        y = x.cos()
+
+        def inner():
+            """Its docstring."""
+            return y.sin()
+
+        square = lambda v: v * v  # noqa: E731
+        return (inner.__name__, inner.__qualname__, inner.__doc__, inner.__module__,
+                square.__name__, square.__doc__, inner.__code__.co_name, inner())
+    return fn, (torch.ones(3),), []
+
+
 # -- method resolution -------------------------------------------------------------------------
 class DoublingSet(set):
     def add(self, item):
@@ -1053,5 +1112,22 @@ def test_in_place_operators_are_traced_without_a_break():
     kept the old value); ``d | e`` makes a dict of ``d``'s class. One graph; the values are
     checked against CPython above."""
     fn, args, _ = case_in_place_operators_change_the_container()
+    out = mc.explain(fn)(*args)
+    assert (out.graph_count, out.graph_break_count) == (1, 0), out.break_reasons
+
+
+def test_user_binary_operators_are_traced_without_a_break():
+    """``a + b`` on user objects calls their Python ``__add__`` / ``__radd__`` / ``__iadd__`` in
+    Python's order (before: a break at every operator on a user object): one graph; the values
+    are checked against CPython above."""
+    fn, args, _ = case_user_binary_operators()
+    out = mc.explain(fn)(*args)
+    assert (out.graph_count, out.graph_break_count) == (1, 0), out.break_reasons
+
+
+def test_nested_function_attributes_are_traced_without_a_break():
+    """``inner.__name__`` of a function made in the frame is read from its code (before: a
+    break, and with a closure over the frame's variables the whole frame ran eagerly)."""
+    fn, args, _ = case_nested_function_attributes()
     out = mc.explain(fn)(*args)
     assert (out.graph_count, out.graph_break_count) == (1, 0), out.break_reasons

@@ -460,6 +460,30 @@ def test_global_state_is_guarded(switch):
         torch.use_deterministic_algorithms(False)
 
 
+@pytest.mark.parametrize("enter", [
+    lambda: torch.device("meta"),
+    lambda: torch.set_default_device("meta"),  # (returns None: nothing to enter)
+], ids=["with-device", "set-default-device"])
+def test_default_device_is_guarded(enter):
+    """A factory call makes its tensor on the default device: an entry compiled on the CPU is
+    not reused under ``with torch.device("meta")`` or after ``set_default_device`` (the ATen
+    graph aot_eager runs names its device: ``aten.ones(..., device=cpu)``)."""
+    def f():
+        return torch.ones(2) * 2
+    cfn = mc.compile(f, backend="aot_eager")
+    assert cfn().device.type == "cpu"
+    ctx = enter()
+    try:
+        if ctx is not None:
+            ctx.__enter__()
+        assert cfn().device == f().device == torch.device("meta")
+    finally:
+        if ctx is not None:
+            ctx.__exit__(None, None, None)
+        torch.set_default_device(None)
+    assert cfn().device.type == "cpu"
+
+
 class Plain:
     def go(self, x):
         return x + 1

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
+from torch.utils._device import DeviceContext
 
 from .. import _logging, config
 from ..metrics import metrics
@@ -253,6 +254,8 @@ def run_frame(fn: types.FunctionType, args: tuple, kwargs: dict, backend: Callab
               unspecialized: tuple[str, ...] = ()) -> Any:
     """What the PEP 523 hook does for one frame: look up, or compile, then run."""
     code = fn.__code__
+    if torch._C._is_torch_function_mode_enabled() and _user_function_mode() is not None:
+        return _run_under_mode(fn, args, kwargs, cache)
     try:
         f_locals = frame_locals(fn, args, kwargs)
     except (TypeError, ValueError):  # wrong arguments or an empty cell: let Python say so
@@ -275,6 +278,27 @@ def run_frame(fn: types.FunctionType, args: tuple, kwargs: dict, backend: Callab
         if undo is not None:
             undo(entry)
         raise
+
+
+def _user_function_mode() -> torch.overrides.TorchFunctionMode | None:
+    """The innermost ``torch.overrides.TorchFunctionMode`` active, other than the default
+    device's (``with torch.device(...)``, whose effect the traced factory calls see)."""
+    return next((m for m in reversed(torch.overrides._get_current_function_mode_stack())
+                 if not isinstance(m, DeviceContext)), None)
+
+
+def _run_under_mode(fn: types.FunctionType, args: tuple, kwargs: dict,
+                    cache: FrameCache) -> Any:
+    """A call made while a TorchFunctionMode is active runs natively: the mode's
+    ``__torch_function__`` sees (and may change) every torch call, which a graph traced
+    without it does not make, and the cache's entries were traced without it. Real Dynamo
+    traces the mode's ``__torch_function__`` into the graph instead."""
+    mode = type(_user_function_mode()).__qualname__
+    reason = Unsupported(f"a TorchFunctionMode ({mode}) is active: it runs Python code on "
+                         f"every torch call, so the frame runs natively")
+    metrics.fell_back(f"{fn.__code__.co_name}: {reason.reason}")
+    cache.notify("fallback", (fn.__code__, reason))
+    return fn(*args, **kwargs)
 
 
 def _undo_compile(code: types.CodeType, cache: FrameCache) -> Callable[[CacheEntry | None], None]:

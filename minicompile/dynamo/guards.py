@@ -94,6 +94,9 @@ GLOBAL_STATE = (
     "torch.get_autocast_dtype('cuda'))",
     "torch.is_inference_mode_enabled()",
     "torch.get_num_threads()",
+    # the default device factory calls use (``with torch.device(d)``, set_default_device: a
+    # TorchFunctionMode each): False while no mode is active, the usual case, one C call
+    "torch._C._is_torch_function_mode_enabled() and torch.get_default_device()",
 )
 
 

@@ -236,8 +236,8 @@ def UNARY(tx: Tx, inst: Inst) -> None:  # dis#opcode-UNARY_NEGATIVE and friends
 @handler("IS_OP")  # dis#opcode-IS_OP: `is` (arg 0) / `is not` (arg 1)
 def IS_OP(tx: Tx, inst: Inst) -> None:
     b, a = tx.pop(), tx.pop()
-    a.pin_identity(), b.pin_identity()
-    tx.push(ConstantVariable((a.identity() is b.identity()) != bool(inst.arg)))
+    tx.push(BuiltinVariable(operator.is_not if inst.arg else operator.is_)
+            .call_function(tx, [a, b], {}))
 
 
 @handler("CONTAINS_OP")  # dis#opcode-CONTAINS_OP: `in` (arg 0) / `not in` (arg 1)

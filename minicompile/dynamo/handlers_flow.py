@@ -86,8 +86,7 @@ def JUMP_IF_TRUE_OR_POP(tx: Tx, inst: Inst) -> None:
 @handler("GET_ITER")  # dis#opcode-GET_ITER
 def GET_ITER(tx: Tx, inst: Inst) -> None:
     obj = tx.pop()
-    tx.push(obj if isinstance(obj, ListIteratorVariable)
-            else ListIteratorVariable(obj.unpack_var_sequence(tx)))
+    tx.push(ListIteratorVariable.of(tx, obj))
 
 
 @handler("FOR_ITER")  # dis#opcode-FOR_ITER: next item, or pop the iterator and leave the loop

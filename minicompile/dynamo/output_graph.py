@@ -34,7 +34,7 @@ from .side_effects import SideEffects
 from .automatic_dynamic import current_policy, handles_dynamic_shapes, specialize_per_shape
 from .source import Source, graph_input_name, module_attr_name
 from .variables.symnode import SymNodeVariable
-from .variables.tensor import TensorVariable
+from .variables.tensor import TensorVariable, check_plain_tensor
 from ..shapes.symbolic_shapes import (ShapeEnv, fake_from_sizes, has_symbolic_scalars,
                               specialize_scalars, symbolic_dispatch)
 
@@ -271,6 +271,7 @@ class OutputGraph:
 
     def register_attr_or_module(self, tx, value: torch.Tensor, source: Source | None):
         """A parameter, buffer or tensor attribute of a module: a ``get_attr`` node."""
+        check_plain_tensor(value)
         if source is not None:  # a parameter or buffer replaced on its module: recompile,
             line = tx.user_line() if tx else None  # and so does one changed in place (m.double())
             self.add_guard(Guard(source, GuardKind.ID_MATCH, value, line))

@@ -5,6 +5,7 @@ and adapted to run as a plain function on ``torch.randn(10, 10)`` arguments."""
 # ruff: noqa: E711, E731, C408, UP018
 from __future__ import annotations
 
+import builtins
 import collections
 import functools
 import itertools
@@ -1548,3 +1549,351 @@ def complex_closure(y):
 def tensor_size_indexed_by_symint(x, y):
     index = x.shape[-1]
     return x + y.shape[index]
+
+
+# -- partials as inputs and across graph breaks, operator module, range iterators, map ---------
+def udf_mul2(x, y, z):
+    return x * y * z
+
+
+def _multiply(x, y):
+    return x * y
+
+
+@case(args=lambda: (functools.partial(_multiply, y=3), functools.partial(_multiply, y=2),
+                    torch.randn(2, 2)))
+def partials_as_input_partials_lambda(f0, f1, x):
+    return f0(x) * f1(x)
+
+
+@case(args=lambda: (functools.partial(SmallNN(), y=torch.randn(2, 2)),
+                    functools.partial(SmallNN(), y=torch.randn(2, 2)), torch.randn(2, 2)))
+def partials_as_input_partials_mod(f0, f1, x):
+    return f0(x) * f1(x)
+
+
+@case(args=lambda: (functools.partial(udf_mul, y=torch.randn(2, 2)),
+                    functools.partial(udf_mul, y=torch.randn(2, 2)), torch.randn(2, 2)))
+def partials_as_input_UDF(f0, f1, x):
+    return f0(x) * f1(x)
+
+
+@case(args=lambda: (udf_mul, udf_mul, torch.randn(2, 2)))
+def partials_graph_break_reconstruct(udf_mul_0, udf_mul_1, x):
+    lambda0 = functools.partial(udf_mul_0, y=x)
+    lambda1 = functools.partial(udf_mul_1, y=x)
+    torch._dynamo.graph_break()  # (the test prints "break")
+    return torch.mul(lambda0(x), lambda1(x))
+
+
+@case(args=lambda: (udf_mul, torch.randn(2, 2)))
+def partials_graph_break_reconstruct_mix_no_source(udf_mul_0, x):
+    udf_add_1 = lambda x, y: x + y
+    lambda0 = functools.partial(udf_mul_0, y=x)
+    lambda1 = functools.partial(udf_add_1, x)
+    torch._dynamo.graph_break()
+    return torch.mul(lambda0(x), lambda1(x))
+
+
+@case(args=lambda: (udf_mul2, torch.randn(2, 2)))
+def partials_graph_break_reconstruct_args_and_kwargs(udf_mul_0, x):
+    lambda0 = functools.partial(udf_mul_0, x, 4, z=x)
+    lambda1 = functools.partial(udf_mul_0, 4, z=x)
+    return torch.mul(lambda0(), lambda1(5))
+
+
+@case(args=lambda: ())
+def manual_seed():
+    torch.manual_seed(3)
+    return torch.randint(0, 5, (5,))
+
+
+def _bar(x, **kwargs):
+    return x + x
+
+
+@case(args=lambda: (torch.rand(1), 10))
+def partial_across_graph_break_uninvoked(x, i):
+    def inner():
+        torch._dynamo.graph_break()  # (the test prints)
+        return op(x)
+
+    op = functools.partial(_bar, dim=10)
+    x = inner()
+    op = functools.partial(_bar, other=10)
+    return inner() + x
+
+
+@case(args=lambda: (torch.rand([2]),))
+def no_recompile_inner_function(inp):
+    def g(y):
+        return inp + y
+
+    torch._dynamo.graph_break()
+    return g(torch.ones([1]))  # (torch.rand in the test)
+
+
+@case(args=lambda: (torch.rand([2]),))
+def no_recompile_inner_lambda(inp):
+    g = lambda y: inp + y
+    torch._dynamo.graph_break()
+    return g(torch.ones([1]))
+
+
+@case(args=lambda: (torch.randn(1), torch.randn(1)))
+def non_inlined_closure(x, y):
+    one = lambda x, y: x + y
+
+    def inner():
+        torch._dynamo.graph_break()  # force no inlining
+        return one(x, y)
+
+    res = inner()
+    one = lambda x, y: x - y
+    res += inner()
+    return res
+
+
+@case(args=lambda: (torch.randn(2), torch.randn(2), "int16"))
+def np_constant_collections_as_input_int(a, b, info_or_dt):
+    return a + np.iinfo(info_or_dt).max
+
+
+@case(args=lambda: (torch.randn(2), torch.randn(2), np.dtype("float16")))
+def np_constant_collections_as_input_float(a, b, info_or_dt):
+    return a + np.finfo(info_or_dt).max
+
+
+@case(args=lambda: (torch.zeros(3, dtype=int), np.iinfo(np.dtype(int))))
+def np_constant_collections_guards(a, info):
+    return a + info.max
+
+
+@case(args=lambda: (torch.randn(10),))
+def compare_constant_and_tensor_ops(x):
+    ops = [operator.lt, operator.le, operator.gt, operator.ge, operator.ne, operator.eq,
+           operator.is_, operator.is_not]
+    return [op(-10, x) for op in ops]
+
+
+@case(args=lambda: (10, torch.ones(1)))
+def index(x, t):
+    v = operator.index(x)
+    return torch.mul(t, v)
+
+
+@case(args=lambda: (torch.ones(1), 1))
+def truth_tensor(x, y):
+    return operator.truth(x) and bool(y), x + 1
+
+
+@case(args=lambda: (torch.randn(3),))
+def unary_fold_op(x):
+    a = range(-10, 10)
+    return [list(map(op, a)) for op in (operator.abs, abs, operator.neg, operator.pos,
+                                        operator.truth)], x + 1
+
+
+@case(args=lambda: (torch.randn(3),))
+def unary_fold_op_seq(x):
+    a = [tuple(range(-10, i)) for i in range(10)]
+    return tuple(map(operator.length_hint, a)), x + 1
+
+
+@case(args=lambda: (torch.randn(3, 4), torch.randn(3, 4)))
+def attrgetter(x, y):
+    out = []
+    for attrs in (("shape",), ("data.shape",), ("device", "shape"),
+                  ("device", "shape", "data.shape")):
+        getter = operator.attrgetter(*attrs)
+        out.append((getter(x), getter(y)))
+    return out
+
+
+@case(args=lambda: (torch.randn(3, 4), torch.randn(3, 4)))
+def itemgetter(x, y):
+    out = []
+    for items in ((0,), (slice(1, 3),), (0, 1), (slice(1, 3), 0, 1)):
+        getter = operator.itemgetter(*items)
+        out.append((getter(x), getter(y)))
+    return out
+
+
+@case(args=lambda: (torch.randn(3, 4), torch.randn(3, 4), torch.randn(3, 4)))
+def methodcaller(x, y, z):
+    out = []
+    for name, args, kwargs in (("size", (), {}), ("size", (0,), {}), ("add", (z,), {}),
+                               ("add", (z,), {"alpha": 2.0})):
+        caller = operator.methodcaller(name, *args, **kwargs)
+        out.append((caller(x), caller(y)))
+    return out
+
+
+@case(args=lambda: (torch.tensor([1.0]),))
+def range_iterator_graph_break(x):
+    it = range(1, 7, 2).__iter__()
+    y = x + next(it)
+    torch._dynamo.graph_break()
+    return y + next(it) + next(it)
+
+
+@torch.compiler.disable
+def _two_more(y, it):
+    return y + next(it) + next(it)
+
+
+@case(args=lambda: (torch.tensor([1.0]),))
+def range_iterator_graph_break_2(x):
+    it = range(1, 10, 2).__iter__()
+    y = x + next(it)
+    z = _two_more(y, it)
+    k = next(it)
+    assert k == 7
+    return z + k
+
+
+range_iterator_type = type(iter(range(0)))
+
+
+@case
+def range_iterator(a, b):
+    it = range(5).__iter__()
+    if isinstance(it, range_iterator_type):
+        return a + b
+    return a - b
+
+
+@case
+def range_iterator_2(a, b):
+    it = iter(range(5))
+    if isinstance(it, range_iterator_type):
+        return a + b
+    return a - b
+
+
+@case(args=lambda: (torch.ones(1),))
+def range_with_slice_index(x):
+    acc = 1
+    for k in range(2)[1::2]:
+        acc *= acc * k
+    return x * acc
+
+
+@case(args=lambda: (torch.ones(1),))
+def range_with_index(x):
+    acc = 1
+    acc *= acc * range(10, 20, 2)[2]
+    return x * acc
+
+
+@case(args=lambda: ())
+def to():
+    t = torch.ones(2)
+    y = t.to("meta")
+    return y.shape, y.device
+
+
+@case(args=lambda: (np.zeros(4), np.s_[...], np.ones(4)))
+def elipsis(a, ind, val):
+    a[ind] = val
+    return a
+
+
+@case(args=lambda: (torch.randn(2),))
+def round(t):  # (the case's name shadows the builtin in this module: builtins.round)
+    return t + builtins.round(1.00002000011, 7)
+
+
+@case
+def map_max(a, b):
+    return max(map(lambda x: x.sum(), [a, b]))
+
+
+@case
+def map_max_const(a):
+    return max(map(lambda x: x, [1, 2, 3])), a + 1
+
+
+@case
+def map_list(a, b):
+    return list(map(lambda x: x + 1, [a, b]))
+
+
+@case
+def map_tuple(a, b):
+    return tuple(map(lambda x: x + 1, [a, b]))
+
+
+@case
+def map_iter(a, b):
+    it = iter(map(lambda x: x + 1, [a, b]))
+    return next(it)
+
+
+@case
+def map_zip_dict(a):
+    d = dict(zip(map(lambda x: x + 1, [0, 1, 2]),
+                 [map(lambda x: x - 1, [y]) for y in [3, 4, 5]]))
+    return list(d[3])[0], a + 1  # noqa: RUF015
+
+
+@case
+def map_dict_fromkeys(a):
+    return dict.fromkeys(map(lambda x: x + 1, [0, 1])), a + 1
+
+
+@case
+def map_set(a):
+    return set(map(lambda x: x + 1, [0, 1])), a + 1
+
+
+@case
+def map_reduce(a, b):
+    return functools.reduce(lambda x, y: x + y, map(lambda x: x + 1, [a, b]))
+
+
+@case
+def map_sorted(a):
+    return sorted(map(lambda x: x + 1, [0, 4, 3, 1, 2])), a + 1
+
+
+@case
+def map_list_extend(a, b, c):
+    l = [a]
+    l.extend(map(lambda x: x + 1, [b, c]))
+    return l
+
+
+@case
+def map_list_slice_assign(a, b, c, d, e):
+    l = [a, b, c]
+    l[1:2] = map(lambda x: x + 1, [d, e])
+    return l
+
+
+@case
+def map_deque_extendleft(a, b, c):
+    d = collections.deque([a])
+    d.extendleft(map(lambda x: x + 1, [b, c]))
+    return d
+
+
+@case
+def map_str_join(a):
+    return "".join(map(lambda x: x, ["a", "b", "c"])), a + 1
+
+
+@case(args=lambda: (torch.ones(3, 3),))
+def map_with_graph_break(a):
+    a += 1
+
+    def g(x):
+        nonlocal a
+        a += 1
+        return x + 1
+
+    m = map(g, [1, 2, 3, 4, 5])
+    a += next(m)
+    torch._dynamo.graph_break()
+    a += next(m)
+    return a

@@ -958,3 +958,404 @@ def distributions_categorical(x):
 @case
 def numpy_on_tensor(x):
     return torch.from_numpy(x.numpy() * 2)
+
+
+# -- _test_misc_part2.py (MiscTestsPart2): torch._check, config objects, dicts of tensors ---------
+@case(args=lambda: (torch.randn(3),))
+def check_raises_at_runtime_when_predicate_false_constant_and_message_None(x):
+    try:  # (the test asserts the call raises: here the function catches it)
+        torch._check(x.shape[0] > 3)
+    except RuntimeError as e:
+        return str(e).split(".")[0], x - 1
+    return x + 1
+
+
+@case(args=lambda: (torch.randn(3),))
+def check_raises_at_runtime_when_predicate_false_constant_and_message_has_no_closure(x):
+    try:
+        torch._check(x.shape[0] > 3, lambda: "Shape is not greater than 3")
+    except RuntimeError as e:
+        return str(e), x - 1
+    return x + 1
+
+
+@case(args=lambda: (torch.randn(4),))
+def check_passes_when_predicate_true(x):
+    torch._check(x.shape[0] > 3, lambda: "Shape is not greater than 3")
+    return x + 1
+
+
+@case(args=lambda: (torch.randn(10),))
+def assert_(x):  # test_assert's fn1 (the test asserts the call raises)
+    try:
+        assert x.shape != x.shape  # noqa: S101
+    except AssertionError:
+        return x - 1
+    return x + 1
+
+
+@case(args=lambda: (torch.randn(10),))
+def assert2(x):  # test_assert's fn2
+    assert x.shape == x.shape  # noqa: S101
+    return x.abs()
+
+
+class Cfg:
+    def __init__(self) -> None:
+        self.val = 0.5
+        self.count = 3
+
+
+def _cfg(val=None, count=None):
+    cfg = Cfg()
+    if val is not None:
+        cfg.val = val
+    if count is not None:
+        cfg.count = count
+    return cfg
+
+
+@case(args=lambda: (torch.zeros(1), _cfg(val=1.0)))
+def config_obj(x, cfg):
+    for i in range(cfg.count):
+        x = x + cfg.val
+    return x
+
+
+@case(args=lambda: (torch.zeros(1), _cfg(count=10)))
+def config_getattr_default(x, cfg):
+    if getattr(cfg, "just_add_7", False):
+        return x + 7
+    for i in range(cfg.count):
+        x = x + cfg.val
+    return x
+
+
+@case(args=lambda: (torch.zeros(10, 20), torch.Size([10, 20])))
+def size_input(x, s):
+    a, b = s
+    return x + (a - b)
+
+
+@case(args=lambda: (torch.zeros(10, 20), [10, 20]))
+def size_input_list(x, s):
+    a, b = s
+    return x + (a - b)
+
+
+@case(args=lambda: (torch.Tensor([100]), torch.Tensor([100])))
+def cell_output1(a, b):
+    out = None
+
+    def fn(a, b):
+        nonlocal out
+        out = a + b * 10
+
+    result = fn(a, b)
+    return result, out
+
+
+@case(args=lambda: ({"a": torch.Tensor([100]), "b": torch.Tensor([200])},))
+def tensor_dict1(inputs):
+    return inputs["a"] - inputs["b"] * 1.5
+
+
+@case(args=lambda: ({"a": torch.Tensor([100]), "b": torch.Tensor([200])},
+                    {"b": torch.Tensor([100]), "c": torch.Tensor([200])}))
+def tensor_dict3(inputs_a, inputs_b):
+    total = torch.zeros(1)
+    input_keys = inputs_a.keys() | inputs_b.keys()
+    for k in sorted(input_keys):  # (a set's order: sorted, so eager and compiled add alike)
+        if k in inputs_a:
+            total += inputs_a[k]
+        if k in inputs_b:
+            total += inputs_b[k]
+    return total
+
+
+@case(args=lambda: ({"a": torch.Tensor([100]), "b": torch.Tensor([200])},))
+def tensor_dict2(inputs):
+    total = torch.zeros(1)
+    for k, v in inputs.items():
+        total += v
+    for v in inputs.values():
+        total += v
+    for k in inputs.keys():
+        total += inputs[k]
+    return total
+
+
+@case(args=lambda: ({"a": torch.Tensor([100]), "b": torch.Tensor([200])},))
+def dictcomp(inputs):
+    return {k: v + 1 for k, v in inputs.items()}
+
+
+@case(args=lambda: ({"a": torch.Tensor([100]), "b": torch.Tensor([200])},))
+def listcomp(inputs):
+    return torch.sum(torch.cat([v + 1 for k, v in inputs.items()], 0))
+
+
+@case
+def is_floating_point_torch(a, b):  # test_is_floating_point (test_functions has its name)
+    x = a + 1.0
+    if torch.is_floating_point(b):
+        x = x + b
+    return x + 2.0
+
+
+@case
+def is_floating_point2(a, b):
+    x = a + 1.0
+    if b.is_floating_point():
+        x = x + b
+    return x + 2.0
+
+
+@case(args=lambda: ({"input": torch.rand(2, 3)},))
+def is_tensor_dict_input(x):  # test_is_tensor2's first input
+    if torch.is_tensor(x):
+        return x + 1
+    return torch.ones([2, 3])
+
+
+class NamedAB(typing.NamedTuple):
+    a: int
+    b: int
+
+
+class TensorPair(typing.NamedTuple):
+    a: torch.Tensor
+    b: torch.Tensor
+
+
+class TensorPairSubclass(TensorPair):
+    pass
+
+
+@case(args=lambda: (torch.randn(2),))
+def namedtuple___eq__(x):
+    t1 = NamedAB(a=1, b=2)
+    t2 = (1, 2)
+    return x.sin(), (t1 == t2)
+
+
+@case(args=lambda: (TensorPairSubclass(a=torch.tensor([1.0]), b=torch.tensor(2.0)),))
+def namedtuple_source_dynamic_attributes(tup):
+    c = torch.tensor(3.0)
+    tup.c = c  # a dynamic attribute
+    return tup, tup.c
+
+
+@case(args=lambda: ())
+def namedtuple_sourceless_dynamic_attributes():
+    tup = TensorPairSubclass(a=torch.tensor([1.0]), b=torch.tensor(2.0))
+    tup.c = torch.tensor(3.0)
+    return tup, tup.c
+
+
+@case(args=lambda: (torch.randn(3, 2), torch.randn(2, 4)))
+def structseq1(x, y):
+    return torch.return_types.max((x, y))
+
+
+@case(args=lambda: (torch.randn(3, 2), torch.randn(2, 4)))
+def structseq2(x, y):  # (torch.return_types.qr in the test: not in every torch)
+    return tuple(torch.return_types.sort((2 * x, y - 1)))
+
+
+@case(args=lambda: (torch.randn(3, 2),))
+def structseq_repr(x):
+    result = torch.max(x, dim=0)
+    s = repr(result)
+    return result.values, s.startswith("torch.return_types.max")
+
+
+def _add_range(a, rng):
+    x = a
+    for i in rng:
+        x = x + i
+    return x
+
+
+@case
+def range_input(a):
+    return _add_range(a, rng=range(3))
+
+
+@case
+def range_with_shape(a):
+    for i in range(1, a.shape[0]):
+        a += 1
+    return a
+
+
+@case(args=lambda: (torch.randn(3),))
+def range___iter__(x):
+    it = range(3).__iter__()
+    return x + next(it)
+
+
+@case(args=lambda: (torch.zeros(1), iter(range(1, 3))))
+def range_iter_side_effects(x, it):
+    n = next(it)
+    return x + n, next(it)
+
+
+def _fn1(a, b, c):
+    return a - b / c
+
+
+@case
+def build_tuple_unpack(a, b, c):
+    tmp1 = (a,)
+    tmp2 = (b, c)
+    args = (*tmp1, *tmp2)
+    return _fn1(*args)
+
+
+@case(args=lambda: (torch.randn(10, 10), torch.randn(10, 10), torch.randn(10, 10)))
+def build_tuple_unpack_star(a, *args):
+    return _fn1(a, *args)
+
+
+@case(args=lambda: (2,))
+def list_mul(count):
+    return count * [None] * count
+
+
+@case(args=lambda: (2,))
+def list_slice_mul(count):
+    a = [1, 2, 3]
+    return count * a[1:] * count
+
+
+@case(args=lambda: (2,))
+def tuple_mul(count):
+    return count * (2, 3) * count
+
+
+@case
+def tuple_mul_with_shape(a):
+    x = a.shape[0]
+    y = 2 * (x, 3) * 2
+    return a + y[4]
+
+
+@case
+def tuple_iadd_with_shape(a):
+    output = (a + a.shape[0], a - a.shape[0])
+    output += (a - a.shape[0], a + a.shape[0])
+    output += (2, 3)
+    return output
+
+
+@case
+def list_iadd_with_shape(a):
+    output = [a + a.shape[0], a - a.shape[0]]
+    output += [a - a.shape[0], a + a.shape[0]]
+    output += (a + a.shape[0], a - a.shape[0])
+    return output
+
+
+@case(args=lambda: ([1, 2, 3], torch.ones(2, 2)))
+def list_iadd_side_effect(a, b):
+    a += [b]
+    torch._dynamo.graph_break()
+    return a
+
+
+class Foo:
+    def __init__(self, x):
+        self.x = x
+
+    def __add__(self, other):
+        return Foo(self.x + other.x)
+
+
+@case(args=lambda: (Foo(torch.ones(2)), Foo(torch.ones(2) + 1)))
+def class_binop(a, b):
+    return (a + b).x
+
+
+class MyConfigDict(dict):
+    def __getattr__(self, name):
+        return self[name]
+
+
+@case(args=lambda: (MyConfigDict(offset=5), torch.randn(10), torch.randn(10)))
+def user_getattr1_dict(cfg, x, y):
+    return x + y + cfg.offset
+
+
+class MyConfigGetattr:
+    defined_on_class = 1
+
+    def __init__(self) -> None:
+        self.defined_on_object = 2
+
+    def __getattr__(self, name):
+        return 3
+
+
+@case(args=lambda: (MyConfigGetattr(), torch.randn(10)))
+def user_getattr2(cfg, x):
+    return x + cfg.defined_on_class - cfg.defined_on_object + cfg.not_defined
+
+
+@case(args=lambda: (torch.Tensor.shape, torch.ones(2, 2)))
+def getset_descriptor(g, x):
+    torch.sin(x)
+    return g.__get__(x)
+
+
+class Field:
+    def __set__(self, obj, value):
+        obj.__dict__["field"] += value * 2
+
+
+class WithField:
+    field = Field()
+
+    def __init__(self):
+        self.__dict__["field"] = 0
+
+
+@case(args=lambda: (torch.zeros(2), WithField()))
+def set_descriptor(x, foo):
+    foo.field = 10
+    return x + foo.field, foo.field
+
+
+class MyDescriptor:
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return obj.__dict__.get("_value", 0)
+
+    def __set__(self, obj, value):
+        obj.__dict__["_value"] = value
+
+
+class WithDescriptor:
+    prop = MyDescriptor()
+
+    def __init__(self):
+        self.prop = 42
+
+
+@case(args=lambda: (WithDescriptor(), torch.ones(1)))
+def dict_with_descriptor(obj, x):
+    obj.__dict__["extra"] = 99
+    return x + obj.prop + obj.__dict__["extra"], obj.__dict__["_value"]
+
+
+class SlottedClass:
+    __slots__ = ("x",)
+
+    def __init__(self, x):
+        self.x = x
+
+
+@case(args=lambda: (SlottedClass(torch.ones(2)),))
+def dict_with_slots(obj):
+    return obj.x * 2

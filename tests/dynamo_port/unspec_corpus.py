@@ -92,3 +92,69 @@ def negative_int_dim(x, d):
 @case(args=lambda: (torch.randn(5), True))
 def bool_scalar_branch(x, flag):
     return x.relu() if flag else x.sigmoid()
+
+
+# -- more of UnspecTests -----------------------------------------------------------------------
+@case(args=lambda: (torch.rand([3, 42, 64]), 1.873536229133606))
+def unspec_float_precision(image, scale_factor):
+    image = F.interpolate(image[None], size=None, scale_factor=scale_factor, mode="bilinear",
+                          recompute_scale_factor=True, align_corners=False)[0]
+    return image.shape
+
+
+@case(args=lambda: (torch.randn(20),))
+def isinstance_symint(x):
+    assert isinstance(x.size(0), int)
+    return x * 2
+
+
+@case(args=lambda: ())
+def to_tensor():
+    a = torch.tensor([[[123]]])
+    b = torch.tensor(123)
+    return torch.tensor([a, a]), torch.tensor([b, b]), torch.tensor([b, a])
+
+
+@case(args=lambda: (torch.tensor([1000]),))
+def item_max(x):
+    return torch.ones(max(x.item(), 1024))
+
+
+def _times_default(x, i=8):
+    return x * i
+
+
+@case(args=lambda: (torch.randn(2, 3, 4),))
+def defaults(x):
+    return _times_default(x)
+
+
+@case(args=lambda: (torch.randn(3), 5.0))
+def unspec_float_input(x, y):
+    if y == 5.0:
+        return x + 2
+    return x + y
+
+
+@case(args=lambda: (torch.randn(3), 4.0))
+def unspec_float_output(x, y):
+    return x + 1, y * 2
+
+
+def _greater_than_two(y):
+    return y > 2
+
+
+@case(args=lambda: (torch.tensor([3.0]),))
+def data_dependent_evaluate_expr_graph_break(x):
+    x = x + 1
+    y = x.item()
+    if _greater_than_two(y):
+        return x * 2
+    return x * 3
+
+
+@case(args=lambda: (torch.empty(13),))
+def bool_tensor_ctor(x):
+    y = torch.empty((x.size(0) // 13) * 13)
+    return torch.tensor(y.numel() == 0)

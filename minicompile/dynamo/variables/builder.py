@@ -36,7 +36,7 @@ from .misc import GradModeVariable, PythonModuleVariable
 from .nn_module import NNModuleVariable, unspecialized_module
 from .optimizer import OptimizerVariable
 from .symnode import SymNodeVariable, symbolic_size
-from .tensor import TensorVariable
+from .tensor import TensorVariable, check_plain_tensor
 from .torch import (AutogradFunctionVariable, TorchVariable, is_function_apply, is_function_class,
                     is_torch_callable)
 from .user_defined import UserDefinedObjectVariable
@@ -117,6 +117,7 @@ class VariableBuilder:
     def wrap_tensor(self, value: torch.Tensor, guard: bool) -> VariableTracker:
         if self.source is None:
             unimplemented("a tensor with no source (made outside the traced code) can't be an input")
+        check_plain_tensor(value)
         vt = self.tx.output.add_graph_input(self.source, value)
         if guard:  # a symbolic size or stride is checked by the ShapeEnv's guards instead
             self.install_guard(GuardKind.TENSOR_MATCH, TensorSpec.of(value, vt.example_value))

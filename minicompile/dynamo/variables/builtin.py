@@ -34,7 +34,8 @@ from .misc import GetAttrVariable, SuperVariable
 from .nn_module import NNModuleVariable
 from .symnode import SymNodeVariable, symbolic_builtin
 from .tensor import TensorVariable, call_op
-from .user_defined import UserDefinedObjectVariable, user_compare
+from .user_defined import (BINARY_METHODS, INPLACE_METHODS, UserDefinedObjectVariable,
+                           user_binary_op, user_compare)
 
 # Builtins that have side effects or need real objects: never run them on constants while tracing.
 NOT_FOLDABLE = {print, input, open, id, setattr, delattr, exec, eval, globals, locals, vars,
@@ -152,6 +153,16 @@ def _contains(tx, container, item):
     return container.call_method(tx, "__contains__", [item], {})
 
 
+def _is(negate: bool) -> Callable:
+    """``operator.is_(a, b)`` / ``operator.is_not``: what IS_OP answers, by identity."""
+
+    def same(tx, a, b):
+        a.pin_identity(), b.pin_identity()
+        return ConstantVariable((a.identity() is b.identity()) != negate)
+
+    return same
+
+
 def _not(tx, value):
     return ConstantVariable(not value.truth(tx))
 
@@ -175,9 +186,7 @@ def _range(tx, *args):
 
 
 def _iter(tx, obj):
-    if isinstance(obj, ListIteratorVariable):
-        return obj
-    return ListIteratorVariable(obj.unpack_var_sequence(tx))
+    return ListIteratorVariable.of(tx, obj)
 
 
 def _next(tx, it, *default):
@@ -513,6 +522,16 @@ def _builtin_text(cls: type) -> bool:
                for name in ("__str__", "__repr__"))
 
 
+def _first_answer(*handlers: Callable | None) -> Callable:
+    """One handler asking each of ``handlers`` in turn, until one answers (not None)."""
+    handlers = [h for h in handlers if h is not None]
+
+    def ask(tx, *args, **kwargs):
+        return next((r for r in (h(tx, *args, **kwargs) for h in handlers) if r is not None), None)
+
+    return ask
+
+
 HANDLERS: dict[Callable, Callable] = {
     builtins.str: _exception_text(str), builtins.repr: _exception_text(repr),
     operator.add: _seq_add, operator.mul: _seq_mul,
@@ -522,6 +541,7 @@ HANDLERS: dict[Callable, Callable] = {
        for op in (operator.or_, operator.ior, operator.iand, operator.ixor, operator.isub)},
     operator.getitem: _getitem, operator.setitem: _setitem,
     operator.contains: _contains, operator.not_: _not, operator.truth: _truth,
+    operator.is_: _is(False), operator.is_not: _is(True),
     builtins.len: _len, builtins.isinstance: _isinstance, builtins.range: _range,
     builtins.iter: _iter, builtins.next: _next, builtins.zip: _zip,
     builtins.enumerate: _enumerate, builtins.reversed: _reversed, builtins.map: _map,
@@ -539,6 +559,8 @@ HANDLERS: dict[Callable, Callable] = {
 }
 
 HANDLERS.update(ITER_HANDLERS)  # itertools, operator.itemgetter & co (iter.py)
+for _op in [*BINARY_METHODS, *INPLACE_METHODS]:  # a user object's __add__, __radd__, __iadd__...
+    HANDLERS[_op] = _first_answer(HANDLERS.get(_op), user_binary_op(_op))
 
 # Builtin callables (besides functions) that the builder wraps as BuiltinVariable.
 BUILTIN_CALLABLES = {v for v in vars(builtins).values() if callable(v)} | \

@@ -17,6 +17,7 @@ from ...names import is_identifier
 from ..exc import ObservedException, Unsupported, unimplemented
 from ..source import ClosureSource, DefaultsSource
 from .base import KnownCallableVariable, VariableTracker
+from .constant import ConstantVariable
 
 # Generators are fine: an inlined generator runs to completion and yields a list iterator.
 _UNSUPPORTED_FLAGS = {inspect.CO_COROUTINE: "coroutine",
@@ -242,6 +243,17 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
                                 dummy_cells or None)
         fn.__kwdefaults__ = dict(self.kwdefaults) or None
         return fn
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        """What the function's code object decides (``inner.__name__``, ``__qualname__``,
+        ``__doc__``, ``__module__``): read from a function made of the same code. Attributes
+        set on it (functools.wraps) are not modelled."""
+        if name in ("__name__", "__qualname__", "__doc__", "__module__", "__code__"):
+            real = types.FunctionType(self.code, self.f_globals, self.code.co_name, None,
+                                      tuple(types.CellType() for _ in self.code.co_freevars)
+                                      or None)
+            return ConstantVariable(getattr(real, name))
+        return super().var_getattr(tx, name)
 
     def children(self) -> list[VariableTracker]:
         cells = [c.value for c in self.closure if c.real is None and c.value is not None]

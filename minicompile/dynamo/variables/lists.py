@@ -16,7 +16,7 @@ from typing import Any, Iterator
 import torch
 
 from ...names import literal
-from ..exc import ObservedException, unimplemented
+from ..exc import ObservedException, Unsupported, unimplemented
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .hashable import HashableTracker, dict_key, key_expr, key_constant, key_tracker
@@ -67,7 +67,8 @@ class BaseListVariable(VariableTracker):
         if name == "__len__":
             return ConstantVariable(len(self.items))
         if name == "__iter__":  # p.__iter__(): what iter(p) gives
-            return ListIteratorVariable(list(self.items))
+            return ListIteratorVariable(list(self.items), iter_type=ITERATOR_TYPES.get(
+                self.python_type(), ITERATOR_TYPES[list]))
         if name in ("index", "count", "__contains__") and not kwargs:
             from .user_defined import identity_equal  # tensors compare by identity here, as in `in`
 
@@ -165,6 +166,12 @@ class NamedTupleVariable(TupleVariable):
 
     def as_python_constant(self) -> Any:
         unimplemented("a named tuple is rebuilt, not folded")
+
+    def is_built_container(self) -> bool:
+        """An instance of a namedtuple subclass without ``__slots__`` holds attributes
+        (``tup.c = c``, set natively at a graph break): one made while tracing and reached
+        twice (a local and the stack) must be one object."""
+        return self.source is None and self.tuple_cls.__dictoffset__ != 0
 
     def reconstruct(self, codegen) -> str:
         cls = codegen.install_global(self.tuple_cls.__name__, self.tuple_cls)
@@ -433,12 +440,19 @@ class SliceVariable(VariableTracker):
         return f"slice({', '.join(codegen(p) for p in self.parts)})"
 
 
+# the iterator class CPython's iter() makes for each builtin iterable (``type(it)``,
+# ``isinstance(it, range_iterator)``); the items are unrolled the same way for all of them
+ITERATOR_TYPES = {cls: type(iter(cls())) for cls in (list, tuple, dict, set, frozenset, str)}
+ITERATOR_TYPES[range] = type(iter(range(0)))
+
+
 class ListIteratorVariable(VariableTracker):
     """The iterator on the stack during FOR_ITER: the loop is unrolled item by item."""
 
-    def __init__(self, items: list[VariableTracker], generator: str | None = None):
+    def __init__(self, items: list[VariableTracker], generator: str | None = None,
+                 iter_type: type = ITERATOR_TYPES[list]):
         super().__init__()
-        self.items, self.index = items, 0
+        self.items, self.index, self.iter_type = items, 0, iter_type
         # the name of the generator function whose items these are: it ran to its end when
         # called, which is only what Python does if it is consumed right away
         self.generator = generator
@@ -454,7 +468,19 @@ class ListIteratorVariable(VariableTracker):
         return rest
 
     def python_type(self) -> type:
-        return type(iter([]))
+        return self.iter_type
+
+    @classmethod
+    def of(cls, tx, obj: VariableTracker) -> ListIteratorVariable:
+        """``iter(obj)`` (GET_ITER, the builtin): an iterator is its own iterator."""
+        if isinstance(obj, ListIteratorVariable):
+            return obj
+        items = obj.unpack_var_sequence(tx)  # (Unsupported where obj can't be iterated)
+        try:
+            iterable = obj.python_type()
+        except Unsupported:  # a tracker that does not know its type: a list's iterator
+            iterable = None
+        return cls(items, iter_type=ITERATOR_TYPES.get(iterable, ITERATOR_TYPES[list]))
 
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
         if name == "__contains__" and len(args) == 1 and not kwargs:  # `x in it`: consumes it

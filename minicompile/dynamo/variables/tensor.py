@@ -13,6 +13,7 @@ import operator
 from typing import Any
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensor
 
 from ..exc import unimplemented
 from ..source import AttrSource, CallMethodSource
@@ -33,6 +34,43 @@ VIEW_ATTRS = {"T", "mT", "H", "mH", "real", "imag"}
 DATA_METHODS = {"item", "tolist", "numpy", "data_ptr", "backward", "__bool__", "__int__",
                 "__float__", "__index__", "storage", "untyped_storage", "register_hook",
                 "__array__", "retain_grad"}
+
+
+# What a class may hold and still behave as torch.Tensor: the names every class has.
+_PLAIN_CLASS_NAMES = {"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__",
+                      "__firstlineno__", "__static_attributes__", "__annotations__",
+                      "__torch_function__"}
+
+
+def plain_tensor_class(cls: type) -> bool:
+    """Whether a tensor of class ``cls`` can be traced as a plain tensor (real Dynamo's
+    ``TensorVariable``, with its class kept for ``type(x)`` and checked by TENSOR_MATCH):
+    torch.Tensor, and a subclass that switches ``__torch_function__`` off
+    (``torch._C._disabled_torch_function_impl``, as ``nn.Parameter`` does: an op on it is the
+    plain op and returns a plain tensor) and adds nothing else (no method, no
+    ``__torch_dispatch__``). Any other subclass runs Python code on every op (its
+    ``__torch_function__``), or returns tensors of its own class: traced as a plain tensor,
+    it would give a plain op's result."""
+    if cls in (torch.Tensor, torch.nn.Parameter, FakeTensor):  # (FakeTensor: as real Dynamo)
+        return True
+    base = torch.nn.Parameter if issubclass(cls, torch.nn.Parameter) else torch.Tensor
+    return cls.__torch_function__ is torch._C._disabled_torch_function_impl and \
+        _adds_nothing(cls, base)
+
+
+def _adds_nothing(cls: type, base: type) -> bool:
+    return all(set(vars(k)) <= _PLAIN_CLASS_NAMES
+               for k in cls.__mro__[:cls.__mro__.index(base)])
+
+
+def check_plain_tensor(value: torch.Tensor) -> None:
+    """Unsupported for a tensor of a class that is not traced as torch.Tensor (above)."""
+    cls = type(value)
+    if not plain_tensor_class(cls):
+        unimplemented(f"a tensor subclass ({cls.__qualname__}): its ops run its own Python "
+                      f"code (__torch_function__, or methods of its class) and return "
+                      f"{cls.__qualname__} tensors, which a graph of plain tensor ops does not "
+                      f"capture, so this code runs natively")
 
 
 class TensorVariable(VariableTracker):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import collections.abc
 import copyreg
 import inspect
+import operator
 import types
 from typing import Any, Callable
 
@@ -444,6 +445,66 @@ def user_compare(name: str) -> Callable:
         return None
 
     return compare
+
+
+# Python's binary-operator protocol on user objects: the left operand's method, then the right
+# operand's reflected one (first, where the right's class is a subclass of the left's that
+# overrides it); an in-place operator tries its own method before the binary protocol
+BINARY_METHODS = {op: (f"__{name}__", f"__r{name}__") for op, name in (
+    (operator.add, "add"), (operator.sub, "sub"), (operator.mul, "mul"),
+    (operator.truediv, "truediv"), (operator.floordiv, "floordiv"), (operator.mod, "mod"),
+    (operator.pow, "pow"), (operator.matmul, "matmul"), (operator.and_, "and"),
+    (operator.or_, "or"), (operator.xor, "xor"), (operator.lshift, "lshift"),
+    (operator.rshift, "rshift"))}
+INPLACE_METHODS = {getattr(operator, f"i{op.__name__.rstrip('_')}"): (f"__i{forward[2:]}", op)
+                   for op, (forward, _) in BINARY_METHODS.items()}
+
+
+def user_binary_op(op: Callable) -> Callable:
+    """``a + b`` (``a += b``) when a user object is an operand: its class's Python methods, in
+    the protocol's order (above), until one returns something other than NotImplemented. None
+    (not handled here) when no user object has the method, or one has it in C."""
+    if op in INPLACE_METHODS:
+        inplace, binary = INPLACE_METHODS[op]
+        fallback = user_binary_op(binary)
+        return lambda tx, a, b: _call_user_operator(tx, a, b, inplace) or fallback(tx, a, b)
+    forward, reflected = BINARY_METHODS[op]
+
+    def apply(tx, a, b):
+        order = [(a, b, forward), (b, a, reflected)]
+        if _overrides_reflected(a, b, reflected):
+            order.reverse()
+        for obj, other, name in order:
+            result = _call_user_operator(tx, obj, other, name)
+            if result is not None:
+                return result
+        return None
+
+    return apply
+
+
+def _overrides_reflected(a: VariableTracker, b: VariableTracker, reflected: str) -> bool:
+    if not (isinstance(a, UserDefinedObjectVariable) and isinstance(b, UserDefinedObjectVariable)):
+        return False
+    left, right = type(a.value), type(b.value)
+    return right is not left and issubclass(right, left) and \
+        inspect.getattr_static(right, reflected, None) is not \
+        inspect.getattr_static(left, reflected, None)
+
+
+def _call_user_operator(tx, obj: VariableTracker, other: VariableTracker,
+                        name: str) -> VariableTracker | None:
+    from .functions import UserMethodVariable
+
+    if not isinstance(obj, UserDefinedObjectVariable):
+        return None
+    method = inspect.getattr_static(type(obj.value), name, None)
+    if not isinstance(method, types.FunctionType):  # none, or C code: the caller's business
+        return None
+    result = UserMethodVariable(method, obj).call_function(tx, [other], {})
+    if result.is_python_constant() and result.as_python_constant() is NotImplemented:
+        return None
+    return result
 
 
 def reduces_plainly(cls: type) -> bool:
