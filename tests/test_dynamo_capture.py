@@ -914,3 +914,19 @@ def test_code_asking_whether_it_is_compiled_is_told_yes(ask):
     x = torch.zeros(2)
     assert f(x).tolist() == [-1.0, -1.0]
     assert mc.compile(f)(x).tolist() == [1.0, 1.0]
+
+
+def test_a_torch_testing_lambda_is_traced_into_not_put_in_the_graph():
+    """OpInfo writes ops as lambdas in torch.testing (``op=lambda self, condition, other:
+    torch.where(condition, self, other)``). As real Dynamo does (trace_rules.MOD_INLINELIST),
+    such code is traced into; as one graph node it was printed by its source text's name,
+    ``torch.testing._internal....op``, which the graph module could not find."""
+    namespace = {"__name__": "torch.testing._internal.opinfo_example", "torch": torch}
+    exec("op = lambda self, condition, other: torch.where(condition, self, other)", namespace)
+    op = namespace["op"]
+    fn = lambda *a: op(*a)  # noqa: E731 (how the OpInfo sweep calls an op)
+    x, y, c = torch.randn(5, 7), torch.randn(5, 7), torch.rand(5, 7) > 0.5
+    mc.reset()
+    mc.metrics.reset()
+    torch.testing.assert_close(mc.compile(fn)(x, c, y), fn(x, c, y))
+    assert mc.metrics.eager_fallbacks == 0

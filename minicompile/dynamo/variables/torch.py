@@ -69,8 +69,10 @@ UNSUPPORTED: dict[Callable, str] = {
 
 
 # Python code in these torch packages is traced through like the user's own (real Dynamo's
-# ``trace_rules.MOD_INLINELIST``): an optimizer's step is loops of tensor updates, not one op.
-INLINED_TORCH_MODULES = ("torch.optim",)
+# ``trace_rules.MOD_INLINELIST``): an optimizer's step is loops of tensor updates, not one op;
+# torch.testing's helpers (OpInfo's ``op=lambda self, c, o: torch.where(c, self, o)``) are plain
+# Python around torch calls, and as one graph node a lambda has no name to print the graph with.
+INLINED_TORCH_MODULES = ("torch.optim", "torch.testing")
 
 
 def is_inlined_torch_function(value: Any) -> bool:
