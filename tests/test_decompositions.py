@@ -24,6 +24,10 @@ def pos(*shape):
     return torch.rand(*shape) + 0.1
 
 
+def ints(*shape):
+    return torch.randint(-9, 9, shape)
+
+
 def noncontig(*shape):  # same values layout-wise transposed: strides are not row-major
     return torch.randn(*reversed(shape)).transpose(0, -1)
 
@@ -161,11 +165,15 @@ SAMPLES = {
     aten.native_group_norm_backward.default: lambda: [
         _gn_bw(r(2, 6, 5, 4), r(6), 3), _gn_bw(r(3, 4, 7), None, 1),
         *[_gn_bw(channels_last(2, 8, 3, 5), r(8), 4)] * ON_CPU],
+    # on integer tensors ATen reads beta and alpha as integers (OpInfo's baddbmm samples)
     aten.addmm.default: lambda: [((r(7), r(5, 3), r(3, 7)), {}),
-                                 ((r(5, 7), r(5, 3), noncontig(3, 7)), {"beta": 0.5, "alpha": 2})],
+                                 ((r(5, 7), r(5, 3), noncontig(3, 7)), {"beta": 0.5, "alpha": 2}),
+                                 ((ints(5, 7), ints(5, 3), ints(3, 7)), {"beta": 2.7, "alpha": 0.6})],
     aten.linear.default: lambda: [((r(2, 5, 3), r(7, 3), r(7)), {}), ((r(5, 3), r(7, 3)), {})],
     aten.mv.default: lambda: [((r(5, 3), r(3)), {})],
-    aten.baddbmm.default: lambda: [((r(2, 5, 7), r(2, 5, 3), r(2, 3, 7)), {"beta": 0.3})],
+    aten.baddbmm.default: lambda: [((r(2, 5, 7), r(2, 5, 3), r(2, 3, 7)), {"beta": 0.3}),
+                                   ((ints(1, 7), ints(2, 5, 3), ints(2, 3, 7)),
+                                    {"beta": 0.2, "alpha": 1.6})],
     aten.t.default: lambda: [((r(5, 3),), {}), ((r(5),), {})],
     aten.addcmul.default: lambda: [((r(5, 3), r(5, 3), r(3)), {"value": 0.5})],
     aten.addcdiv.default: lambda: [((r(5, 3), r(5, 3), pos(3)), {"value": 0.5})],
