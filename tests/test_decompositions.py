@@ -602,3 +602,15 @@ def test_one_hot_checks_its_labels_as_eager(backend, labels):
         assert str(got.value) == str(e)
         return
     torch.testing.assert_close(compiled(t), expected)
+
+
+@pytest.mark.parametrize("shape,correction", [((0, 5), 1), ((3, 1), 2), ((4, 3), 5)])
+def test_variance_with_fewer_values_than_its_correction_is_nan_as_in_eager(shape, correction):
+    """N - correction <= 0: eager (torch/_refs: ``max(N - correction, 0)``) divides by 0 and
+    gives nan; dividing by a negative N - correction gave -0.0 or a negative variance."""
+    fn = lambda x: torch.var_mean(x, 0, correction=correction)  # noqa: E731
+    x = torch.randn(shape)
+    got, want = decomposition_table[aten.var_mean.correction](x, [0], correction=correction), fn(x)
+    torch.testing.assert_close(got, want, equal_nan=True)
+    mc.reset()
+    torch.testing.assert_close(mc.compile(fn)(x), want, equal_nan=True)
