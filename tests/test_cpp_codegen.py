@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 import torch
@@ -1061,3 +1062,27 @@ def test_a_scalar_call_of_a_vector_function_repeats_its_value_in_every_lane():
     assert lanes >= 4 and torch.equal(out[:lanes], torch.full((lanes,), 2.5))
     x = torch.rand(1000) + 0.5  # and log through that scalar path equals eager's log
     torch.testing.assert_close(mc.compile(lambda x: torch.log(x))(x), torch.log(x))
+
+
+EMPTY_REDUCTIONS = """
+import torch, minicompile as mc
+from minicompile import config
+config.inductor.cpu_backend = "cpp"
+fns = [lambda x: x.sum(), lambda x: x.sum(1), lambda x: torch.var_mean(x), lambda x: x.amax(1)]
+for shape in [(3, 0), (0, 3), (0, 5), (2, 0, 4)]:
+    for fn in fns[:2] + fns[2:] * (shape[0] == 0):
+        mc.reset()
+        torch.testing.assert_close(mc.compile(fn)(torch.randn(shape)), fn(torch.randn(shape)),
+                                   equal_nan=True)
+"""
+
+
+def test_a_reduction_over_an_empty_tensor_reads_none_of_it():
+    """A sum over a (3, 0) tensor reads it at an index that ``x // 0`` folds to 0 (its view to
+    one flat dim): a load the same at every point of the loop, which the kernel read once before
+    the loop, ``in_ptr0[0]`` of an empty tensor (whose data pointer is null: a segfault). A loop
+    that runs no times has nothing read before it. Run in a child process: it is a segfault
+    (OpInfo's var_mean/std_mean samples)."""
+    done = subprocess.run([sys.executable, "-c", EMPTY_REDUCTIONS], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
