@@ -114,7 +114,8 @@ SAMPLES = {
     aten.hardsigmoid_backward.default: lambda: [
         ((r(11, 5), torch.tensor([-4.0, -3.0, -1.0, 0.0, 3.0]).repeat(11, 1)), {}),
         ((r(11, 5), r(11, 5) * 4), {})],
-    aten.hardtanh.default: lambda: [((r(11, 5) * 2, -0.5, 1.5), {})],
+    # on an integer tensor ATen reads the bounds as integers (OpInfo's hardtanh int64 samples)
+    aten.hardtanh.default: lambda: [((r(11, 5) * 2, -0.5, 1.5), {}), ((ints(11, 5), -1.5, 2.5), {})],
     aten.hardtanh_backward.default: lambda: [((r(11, 5), r(11, 5) * 2, -0.5, 1.5), {})],
     aten.leaky_relu.default: lambda: [((r(11, 5), 0.2), {})],
     aten.leaky_relu_backward.default: lambda: [((r(11, 5), r(11, 5), 0.2, False), {})],

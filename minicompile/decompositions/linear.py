@@ -6,23 +6,14 @@ from __future__ import annotations
 import torch
 
 from .registry import register_decomposition
+from .util import scalars_of
 
 aten = torch.ops.aten
 
 
-def _scalars_of(x: torch.Tensor, *scalars):
-    """``beta`` and ``alpha`` as ATen's kernel reads them: in the tensors' dtype, so on integer
-    tensors ``beta=0.2`` is 0 (torch/_decomp's addmm: ``beta = int(beta)``); a float scalar
-    multiplied in would make the result float."""
-    if x.is_floating_point() or x.is_complex():
-        return scalars
-    kind = bool if x.dtype == torch.bool else int
-    return tuple(kind(s) for s in scalars)
-
-
 @register_decomposition(aten.addmm.default)
 def addmm(bias, a, b, beta=1, alpha=1):  # beta * bias + alpha * (a @ b)
-    beta, alpha = _scalars_of(a, beta, alpha)
+    beta, alpha = scalars_of(a, beta, alpha)
     out = aten.mm.default(a, b)
     if alpha != 1:
         out = aten.mul.Tensor(out, alpha)
@@ -47,7 +38,7 @@ def mv(a, v):  # (a @ v[:, None])[:, 0]
 
 @register_decomposition(aten.baddbmm.default)
 def baddbmm(bias, a, b, beta=1, alpha=1):  # beta * bias + alpha * (a @ b), batched
-    beta, alpha = _scalars_of(a, beta, alpha)
+    beta, alpha = scalars_of(a, beta, alpha)
     out = aten.bmm.default(a, b)
     if alpha != 1:
         out = aten.mul.Tensor(out, alpha)
