@@ -473,6 +473,16 @@ def test_integer_and_bool(graphs):
     check(lambda a: (a.to(torch.int32) * 3 + 1, ~(a > 0), (a > 0).sum()), a, graphs=graphs)
 
 
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int8], ids=str)
+def test_integer_powers_with_negative_exponents_are_atens(dtype, graphs):
+    """An integer to a negative power is 0 in ATen, except 1 (always 1) and -1 (1 or -1 by the
+    exponent's parity); the kernel's square-and-multiply loop skipped every negative exponent
+    and gave 1 (OpInfo's ``__rpow__`` samples on int64)."""
+    a = torch.arange(-4, 5).repeat_interleave(9).to(dtype)  # every pair of -4..4
+    b = torch.arange(-4, 5).repeat(9).to(dtype)
+    check(lambda a, b: (a ** b, torch.pow(a, b[2:3])), a, b, graphs=graphs)
+
+
 NARROW_INTS = (torch.int8, torch.uint8, torch.int16)  # C++ computes an operator on them in int
 NARROW_OPS = {
     "add": lambda a, b: a + b,
