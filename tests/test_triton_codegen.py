@@ -95,6 +95,16 @@ def test_integer_and_bool():
     check(lambda a: a.to(torch.float32) / 3 + a.bool().float(), x)
 
 
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int8], ids=str)
+def test_integer_powers_are_exact_and_atens_for_negative_exponents(dtype):
+    """libdevice has no integer pow (and the interpreter's numpy refuses a negative integer
+    exponent: OpInfo's ``__rpow__`` int64 samples crashed); ``triton_helpers.pow`` squares and
+    multiplies, and gives ATen's 0, 1 or -1 for a negative exponent."""
+    a = torch.arange(-4, 5).repeat_interleave(9).to(dtype)  # every pair of -4..4
+    b = torch.arange(-4, 5).repeat(9).to(dtype)
+    check(lambda a, b: (a ** b, torch.pow(a, b[2:3]), (a + 0.5) ** b), a, b)
+
+
 @pytest.mark.parametrize("dtype", NARROW_INTS, ids=str)
 @pytest.mark.parametrize("op", ["add_scalar", "mul", "neg", "where", "pad"])
 def test_narrow_integers_wrap_around_at_their_width(op, dtype):
