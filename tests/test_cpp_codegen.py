@@ -11,7 +11,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 
 import pytest
 import torch
@@ -20,7 +19,7 @@ import torch.nn.functional as F
 import minicompile as mc
 from minicompile import config
 from minicompile.inductor.codegen import cpp_build, cpp_keep, cpp_loops, cpp_math, cpp_ops
-from conftest import record_compiled_graphs
+from conftest import check_empty_reductions, record_compiled_graphs
 from models import MODELS, MORE_MODELS
 
 pytestmark = [
@@ -1074,18 +1073,6 @@ def test_a_scalar_call_of_a_vector_function_repeats_its_value_in_every_lane():
     torch.testing.assert_close(mc.compile(lambda x: torch.log(x))(x), torch.log(x))
 
 
-EMPTY_REDUCTIONS = """
-import torch, minicompile as mc
-from minicompile import config
-config.inductor.cpu_backend = "cpp"
-fns = [lambda x: x.sum(), lambda x: x.sum(1), lambda x: torch.var_mean(x), lambda x: x.amax(1)]
-for shape in [(3, 0), (0, 3), (0, 5), (2, 0, 4)]:
-    for fn in fns[:2] + fns[2:] * (shape[0] == 0):
-        mc.reset()
-        torch.testing.assert_close(mc.compile(fn)(torch.randn(shape)), fn(torch.randn(shape)),
-                                   equal_nan=True)
-"""
-
 
 def test_a_reduction_over_an_empty_tensor_reads_none_of_it():
     """A sum over a (3, 0) tensor reads it at an index that ``x // 0`` folds to 0 (its view to
@@ -1093,6 +1080,4 @@ def test_a_reduction_over_an_empty_tensor_reads_none_of_it():
     the loop, ``in_ptr0[0]`` of an empty tensor (whose data pointer is null: a segfault). A loop
     that runs no times has nothing read before it. Run in a child process: it is a segfault
     (OpInfo's var_mean/std_mean samples)."""
-    done = subprocess.run([sys.executable, "-c", EMPTY_REDUCTIONS], capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
+    check_empty_reductions("cpp")
