@@ -131,7 +131,9 @@ SAMPLES = {
     aten._log_softmax_backward_data.default: lambda: [_softmax_bw(aten._log_softmax.default)],
     aten.logsumexp.default: lambda: [((r(4, 9), [1]), {}), ((r(4, 9, 3), [0, 2], True), {})],
     aten.sum.default: lambda: [((noncontig(7, 3),), {})],
-    aten.mean.dim: lambda: [((r(4, 9, 5), [1]), {}), ((r(4, 9, 5), [0, 2], True), {})],
+    # a 0-d tensor takes dim 0 or -1 as a dim of size 1 (OpInfo's mean samples)
+    aten.mean.dim: lambda: [((r(4, 9, 5), [1]), {}), ((r(4, 9, 5), [0, 2], True), {}),
+                            ((r(()), [0], True), {}), ((r(()), [-1]), {})],
     aten.mean.default: lambda: [((r(4, 9, 5),), {})],
     aten.var.correction: lambda: [((r(4, 9, 5), [1]), {}), ((r(4, 9), [0, 1]),
                                                             {"correction": 0, "keepdim": True})],

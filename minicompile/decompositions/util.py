@@ -57,7 +57,9 @@ def reduction_dims(x: torch.Tensor, dim) -> list[int]:
 
 
 def numel_of(x: torch.Tensor, dims: list[int]):
+    """Elements in the block that ``dims`` reduce; a 0-d tensor's dim 0 (or -1), which ATen
+    accepts as a dim of size 1, is its one element."""
     n = 1
     for d in dims:
-        n = n * x.shape[d]
+        n = n * (x.shape[d] if x.dim() else 1)
     return n
