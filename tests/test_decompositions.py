@@ -32,10 +32,10 @@ def noncontig(*shape):  # same values layout-wise transposed: strides are not ro
     return torch.randn(*reversed(shape)).transpose(0, -1)
 
 
-def _ln_bw():
-    x, w, b = r(3, 5, 7), r(7), r(7)
-    _, mean, rstd = aten.native_layer_norm.default(x, [7], w, b, 1e-5)
-    return (r(3, 5, 7), x, [7], mean, rstd, w, b, [True, True, True]), {}
+def _ln_bw(shape=(3, 5, 7), normalized=(7,)):
+    x, w, b = r(*shape), r(*normalized), r(*normalized)
+    _, mean, rstd = aten.native_layer_norm.default(x, list(normalized), w, b, 1e-5)
+    return (r(*shape), x, list(normalized), mean, rstd, w, b, [True, True, True]), {}
 
 
 def _softmax_bw(op):
@@ -141,7 +141,8 @@ SAMPLES = {
     aten.std.correction: lambda: [((r(4, 9, 5), [1]), {})],
     aten.native_layer_norm.default: lambda: [((r(3, 5, 7), [7], r(7), r(7), 1e-5), {}),
                                              ((noncontig(4, 6), [6], None, None, 1e-5), {})],
-    aten.native_layer_norm_backward.default: lambda: [_ln_bw()],
+    # normalized over every dim (OpInfo's layer_norm samples): no batch dim to sum over
+    aten.native_layer_norm_backward.default: lambda: [_ln_bw(), _ln_bw((1, 2, 3), (1, 2, 3))],
     aten.rms_norm.default: lambda: [((r(3, 5, 7), [5, 7], r(5, 7), 1e-6), {}),
                                     ((r(3, 7), [7]), {})],
     aten._native_batch_norm_legit_no_training.default: lambda: [
