@@ -930,3 +930,19 @@ def test_a_torch_testing_lambda_is_traced_into_not_put_in_the_graph():
     mc.metrics.reset()
     torch.testing.assert_close(mc.compile(fn)(x, c, y), fn(x, c, y))
     assert mc.metrics.eager_fallbacks == 0
+
+
+TENSOR_METHODS = [(torch.Tensor.add, 2), (torch.Tensor.__radd__, 3), (torch.Tensor.__rmul__, 2.5),
+                  (torch.Tensor.__getitem__, (slice(1, None), 0))]
+
+
+def test_an_unbound_tensor_method_is_called_on_its_tensor():
+    """``torch.Tensor.__radd__`` taken from the class and called with the tensor first (OpInfo's
+    ``op=torch.Tensor.__radd__``; ``torch.Tensor.add(x, y)``) is the method called on the
+    tensor: one graph; it was a graph break ('calling an instance of method_descriptor')."""
+    fn = lambda x: [method(x, arg) for method, arg in TENSOR_METHODS]  # noqa: E731
+    x = torch.randn(5, 7)
+    mc.reset()
+    mc.metrics.reset()
+    assert_same(mc.compile(fn)(x), fn(x))
+    assert mc.metrics.graph_breaks == 0 and mc.metrics.eager_fallbacks == 0
