@@ -201,3 +201,27 @@ def check_layer_norm_backward(m: int, n: int) -> None:
     fn(x2, w2, b2).backward(grad)
     for got, want in ((x.grad, x2.grad), (w.grad, w2.grad), (b.grad, b2.grad)):
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
+EMPTY_REDUCTIONS = """
+import sys, torch, minicompile as mc
+from minicompile import config
+config.inductor.cpu_backend = sys.argv[1]
+fns = [lambda x: x.sum(), lambda x: x.sum(1), lambda x: torch.var_mean(x), lambda x: x.amax(1)]
+for shape in [(3, 0), (0, 3), (0, 5), (2, 0, 4)]:
+    for fn in fns[:2] + fns[2:] * (shape[0] == 0):
+        mc.reset()
+        torch.testing.assert_close(mc.compile(fn)(torch.randn(shape)), fn(torch.randn(shape)),
+                                   equal_nan=True)
+"""
+
+
+def check_empty_reductions(backend: str) -> None:
+    """Reductions over empty tensors, compiled with the CPU code generator ``backend``, against
+    eager, in a child process: reading an empty tensor's (null) storage is a segfault."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", EMPTY_REDUCTIONS, backend], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]

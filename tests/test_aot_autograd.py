@@ -104,6 +104,24 @@ def test_cos_cos_min_cut_saves_only_x():
     assert any(n.target is torch.ops.aten.cos.default for n in part.bw_module.graph.nodes)
 
 
+def test_min_cut_saves_what_a_gradient_without_tangents_reads():
+    """angle's gradient of a real tensor is zeros_like(x): no tangent reaches it, no node drained
+    to the sink, the cut saved nothing, and the backward's zeros_like(x) had no x (OpInfo's angle
+    and linalg.det samples ran eagerly). The gradients are backward outputs: what they read is
+    saved."""
+    x = torch.randn(5, 7)
+    gm = fx.symbolic_trace(lambda x: torch.angle(x) * 2)
+    joint, sig = trace_graph(gm, [x], [True], torch._subclasses.FakeTensorMode())
+    part = min_cut_rematerialization_partition(joint, sig.num_fwd_outputs)
+    assert part.saved == ["primals_1"], part.saved
+    mc.reset()
+    mc.metrics.reset()
+    mine, ref = x.clone().requires_grad_(), x.clone().requires_grad_()
+    grad, = torch.autograd.grad(mc.compile(gm)(mine).sum(), mine)
+    torch.testing.assert_close(grad, torch.autograd.grad(gm(ref).sum(), ref)[0])
+    assert mc.metrics.eager_fallbacks == 0
+
+
 def test_min_cut_never_recomputes_matmul():
     a, b = torch.randn(6, 5), torch.randn(5, 7)
     gm = fx.symbolic_trace(lambda a, b: torch.sin(a @ b).sum())

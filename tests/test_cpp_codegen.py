@@ -19,7 +19,7 @@ import torch.nn.functional as F
 import minicompile as mc
 from minicompile import config
 from minicompile.inductor.codegen import cpp_build, cpp_keep, cpp_loops, cpp_math, cpp_ops
-from conftest import record_compiled_graphs
+from conftest import check_empty_reductions, record_compiled_graphs
 from models import MODELS, MORE_MODELS
 
 pytestmark = [
@@ -470,6 +470,16 @@ def test_integer_and_bool(graphs):
     check(lambda a, b: (a // b, a % b, torch.fmod(a, b), a * b - 3, (a > 0) & (b < 5),
                         a.sum(1), a.amax(0), (a ** 2).sum()), a, b, graphs=graphs)
     check(lambda a: (a.to(torch.int32) * 3 + 1, ~(a > 0), (a > 0).sum()), a, graphs=graphs)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int8], ids=str)
+def test_integer_powers_with_negative_exponents_are_atens(dtype, graphs):
+    """An integer to a negative power is 0 in ATen, except 1 (always 1) and -1 (1 or -1 by the
+    exponent's parity); the kernel's square-and-multiply loop skipped every negative exponent
+    and gave 1 (OpInfo's ``__rpow__`` samples on int64)."""
+    a = torch.arange(-4, 5).repeat_interleave(9).to(dtype)  # every pair of -4..4
+    b = torch.arange(-4, 5).repeat(9).to(dtype)
+    check(lambda a, b: (a ** b, torch.pow(a, b[2:3])), a, b, graphs=graphs)
 
 
 NARROW_INTS = (torch.int8, torch.uint8, torch.int16)  # C++ computes an operator on them in int
@@ -1061,3 +1071,13 @@ def test_a_scalar_call_of_a_vector_function_repeats_its_value_in_every_lane():
     assert lanes >= 4 and torch.equal(out[:lanes], torch.full((lanes,), 2.5))
     x = torch.rand(1000) + 0.5  # and log through that scalar path equals eager's log
     torch.testing.assert_close(mc.compile(lambda x: torch.log(x))(x), torch.log(x))
+
+
+
+def test_a_reduction_over_an_empty_tensor_reads_none_of_it():
+    """A sum over a (3, 0) tensor reads it at an index that ``x // 0`` folds to 0 (its view to
+    one flat dim): a load the same at every point of the loop, which the kernel read once before
+    the loop, ``in_ptr0[0]`` of an empty tensor (whose data pointer is null: a segfault). A loop
+    that runs no times has nothing read before it. Run in a child process: it is a segfault
+    (OpInfo's var_mean/std_mean samples)."""
+    check_empty_reductions("cpp")

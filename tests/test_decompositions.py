@@ -24,14 +24,18 @@ def pos(*shape):
     return torch.rand(*shape) + 0.1
 
 
+def ints(*shape):
+    return torch.randint(-9, 9, shape)
+
+
 def noncontig(*shape):  # same values layout-wise transposed: strides are not row-major
     return torch.randn(*reversed(shape)).transpose(0, -1)
 
 
-def _ln_bw():
-    x, w, b = r(3, 5, 7), r(7), r(7)
-    _, mean, rstd = aten.native_layer_norm.default(x, [7], w, b, 1e-5)
-    return (r(3, 5, 7), x, [7], mean, rstd, w, b, [True, True, True]), {}
+def _ln_bw(shape=(3, 5, 7), normalized=(7,)):
+    x, w, b = r(*shape), r(*normalized), r(*normalized)
+    _, mean, rstd = aten.native_layer_norm.default(x, list(normalized), w, b, 1e-5)
+    return (r(*shape), x, list(normalized), mean, rstd, w, b, [True, True, True]), {}
 
 
 def _softmax_bw(op):
@@ -110,7 +114,8 @@ SAMPLES = {
     aten.hardsigmoid_backward.default: lambda: [
         ((r(11, 5), torch.tensor([-4.0, -3.0, -1.0, 0.0, 3.0]).repeat(11, 1)), {}),
         ((r(11, 5), r(11, 5) * 4), {})],
-    aten.hardtanh.default: lambda: [((r(11, 5) * 2, -0.5, 1.5), {})],
+    # on an integer tensor ATen reads the bounds as integers (OpInfo's hardtanh int64 samples)
+    aten.hardtanh.default: lambda: [((r(11, 5) * 2, -0.5, 1.5), {}), ((ints(11, 5), -1.5, 2.5), {})],
     aten.hardtanh_backward.default: lambda: [((r(11, 5), r(11, 5) * 2, -0.5, 1.5), {})],
     aten.leaky_relu.default: lambda: [((r(11, 5), 0.2), {})],
     aten.leaky_relu_backward.default: lambda: [((r(11, 5), r(11, 5), 0.2, False), {})],
@@ -126,7 +131,9 @@ SAMPLES = {
     aten._log_softmax_backward_data.default: lambda: [_softmax_bw(aten._log_softmax.default)],
     aten.logsumexp.default: lambda: [((r(4, 9), [1]), {}), ((r(4, 9, 3), [0, 2], True), {})],
     aten.sum.default: lambda: [((noncontig(7, 3),), {})],
-    aten.mean.dim: lambda: [((r(4, 9, 5), [1]), {}), ((r(4, 9, 5), [0, 2], True), {})],
+    # a 0-d tensor takes dim 0 or -1 as a dim of size 1 (OpInfo's mean samples)
+    aten.mean.dim: lambda: [((r(4, 9, 5), [1]), {}), ((r(4, 9, 5), [0, 2], True), {}),
+                            ((r(()), [0], True), {}), ((r(()), [-1]), {})],
     aten.mean.default: lambda: [((r(4, 9, 5),), {})],
     aten.var.correction: lambda: [((r(4, 9, 5), [1]), {}), ((r(4, 9), [0, 1]),
                                                             {"correction": 0, "keepdim": True})],
@@ -134,7 +141,8 @@ SAMPLES = {
     aten.std.correction: lambda: [((r(4, 9, 5), [1]), {})],
     aten.native_layer_norm.default: lambda: [((r(3, 5, 7), [7], r(7), r(7), 1e-5), {}),
                                              ((noncontig(4, 6), [6], None, None, 1e-5), {})],
-    aten.native_layer_norm_backward.default: lambda: [_ln_bw()],
+    # normalized over every dim (OpInfo's layer_norm samples): no batch dim to sum over
+    aten.native_layer_norm_backward.default: lambda: [_ln_bw(), _ln_bw((1, 2, 3), (1, 2, 3))],
     aten.rms_norm.default: lambda: [((r(3, 5, 7), [5, 7], r(5, 7), 1e-6), {}),
                                     ((r(3, 7), [7]), {})],
     aten._native_batch_norm_legit_no_training.default: lambda: [
@@ -161,11 +169,15 @@ SAMPLES = {
     aten.native_group_norm_backward.default: lambda: [
         _gn_bw(r(2, 6, 5, 4), r(6), 3), _gn_bw(r(3, 4, 7), None, 1),
         *[_gn_bw(channels_last(2, 8, 3, 5), r(8), 4)] * ON_CPU],
+    # on integer tensors ATen reads beta and alpha as integers (OpInfo's baddbmm samples)
     aten.addmm.default: lambda: [((r(7), r(5, 3), r(3, 7)), {}),
-                                 ((r(5, 7), r(5, 3), noncontig(3, 7)), {"beta": 0.5, "alpha": 2})],
+                                 ((r(5, 7), r(5, 3), noncontig(3, 7)), {"beta": 0.5, "alpha": 2}),
+                                 ((ints(5, 7), ints(5, 3), ints(3, 7)), {"beta": 2.7, "alpha": 0.6})],
     aten.linear.default: lambda: [((r(2, 5, 3), r(7, 3), r(7)), {}), ((r(5, 3), r(7, 3)), {})],
     aten.mv.default: lambda: [((r(5, 3), r(3)), {})],
-    aten.baddbmm.default: lambda: [((r(2, 5, 7), r(2, 5, 3), r(2, 3, 7)), {"beta": 0.3})],
+    aten.baddbmm.default: lambda: [((r(2, 5, 7), r(2, 5, 3), r(2, 3, 7)), {"beta": 0.3}),
+                                   ((ints(1, 7), ints(2, 5, 3), ints(2, 3, 7)),
+                                    {"beta": 0.2, "alpha": 1.6})],
     aten.t.default: lambda: [((r(5, 3),), {}), ((r(5),), {})],
     aten.addcmul.default: lambda: [((r(5, 3), r(5, 3), r(3)), {"value": 0.5})],
     aten.addcdiv.default: lambda: [((r(5, 3), r(5, 3), pos(3)), {"value": 0.5})],
@@ -610,3 +622,15 @@ def test_one_hot_checks_its_labels_as_eager(backend, labels):
         assert str(got.value) == str(e)
         return
     torch.testing.assert_close(compiled(t), expected)
+
+
+@pytest.mark.parametrize("shape,correction", [((0, 5), 1), ((3, 1), 2), ((4, 3), 5)])
+def test_variance_with_fewer_values_than_its_correction_is_nan_as_in_eager(shape, correction):
+    """N - correction <= 0: eager (torch/_refs: ``max(N - correction, 0)``) divides by 0 and
+    gives nan; dividing by a negative N - correction gave -0.0 or a negative variance."""
+    fn = lambda x: torch.var_mean(x, 0, correction=correction)  # noqa: E731
+    x = torch.randn(shape)
+    got, want = decomposition_table[aten.var_mean.correction](x, [0], correction=correction), fn(x)
+    torch.testing.assert_close(got, want, equal_nan=True)
+    mc.reset()
+    torch.testing.assert_close(mc.compile(fn)(x), want, equal_nan=True)

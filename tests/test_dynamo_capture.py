@@ -914,3 +914,35 @@ def test_code_asking_whether_it_is_compiled_is_told_yes(ask):
     x = torch.zeros(2)
     assert f(x).tolist() == [-1.0, -1.0]
     assert mc.compile(f)(x).tolist() == [1.0, 1.0]
+
+
+def test_a_torch_testing_lambda_is_traced_into_not_put_in_the_graph():
+    """OpInfo writes ops as lambdas in torch.testing (``op=lambda self, condition, other:
+    torch.where(condition, self, other)``). As real Dynamo does (trace_rules.MOD_INLINELIST),
+    such code is traced into; as one graph node it was printed by its source text's name,
+    ``torch.testing._internal....op``, which the graph module could not find."""
+    namespace = {"__name__": "torch.testing._internal.opinfo_example", "torch": torch}
+    exec("op = lambda self, condition, other: torch.where(condition, self, other)", namespace)
+    op = namespace["op"]
+    fn = lambda *a: op(*a)  # noqa: E731 (how the OpInfo sweep calls an op)
+    x, y, c = torch.randn(5, 7), torch.randn(5, 7), torch.rand(5, 7) > 0.5
+    mc.reset()
+    mc.metrics.reset()
+    torch.testing.assert_close(mc.compile(fn)(x, c, y), fn(x, c, y))
+    assert mc.metrics.eager_fallbacks == 0
+
+
+TENSOR_METHODS = [(torch.Tensor.add, 2), (torch.Tensor.__radd__, 3), (torch.Tensor.__rmul__, 2.5),
+                  (torch.Tensor.__getitem__, (slice(1, None), 0))]
+
+
+def test_an_unbound_tensor_method_is_called_on_its_tensor():
+    """``torch.Tensor.__radd__`` taken from the class and called with the tensor first (OpInfo's
+    ``op=torch.Tensor.__radd__``; ``torch.Tensor.add(x, y)``) is the method called on the
+    tensor: one graph; it was a graph break ('calling an instance of method_descriptor')."""
+    fn = lambda x: [method(x, arg) for method, arg in TENSOR_METHODS]  # noqa: E731
+    x = torch.randn(5, 7)
+    mc.reset()
+    mc.metrics.reset()
+    assert_same(mc.compile(fn)(x), fn(x))
+    assert mc.metrics.graph_breaks == 0 and mc.metrics.eager_fallbacks == 0

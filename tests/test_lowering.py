@@ -771,6 +771,17 @@ MODEL_OPS = {
 }
 
 
+def test_a_roll_of_an_empty_tensor_is_a_kernel(compiled_graphs):
+    """A dim of size 0 has nothing to roll; its shift modulo the size was a ZeroDivisionError,
+    and the graph ran eagerly (OpInfo's roll samples on (0, 0, 0) tensors)."""
+    fn = lambda a: torch.roll(a * 2, shifts=(1, 2), dims=(2, 1))  # noqa: E731
+    a = torch.randn(0, 0, 0)
+    mc.metrics.reset()
+    torch.testing.assert_close(mc.compile(fn)(a), fn(a))
+    assert compiled_graphs and mc.metrics.eager_fallbacks == 0
+    mc.reset()
+
+
 @pytest.mark.parametrize("backend", ["cpp", "triton"])
 @pytest.mark.parametrize("name", sorted(MODEL_OPS))
 def test_ops_of_the_model_suites_are_kernels(name, backend, monkeypatch, compiled_graphs):

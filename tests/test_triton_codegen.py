@@ -14,6 +14,7 @@ from minicompile import config
 from minicompile.inductor.codegen import BACKENDS
 from minicompile.inductor.codegen.common import same_code_key
 from minicompile.inductor.codegen.wrapper import WrapperCodeGen
+from conftest import check_empty_reductions
 from test_cpp_codegen import NARROW_INTS, NARROW_OPS, narrow_ints
 
 pytest.importorskip("triton")
@@ -93,6 +94,25 @@ def test_integer_and_bool():
     check(lambda a: (a * 3 - 7) // 4 + a % 5, x)
     check(lambda a: (a > 0) & (a < 20) | (a == -3), x)
     check(lambda a: a.to(torch.float32) / 3 + a.bool().float(), x)
+
+
+@pytest.mark.skipif(TEST_DEVICE != "cpu", reason="the check runs CPU tensors in a child process")
+def test_a_reduction_over_an_empty_tensor_reads_none_of_it():
+    """A sum over a (3, 0) tensor reads it at an index that ``x // 0`` folds to 0; the
+    persistent kernel loaded that row-invariant address under the row's mask alone, from an
+    empty tensor's null storage (the interpreter's segfault, OpInfo's var_mean samples). A row
+    of no elements keeps the element mask: nothing is read."""
+    check_empty_reductions("triton")
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int8], ids=str)
+def test_integer_powers_are_exact_and_atens_for_negative_exponents(dtype):
+    """libdevice has no integer pow (and the interpreter's numpy refuses a negative integer
+    exponent: OpInfo's ``__rpow__`` int64 samples crashed); ``triton_helpers.pow`` squares and
+    multiplies, and gives ATen's 0, 1 or -1 for a negative exponent."""
+    a = torch.arange(-4, 5).repeat_interleave(9).to(dtype)  # every pair of -4..4
+    b = torch.arange(-4, 5).repeat(9).to(dtype)
+    check(lambda a, b: (a ** b, torch.pow(a, b[2:3]), (a + 0.5) ** b), a, b)
 
 
 @pytest.mark.parametrize("dtype", NARROW_INTS, ids=str)

@@ -295,7 +295,9 @@ def min_cut_saved_values(joint: fx.Graph, num_fwd_outputs: int) -> list[fx.Node]
     """
     primals, tangents = primals_and_tangents(joint)
     fw_outs, grads = split_outputs(joint, num_fwd_outputs)
-    must_be_backward = descendants(tangents)
+    # the gradients are the backward's outputs even where no tangent reaches them (angle's
+    # gradient of a real tensor is zeros_like(x)): what they read must be saved too
+    must_be_backward = descendants(tangents) | {g for g in grads if isinstance(g, fx.Node)}
     forward = ancestors(fw_outs)
     relevant = ancestors(fw_outs + grads)
     dist = distance_from_backward(joint, relevant, must_be_backward & relevant)

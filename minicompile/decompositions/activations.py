@@ -8,7 +8,7 @@ import math
 import torch
 
 from .registry import register_decomposition
-from .util import pw_cast_for_opmath
+from .util import pw_cast_for_opmath, scalars_of
 
 aten = torch.ops.aten
 SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
@@ -109,8 +109,8 @@ def hardswish_backward(grad, x):  # 0 below -3, (2x + 3) / 6 in [-3, 3], 1 above
 
 
 @register_decomposition(aten.hardtanh.default)
-def hardtanh(x, min_val=-1, max_val=1):  # clamp(x, min, max)
-    return aten.clamp.default(x, min_val, max_val)
+def hardtanh(x, min_val=-1, max_val=1):  # clamp(x, min, max), the bounds in x's dtype
+    return aten.clamp.default(x, *scalars_of(x, min_val, max_val))
 
 
 @register_decomposition(aten.hardtanh_backward.default)

@@ -6,12 +6,14 @@ from __future__ import annotations
 import torch
 
 from .registry import register_decomposition
+from .util import scalars_of
 
 aten = torch.ops.aten
 
 
 @register_decomposition(aten.addmm.default)
 def addmm(bias, a, b, beta=1, alpha=1):  # beta * bias + alpha * (a @ b)
+    beta, alpha = scalars_of(a, beta, alpha)
     out = aten.mm.default(a, b)
     if alpha != 1:
         out = aten.mul.Tensor(out, alpha)
@@ -36,6 +38,7 @@ def mv(a, v):  # (a @ v[:, None])[:, 0]
 
 @register_decomposition(aten.baddbmm.default)
 def baddbmm(bias, a, b, beta=1, alpha=1):  # beta * bias + alpha * (a @ b), batched
+    beta, alpha = scalars_of(a, beta, alpha)
     out = aten.bmm.default(a, b)
     if alpha != 1:
         out = aten.mul.Tensor(out, alpha)

@@ -70,11 +70,16 @@ def native_layer_norm_backward(grad, x, normalized_shape, mean, rstd, weight, bi
         dx = downcast(aten.mul.Tensor(aten.div.Tensor(rstd, n),
                                       aten.sub.Tensor(aten.sub.Tensor(a, b), c)), x_dtype)
     if output_mask[1] and weight is not None:
-        dw = downcast(aten.sum.dim_IntList(aten.mul.Tensor(grad, xhat), batch_dims, False),
-                      weight.dtype)
+        dw = downcast(_sum_over(aten.mul.Tensor(grad, xhat), batch_dims), weight.dtype)
     if output_mask[2] and bias is not None:
-        db = downcast(aten.sum.dim_IntList(grad, batch_dims, False), bias.dtype)
+        db = downcast(_sum_over(grad, batch_dims), bias.dtype)
     return dx, dw, db
+
+
+def _sum_over(t, dims: list[int]):
+    """``t`` summed over ``dims``; over none, ``t`` itself (``sum(t, [])`` is over every dim:
+    a layer norm over all of ``x``'s dims has no batch dim, and its dw is ``grad * xhat``)."""
+    return aten.sum.dim_IntList(t, dims, False) if dims else t
 
 
 def fused_rms_norm(x, normalized_shape, weight, eps):

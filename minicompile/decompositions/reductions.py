@@ -42,7 +42,8 @@ def _var(x, dims, correction, keepdim):
     if centered.is_complex():  # |x - mean|^2: the variance of complex values is real
         centered = aten.abs.default(centered)
     sq = aten.sum.dim_IntList(aten.mul.Tensor(centered, centered), dims, keepdim)
-    var = aten.div.Tensor(sq, n - (1 if correction is None else correction))
+    # N - correction, never below 0 (torch/_refs' var): the variance of no values is 0/0 = nan
+    var = aten.div.Tensor(sq, torch.sym_max(n - (1 if correction is None else correction), 0))
     if shift is not x:
         mu = aten.add.Tensor(mu, shift)
     return var, (mu if keepdim else aten.squeeze.dims(mu, dims))

@@ -38,6 +38,17 @@ def pw_cast_for_opmath(fn: Callable) -> Callable:
     return wrapper
 
 
+def scalars_of(x: torch.Tensor, *scalars):
+    """Scalar arguments as ATen's kernel reads them: in the tensor's dtype, so on an integer
+    tensor ``beta=0.2`` or ``min_val=-0.5`` is 0 (torch/_decomp's addmm: ``beta = int(beta)``,
+    torch/_refs' hardtanh likewise); a float scalar in the arithmetic would make the result
+    float."""
+    if x.is_floating_point() or x.is_complex():
+        return scalars
+    kind = bool if x.dtype == torch.bool else int
+    return tuple(kind(s) for s in scalars)
+
+
 def reduction_dims(x: torch.Tensor, dim) -> list[int]:
     """``dim=None`` or ``[]`` means every dimension."""
     if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0):
@@ -46,7 +57,9 @@ def reduction_dims(x: torch.Tensor, dim) -> list[int]:
 
 
 def numel_of(x: torch.Tensor, dims: list[int]):
+    """Elements in the block that ``dims`` reduce; a 0-d tensor's dim 0 (or -1), which ATen
+    accepts as a dim of size 1, is its one element."""
     n = 1
     for d in dims:
-        n = n * x.shape[d]
+        n = n * (x.shape[d] if x.dim() else 1)
     return n

@@ -30,6 +30,7 @@ import torch
 
 TOLERANCES = {  # dtype -> (rtol, atol)
     torch.float32: (1e-4, 1e-5),
+    torch.float64: (1e-7, 1e-7),  # torch.testing's default for float64
     torch.float16: (1e-2, 1e-2),
     torch.bfloat16: (5e-2, 5e-2),
 }

@@ -37,8 +37,8 @@ from .nn_module import NNModuleVariable, unspecialized_module
 from .optimizer import OptimizerVariable
 from .symnode import SymNodeVariable, symbolic_size
 from .tensor import TensorVariable, check_plain_tensor
-from .torch import (AutogradFunctionVariable, TorchVariable, is_function_apply, is_function_class,
-                    is_torch_callable)
+from .torch import (AutogradFunctionVariable, TensorMethodVariable, TorchVariable,
+                    is_function_apply, is_function_class, is_tensor_method, is_torch_callable)
 from .user_defined import UserDefinedObjectVariable
 
 
@@ -322,6 +322,7 @@ class VariableBuilder:
         (lambda v: any(v is d for d in CACHING_DECORATORS),
          lambda self, v, g: CachingDecoratorVariable(v)),  # lru_cache applied in the frame
         (is_function_apply, _id_matched(TorchVariable)),  # apply = MyFunction.apply (torch 2.14: C)
+        (is_tensor_method, _id_matched(TensorMethodVariable)),  # torch.Tensor.add(x, y)
         (is_torch_callable, _id_matched(TorchVariable)),
         (lambda v: isinstance(v, types.FunctionType) and v.__code__ is CONTEXTMANAGER_CODE,
          wrap_contextmanager),

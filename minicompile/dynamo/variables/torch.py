@@ -69,8 +69,10 @@ UNSUPPORTED: dict[Callable, str] = {
 
 
 # Python code in these torch packages is traced through like the user's own (real Dynamo's
-# ``trace_rules.MOD_INLINELIST``): an optimizer's step is loops of tensor updates, not one op.
-INLINED_TORCH_MODULES = ("torch.optim",)
+# ``trace_rules.MOD_INLINELIST``): an optimizer's step is loops of tensor updates, not one op;
+# torch.testing's helpers (OpInfo's ``op=lambda self, c, o: torch.where(c, self, o)``) are plain
+# Python around torch calls, and as one graph node a lambda has no name to print the graph with.
+INLINED_TORCH_MODULES = ("torch.optim", "torch.testing")
 
 
 def is_inlined_torch_function(value: Any) -> bool:
@@ -135,6 +137,24 @@ class TorchVariable(KnownCallableVariable):
 
     def _repr_body(self) -> str:
         return self._name()
+
+
+def is_tensor_method(value: Any) -> bool:
+    """``torch.Tensor.add``, ``torch.Tensor.__getitem__``: a method of the tensor class's C base,
+    taken from the class (unbound)."""
+    return isinstance(value, (types.MethodDescriptorType, types.WrapperDescriptorType)) \
+        and getattr(value, "__objclass__", None) is torch._C.TensorBase
+
+
+class TensorMethodVariable(KnownCallableVariable):
+    """An unbound tensor method called with the tensor first: ``torch.Tensor.add(x, y)`` is
+    ``x.add(y)`` (OpInfo's ``op=torch.Tensor.__radd__``; real Dynamo calls the method on the
+    tensor the same way). Called on anything else, it breaks the graph."""
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        if not args or not issubclass(args[0].python_type(), torch.Tensor):
+            unimplemented(f"Tensor.{self.fn.__name__} called without a tensor first")
+        return args[0].call_method(tx, self.fn.__name__, list(args[1:]), kwargs)
 
 
 # --- torch.autograd.Function subclasses ----------------------------------------------------------

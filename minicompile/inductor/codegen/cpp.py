@@ -196,9 +196,13 @@ class CppKernel:
         """Run ``members`` under the C++ ops handler: the lines of one loop body (the loop over
         the row of phase ``position``, if any) or of per-row code."""
         self.ops.code, self.ops.scope = LoopCode(), scope
-        self.ops.invariants = LoopInvariants(  # the loops' variables (per-row code: no loop)
-            *((X0 if self.ops.index_subs else XINDEX,) if self.group.kind == "pointwise"
-              else () if position is None else self.row_vars()))
+        inner = ((X0 if self.ops.index_subs else XINDEX,) if self.group.kind == "pointwise"
+                 else () if position is None else self.row_vars())
+        # the loops' variables (per-row code: no loop); none where a loop runs no times: a value
+        # read before it could be read from an empty tensor (a sum over a (3, 0) tensor reads
+        # ``in_ptr0[0]``, the index of a view of it folded to 0 by ``x // 0``)
+        empty = any(self.ops.var_ranges.get(v, 1) == 0 for v in inner)
+        self.ops.invariants = LoopInvariants(*(() if empty else inner))
         self.values.start(position, None if position is None else self.ops.code)
         emit_members(members, self.ops, self.group, scope)
         return self.ops.code

@@ -515,6 +515,8 @@ template <typename T> inline T remainder(T a, T b) {  // remainder with the sign
 }
 template <typename T> inline T pow(T a, T b) {
     if constexpr (std::is_integral_v<T>) {  // exact integer power (torch.pow on ints)
+        if (b < 0)  // as ATen's powi: 1 and -1 have integer reciprocals, the rest truncate to 0
+            return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
         T result = 1;
         for (; b > 0; b >>= 1, a *= a) if (b & 1) result *= a;
         return result;

@@ -367,8 +367,9 @@ class TritonKernel(TritonReductions, TritonScans, TritonChecks):
         shift, ``x[i, 0]``, read by every element of row ``i``) is loaded once per row, an
         (XBLOCK, 1) value that broadcasts: masked by the row's mask alone, it is not the
         RBLOCK loads of one address per row that the element mask would make. (A looped
-        kernel keeps the element mask: the frame of its loop takes only element loads.)"""
-        if self.kind != "persistent":
+        kernel keeps the element mask: the frame of its loop takes only element loads.) A row of
+        no elements reads nothing (the index of an empty tensor may fold to a constant 0)."""
+        if self.kind != "persistent" or self.group.var_ranges()[RINDEX] == 0:
             return False
         symbols = simplify_index(index, self.group.var_ranges()).free_symbols
         return RINDEX not in symbols and not any(s.name.startswith("indirect") for s in symbols)

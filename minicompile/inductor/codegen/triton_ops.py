@@ -134,7 +134,7 @@ TRITON_OPS = {
     "truncdiv": "triton_helpers.truncdiv({0}, {1})",
     "mod": "triton_helpers.remainder({0}, {1})",
     "remainder": "triton_helpers.remainder({0}, {1})",
-    "fmod": "triton_helpers.fmod({0}, {1})", "pow": "libdevice.pow({0}, {1})",
+    "fmod": "triton_helpers.fmod({0}, {1})", "pow": "triton_helpers.pow({0}, {1})",
     "neg": "-{0}", "abs": "tl.abs({0})", "reciprocal": "1 / {0}", "square": "{0} * {0}",
     "sign": "triton_helpers.sign({0})",
     "maximum": "triton_helpers.maximum({0}, {1})",  # NaN wins, as in torch

@@ -248,7 +248,8 @@ def roll(x: IRNode, shifts, dims=()):
         d = _dim(d, len(size))
         if not size[d].is_number:
             raise Unsupported("roll along a dim of symbolic size")
-        moved[d] = (moved.get(d, 0) + int(shift)) % int(size[d])
+        # (a dim of size 0 has nothing to move: its shift is 0, not a modulo by zero)
+        moved[d] = (moved.get(d, 0) + int(shift)) % max(int(size[d]), 1)
     load = x.make_loader()
 
     def inner_fn(index):

@@ -161,6 +161,25 @@ def fmod(a, b):
 
 
 @triton.jit
+def pow(a, b):
+    """``torch.pow``: libdevice's for floats; exact for integers, as ATen's powi (libdevice has
+    no integer pow, and the interpreter's numpy refuses negative integer exponents): square and
+    multiply over the exponent's bits, and for a negative exponent 0, except 1 for a base of 1
+    and 1 or -1 by the exponent's parity for -1."""
+    if a.dtype.is_floating() or b.dtype.is_floating():
+        return libdevice.pow(a, b)
+    base = a + b * 0  # (both broadcast to one shape)
+    exponent = tl.where(b < 0, 0, b + a * 0)
+    result = base * 0 + 1
+    for _ in tl.static_range(63):
+        result = tl.where((exponent & 1) != 0, result * base, result)
+        base = base * base
+        exponent = exponent >> 1
+    negative = tl.where(a == 1, 1, tl.where(a == -1, 1 - 2 * (b & 1), 0))
+    return tl.where(b < 0, negative.to(result.dtype), result)
+
+
+@triton.jit
 def index_floordiv(a, b):
     """Python's ``a // b`` for an index ``a`` of either sign and a positive ``b`` (a constant or a
     size): truncation rounded up where ``a`` is negative and not a multiple."""
