@@ -300,52 +300,6 @@ def test_float_input_through_the_inductor_backend():
     assert mc.metrics.recompiles == 0 and mc.metrics.graphs_compiled == 1
 
 
-def _derived_floats(x, s):
-    t = 1 - s * 0.5  # a derived float
-    return (x * t).relu() + (-s) ** 2, t
-
-
-def _derived_float_across_a_break(x, s):
-    t = s * 3 + 1
-    print("a graph break")
-    return x * t, t / 2
-
-
-@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
-@pytest.mark.parametrize("fn", [_derived_floats, _derived_float_across_a_break])
-def test_python_arithmetic_on_a_float_input_stays_in_the_graph(fn, device, capsys):
-    """``1 - s * 0.5``, ``(-s) ** 2`` of a float argument: a derived float, computed in the
-    graph from the input (float64 tensor arithmetic is Python's float arithmetic), returned or
-    handed across a graph break as a Python float: one compile for every value, where each new
-    value compiled again (its value was guarded)."""
-    cf = mc.compile(fn)
-    mc.reset()
-    mc.metrics.reset()
-    x = torch.randn(8, device=device)
-    for s in (0.5, 1.5, -2.5, 0.25):
-        got, want = cf(x, s), fn(x, s)
-        torch.testing.assert_close(got, want)
-        assert type(got[1]) is float and got[1] == want[1]
-    assert mc.metrics.recompiles == 0
-
-
-def test_float_arithmetic_that_needs_the_value_is_specialized():
-    """Division by the float, a fractional power, a power of it and a comparison: Python raises
-    or branches where a tensor would not (``1 / 0.0``, ``(-1) ** 0.5``), so each specializes
-    and guards, and stays eager's on every value."""
-    def f(x, s):
-        y = x * (abs(s) ** 0.5) + 2 ** s - 1 / s
-        return y + 1 if s * 2 > 1 else y - 1
-
-    cf = mc.compile(f, backend="eager")
-    mc.reset()
-    x = torch.randn(4)
-    for s in (0.5, 1.5, -2.5, 0.25):
-        torch.testing.assert_close(cf(x, s), f(x, s))
-    with pytest.raises(ZeroDivisionError):
-        cf(x, 0.0)
-
-
 @pytest.mark.cpu_only  # Tensor.numpy() needs a CPU tensor, in eager too
 def test_numpy_on_tensors_breaks_with_its_own_reason():
     """minicompile does not trace numpy through torch._numpy (real Dynamo does): the numpy part

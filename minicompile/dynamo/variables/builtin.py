@@ -25,7 +25,7 @@ from ..side_effects import DELETED
 from .base import KnownCallableVariable, VariableTracker
 from .constant import ConstantVariable, is_constant, is_plain_user_class
 from .dicts import DICT_CLASS_METHODS, ConstDictVariable, DictClassMethodVariable, key_value_pairs
-from .floats import float_arithmetic, float_operands
+from .floats import float_operands
 from .functions import BaseUserFunctionVariable, FunctoolsPartialVariable, UserMethodVariable
 from .iter import ITER_HANDLERS
 from .lists import (BaseListVariable, LazyIteratorVariable, ListIteratorVariable, ListVariable,
@@ -65,9 +65,6 @@ class BuiltinVariable(KnownCallableVariable):
             unimplemented(f"builtin {self._name()} on a tensor")
         if any(isinstance(a, SymNodeVariable) for a in [*args, *kwargs.values()]):
             return symbolic_builtin(tx, self, args, kwargs)  # sizes under dynamic shapes
-        derived = None if kwargs else float_arithmetic(tx, self.fn, args)  # s ** 2 of a float
-        if derived is not None:  # input: a graph value too
-            return derived
         if self.fn not in NOT_FOLDABLE and all(
                 a.is_python_constant() for a in [*args, *kwargs.values()]):
             cargs = [_const(a) for a in args]

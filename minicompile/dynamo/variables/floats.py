@@ -9,14 +9,9 @@ input (the compiled graph's caller converts it, see ``OutputGraph.add_float_inpu
 tensor op that takes it (``x * lr``) reads that input, cast to the dtype eager would compute
 in: ``torch.result_type(x, lr)``, the dtype a Python scalar is cast to.
 
-Python arithmetic on it (``s ** 2``, ``1 - beta``, ``lr * 0.5``) stays in the graph too: a
-*derived* float, a 0-d float64 tensor computed from the inputs it comes from (float64 tensor
-arithmetic is Python's float arithmetic, IEEE double, operation for operation).
-
 Everything else (``if lr > 0:``, ``range(int(lr))``, a torch function's float argument) needs
-the value itself: the float is then *specialized* -- guarded by value (a derived float: the
-inputs it comes from) and used as a constant, exactly what happened before -- so it is never
-wrong, only recompiled.
+the value itself: the float is then *specialized* -- guarded by value and used as a constant,
+exactly what happened before -- so it is never wrong, only recompiled.
 """
 
 from __future__ import annotations
@@ -40,21 +35,10 @@ FLOAT_INPUT_OPERATORS = {operator.add, operator.sub, operator.mul, operator.true
 EXACT_DTYPES = (torch.float32, torch.float64)
 
 
-# Python float arithmetic kept in the graph, where a float64 tensor computes what Python does.
-# A divisor or an exponent must be a constant (Python raises on a zero float divisor, and on a
-# negative base to a fractional power, where a tensor gives inf or nan): integer powers only
-FLOAT_ARITHMETIC = {operator.add, operator.sub, operator.mul, operator.truediv, operator.pow,
-                    operator.neg, operator.pos}
-
-
 class UnspecializedFloatVariable(VariableTracker):
-    def __init__(self, output, proxy: torch.fx.Proxy, value: float, source,
-                 roots: tuple["UnspecializedFloatVariable", ...] = (),
-                 fake: torch.Tensor | None = None):
+    def __init__(self, output, proxy: torch.fx.Proxy, value: float, source):
         super().__init__(source)
         self.output, self.proxy, self.value = output, proxy, value  # output: the OutputGraph
-        self.roots = roots or (self,)  # the float inputs it is computed from
-        self.fake = proxy.node.meta["example_value"] if fake is None else fake  # 0-d float64
         self.guarded = False
 
     def python_type(self) -> type:
@@ -64,12 +48,7 @@ class UnspecializedFloatVariable(VariableTracker):
         return True  # it can always become one (below); asking does not specialize it
 
     def as_python_constant(self) -> Any:
-        """The value itself, used as a constant from now on: guarded by value (a derived
-        float: each input it is computed from)."""
-        if self.roots != (self,):
-            for root in self.roots:
-                root.as_python_constant()
-            return self.value
+        """The value itself, used as a constant from now on: guarded by value."""
         if not self.guarded:
             tx = self.output.current_tx
             self.output.add_guard(Guard(self.source, GuardKind.EQUALS_MATCH, self.value,
@@ -80,13 +59,6 @@ class UnspecializedFloatVariable(VariableTracker):
     def identity(self) -> Any:
         return self
 
-    def reconstruct(self, codegen) -> str:
-        """An input float is its source; a derived one, a graph output read back as a float
-        (returned, or handed to the code after a graph break), not specialized."""
-        if self.source is not None:
-            return self.source.expr()
-        return f"{codegen.graph_output(self.computed)}.item()"
-
     def operand_for(self, tx, op: Any, tensor: VariableTracker) -> VariableTracker:
         """This float as the other operand of ``op(tensor, float)``: the graph input cast to
         the result dtype, or the specialized constant where that would not match eager."""
@@ -95,41 +67,11 @@ class UnspecializedFloatVariable(VariableTracker):
         dtype = torch.result_type(tensor.as_fake(), self.value)
         if op not in FLOAT_INPUT_OPERATORS or dtype not in EXACT_DTYPES:
             return ConstantVariable(self.as_python_constant())
-        graph_input = _Proxied(self.proxy, self.fake)
+        graph_input = _Proxied(self.proxy, self.proxy.node.meta["example_value"])
         return call_op(tx, "call_method", "to", [graph_input, ConstantVariable(dtype)], {})
 
     def _repr_body(self) -> str:
         return f"{self.value!r} (a graph input)"
-
-
-def float_arithmetic(tx, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
-    """``op`` of unspecialized floats and int or float constants as a derived float, or None
-    where Python's result could differ from a float64 tensor's (the value is then needed)."""
-    from .tensor import call_op
-
-    floats = [a for a in args if isinstance(a, UnspecializedFloatVariable)]
-    if op not in FLOAT_ARITHMETIC or not floats or not all(
-            isinstance(a, UnspecializedFloatVariable)
-            or (isinstance(a, ConstantVariable) and type(a.value) in (int, float)) for a in args):
-        return None
-    values = [a.value if isinstance(a, UnspecializedFloatVariable) else a.as_python_constant()
-              for a in args]  # (a constant read from an attribute is guarded as it is read)
-    if op is operator.truediv and (args[1] in floats or values[1] == 0):
-        return None
-    if op is operator.pow and (args[1] in floats or type(values[1]) is not int):
-        return None
-    try:
-        value = op(*values)
-    except (ArithmeticError, ValueError):  # (an int too large for a float): raised as Python
-        return None  # does, from the specialised values
-    operands = [_Proxied(a.proxy, a.fake) if isinstance(a, UnspecializedFloatVariable) else a
-                for a in args]
-    node = call_op(tx, "call_function", op, operands, {})
-    roots = tuple(dict.fromkeys(r for f in floats for r in f.roots))
-    derived = UnspecializedFloatVariable(floats[0].output, node.as_proxy(), value, None,
-                                         roots, node.as_fake())
-    derived.computed = node
-    return derived
 
 
 def float_operands(tx, op: Any, args: list[VariableTracker]) -> list[VariableTracker]:
