@@ -7,6 +7,7 @@ result must equal eager: either a guard fails and the frame recompiles, or every
 the cached entry is right. A stale entry is the one thing that may never happen.
 """
 
+import enum
 import math
 
 import pytest
@@ -614,6 +615,34 @@ def test_str_enum_value_is_guarded_by_a_bound_name():
     compiled = mc.compile(f, backend="eager")
     for action in (Action.NONE, Action.WARN, "none"):
         torch.testing.assert_close(compiled(x, action), f(x, action))
+
+
+class Reduction(enum.Enum):
+    SUM = 1
+    MEAN = 2
+    MAX = "max"
+
+
+class ReduceConfig:
+    def __init__(self, mode):
+        self.mode = mode
+
+
+def reduce_by_mode(x, cfg):
+    if cfg.mode is Reduction.SUM:
+        return x.sum(-1)
+    if cfg.mode == Reduction.MEAN:
+        return x.mean(-1)
+    return x.amax(-1)
+
+
+def test_enum_member_is_guarded_by_identity():
+    # Guarded by type only, a config with another member reused the first member's graph.
+    x = torch.randn(3, 4)
+    compiled = mc.compile(reduce_by_mode, backend="eager")
+    for mode in (Reduction.MEAN, Reduction.SUM, Reduction.MAX, Reduction.MEAN):
+        cfg = ReduceConfig(mode)
+        torch.testing.assert_close(compiled(x, cfg), reduce_by_mode(x, cfg))
 
 
 def test_tensor_checks_run_as_one_cpp_call_and_agree_with_the_listing():
