@@ -726,3 +726,20 @@ def test_an_ordered_dict_is_read_in_its_own_order():
     assert_same(cfn(x, d), fn(x, d))
     d.move_to_end(3)
     assert_same(cfn(x, d), fn(x, d))
+
+
+def patchify(x, p):
+    """A ViT's patch embedding input: crop to whole patches, then one row per patch."""
+    B, C, H, W = x.shape
+    Hp, Wp = H // p, W // p
+    x = x[:, :, :Hp * p, :Wp * p]
+    return x.reshape(B, C, Hp, p, Wp, p).permute(0, 2, 4, 1, 3, 5).reshape(B, Hp * Wp, C * p * p)
+
+
+def test_a_shape_guard_with_a_disjunction_keeps_the_rest_of_the_guard():
+    # reshape's guards include `a or b or c`; joined unparenthesized with `and`, the guard of
+    # the square image passed for any image, and a 9x13 one ran the graph made for H == W.
+    compiled = mc.compile(patchify, backend="inductor", dynamic=True)
+    for h, w in [(8, 8), (9, 13), (16, 4)]:
+        x = torch.randn(2, 3, h, w)
+        torch.testing.assert_close(compiled(x, 4), patchify(x, 4))
