@@ -634,3 +634,18 @@ def test_variance_with_fewer_values_than_its_correction_is_nan_as_in_eager(shape
     torch.testing.assert_close(got, want, equal_nan=True)
     mc.reset()
     torch.testing.assert_close(mc.compile(fn)(x), want, equal_nan=True)
+
+
+def test_mse_loss_backward_compiles_with_a_dynamic_batch():
+    """The mean's scale 2/N was a Python number over the symbolic N (a SymFloat 1/s0 no graph
+    node computes): every backward through a mean MSE with a varying batch ran eagerly."""
+    w = torch.randn(3, 2, requires_grad=True)
+    fn = lambda x, y: torch.nn.functional.mse_loss(x @ w, y)  # noqa: E731
+    mc.reset()
+    mc.metrics.reset()
+    compiled = mc.compile(fn, dynamic=True)
+    for n in (4, 7, 1):
+        x, y = torch.randn(n, 3), torch.randn(n, 2)
+        want = torch.autograd.grad(fn(x, y), w)[0]
+        torch.testing.assert_close(torch.autograd.grad(compiled(x, y), w)[0], want)
+    assert mc.metrics.fallback_reasons == []

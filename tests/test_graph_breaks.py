@@ -738,6 +738,33 @@ def test_an_attribute_assignment_that_breaks_runs_natively_and_the_rest_compiles
     assert "assigned natively" in str(explanation.break_reasons[0])
 
 
+def loss_and_grad_of_a_fresh_leaf(x):
+    """A detection loss's gradient check: a copy made a leaf inside the function, a loss over
+    it, backward, and the leaf's gradient."""
+    x = x.clone().requires_grad_()
+    loss = (x.sigmoid() * x).sum()
+    loss.backward()
+    return loss.detach(), x.grad
+
+
+def loss_and_grad_of_an_input_made_a_leaf(x):
+    x.requires_grad_()
+    loss = (x * x).sum()
+    loss.backward()
+    return loss.detach(), x.grad
+
+
+@pytest.mark.parametrize("fn", [loss_and_grad_of_a_fresh_leaf,
+                                loss_and_grad_of_an_input_made_a_leaf])
+def test_requires_grad_turned_on_inside_the_function_runs_natively(fn):
+    # Traced into the graph, the loss came out without a grad_fn and backward() raised.
+    x = torch.randn(3, 5)
+    expected = fn(x.clone())
+    mc.reset()
+    torch.testing.assert_close(mc.compile(fn)(x.clone()), expected)
+    torch._dynamo.reset()
+    assert mc.explain(fn)(x.clone()).graph_break_count >= 1
+
 def scaled_then_printed(x, scale):
     keys = {k: scale * k for k in range(3)}  # a comprehension: a function closing over `scale`
     y = x * keys[2]

@@ -7,6 +7,7 @@ result must equal eager: either a guard fails and the frame recompiles, or every
 the cached entry is right. A stale entry is the one thing that may never happen.
 """
 
+import enum
 import math
 
 import pytest
@@ -616,6 +617,34 @@ def test_str_enum_value_is_guarded_by_a_bound_name():
         torch.testing.assert_close(compiled(x, action), f(x, action))
 
 
+class Reduction(enum.Enum):
+    SUM = 1
+    MEAN = 2
+    MAX = "max"
+
+
+class ReduceConfig:
+    def __init__(self, mode):
+        self.mode = mode
+
+
+def reduce_by_mode(x, cfg):
+    if cfg.mode is Reduction.SUM:
+        return x.sum(-1)
+    if cfg.mode == Reduction.MEAN:
+        return x.mean(-1)
+    return x.amax(-1)
+
+
+def test_enum_member_is_guarded_by_identity():
+    # Guarded by type only, a config with another member reused the first member's graph.
+    x = torch.randn(3, 4)
+    compiled = mc.compile(reduce_by_mode, backend="eager")
+    for mode in (Reduction.MEAN, Reduction.SUM, Reduction.MAX, Reduction.MEAN):
+        cfg = ReduceConfig(mode)
+        torch.testing.assert_close(compiled(x, cfg), reduce_by_mode(x, cfg))
+
+
 def test_tensor_checks_run_as_one_cpp_call_and_agree_with_the_listing():
     """The TENSOR_MATCH lines of the listing run as one call of torch's C++ tensor check
     (``GuardFn.runs``); it accepts and refuses what the lines do, dynamic dims included."""
@@ -697,3 +726,20 @@ def test_an_ordered_dict_is_read_in_its_own_order():
     assert_same(cfn(x, d), fn(x, d))
     d.move_to_end(3)
     assert_same(cfn(x, d), fn(x, d))
+
+
+def patchify(x, p):
+    """A ViT's patch embedding input: crop to whole patches, then one row per patch."""
+    B, C, H, W = x.shape
+    Hp, Wp = H // p, W // p
+    x = x[:, :, :Hp * p, :Wp * p]
+    return x.reshape(B, C, Hp, p, Wp, p).permute(0, 2, 4, 1, 3, 5).reshape(B, Hp * Wp, C * p * p)
+
+
+def test_a_shape_guard_with_a_disjunction_keeps_the_rest_of_the_guard():
+    # reshape's guards include `a or b or c`; joined unparenthesized with `and`, the guard of
+    # the square image passed for any image, and a 9x13 one ran the graph made for H == W.
+    compiled = mc.compile(patchify, backend="inductor", dynamic=True)
+    for h, w in [(8, 8), (9, 13), (16, 4)]:
+        x = torch.randn(2, 3, h, w)
+        torch.testing.assert_close(compiled(x, 4), patchify(x, 4))

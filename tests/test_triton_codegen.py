@@ -219,6 +219,22 @@ def test_dynamic_shapes_one_kernel_set(kernels):
     assert any(name.startswith("triton_red") for name, _, _ in kernels)  # rnumel symbolic: looped
 
 
+def crop_to_patches(x, p):
+    """A ViT's patch rows: the crop to whole patches is floor(H/p)*p, an index term in floor."""
+    B, C, H, W = x.shape
+    x = x[:, :, :H // p * p, :W // p * p]
+    return x.reshape(B, C, H // p, p, W // p, p).permute(0, 2, 4, 1, 3, 5).reshape(B, -1, C * p * p)
+
+
+def test_index_with_a_floor_of_sizes():
+    # The Triton printer had no rule for SymPy's floor: the kernel read `floor(s2/s4)`, a name
+    # the kernel does not define (NameError), where C++ prints an integer division.
+    compiled = mc.compile(crop_to_patches, backend="inductor", dynamic=True)
+    for h, w in [(9, 13), (8, 17)]:
+        x = torch.randn(2, 3, h, w, device=TEST_DEVICE)
+        torch.testing.assert_close(compiled(x, 4), crop_to_patches(x, 4))
+
+
 # --- looped reductions under the interpreter (Triton <= 3.6 with NumPy 2.4) --------------------
 # Triton 3.6's interpreter turned the scalar ``rnumel`` into a 1-element array and ``int()`` of
 # it fails on NumPy 2.4, at ``for roffset in range(0, rnumel, RBLOCK)``: every reduction whose

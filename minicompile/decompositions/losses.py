@@ -26,8 +26,12 @@ def mse_loss(x, target, reduction=MEAN):  # reduce((x - target)^2)
 
 @register_decomposition(aten.mse_loss_backward.default)
 def mse_loss_backward(grad, x, target, reduction):  # 2 (x - target) grad [/ N for mean]
-    scale = 2 / x.numel() if reduction == MEAN else 2
-    return aten.mul.Tensor(aten.mul.Tensor(aten.sub.Tensor(x, target), scale), grad)
+    # divided by N, not scaled by 2/N: with a symbolic N, 2/N is a SymFloat (1/s0) that no
+    # graph node computes, and the whole graph would run eagerly
+    doubled = aten.mul.Tensor(aten.sub.Tensor(x, target), 2)
+    if reduction == MEAN:
+        doubled = aten.div.Tensor(doubled, x.numel())
+    return aten.mul.Tensor(doubled, grad)
 
 
 def _picked(x, target, ignore_index):

@@ -337,11 +337,19 @@ def expand_shape_env(guards: list[Guard]) -> list[Guard]:
     out, shape = [], []
     for g in guards:
         if g.kind is GuardKind.SHAPE_ENV and isinstance(g.expected, ShapeEnv):
-            shape += [Guard(None, GuardKind.SHAPE_ENV, PythonPrinter().doprint(sg.expr), sg.user_line)
+            shape += [Guard(None, GuardKind.SHAPE_ENV, _relation_source(sg.expr), sg.user_line)
                       for sg in g.expected.produce_guards()]
         else:
             out.append(g)
     return out + shape  # last: they read sizes of inputs the guards before checked are tensors
+
+
+def _relation_source(expr) -> str:
+    """A relation as Python; a disjunction in parentheses (``(a == 1) or (b == 0)``): the
+    guard's lines are joined with ``and``, which binds tighter than ``or``, so unwrapped the
+    whole guard passed whenever the disjunction's last term held."""
+    text = PythonPrinter().doprint(expr)
+    return f"({text})" if " or " in text else text
 
 
 def dedupe(guards: list[Guard]) -> list[Guard]:

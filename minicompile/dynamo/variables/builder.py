@@ -11,6 +11,7 @@ shapes plug in there. ``SourcelessBuilder`` wraps values made while tracing (no 
 
 from __future__ import annotations
 
+import enum
 import functools
 import operator
 import types
@@ -331,6 +332,9 @@ class VariableBuilder:
         (lambda v: type(v) is functools.partial, wrap_partial),
         (lambda v: isinstance(v, functools._lru_cache_wrapper)
          and isinstance(getattr(v, "__wrapped__", None), types.FunctionType), wrap_lru_cache),
+        # An enum member is compared by identity (`cfg.mode is Mode.SUM`): guarded by identity
+        # as real Dynamo's EnumVariable, not by type, which any other member passes.
+        (lambda v: isinstance(v, enum.Enum), _id_matched(UserDefinedObjectVariable)),
         (lambda v: True, wrap_object),
     ]
 

@@ -164,6 +164,12 @@ class TensorVariable(VariableTracker):
                           "traces it through torch._numpy)")
         if name in DATA_METHODS:
             unimplemented(f"Tensor.{name}() needs the tensor's data, which tracing does not have")
+        if name == "requires_grad_" and not self.example_value.requires_grad and \
+                _turns_grad_on(args, kwargs):
+            # A graph's outputs carry autograd history only from inputs that already required
+            # grad, so a tensor made a leaf inside it would reach .backward() without a
+            # grad_fn: the call runs natively between two graphs (real Dynamo breaks too).
+            unimplemented("Tensor.requires_grad_() turning gradients on inside the graph")
         if name in METADATA_METHODS:
             cargs = [a.as_python_constant() for a in args]
             ckwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
@@ -286,3 +292,11 @@ def call_op(tx, kind: str, target: Any, args: list[VariableTracker],
     proxy = output.create_proxy(kind, target, tuple(a.as_proxy() for a in args),
                                 {k: v.as_proxy() for k, v in kwargs.items()})
     return wrap_fx_proxy(tx, proxy, example)
+
+
+def _turns_grad_on(args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> bool:
+    """``requires_grad_()`` / ``requires_grad_(True)``: its flag, unless it is not a constant."""
+    flag = args[0] if args else kwargs.get("requires_grad")
+    if flag is None:
+        return True
+    return not flag.is_python_constant() or bool(flag.as_python_constant())

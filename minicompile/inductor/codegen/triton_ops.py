@@ -103,6 +103,14 @@ class TritonPrinter(StrPrinter):
             return f"(({self._print(base)}) % ({self._print(modulus)}))"
         return f"triton_helpers.index_remainder({self._print(base)}, {self._print(modulus)})"
 
+    def _print_floor(self, expr):  # floor(s2/s4), a cropped size: exact integer division
+        num, den = expr.args[0].as_numer_denom()
+        return self._print(FloorDiv(num, den, evaluate=False))
+
+    def _print_ceiling(self, expr):  # ceiling(s0/4) = -((-s0) // 4)
+        num, den = expr.args[0].as_numer_denom()
+        return f"(-{self.paren(FloorDiv(-num, den, evaluate=False))})"
+
     def _print_Min(self, expr):
         return self._nest("tl.minimum", expr.args)
 
