@@ -163,3 +163,11 @@ def test_the_sweep_runs_requests_in_a_worker_process():
     assert [(r.op, r.mode) for r in results] == [
         ("mul", "forward"), ("mul", "forward"), ("mul", "grad"), ("abs", "forward")]
     assert {r.kind for r in results} == {"pass"}
+
+
+def test_loading_op_db_leaves_torch_backends_flags_settable():
+    """torch's test utilities freeze ``torch.backends`` flags when imported; the sweep runs in
+    the caller's process (and beside other tests), which must still be able to set them."""
+    frozen = torch.backends.flags_frozen()
+    op_table()
+    assert torch.backends.flags_frozen() == frozen

@@ -87,8 +87,16 @@ def full_name(op) -> str:
 
 @functools.cache
 def op_table() -> dict[str, Any]:
-    """``op_db`` by full name (imported on demand: it needs ``expecttest``)."""
+    """``op_db`` by full name (imported on demand: it needs ``expecttest``). Importing torch's
+    test utilities freezes ``torch.backends`` flags for the whole process (their own tests'
+    rule: ``disable_global_flags``); the sweep runs in the caller's process, so a caller that
+    could set ``torch.backends.cudnn.enabled`` before still can after."""
+    import torch
+
+    frozen = torch.backends.flags_frozen()
     from torch.testing._internal.common_methods_invocations import op_db
+    if not frozen and torch.backends.flags_frozen():  # (a global of torch.backends's code)
+        torch.backends.flags_frozen.__globals__["__allow_nonbracketed_mutation_flag"] = True
     return {full_name(op): op for op in op_db}
 
 
