@@ -254,8 +254,9 @@ def run_frame(fn: types.FunctionType, args: tuple, kwargs: dict, backend: Callab
               unspecialized: tuple[str, ...] = ()) -> Any:
     """What the PEP 523 hook does for one frame: look up, or compile, then run."""
     code = fn.__code__
-    if torch._C._is_torch_function_mode_enabled() and _user_function_mode() is not None:
-        return _run_under_mode(fn, args, kwargs, cache)
+    mode = _user_function_mode() if torch._C._is_torch_function_mode_enabled() else None
+    if mode is not None:
+        return _run_under_mode(fn, args, kwargs, cache, mode)
     try:
         f_locals = frame_locals(fn, args, kwargs)
     except (TypeError, ValueError):  # wrong arguments or an empty cell: let Python say so
@@ -287,14 +288,13 @@ def _user_function_mode() -> torch.overrides.TorchFunctionMode | None:
                  if not isinstance(m, DeviceContext)), None)
 
 
-def _run_under_mode(fn: types.FunctionType, args: tuple, kwargs: dict,
-                    cache: FrameCache) -> Any:
+def _run_under_mode(fn: types.FunctionType, args: tuple, kwargs: dict, cache: FrameCache,
+                    mode: torch.overrides.TorchFunctionMode) -> Any:
     """A call made while a TorchFunctionMode is active runs natively: the mode's
     ``__torch_function__`` sees (and may change) every torch call, which a graph traced
     without it does not make, and the cache's entries were traced without it. Real Dynamo
     traces the mode's ``__torch_function__`` into the graph instead."""
-    mode = type(_user_function_mode()).__qualname__
-    reason = Unsupported(f"a TorchFunctionMode ({mode}) is active: it runs Python code on "
+    reason = Unsupported(f"a TorchFunctionMode ({type(mode).__qualname__}) is active: it runs Python code on "
                          f"every torch call, so the frame runs natively")
     metrics.fell_back(f"{fn.__code__.co_name}: {reason.reason}")
     cache.notify("fallback", (fn.__code__, reason))
