@@ -169,6 +169,49 @@ def test_the_tree_accepts_what_the_listing_accepts(mutation):
         OFFSET = 3
 
 
+class ConvNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv, self.eps = torch.nn.Conv2d(2, 2, 3, padding=1), 1e-5
+
+    def forward(self, x):
+        return self.conv(x) * (1 + self.eps)
+
+
+CONSTANT_MUTATIONS = {  # name -> (mutate(net), whether the entry still holds)
+    "nothing": (lambda net: None, True),
+    "an equal tuple, another object": (lambda net: setattr(net.conv, "padding", tuple([1, 1])), True),
+    "another padding": (lambda net: setattr(net.conv, "padding", (0, 0)), False),
+    "a list for the tuple": (lambda net: setattr(net.conv, "padding", [1, 1]), False),
+    "a float for an int in it": (lambda net: setattr(net.conv, "stride", (1.0, 1)), False),
+    "an equal float, another object": (lambda net: setattr(net, "eps", float("1e-05")), True),
+    "another float": (lambda net: setattr(net, "eps", 1e-3), False),
+}
+
+
+@pytest.mark.parametrize("mutation", CONSTANT_MUTATIONS)
+def test_constants_held_as_traced_pass_by_identity_and_others_are_checked(mutation):
+    """A conv's ``padding`` and a module's ``eps`` are the very objects the trace read, call
+    after call: the tree tests them by identity first (``is not ___tuple``, ``is ___const``),
+    skipping a tuple's length and items. An equal value in another object still passes, by the
+    full checks; another value fails, as in the listing, and the call then equals eager."""
+    torch.manual_seed(0)
+    net, x = ConvNet(), torch.randn(1, 2, 5, 5)
+    cfn = mc.compile(net, backend="eager")
+    cfn(x)
+    guard = cache_entries(cfn)[0].guard
+    assert "_padding is not ___tuple" in guard.runnable and "is ___const" in guard.runnable
+    mutate, holds = CONSTANT_MUTATIONS[mutation]
+    mutate(net)
+    L = {"self": net, "x": x}
+    verdict = tree_fn(guard)(L, ConvNet.forward.__globals__)
+    assert verdict == listing_fn(guard)(L, ConvNet.forward.__globals__) == holds
+    if mutation == "a float for an int in it":
+        return  # (eager raises: conv2d takes ints)
+    with torch.no_grad():
+        torch.testing.assert_close(cfn(x), net(x))
+
+
 def test_identity_implies_the_class_only_where_python_fixes_it():
     """``id(f) == N`` pins the class of a function (CPython refuses ``__class__`` assignment on
     it): its TYPE_MATCH is dropped. A module's class can be reassigned: its type check stays,

@@ -174,6 +174,9 @@ class GuardCodegen:
             child = node.children[0]
             return self.emit(child, child.source.read(read))
         self.line(f"    {node.var} = {read}")
+        same = self.unchanged_object(node)
+        if same is not None:  # the tuple of constants it held when traced: nothing below differs
+            start = len(self.text), len(self.runnable)
         self.checks([g for g in node.guards if not self.batch_tensor(g)])
         # a dict whose items are read by their key's position (an optimizer's state, keyed by
         # the parameters): its keys listed once, not once per item
@@ -185,6 +188,27 @@ class GuardCodegen:
         for child in node.children:
             self.emit(child, child.source.read_keyed(node.var, keys) if keys and child in keyed
                       else child.source.read(node.var))
+        if same is not None:
+            self.skip_when_same(node.var, same, *start)
+
+    def unchanged_object(self, node: GuardManager) -> Any:
+        """The object ``node`` held when traced, where holding it again passes every check of
+        the node and of the nodes below it: a tuple of constants (``deeply_immutable``, carried
+        by its LENGTH_CHECK), none of whose nodes is read again at the end."""
+        objects = [g.expected[2] for g in node.guards
+                   if g.kind is GuardKind.LENGTH_CHECK and len(g.expected) == 3]
+        if not objects or any(n.source in self.root.shared for n in subtree(node)):
+            return None
+        return objects[0]
+
+    def skip_when_same(self, var: str, obj: Any, text_start: int, runnable_start: int) -> None:
+        """Put the lines written since the starts under ``if var is not obj:`` (a conv's
+        ``stride`` is the same tuple call after call: one identity test instead of its type,
+        length and each element's type and value)."""
+        for lines, start, test in (
+                (self.text, text_start, f"id({var}) != {id(obj)}"),
+                (self.runnable, runnable_start, f"{var} is not {self.scope.ref(obj, 'tuple')}")):
+            lines[start:] = [f"    if {test}:", *("    " + line for line in lines[start:])]
 
     def batch_tensor(self, g: Guard) -> bool:
         """Whether a guard joins the one C call of the tensor checks (or is implied by a tensor
@@ -221,6 +245,10 @@ class GuardCodegen:
         self.text.insert(-2, f"    # TENSOR_MATCH of {len(guards)} tensor{'s' * (len(guards) > 1)}"
                          ": one call of torch's C++ check; where it says no, the Python checks "
                          "decide")
+
+
+def subtree(node: GuardManager) -> list[GuardManager]:
+    return [node, *(n for child in node.children for n in subtree(child))]
 
 
 def sources_read(g: Guard) -> list[Source]:

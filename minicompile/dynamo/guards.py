@@ -195,8 +195,27 @@ def _equals_match(g: Guard, s: GuardScope) -> list[str]:
     if e is None or isinstance(e, bool):
         return [f"{v} is {e!r}"]
     if type(e) is float and (e != e or e == 0 or abs(e) == float("inf")):
-        return [f"type({v}) is float", f"repr({v}) == {repr(e)!r}"]  # -0.0 vs 0.0; nan == nan
-    return [f"type({v}) is {s.literal(type(e))}", f"{v} == {s.literal(e)}"]
+        checks = [f"type({v}) is float", f"repr({v}) == {repr(e)!r}"]  # -0.0 vs 0.0; nan == nan
+    else:
+        checks = [f"type({v}) is {s.literal(type(e))}", f"{v} == {s.literal(e)}"]
+    if s.runnable and type(e) in IMMUTABLE_SCALARS:
+        # ``e`` is the object the trace read, and an attribute or argument most often still
+        # holds that very object (a module's ``eps``, a conv's ``groups``): one identity test,
+        # the type and value tests only when it holds another one
+        return [f"({v} is {s.ref(e, 'const')} or {' and '.join(checks)})"]
+    return checks
+
+
+IMMUTABLE_SCALARS = (int, float, complex, str, bytes)
+
+
+def deeply_immutable(value: Any) -> bool:
+    """A value that can never change, nor anything read from it: a scalar constant, or a tuple
+    of them (a conv's ``stride``). Holding the same object again, it passes every guard it
+    passed when traced (``GuardCodegen.emit`` skips the checks of its subtree)."""
+    if type(value) is tuple:
+        return all(map(deeply_immutable, value))
+    return value is None or type(value) in (bool, *IMMUTABLE_SCALARS)
 
 
 def _same_keys(keys: str, each: str, expected: list, s: GuardScope) -> list[str]:

@@ -20,7 +20,7 @@ from typing import Any, Callable
 import torch
 
 from ..exc import unimplemented
-from ..guards import Guard, GuardKind, TensorSpec
+from ..guards import Guard, GuardKind, TensorSpec, deeply_immutable
 from ..source import DictKeySource, GetItemSource, LocalSource, Source, own_keys
 from ...shapes.symbolic_shapes import is_symbolic
 from .base import VariableTracker
@@ -149,8 +149,9 @@ class VariableBuilder:
         return ConstantVariable(value, self.source)
 
     def wrap_sequence(self, value: list | tuple, guard: bool) -> VariableTracker:
-        if guard:
-            self.install_guard(GuardKind.LENGTH_CHECK, (type(value), len(value)))
+        if guard:  # a tuple of constants also carries itself: the guard tree's shortcut
+            self.install_guard(GuardKind.LENGTH_CHECK, (type(value), len(value))
+                               + ((value,) if deeply_immutable(value) else ()))
         cls = SizeVariable if isinstance(value, torch.Size) else \
             TupleVariable if isinstance(value, tuple) else ListVariable
         vt = self._tracked_before_items(value, cls([], self.source))

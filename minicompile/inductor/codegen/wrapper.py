@@ -47,7 +47,7 @@ from ...metrics import metrics
 from ...names import literal, readable
 from ..ir import Buffer, ExternKernel, IRNode, MultiOutput, ReinterpretView, storage_owner
 from ..kernel_group import KernelGroup
-from ..lowerings.extern import FRESH_CONTIGUOUS
+from ..lowerings.extern import FRESH_CONTIGUOUS, python_binding
 from ..memory_planning import BufferLifetime, plan_memory
 from .library_threads import OneThreadRegions, one_thread, restore_threads
 from .wrapper_lines import (AllocateLine, ExternCallLine, FreeLine, KernelCallLine, ReturnLine,
@@ -444,7 +444,8 @@ class WrapperCodeGen:
             value = node.parent.get_name() + "".join(f"[{i}]" for i in node.indices)
         else:
             op = node.kernel
-            op_name = str(op) if str(op).startswith("aten.") else self.bind(op, "extern")
+            op_name = python_binding(op) or (str(op) if str(op).startswith("aten.")
+                                             else self.bind(op, "extern"))
             direct = FRESH_CONTIGUOUS.get(op)
             if direct and set(node.kwargs) <= {"beta", "alpha", "use_gelu"} \
                     and node.layout is not None and node.layout.is_contiguous():

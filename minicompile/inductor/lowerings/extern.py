@@ -5,7 +5,9 @@ its tensor inputs are realized into strided buffers (a transpose stays a strided
 
 from __future__ import annotations
 
+import functools
 import math
+from typing import Any
 
 import torch
 
@@ -52,6 +54,37 @@ FRESH_CONTIGUOUS = {
     aten._addmm_activation.default: "torch._addmm_activation",
 }
 FRESH_RESULTS |= set(FRESH_CONTIGUOUS)
+
+
+@functools.cache
+def python_binding(op: Any) -> str | None:
+    """``torch.<name>`` (or ``torch._C._nn.<name>``), the function torch's C++ argument parser
+    binds to ``aten::<name>``, where a call with ``op``'s arguments can reach no overload but
+    ``op``: every other overload takes an ``out=`` tensor or a dimension name, which the wrapper
+    never passes. A call of ``torch.ops.aten.convolution.default`` goes through the op's Python
+    ``__call__`` and the JIT's schema matching: about 13 us more than ``torch.convolution`` on a
+    CPU host, and a ResNet-50 step makes 53 (Inductor's wrapper calls the same binding,
+    ``extern_kernels.convolution``). None where the name is a Python function there
+    (``torch.split``) or is not bound."""
+    if not isinstance(op, torch._ops.OpOverload) or op.namespace != "aten":
+        return None
+    name = op._schema.name.split("::")[1]
+    where = next((w for w, module in BINDING_MODULES.items() if _is_binding(module, name)), None)
+    packet = getattr(aten, name)
+    others = [getattr(packet, o)._schema for o in packet.overloads() if getattr(packet, o) is not op]
+    if where is None or not all(any(a.is_out or str(a.type).startswith("Dimname") for a in s.arguments)
+                                for s in others):
+        return None
+    return f"{where}.{name}"
+
+
+BINDING_MODULES = {"torch": torch, "torch._C._nn": torch._C._nn}  # as the wrapper names them
+
+
+def _is_binding(module: Any, name: str) -> bool:
+    """``module.<name>`` is a C++ argument parser's function (``builtin_function_or_method``),
+    not a Python function of the same name."""
+    return type(getattr(module, name, None)) is type(torch._C._VariableFunctions.add)
 
 
 # The matrix products, each with the positions of its two factors (``addmm(bias, a, b)``).
