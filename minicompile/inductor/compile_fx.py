@@ -50,6 +50,7 @@ from .codegen.common import CodegenError
 from .codegen.wrapper import WrapperCodeGen, unflatten_outputs
 from .fx_passes import run_graph_passes
 from .graph import GraphLowering
+from .lowering import Unsupported
 from .options import InductorOptions
 from .post_compile import post_compile
 from .scheduler import Scheduler
@@ -109,6 +110,10 @@ def compile_fx_inner(gm: torch.fx.GraphModule, example_inputs: list,
     """``graph_kind`` ("forward", "backward", "inference") only names the graph in the logs.
     ``options``: the compile's ``InductorOptions`` (a dict: knobs over ``config.inductor``)."""
     options = InductorOptions.of(options)
+    if any(v.device.type == "meta" for v in _tensor_values(gm)):
+        # (AOT autograd then runs the graph eagerly, through torch's meta kernels, saying why)
+        raise Unsupported("meta tensors hold no data, so there is no kernel to generate: the "
+                          "graph runs torch's meta kernels, which compute the shapes")
     name = f"{graph_kind} graph {counters['graphs']}"
     counters["graphs"] += 1
     report = run_graph_passes(
@@ -139,6 +144,12 @@ def compile_fx_inner(gm: torch.fx.GraphModule, example_inputs: list,
                                {d: backend_name(torch.device(d), options) for d in devices},
                                options, kind=graph_kind, wrapper_lines=lines)
     return post_compile(compiled, gm)
+
+
+def _tensor_values(gm: torch.fx.GraphModule) -> list[torch.Tensor]:
+    """The example value of every tensor the graph takes or makes."""
+    vals = (node.meta.get("val") for node in gm.graph.nodes)
+    return [v for v in vals if isinstance(v, torch.Tensor)]
 
 
 _warned: set[str] = set()
