@@ -239,6 +239,59 @@ def test_forward_pre_hooks_are_traced_before_forward():
     torch.testing.assert_close(mc.compile(model, backend="eager")(x), model(x))
 
 
+GLOBAL_HOOKS = {  # register(hook) -> handle; the hook's result, where it has one, scales by 10
+    "forward": lambda calls: nn.modules.module.register_module_forward_hook(
+        lambda m, args, out: (calls.append(type(m).__name__), out * 10)[1]),
+    "forward pre": lambda calls: nn.modules.module.register_module_forward_pre_hook(
+        lambda m, args: (calls.append(type(m).__name__), (args[0] * 10,))[1]),
+    "full backward": lambda calls: nn.modules.module.register_module_full_backward_hook(
+        lambda m, gin, gout: calls.append(type(m).__name__)),
+}
+
+
+@pytest.mark.parametrize("kind", GLOBAL_HOOKS)
+def test_a_global_module_hook_runs_as_in_eager_whenever_it_is_registered(kind):
+    """A hook for every module (``register_module_forward_hook``...) registered after a frame
+    that calls a module was compiled: the graph had traced the call without it (the hook never
+    ran: 7.06 where eager gives 175.8). The global state the guards check now includes whether
+    one is registered: the frame compiles again, its module calls run natively, each hook once;
+    removed, the compiled graph is right again. ``mc.compile(module)``'s wrapper is no module
+    of the user's: the hook runs once, for the module inside (it ran twice)."""
+    torch.manual_seed(0)
+    lin = nn.Linear(3, 3)
+    fn = mc.compile(lambda x: lin(x) + 1, backend="inductor")
+    wrapped = mc.compile(lin, backend="inductor")
+    x = torch.randn(2, 3, requires_grad=True)
+    fn(x), wrapped(x)  # compiled before the hook exists
+    for compiled, eager in ((fn, lambda x: lin(x) + 1), (wrapped, lin)):
+        calls, got_calls = [], []
+        handle = GLOBAL_HOOKS[kind](calls)
+        try:
+            expected = eager(x)
+            expected.sum().backward()
+            expected_grad, x.grad = x.grad, None
+            n = len(calls)
+            got = compiled(x)
+            got.sum().backward()
+            got_calls = calls[n:]
+        finally:
+            handle.remove()
+        torch.testing.assert_close(got, expected)
+        torch.testing.assert_close(x.grad, expected_grad)
+        assert got_calls == calls[:n], (got_calls, calls[:n])
+        x.grad = None
+        torch.testing.assert_close(compiled(x), eager(x))  # the hook removed
+
+
+def test_a_hook_on_the_compiled_wrapper_runs():
+    """Hooks put on ``mc.compile(module)``'s wrapper itself run, as on any module."""
+    lin = nn.Linear(3, 3)
+    wrapped = mc.compile(lin, backend="eager")
+    wrapped.register_forward_hook(lambda m, args, out: out * 10)
+    x = torch.randn(2, 3)
+    torch.testing.assert_close(wrapped(x), lin(x) * 10)
+
+
 def test_training_flag_is_guarded():
     m = MLP()
     cm = mc.compile(m, backend="eager")

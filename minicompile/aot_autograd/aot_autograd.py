@@ -101,6 +101,20 @@ def _graph_text(gm: fx.GraphModule) -> str:
     return "\n".join(line for line in text.splitlines() if "No stacktrace found" not in line)
 
 
+class ForwardOnly(torch.nn.Module):
+    """A Dynamo graph called for its forward alone. ``gm(*args)`` is a module call, and a hook
+    registered for every module (``register_module_forward_hook``) would run on it: traced, its
+    effect would be in the graph, though the frame's own module calls already ran it (or run
+    natively while one is registered)."""
+
+    def __init__(self, gm: fx.GraphModule):
+        super().__init__()
+        self.gm = gm
+
+    def __call__(self, *args: Any) -> Any:
+        return self.gm.forward(*args)
+
+
 def aot_module_simplified(
     gm: fx.GraphModule,
     example_inputs: list,
@@ -122,10 +136,13 @@ def aot_module_simplified(
     fakes, fake_mode = _fake_inputs(gm, example_inputs, params)
     out_spec = []
 
+    traced = ForwardOnly(gm)
+    state_names = [f"gm.{n}" for n in names]
+
     def flat_fn(*args):
         """gm as a pure function of (params and buffers..., inputs...) -> flat outputs."""
-        state = dict(zip(names, args[:len(names)]))
-        out = torch.func.functional_call(gm, state, tuple(args[len(names):]), strict=False)
+        state = dict(zip(state_names, args[:len(names)]))
+        out = torch.func.functional_call(traced, state, tuple(args[len(names):]), strict=False)
         flat, spec = tree_flatten(out)
         out_spec[:] = [spec]
         return flat
@@ -183,7 +200,7 @@ def aot_module_simplified(
         log.warning("aot_autograd falls back to eager: %s", reason)
         trace_artifact("aot_graphs", f"falling back to eager: {reason}", "fallback")
         metrics.fell_back(f"aot_autograd: {reason}")
-        return lambda *args: gm(*args[len(names):])
+        return lambda *args: gm.forward(*args[len(names):])
 
     shape_env = _shape_env_of(fakes)
 

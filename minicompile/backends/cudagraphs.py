@@ -22,7 +22,7 @@ _graphs = itertools.count()
 
 def _compiler(kind: str) -> Callable[[fx.GraphModule, list], Callable]:
     def compile_graph(gm: fx.GraphModule, example_inputs: list) -> Callable:
-        runner = cudagraphify(lambda args: tuple(gm(*args)), gm,
+        runner = cudagraphify(lambda args: tuple(gm.forward(*args)), gm,
                               f"{kind} graph {next(_graphs)}", kind)
         return lambda *args: runner(list(args))
     return compile_graph

@@ -459,6 +459,15 @@ class OptimizedModule(torch.nn.Module):
         self._backend, self._fullgraph, self._cache = backend, fullgraph, cache
         self._dynamic = dynamic
 
+    def __call__(self, *args, **kwargs):
+        # The wrapper is no module of the user's: a global hook (register_module_forward_hook)
+        # runs once, for the module inside (eager: 1 call of the hook, not 2); hooks put on the
+        # wrapper itself run as on any module
+        if self._forward_hooks or self._forward_pre_hooks or self._backward_hooks \
+                or self._backward_pre_hooks:
+            return super().__call__(*args, **kwargs)
+        return self.forward(*args, **kwargs)
+
     def forward(self, *args, **kwargs):
         mod = self._modules["_orig_mod"]  # (``self._orig_mod``: two __getattr__ calls, ~1 us)
         forward = _static_forward(mod)

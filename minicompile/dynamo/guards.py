@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
+from torch.nn.modules import module as _module_globals  # the global hook registries
 
 from ..names import literal, readable
 from ..shapes.symbolic_shapes import PythonPrinter, ShapeEnv, is_symbolic
@@ -97,12 +98,26 @@ GLOBAL_STATE = (
     # the default device factory calls use (``with torch.device(d)``, set_default_device: a
     # TorchFunctionMode each): False while no mode is active, the usual case, one C call
     "torch._C._is_torch_function_mode_enabled() and torch.get_default_device()",
+    # a hook every module runs (register_module_forward_hook...): a traced module call runs
+    # none, so a frame traced without one is compiled again when one appears
+    "___any_global_module_hook()",
 )
+
+
+def any_global_module_hook() -> bool:
+    """Whether a hook is registered for every module call (torch.nn.modules.module's global
+    forward, forward pre-, backward and backward pre-hooks)."""
+    return bool(_module_globals._global_forward_hooks or _module_globals._global_forward_pre_hooks
+                or _module_globals._global_backward_hooks
+                or _module_globals._global_backward_pre_hooks)
+
+
+GLOBAL_NAMES = {"torch": torch, "___any_global_module_hook": any_global_module_hook}
 
 
 def global_state() -> tuple:
     """The values of ``GLOBAL_STATE`` now."""
-    return tuple(eval(expr, {"torch": torch}) for expr in GLOBAL_STATE)
+    return tuple(eval(expr, GLOBAL_NAMES) for expr in GLOBAL_STATE)
 
 
 @dataclass
@@ -126,7 +141,7 @@ class GuardScope:
     to names in the guard's globals, and a source's value is its name (``L['m'].lin``), or,
     in the guard tree's function, the local that holds it (``values``)."""
 
-    names: dict[str, Any] = field(default_factory=lambda: {"torch": torch})
+    names: dict[str, Any] = field(default_factory=lambda: dict(GLOBAL_NAMES))
     values: dict[Source, str] = field(default_factory=dict)
     # for the function that runs, not for reading: an identity check is ``v is <the object,
     # bound to a name>`` (one compare, where ``id(v) == 1402...`` calls a function), and

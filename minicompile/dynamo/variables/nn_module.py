@@ -25,10 +25,9 @@ import types
 from typing import Any
 
 import torch
-from torch.nn.modules import module as _module_globals  # the global hook registries
 
 from ..exc import ObservedException, unimplemented
-from ..guards import Guard, GuardKind
+from ..guards import Guard, GuardKind, any_global_module_hook
 from ..source import AttrSource, GetItemSource
 from .base import VariableTracker
 from .constant import ConstantVariable
@@ -43,9 +42,7 @@ INTROSPECTION = ("children", "named_children", "parameters", "named_parameters",
 
 def _has_hooks(module: torch.nn.Module) -> bool:
     return bool(module._forward_hooks or module._forward_pre_hooks
-                or _module_globals._global_forward_hooks
-                or _module_globals._global_forward_pre_hooks
-                or getattr(module, "_backward_hooks", None))
+                or getattr(module, "_backward_hooks", None) or any_global_module_hook())
 
 
 def traced_hooks(module: torch.nn.Module) -> tuple[tuple, tuple] | None:
@@ -54,8 +51,7 @@ def traced_hooks(module: torch.nn.Module) -> tuple[tuple, tuple] | None:
     pruning's and the old weight norm's; ``hook(module, args, output)`` after, the kind
     transformers installs to collect hidden states). None: hooks the tracer does not model
     (global ones, backward hooks, hooks taking keyword arguments)."""
-    other = _module_globals._global_forward_hooks or _module_globals._global_forward_pre_hooks \
-        or getattr(module, "_backward_hooks", None) \
+    other = any_global_module_hook() or getattr(module, "_backward_hooks", None) \
         or getattr(module, "_forward_hooks_with_kwargs", None) \
         or getattr(module, "_forward_pre_hooks_with_kwargs", None)
     return None if other else (tuple(module._forward_pre_hooks), tuple(module._forward_hooks))
