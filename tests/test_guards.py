@@ -636,6 +636,25 @@ def reduce_by_mode(x, cfg):
     return x.amax(-1)
 
 
+@pytest.mark.parametrize("where, name", [(torch.nn.functional, "gelu"), (torch, "sin")])
+def test_a_torch_function_replaced_after_the_compile_is_called(where, name):
+    """Code replaces torch's functions (a library patching ``F.scaled_dot_product_attention``
+    or an activation): a function read from a module is guarded by identity, torch's own
+    included, so the next call compiles again with the new one (it ran the old one)."""
+    original = getattr(where, name)
+    fn = (lambda x: torch.nn.functional.gelu(x) + 1) if name == "gelu" else \
+        (lambda x: torch.sin(x) + 1)
+    cfn = mc.compile(fn, backend="inductor")
+    x = torch.randn(3, 4)
+    torch.testing.assert_close(cfn(x), fn(x))
+    try:
+        setattr(where, name, lambda t, *args, **kwargs: t * 3)
+        torch.testing.assert_close(cfn(x), x * 3 + 1)
+    finally:
+        setattr(where, name, original)
+    torch.testing.assert_close(cfn(x), fn(x))
+
+
 def test_enum_member_is_guarded_by_identity():
     # Guarded by type only, a config with another member reused the first member's graph.
     x = torch.randn(3, 4)

@@ -85,9 +85,9 @@ class PythonModuleVariable(VariableTracker):
                 f"module {self.value.__name__!r} has no attribute {name!r}"))
         value = getattr(self.value, name)
         source = AttrSource(self.source, name) if self.source else None
-        # torch's own namespace does not change under us: no guard per torch function.
-        trusted = self.value.__name__.split(".")[0] in ("torch", "math", "operator", "builtins")
-        return VariableBuilder(tx, source).wrap(value, guard=not trusted)
+        # guarded, torch's own functions too: code does replace them (a library patching
+        # ``F.scaled_dot_product_attention``), and a graph traced with the old one would keep it
+        return VariableBuilder(tx, source).wrap(value)
 
     def reconstruct(self, codegen) -> str:
         """By its source, else (``import torch._dynamo`` inside a function binds a local that
