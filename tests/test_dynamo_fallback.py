@@ -133,3 +133,19 @@ def test_eager_frame_still_compiles_its_callees(fn, capsys):
     # the frame runs eagerly: a fallback, or (a break inside a try) a skipped frame
     assert mc.metrics.eager_fallbacks + mc.metrics.graph_breaks >= 1
     assert mc.explain(fn)(x).graph_count == 1
+
+
+def grad_of_sin_sum(x):
+    return torch.func.grad(lambda y: y.sin().sum())(x)
+
+
+def test_function_argument_of_a_graph_call_breaks_with_a_reason():
+    """A torch function called with a Python function (torch.func's grad_impl, inlined from
+    torch.func.grad) reached FX, whose create_arg raised NotImplementedError: the frame ran
+    eagerly, but its reason was an "internal error" of the tracer."""
+    mc.reset()
+    x = torch.randn(5)
+    torch.testing.assert_close(mc.compile(grad_of_sin_sum)(x), x.cos())
+    reasons = [str(r) for r in mc.explain(grad_of_sin_sum)(x).break_reasons]
+    assert reasons and not any("internal error" in r for r in reasons), reasons
+    assert any("argument a graph cannot hold" in r for r in reasons), reasons

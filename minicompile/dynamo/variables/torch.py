@@ -118,7 +118,7 @@ class TorchVariable(KnownCallableVariable):
         if is_explicit_break(fn):
             unimplemented("torch._dynamo.graph_break()")
         if is_function_apply(fn):  # MyFunction.apply(x): one node; AOT traces fwd and bwd
-            return call_op(tx, "call_function", AppliedFunction(fn.__self__), args, kwargs)
+            return apply_function(tx, fn.__self__, args, kwargs)
         handler = CALL_HANDLERS.get(fn)
         if handler is not None:
             return handler(tx, fn, args, kwargs)
@@ -198,16 +198,128 @@ class AppliedFunction:
     support ends up doing. (``torch.autograd.function.apply``, the name FX would print for
     ``MyFunction.apply`` itself, does not exist.)"""
 
+    # Its forward may write into an input (``ctx.mark_dirty``) whose result nobody reads:
+    # dead-code elimination keeps the call (output_graph._is_side_effect reads this flag)
+    side_effects = True
+
     def __init__(self, function: type):
         self.function = function
         self.__name__ = f"{function.__name__}_apply"
         self.__qualname__ = self.__name__
 
-    def __call__(self, *args: Any) -> Any:
-        return self.function.apply(*args)
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:  # apply(x, factor=6) binds as forward
+        return self.function.apply(*args, **kwargs)
 
     def __repr__(self) -> str:
         return f"{self.function.__name__}.apply"
+
+
+def apply_function(tx, function: type, args: list[VariableTracker],
+                   kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    """``MyFunction.apply(...)``: one graph node, its example value computed by running the
+    user's ``forward`` on fake tensors (``call_op``'s steps, around a check).
+
+    The tracer never looks inside ``forward``: a forward that changes Python state the program
+    can see (appends to a list it was given or to a global one, sets an attribute of a global
+    object) would change it at run time behind the tracer's back (a later ``z[0]`` traced as an
+    IndexError), and it has just changed it once more, with fake tensors. So the state ``forward``
+    reaches is compared before and after the fake run; a change is undone and breaks the graph:
+    the call runs eagerly, where its effects are real. (Real Dynamo traces ``forward`` itself
+    and sees its side effects.)"""
+    from .builder import wrap_fx_proxy
+
+    output, target = tx.output, AppliedFunction(function)
+    fake_args = [a.as_fake() for a in args]
+    fake_kwargs = {k: v.as_fake() for k, v in kwargs.items()}
+    reachable = StateSnapshot({**state_read_by(function), **{
+        f"its argument {name!r}": v for name, v in [*enumerate(fake_args), *fake_kwargs.items()]
+        if StateSnapshot.holds_state(v)}})
+    try:
+        example = output.run_fake("call_function", target, fake_args, fake_kwargs)
+    finally:
+        changed = reachable.undo_changes()
+    if changed:
+        unimplemented(f"{function.__name__}.forward changes {', '.join(changed)}; the tracer "
+                      f"does not see inside forward, so the call runs eagerly")
+    proxy = output.create_proxy("call_function", target, tuple(a.as_proxy() for a in args),
+                                {k: v.as_proxy() for k, v in kwargs.items()})
+    return wrap_fx_proxy(tx, proxy, example)
+
+
+def state_read_by(function: type) -> dict[str, Any]:
+    """The mutable values a Function's ``forward`` and ``setup_context`` reach by name: the
+    globals and closure cells of their code, and of the plain functions those name in turn
+    (a decorator's wrapper, a helper), a few calls deep."""
+    found: dict[str, Any] = {}
+    todo = [(getattr(function, m, None), 3) for m in ("forward", "setup_context")]
+    seen: set[int] = set()
+    while todo:
+        fn, depth = todo.pop()
+        fn = getattr(fn, "__func__", fn)  # a classmethod's function
+        if not isinstance(fn, types.FunctionType) or id(fn) in seen or depth == 0 \
+                or fn.__module__.startswith("torch."):
+            continue
+        seen.add(id(fn))
+        code = fn.__code__
+        named = {n: fn.__globals__[n] for n in code.co_names if n in fn.__globals__}
+        named |= {n: c.cell_contents for n, c in zip(code.co_freevars, fn.__closure__ or ())
+                  if _cell_filled(c)}
+        for name, value in named.items():
+            if StateSnapshot.holds_state(value):
+                found[f"{name!r}"] = value
+            todo.append((value, depth - 1))
+    return found
+
+
+def _cell_filled(cell: types.CellType) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:  # a cell not assigned yet
+        return False
+    return True
+
+
+class StateSnapshot:
+    """The contents of some lists, dicts, sets and plain objects (their attributes), kept to
+    tell whether a call changed them, and to put them back."""
+
+    def __init__(self, values: dict[str, Any]):
+        self.values = values
+        self.before = {name: self.contents(v) for name, v in values.items()}
+
+    @staticmethod
+    def holds_state(value: Any) -> bool:
+        if isinstance(value, (list, dict, set)):
+            return True
+        return hasattr(value, "__dict__") and not isinstance(value, (
+            type, types.ModuleType, types.FunctionType, types.MethodType, torch.Tensor))
+
+    @staticmethod
+    def contents(value: Any) -> list[tuple[Any, Any]]:
+        """(key, item) pairs, compared by identity: a list's and a set's items have no key."""
+        if isinstance(value, (list, set)):
+            return [(None, v) for v in value]
+        return list((value if isinstance(value, dict) else vars(value)).items())
+
+    def undo_changes(self) -> list[str]:
+        """The names of the values that changed, each put back as it was."""
+        changed = []
+        for name, value in self.values.items():
+            before, after = self.before[name], self.contents(value)
+            if len(before) == len(after) and all(
+                    k0 is k1 and v0 is v1 for (k0, v0), (k1, v1) in zip(before, after)):
+                continue
+            changed.append(name)
+            if isinstance(value, list):
+                value[:] = [v for _, v in before]
+            elif isinstance(value, set):
+                value.clear()
+                value.update(v for _, v in before)
+            else:
+                items = value if isinstance(value, dict) else vars(value)
+                items.clear()
+                items.update(before)
+        return changed
 
 
 # --- torch functions traced by running them, not recorded as graph nodes -------------------------
