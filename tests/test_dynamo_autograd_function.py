@@ -183,3 +183,36 @@ def test_enum_member_is_a_constant_argument_guarded_by_identity():
                                    _result_and_grads(_with_mode, make))
     explained = mc.explain(_with_mode)(_leaf(5), _Mode.COS)
     assert explained.graph_count == 1 and not explained.break_reasons
+
+
+FACTOR = 2.0
+
+
+def _scale_by(x):
+    return x * FACTOR
+
+
+class _ScaleByGlobal(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return _scale_by(x)  # a helper reading the global
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * FACTOR
+
+
+def _scaled_by_global(x):
+    return _ScaleByGlobal.apply(x) + 1
+
+
+def test_a_global_the_function_reads_is_guarded(monkeypatch):
+    """AOT autograd runs forward and backward once, while tracing: the global they read was
+    baked into the compiled graphs with no guard, so after ``FACTOR = 5.0`` the compiled
+    function still scaled by 2 (result and gradient)."""
+    mc.reset()
+    compiled = mc.compile(_scaled_by_global, backend="aot_eager")
+    for factor in (2.0, 5.0):
+        monkeypatch.setitem(globals(), "FACTOR", factor)
+        torch.testing.assert_close(_result_and_grads(compiled, lambda: (_leaf(3),)),
+                                   _result_and_grads(_scaled_by_global, lambda: (_leaf(3),)))

@@ -18,6 +18,8 @@ from torch._library.custom_ops import CustomOpDef
 
 from ..exc import unimplemented
 from ..graph_break_hints import is_explicit_break
+from ..guards import Guard, GuardKind
+from ..source import AttrSource, ClosureSource, GetItemSource, Source
 from .base import KnownCallableVariable, VariableTracker
 from .constant import ConstantVariable
 
@@ -118,7 +120,8 @@ class TorchVariable(KnownCallableVariable):
         if is_explicit_break(fn):
             unimplemented("torch._dynamo.graph_break()")
         if is_function_apply(fn):  # MyFunction.apply(x): one node; AOT traces fwd and bwd
-            return apply_function(tx, fn.__self__, args, kwargs)
+            return apply_function(tx, fn.__self__, self.source and AttrSource(
+                self.source, "__self__"), args, kwargs)
         handler = CALL_HANDLERS.get(fn)
         if handler is not None:
             return handler(tx, fn, args, kwargs)
@@ -187,7 +190,7 @@ class AutogradFunctionVariable(ConstantVariable):
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
         method = getattr(self.value, name, None)
         if is_function_apply(method):
-            return TorchVariable(method).call_function(tx, args, kwargs)
+            return apply_function(tx, self.value, self.source, args, kwargs)
         return super().call_method(tx, name, args, kwargs)
 
 
@@ -214,24 +217,33 @@ class AppliedFunction:
         return f"{self.function.__name__}.apply"
 
 
-def apply_function(tx, function: type, args: list[VariableTracker],
+def apply_function(tx, function: type, class_source: Source | None,
+                   args: list[VariableTracker],
                    kwargs: dict[str, VariableTracker]) -> VariableTracker:
     """``MyFunction.apply(...)``: one graph node, its example value computed by running the
-    user's ``forward`` on fake tensors (``call_op``'s steps, around a check).
+    user's ``forward`` on fake tensors (``call_op``'s steps, around two checks).
 
-    The tracer never looks inside ``forward``: a forward that changes Python state the program
-    can see (appends to a list it was given or to a global one, sets an attribute of a global
-    object) would change it at run time behind the tracer's back (a later ``z[0]`` traced as an
-    IndexError), and it has just changed it once more, with fake tensors. So the state ``forward``
-    reaches is compared before and after the fake run; a change is undone and breaks the graph:
-    the call runs eagerly, where its effects are real. (Real Dynamo traces ``forward`` itself
-    and sees its side effects.)"""
+    The tracer never looks inside the Function, and AOT autograd runs its ``forward`` and
+    ``backward`` once, while tracing, baking in what they read. So the values they read by name
+    (a global scale, a helper function) are guarded: by value for a number or a string, by
+    identity otherwise. And a ``forward`` that changes Python state the program can see (appends
+    to a list it was given or to a global one, sets an attribute of a global object) would
+    change it at run time behind the tracer's back (a later ``z[0]`` traced as an IndexError),
+    and it has just changed it once more, with fake tensors: that state is compared before and
+    after the fake run; a change is undone and breaks the graph, and the call runs eagerly,
+    where its effects are real. (Real Dynamo traces the Function's methods themselves.)"""
     from .builder import wrap_fx_proxy
 
     output, target = tx.output, AppliedFunction(function)
+    read = names_read_by(function, class_source, ("forward", "setup_context", "backward"))
+    for name, source, value in read:
+        if source is not None:
+            kind = GuardKind.EQUALS_MATCH if isinstance(value, GUARDED_BY_VALUE) \
+                else GuardKind.ID_MATCH
+            output.add_guard(Guard(source, kind, value, tx.user_line()))
     fake_args = [a.as_fake() for a in args]
     fake_kwargs = {k: v.as_fake() for k, v in kwargs.items()}
-    reachable = StateSnapshot({**state_read_by(function), **{
+    reachable = StateSnapshot({**{n: v for n, _, v in read if StateSnapshot.holds_state(v)}, **{
         f"its argument {name!r}": v for name, v in [*enumerate(fake_args), *fake_kwargs.items()]
         if StateSnapshot.holds_state(v)}})
     try:
@@ -246,28 +258,41 @@ def apply_function(tx, function: type, args: list[VariableTracker],
     return wrap_fx_proxy(tx, proxy, example)
 
 
-def state_read_by(function: type) -> dict[str, Any]:
-    """The mutable values a Function's ``forward`` and ``setup_context`` reach by name: the
-    globals and closure cells of their code, and of the plain functions those name in turn
-    (a decorator's wrapper, a helper), a few calls deep."""
-    found: dict[str, Any] = {}
-    todo = [(getattr(function, m, None), 3) for m in ("forward", "setup_context")]
+GUARDED_BY_VALUE = (int, float, bool, str, type(None))
+
+
+def names_read_by(function: type, class_source: Source | None,
+                  methods: tuple[str, ...]) -> list[tuple[str, Source | None, Any]]:
+    """The globals and closure cells the Function's ``methods`` read by name, and those of the
+    plain functions they name in turn (a decorator's wrapper, a helper), a few calls deep: each
+    as (its name, where a guard reads it, its value). Modules are left out (``torch.sin``), and
+    so are torch's own functions, except for the closure of a decorator's wrapper
+    (``torch.amp.custom_fwd``), where the user's function is."""
+    found: list[tuple[str, Source | None, Any]] = []
+    todo = []
+    for m in methods:
+        fn = getattr(function, m, None)
+        source = AttrSource(class_source, m) if class_source is not None else None
+        if isinstance(fn, types.MethodType):  # a classmethod: its function
+            fn, source = fn.__func__, source and AttrSource(source, "__func__")
+        todo.append((fn, source, 3))
     seen: set[int] = set()
     while todo:
-        fn, depth = todo.pop()
-        fn = getattr(fn, "__func__", fn)  # a classmethod's function
-        if not isinstance(fn, types.FunctionType) or id(fn) in seen or depth == 0 \
-                or fn.__module__.startswith("torch."):
+        fn, source, depth = todo.pop()
+        if not isinstance(fn, types.FunctionType) or id(fn) in seen or depth == 0:
             continue
         seen.add(id(fn))
-        code = fn.__code__
-        named = {n: fn.__globals__[n] for n in code.co_names if n in fn.__globals__}
-        named |= {n: c.cell_contents for n, c in zip(code.co_freevars, fn.__closure__ or ())
-                  if _cell_filled(c)}
-        for name, value in named.items():
-            if StateSnapshot.holds_state(value):
-                found[f"{name!r}"] = value
-            todo.append((value, depth - 1))
+        in_torch = fn.__globals__.get("__name__", "").startswith("torch.")  # (not __module__:
+        named = [] if in_torch else [  # functools.wraps gives a wrapper its wrapped's)
+            (n, source and GetItemSource(AttrSource(source, "__globals__"), n), fn.__globals__[n])
+            for n in fn.__code__.co_names if n in fn.__globals__]
+        named += [(n, source and ClosureSource(source, i), c.cell_contents)
+                  for i, (n, c) in enumerate(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+                  if _cell_filled(c)]
+        for name, value_source, value in named:
+            if not isinstance(value, types.ModuleType):
+                found.append((f"{name!r}", value_source, value))
+                todo.append((value, value_source, depth - 1))
     return found
 
 
