@@ -213,6 +213,14 @@ class AppliedFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:  # apply(x, factor=6) binds as forward
         return self.function.apply(*args, **kwargs)
 
+    def python_state(self) -> StateSnapshot:
+        """The Python state its methods reach by name. AOT autograd runs forward and backward
+        once, while tracing, never again: a change they make there (a backward counting its
+        calls) would happen once instead of at every call, so AOT autograd compares this
+        snapshot after tracing and runs the graph eagerly when it changed."""
+        read = names_read_by(self.function, None, ("forward", "setup_context", "backward"))
+        return StateSnapshot({n: v for n, _, v in read if StateSnapshot.holds_state(v)})
+
     def __repr__(self) -> str:
         return f"{self.function.__name__}.apply"
 
