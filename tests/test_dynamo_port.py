@@ -142,7 +142,7 @@ def test_case_is_eager_equal(case: Case):
 # Corpora whose cases also run through AOT autograd: the counting backend runs a captured graph
 # as it is, so a custom autograd.Function's forward and backward run eagerly there; AOT autograd
 # traces them once into ATen graphs, where a gradient can go wrong.
-THROUGH_AOT = {"test/dynamo/test_autograd_function.py", "test/dynamo/test_hooks.py"}
+THROUGH_AOT = {"test/dynamo/test_autograd_function.py"}
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.origin in THROUGH_AOT],

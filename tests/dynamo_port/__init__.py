@@ -82,13 +82,14 @@ def gradients(result: Any, args: tuple) -> list:
     random contiguous cotangent each (ones would hide a swapped gradient; ``.sum()`` would hand
     the backward an expanded, stride-0 gradient that compiled code is free to lay out anew),
     and return the ``.grad`` of each tensor found in the arguments (in lists, tuples, objects'
-    attributes, a module's parameters)."""
+    attributes, a module's parameters), then of each output that retains its gradient
+    (``y.retain_grad()``)."""
     outputs = [t for t in _tensors(result) if t.requires_grad]
     generator = torch.Generator().manual_seed(1)
     cotangents = [torch.randn(t.shape, generator=generator, dtype=t.dtype) for t in outputs]
     if outputs:
         torch.autograd.backward(outputs, cotangents)
-    return [t.grad for t in _tensors(args)]
+    return [t.grad for t in _tensors(args)] + [t.grad for t in outputs if t.retains_grad]
 
 
 def _tensors(value: Any) -> list:
