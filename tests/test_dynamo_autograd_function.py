@@ -216,3 +216,36 @@ def test_a_global_the_function_reads_is_guarded(monkeypatch):
         monkeypatch.setitem(globals(), "FACTOR", factor)
         torch.testing.assert_close(_result_and_grads(compiled, lambda: (_leaf(3),)),
                                    _result_and_grads(_scaled_by_global, lambda: (_leaf(3),)))
+
+
+class _Config:
+    def __init__(self):
+        self.scale = 2.0
+
+
+_config = _Config()
+
+
+class _ScaleByConfig(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * _config.scale
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * _config.scale
+
+
+def _scaled_by_config(x):
+    return _ScaleByConfig.apply(x) + 1
+
+
+def test_an_attribute_of_a_global_object_the_function_reads_is_guarded(monkeypatch):
+    """The global ``_config`` itself was guarded, by identity; the ``scale`` read off it was
+    baked into the AOT graphs, stale after ``_config.scale = 5.0``."""
+    mc.reset()
+    compiled = mc.compile(_scaled_by_config, backend="aot_eager")
+    for scale in (2.0, 5.0):
+        monkeypatch.setattr(_config, "scale", scale)
+        torch.testing.assert_close(_result_and_grads(compiled, lambda: (_leaf(3),)),
+                                   _result_and_grads(_scaled_by_config, lambda: (_leaf(3),)))

@@ -246,9 +246,10 @@ def apply_function(tx, function: type, class_source: Source | None,
     read = names_read_by(function, class_source, ("forward", "setup_context", "backward"))
     for name, source, value in read:
         if source is not None:
-            kind = GuardKind.EQUALS_MATCH if isinstance(value, GUARDED_BY_VALUE) \
-                else GuardKind.ID_MATCH
-            output.add_guard(Guard(source, kind, value, tx.user_line()))
+            for guarded, v in [(source, value), *_attributes(source, value)]:
+                kind = GuardKind.EQUALS_MATCH if isinstance(v, GUARDED_BY_VALUE) \
+                    else GuardKind.ID_MATCH
+                output.add_guard(Guard(guarded, kind, v, tx.user_line()))
     fake_args = [a.as_fake() for a in args]
     fake_kwargs = {k: v.as_fake() for k, v in kwargs.items()}
     reachable = StateSnapshot({**{n: v for n, _, v in read if StateSnapshot.holds_state(v)}, **{
@@ -267,6 +268,16 @@ def apply_function(tx, function: type, class_source: Source | None,
 
 
 GUARDED_BY_VALUE = (int, float, bool, str, type(None))
+
+
+def _attributes(source: Source, value: Any) -> list[tuple[Source, Any]]:
+    """The attributes of a plain object (``cfg.scale``) and the string-keyed items of a dict
+    the Function reads by name, one level down: what it may read of them is baked in too."""
+    if isinstance(value, dict):
+        return [(GetItemSource(source, k), v) for k, v in value.items() if isinstance(k, str)]
+    if StateSnapshot.holds_state(value) and not isinstance(value, (list, set)):
+        return [(AttrSource(source, k), v) for k, v in vars(value).items()]
+    return []
 
 
 def names_read_by(function: type, class_source: Source | None,
