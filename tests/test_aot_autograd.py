@@ -959,3 +959,83 @@ def test_a_complex_input_that_requires_grad_gets_its_gradient(backend):
     assert got.requires_grad
     torch.testing.assert_close(got, expected)
     torch.testing.assert_close(torch.autograd.grad(got, z)[0], torch.autograd.grad(expected, z)[0])
+
+
+class _CountsCalls:
+    calls = 0
+
+
+_counter = _CountsCalls()
+
+
+class _CountingBackward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        _counter.calls += 1  # a side effect of every backward
+        return grad * _counter.calls
+
+
+def _counted(x):
+    return _CountingBackward.apply(x) * 2
+
+
+def test_function_whose_backward_changes_python_state_runs_eagerly():
+    """AOT autograd ran the backward once, while tracing: the counter moved once, and the
+    compiled backward kept multiplying by the value it had then (1, 1, ... where eager gives
+    1, 2, ...). The change is seen after tracing, undone, and the graph runs eagerly."""
+    mc.reset()
+    compiled = mc.compile(_counted, backend="aot_eager")
+    grads = {}
+    for name, fn in (("eager", _counted), ("compiled", compiled)):
+        _counter.calls = 0
+        grads[name] = []
+        for _ in range(2):
+            x = torch.ones(3, requires_grad=True)
+            fn(x).sum().backward()
+            grads[name].append(x.grad)
+    torch.testing.assert_close(grads["compiled"], grads["eager"])
+
+
+class _HalfGradient(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x  # eager returns a view of x whose backward is this Function's
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 0.5
+
+
+class _FirstThree(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.n = x.shape[0]
+        return x.clone()[:3]  # a view of an intermediate
+
+    @staticmethod
+    def backward(ctx, grad):
+        return torch.cat([grad * 2, grad.new_zeros(ctx.n - 3)])
+
+
+@pytest.mark.parametrize("function", [_HalfGradient, _FirstThree], ids=lambda f: f.__name__)
+def test_view_output_of_a_custom_function_keeps_its_backward(function):
+    """An output of a user's Function that is a view (of the input it returns, or of a clone
+    made in forward) was made again from its base outside the compiled Function, with the
+    view's gradient: _HalfGradient's input got the whole gradient, and _FirstThree's output
+    did not require grad at all."""
+    def fn(x):
+        return function.apply(x)
+
+    mc.reset()
+    results = []
+    for f in (fn, mc.compile(fn, backend="aot_eager")):
+        x = torch.arange(5.0, requires_grad=True)
+        out = f(x)
+        assert out.requires_grad
+        out.backward(torch.arange(1.0, out.numel() + 1))
+        results.append((out.detach(), x.grad))
+    torch.testing.assert_close(results[1], results[0])

@@ -133,3 +133,74 @@ def test_eager_frame_still_compiles_its_callees(fn, capsys):
     # the frame runs eagerly: a fallback, or (a break inside a try) a skipped frame
     assert mc.metrics.eager_fallbacks + mc.metrics.graph_breaks >= 1
     assert mc.explain(fn)(x).graph_count == 1
+
+
+def grad_of_sin_sum(x):
+    return torch.func.grad(lambda y: y.sin().sum())(x)
+
+
+def test_function_argument_of_a_graph_call_breaks_with_a_reason():
+    """A torch function called with a Python function (torch.func's grad_impl, inlined from
+    torch.func.grad) reached FX, whose create_arg raised NotImplementedError: the frame ran
+    eagerly, but its reason was an "internal error" of the tracer."""
+    mc.reset()
+    x = torch.randn(5)
+    torch.testing.assert_close(mc.compile(grad_of_sin_sum)(x), x.cos())
+    reasons = [str(r) for r in mc.explain(grad_of_sin_sum)(x).break_reasons]
+    assert reasons and not any("internal error" in r for r in reasons), reasons
+    assert any("argument a graph cannot hold" in r for r in reasons), reasons
+
+
+def hooks_an_intermediate(x):
+    y = x * 2
+    y.register_hook(lambda g: g * 3)
+    return (y + 1).sum()
+
+
+def test_hook_on_an_intermediate_breaks_with_its_own_reason():
+    """A hook must act in the backward of the real tensor: the call runs between two graphs
+    (its reason said the call needed the tensor's data)."""
+    mc.reset()
+    grads = []
+    for fn in (hooks_an_intermediate, mc.compile(hooks_an_intermediate)):
+        x = torch.randn(4, requires_grad=True)
+        fn(x).backward()
+        grads.append(x.grad)
+    torch.testing.assert_close(grads[1], grads[0])
+    x = torch.randn(4, requires_grad=True)
+    reasons = [str(r) for r in mc.explain(hooks_an_intermediate)(x).break_reasons]
+    assert any("register_hook() attaches to the real tensor's autograd node" in r
+               for r in reasons), reasons
+
+
+def hooks_after_use(x):
+    y = x * 2
+    z = y + 1  # y used before the hook
+    y.register_hook(lambda g: g * 2)
+    w = y * 3
+    return (z + w).sum()
+
+
+def retains_after_use(x):
+    y = x.sin()
+    z = y * y
+    y.retain_grad()
+    return z.sum() + y.sum(), y
+
+
+@pytest.mark.parametrize("fn", [hooks_after_use, retains_after_use])
+def test_hook_on_a_tensor_the_graph_used_already_runs_the_frame_eagerly(fn):
+    """Under AOT autograd the graph before the break returned y and had used it already: the
+    gradient of those uses flowed inside the compiled backward, past the hook on the returned
+    y (x.grad 14 where eager gives 16; y.grad without the part from z)."""
+    mc.reset()
+    results = []
+    for f in (fn, mc.compile(fn, backend="aot_eager")):
+        x = torch.ones(2, requires_grad=True)
+        out = f(x)
+        out = out if isinstance(out, tuple) else (out,)
+        out[0].backward()
+        results.append((x.grad, *[t.grad for t in out[1:]]))
+    torch.testing.assert_close(results[1], results[0])
+    x = torch.ones(2, requires_grad=True)
+    assert [r.kind for r in mc.explain(fn)(x).break_reasons] == ["graph_break_after_use"]

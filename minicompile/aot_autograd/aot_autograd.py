@@ -151,8 +151,18 @@ def aot_module_simplified(
 
     def compile_variant(requires_grad: tuple[bool, ...]) -> Callable:
         joint = any(requires_grad)
-        graph, sig = trace_graph(flat_fn, fakes, list(requires_grad), fake_mode,
-                                 decompositions, joint=joint)
+        # a node running the user's Python while traced (a custom autograd.Function) says what
+        # Python state it reaches: a change made while tracing would not happen at run time
+        states = [n.target.python_state() for n in gm.graph.nodes
+                  if n.op == "call_function" and hasattr(n.target, "python_state")]
+        try:
+            graph, sig = trace_graph(flat_fn, fakes, list(requires_grad), fake_mode,
+                                     decompositions, joint=joint)
+        finally:
+            changed = [name for state in states for name in state.undo_changes()]
+        if changed:
+            raise Unsupported(f"tracing changed Python state ({', '.join(changed)}), as it will "
+                              f"not at run time: the graph runs eagerly")
         if sig.decomposed:
             trace_artifact("decompositions", lambda: "\n".join(
                 f"{op}: {n}" for op, n in sorted(sig.decomposed.items())), "ops decomposed")

@@ -101,6 +101,7 @@ def views_of_intermediates(outs: list) -> tuple[list, dict[int, IntermediateView
     def rebuildable(o) -> bool:
         base = getattr(o, "_base", None) if isinstance(o, torch.Tensor) else None
         return base is not None and base.dtype == o.dtype and not (o.is_conj() or o.is_neg()) \
+            and not from_custom_function(o) \
             and all(isinstance(g, int) for g in (*o.shape, *o.stride(), o.storage_offset(),
                                                  base.storage_offset()))
     views = [pos for pos, o in enumerate(outs) if rebuildable(o)]
@@ -281,6 +282,13 @@ def _trace_backward(tracer: DispatchTracer, primals: list, outs: list,
     return [next(it) if rg else None for rg in sig.input_requires_grad]
 
 
+def from_custom_function(o: torch.Tensor) -> bool:
+    """Is ``o`` an output of a user's ``torch.autograd.Function`` (its ``grad_fn`` the
+    Function's backward)? A view made again from its base outside the compiled Function has
+    the view's gradient, not the one that Function's backward computes."""
+    return isinstance(o.grad_fn, torch.autograd.function.BackwardCFunction)
+
+
 def output_aliases(outs: list, primals: list) -> dict[int, OutputAlias]:
     """Which outputs are inputs or views of inputs (they share an input's storage), with the
     geometry to rebuild them; refuses output types a graph cannot return."""
@@ -295,6 +303,10 @@ def output_aliases(outs: list, primals: list) -> dict[int, OutputAlias]:
         if o is primals[i]:
             aliases[pos] = OutputAlias(i, is_input=True)
             continue
+        if from_custom_function(o):
+            raise Unsupported(f"an output is an input passed through {type(o.grad_fn).__name__} "
+                              "(a custom autograd.Function returning its input): rebuilt as a "
+                              "view of the input, it would skip that Function's backward")
         if primals[i].requires_grad and torch._debug_has_internal_overlap(primals[i]):
             # as_strided differentiates through the storage: elements of an expanded input
             # that share memory would get one summed gradient, where eager's view gives each

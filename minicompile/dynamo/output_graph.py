@@ -95,6 +95,7 @@ def _is_side_effect(node: torch.fx.Node) -> bool:
                           torch.amp._enter_autocast, torch.amp._exit_autocast)
             or target in INPLACE_OPERATORS  # tensor += ... (named "iadd": no underscores)
             or "out" in node.kwargs
+            or getattr(target, "side_effects", False)  # a user's autograd.Function
             or _inplace_flag(node))  # F.relu(h, inplace=True), nn.ReLU(inplace=True)(h)
 
 
@@ -189,7 +190,11 @@ class OutputGraph:
             node.meta["root_instruction"] = (root.offset, root.opname, root.lineno)
 
     def create_proxy(self, kind: str, target: Any, args: tuple, kwargs: dict) -> torch.fx.Proxy:
-        proxy = self.tracer.create_proxy(kind, target, args, kwargs)
+        try:
+            proxy = self.tracer.create_proxy(kind, target, args, kwargs)
+        except NotImplementedError as e:  # FX's create_arg: "argument of type: <class ...>"
+            unimplemented(f"{_target_name(target)} is given an argument a graph cannot hold "
+                          f"({e}): the call runs natively")
         self._meta(proxy.node)
         return proxy
 

@@ -6,7 +6,8 @@ each: ``test_functions.py`` (``functions_corpus.py``), ``test_misc.py`` (``misc_
 ``test_sets.py``, ``test_unspec.py``, ``test_recompiles.py``, ``test_python_autograd.py``,
 ``test_modules.py``, ``test_repros.py``, ``test_list.py``, ``test_global.py``,
 ``test_input_attr_tracking.py``, ``test_skip_non_tensor.py``, ``test_model_output.py``,
-``test_nops.py``, ``test_sources.py`` and ``test_subclasses.py``
+``test_nops.py``, ``test_sources.py``, ``test_subclasses.py`` and
+``test_autograd_function.py``
 (``<name>_corpus.py``), re-typed and adapted: each
 test's function becomes a :class:`Case`, and ``tests/test_dynamo_port.py`` runs
 every case through ``mc.compile`` and through the real ``torch._dynamo``, compares both results
@@ -38,6 +39,9 @@ class Case:
     # tensor subclass's __torch_function__): the case must still give eager's result, and is
     # left out of the one-graph ratio (tests/test_dynamo_port.py reports how many)
     runs_natively: str = ""
+    # the result is differentiated too: the harness backpropagates through it and compares the
+    # gradients the arguments receive (see ``gradients``), as PyTorch's autograd tests do
+    grads: bool = False
 
     @property
     def name(self) -> str:
@@ -53,17 +57,53 @@ def _standard_args(fn: Callable) -> Callable[[], tuple]:
 
 
 def case_registrar(origin: str, runs_natively: str = "") -> Callable:
-    """``@case`` or ``@case(args=lambda: (...))`` for one corpus module; ``runs_natively``: see
-    ``Case``, for all of its cases."""
+    """``@case`` or ``@case(args=lambda: (...), grads=True)`` for one corpus module;
+    ``runs_natively``: see ``Case``, for all of its cases."""
 
-    def case(fn: Callable | None = None, *, args: Callable[[], tuple] | None = None):
+    def case(fn: Callable | None = None, *, args: Callable[[], tuple] | None = None,
+             grads: bool = False):
         def register(fn: Callable) -> Callable:
-            CASES.append(Case(fn, args or _standard_args(fn), origin, runs_natively))
+            CASES.append(Case(fn, args or _standard_args(fn), origin, runs_natively, grads))
             return fn
 
         return register(fn) if fn is not None else register
 
     return case
+
+
+def observe(case: Case, fn: Callable, args: tuple) -> Any:
+    """``fn(*args)``, and for a case with ``grads`` also the gradients backward gives."""
+    got = fn(*args)
+    return (got, gradients(got, args)) if case.grads else got
+
+
+def gradients(result: Any, args: tuple) -> list:
+    """Backpropagate through every output tensor of ``result`` that requires grad, with a seeded
+    random contiguous cotangent each (ones would hide a swapped gradient; ``.sum()`` would hand
+    the backward an expanded, stride-0 gradient that compiled code is free to lay out anew),
+    and return the ``.grad`` of each tensor found in the arguments (in lists, tuples, objects'
+    attributes, a module's parameters), then of each output that retains its gradient
+    (``y.retain_grad()``)."""
+    outputs = [t for t in _tensors(result) if t.requires_grad]
+    generator = torch.Generator().manual_seed(1)
+    cotangents = [torch.randn(t.shape, generator=generator, dtype=t.dtype) for t in outputs]
+    if outputs:
+        torch.autograd.backward(outputs, cotangents)
+    return [t.grad for t in _tensors(args)] + [t.grad for t in outputs if t.retains_grad]
+
+
+def _tensors(value: Any) -> list:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, torch.nn.Module):
+        return list(value.parameters())
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _tensors(v)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _tensors(v)]
+    if hasattr(value, "__dict__") and not isinstance(value, (type, types.FunctionType)):
+        return [t for v in vars(value).values() for t in _tensors(v)]
+    return []
 
 
 def assert_same(got: Any, expected: Any) -> None:

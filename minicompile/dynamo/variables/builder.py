@@ -355,10 +355,7 @@ def wrap_fx_proxy(tx, proxy: torch.fx.Proxy, example: Any) -> VariableTracker:
     if isinstance(example, torch.Tensor):
         return TensorVariable(proxy, example)
     if isinstance(example, (tuple, list)) and not isinstance(example, torch.Size):
-        items = [wrap_fx_proxy(tx, tx.output.create_proxy("call_function", operator.getitem,
-                                                          (proxy, i), {}), v)
-                 if isinstance(v, torch.Tensor) else SourcelessBuilder.wrap(tx, v)
-                 for i, v in enumerate(example)]
+        items = [_wrap_item(tx, proxy, i, v, example) for i, v in enumerate(example)]
         if type(example) not in (tuple, list):  # x.max(dim=0) -> torch.return_types.max
             return NamedTupleVariable(items, type(example))
         return (TupleVariable if isinstance(example, tuple) else ListVariable)(items)
@@ -372,3 +369,31 @@ def wrap_fx_proxy(tx, proxy: torch.fx.Proxy, example: Any) -> VariableTracker:
     if example is None or is_constant(example) or isinstance(example, torch.Size):
         return SourcelessBuilder.wrap(tx, example)
     unimplemented(f"a graph node produced a {type(example).__name__}")
+
+
+def _wrap_item(tx, proxy: torch.fx.Proxy, i: int, item: Any, example: Any) -> VariableTracker:
+    """Item ``i`` of a node's tuple or list: a tensor (or a tuple of them) is read from the node
+    by ``getitem``; a constant is folded. An object holding fake tensors (a user's Function
+    returning ``(Pair(a, b), x * y)``) would leak them into the program as constants."""
+    if isinstance(item, torch.Tensor) or (
+            isinstance(item, (tuple, list)) and _holds_tensor(item)):
+        return wrap_fx_proxy(tx, tx.output.create_proxy("call_function", operator.getitem,
+                                                        (proxy, i), {}), item)
+    if _holds_tensor(item):
+        unimplemented(f"a graph node produced a {type(item).__name__} holding tensors "
+                      f"(item {i} of its {type(example).__name__}): only tensors, constants "
+                      f"and tuples of them come out of a graph node")
+    return SourcelessBuilder.wrap(tx, item)
+
+
+def _holds_tensor(value: Any, depth: int = 4) -> bool:
+    """A tensor among the items or attributes of ``value`` (a few levels down: an object graph
+    may be cyclic)."""
+    if isinstance(value, torch.Tensor):
+        return True
+    if depth == 0 or isinstance(value, type):
+        return False
+    if isinstance(value, (tuple, list)):
+        return any(_holds_tensor(v, depth - 1) for v in value)
+    items = value if isinstance(value, dict) else getattr(value, "__dict__", {})
+    return any(_holds_tensor(v, depth - 1) for v in items.values())

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from torch._subclasses.fake_tensor import FakeTensor
 
-from ..exc import unimplemented
+from ..exc import Unsupported, unimplemented
 from ..source import AttrSource, CallMethodSource
 from .base import VariableTracker
 from .constant import ConstantVariable
@@ -30,10 +30,17 @@ METADATA_METHODS = {"dim", "ndimension", "numel", "nelement", "stride", "is_cont
                     "is_signed"}
 # Attributes that are really ops: they become ``getattr(x, "T")`` nodes.
 VIEW_ATTRS = {"T", "mT", "H", "mH", "real", "imag"}
-# Methods that need the data or leave the graph world: these are graph breaks in real Dynamo.
-DATA_METHODS = {"item", "tolist", "numpy", "data_ptr", "backward", "__bool__", "__int__",
-                "__float__", "__index__", "storage", "untyped_storage", "register_hook",
-                "__array__", "retain_grad"}
+# Methods that need the data or leave the graph world: graph breaks, each with its reason.
+_NEEDS_DATA = "needs the tensor's data, which tracing does not have"
+_NEEDS_AUTOGRAD = ("attaches to the real tensor's autograd node, which a graph's tensor does "
+                   "not have (real Dynamo wraps such a hook in a traced autograd.Function)")
+DATA_METHODS: dict[str, str] = {
+    **{name: _NEEDS_DATA for name in (
+        "item", "tolist", "numpy", "data_ptr", "backward", "__bool__", "__int__", "__float__",
+        "__index__", "storage", "untyped_storage", "__array__")},
+    "register_hook": _NEEDS_AUTOGRAD,
+    "retain_grad": _NEEDS_AUTOGRAD,
+}
 
 
 # What a class may hold and still behave as torch.Tensor: the names every class has.
@@ -163,7 +170,14 @@ class TensorVariable(VariableTracker):
             unimplemented("Tensor.numpy(): numpy code on tensors is not traced (real Dynamo "
                           "traces it through torch._numpy)")
         if name in DATA_METHODS:
-            unimplemented(f"Tensor.{name}() needs the tensor's data, which tracing does not have")
+            error = Unsupported(f"Tensor.{name}() {DATA_METHODS[name]}")
+            if DATA_METHODS[name] is _NEEDS_AUTOGRAD and self.proxy.node.op != "placeholder" \
+                    and self.proxy.node.users:
+                # the graph before a break would have used the tensor already: its gradient
+                # from those uses flows inside the compiled graph's backward, past the hook (or
+                # the retained .grad) attached to the graph's output
+                error.whole_frame = "a hook on a tensor the graph has used already"
+            raise error
         if name == "requires_grad_" and not self.example_value.requires_grad and \
                 _turns_grad_on(args, kwargs):
             # A graph's outputs carry autograd history only from inputs that already required

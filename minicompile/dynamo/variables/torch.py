@@ -18,6 +18,8 @@ from torch._library.custom_ops import CustomOpDef
 
 from ..exc import unimplemented
 from ..graph_break_hints import is_explicit_break
+from ..guards import Guard, GuardKind
+from ..source import AttrSource, ClosureSource, GetItemSource, Source
 from .base import KnownCallableVariable, VariableTracker
 from .constant import ConstantVariable
 
@@ -118,7 +120,8 @@ class TorchVariable(KnownCallableVariable):
         if is_explicit_break(fn):
             unimplemented("torch._dynamo.graph_break()")
         if is_function_apply(fn):  # MyFunction.apply(x): one node; AOT traces fwd and bwd
-            return call_op(tx, "call_function", AppliedFunction(fn.__self__), args, kwargs)
+            return apply_function(tx, fn.__self__, self.source and AttrSource(
+                self.source, "__self__"), args, kwargs)
         handler = CALL_HANDLERS.get(fn)
         if handler is not None:
             return handler(tx, fn, args, kwargs)
@@ -187,7 +190,7 @@ class AutogradFunctionVariable(ConstantVariable):
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
         method = getattr(self.value, name, None)
         if is_function_apply(method):
-            return TorchVariable(method).call_function(tx, args, kwargs)
+            return apply_function(tx, self.value, self.source, args, kwargs)
         return super().call_method(tx, name, args, kwargs)
 
 
@@ -198,16 +201,169 @@ class AppliedFunction:
     support ends up doing. (``torch.autograd.function.apply``, the name FX would print for
     ``MyFunction.apply`` itself, does not exist.)"""
 
+    # Its forward may write into an input (``ctx.mark_dirty``) whose result nobody reads:
+    # dead-code elimination keeps the call (output_graph._is_side_effect reads this flag)
+    side_effects = True
+
     def __init__(self, function: type):
         self.function = function
         self.__name__ = f"{function.__name__}_apply"
         self.__qualname__ = self.__name__
 
-    def __call__(self, *args: Any) -> Any:
-        return self.function.apply(*args)
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:  # apply(x, factor=6) binds as forward
+        return self.function.apply(*args, **kwargs)
+
+    def python_state(self) -> StateSnapshot:
+        """The Python state its methods reach by name. AOT autograd runs forward and backward
+        once, while tracing, never again: a change they make there (a backward counting its
+        calls) would happen once instead of at every call, so AOT autograd compares this
+        snapshot after tracing and runs the graph eagerly when it changed."""
+        read = names_read_by(self.function, None, ("forward", "setup_context", "backward"))
+        return StateSnapshot({n: v for n, _, v in read if StateSnapshot.holds_state(v)})
 
     def __repr__(self) -> str:
         return f"{self.function.__name__}.apply"
+
+
+def apply_function(tx, function: type, class_source: Source | None,
+                   args: list[VariableTracker],
+                   kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    """``MyFunction.apply(...)``: one graph node, its example value computed by running the
+    user's ``forward`` on fake tensors (``call_op``'s steps, around two checks).
+
+    The tracer never looks inside the Function, and AOT autograd runs its ``forward`` and
+    ``backward`` once, while tracing, baking in what they read. So the values they read by name
+    (a global scale, a helper function) are guarded: by value for a number or a string, by
+    identity otherwise. And a ``forward`` that changes Python state the program can see (appends
+    to a list it was given or to a global one, sets an attribute of a global object) would
+    change it at run time behind the tracer's back (a later ``z[0]`` traced as an IndexError),
+    and it has just changed it once more, with fake tensors: that state is compared before and
+    after the fake run; a change is undone and breaks the graph, and the call runs eagerly,
+    where its effects are real. (Real Dynamo traces the Function's methods themselves.)"""
+    from .builder import wrap_fx_proxy
+
+    output, target = tx.output, AppliedFunction(function)
+    read = names_read_by(function, class_source, ("forward", "setup_context", "backward"))
+    for name, source, value in read:
+        if source is not None:
+            for guarded, v in [(source, value), *_attributes(source, value)]:
+                kind = GuardKind.EQUALS_MATCH if isinstance(v, GUARDED_BY_VALUE) \
+                    else GuardKind.ID_MATCH
+                output.add_guard(Guard(guarded, kind, v, tx.user_line()))
+    fake_args = [a.as_fake() for a in args]
+    fake_kwargs = {k: v.as_fake() for k, v in kwargs.items()}
+    reachable = StateSnapshot({**{n: v for n, _, v in read if StateSnapshot.holds_state(v)}, **{
+        f"its argument {name!r}": v for name, v in [*enumerate(fake_args), *fake_kwargs.items()]
+        if StateSnapshot.holds_state(v)}})
+    try:
+        example = output.run_fake("call_function", target, fake_args, fake_kwargs)
+    finally:
+        changed = reachable.undo_changes()
+    if changed:
+        unimplemented(f"{function.__name__}.forward changes {', '.join(changed)}; the tracer "
+                      f"does not see inside forward, so the call runs eagerly")
+    proxy = output.create_proxy("call_function", target, tuple(a.as_proxy() for a in args),
+                                {k: v.as_proxy() for k, v in kwargs.items()})
+    return wrap_fx_proxy(tx, proxy, example)
+
+
+GUARDED_BY_VALUE = (int, float, bool, str, type(None))
+
+
+def _attributes(source: Source, value: Any) -> list[tuple[Source, Any]]:
+    """The attributes of a plain object (``cfg.scale``) and the string-keyed items of a dict
+    the Function reads by name, one level down: what it may read of them is baked in too."""
+    if isinstance(value, dict):
+        return [(GetItemSource(source, k), v) for k, v in value.items() if isinstance(k, str)]
+    if StateSnapshot.holds_state(value) and not isinstance(value, (list, set)):
+        return [(AttrSource(source, k), v) for k, v in vars(value).items()]
+    return []
+
+
+def names_read_by(function: type, class_source: Source | None,
+                  methods: tuple[str, ...]) -> list[tuple[str, Source | None, Any]]:
+    """The globals and closure cells the Function's ``methods`` read by name, and those of the
+    plain functions they name in turn (a decorator's wrapper, a helper), a few calls deep: each
+    as (its name, where a guard reads it, its value). Modules are left out (``torch.sin``), and
+    so are torch's own functions, except for the closure of a decorator's wrapper
+    (``torch.amp.custom_fwd``), where the user's function is."""
+    found: list[tuple[str, Source | None, Any]] = []
+    todo = []
+    for m in methods:
+        fn = getattr(function, m, None)
+        source = AttrSource(class_source, m) if class_source is not None else None
+        if isinstance(fn, types.MethodType):  # a classmethod: its function
+            fn, source = fn.__func__, source and AttrSource(source, "__func__")
+        todo.append((fn, source, 3))
+    seen: set[int] = set()
+    while todo:
+        fn, source, depth = todo.pop()
+        if not isinstance(fn, types.FunctionType) or id(fn) in seen or depth == 0:
+            continue
+        seen.add(id(fn))
+        in_torch = fn.__globals__.get("__name__", "").startswith("torch.")  # (not __module__:
+        named = [] if in_torch else [  # functools.wraps gives a wrapper its wrapped's)
+            (n, source and GetItemSource(AttrSource(source, "__globals__"), n), fn.__globals__[n])
+            for n in fn.__code__.co_names if n in fn.__globals__]
+        named += [(n, source and ClosureSource(source, i), c.cell_contents)
+                  for i, (n, c) in enumerate(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+                  if _cell_filled(c)]
+        for name, value_source, value in named:
+            if not isinstance(value, types.ModuleType):
+                found.append((f"{name!r}", value_source, value))
+                todo.append((value, value_source, depth - 1))
+    return found
+
+
+def _cell_filled(cell: types.CellType) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:  # a cell not assigned yet
+        return False
+    return True
+
+
+class StateSnapshot:
+    """The contents of some lists, dicts, sets and plain objects (their attributes), kept to
+    tell whether a call changed them, and to put them back."""
+
+    def __init__(self, values: dict[str, Any]):
+        self.values = values
+        self.before = {name: self.contents(v) for name, v in values.items()}
+
+    @staticmethod
+    def holds_state(value: Any) -> bool:
+        if isinstance(value, (list, dict, set)):
+            return True
+        return hasattr(value, "__dict__") and not isinstance(value, (
+            type, types.ModuleType, types.FunctionType, types.MethodType, torch.Tensor))
+
+    @staticmethod
+    def contents(value: Any) -> list[tuple[Any, Any]]:
+        """(key, item) pairs, compared by identity: a list's and a set's items have no key."""
+        if isinstance(value, (list, set)):
+            return [(None, v) for v in value]
+        return list((value if isinstance(value, dict) else vars(value)).items())
+
+    def undo_changes(self) -> list[str]:
+        """The names of the values that changed, each put back as it was."""
+        changed = []
+        for name, value in self.values.items():
+            before, after = self.before[name], self.contents(value)
+            if len(before) == len(after) and all(
+                    k0 is k1 and v0 is v1 for (k0, v0), (k1, v1) in zip(before, after)):
+                continue
+            changed.append(name)
+            if isinstance(value, list):
+                value[:] = [v for _, v in before]
+            elif isinstance(value, set):
+                value.clear()
+                value.update(v for _, v in before)
+            else:
+                items = value if isinstance(value, dict) else vars(value)
+                items.clear()
+                items.update(before)
+        return changed
 
 
 # --- torch functions traced by running them, not recorded as graph nodes -------------------------

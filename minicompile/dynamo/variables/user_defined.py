@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections.abc
 import copyreg
+import enum
 import inspect
 import operator
 import types
@@ -77,6 +78,13 @@ class UserDefinedObjectVariable(VariableTracker):
 
     def python_type(self) -> type:
         return type(self.value)
+
+    def as_proxy(self) -> Any:
+        """An enum member from outside is guarded by identity (builder.py): a constant of the
+        graph (``Foo.apply(x, SomeEnum.A)``; FX prints it as ``SomeEnum.A``)."""
+        if isinstance(self.value, enum.Enum) and self.attrs is None and self.source is not None:
+            return self.value
+        return super().as_proxy()
 
     def identity(self) -> Any:
         return self.value
