@@ -243,3 +243,67 @@ def test_the_entry_used_last_is_checked_first():
     assert mc.metrics.guard_failures == failures and mc.metrics.frames_compiled == 2
     run(cfn, f, torch.randn(4))  # the float32 entry is still there
     assert mc.metrics.frames_compiled == 2
+
+
+# ---- decoding loops: a KV cache, its position, a sliding window ------------------------------
+class SlidingCache:
+    """A KV cache as transformers' ``DynamicSlidingWindowLayer`` keeps one: the tensors, and the
+    number of tokens seen so far as a plain int attribute, updated at every step."""
+
+    def __init__(self):
+        self.keys, self.cumulative_length = None, 0
+
+    def update(self, k):
+        self.keys = k if self.keys is None else torch.cat([self.keys, k], dim=-2)
+        self.cumulative_length += k.shape[-2]
+        return self.keys
+
+
+def cached_attention(q, k, cache):
+    keys = cache.update(k)
+    offset = max(cache.cumulative_length - 4 + 1, 0)  # the window's first position
+    return (q @ keys.transpose(-1, -2)).softmax(-1) + offset
+
+
+def decode(fn, steps=8):
+    torch.manual_seed(0)
+    cache, outs = SlidingCache(), []
+    outs.append(fn(torch.randn(2, 5, 8), torch.randn(2, 5, 8), cache))  # the prompt
+    for _ in range(steps):
+        outs.append(fn(torch.randn(2, 1, 8), torch.randn(2, 1, 8), cache))
+    return outs, cache.cumulative_length
+
+
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+def test_an_int_attribute_of_a_cache_becomes_symbolic_once_it_changes(backend):
+    """The cache's ``cumulative_length`` changes at every decoding step. Read from an argument's
+    attribute it was specialized forever (a compile per step up to the recompile limit, then
+    eager); as real Dynamo it is now a SymInt once it has changed, ``max(n - 3, 0)`` stays
+    ``sym_max`` (no guard on which is larger, no break), and the new length stored back on the
+    cache is a graph output (returning it as a constant pinned the symbol again). Three
+    compiles as real torch.compile: the prompt, the first step, every later step."""
+    want, want_length = decode(cached_attention)
+    got, length = decode(mc.compile(cached_attention, backend=backend))
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b)
+    assert length == want_length
+    assert (mc.metrics.frames_compiled, mc.metrics.graph_breaks) == (3, 0)
+    assert mc.metrics.eager_fallbacks == 0, mc.metrics.fallback_reasons
+
+
+def test_an_int_argument_counting_from_zero_is_symbolic_from_two():
+    """A decoding position 0, 1, 2, ...: 0 and 1 stay specialized (symbols are >= 2), but the
+    change at 1 is remembered, so 2 already compiles a symbolic entry. Before: the change was
+    only recorded from 2 on, one compile more (real Dynamo, which does not specialize 0 and 1
+    of an int argument, compiles twice)."""
+    def step(x, cache, pos):
+        cache[:, pos:pos + 1] = x
+        return cache[:, :pos + 1].sum(1)
+
+    cache, want_cache = torch.zeros(2, 10), torch.zeros(2, 10)
+    cfn = mc.compile(step, backend="eager")
+    for pos in range(8):
+        x = torch.randn(2, 1)
+        torch.testing.assert_close(cfn(x, cache, pos), step(x, want_cache, pos))
+    torch.testing.assert_close(cache, want_cache)
+    assert mc.metrics.frames_compiled == 3

@@ -53,7 +53,13 @@ _SYMPY_OPS: list[tuple[type, Callable]] = [
     (sympy.Add, operator.add),
     (sympy.Mul, operator.mul),
     (sympy.Mod, operator.mod),
+    (sympy.Max, torch.sym_max),  # max(s0 - 3, 0): a sliding window's first cached position
+    (sympy.Min, torch.sym_min),
 ]
+# torch's own SymPy functions, which are no subclasses of SymPy's: matched by name
+_TORCH_SYMPY_OPS: dict[str, Callable] = {
+    "FloorDiv": operator.floordiv, "Max": torch.sym_max, "Min": torch.sym_min,
+}
 
 
 def out_of_place_twin(op: torch._ops.OpOverload) -> torch._ops.OpOverload | None:
@@ -148,8 +154,8 @@ class DispatchTracer(TorchDispatchMode):
         else:
             fn = next((f for cls, f in _SYMPY_OPS if isinstance(expr, cls)), None)
             args = expr.args
-            if type(expr).__name__ == "FloorDiv":  # torch.utils._sympy.functions.FloorDiv
-                fn = operator.floordiv
+            if type(expr).__name__ in _TORCH_SYMPY_OPS:  # torch.utils._sympy.functions
+                fn = _TORCH_SYMPY_OPS[type(expr).__name__]
             elif isinstance(expr, sympy.floor):  # floor(s0/3) -> s0 // 3
                 fn, args = operator.floordiv, expr.args[0].as_numer_denom()
             elif expr.is_Pow and expr.exp.is_Integer and expr.exp > 0:  # s0**2 -> s0 * s0

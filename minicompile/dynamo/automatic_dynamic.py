@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterator
 import torch
 
 from .. import config
-from ..shapes.symbolic_shapes import has_symbolic_sizes, is_symbolic
+from ..shapes.symbolic_shapes import SYMBOL_MIN, has_symbolic_sizes, is_symbolic
 
 CHANGED = None  # a remembered size that has differed between compiles
 
@@ -63,15 +63,17 @@ class DynamicPolicy:
         return self._note(marked | {d for d, old in enumerate(merged) if old is CHANGED})
 
     def int_is_dynamic(self, source_name: str, value: int) -> bool:
-        """Does int argument ``value`` become a SymInt in this compile?"""
+        """Does int argument ``value`` become a SymInt in this compile? Never for 0 or 1 (the
+        ShapeEnv's symbols are >= 2), but the change is remembered all the same: a decoding
+        position 0, 1, 2, 3... is symbolic from 2 on, not from 3."""
         if config.specialize_int or self.dynamic is False:
             return False
-        if self.dynamic is True:
-            return True
         seen = self.state.ints.get(source_name, value)
         self.state.ints[source_name] = CHANGED if seen is CHANGED or seen != value else value
-        return self._note(config.automatic_dynamic_shapes
-                          and self.state.ints[source_name] is CHANGED)
+        if value < SYMBOL_MIN:
+            return False
+        return self._note(self.dynamic is True or (config.automatic_dynamic_shapes
+                                                   and self.state.ints[source_name] is CHANGED))
 
     def float_changed(self, source_name: str, value: float) -> bool:
         """Is a float read from an object (an optimizer's lr) a graph input in this compile?

@@ -320,6 +320,13 @@ def _min_max(fn):
             if default is None:
                 unimplemented(f"{fn.__name__}() of an empty sequence raises")
             return default
+        if key is None and any(isinstance(i, SymNodeVariable) for i in items) and all(
+                isinstance(i, SymNodeVariable) or type(getattr(i, "value", None)) is int
+                for i in items):  # max(s0 - 3, 0): torch.sym_max, no guard on which is larger
+            best = items[0]
+            for item in items[1:]:
+                best = symbolic_builtin(tx, BuiltinVariable(fn), [best, item], {})
+            return best
         keys = _sort_keys(tx, items, key)
         return items[fn(range(len(items)), key=keys.__getitem__)]  # the first best, as Python
 
