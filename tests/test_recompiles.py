@@ -307,3 +307,22 @@ def test_an_int_argument_counting_from_zero_is_symbolic_from_two():
         torch.testing.assert_close(cfn(x, cache, pos), step(x, want_cache, pos))
     torch.testing.assert_close(cache, want_cache)
     assert mc.metrics.frames_compiled == 3
+
+
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+def test_a_changing_stride_becomes_symbolic_once(backend):
+    """A sliding window's keys ``full[:, -3:]`` keep their sizes while their outer stride
+    follows the full cache (48, 56, 64, ...): it was guarded as an int, a compile per step up to
+    the recompile limit (Mistral's sliding-window cache). As real Dynamo's automatic dynamic
+    strides, a stride that changed gets a symbol of its own (read with ``sym_stride`` where
+    a kernel needs it): two compiles."""
+    def attend(q, keys):
+        return (q @ keys.transpose(-1, -2)).softmax(-1) * keys.shape[-2]
+
+    cfn = mc.compile(attend, backend=backend)
+    full = torch.randn(2, 5, 8)
+    for _ in range(6):
+        full = torch.cat([full, torch.randn(2, 1, 8)], 1)
+        run(cfn, attend, torch.randn(2, 1, 8), full[:, -3:])
+    assert mc.metrics.frames_compiled == 2
+    assert mc.metrics.eager_fallbacks == 0, mc.metrics.fallback_reasons

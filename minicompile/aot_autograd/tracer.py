@@ -94,7 +94,8 @@ class DispatchTracer(TorchDispatchMode):
         self.decompositions = decompositions or {}
         self.env: dict[int, tuple[torch.Tensor, fx.Node]] = {}  # id(tensor) -> (tensor, node)
         self.sym_env: dict[sympy.Expr, fx.Node] = {}  # symbol -> node that computes it
-        self.sym_sources: dict[sympy.Symbol, tuple[fx.Node, int]] = {}  # symbol -> (input, dim)
+        # symbol -> (aten.sym_size.int or aten.sym_stride.int, input, dim): where to read it
+        self.sym_sources: dict[sympy.Symbol, tuple[Any, fx.Node, int]] = {}
         self.constants: dict[str, torch.Tensor] = {}  # get_attr name -> real tensor
         self.decomposed: Counter = Counter()  # op -> how many times it was decomposed
         self.recording = True
@@ -105,9 +106,11 @@ class DispatchTracer(TorchDispatchMode):
         node.meta["val"] = value
         if isinstance(value, torch.Tensor):
             self.bind(value, node)
-            for dim, size in enumerate(value.shape):  # where each size symbol can be read from
-                if isinstance(size, torch.SymInt) and isinstance(size.node.expr, sympy.Symbol):
-                    self.sym_sources.setdefault(size.node.expr, (node, dim))
+            for read, geometry in ((aten.sym_size.int, value.shape),
+                                   (aten.sym_stride.int, value.stride())):
+                for dim, n in enumerate(geometry):  # where each size symbol can be read from
+                    if isinstance(n, torch.SymInt) and isinstance(n.node.expr, sympy.Symbol):
+                        self.sym_sources.setdefault(n.node.expr, (read, node, dim))
         elif isinstance(value, torch.SymInt) and isinstance(value.node.expr, sympy.Symbol):
             self.sym_env[value.node.expr] = node
         return node
@@ -149,8 +152,8 @@ class DispatchTracer(TorchDispatchMode):
         if isinstance(expr, sympy.Symbol):
             if expr not in self.sym_sources:
                 raise Unsupported(f"no input provides the size symbol {expr}")
-            tensor_node, dim = self.sym_sources[expr]
-            node = self.graph.call_function(aten.sym_size.int, (tensor_node, dim))
+            read, tensor_node, dim = self.sym_sources[expr]
+            node = self.graph.call_function(read, (tensor_node, dim))
         else:
             fn = next((f for cls, f in _SYMPY_OPS if isinstance(expr, cls)), None)
             args = expr.args

@@ -32,6 +32,7 @@ class FrameState:
     """What the compiles of one code object saw so far (survives recompiles, cleared by reset)."""
 
     sizes: dict[str, list[int | None]] = field(default_factory=dict)  # "L['x']" -> [8, None]
+    strides: dict[str, list[int | None]] = field(default_factory=dict)  # "L['x']" -> [None, 1]
     ints: dict[str, int | None] = field(default_factory=dict)  # "L['n']" -> 3 or CHANGED
     floats: dict[str, float | None] = field(default_factory=dict)  # an optimizer's lr
 
@@ -61,6 +62,23 @@ class DynamicPolicy:
         if self.dynamic is False or not config.automatic_dynamic_shapes:
             return marked
         return self._note(marked | {d for d, old in enumerate(merged) if old is CHANGED})
+
+    def stride_dims(self, source_name: str, t: torch.Tensor) -> set[int]:
+        """The dims of input ``t`` whose stride gets a symbol of its own in this compile: those
+        that have changed between compiles (real Dynamo's automatic dynamic strides). A view
+        of a growing tensor (a sliding window's ``keys[:, :, -3:]``) keeps its sizes while its
+        outer strides follow the tensor below; a stride the sizes determine (a dense tensor's)
+        is written with the size symbols instead (the ShapeEnv's business)."""
+        stride = list(t.stride())
+        seen = self.state.strides.get(source_name)
+        if seen is None or len(seen) != len(stride):
+            self.state.strides[source_name] = stride
+            return set()
+        merged = [CHANGED if old is CHANGED or old != new else old for old, new in zip(seen, stride)]
+        self.state.strides[source_name] = merged
+        if self.dynamic is False or not config.automatic_dynamic_shapes:
+            return set()
+        return self._note({d for d, old in enumerate(merged) if old is CHANGED})
 
     def int_is_dynamic(self, source_name: str, value: int) -> bool:
         """Does int argument ``value`` become a SymInt in this compile? Never for 0 or 1 (the
