@@ -326,3 +326,18 @@ def test_a_changing_stride_becomes_symbolic_once(backend):
         run(cfn, attend, torch.randn(2, 1, 8), full[:, -3:])
     assert mc.metrics.frames_compiled == 2
     assert mc.metrics.eager_fallbacks == 0, mc.metrics.fallback_reasons
+
+
+def test_sizes_made_symbolic_by_a_change_are_not_duck_sized():
+    """Two sizes that both changed and happened to be equal in the compile that made them
+    symbolic (t5's cache length and batch size, both 2) got one shared symbol and a guard that
+    they stay equal: the next step broke it and compiled again. As real Dynamo's automatic
+    dynamic (``DimDynamic.DYNAMIC``), each gets its own symbol; ``dynamic=True`` still duck-sizes
+    (test_duck_sizing_guard_recompiles_when_sizes_diverge)."""
+    def f(keys, ids):
+        return keys.sum(0) * 2, ids.sum(0) + 1
+
+    cfn = mc.compile(f, backend="eager")
+    for length, batch in [(3, 5), (4, 4), (5, 6), (7, 3)]:
+        run(cfn, f, torch.randn(length, 2), torch.randn(batch, 2))
+    assert mc.metrics.frames_compiled == 2

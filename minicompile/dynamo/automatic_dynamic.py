@@ -47,6 +47,14 @@ class DynamicPolicy:
         self.went_symbolic = self.went_symbolic or bool(symbolic)
         return symbolic
 
+    @property
+    def duck_sizes(self) -> bool:
+        """Do equal sizes share a symbol? Only under ``dynamic=True`` (real Dynamo's
+        ``DimDynamic.DUCK``); a dim made symbolic because it changed, or marked, gets its own
+        (``DimDynamic.DYNAMIC``): a cache length and a batch size that both happened to be 2
+        in the compile that made them symbolic must not be guarded equal from then on."""
+        return self.dynamic is True
+
     def tensor_dims(self, source_name: str, t: torch.Tensor) -> set[int]:
         """The dims of input ``t`` that get a symbol in this compile."""
         marked = set(getattr(t, "_minicompile_dynamic_dims", set()))

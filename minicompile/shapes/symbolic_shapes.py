@@ -169,13 +169,13 @@ class ShapeEnv:
 
     def create_symbolic_sizes_strides(
         self, t: torch.Tensor, source_name: str, dynamic_dims: set[int],
-        dynamic_strides: set[int] = frozenset(),
+        dynamic_strides: set[int] = frozenset(), duck: bool = True,
     ) -> tuple[list[torch.SymInt | int], list[torch.SymInt | int]]:
         """Sizes: a symbol per dim in ``dynamic_dims``. Strides: where the example is dense, the
         stride is written with the inner sizes (s1 for a contiguous (s0, s1)); else a symbol of
         its own for a dim in ``dynamic_strides`` (a view of a tensor that grows: its outer
         strides change with sizes it does not have), else it stays an int."""
-        sizes = [self.create_symbol(n, f"{source_name}.size()[{d}]") if d in dynamic_dims
+        sizes = [self.create_symbol(n, f"{source_name}.size()[{d}]", duck) if d in dynamic_dims
                  else sympy.Integer(n) for d, n in enumerate(t.shape)]
         strides: list[sympy.Expr] = [sympy.Integer(s) for s in t.stride()]
         own: set[int] = set()  # the dims whose stride is a symbol of its own
