@@ -1131,3 +1131,26 @@ def test_nested_function_attributes_are_traced_without_a_break():
     fn, args, _ = case_nested_function_attributes()
     out = mc.explain(fn)(*args)
     assert (out.graph_count, out.graph_break_count) == (1, 0), out.break_reasons
+
+
+Pair = collections.namedtuple("Pair", "a b")
+
+
+def test_a_tuple_plus_a_symbolic_size_is_a_size():
+    """``(-1,) + x.shape[1:]`` and ``x.size()[:-1] + (n,)`` (GPT-2's attention and Conv1D) on a
+    dynamic shape: CPython makes a torch.Size either way (``torch.Size.__radd__``), two
+    namedtuples add to a plain tuple. Before: a break at each, and every transformers layer
+    holding one ran as its own frames once sizes became symbolic."""
+    def fn(x):
+        out_shape = (-1,) + x.shape[1:]
+        size_out = x.size()[:-1] + (5,)
+        both = Pair(x, 2) + Pair(3, x.shape)
+        return x.reshape(out_shape) * 2, size_out, type(size_out), both, type(both)
+
+    x = torch.randn(3, 4, 5)
+    for dim in range(3):
+        mc.mark_dynamic(x, dim)
+    out = mc.explain(fn)(x)
+    assert (out.graph_count, out.graph_break_count) == (1, 0), out.break_reasons
+    mc.reset()
+    assert _norm(mc.compile(fn)(x)) == _norm(fn(x))

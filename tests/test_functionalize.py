@@ -28,8 +28,15 @@ def write_nested(cache, x, pos):
     return cache.amax(1)
 
 
+def write_detached(cache, x, pos):
+    # a view of the whole tensor first (detach, alias: the write through it replaced all of
+    # the cache with a copy; before, it fell back: detach had no scatter row)
+    cache.detach()[:, pos:pos + 1] = x
+    return cache.sum(1)
+
+
 @pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
-@pytest.mark.parametrize("fn", [write_slice, write_select, write_nested])
+@pytest.mark.parametrize("fn", [write_slice, write_select, write_nested, write_detached])
 def test_cache_write_at_a_symbolic_position(fn, backend):
     compiled = mc.compile(fn, backend=backend, dynamic=True)
     expected_cache, cache = torch.zeros(2, 9, 4), torch.zeros(2, 9, 4)

@@ -356,3 +356,26 @@ class ReadOnlyProperty:
 def write_under_property(x, obj):
     obj.__dict__["v"] = obj.v + 1
     return x + obj.v
+
+
+def rename_then_update(x, **kwargs):
+    """transformers' deprecated-keyword wrapper, then a KV cache update: the cache is renamed in
+    ``kwargs`` (``kwargs['cache'] = kwargs.pop('past_key_values')``), then mutated. Replayed
+    after the graph, the cache's stores were written as ``kwargs['past_key_values'].length = ..``
+    after the pop: a KeyError on the first call of every compiled model given a cache."""
+    kwargs["cache"] = kwargs.pop("past_key_values")
+    box = kwargs["cache"]
+    box.length = x.shape[0]
+    box.keys = x * 2
+    return x + 1
+
+
+def test_an_object_reached_through_a_mutated_container_is_read_before_the_replay():
+    ref_box, box = Box(), Box()
+    x = torch.randn(4)
+    ref_kwargs, kwargs = {"past_key_values": ref_box}, {"past_key_values": box}
+    expected = rename_then_update(x, **ref_kwargs)
+    got = mc.compile(rename_then_update, backend="eager")(x, **kwargs)
+    torch.testing.assert_close(got, expected)
+    torch.testing.assert_close(dict(vars(box)), dict(vars(ref_box)))
+    assert mc.metrics.eager_fallbacks == 0

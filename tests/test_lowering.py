@@ -853,3 +853,19 @@ def test_a_window_too_large_to_unroll_stays_a_library_call(compiled_graphs):
     torch.testing.assert_close(mc.compile(lambda t: F.avg_pool2d(t, 7))(x), F.avg_pool2d(x, 7))
     externs = [g for g in compiled_graphs[0].scheduler.kernel_groups if g.kind == "extern"]
     assert externs, "a 49-element window was unrolled"
+
+
+def test_comparison_with_a_size_computation_promotes_as_an_int():
+    """``arange(n) > pos - 4`` with ``pos`` a SymInt: AOT tracing makes ``pos - 4`` a size
+    computation node, which carries its SymPy expression and no FakeTensor value; the
+    comparison's promotion read the value and raised (KeyError), so the graph ran eagerly."""
+    def window_mask(scores, pos):
+        idx = torch.arange(scores.shape[-1])
+        mask = (idx <= pos) & (idx > pos - 4)
+        return scores.masked_fill(~mask, float("-inf")).softmax(-1)
+
+    cfn = mc.compile(window_mask, dynamic=True)
+    for pos in (5, 9):
+        scores = torch.randn(2, 16)
+        torch.testing.assert_close(cfn(scores, pos), window_mask(scores, pos))
+    assert mc.metrics.eager_fallbacks == 0, mc.metrics.fallback_reasons

@@ -243,3 +243,101 @@ def test_the_entry_used_last_is_checked_first():
     assert mc.metrics.guard_failures == failures and mc.metrics.frames_compiled == 2
     run(cfn, f, torch.randn(4))  # the float32 entry is still there
     assert mc.metrics.frames_compiled == 2
+
+
+# ---- decoding loops: a KV cache, its position, a sliding window ------------------------------
+class SlidingCache:
+    """A KV cache as transformers' ``DynamicSlidingWindowLayer`` keeps one: the tensors, and the
+    number of tokens seen so far as a plain int attribute, updated at every step."""
+
+    def __init__(self):
+        self.keys, self.cumulative_length = None, 0
+
+    def update(self, k):
+        self.keys = k if self.keys is None else torch.cat([self.keys, k], dim=-2)
+        self.cumulative_length += k.shape[-2]
+        return self.keys
+
+
+def cached_attention(q, k, cache):
+    keys = cache.update(k)
+    offset = max(cache.cumulative_length - 4 + 1, 0)  # the window's first position
+    return (q @ keys.transpose(-1, -2)).softmax(-1) + offset
+
+
+def decode(fn, steps=8):
+    torch.manual_seed(0)
+    cache, outs = SlidingCache(), []
+    outs.append(fn(torch.randn(2, 5, 8), torch.randn(2, 5, 8), cache))  # the prompt
+    for _ in range(steps):
+        outs.append(fn(torch.randn(2, 1, 8), torch.randn(2, 1, 8), cache))
+    return outs, cache.cumulative_length
+
+
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+def test_an_int_attribute_of_a_cache_becomes_symbolic_once_it_changes(backend):
+    """The cache's ``cumulative_length`` changes at every decoding step. Read from an argument's
+    attribute it was specialized forever (a compile per step up to the recompile limit, then
+    eager); as real Dynamo it is now a SymInt once it has changed, ``max(n - 3, 0)`` stays
+    ``sym_max`` (no guard on which is larger, no break), and the new length stored back on the
+    cache is a graph output (returning it as a constant pinned the symbol again). Three
+    compiles as real torch.compile: the prompt, the first step, every later step."""
+    want, want_length = decode(cached_attention)
+    got, length = decode(mc.compile(cached_attention, backend=backend))
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b)
+    assert length == want_length
+    assert (mc.metrics.frames_compiled, mc.metrics.graph_breaks) == (3, 0)
+    assert mc.metrics.eager_fallbacks == 0, mc.metrics.fallback_reasons
+
+
+def test_an_int_argument_counting_from_zero_is_symbolic_from_two():
+    """A decoding position 0, 1, 2, ...: 0 and 1 stay specialized (symbols are >= 2), but the
+    change at 1 is remembered, so 2 already compiles a symbolic entry. Before: the change was
+    only recorded from 2 on, one compile more (real Dynamo, which does not specialize 0 and 1
+    of an int argument, compiles twice)."""
+    def step(x, cache, pos):
+        cache[:, pos:pos + 1] = x
+        return cache[:, :pos + 1].sum(1)
+
+    cache, want_cache = torch.zeros(2, 10), torch.zeros(2, 10)
+    cfn = mc.compile(step, backend="eager")
+    for pos in range(8):
+        x = torch.randn(2, 1)
+        torch.testing.assert_close(cfn(x, cache, pos), step(x, want_cache, pos))
+    torch.testing.assert_close(cache, want_cache)
+    assert mc.metrics.frames_compiled == 3
+
+
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+def test_a_changing_stride_becomes_symbolic_once(backend):
+    """A sliding window's keys ``full[:, -3:]`` keep their sizes while their outer stride
+    follows the full cache (48, 56, 64, ...): it was guarded as an int, a compile per step up to
+    the recompile limit (Mistral's sliding-window cache). As real Dynamo's automatic dynamic
+    strides, a stride that changed gets a symbol of its own (read with ``sym_stride`` where
+    a kernel needs it): two compiles."""
+    def attend(q, keys):
+        return (q @ keys.transpose(-1, -2)).softmax(-1) * keys.shape[-2]
+
+    cfn = mc.compile(attend, backend=backend)
+    full = torch.randn(2, 5, 8)
+    for _ in range(6):
+        full = torch.cat([full, torch.randn(2, 1, 8)], 1)
+        run(cfn, attend, torch.randn(2, 1, 8), full[:, -3:])
+    assert mc.metrics.frames_compiled == 2
+    assert mc.metrics.eager_fallbacks == 0, mc.metrics.fallback_reasons
+
+
+def test_sizes_made_symbolic_by_a_change_are_not_duck_sized():
+    """Two sizes that both changed and happened to be equal in the compile that made them
+    symbolic (t5's cache length and batch size, both 2) got one shared symbol and a guard that
+    they stay equal: the next step broke it and compiled again. As real Dynamo's automatic
+    dynamic (``DimDynamic.DYNAMIC``), each gets its own symbol; ``dynamic=True`` still duck-sizes
+    (test_duck_sizing_guard_recompiles_when_sizes_diverge)."""
+    def f(keys, ids):
+        return keys.sum(0) * 2, ids.sum(0) + 1
+
+    cfn = mc.compile(f, backend="eager")
+    for length, batch in [(3, 5), (4, 4), (5, 6), (7, 3)]:
+        run(cfn, f, torch.randn(length, 2), torch.randn(batch, 2))
+    assert mc.metrics.frames_compiled == 2

@@ -313,6 +313,9 @@ VIEW_SCATTERS = {
     aten.select.int: aten.select_scatter.default,  # base[..., index] = src
     aten.diagonal.default: aten.diagonal_scatter.default,
     aten.as_strided.default: aten.as_strided_scatter.default,
+    # views of the whole tensor (``t.detach()``, an alias): all of base is replaced by src
+    aten.detach.default: aten.copy.default,
+    aten.alias.default: aten.copy.default,
 }
 
 

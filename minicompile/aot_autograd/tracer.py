@@ -53,7 +53,13 @@ _SYMPY_OPS: list[tuple[type, Callable]] = [
     (sympy.Add, operator.add),
     (sympy.Mul, operator.mul),
     (sympy.Mod, operator.mod),
+    (sympy.Max, torch.sym_max),  # max(s0 - 3, 0): a sliding window's first cached position
+    (sympy.Min, torch.sym_min),
 ]
+# torch's own SymPy functions, which are no subclasses of SymPy's: matched by name
+_TORCH_SYMPY_OPS: dict[str, Callable] = {
+    "FloorDiv": operator.floordiv, "Max": torch.sym_max, "Min": torch.sym_min,
+}
 
 
 def out_of_place_twin(op: torch._ops.OpOverload) -> torch._ops.OpOverload | None:
@@ -88,7 +94,8 @@ class DispatchTracer(TorchDispatchMode):
         self.decompositions = decompositions or {}
         self.env: dict[int, tuple[torch.Tensor, fx.Node]] = {}  # id(tensor) -> (tensor, node)
         self.sym_env: dict[sympy.Expr, fx.Node] = {}  # symbol -> node that computes it
-        self.sym_sources: dict[sympy.Symbol, tuple[fx.Node, int]] = {}  # symbol -> (input, dim)
+        # symbol -> (aten.sym_size.int or aten.sym_stride.int, input, dim): where to read it
+        self.sym_sources: dict[sympy.Symbol, tuple[Any, fx.Node, int]] = {}
         self.constants: dict[str, torch.Tensor] = {}  # get_attr name -> real tensor
         self.decomposed: Counter = Counter()  # op -> how many times it was decomposed
         self.recording = True
@@ -99,9 +106,11 @@ class DispatchTracer(TorchDispatchMode):
         node.meta["val"] = value
         if isinstance(value, torch.Tensor):
             self.bind(value, node)
-            for dim, size in enumerate(value.shape):  # where each size symbol can be read from
-                if isinstance(size, torch.SymInt) and isinstance(size.node.expr, sympy.Symbol):
-                    self.sym_sources.setdefault(size.node.expr, (node, dim))
+            for read, geometry in ((aten.sym_size.int, value.shape),
+                                   (aten.sym_stride.int, value.stride())):
+                for dim, n in enumerate(geometry):  # where each size symbol can be read from
+                    if isinstance(n, torch.SymInt) and isinstance(n.node.expr, sympy.Symbol):
+                        self.sym_sources.setdefault(n.node.expr, (read, node, dim))
         elif isinstance(value, torch.SymInt) and isinstance(value.node.expr, sympy.Symbol):
             self.sym_env[value.node.expr] = node
         return node
@@ -143,13 +152,13 @@ class DispatchTracer(TorchDispatchMode):
         if isinstance(expr, sympy.Symbol):
             if expr not in self.sym_sources:
                 raise Unsupported(f"no input provides the size symbol {expr}")
-            tensor_node, dim = self.sym_sources[expr]
-            node = self.graph.call_function(aten.sym_size.int, (tensor_node, dim))
+            read, tensor_node, dim = self.sym_sources[expr]
+            node = self.graph.call_function(read, (tensor_node, dim))
         else:
             fn = next((f for cls, f in _SYMPY_OPS if isinstance(expr, cls)), None)
             args = expr.args
-            if type(expr).__name__ == "FloorDiv":  # torch.utils._sympy.functions.FloorDiv
-                fn = operator.floordiv
+            if type(expr).__name__ in _TORCH_SYMPY_OPS:  # torch.utils._sympy.functions
+                fn = _TORCH_SYMPY_OPS[type(expr).__name__]
             elif isinstance(expr, sympy.floor):  # floor(s0/3) -> s0 // 3
                 fn, args = operator.floordiv, expr.args[0].as_numer_denom()
             elif expr.is_Pow and expr.exp.is_Integer and expr.exp > 0:  # s0**2 -> s0 * s0

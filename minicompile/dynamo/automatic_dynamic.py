@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterator
 import torch
 
 from .. import config
-from ..shapes.symbolic_shapes import has_symbolic_sizes, is_symbolic
+from ..shapes.symbolic_shapes import SYMBOL_MIN, has_symbolic_sizes, is_symbolic
 
 CHANGED = None  # a remembered size that has differed between compiles
 
@@ -32,6 +32,7 @@ class FrameState:
     """What the compiles of one code object saw so far (survives recompiles, cleared by reset)."""
 
     sizes: dict[str, list[int | None]] = field(default_factory=dict)  # "L['x']" -> [8, None]
+    strides: dict[str, list[int | None]] = field(default_factory=dict)  # "L['x']" -> [None, 1]
     ints: dict[str, int | None] = field(default_factory=dict)  # "L['n']" -> 3 or CHANGED
     floats: dict[str, float | None] = field(default_factory=dict)  # an optimizer's lr
 
@@ -45,6 +46,14 @@ class DynamicPolicy:
     def _note(self, symbolic):
         self.went_symbolic = self.went_symbolic or bool(symbolic)
         return symbolic
+
+    @property
+    def duck_sizes(self) -> bool:
+        """Do equal sizes share a symbol? Only under ``dynamic=True`` (real Dynamo's
+        ``DimDynamic.DUCK``); a dim made symbolic because it changed, or marked, gets its own
+        (``DimDynamic.DYNAMIC``): a cache length and a batch size that both happened to be 2
+        in the compile that made them symbolic must not be guarded equal from then on."""
+        return self.dynamic is True
 
     def tensor_dims(self, source_name: str, t: torch.Tensor) -> set[int]:
         """The dims of input ``t`` that get a symbol in this compile."""
@@ -62,16 +71,35 @@ class DynamicPolicy:
             return marked
         return self._note(marked | {d for d, old in enumerate(merged) if old is CHANGED})
 
+    def stride_dims(self, source_name: str, t: torch.Tensor) -> set[int]:
+        """The dims of input ``t`` whose stride gets a symbol of its own in this compile: those
+        that have changed between compiles (real Dynamo's automatic dynamic strides). A view
+        of a growing tensor (a sliding window's ``keys[:, :, -3:]``) keeps its sizes while its
+        outer strides follow the tensor below; a stride the sizes determine (a dense tensor's)
+        is written with the size symbols instead (the ShapeEnv's business)."""
+        stride = list(t.stride())
+        seen = self.state.strides.get(source_name)
+        if seen is None or len(seen) != len(stride):
+            self.state.strides[source_name] = stride
+            return set()
+        merged = [CHANGED if old is CHANGED or old != new else old for old, new in zip(seen, stride)]
+        self.state.strides[source_name] = merged
+        if self.dynamic is False or not config.automatic_dynamic_shapes:
+            return set()
+        return self._note({d for d, old in enumerate(merged) if old is CHANGED})
+
     def int_is_dynamic(self, source_name: str, value: int) -> bool:
-        """Does int argument ``value`` become a SymInt in this compile?"""
+        """Does int argument ``value`` become a SymInt in this compile? Never for 0 or 1 (the
+        ShapeEnv's symbols are >= 2), but the change is remembered all the same: a decoding
+        position 0, 1, 2, 3... is symbolic from 2 on, not from 3."""
         if config.specialize_int or self.dynamic is False:
             return False
-        if self.dynamic is True:
-            return True
         seen = self.state.ints.get(source_name, value)
         self.state.ints[source_name] = CHANGED if seen is CHANGED or seen != value else value
-        return self._note(config.automatic_dynamic_shapes
-                          and self.state.ints[source_name] is CHANGED)
+        if value < SYMBOL_MIN:
+            return False
+        return self._note(self.dynamic is True or (config.automatic_dynamic_shapes
+                                                   and self.state.ints[source_name] is CHANGED))
 
     def float_changed(self, source_name: str, value: float) -> bool:
         """Is a float read from an object (an optimizer's lr) a graph input in this compile?

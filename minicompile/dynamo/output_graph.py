@@ -217,8 +217,10 @@ class OutputGraph:
         self._no_aliasing(source)
         node = self._new_placeholder(source)
         dims = self.dynamic.tensor_dims(source.name(), value)
-        if dims:  # some sizes are symbolic: a fake tensor whose sizes are SymInts
-            sizes, strides = self.shape_env.create_symbolic_sizes_strides(value, source.name(), dims)
+        stride_dims = self.dynamic.stride_dims(source.name(), value)
+        if dims or stride_dims:  # some sizes are symbolic: a fake tensor whose sizes are SymInts
+            sizes, strides = self.shape_env.create_symbolic_sizes_strides(
+                value, source.name(), dims, stride_dims, duck=self.dynamic.duck_sizes)
             fake = fake_from_sizes(self.fake_mode, value, sizes, strides)
         else:
             fake = self.fake_mode.from_tensor(value)

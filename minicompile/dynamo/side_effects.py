@@ -226,6 +226,23 @@ class SideEffects:
                 return name
             return expr
 
+        mutated: list[Source] = []  # the sources of the objects mutated so far, in order
+        bound: dict[int, str] = {}  # id(target tracker) -> its temporary
+
+        def target_of(m: Mutation) -> str:
+            """The mutated object. Reached through an object an earlier line mutated
+            (``kwargs['cache'].layers[0]`` after ``kwargs.pop('cache')``, transformers'
+            renaming of a deprecated keyword), its path is read into a temporary before any
+            mutation is replayed: the path may no longer lead to it by then."""
+            expr = m.target.source.expr()
+            if id(m.target) in bound:
+                return bound[id(m.target)]
+            if any(base in mutated for base in _bases(m.target.source)):
+                bound[id(m.target)] = f"__side_effect_target_{next(_temp_ids)}"
+                temps.append(f"{bound[id(m.target)]} = {expr}")
+                return bound[id(m.target)]
+            return expr
+
         for m in self.mutations:
             if id(m) in unchanged:
                 continue
@@ -236,7 +253,17 @@ class SideEffects:
             elif isinstance(m.target, AttrSource):  # a global of another module: module.name
                 target = m.target.base.expr()
             else:
-                target = m.target.source.expr()
+                target = target_of(m)
+                mutated.append(m.target.source)
             args = [value(a) for a in m.args] + [f"{k}={value(v)}" for k, v in m.kwargs.items()]
             lines.append(REPLAY[m.kind](target, m, args))
         return temps, lines
+
+
+def _bases(source: Source) -> list[Source]:
+    """The sources a chained source reads through: ``L['a'].b[0]`` -> ``L['a'].b``, ``L['a']``."""
+    out = []
+    while hasattr(source, "base"):
+        source = source.base
+        out.append(source)
+    return out

@@ -168,13 +168,17 @@ class ShapeEnv:
         return torch.SymInt(SymNode(expr, hint, self, int))
 
     def create_symbolic_sizes_strides(
-        self, t: torch.Tensor, source_name: str, dynamic_dims: set[int]
+        self, t: torch.Tensor, source_name: str, dynamic_dims: set[int],
+        dynamic_strides: set[int] = frozenset(), duck: bool = True,
     ) -> tuple[list[torch.SymInt | int], list[torch.SymInt | int]]:
         """Sizes: a symbol per dim in ``dynamic_dims``. Strides: where the example is dense, the
-        stride is written with the inner sizes (s1 for a contiguous (s0, s1)), else it stays an int."""
-        sizes = [self.create_symbol(n, f"{source_name}.size()[{d}]") if d in dynamic_dims
+        stride is written with the inner sizes (s1 for a contiguous (s0, s1)); else a symbol of
+        its own for a dim in ``dynamic_strides`` (a view of a tensor that grows: its outer
+        strides change with sizes it does not have), else it stays an int."""
+        sizes = [self.create_symbol(n, f"{source_name}.size()[{d}]", duck) if d in dynamic_dims
                  else sympy.Integer(n) for d, n in enumerate(t.shape)]
         strides: list[sympy.Expr] = [sympy.Integer(s) for s in t.stride()]
+        own: set[int] = set()  # the dims whose stride is a symbol of its own
         # Walk dims from the smallest stride up; a dim continues the dense run when its stride
         # equals (inner stride * inner size) in the example.
         order = sorted(range(t.dim()), key=lambda d: (t.stride(d), t.shape[d]))
@@ -182,9 +186,12 @@ class ShapeEnv:
         for d in order:
             if t.stride(d) == expected_hint:
                 strides[d] = expected
+            elif d in dynamic_strides and t.stride(d) >= SYMBOL_MIN:
+                strides[d] = self.new_symbol(t.stride(d), f"{source_name}.stride()[{d}]")
+                own.add(d)
             expected, expected_hint = strides[d] * sizes[d], t.stride(d) * t.shape[d]
         for d, stride in enumerate(strides):  # TENSOR_MATCH skips symbolic strides: guard here
-            if not stride.is_Integer:
+            if not stride.is_Integer and d not in own:
                 self.stride_guards.append(ShapeGuard(
                     sympy.Eq(sympy.Symbol(f"{source_name}.stride()[{d}]"), stride), "strides"))
         return ([self.wrap(e, n) for e, n in zip(sizes, t.shape)],

@@ -85,8 +85,14 @@ def _id_matched(cls: type) -> Callable:
 
 
 class VariableBuilder:
-    def __init__(self, tx, source: Source | None):
+    def __init__(self, tx, source: Source | None, attribute_of_object: bool = False):
         self.tx, self.source = tx, source
+        # An int read from a frame argument, or from an instance attribute of a plain object an
+        # argument reaches (a KV cache layer's ``cumulative_length``), becomes a SymInt once it
+        # has changed (real Dynamo's ``is_int_specialization_case``: only ints of globals,
+        # defaults and nn.Modules stay specialized). Else each decoding step recompiled.
+        self.int_may_be_symbolic = isinstance(source, LocalSource) or (
+            attribute_of_object and source is not None and not source.is_global())
 
     def guard(self, kind: GuardKind, expected: Any = None) -> Guard:
         return Guard(self.source, kind, expected, self.tx.user_line())
@@ -134,7 +140,7 @@ class VariableBuilder:
         return _id_matched(NNModuleVariable)(self, value, guard)
 
     def wrap_constant(self, value: Any, guard: bool) -> VariableTracker:
-        if (guard and type(value) is int and value >= 2 and isinstance(self.source, LocalSource)
+        if (guard and type(value) is int and self.int_may_be_symbolic
                 and self.tx.output.dynamic.int_is_dynamic(self.source.name(), value)):
             self.install_guard(GuardKind.TYPE_MATCH, int)  # its value: the ShapeEnv's guards
             return self.tx.output.add_symint_input(self.source, value)

@@ -29,7 +29,7 @@ from .floats import float_operands
 from .functions import BaseUserFunctionVariable, FunctoolsPartialVariable, UserMethodVariable
 from .iter import ITER_HANDLERS
 from .lists import (BaseListVariable, LazyIteratorVariable, ListIteratorVariable, ListVariable,
-                    RangeVariable, SetVariable, TupleVariable, iterate)
+                    RangeVariable, SetVariable, SizeVariable, TupleVariable, iterate)
 from .misc import GetAttrVariable, SuperVariable
 from .nn_module import NNModuleVariable
 from .symnode import SymNodeVariable, symbolic_builtin
@@ -110,9 +110,24 @@ class BuiltinVariable(KnownCallableVariable):
 
 # -- operators on sequences (when not all-constant) ---------------------------------------------
 def _seq_add(tx, a, b):
+    """``a + b`` on sequences, with CPython's result type: torch.Size with a tuple on either
+    side is a torch.Size (``(-1,) + x.shape[1:]``; ``torch.Size.__radd__``), two namedtuples
+    or a namedtuple and a tuple make a plain tuple, lists (and deques) only add to their own
+    kind."""
+    if isinstance(a, TupleVariable) and isinstance(b, TupleVariable) \
+            and _tuple_add_is_builtin(a) and _tuple_add_is_builtin(b):
+        sized = isinstance(a, SizeVariable) or isinstance(b, SizeVariable)
+        return (SizeVariable if sized else TupleVariable)(a.items + b.items)
     if isinstance(a, BaseListVariable) and isinstance(b, BaseListVariable) and type(a) is type(b):
         return type(a)(a.items + b.items)
     return None
+
+
+def _tuple_add_is_builtin(v) -> bool:
+    """A namedtuple class may define its own ``__add__``: that one is not folded here."""
+    cls, size = v.python_type(), SizeVariable.python_cls
+    return cls.__add__ in (tuple.__add__, size.__add__) \
+        and getattr(cls, "__radd__", None) in (None, size.__radd__)
 
 
 def _container_operator(name: str, fallback: Callable | None = None) -> Callable:
@@ -305,6 +320,13 @@ def _min_max(fn):
             if default is None:
                 unimplemented(f"{fn.__name__}() of an empty sequence raises")
             return default
+        if key is None and any(isinstance(i, SymNodeVariable) for i in items) and all(
+                isinstance(i, SymNodeVariable) or type(getattr(i, "value", None)) is int
+                for i in items):  # max(s0 - 3, 0): torch.sym_max, no guard on which is larger
+            best = items[0]
+            for item in items[1:]:
+                best = symbolic_builtin(tx, BuiltinVariable(fn), [best, item], {})
+            return best
         keys = _sort_keys(tx, items, key)
         return items[fn(range(len(items)), key=keys.__getitem__)]  # the first best, as Python
 

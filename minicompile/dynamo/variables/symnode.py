@@ -74,9 +74,7 @@ class SymNodeVariable(VariableTracker):
         return super().call_method(tx, name, args, kwargs)
 
     def reconstruct(self, codegen) -> str:
-        # Returning a size from the frame: the graph would have to output a SymInt. Specialise
-        # instead (a guard pins the value) and return it as a constant.
-        return repr(self.evaluate_expr())
+        return codegen.graph_output(self)
 
     def _repr_body(self) -> str:
         return f"{self.example_value} (hint {hint_of(self.example_value)})"

@@ -183,7 +183,7 @@ class UserDefinedObjectVariable(VariableTracker):
         except AttributeError:
             raise ObservedException(AttributeError(
                 f"{type(self.value).__name__!r} object has no attribute {name!r}")) from None
-        return VariableBuilder(tx, source).wrap(value)
+        return VariableBuilder(tx, source, attribute_of_object=in_instance).wrap(value)
 
     def attr_reader(self, name: str) -> tuple[Any, Callable]:
         """(source, read) for an attribute the real object holds. An object built while

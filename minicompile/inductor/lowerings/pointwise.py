@@ -62,8 +62,17 @@ def _promoted(args) -> torch.dtype:
     applied to the FakeTensor metadata of the node's arguments)."""
     from ..virtualized import V
 
-    metas = [a.meta["val"] if hasattr(a, "meta") else a for a in V.graph.current_node.args[:2]]
+    metas = [_example(a) if hasattr(a, "meta") else a for a in V.graph.current_node.args[:2]]
     return torch.result_type(*metas)
+
+
+def _example(node) -> object:
+    """A node's example for promotion. A size computation AOT tracing made (``pos - 4`` in
+    ``arange(n) > pos - 4``) has no FakeTensor value, only its SymPy expression: it promotes
+    as a Python int (or float) scalar does."""
+    if "val" in node.meta:
+        return node.meta["val"]
+    return 1 if node.meta["sym_expr"].is_integer else 1.0
 
 
 _register_table(UNARY)
