@@ -1154,3 +1154,28 @@ def test_a_tuple_plus_a_symbolic_size_is_a_size():
     assert (out.graph_count, out.graph_break_count) == (1, 0), out.break_reasons
     mc.reset()
     assert _norm(mc.compile(fn)(x)) == _norm(fn(x))
+
+
+LOG_OF_N: list = []
+
+
+def test_an_augmented_assignment_to_a_symbolic_int_leaves_its_earlier_value_alone():
+    """``n += 1`` of an int computes ``n + 1``: an int is immutable. Traced as an
+    ``operator.iadd`` node on the symbolic ``n`` (after it changed between calls), FX printed
+    it as ``l_n_ += 1`` in the graph's forward, rebinding the input's variable: the side effect
+    ``LOG.append(('n', n))`` made before the increment logged n + 1 (the tracer fuzzer's seed
+    125)."""
+    def fn(x, n):
+        LOG_OF_N.append(("n", n))
+        n += 1
+        n *= 2
+        return x / 2, n
+
+    cfn = mc.compile(fn, backend="eager")
+    x = torch.randn(3)
+    for n in (4, 5, 6):
+        LOG_OF_N.clear()
+        got = cfn(x, n)
+        logged = list(LOG_OF_N)
+        LOG_OF_N.clear()
+        assert (got[1], logged) == (fn(x, n)[1], LOG_OF_N), n

@@ -466,18 +466,24 @@ class OptimizedModule(torch.nn.Module):
         if self._forward_hooks or self._forward_pre_hooks or self._backward_hooks \
                 or self._backward_pre_hooks:
             return super().__call__(*args, **kwargs)
-        return self.forward(*args, **kwargs)
+        try:
+            return self._run(args, kwargs)
+        except Exception as e:
+            raise without_internal_frames(e)  # the user's error, with the user's frames
 
     def forward(self, *args, **kwargs):
+        try:
+            return self._run(args, kwargs)
+        except Exception as e:
+            raise without_internal_frames(e)
+
+    def _run(self, args: tuple, kwargs: dict) -> Any:
         mod = self._modules["_orig_mod"]  # (``self._orig_mod``: two __getattr__ calls, ~1 us)
         forward = _static_forward(mod)
         if not isinstance(forward, types.FunctionType) or _has_hooks(mod):
             return mod(*args, **kwargs)
-        try:
-            return run_frame(forward, (mod, *args), kwargs, self._backend,
-                             self._fullgraph, self._cache, self._dynamic)
-        except Exception as e:
-            raise without_internal_frames(e)  # the user's error, with the user's frames
+        return run_frame(forward, (mod, *args), kwargs, self._backend, self._fullgraph,
+                         self._cache, self._dynamic)
 
     def __getattr__(self, name: str) -> Any:
         try:

@@ -145,7 +145,8 @@ def run_pipeline(pieces: dict[str, ModuleType], not_plugged: dict[str, str]) -> 
                           ("graphs_compiled", "recompiles", "graph_breaks", "eager_fallbacks")}
         if not report.error:
             try:
-                report.max_diff = max(report.max_diff, _long_rows_against_eager("cpu", "cpp"))
+                report.max_diff = max(report.max_diff, _long_rows_against_eager("cpu", "cpp"),
+                                      _dynamic_against_eager())
             except AssertionError as e:
                 report.error = str(e)
         device, report.triton = triton_device()
@@ -241,6 +242,20 @@ def _long_rows_against_eager(device: str, cpu_kernels: str) -> float:
         got = mc.compile(long_rows, backend="inductor")(x)
         assert mc.metrics.eager_fallbacks == 0, "long_rows fell back to eager: a piece raised"
         return _compare("long_rows", got, long_rows(x))
+
+
+def _dynamic_against_eager() -> float:
+    """``long_rows`` of two tensors of one shape compiled with ``dynamic=True``: the sizes that
+    are equal share a symbol (duck sizing, where a compile asks for symbolic sizes from the start;
+    the batch sizes automatic dynamic makes symbolic get symbols of their own)."""
+    mc.reset()
+    x, y = torch.randn(6, 40), torch.randn(6, 40)
+    mc.metrics.reset()
+    got = mc.compile(lambda x, y: long_rows(x) * long_rows(y), backend="inductor",
+                     dynamic=True)(x, y)
+    assert mc.metrics.eager_fallbacks == 0, "a dynamic-shape compile fell back to eager"
+    return _compare("long_rows(x) * long_rows(y) with dynamic=True", got,
+                    long_rows(x) * long_rows(y))
 
 
 def _transposed_against_eager(device: str) -> float:

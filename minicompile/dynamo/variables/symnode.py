@@ -110,8 +110,12 @@ SYMBOLIC_BUILTINS: dict[Callable, Callable] = {
     **{op: op for op in (operator.add, operator.sub, operator.mul, operator.floordiv,
                          operator.truediv, operator.mod, operator.pow, operator.neg, operator.pos,
                          operator.lt, operator.le, operator.gt, operator.ge, operator.eq,
-                         operator.ne, operator.iadd, operator.isub, operator.imul,
-                         operator.ifloordiv, operator.imod, operator.abs)},
+                         operator.ne, operator.abs)},
+    # an int is immutable: ``n += 1`` computes ``n + 1``. (A graph node ``operator.iadd`` is
+    # printed by FX as ``l_n_ += 1``, which rebinds the input's variable in the generated
+    # forward: a later output of ``n`` itself, a side effect's ``LOG.append(n)``, read n + 1.)
+    operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
+    operator.ifloordiv: operator.floordiv, operator.imod: operator.mod,
     abs: operator.abs,
     max: torch.sym_max,  # max(s0, 4) would branch on s0 > 4: torch.sym_max stays symbolic
     min: torch.sym_min,
