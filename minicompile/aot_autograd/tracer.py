@@ -25,6 +25,7 @@ become ``operator`` nodes, walking the SymPy expression.
 from __future__ import annotations
 
 import contextlib
+import math
 import operator
 from collections import Counter
 from typing import Any, Callable
@@ -35,6 +36,8 @@ import torch.fx as fx
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_map
+
+from ..shapes.functions import integer_fraction
 
 aten = torch.ops.aten
 
@@ -150,6 +153,9 @@ class DispatchTracer(TorchDispatchMode):
             args = expr.args
             if type(expr).__name__ == "FloorDiv":  # torch.utils._sympy.functions.FloorDiv
                 fn = operator.floordiv
+            elif isinstance(expr, (sympy.floor, sympy.ceiling)) and \
+                    integer_fraction(expr.args[0]) is None:  # int(1.7 * s2): a float's floor
+                fn = math.floor if isinstance(expr, sympy.floor) else math.ceil
             elif isinstance(expr, sympy.floor):  # floor(s0/3) -> s0 // 3
                 fn, args = operator.floordiv, expr.args[0].as_numer_denom()
             elif expr.is_Pow and expr.exp.is_Integer and expr.exp > 0:  # s0**2 -> s0 * s0
@@ -158,7 +164,7 @@ class DispatchTracer(TorchDispatchMode):
                                                   for a in expr.args)):
                 raise Unsupported(f"symbolic size expression {expr} ({type(expr).__name__})")
             args = [self._expr_to_node(a) for a in args]
-            node = args[0]
+            node = args[0] if len(args) > 1 else self.graph.call_function(fn, tuple(args))
             for a in args[1:]:  # left fold: s0 * s1 * 3 -> (s0 * s1) * 3
                 node = self.graph.call_function(fn, (node, a))
         node.meta["sym_expr"] = expr  # marks a size computation (an int at run time)

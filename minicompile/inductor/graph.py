@@ -13,6 +13,7 @@ After ``run``: ``buffers`` (every buffer in program order: what the scheduler sc
 from __future__ import annotations
 
 import logging
+import math
 import operator
 from typing import Any
 
@@ -44,6 +45,7 @@ SYMBOLIC_OPS = {
     aten.sym_stride.int: lambda x, d: x.get_stride()[d],
     aten.sym_numel.default: lambda x: x.get_numel(),
     torch.sym_max: sympy.Max, torch.sym_min: sympy.Min,
+    math.floor: sympy.floor, math.ceil: sympy.ceiling,  # int(1.7 * s2): a float's floor
 }
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import sympy
 from sympy.printing.str import StrPrinter
 
-from ..sizevars import FloorDiv
+from ..sizevars import FloorDiv, integer_fraction
 
 
 class CppPrinter(StrPrinter):
@@ -54,12 +54,19 @@ class CppPrinter(StrPrinter):
         return f"mc::remainder<int64_t>({self._print(base)}, {self._print(mod)})"
 
     def _print_floor(self, expr):  # floor(s0/3): exact integer division
-        num, den = expr.args[0].as_numer_denom()
+        if (fraction := integer_fraction(expr.args[0])) is None:  # int(1.7 * s2): in double
+            return f"static_cast<int64_t>(std::floor({self._print(expr.args[0])}))"
+        num, den = fraction
         return self._print(FloorDiv(num, den, evaluate=False))
 
     def _print_ceiling(self, expr):
-        num, den = expr.args[0].as_numer_denom()
+        if (fraction := integer_fraction(expr.args[0])) is None:
+            return f"static_cast<int64_t>(std::ceil({self._print(expr.args[0])}))"
+        num, den = fraction
         return f"mc::floordiv<int64_t>({self._print(num)} + {self._print(den)} - 1, {self._print(den)})"
+
+    def _print_Float(self, expr):  # a scale factor: every digit of the double
+        return repr(float(expr))
 
     def _minmax(self, fn: str, args) -> str:
         out = self._print(args[0])
