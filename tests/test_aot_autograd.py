@@ -959,3 +959,24 @@ def test_a_complex_input_that_requires_grad_gets_its_gradient(backend):
     assert got.requires_grad
     torch.testing.assert_close(got, expected)
     torch.testing.assert_close(torch.autograd.grad(got, z)[0], torch.autograd.grad(expected, z)[0])
+
+
+def test_the_backward_can_read_every_size_symbol_its_inputs_use():
+    """``cat([a, b], 1)`` with symbolic sizes: its backward slices the tangent at ``s1`` and
+    ``s1 + s2``, saved from the forward, and the tangent has ``s1 + s2`` columns; no input of
+    the backward is ``s2`` by itself, so inductor could not read it and the whole graph ran
+    eagerly. The partitioner saves a forward node reading each such symbol (as torch's)."""
+    mc.metrics.reset()
+
+    def fn(a, b):
+        return torch.cat([a, b], 1).sin()
+
+    compiled = mc.compile(fn, dynamic=True)
+    for cols in ((2, 3), (4, 5)):
+        a, b = (torch.randn(5, c, requires_grad=True) for c in cols)
+        ref_a, ref_b = (t.detach().clone().requires_grad_() for t in (a, b))
+        compiled(a, b).sum().backward()
+        fn(ref_a, ref_b).sum().backward()
+        torch.testing.assert_close((a.grad, b.grad), (ref_a.grad, ref_b.grad))
+    assert mc.metrics.eager_fallbacks == 0
+
