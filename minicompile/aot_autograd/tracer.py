@@ -173,10 +173,15 @@ class DispatchTracer(TorchDispatchMode):
 
     def keep_geometry(self, t: torch.Tensor) -> None:
         """Before an op changes ``t``'s sizes or strides in place (``t_``, ``as_strided_``):
-        ``t``'s node gets a view of ``t`` as it is now. Its ``val`` was ``t`` itself, which
-        would take the new geometry too, and the node is the value before the change."""
-        node = self.node_of(t)
-        node.meta["val"] = t.as_strided(t.shape, t.stride(), t.storage_offset())
+        ``t``'s nodes get a view of ``t`` as it is now. Their ``val`` was ``t`` itself, which
+        would take the new geometry too, and each node is the value before the change. Every
+        node whose value is ``t``: an in-place op's node shares it with the node that made
+        ``t`` (quantile: ``gather(...).lerp_(...).squeeze_(-1)`` left gather's node 0-d)."""
+        self.node_of(t)  # (a constant gets its node)
+        now = t.as_strided(t.shape, t.stride(), t.storage_offset())
+        for node in self.graph.nodes:
+            if node.meta.get("val") is t:
+                node.meta["val"] = now
 
     def to_arg(self, x: Any) -> Any:
         if isinstance(x, torch.Tensor):
