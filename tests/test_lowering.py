@@ -274,6 +274,20 @@ def test_gathers():
     check(lambda t, i: t.index_select(0, i.clamp(0, 10).flatten()), a, idx)
 
 
+@pytest.mark.parametrize("index", [torch.tensor([0]), torch.tensor(0), torch.tensor(2)])
+@pytest.mark.parametrize("shape", [(), (4, 5)])
+def test_index_select_of_a_0d_tensor_or_with_a_0d_index(shape, index):
+    """ATen selects from a 0-d tensor as from one element (the result is 0-d), and takes a 0-d
+    index as one of one element: the lowering read dim 0 of a 0-d output and loaded a 0-d
+    index at one coordinate (an IndexError: every such graph, and a 0-d input's gradient
+    through ``index_add``/``index_copy``, ran eagerly)."""
+    if not shape and index.item():
+        pytest.skip("out of range for a 0-d tensor")
+    a = torch.randn(shape)
+    for dim in ([0, -1] if shape else [0]):
+        check(lambda t, i: t.index_select(dim, i) * 2, a, index)
+
+
 CREATION = [lambda a: torch.full((3, 5), 2.5) + a.sum(), lambda a: torch.arange(7) * a[0, 0],
             lambda a: torch.arange(2, 19, 3, dtype=torch.float32) + 1, lambda a: torch.zeros_like(a) + 1,
             lambda a: torch.ones(4, 3, dtype=torch.int64) * 3, lambda a: a.new_full((2, 2), 7.0),
