@@ -274,6 +274,18 @@ def test_gathers():
     check(lambda t, i: t.index_select(0, i.clamp(0, 10).flatten()), a, idx)
 
 
+def test_cat_of_only_legacy_empty_tensors():
+    """``cat`` skips 1-d empty tensors (ATen's legacy rule); when every input is one, the
+    lowering's loop body returned None, which the C++ kernel printed as ``None`` (a compile
+    error, the graph run by the reference backend)."""
+    mc.metrics.reset()
+    check(lambda a, b: torch.cat([a, b]) + 1, torch.randn(0), torch.randn(0))
+    fn = lambda a, b: torch.cat([a, b]) + 1
+    torch.testing.assert_close(mc.compile(fn)(torch.randn(0), torch.randn(0)),
+                               fn(torch.randn(0), torch.randn(0)))
+    assert not mc.metrics.backend_fallbacks
+
+
 @pytest.mark.parametrize("index", [torch.tensor([0]), torch.tensor(0), torch.tensor(2)])
 @pytest.mark.parametrize("shape", [(), (4, 5)])
 def test_index_select_of_a_0d_tensor_or_with_a_0d_index(shape, index):
