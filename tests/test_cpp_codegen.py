@@ -767,10 +767,13 @@ def test_compile_error_falls_back_to_the_reference_backend(graphs, monkeypatch, 
     monkeypatch.setenv("MINICOMPILE_CACHE_DIR", str(tmp_path))
     fn = lambda x: torch.cos(x) + 1
     x = torch.randn(19, 5)
+    mc.metrics.reset()
     with caplog.at_level(logging.WARNING, logger="minicompile"):
         out = mc.compile(fn, backend="inductor")(x)
     torch.testing.assert_close(out, fn(x))
     assert "cpp_fused_add_cos_0 failed to compile" in caplog.text
+    # counted, so that a sweep sees the backend's bug (the values are right)
+    assert [e for e in mc.metrics.backend_fallbacks if "cpp_fused_add_cos_0" in e]
     assert str(tmp_path) in caplog.text  # the message shows where the source is
     assert "falling back to the reference backend" in caplog.text
     assert graphs[0].backends == {"cpu": "reference"}

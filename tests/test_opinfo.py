@@ -205,3 +205,14 @@ def test_a_dynamic_request_compiles_with_symbolic_sizes(monkeypatch):
     assert seen == [True]
     results = check_request(Request("add", "float32", "cpp", 1, 0, dynamic=True))
     assert "float32 dyn" in summary(results)
+
+
+def test_a_reuse_request_runs_every_sample_on_one_compile(monkeypatch):
+    compile, seen = mc.compile, []
+
+    def recording(fn, **kwargs):
+        seen.append(kwargs.get("dynamic"))
+        return compile(fn, **kwargs)
+    monkeypatch.setattr(mc, "compile", recording)
+    results = check_request(Request("add", "float32", "cpp", 3, 0, dynamic=True, reuse=True))
+    assert [r.kind for r in results] == ["pass"] * 3 and seen == [True]
