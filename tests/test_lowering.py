@@ -879,3 +879,24 @@ def test_a_window_too_large_to_unroll_stays_a_library_call(compiled_graphs):
     torch.testing.assert_close(mc.compile(lambda t: F.avg_pool2d(t, 7))(x), F.avg_pool2d(x, 7))
     externs = [g for g in compiled_graphs[0].scheduler.kernel_groups if g.kind == "extern"]
     assert externs, "a 49-element window was unrolled"
+
+
+def test_an_output_saved_for_the_backward_is_the_output_itself():
+    """``x.exp()`` returns exp and saves it for its backward: the forward graph returns the same
+    value twice. The copy for a repeated output (the caller must get two tensors) was made for
+    the saved one too: a second store of the whole output every step (and no C++ kernel at all
+    for a complex value, so ``polar``'s forward ran on the reference backend), and the backward
+    read a private copy, so writing into the output before ``backward()`` went unnoticed where
+    eager raises (autograd's version check on the saved output)."""
+    f = lambda x: x.exp()
+    compiled = mc.compile(f)
+    for fn in (f, compiled):
+        y = fn(torch.randn(8, requires_grad=True))
+        y.mul_(2)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.sum().backward()
+    mc.metrics.reset()
+    a, b = torch.tensor(2.0, requires_grad=True), torch.tensor(0.5, requires_grad=True)
+    polar = lambda a, b: torch.polar(a, b)
+    torch.testing.assert_close(mc.compile(polar)(a, b), polar(a, b))
+    assert not mc.metrics.backend_fallbacks
