@@ -13,12 +13,14 @@ import shutil
 import subprocess
 
 import pytest
+import sympy
 import torch
 import torch.nn.functional as F
 
 import minicompile as mc
 from minicompile import config
 from minicompile.inductor.codegen import cpp_build, cpp_keep, cpp_loops, cpp_math, cpp_ops
+from minicompile.inductor.codegen.cpp_printer import cexpr
 from conftest import check_empty_reductions, record_compiled_graphs
 from models import MODELS, MORE_MODELS
 
@@ -1084,3 +1086,16 @@ def test_a_reduction_over_an_empty_tensor_reads_none_of_it():
     that runs no times has nothing read before it. Run in a child process: it is a segfault
     (OpInfo's var_mean/std_mean samples)."""
     check_empty_reductions("cpp")
+
+
+def test_a_float_size_expression_is_not_truncated_to_an_integer(monkeypatch):
+    """``std(x, dim=1, correction=1.3)`` with a symbolic ``n`` divides by ``max(0, n - 1.3)``,
+    a float formula of a size, which the C++ printer wrote as ``std::max<int64_t>(0, s0 -
+    1.3)``: 3 where eager divides by 3.7, a wrong result (the OpInfo sweep's ``--reuse``)."""
+    s0 = sympy.Symbol("s0", integer=True, positive=True)
+    assert "std::max<double>" in cexpr(sympy.Max(0, s0 - sympy.Float(1.3)))
+    assert "std::max<int64_t>" in cexpr(sympy.Max(1, s0 - 1))
+    monkeypatch.setattr(config.inductor, "cpu_backend", "cpp")
+    x = torch.randn(5, 5, 5)
+    fn = lambda x: torch.std_mean(x, dim=[1], correction=1.3)
+    torch.testing.assert_close(mc.compile(fn, dynamic=True)(x), fn(x))

@@ -69,9 +69,11 @@ class CppPrinter(StrPrinter):
         return repr(float(expr))
 
     def _minmax(self, fn: str, args) -> str:
+        # a float among them (a variance's divisor max(0, n - 1.3)): in double, not truncated
+        ctype = "int64_t" if all(a.is_integer for a in args) else "double"
         out = self._print(args[0])
         for a in args[1:]:
-            out = f"std::{fn}<int64_t>({out}, {self._print(a)})"
+            out = f"std::{fn}<{ctype}>({out}, {self._print(a)})"
         return out
 
     def _print_Min(self, expr):
