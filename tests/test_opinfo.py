@@ -70,7 +70,7 @@ DYNAMIC_CASES = [
     # ops whose fixes the dynamic sweep led to
     ("_upsample_bilinear2d_aa", "float32", 3), ("nn.functional.upsample_nearest", "float32", 3),
     ("column_stack", "float32"), ("block_diag", "float32"), ("index_select", "float32"),
-    ("quantile", "float32"),
+    ("quantile", "float32"), ("std_mean", "float32", 6),  # (#5: correction=1.3)
     # a few of each kind
     ("add", "float32"), ("where", "float32"), ("sum", "float32"), ("softmax", "float32"),
     ("cat", "float32"), ("matmul", "float32"), ("nn.functional.conv2d", "float32"),
