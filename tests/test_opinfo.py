@@ -194,13 +194,19 @@ def test_loading_op_db_leaves_torch_backends_flags_settable():
     assert torch.backends.flags_frozen() == frozen
 
 
-def test_a_dynamic_request_compiles_with_symbolic_sizes(monkeypatch):
+def record_dynamic_flags(monkeypatch) -> list:
+    """The ``dynamic=`` of each ``mc.compile`` the sweep makes from now on."""
     compile, seen = mc.compile, []
 
     def recording(fn, **kwargs):
         seen.append(kwargs.get("dynamic"))
         return compile(fn, **kwargs)
     monkeypatch.setattr(mc, "compile", recording)
+    return seen
+
+
+def test_a_dynamic_request_compiles_with_symbolic_sizes(monkeypatch):
+    seen = record_dynamic_flags(monkeypatch)
     assert kinds(dynamic=True, samples=1, grad_samples=0) == {"pass"}
     assert seen == [True]
     results = check_request(Request("add", "float32", "cpp", 1, 0, dynamic=True))
@@ -208,11 +214,6 @@ def test_a_dynamic_request_compiles_with_symbolic_sizes(monkeypatch):
 
 
 def test_a_reuse_request_runs_every_sample_on_one_compile(monkeypatch):
-    compile, seen = mc.compile, []
-
-    def recording(fn, **kwargs):
-        seen.append(kwargs.get("dynamic"))
-        return compile(fn, **kwargs)
-    monkeypatch.setattr(mc, "compile", recording)
+    seen = record_dynamic_flags(monkeypatch)
     results = check_request(Request("add", "float32", "cpp", 3, 0, dynamic=True, reuse=True))
     assert [r.kind for r in results] == ["pass"] * 3 and seen == [True]
