@@ -26,6 +26,9 @@ class Metrics:
     eager_fallbacks: int = 0  # frames run eagerly because nothing could be compiled
     # why, for each eager fallback: the frame's break, or what a compiler could not compile
     fallback_reasons: list = field(default_factory=list)
+    # graphs whose kernels a backend could not write or compile, run by the reference backend
+    # instead (correct, slow): the errors, which are bugs of that backend
+    backend_fallbacks: list = field(default_factory=list)
 
     def reset(self) -> None:
         for f in fields(self):

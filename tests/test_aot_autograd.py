@@ -1039,3 +1039,41 @@ def test_view_output_of_a_custom_function_keeps_its_backward(function):
         out.backward(torch.arange(1.0, out.numel() + 1))
         results.append((out.detach(), x.grad))
     torch.testing.assert_close(results[1], results[0])
+
+
+def test_the_backward_can_read_every_size_symbol_its_inputs_use():
+    """``cat([a, b], 1)`` with symbolic sizes: its backward slices the tangent at ``s1`` and
+    ``s1 + s2``, saved from the forward, and the tangent has ``s1 + s2`` columns; no input of
+    the backward is ``s2`` by itself, so inductor could not read it and the whole graph ran
+    eagerly. The partitioner saves a forward node reading each such symbol (as torch's)."""
+    mc.metrics.reset()
+
+    def fn(a, b):
+        return torch.cat([a, b], 1).sin()
+
+    compiled = mc.compile(fn, dynamic=True)
+    for cols in ((2, 3), (4, 5)):
+        a, b = (torch.randn(5, c, requires_grad=True) for c in cols)
+        ref_a, ref_b = (t.detach().clone().requires_grad_() for t in (a, b))
+        compiled(a, b).sum().backward()
+        fn(ref_a, ref_b).sum().backward()
+        torch.testing.assert_close((a.grad, b.grad), (ref_a.grad, ref_b.grad))
+    assert mc.metrics.eager_fallbacks == 0
+
+
+def test_a_value_changed_in_place_then_resized_in_place_keeps_its_geometry():
+    """``quantile`` of a 0-d tensor runs ``gather(...)`` (1 element), ``lerp_`` into it, then
+    ``squeeze_(-1)``: the lerp_ node's value is the gather's tensor object, and only its node
+    kept the geometry from before the squeeze, so the gather's node said 0-d and inductor
+    failed to lower it (the graph ran eagerly). Every node of the tensor keeps it."""
+    def fn(x, q):
+        return torch.quantile(x, q) * 2
+
+    x, q = torch.tensor(3.0), torch.tensor(0.5)
+    joint, _ = trace_graph(fn, [x, q], [False, False], torch._subclasses.FakeTensorMode(),
+                           decompositions=decomposition_table, joint=False)
+    gathers = [n for n in joint.graph.nodes if n.target == torch.ops.aten.gather.default]
+    assert gathers and all(n.meta["val"].shape == n.args[2].meta["val"].shape for n in gathers)
+    mc.metrics.reset()
+    torch.testing.assert_close(mc.compile(fn)(x, q), fn(x, q))
+    assert mc.metrics.eager_fallbacks == 0

@@ -13,12 +13,14 @@ import shutil
 import subprocess
 
 import pytest
+import sympy
 import torch
 import torch.nn.functional as F
 
 import minicompile as mc
 from minicompile import config
 from minicompile.inductor.codegen import cpp_build, cpp_keep, cpp_loops, cpp_math, cpp_ops
+from minicompile.inductor.codegen.cpp_printer import cexpr
 from conftest import check_empty_reductions, record_compiled_graphs
 from models import MODELS, MORE_MODELS
 
@@ -767,10 +769,13 @@ def test_compile_error_falls_back_to_the_reference_backend(graphs, monkeypatch, 
     monkeypatch.setenv("MINICOMPILE_CACHE_DIR", str(tmp_path))
     fn = lambda x: torch.cos(x) + 1
     x = torch.randn(19, 5)
+    mc.metrics.reset()
     with caplog.at_level(logging.WARNING, logger="minicompile"):
         out = mc.compile(fn, backend="inductor")(x)
     torch.testing.assert_close(out, fn(x))
     assert "cpp_fused_add_cos_0 failed to compile" in caplog.text
+    # counted, so that a sweep sees the backend's bug (the values are right)
+    assert [e for e in mc.metrics.backend_fallbacks if "cpp_fused_add_cos_0" in e]
     assert str(tmp_path) in caplog.text  # the message shows where the source is
     assert "falling back to the reference backend" in caplog.text
     assert graphs[0].backends == {"cpu": "reference"}
@@ -1081,3 +1086,16 @@ def test_a_reduction_over_an_empty_tensor_reads_none_of_it():
     that runs no times has nothing read before it. Run in a child process: it is a segfault
     (OpInfo's var_mean/std_mean samples)."""
     check_empty_reductions("cpp")
+
+
+def test_a_float_size_expression_is_not_truncated_to_an_integer(monkeypatch):
+    """``std(x, dim=1, correction=1.3)`` with a symbolic ``n`` divides by ``max(0, n - 1.3)``,
+    a float formula of a size, which the C++ printer wrote as ``std::max<int64_t>(0, s0 -
+    1.3)``: 3 where eager divides by 3.7, a wrong result (the OpInfo sweep's ``--reuse``)."""
+    s0 = sympy.Symbol("s0", integer=True, positive=True)
+    assert "std::max<double>" in cexpr(sympy.Max(0, s0 - sympy.Float(1.3)))
+    assert "std::max<int64_t>" in cexpr(sympy.Max(1, s0 - 1))
+    monkeypatch.setattr(config.inductor, "cpu_backend", "cpp")
+    x = torch.randn(5, 5, 5)
+    fn = lambda x: torch.std_mean(x, dim=[1], correction=1.3)
+    torch.testing.assert_close(mc.compile(fn, dynamic=True)(x), fn(x))

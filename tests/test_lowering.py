@@ -274,6 +274,32 @@ def test_gathers():
     check(lambda t, i: t.index_select(0, i.clamp(0, 10).flatten()), a, idx)
 
 
+def test_cat_of_only_legacy_empty_tensors():
+    """``cat`` skips 1-d empty tensors (ATen's legacy rule); when every input is one, the
+    lowering's loop body returned None, which the C++ kernel printed as ``None`` (a compile
+    error, the graph run by the reference backend)."""
+    mc.metrics.reset()
+    check(lambda a, b: torch.cat([a, b]) + 1, torch.randn(0), torch.randn(0))
+    fn = lambda a, b: torch.cat([a, b]) + 1
+    torch.testing.assert_close(mc.compile(fn)(torch.randn(0), torch.randn(0)),
+                               fn(torch.randn(0), torch.randn(0)))
+    assert not mc.metrics.backend_fallbacks
+
+
+@pytest.mark.parametrize("index", [torch.tensor([0]), torch.tensor(0), torch.tensor(2)])
+@pytest.mark.parametrize("shape", [(), (4, 5)])
+def test_index_select_of_a_0d_tensor_or_with_a_0d_index(shape, index):
+    """ATen selects from a 0-d tensor as from one element (the result is 0-d), and takes a 0-d
+    index as one of one element: the lowering read dim 0 of a 0-d output and loaded a 0-d
+    index at one coordinate (an IndexError: every such graph, and a 0-d input's gradient
+    through ``index_add``/``index_copy``, ran eagerly)."""
+    if not shape and index.item():
+        pytest.skip("out of range for a 0-d tensor")
+    a = torch.randn(shape)
+    for dim in ([0, -1] if shape else [0]):
+        check(lambda t, i: t.index_select(dim, i) * 2, a, index)
+
+
 CREATION = [lambda a: torch.full((3, 5), 2.5) + a.sum(), lambda a: torch.arange(7) * a[0, 0],
             lambda a: torch.arange(2, 19, 3, dtype=torch.float32) + 1, lambda a: torch.zeros_like(a) + 1,
             lambda a: torch.ones(4, 3, dtype=torch.int64) * 3, lambda a: a.new_full((2, 2), 7.0),
@@ -869,3 +895,24 @@ def test_comparison_with_a_size_computation_promotes_as_an_int():
         scores = torch.randn(2, 16)
         torch.testing.assert_close(cfn(scores, pos), window_mask(scores, pos))
     assert mc.metrics.eager_fallbacks == 0, mc.metrics.fallback_reasons
+
+
+def test_an_output_saved_for_the_backward_is_the_output_itself():
+    """``x.exp()`` returns exp and saves it for its backward: the forward graph returns the same
+    value twice. The copy for a repeated output (the caller must get two tensors) was made for
+    the saved one too: a second store of the whole output every step (and no C++ kernel at all
+    for a complex value, so ``polar``'s forward ran on the reference backend), and the backward
+    read a private copy, so writing into the output before ``backward()`` went unnoticed where
+    eager raises (autograd's version check on the saved output)."""
+    f = lambda x: x.exp()
+    compiled = mc.compile(f)
+    for fn in (f, compiled):
+        y = fn(torch.randn(8, requires_grad=True))
+        y.mul_(2)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.sum().backward()
+    mc.metrics.reset()
+    a, b = torch.tensor(2.0, requires_grad=True), torch.tensor(0.5, requires_grad=True)
+    polar = lambda a, b: torch.polar(a, b)
+    torch.testing.assert_close(mc.compile(polar)(a, b), polar(a, b))
+    assert not mc.metrics.backend_fallbacks

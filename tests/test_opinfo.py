@@ -65,17 +65,33 @@ TRITON_CASES = [
     ("sum", "int64"), ("var_mean.unbiased", "float32", 4), ("cumsum", "float32"),
     ("nn.functional.hardtanh", "int64"),
 ]
+# with dynamic=True (``--dynamic``): every size a symbol in the graphs, guards and kernels
+DYNAMIC_CASES = [
+    # ops whose fixes the dynamic sweep led to
+    ("_upsample_bilinear2d_aa", "float32", 3), ("nn.functional.upsample_nearest", "float32", 3),
+    ("column_stack", "float32"), ("block_diag", "float32"), ("index_select", "float32"),
+    ("quantile", "float32"), ("std_mean", "float32", 6),  # (#5: correction=1.3)
+    # a few of each kind
+    ("add", "float32"), ("where", "float32"), ("sum", "float32"), ("softmax", "float32"),
+    ("cat", "float32"), ("matmul", "float32"), ("nn.functional.conv2d", "float32"),
+    ("nn.functional.max_pool2d", "float32"), ("gather", "float32"), ("cumsum", "float32"),
+]
+DYNAMIC_MUST_COMPILE = {"_upsample_bilinear2d_aa", "column_stack", "block_diag", "index_select",
+                        "quantile"}
 SAMPLES, GRAD_SAMPLES = 2, 1
 
 
-def run_case(name: str, dtype: str, backend: str, samples: int = SAMPLES) -> None:
+def run_case(name: str, dtype: str, backend: str, samples: int = SAMPLES,
+             dynamic: bool = False) -> None:
     if name not in op_table():
         pytest.skip(f"{name} is not in op_db of torch {torch.__version__}")
     if getattr(torch, dtype) not in op_table()[name].supported_dtypes("cpu"):
         pytest.skip(f"{name} does not support {dtype} on the CPU in torch {torch.__version__}")
-    results = check_request(Request(name, dtype, backend, samples, GRAD_SAMPLES))
+    results = check_request(Request(name, dtype, backend, samples, GRAD_SAMPLES,
+                                    dynamic=dynamic))
     assert results, f"{name} ran no sample"
-    allowed = ("pass",) if name in MUST_COMPILE else ("pass", "fallback")
+    must = DYNAMIC_MUST_COMPILE if dynamic else MUST_COMPILE
+    allowed = ("pass",) if name in must else ("pass", "fallback")
     bad = [r for r in results if r.kind not in allowed]
     assert not bad, "\n" + summary(bad) + "".join(f"\n{r.kind}: {r.message}" for r in bad)
 
@@ -87,6 +103,11 @@ def case_id(case: tuple) -> str:
 @pytest.mark.parametrize("case", CPP_CASES, ids=case_id)
 def test_op_on_cpp_backend(case):
     run_case(case[0], case[1], "cpp", *case[2:])
+
+
+@pytest.mark.parametrize("case", DYNAMIC_CASES, ids=case_id)
+def test_op_with_dynamic_shapes(case):
+    run_case(case[0], case[1], "cpp", *case[2:], dynamic=True)
 
 
 @pytest.mark.parametrize("case", TRITON_CASES, ids=case_id)
@@ -171,3 +192,28 @@ def test_loading_op_db_leaves_torch_backends_flags_settable():
     frozen = torch.backends.flags_frozen()
     op_table()
     assert torch.backends.flags_frozen() == frozen
+
+
+def record_dynamic_flags(monkeypatch) -> list:
+    """The ``dynamic=`` of each ``mc.compile`` the sweep makes from now on."""
+    compile, seen = mc.compile, []
+
+    def recording(fn, **kwargs):
+        seen.append(kwargs.get("dynamic"))
+        return compile(fn, **kwargs)
+    monkeypatch.setattr(mc, "compile", recording)
+    return seen
+
+
+def test_a_dynamic_request_compiles_with_symbolic_sizes(monkeypatch):
+    seen = record_dynamic_flags(monkeypatch)
+    assert kinds(dynamic=True, samples=1, grad_samples=0) == {"pass"}
+    assert seen == [True]
+    results = check_request(Request("add", "float32", "cpp", 1, 0, dynamic=True))
+    assert "float32 dyn" in summary(results)
+
+
+def test_a_reuse_request_runs_every_sample_on_one_compile(monkeypatch):
+    seen = record_dynamic_flags(monkeypatch)
+    results = check_request(Request("add", "float32", "cpp", 3, 0, dynamic=True, reuse=True))
+    assert [r.kind for r in results] == ["pass"] * 3 and seen == [True]

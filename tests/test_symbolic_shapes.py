@@ -5,8 +5,10 @@ sizes that satisfy the recorded guards, the symbolic output shape evaluated at t
 the shape eager PyTorch produces.
 """
 
+import pytest
 import sympy
 import torch
+import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch._subclasses import FakeTensorMode
@@ -176,6 +178,9 @@ FLOOR_DIV_AND_MOD = [  # a product on the right of // or %: bare, Python reads (
     lambda s, t: sympy.Mod(s, 2 * t), lambda s, t: sympy.Mod(2 * s, t),
     lambda s, t: sympy.floor(2 * s / 3), lambda s, t: sympy.floor(s / (t * (s + 1))),
     lambda s, t: sympy.ceiling(s / (2 * t)), lambda s, t: sympy.Mod(s * t + 1, 3 * t),
+    # a float's floor (eager's int(s * 1/3), a scale factor's size): 1/3 * 6 is 2.0 in double,
+    # 1.999999999999998 with the 15 digits SymPy prints, and no floor at all as ``p // 1``
+    lambda s, t: sympy.floor(sympy.Float(1 / 3) * s) + sympy.ceiling(sympy.Float(1.7) * t),
 ]
 
 
@@ -203,3 +208,30 @@ def test_a_guard_with_a_product_divisor_holds_for_the_shape_it_was_made_for():
         x = torch.randn(n, 3)
         torch.testing.assert_close(compiled(x), f(x))
     assert len(graphs) == 2  # the first size, then one dynamic graph
+
+
+@pytest.mark.cpu_only
+@pytest.mark.parametrize("backend", ["cpp", "reference", "triton"])
+def test_a_size_from_a_float_scale_is_floored_in_the_wrapper_and_kernels(backend, monkeypatch):
+    """``interpolate(scale_factor=1/3)`` of a dynamic size: the output size is eager's
+    ``int(s2 * (1/3))``, ``floor(0.333...*s2)`` in SymPy, a float's floor. It was printed as
+    integer division of ``0.333...*s2`` by 1: the wrapper allocated ``0.333*s2`` elements (a
+    float: torch refused it), the kernels looped over an unfloored size, and AOT tracing gave
+    ``_upsample_bilinear2d_aa`` a float output size."""
+    if backend == "triton":
+        pytest.importorskip("triton")
+    monkeypatch.setattr(mc.config.inductor, "cpu_backend", backend)
+    mc.metrics.reset()
+
+    def f(x):
+        return F.interpolate(x, scale_factor=1 / 3, mode="nearest") * 2
+
+    def g(x):
+        return torch.ops.aten._upsample_bilinear2d_aa(x, None, False, [1.7, 1 / 3])
+    compiled_f, compiled_g = mc.compile(f, dynamic=True), mc.compile(g, dynamic=True)
+    for n in (6, 9, 10):  # 6 * (1/3) is 2.0 in double: the sizes must be floored as eager's
+        x = torch.randn(2, 3, n)
+        torch.testing.assert_close(compiled_f(x), f(x))
+        x = torch.randn(2, 3, n, n)
+        torch.testing.assert_close(compiled_g(x), g(x))
+    assert mc.metrics.eager_fallbacks == 0  # compiled (the AA op as an extern call)

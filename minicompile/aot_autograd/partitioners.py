@@ -23,6 +23,7 @@ import operator
 from dataclasses import dataclass
 
 import networkx as nx
+import sympy
 import torch
 import torch.fx as fx
 
@@ -135,7 +136,7 @@ def partition_with_saved(joint: fx.GraphModule, saved: list[fx.Node],
     saved = list(dict.fromkeys(saved))  # dedupe, keep order
     tensors = [n for n in saved if not is_sym(n)]
     syms = [n for n in saved if is_sym(n)]
-    saved = tensors + syms
+    saved = tensors + syms + symbol_bindings(joint, saved, tangents)
     fw = extract_graph(joint, primals, fw_outs + saved)
     # the forward's outputs start as the joint's: which of them are new values of inputs
     # (``joint.py``) holds for it too, so a backend may write those into the inputs
@@ -143,6 +144,73 @@ def partition_with_saved(joint: fx.GraphModule, saved: list[fx.Node],
     bw = extract_graph(joint, saved + tangents, grads)
     return Partition(fw, bw, [n.name for n in saved], len(tensors),
                      sum(tensor_bytes(n) for n in tensors))
+
+
+# --- the size symbols the backward reads ------------------------------------------------------
+def _exprs(node: fx.Node) -> list[sympy.Basic]:
+    """The formulas of a value's sizes and strides, or of a size."""
+    if "sym_expr" in node.meta:
+        return [sympy.sympify(node.meta["sym_expr"])]
+    val = node.meta.get("val")
+    values = [*val.shape, *val.stride()] if isinstance(val, torch.Tensor) else [val]
+    return [v.node.expr for v in values if isinstance(v, (torch.SymInt, torch.SymFloat))]
+
+
+def _symbols(node: fx.Node) -> set[sympy.Symbol]:
+    """The size symbols a value's sizes and strides, or a size's formula, use."""
+    return {s for e in _exprs(node) for s in e.free_symbols}
+
+
+def _readable(node: fx.Node) -> set[sympy.Symbol]:
+    """The symbols a backend can read off the value (a size ``s1``, not a formula ``s1 + s2``)."""
+    return {e for e in _exprs(node) if isinstance(e, sympy.Symbol)}
+
+
+def _bound_symbol(node: fx.Node) -> sympy.Symbol | None:
+    """The symbol a size node is (``sym_size(x, 1)``: s1), None for a tensor or a formula."""
+    val = node.meta.get("val")
+    expr = node.meta.get("sym_expr", val.node.expr if isinstance(val, torch.SymInt) else None)
+    return expr if isinstance(expr, sympy.Symbol) else None
+
+
+def symbol_bindings(joint: fx.GraphModule, saved: list[fx.Node],
+                    tangents: list[fx.Node]) -> list[fx.Node]:
+    """Forward nodes reading each size symbol that the backward's inputs use but no saved size
+    is (torch's ``_extract_fwd_bwd_modules``: "we propagate all symbols which are referenced
+    by backwards inputs"). A backend reads each symbol from an input: a backward given only
+    ``s1`` and ``s1 + s2`` (``cat``'s split points) and a tangent of ``s1 + s2`` rows could
+    read no ``s2``. Where no forward node reads a symbol, one ``sym_size`` of a primal is
+    added."""
+    inputs = [*saved, *tangents]
+    needed = set().union(*map(_symbols, inputs)) - set().union(*map(_readable, inputs))
+    if not needed:
+        return []
+    backward = descendants(tangents)
+    found = {}
+    for n in joint.graph.nodes:
+        if n not in backward and _bound_symbol(n) in needed:
+            found.setdefault(_bound_symbol(n), n)
+    primals, _ = primals_and_tangents(joint.graph)
+    for symbol in sorted(needed - found.keys(), key=str):
+        found[symbol] = _read_symbol(joint.graph, primals, symbol)
+    return [found[s] for s in sorted(needed, key=str) if found[s] is not None]
+
+
+def _read_symbol(graph: fx.Graph, primals: list[fx.Node], symbol: sympy.Symbol) -> fx.Node | None:
+    """A new ``sym_size``/``sym_stride`` node of the first primal whose size or stride is
+    ``symbol`` (None where none is: the backend then says which symbol it cannot read)."""
+    for p in primals:
+        val = p.meta.get("val")
+        if not isinstance(val, torch.Tensor):
+            continue
+        for op, values in ((aten.sym_size.int, val.shape), (aten.sym_stride.int, val.stride())):
+            for dim, v in enumerate(values):
+                if isinstance(v, torch.SymInt) and v.node.expr == symbol:
+                    with graph.inserting_after(primals[-1]):
+                        node = graph.call_function(op, (p, dim))
+                    node.meta.update(sym_expr=symbol, val=v)
+                    return node
+    return None
 
 
 # --- the default policy ----------------------------------------------------------------------

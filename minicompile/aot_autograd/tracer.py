@@ -25,6 +25,7 @@ become ``operator`` nodes, walking the SymPy expression.
 from __future__ import annotations
 
 import contextlib
+import math
 import operator
 from collections import Counter
 from typing import Any, Callable
@@ -35,6 +36,8 @@ import torch.fx as fx
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_map
+
+from ..shapes.functions import integer_fraction
 
 aten = torch.ops.aten
 
@@ -159,6 +162,9 @@ class DispatchTracer(TorchDispatchMode):
             args = expr.args
             if type(expr).__name__ in _TORCH_SYMPY_OPS:  # torch.utils._sympy.functions
                 fn = _TORCH_SYMPY_OPS[type(expr).__name__]
+            elif isinstance(expr, (sympy.floor, sympy.ceiling)) and \
+                    integer_fraction(expr.args[0]) is None:  # int(1.7 * s2): a float's floor
+                fn = math.floor if isinstance(expr, sympy.floor) else math.ceil
             elif isinstance(expr, sympy.floor):  # floor(s0/3) -> s0 // 3
                 fn, args = operator.floordiv, expr.args[0].as_numer_denom()
             elif expr.is_Pow and expr.exp.is_Integer and expr.exp > 0:  # s0**2 -> s0 * s0
@@ -167,7 +173,7 @@ class DispatchTracer(TorchDispatchMode):
                                                   for a in expr.args)):
                 raise Unsupported(f"symbolic size expression {expr} ({type(expr).__name__})")
             args = [self._expr_to_node(a) for a in args]
-            node = args[0]
+            node = args[0] if len(args) > 1 else self.graph.call_function(fn, tuple(args))
             for a in args[1:]:  # left fold: s0 * s1 * 3 -> (s0 * s1) * 3
                 node = self.graph.call_function(fn, (node, a))
         node.meta["sym_expr"] = expr  # marks a size computation (an int at run time)
@@ -176,10 +182,15 @@ class DispatchTracer(TorchDispatchMode):
 
     def keep_geometry(self, t: torch.Tensor) -> None:
         """Before an op changes ``t``'s sizes or strides in place (``t_``, ``as_strided_``):
-        ``t``'s node gets a view of ``t`` as it is now. Its ``val`` was ``t`` itself, which
-        would take the new geometry too, and the node is the value before the change."""
-        node = self.node_of(t)
-        node.meta["val"] = t.as_strided(t.shape, t.stride(), t.storage_offset())
+        ``t``'s nodes get a view of ``t`` as it is now. Their ``val`` was ``t`` itself, which
+        would take the new geometry too, and each node is the value before the change. Every
+        node whose value is ``t``: an in-place op's node shares it with the node that made
+        ``t`` (quantile: ``gather(...).lerp_(...).squeeze_(-1)`` left gather's node 0-d)."""
+        self.node_of(t)  # (a constant gets its node)
+        now = t.as_strided(t.shape, t.stride(), t.storage_offset())
+        for node in self.graph.nodes:
+            if node.meta.get("val") is t:
+                node.meta["val"] = now
 
     def to_arg(self, x: Any) -> Any:
         if isinstance(x, torch.Tensor):

@@ -3,14 +3,21 @@ minicompile and compared with eager (mirrors test/inductor/test_torchinductor_op
 
     python -m minicompile.fuzz.opinfo --backend cpp --dtype float32 --dtype float64
     python -m minicompile.fuzz.opinfo --backend triton --ops '^(add|mul|sum)$' --samples 2
+    python -m minicompile.fuzz.opinfo --dynamic --dtype float32 --ops '^(add|sum|cat)$'
+    python -m minicompile.fuzz.opinfo --dynamic --reuse --dtype float32 --samples 6
 
 A compiler's own tests share its blind spots; OpInfo's samples were written by the people who
 wrote the ops: broadcasting corners, zero-size and scalar tensors, keyword arguments, odd dtypes.
 For each op and dtype, each of the first ``samples`` sample inputs is checked on its own (a fresh
 compile of ``lambda *a, **k: op(*a, **k)``): the outputs and the inputs afterwards, and for the
 first ``grad_samples`` of an op that supports autograd, the gradients of a random weighted sum of
-the outputs. Results are compared at the dtype's tolerance, a float64 run of eager as the referee
-(``compare.py``, as Inductor's harness). Each result is one of
+the outputs. With ``dynamic``, each compile is ``mc.compile(..., dynamic=True)``: every size is a
+symbol in the graphs, the guards and the kernels (sizes 0 and 1 still specialize, as in
+torch.compile). With ``reuse``, an op's samples share one compile: a sample of other sizes runs
+the graph compiled for an earlier one wherever that graph's guards hold, which tests the guards
+and the symbolic kernels at sizes other than those they were traced with. Results are compared
+at the dtype's tolerance, a float64 run of eager as the referee (``compare.py``, as Inductor's
+harness). Each result is one of
 
 - ``pass``: the same values (or the same exception type as eager);
 - ``fallback``: the same values, but minicompile ran some of it eagerly (a graph break or an
@@ -67,6 +74,8 @@ class Request:
     samples: int = 4
     grad_samples: int = 1
     case_timeout: float = 60.0
+    dynamic: bool = False  # compile with dynamic=True: symbolic sizes from the first call
+    reuse: bool = False  # the samples of a mode share one compile (its guards decide reuse)
 
 
 @dataclass
@@ -79,6 +88,14 @@ class Result:
     kind: str
     message: str = ""
     sample_repr: str = ""
+    dynamic: bool = False
+    reuse: bool = False
+
+    @property
+    def setting(self) -> str:
+        """The dtype, "dyn" where sizes were symbolic, "reuse" where samples shared a compile
+        (the summary's rows)."""
+        return self.dtype + (" dyn" if self.dynamic else "") + (" reuse" if self.reuse else "")
 
 
 def full_name(op) -> str:
@@ -188,18 +205,30 @@ def compare_runs(eager: Run, actual: Run, reference: Callable[[], Run]) -> list[
     return found
 
 
-def check_sample(op, sample, grad: bool) -> tuple[str, str]:
-    """(kind, message) for one sample: compiled once, afresh, and called once."""
+def compile_op(op, dynamic: bool = False) -> Callable:
     import minicompile as mc
     fn = op.get_op()
-    mc.reset()
+    return mc.compile(lambda *a, **k: fn(*a, **k), dynamic=dynamic or None)
+
+
+def check_sample(op, sample, grad: bool, dynamic: bool = False,
+                 shared: Callable | None = None) -> tuple[str, str]:
+    """(kind, message) for one sample: compiled once, afresh, and called once; or called on
+    ``shared``, the compile of the samples before it (a graph compiled for other sizes runs it
+    where its guards hold)."""
+    import minicompile as mc
+    fn = op.get_op()
+    if shared is None:
+        mc.reset()
     mc.metrics.reset()
-    compiled = mc.compile(lambda *a, **k: fn(*a, **k))
+    compiled = shared or compile_op(op, dynamic)
     eager = run_sample(fn, sample, grad)
     actual = run_sample(compiled, sample, grad)
-    fallback = mc.metrics.fallback_reasons[:1] or (
+    fallback = mc.metrics.fallback_reasons[:1] or [  # (a kernel that failed: a backend's bug)
+        f"reference backend: {e}" for e in mc.metrics.backend_fallbacks[:1]] or (
         ["graph break"] if mc.metrics.graph_breaks else [])
-    mc.reset()
+    if shared is None:
+        mc.reset()
     if eager.error is not None or actual.error is not None:
         if eager.error is None:
             return "crash", _error_text(actual.error)
@@ -230,6 +259,7 @@ def _alarm(seconds: float):
 def check_request(request: Request, *_ignored) -> list[Result]:
     """Every case of ``request``, in this process (the worker's ``check``)."""
     import torch
+    import minicompile as mc
     from minicompile import config
     op = op_table()[request.op]
     dtype = getattr(torch, request.dtype)
@@ -243,14 +273,19 @@ def check_request(request: Request, *_ignored) -> list[Result]:
         for mode, grad, count in modes:
             torch.manual_seed(0)  # the same samples on every run
             samples = op.sample_inputs("cpu", dtype, requires_grad=grad)
+            if request.reuse:
+                mc.reset()
+            shared = compile_op(op, request.dynamic) if request.reuse and count else None
             for index, sample in enumerate(_strided_samples(samples, count)):
-                result = Result(request.op, request.dtype, request.backend, index, mode, "")
+                result = Result(request.op, request.dtype, request.backend, index, mode, "",
+                                dynamic=request.dynamic, reuse=request.reuse)
                 result.sample_repr = _describe(sample)
                 try:
                     _alarm(request.case_timeout)
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
-                        result.kind, result.message = check_sample(op, sample, grad)
+                        result.kind, result.message = check_sample(op, sample, grad,
+                                                                  request.dynamic, shared)
                 except CaseTimeout as e:
                     result.kind, result.message = "timeout", str(e)
                 except Exception as e:  # the sweep's own machinery, or sample generation
@@ -260,9 +295,12 @@ def check_request(request: Request, *_ignored) -> list[Result]:
                 results.append(result)
     except Exception as e:  # the op's sample generator itself failed: not minicompile's
         results.append(Result(request.op, request.dtype, request.backend, -1, "samples",
-                              "pass", f"no samples: {e!r}"[:300]))
+                              "pass", f"no samples: {e!r}"[:300], dynamic=request.dynamic,
+                              reuse=request.reuse))
     finally:
         config.inductor.cpu_backend = saved
+        if request.reuse:
+            mc.reset()
     return results
 
 
@@ -300,7 +338,8 @@ def worker_command() -> list[str]:
 
 
 def requests_for(names: list[str], dtypes: list[str], backend: str, samples: int,
-                 grad_samples: int, case_timeout: float) -> tuple[list[Request], list[str]]:
+                 grad_samples: int, case_timeout: float, dynamic: bool = False,
+                 reuse: bool = False) -> tuple[list[Request], list[str]]:
     """The requests for ``names`` x ``dtypes`` the op supports on CPU, and the names skipped
     (random or nondeterministic ops)."""
     import torch
@@ -311,7 +350,8 @@ def requests_for(names: list[str], dtypes: list[str], backend: str, samples: int
             skipped.append(name)
             continue
         supported = table[name].supported_dtypes("cpu")
-        requests += [Request(name, d, backend, samples, grad_samples, case_timeout)
+        requests += [Request(name, d, backend, samples, grad_samples, case_timeout, dynamic,
+                             reuse)
                      for d in dtypes if getattr(torch, d) in supported]
     return requests, skipped
 
@@ -334,7 +374,8 @@ def sweep(requests: list[Request], jobs: int = 1, request_timeout: float = 600.0
                 reply = worker.check(request, request.backend)
                 if not isinstance(reply, list):  # an Outcome: the worker timed out or died
                     reply = [Result(request.op, request.dtype, request.backend, -1, "all",
-                                    reply.kind, reply.message)]
+                                    reply.kind, reply.message, dynamic=request.dynamic,
+                                    reuse=request.reuse)]
                 with lock:
                     done[index] = reply
                     for result in reply:
@@ -349,23 +390,24 @@ def sweep(requests: list[Request], jobs: int = 1, request_timeout: float = 600.0
 
 
 def summary(results: list[Result]) -> str:
-    """Counts by (backend, dtype) and kind, then each failing op with its first message."""
+    """Counts by (backend, dtype, dynamic) and kind, then each failing op with its first
+    message."""
     counts: dict[tuple[str, str], Counter] = defaultdict(Counter)
     for r in results:
-        counts[r.backend, r.dtype][r.kind] += 1
-    lines = [f"{'backend':8} {'dtype':9} " + " ".join(f"{k:>8}" for k in KINDS)]
-    for (backend, dtype), c in sorted(counts.items()):
-        lines.append(f"{backend:8} {dtype:9} " + " ".join(f"{c[k]:8d}" for k in KINDS))
+        counts[r.backend, r.setting][r.kind] += 1
+    lines = [f"{'backend':8} {'dtype':17} " + " ".join(f"{k:>8}" for k in KINDS)]
+    for (backend, setting), c in sorted(counts.items()):
+        lines.append(f"{backend:8} {setting:17} " + " ".join(f"{c[k]:8d}" for k in KINDS))
     failing = [r for r in results if r.kind in FAILURES]
     if failing:
         lines.append("")
         seen = set()
         for r in failing:
-            key = (r.op, r.dtype, r.mode, r.kind)
+            key = (r.op, r.setting, r.mode, r.kind)
             if key not in seen:
                 seen.add(key)
                 first = r.message.strip().splitlines()[0][:160] if r.message.strip() else ""
-                lines.append(f"{r.kind:8} {r.op} {r.dtype} {r.mode} #{r.sample} "
+                lines.append(f"{r.kind:8} {r.op} {r.setting} {r.mode} #{r.sample} "
                              f"{r.sample_repr[:80]}: {first}")
     return "\n".join(lines)
 
@@ -380,6 +422,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--samples", type=int, default=4, help="forward samples per op/dtype")
     parser.add_argument("--grad-samples", type=int, default=1, help="samples checked with grad")
     parser.add_argument("-j", "--jobs", type=int, default=1, help="worker processes")
+    parser.add_argument("--dynamic", action="store_true",
+                        help="compile with dynamic=True: symbolic sizes in graphs and kernels")
+    parser.add_argument("--reuse", action="store_true",
+                        help="one compile for an op's samples: later samples (other sizes) run "
+                             "the graphs of earlier ones where the guards hold")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per case")
     parser.add_argument("--out", help="write every result here, one JSON object a line")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
@@ -396,7 +443,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     names = [n for n in op_table() if re.search(args.ops, n)]
     requests, skipped = requests_for(names, args.dtype or ["float32", "float64"], args.backend,
-                                     args.samples, args.grad_samples, args.timeout)
+                                     args.samples, args.grad_samples, args.timeout,
+                                     args.dynamic, args.reuse)
     print(f"{len(requests)} op/dtype requests; skipped as random or nondeterministic: "
           f"{', '.join(skipped) or 'none'}", file=sys.stderr)
     out = open(args.out, "w") if args.out else None
@@ -408,7 +456,7 @@ def main(argv: list[str] | None = None) -> int:
             out.write(json.dumps(asdict(result)) + "\n")
             out.flush()
         if result.kind in FAILURES:
-            print(f"{result.kind}: {result.op} {result.dtype} {result.mode} #{result.sample}",
+            print(f"{result.kind}: {result.op} {result.setting} {result.mode} #{result.sample}",
                   file=sys.stderr, flush=True)
     # a request's budget: every case at its limit, and a worker's start
     budget = args.timeout * (args.samples + args.grad_samples) + 120

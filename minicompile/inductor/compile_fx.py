@@ -45,6 +45,7 @@ from typing import Any, Callable
 import torch
 
 from .._logging import trace_artifact
+from ..metrics import metrics
 from .codegen import backend_name
 from .codegen.common import CodegenError
 from .codegen.wrapper import WrapperCodeGen, unflatten_outputs
@@ -131,6 +132,7 @@ def compile_fx_inner(gm: torch.fx.GraphModule, example_inputs: list,
         if options.cpu_backend == options.cuda_backend == "reference":
             raise
         log.warning("%s: %s\nfalling back to the reference backend", name, error)
+        metrics.backend_fallbacks.append(f"{name}: {str(error)[:500]}")
         # (torch ops over blocks of rows: they run on any device)
         options = options.replace(cpu_backend="reference", cuda_backend="reference")
         source, call, lines = generate(graph, scheduler, options)

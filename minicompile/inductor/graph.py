@@ -13,6 +13,7 @@ After ``run``: ``buffers`` (every buffer in program order: what the scheduler sc
 from __future__ import annotations
 
 import logging
+import math
 import operator
 from typing import Any
 
@@ -44,6 +45,7 @@ SYMBOLIC_OPS = {
     aten.sym_stride.int: lambda x, d: x.get_stride()[d],
     aten.sym_numel.default: lambda x: x.get_numel(),
     torch.sym_max: sympy.Max, torch.sym_min: sympy.Min,
+    math.floor: sympy.floor, math.ceil: sympy.ceiling,  # int(1.7 * s2): a float's floor
 }
 
 
@@ -274,9 +276,11 @@ class GraphLowering:
         outputs: list = []
         for k, (x, val) in enumerate(zip(leaves, vals)):
             if self._copy_part_of_intermediate(x, leaves) or (
-                    isinstance(x, IRNode) and any(x is y for y in leaves[:k])):
+                    isinstance(x, IRNode) and k < saved_start and any(x is y for y in leaves[:k])):
                 # a copy: a part of an intermediate, or a value already returned (CSE merged two
-                # equal computations; the caller must still get two tensors, as eager gives)
+                # equal computations; the caller must still get two tensors, as eager gives). A
+                # value saved for the backward is not the caller's: an output saved (exp's) is
+                # the output's tensor itself, as autograd saves it in eager, not a second store
                 x = realize(Pointwise(x.get_device(), x.get_dtype(), x.make_loader(),
                                       x.get_size()), val)
             if isinstance(x, IRNode):

@@ -8,13 +8,14 @@ touches with it. Real Inductor only prints index expressions into generated code
 from __future__ import annotations
 
 import functools
+import math
 import operator
 from typing import Any, Mapping
 
 import sympy
 import torch
 
-from .sizevars import FloorDiv, ModularIndexing
+from .sizevars import FloorDiv, ModularIndexing, integer_fraction
 
 
 def _max(a, b):
@@ -51,6 +52,11 @@ def eval_index(expr: Any, env: Mapping[sympy.Symbol, Any]) -> Any:
     if expr.is_Symbol:
         return env[expr]
     if isinstance(expr, (sympy.floor, sympy.ceiling)):  # floor(s0/3): exact integer division
+        if integer_fraction(expr.args[0]) is None:  # int(1.7 * s2): a float's floor, an int
+            x, floor = eval_index(expr.args[0], env), isinstance(expr, sympy.floor)
+            if isinstance(x, torch.Tensor):
+                return (torch.floor(x) if floor else torch.ceil(x)).long()
+            return math.floor(x) if floor else math.ceil(x)
         num, den = expr.args[0].as_numer_denom()
         num, den = eval_index(num, env), eval_index(den, env)
         return num // den if isinstance(expr, sympy.floor) else -((-num) // den)

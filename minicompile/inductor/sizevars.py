@@ -22,7 +22,7 @@ import math
 
 import sympy
 
-from ..shapes.functions import FloorDiv, ModularIndexing
+from ..shapes.functions import FloorDiv, ModularIndexing, integer_fraction  # noqa: F401
 
 Expr = sympy.Expr
 

@@ -149,11 +149,22 @@ def sym_to_sympy(x: Any) -> Expr:
     return sympy.sympify(x)
 
 
+def integer_fraction(x: Expr) -> tuple[Expr, Expr] | None:
+    """``x`` as ``(p, q)``, integer expressions with ``x == p / q`` (``s0/2 - 1/2`` ->
+    ``(s0 - 1, 2)``), whose floor is the integer division ``p // q``. None where ``x`` is a
+    float (``1.7*s2``: a size from a scale factor, eager's ``int(1.7 * s2)``): its floor is a
+    float floor, and printed as integer division it would be a float (``1.7*s2 // 1``) or, with
+    the ``/ 1`` dropped, no floor at all (a buffer of 1.7*s2 elements)."""
+    num, den = sympy.fraction(sympy.together(x))
+    return (num, den) if num.is_integer and den.is_integer else None
+
+
 def _integer_division(e: Expr) -> Expr:
     """``floor(s0/2 - 1/2)`` (a pooling's output size, as torch's meta functions write it) as
     ``(s0 - 1) // 2``, which every printer of kernel code knows; ``ceiling`` likewise. Left as
-    it is where the argument is not a fraction with a number below."""
-    num, den = sympy.fraction(sympy.together(e.args[0]))
-    if not (den.is_Integer and den > 0):
+    it is where the argument is not a fraction of integers with a number below."""
+    fraction = integer_fraction(e.args[0])
+    if fraction is None or not (fraction[1].is_Integer and fraction[1] > 0):
         return e
+    num, den = fraction
     return FloorDiv(num if isinstance(e, sympy.floor) else num + den - 1, den)

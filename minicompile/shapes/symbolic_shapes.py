@@ -48,6 +48,7 @@ from sympy.printing.precedence import PRECEDENCE
 from sympy.printing.str import StrPrinter
 
 from .._logging import trace_artifact
+from .functions import integer_fraction
 from .sym_node import SymNode
 
 SYMBOL_MIN = 2  # 0/1 specialization: every symbol is at least 2
@@ -91,12 +92,17 @@ class PythonPrinter(StrPrinter):
         return f"{self.parenthesize(a, level, strict=True)} {op} {self.parenthesize(b, level)}"
 
     def _print_floor(self, expr: sympy.Basic) -> str:  # floor(p/q) -> p // q
-        num, den = sympy.fraction(sympy.together(expr.args[0]))
-        return self._print(num) if den == 1 else f"({self._binary('//', num, den)})"
+        num, den = integer_fraction(expr.args[0]) or (expr.args[0], 1)  # a float: x // 1
+        return self._print(num) if den == 1 and num.is_integer else \
+            f"({self._binary('//', num, den)})"
 
     def _print_ceiling(self, expr: sympy.Basic) -> str:  # ceil(p/q) == -((-p) // q)
-        num, den = sympy.fraction(sympy.together(expr.args[0]))
-        return self._print(num) if den == 1 else f"(-({self._binary('//', -num, den)}))"
+        num, den = integer_fraction(expr.args[0]) or (expr.args[0], 1)
+        return self._print(num) if den == 1 and num.is_integer else \
+            f"(-({self._binary('//', -num, den)}))"
+
+    def _print_Float(self, expr: sympy.Basic) -> str:  # every digit of the double: 1/3 too
+        return repr(float(expr))
 
     def _print_Mod(self, expr: sympy.Basic) -> str:
         return f"({self._binary('%', *expr.args)})"

@@ -10,7 +10,7 @@ from typing import Any
 import sympy
 from sympy.printing.str import StrPrinter
 
-from ..sizevars import FloorDiv
+from ..sizevars import FloorDiv, integer_fraction
 
 
 class CppPrinter(StrPrinter):
@@ -54,17 +54,26 @@ class CppPrinter(StrPrinter):
         return f"mc::remainder<int64_t>({self._print(base)}, {self._print(mod)})"
 
     def _print_floor(self, expr):  # floor(s0/3): exact integer division
-        num, den = expr.args[0].as_numer_denom()
+        if (fraction := integer_fraction(expr.args[0])) is None:  # int(1.7 * s2): in double
+            return f"static_cast<int64_t>(std::floor({self._print(expr.args[0])}))"
+        num, den = fraction
         return self._print(FloorDiv(num, den, evaluate=False))
 
     def _print_ceiling(self, expr):
-        num, den = expr.args[0].as_numer_denom()
+        if (fraction := integer_fraction(expr.args[0])) is None:
+            return f"static_cast<int64_t>(std::ceil({self._print(expr.args[0])}))"
+        num, den = fraction
         return f"mc::floordiv<int64_t>({self._print(num)} + {self._print(den)} - 1, {self._print(den)})"
 
+    def _print_Float(self, expr):  # a scale factor: every digit of the double
+        return repr(float(expr))
+
     def _minmax(self, fn: str, args) -> str:
+        # a float among them (a variance's divisor max(0, n - 1.3)): in double, not truncated
+        ctype = "int64_t" if all(a.is_integer for a in args) else "double"
         out = self._print(args[0])
         for a in args[1:]:
-            out = f"std::{fn}<int64_t>({out}, {self._print(a)})"
+            out = f"std::{fn}<{ctype}>({out}, {self._print(a)})"
         return out
 
     def _print_Min(self, expr):

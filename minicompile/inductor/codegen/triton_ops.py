@@ -23,7 +23,7 @@ import sympy
 import torch
 from sympy.printing.str import StrPrinter
 
-from ..sizevars import FloorDiv
+from ..sizevars import FloorDiv, integer_fraction
 
 # torch dtype -> Triton dtype, as written in kernel source
 TRITON_DTYPES = {
@@ -104,12 +104,19 @@ class TritonPrinter(StrPrinter):
         return f"triton_helpers.index_remainder({self._print(base)}, {self._print(modulus)})"
 
     def _print_floor(self, expr):  # floor(s2/s4), a cropped size: exact integer division
-        num, den = expr.args[0].as_numer_denom()
+        if (fraction := integer_fraction(expr.args[0])) is None:  # int(1.7 * s2)
+            return f"libdevice.floor({self._print(expr.args[0])}).to(tl.int64)"
+        num, den = fraction
         return self._print(FloorDiv(num, den, evaluate=False))
 
     def _print_ceiling(self, expr):  # ceiling(s0/4) = -((-s0) // 4)
-        num, den = expr.args[0].as_numer_denom()
+        if (fraction := integer_fraction(expr.args[0])) is None:
+            return f"libdevice.ceil({self._print(expr.args[0])}).to(tl.int64)"
+        num, den = fraction
         return f"(-{self.paren(FloorDiv(-num, den, evaluate=False))})"
+
+    def _print_Float(self, expr):  # a scale factor, in double as eager computes it (a Python
+        return f"tl.full([], {float(expr)!r}, tl.float64)"  # float would make int * it fp32
 
     def _print_Min(self, expr):
         return self._nest("tl.minimum", expr.args)

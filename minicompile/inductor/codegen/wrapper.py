@@ -49,6 +49,7 @@ from ..ir import Buffer, ExternKernel, IRNode, MultiOutput, ReinterpretView, sto
 from ..kernel_group import KernelGroup
 from ..lowerings.extern import FRESH_CONTIGUOUS, python_binding
 from ..memory_planning import BufferLifetime, plan_memory
+from ..sizevars import integer_fraction
 from .library_threads import OneThreadRegions, one_thread, restore_threads
 from .wrapper_lines import (AllocateLine, ExternCallLine, FreeLine, KernelCallLine, ReturnLine,
                             ReuseLine, WrapperBody, WrapperLine)
@@ -71,12 +72,19 @@ class PythonPrinter(StrPrinter):
         return f"min({', '.join(map(self._print, expr.args))})"
 
     def _print_floor(self, expr):
-        num, den = expr.args[0].as_numer_denom()
+        if (fraction := integer_fraction(expr.args[0])) is None:  # int(1.7 * s2): an int
+            return f"math.floor({self._print(expr.args[0])})"
+        num, den = fraction
         return f"(({self._print(num)}) // ({self._print(den)}))"
 
     def _print_ceiling(self, expr):
-        num, den = expr.args[0].as_numer_denom()
+        if (fraction := integer_fraction(expr.args[0])) is None:
+            return f"math.ceil({self._print(expr.args[0])})"
+        num, den = fraction
         return f"(-((-({self._print(num)})) // ({self._print(den)})))"
+
+    def _print_Float(self, expr):  # every digit of the double (a scale factor 1/3 too)
+        return repr(float(expr))
 
     def _print_Mod(self, expr):
         return f"(({self._print(expr.args[0])}) % ({self._print(expr.args[1])}))"
@@ -183,7 +191,7 @@ RUNTIME = {"storage": storage, "laid_out_as": laid_out_as, "reinterpret": reinte
            "current_cuda_device": torch._C._cuda_getDevice if torch.cuda.is_available() else None,
            "torch": torch, "one_thread": one_thread,
            "restore_threads": restore_threads,
-           "aten": torch.ops.aten, "inf": math.inf, "nan": math.nan}
+           "aten": torch.ops.aten, "inf": math.inf, "nan": math.nan, "math": math}
 
 
 class WrapperCodeGen:

@@ -351,6 +351,8 @@ def cat(tensors, dim=0):
         return cat_by_copies(tensors, dim, offsets)
     loaders = [t.make_loader() for t in tensors]
     dtype = out_dtype()
+    if not tensors:  # every input a legacy empty tensor (shape (0,)): so is the result
+        return Pointwise(device(), dtype, lambda index: ops.constant(0, dtype), out_size())
 
     def inner_fn(index):
         i = index[dim]
@@ -569,15 +571,21 @@ def repeat(x: IRNode, repeats):
 
 @register_lowering(aten.index_select)
 def index_select(x: IRNode, dim: int, index_t: IRNode):
+    # a 0-d tensor: ATen selects from it as from one element, and the result is 0-d too
+    scalar = not x.get_size()
+    if scalar:
+        x = View(x, [sympy.Integer(1)], lambda index: [])
     size = x.get_size()
     dim = _dim(dim, len(size))
     load, load_index = x.make_loader(), index_t.make_loader()
+    index_dims = len(index_t.get_size())  # the index: one element of a 1-d or a 0-d tensor
 
     check = Check("index_select_dim1" if dim == 1 else "index_select", dim)
 
     def inner_fn(idx):
-        src = list(idx)
-        src[dim] = ops.indirect_indexing(load_index([idx[dim]]), size[dim], check)
+        src = [sympy.Integer(0)] if scalar else list(idx)
+        at = [src[dim]][:index_dims]
+        src[dim] = ops.indirect_indexing(load_index(at), size[dim], check)
         return load(src)
 
     return Pointwise(device(), x.get_dtype(), inner_fn, out_size())

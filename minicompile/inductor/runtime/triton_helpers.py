@@ -292,7 +292,8 @@ class _NumpyLibdevice:
         "cosh": np.cosh, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan,
         "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh, "atan2": np.arctan2,
         "hypot": np.hypot, "copysign": np.copysign, "pow": np.power, "nearbyint": np.rint,
-        "trunc": np.trunc, "fmod": np.fmod, "signbit": np.signbit,
+        "trunc": np.trunc, "floor": np.floor, "ceil": np.ceil, "fmod": np.fmod,
+        "signbit": np.signbit,
         "erfc": np.vectorize(math.erfc, otypes=[np.float64]),
         "lgamma": np.vectorize(math.lgamma, otypes=[np.float64]),
     }
