@@ -10,6 +10,7 @@ and grad-mode context managers become ``GradModeVariable``.
 from __future__ import annotations
 
 import inspect
+import sys
 import types
 from typing import Any, Callable
 
@@ -128,6 +129,12 @@ class TorchVariable(KnownCallableVariable):
         if is_dynamo_is_compiling(fn):
             return _compiling(tx, fn, args, kwargs)
         refuse_tensor_numbers(fn, kwargs)
+        if isinstance(fn, types.FunctionType) and \
+                getattr(sys.modules.get(fn.__module__), fn.__name__, None) is not fn:
+            # the graph's code names a node's function by its module and name: a class's
+            # method (torch 2.13's Function.apply, reached without its class) is not there
+            unimplemented(f"{fn.__module__}.{fn.__qualname__} is not an attribute of its module, "
+                          "so a graph node cannot name it: the call runs natively")
         return call_op(tx, "call_function", graph_target(fn), args, kwargs)  # a graph node
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
