@@ -32,8 +32,9 @@ from .._logging import trace_artifact
 from ..metrics import metrics
 from .joint import GraphSignature, trace_graph
 from .partitioners import PARTITIONERS, Partition, default_partition
-from .runtime_wrappers import make_inference_wrapper, make_training_wrapper
-from .tracer import Unsupported
+from .runtime_wrappers import (eager_when_writes_alias, make_inference_wrapper,
+                               make_training_wrapper)
+from .tracer import Unsupported, storage_key
 
 log = logging.getLogger(__name__)
 Compiler = Callable[[fx.GraphModule, list], Callable]
@@ -72,6 +73,29 @@ def _fake_inputs(gm: fx.GraphModule, example_inputs: list,
             fake = fake_mode.from_tensor(ex, static_shapes=True)
         fakes.append(ex if fake is None else fake)
     return fakes, fake_mode
+
+
+def _distinct_memory(fakes: list, fake_mode: FakeTensorMode) -> tuple[list, set]:
+    """The fakes with each input in memory of its own: a fake sharing its storage with an
+    earlier input's (two views of one tensor, as Dynamo fakes them) is replaced by a fresh one
+    of the same sizes and strides. A functional graph is a function of distinct inputs;
+    traced on aliased fakes it would be specialised to that aliasing (a write through one view
+    rebuilt into the other, wrong for distinct tensors), and calls where a written input does
+    share memory run eagerly instead (``eager_when_writes_alias``). One tensor at two positions
+    (a tied parameter) stays one: also returned, as the pairs of positions holding it."""
+    seen: dict[int, int] = {}  # storage -> first position
+    duplicates, out = set(), []
+    for i, f in enumerate(fakes):
+        if isinstance(f, torch.Tensor) and f.layout == torch.strided:
+            first = seen.setdefault(storage_key(f), i)
+            if first != i and fakes[first] is f:
+                duplicates.add((first, i))
+            elif first != i:
+                with fake_mode:
+                    f = torch.empty_strided(f.shape, f.stride(), dtype=f.dtype,
+                                            device=f.device).requires_grad_(f.requires_grad)
+        out.append(f)
+    return out, duplicates
 
 
 def _shape_env_of(fakes: list) -> Any:
@@ -134,6 +158,7 @@ def aot_module_simplified(
     named.update(gm.named_buffers(remove_duplicate=False))
     names, params = list(named), list(named.values())
     fakes, fake_mode = _fake_inputs(gm, example_inputs, params)
+    fakes, duplicates = _distinct_memory(fakes, fake_mode)
     out_spec = []
 
     traced = ForwardOnly(gm)
@@ -175,12 +200,23 @@ def aot_module_simplified(
 
     def compile_graph(graph: fx.GraphModule, sig: GraphSignature, joint: bool,
                       amp: bool) -> Callable:
-        spec = out_spec[0]
+        run = _restructure(compile_wrapper(graph, sig, joint, amp), out_spec[0])
+        if not sig.mutated_inputs:
+            return run
+        # (a functional graph's inputs are distinct memory: a call where a written one is not)
+        inputs = [n.meta.get("source", n.name) for n in gm.graph.nodes if n.op == "placeholder"] \
+            if hasattr(gm, "graph") else [f"input {i}" for i in range(len(example_inputs))]
+        return eager_when_writes_alias(
+            run, lambda *args: gm.forward(*args[len(names):]), sig.mutated_inputs,
+            [i for i, f in enumerate(fakes) if isinstance(f, torch.Tensor)], names + inputs,
+            duplicates)
+
+    def compile_wrapper(graph: fx.GraphModule, sig: GraphSignature, joint: bool,
+                        amp: bool) -> Callable:
         if not joint:
             trace_artifact("aot_graphs", lambda: _graph_text(graph), "inference graph")
             graph.meta["static_input_indices"] = tuple(range(len(params)))
-            run = make_inference_wrapper(inference_compiler(graph, fakes), sig, amp)
-            return _restructure(run, spec)
+            return make_inference_wrapper(inference_compiler(graph, fakes), sig, amp)
         trace_artifact("aot_graphs", lambda: _graph_text(graph), "joint graph")
         part = partition_fn(graph, sig.num_fwd_outputs)
         trace_artifact("aot_graphs", lambda: _graph_text(part.fw_module),
@@ -195,8 +231,7 @@ def aot_module_simplified(
         _take_saved_strides(part.bw_module, getattr(fw, "output_strides", None),
                             sig.num_fwd_outputs, part.num_saved_tensors)
         bw = bw_compiler(part.bw_module, _placeholder_vals(part.bw_module))
-        run = make_training_wrapper(fw, bw, sig, part.num_saved_tensors, amp)
-        return _restructure(run, spec)
+        return make_training_wrapper(fw, bw, sig, part.num_saved_tensors, amp)
 
     def variant_key(args) -> tuple[bool, ...]:
         if not torch.is_grad_enabled():  # inference: nothing requires grad, whatever the flags

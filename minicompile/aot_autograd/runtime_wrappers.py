@@ -23,16 +23,26 @@ op would, so autograd still notices a tensor it saved was changed. Then outputs
 that alias an input (``return x``, ``return x.t()``) are rebuilt from the caller's input
 (``as_strided``), after the copy-back so they see the mutated values, and outside the
 ``autograd.Function`` so that autograd differentiates the view like in eager.
+
+Both: a functional graph assumes its inputs are distinct memory. Two arguments that are views of
+one tensor, one written in place (``f(base[:4], base[2:6])`` with ``y.mul_(2)``), break that: the
+graph reads ``x`` as it was before the write, where eager reads it after. Real AOTAutograd then
+traces again with one "synthetic base" for the aliased inputs; here a call whose written inputs
+share memory with another input runs the frame's graph eagerly instead (``eager_when_writes_alias``),
+which is always right, and says so once.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Callable
 
 import torch
 from torch.autograd.graph import increment_version
 
 from .joint import GraphSignature
+
+log = logging.getLogger(__name__)
 
 
 def tangent_stride(out: torch.Tensor) -> tuple:
@@ -184,3 +194,68 @@ def make_training_wrapper(fw: Callable, bw: Callable, sig: GraphSignature,
 
     runtime_wrapper.CompiledFunction = CompiledFunction
     return runtime_wrapper
+
+
+def _byte_range(t: torch.Tensor) -> tuple[int, int]:
+    """The bytes of its storage ``t`` may touch: [first, last] (a strided view's elements lie
+    between them, not necessarily all of them: a conservative answer)."""
+    if t.numel() == 0:
+        return 0, -1
+    first = t.storage_offset()
+    last = first + sum((n - 1) * abs(s) for n, s in zip(t.shape, t.stride()))
+    return first * t.element_size(), (last + 1) * t.element_size() - 1
+
+
+# the identity of a tensor's storage (a StorageImpl's address); older torches: through the
+# storage object
+_storage_id = getattr(torch._C, "_storage_id", None) or (lambda t: t.untyped_storage()._cdata)
+
+
+def writes_alias(args: tuple, written: tuple[int, ...], tensors: tuple[int, ...],
+                 duplicates: frozenset = frozenset()) -> tuple[int, int] | None:
+    """A pair (written input, other input) of positions whose memory overlaps, or None. Cheap
+    when, as almost always, no two inputs share a storage: one storage lookup per tensor input,
+    in one C loop (``map``); byte ranges are compared only for inputs sharing a storage. A pair
+    in ``duplicates`` (positions that held one tensor when traced: a tied parameter) may hold
+    one tensor again."""
+    try:
+        keys = list(map(_storage_id, [args[i] for i in tensors]))
+    except (NotImplementedError, RuntimeError):  # a tensor with no storage (sparse): none of
+        return None  # the inputs' memory is another's through it
+    if len(set(keys)) == len(keys):
+        return None
+    key_of = dict(zip(tensors, keys))
+    for i in written:
+        for j in tensors:
+            if j == i or key_of[j] != key_of[i]:
+                continue
+            if args[i] is args[j] and (min(i, j), max(i, j)) in duplicates:
+                continue
+            (a0, a1), (b0, b1) = _byte_range(args[i]), _byte_range(args[j])
+            if a0 <= b1 and b0 <= a1:
+                return i, j
+    return None
+
+
+def eager_when_writes_alias(run: Callable, eager: Callable, written: list[int],
+                            tensors: list[int], names: list[str],
+                            duplicates: set = frozenset()) -> Callable:
+    """``run`` (a compiled graph that writes inputs ``written``), but a call in which one of
+    them overlaps another input's memory runs ``eager`` (the graph before functionalization,
+    op by op on the real tensors: eager's result whatever shares memory). ``names``: the
+    inputs' names, for the message."""
+    written_t, tensors_t, duplicates = tuple(written), tuple(tensors), frozenset(duplicates)
+    warned = []
+
+    def call(*args):
+        pair = writes_alias(args, written_t, tensors_t, duplicates)
+        if pair is None:
+            return run(*args)
+        if not warned:
+            warned.append(pair)
+            log.warning("%s is written in place and shares memory with %s: the compiled graph "
+                        "assumes distinct inputs, so calls like this one run it eagerly",
+                        names[pair[0]], names[pair[1]])
+        return eager(*args)
+
+    return call
