@@ -23,6 +23,7 @@ import sympy
 
 from . import kernel_graph
 from .dependencies import rows_line_up
+from .ir.extern import MultiOutput
 from .ir.mutation import storage_owner
 from .ir.read_writes import MemoryDep
 from .lowerings.extern import FRESH_RESULTS
@@ -97,6 +98,7 @@ def plan_memory(scheduler: "Scheduler") -> MemoryPlan:
     for b in lifetime.values():
         if b.is_output:
             b.last = len(kernels)
+    _alive_while_views_are(scheduler, kernels, lifetime, owner)
 
     writer_of = kernel_graph.writers(kernels)
 
@@ -121,6 +123,35 @@ def plan_memory(scheduler: "Scheduler") -> MemoryPlan:
             b.storage, b.in_place_of = lifetime[root[name]].storage, in_place[name]
     plan.lifetimes = sorted(lifetime.values(), key=lambda b: b.first)
     return plan
+
+
+def returns_a_view(node) -> bool:
+    """May this library call's result share memory with a tensor it read? ATen's schema says:
+    ``view_as_complex(Tensor(a) self) -> Tensor(a)``, ``_conj``, ``select``... return a view; a
+    product or a convolution's backward returns fresh tensors. A call with no schema: maybe."""
+    if isinstance(node, MultiOutput):  # an item of the tuple its parent returned
+        return returns_a_view(node.parent)
+    schema = getattr(getattr(node, "kernel", None), "_schema", None)
+    return schema is None or any(r.alias_info is not None for r in schema.returns)
+
+
+def _alive_while_views_are(scheduler: "Scheduler", kernels: list,
+                           lifetime: dict[str, BufferLifetime], owner: Callable) -> None:
+    """A buffer read by a library call whose result may be a view of it lives as long as that
+    result (through a chain of such calls, as long as the last one's): its last reader is not
+    the end of its memory, and its storage must be neither taken over by a later buffer nor
+    overwritten in place while the view is read (a ``view_as_complex`` of a kernel's output,
+    the output's storage then reused by the next kernel: a wrong gradient)."""
+    end = {name: b.last for name, b in lifetime.items()}
+    for k in reversed(kernels):  # (a later view's end is final before an earlier one's)
+        if not k.is_extern() or not returns_a_view(k.node):
+            continue
+        results = [end[n] for n in scheduler.stored_buffers(k) if n in end]
+        if results:
+            for name in map(owner, k.read_names()):
+                end[name] = max(end.get(name, -1), *results)
+    for name, b in lifetime.items():
+        b.last = end[name]
 
 
 def storage_key(layout) -> Hashable:
