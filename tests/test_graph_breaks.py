@@ -816,3 +816,46 @@ def test_an_out_tensor_the_call_resizes_runs_natively(backend):
     torch.testing.assert_close(o, o_expected)
     reasons = [b.reason for b in mc.explain(f)(x, torch.empty(0)).break_reasons]
     assert any("resizes its out tensor" in r for r in reasons)
+
+
+# --- one code, many closures ----------------------------------------------------------------------
+
+class _NotTraced(set):  # building it breaks the graph
+    pass
+
+
+def _break_then_read(x):
+    def inner(n):
+        _NotTraced()  # a break: the rest runs in a resume function over inner's closure
+        return x * 2 + n
+    return inner
+
+
+def _break_in_loop(x):
+    def inner(n):
+        for _ in range(2):
+            _NotTraced()  # a break in a loop: the frame runs eagerly
+            n = n + 1
+        return x * 2 + n
+    return inner
+
+
+def _breaks_then_closure_over_local(x):
+    def inner(n):
+        s = _NotTraced()
+        n += len(s)  # a second break, in the first resume function
+        y = x + 1
+        return torch.stack([y * i for i in range(1, 3)]).sum(0) + n  # a closure over y
+    return inner
+
+
+@pytest.mark.parametrize("make", [_break_then_read, _break_in_loop, _breaks_then_closure_over_local])
+def test_each_call_runs_in_its_own_closure(make):
+    """A nested function's code is compiled once and called with other closures (a function
+    defined inside another, a decorator's wrapper): what runs after a break (a resume
+    function, an eager copy of the frame) must read this call's closure. It read the closure
+    of the call that compiled it: the first ``x`` again."""
+    mc.reset()
+    for _ in range(3):
+        fn = make(torch.randn(4))
+        torch.testing.assert_close(mc.compile(fn, backend="eager")(1), fn(1))

@@ -46,7 +46,7 @@ from .bytecode_analysis import globals_only_called, writes_globals
 from .convert_frame import CacheEntry, convert_frame
 from .exc import FullGraphError, Unsupported, without_internal_frames
 from .module_calls import compiling_module_calls
-from .resume_execution import resume_function
+from .resume_execution import CLOSURE_ARG, resume_function
 from .symbolic_convert import compiles_as_callee
 from .variables.nn_module import _has_hooks
 
@@ -86,14 +86,16 @@ class FrameCache:
 
     def resume_with_cells(self, code: types.CodeType, fn: types.FunctionType,
                           backend: Callable) -> Callable:
-        """The resume function ``code`` of ``fn``, a frame with cell variables, as a callable
-        taking the cells first: the transformed function makes them at each call (from the
-        values the break left in them), so each call's resume function is a new function
-        over its own cells, looked up in the same cache entries of ``code``."""
-        def resume(cells: tuple, *args):
+        """The resume function ``code`` of ``fn``, a frame with cell variables or a closure,
+        as a callable taking the cells and the closure first: the transformed function makes
+        the cells at each call (from the values the break left in them) and passes on the
+        closure it was called with, so each call's resume function is a new function over its
+        own cells, looked up in the same cache entries of ``code``."""
+        def resume(cells: tuple, closure: tuple | None, *args):
             own = dict(zip(fn.__code__.co_cellvars, cells))
             try:
-                return run_frame(resume_function(code, fn, own), args, {}, backend, False, self)
+                return run_frame(resume_function(code, fn, own, closure), args, {}, backend,
+                                 False, self)
             except Exception as e:
                 raise without_internal_frames(e)
 
@@ -117,6 +119,14 @@ class FrameCache:
             with compiling_module_calls(lambda mod: self.compiled_forward(mod, backend)):
                 return eager(*args, **kwargs)
 
+        if fn.__code__.co_freevars:  # the code serves every closure: the call's comes first
+            def run_in(closure: tuple, *args, **kwargs):
+                copy = types.FunctionType(eager.__code__, eager.__globals__, eager.__name__,
+                                          eager.__defaults__, closure)
+                copy.__kwdefaults__ = eager.__kwdefaults__
+                with compiling_module_calls(lambda mod: self.compiled_forward(mod, backend)):
+                    return copy(*args, **kwargs)
+            return functools.wraps(fn)(run_in)
         return run
 
     def _eager_copy(self, fn: types.FunctionType, backend: Callable) -> types.FunctionType:
@@ -261,6 +271,8 @@ def run_frame(fn: types.FunctionType, args: tuple, kwargs: dict, backend: Callab
         f_locals = frame_locals(fn, args, kwargs)
     except (TypeError, ValueError):  # wrong arguments or an empty cell: let Python say so
         return fn(*args, **kwargs)
+    if code.co_freevars:  # the transformed function passes it on to what runs after a break
+        f_locals[CLOSURE_ARG] = fn.__closure__
     entry, _ = _lookup(fn, f_locals, backend, cache)
     if entry is not None:
         return entry.fn(**f_locals)
@@ -434,7 +446,10 @@ def run_eagerly(fn: types.FunctionType, args: tuple, kwargs: dict, backend: Call
                 cache: FrameCache) -> Any:
     """Run a frame that falls back to eager. Real Dynamo's hook still sees the frames it calls,
     so the user functions it calls are compiled as their own frames."""
-    return cache.eager_frame(fn, backend)(*args, **kwargs)
+    run = cache.eager_frame(fn, backend)
+    if fn.__code__.co_freevars:
+        return run(fn.__closure__, *args, **kwargs)
+    return run(*args, **kwargs)
 
 
 def _static_forward(mod: torch.nn.Module) -> Any:

@@ -50,9 +50,9 @@ from .bytecode_transformation import instructions_from_code
 from .exc import Unsupported, unimplemented
 from .graph_break_hints import GraphBreak, classify_call
 from .output_graph import FrameResult, transformed_name
-from .resume_execution import (CONTEXT, ITERATOR, NULL, VALUE, ContinueExecutionCache, ResumeSpec,
-                               in_handler, in_loop, live_locals, resume_blocker, resume_function,
-                               try_block_handler)
+from .resume_execution import (CLOSURE_ARG, CONTEXT, ITERATOR, NULL, VALUE,
+                               ContinueExecutionCache, ResumeSpec, in_handler, in_loop,
+                               live_locals, resume_blocker, resume_function, try_block_handler)
 from .side_effects import reads_state
 from .symbolic_convert import compiles_as_callee
 from .variables.base import NullVariable, callable_and_args
@@ -150,11 +150,13 @@ class BreakWriter:
         fn = self.output.root_fn
         args = stack_exprs + [self.value(tx.symbolic_locals[n], after_native=True)
                               for n in names]
-        if tx.code.co_cellvars:  # the frame's cells, made anew: no closure over them is live
+        if tx.code.co_cellvars or tx.code.co_freevars:
+            # the frame's cells, made anew (no closure over them is live), and the closure
+            # this call of the frame was made with (the same code serves every closure)
             self.output.installed[code.co_name] = self.output.frame_cache.resume_with_cells(
                 code, fn, self.output.backend)
             cells = "".join(f"{self.new_cell(tx.cells[n])}, " for n in tx.code.co_cellvars)
-            args.insert(0, f"({cells})")
+            args[:0] = [f"({cells})", CLOSURE_ARG if tx.code.co_freevars else "None"]
         else:  # (a frame traced unspecialized passes its modules on to its resume function)
             same = tuple(n for n in names if n in self.output.unspecialized)
             self.output.installed[code.co_name] = self.compiled(
@@ -435,6 +437,8 @@ def skip_frame(tx, inst: Instruction, error: Unsupported, kind: str = "graph_bre
     n = code.co_argcount + code.co_kwonlyargcount
     params = list(code.co_varnames[:n + bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)])
     args = params[:code.co_argcount] + [f"{p}={p}" for p in params[code.co_argcount:n]]
+    if code.co_freevars:  # (the eager copy runs in this call's closure)
+        args.insert(0, CLOSURE_ARG)
     if code.co_flags & 0x04:
         args.append(f"*{params[n]}")
     if code.co_flags & 0x08:

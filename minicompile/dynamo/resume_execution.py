@@ -236,13 +236,23 @@ def create_resume(spec: ResumeSpec, name: str) -> CodeType:
     return resume
 
 
+# The parameter through which a frame with free variables gets its call's closure: the
+# transformed function passes it on to the resume functions and the eager copies it calls.
+CLOSURE_ARG = "___closure"
+
+
 def resume_function(code: CodeType, fn: types.FunctionType,
-                    cells: dict[str, types.CellType] | None = None) -> types.FunctionType:
+                    cells: dict[str, types.CellType] | None = None,
+                    closure: tuple[types.CellType, ...] | None = None) -> types.FunctionType:
     """The resume ``code`` as a function with ``fn``'s globals; its closure holds the broken
-    frame's ``cells`` (one per cell variable of ``fn``) then ``fn``'s own closure cells."""
+    frame's ``cells`` (one per cell variable of ``fn``) then the closure cells of the call that
+    broke (``closure``; ``fn``'s own by default). A function's code is compiled once for every
+    closure it is made with (a function defined inside another, a decorator's wrapper): the
+    closure must be the call's, not the one of the call that compiled it."""
     own = tuple(cells[name] for name in fn.__code__.co_cellvars) if cells else ()
+    closure = fn.__closure__ if closure is None else closure
     return types.FunctionType(code, fn.__globals__, code.co_name, None,
-                              own + (fn.__closure__ or ()) or None)
+                              own + (closure or ()) or None)
 
 
 class ContinueExecutionCache:
