@@ -201,3 +201,34 @@ def test_post_accumulate_grad_hook_on_an_input():
     """Registered on the caller's leaf after the graph, as ``register_hook`` is."""
     _check(_post_accumulate_hook, lambda: (torch.randn(3, requires_grad=True),
                                            torch.randn(3, requires_grad=True)))
+
+
+def _closure_changed_after_registering(x):
+    k = 2
+    y = x * 1
+    y.register_hook(lambda g: g * k)
+    k = 3  # eager's hook multiplies by 3, at backward
+    return y.sin()
+
+
+_SCALE = 2
+
+
+def _global_changed_after_registering(x):
+    global _SCALE
+    y = x * 1
+    y.register_hook(lambda g: g * _SCALE)
+    _SCALE = 3
+    out = y.sin()
+    _SCALE = 5  # eager's hook multiplies by 5
+    return out
+
+
+@pytest.mark.parametrize("fn", [_closure_changed_after_registering,
+                                _global_changed_after_registering])
+def test_hook_reading_what_the_frame_changes_later_runs_the_frame_eagerly(fn):
+    """The traced body had the value at registration (a gradient 2x where eager's is 3x, as
+    real Dynamo gives): the frame changes it afterwards, so it runs eagerly."""
+    global _SCALE
+    _SCALE = 2
+    _check(fn, _leaf, graphs=0)

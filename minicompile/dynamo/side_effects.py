@@ -41,7 +41,7 @@ from __future__ import annotations
 import collections
 import itertools
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from ..names import attr, is_identifier
 from .exc import unimplemented
@@ -129,6 +129,9 @@ class SideEffects:
         self._cells: dict[int, Any] = {}  # id(cell) -> tracker
         self._keepalive: list[Any] = []  # objects keyed by id() must outlive the trace
         self.tensor_hooks: dict[int, TensorHook] = {}  # handle index -> registration
+        # hooks traced into the graph (variables/hooks.py): each checks, when the frame's code
+        # is written, that nothing it read has changed since (raising Unsupported)
+        self.hook_checks: list[Callable[..., None]] = []
 
     def __bool__(self) -> bool:  # (hooks are not in it: registering one changes no state the
         return bool(self.mutations)  # code reads, so values need no copy before it)
@@ -229,11 +232,13 @@ class SideEffects:
         hooks = [v for h in self.tensor_hooks.values() for v in (h.hook, h.handle)]
         return [v for m in self.mutations for v in [*m.args, *m.kwargs.values()]] + hooks
 
-    def codegen_hooks(self, codegen) -> None:
+    def codegen_hooks(self, codegen, at_break: bool = False) -> None:
         """Register the pending hooks, into the lines that follow the graph call
         (``codegen.prelude``): each handle is then the temporary its registration returned,
         for the replayed mutations and the return value that name it. Call it before anything
-        is rebuilt."""
+        is rebuilt. (First, the hooks traced into the graph check their values.)"""
+        for check in self.hook_checks:
+            check(at_break=at_break)
         for hook in self.tensor_hooks.values():
             name = f"__hook_handle_{next(_temp_ids)}"
             method = attr(hook.source.expr(), hook.method)

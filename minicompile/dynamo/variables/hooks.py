@@ -21,10 +21,16 @@ autograd traces the node the same way, so the hook's ops land in the backward gr
 A hook the body graph can't hold breaks the graph, with its reason: one that changes state the
 program can see (appends to a list, counts its calls) would change it once, while tracing,
 instead of at every backward, and one that breaks itself (prints, reads data).
+
+The body holds what the hook's variables held at registration; eager's hook reads them when the
+backward runs. Where the frame changes them in between (``k = 3`` after the registration, a
+global it read assigned, code after a graph break), the frame runs eagerly. A change made after
+the frame returns, before the backward, is not seen (nor is it by real Dynamo's traced hooks).
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import torch
@@ -129,6 +135,7 @@ def speculate_hook(tx, tensor: VariableTracker, hook: VariableTracker
 
     output = tx.output
     mutations, before = len(output.side_effects.mutations), _tracker_state(_frame_roots(tx, hook))
+    guards = len(output.guards)
     with output.fake_mode:
         fake_grad = torch.empty_like(tensor.as_fake())  # (requires no grad, as a hook's grad)
     with output.subgraph() as tracer:
@@ -149,7 +156,25 @@ def speculate_hook(tx, tensor: VariableTracker, hook: VariableTracker
         unimplemented(f"the hook {hook} writes into a tensor in place")
     tracer.graph.output(out)
     body = torch.fx.GraphModule(torch.nn.Module(), tracer.graph, class_name="hook_body")
+    output.side_effects.hook_checks.append(functools.partial(
+        _unchanged_since_traced, output, hook, _tracker_state([hook]),
+        len(output.side_effects.mutations), reads_outside=len(output.guards) > guards))
     return body, [torch.fx.Proxy(n, output.tracer) for n in tracer.lifted]
+
+
+def _unchanged_since_traced(output, hook: VariableTracker, state: dict, mutations: int,
+                            at_break: bool, reads_outside: bool) -> None:
+    """Eager's hook reads its variables when the backward runs; the traced body has what they
+    held when it was registered. Refused when the frame changed them in between (``k = 3``
+    after ``y.register_hook(lambda g: g * k)``): a variable of the hook's closure, or, for a
+    hook that read outside state (a global, an object's attribute), any mutation recorded
+    since, or the code after a graph break, which the trace does not see. The frame then
+    runs eagerly."""
+    changed = _changed(state, _tracker_state([hook])) or reads_outside and (
+        at_break or len(output.side_effects.mutations) > mutations)
+    if changed:
+        unimplemented(f"the hook {hook} was traced into the graph with values the code after "
+                      f"it may change before the backward reads them: the frame runs eagerly")
 
 
 def _frame_roots(tx, hook: VariableTracker) -> list:
