@@ -119,6 +119,25 @@ def test_intermediate_hook_reading_a_frame_tensor():
     _check(_hook_reads_frame_tensors, _leaf)
 
 
+def _hook_reads_its_own_tensor(x):
+    y = x.sin()
+    y.register_hook(lambda g: g * g.shape[0] + y)
+    return y * 2
+
+
+def test_intermediate_hook_reading_its_own_tensor_at_several_sizes():
+    """The hook's closure holds the tensor it is registered on, whose graph node the
+    registration replaces: not a change of the hook's values (the frame ran eagerly)."""
+    _check(_hook_reads_its_own_tensor, _leaf)
+    for backend in BACKENDS:  # new sizes: compiled again, with a symbolic size (g.shape[0])
+        mc.reset()
+        compiled = mc.compile(_hook_reads_its_own_tensor, backend=backend)
+        for n in (3, 4, 6):
+            x = torch.randn(n, requires_grad=True)
+            compiled(x).sum().backward()
+            torch.testing.assert_close(x.grad, x.detach().cos() * (2 * n + x.detach().sin()))
+
+
 def _hook_removed(x):
     y = x * 2
     handle = y.register_hook(lambda g: g * 100)

@@ -109,11 +109,14 @@ def register_hook_in_graph(tx, tensor: VariableTracker, hook: VariableTracker) -
     """``tensor.register_hook(hook)`` on a tensor the graph makes: a ``register_hook_op`` node,
     which later uses of ``tensor`` follow (it returns its input: real Dynamo's ``hooked_proxy``)."""
     output = tx.output
-    body, freevars = speculate_hook(tx, tensor, hook)
+    body, freevars, reads_outside = speculate_hook(tx, tensor, hook)
     proxy = output.create_proxy("call_function", RegisterHookOp(body),
                                 (tensor.as_proxy(), *freevars), {})
     proxy.node.meta["example_value"] = tensor.as_fake()
     tensor.proxy = proxy
+    output.side_effects.hook_checks.append(functools.partial(
+        _unchanged_since_traced, output, hook, _tracker_state([hook]),
+        len(output.side_effects.mutations), reads_outside=reads_outside))
     return RemovableHandleVariable(hooked=(tensor, proxy.node))
 
 
@@ -127,8 +130,9 @@ def _remove_from_graph(tensor: VariableTracker, node: torch.fx.Node) -> None:
 
 
 def speculate_hook(tx, tensor: VariableTracker, hook: VariableTracker
-                   ) -> tuple[torch.fx.GraphModule, list[torch.fx.Proxy]]:
-    """Trace ``hook(grad)`` into a graph of its own: (the body, the frame's values it lifted).
+                   ) -> tuple[torch.fx.GraphModule, list[torch.fx.Proxy], bool]:
+    """Trace ``hook(grad)`` into a graph of its own: (the body, the frame's values it lifted,
+    whether it read state from outside the frame: a global, an input's attribute).
     The state reachable from the frame is compared before and after: a hook that changed it
     has an effect the body graph would not repeat at every backward."""
     from .builder import wrap_fx_proxy
@@ -156,10 +160,8 @@ def speculate_hook(tx, tensor: VariableTracker, hook: VariableTracker
         unimplemented(f"the hook {hook} writes into a tensor in place")
     tracer.graph.output(out)
     body = torch.fx.GraphModule(torch.nn.Module(), tracer.graph, class_name="hook_body")
-    output.side_effects.hook_checks.append(functools.partial(
-        _unchanged_since_traced, output, hook, _tracker_state([hook]),
-        len(output.side_effects.mutations), reads_outside=len(output.guards) > guards))
-    return body, [torch.fx.Proxy(n, output.tracer) for n in tracer.lifted]
+    return body, [torch.fx.Proxy(n, output.tracer) for n in tracer.lifted], \
+        len(output.guards) > guards
 
 
 def _unchanged_since_traced(output, hook: VariableTracker, state: dict, mutations: int,
