@@ -189,7 +189,7 @@ class OutputGraph:
                                     Guard(None, GuardKind.DEFAULT_DTYPE, torch.get_default_dtype()),
                                     Guard(None, GuardKind.GLOBAL_STATE, global_state()),
                                     Guard(None, GuardKind.SHAPE_ENV, self.shape_env)]
-        self.attrs: dict[str, Any] = {}  # get_attr name -> parameter / buffer / tensor attribute
+        self.attrs: dict[str, Any] = {}  # get_attr name -> parameter, buffer, tensor, subgraph
         # source name -> placeholder / get_attr name, one each: FX keeps a placeholder's name
         # as its forward's parameter, and ``.a.b`` and ``.a_b`` would both be L__self___a_b
         self.input_names, self.attr_names = Namespace(), Namespace()
@@ -343,6 +343,14 @@ class OutputGraph:
         vt.attribute = (value, source)
         self.attr_vts[id(value)] = vt
         return vt
+
+    def install_subgraph(self, name: str, gm: torch.fx.GraphModule) -> torch.fx.Proxy:
+        """A graph traced inside the frame's (a hook's body): a submodule of the compiled
+        graph module (``hook_body_0``), read by a ``get_attr`` node (real Dynamo's method of
+        the same name)."""
+        attr = self.attr_names(f"{name}_{len(self.attrs)}")
+        self.attrs[attr] = gm
+        return self.create_proxy("get_attr", attr, (), {})
 
     def run_fake(self, kind: str, target: Any, args: list, kwargs: dict) -> Any:
         """Compute an op's example value on fake tensors (shapes/dtypes, no data)."""

@@ -11,7 +11,8 @@ hook's body is traced on its own, into a small graph of its gradient, and the fr
 one node that registers that body on ``y`` when the graph runs::
 
     mul = x * 2
-    register_hook_op = register_hook_op(mul, sin)   # hook_body(grad, sin) = grad + sin
+    hook_body_0 = self.hook_body_0                           # forward(grad, sin): grad + sin
+    register_hook_op = register_hook_op(mul, hook_body_0, sin)
     sum_1 = register_hook_op.sum()
 
 Tensors of the frame the hook reads (``lambda g: g + y.sin()``'s ``sin``) are lifted: inputs of
@@ -87,22 +88,15 @@ class RemovableHandleVariable(VariableTracker):
         return f"{codegen.install_global('RemovableHandle', torch.utils.hooks.RemovableHandle)}({{}})"
 
 
-class RegisterHookOp:
-    """The node's target: registers the traced body as a hook on the tensor, returns it.
-    (It has an effect and no new value: dead-code elimination keeps it, output_graph.py.)"""
+def register_hook_op(tensor: torch.Tensor, hook_body: torch.fx.GraphModule,
+                     *freevars: Any) -> torch.Tensor:
+    """The node's target (torch/_higher_order_ops/register_hook.py's ``RegisterHookOp``):
+    registers the traced body as a hook on the tensor, and returns the tensor."""
+    tensor.register_hook(lambda grad: hook_body(grad, *freevars))
+    return tensor
 
-    side_effects = True
 
-    def __init__(self, body: torch.fx.GraphModule):
-        self.body = body
-        self.__name__ = self.__qualname__ = "register_hook_op"
-
-    def __call__(self, tensor: torch.Tensor, *freevars: Any) -> torch.Tensor:
-        tensor.register_hook(lambda grad: self.body(grad, *freevars))
-        return tensor
-
-    def __repr__(self) -> str:
-        return f"register_hook_op(body={self.body.code.strip()!r})"
+register_hook_op.side_effects = True  # no new value, an effect: dead-code elimination keeps it
 
 
 def register_hook_in_graph(tx, tensor: VariableTracker, hook: VariableTracker) -> VariableTracker:
@@ -110,8 +104,9 @@ def register_hook_in_graph(tx, tensor: VariableTracker, hook: VariableTracker) -
     which later uses of ``tensor`` follow (it returns its input: real Dynamo's ``hooked_proxy``)."""
     output = tx.output
     body, freevars, reads_outside = speculate_hook(tx, tensor, hook)
-    proxy = output.create_proxy("call_function", RegisterHookOp(body),
-                                (tensor.as_proxy(), *freevars), {})
+    proxy = output.create_proxy("call_function", register_hook_op,
+                                (tensor.as_proxy(), output.install_subgraph("hook_body", body),
+                                 *freevars), {})
     proxy.node.meta["example_value"] = tensor.as_fake()
     tensor.proxy = proxy
     output.side_effects.hook_checks.append(functools.partial(
