@@ -326,6 +326,26 @@ def test_eq_of_an_object_with_a_c_eq_is_not_folded_to_identity():
                                f(torch.ones(2), arr))
 
 
+
+def test_numpy_scalar_in_a_graph_is_its_python_number():
+    """np.float64 subclasses float, so it is a constant, and a node's argument: the graph's
+    code printed it as ``np.float64(5.65...)``, a NameError when it ran (CTRL's
+    ``inputs_embeds *= np.sqrt(self.d_model_size)``, after the break at np.sqrt)."""
+    import numpy as np
+
+    def f(x, s):
+        return x * s + 1
+
+    def g(x):
+        x = x * 2
+        x *= np.sqrt(32)  # a numpy call: a break, its np.float64 result a local of the resume
+        return x
+
+    x = torch.randn(4)
+    torch.testing.assert_close(mc.compile(f, backend="eager")(x, np.float64(2.5)),
+                               f(x, np.float64(2.5)))
+    torch.testing.assert_close(mc.compile(g)(x), g(x))
+
 @pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
 def test_augmented_assignment_to_an_int_is_a_new_value(backend):
     """``c = 0; c += x``: an int has no ``__iadd__``, so Python computes ``c + x`` (a new

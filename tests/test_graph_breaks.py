@@ -859,3 +859,32 @@ def test_each_call_runs_in_its_own_closure(make):
     for _ in range(3):
         fn = make(torch.randn(4))
         torch.testing.assert_close(mc.compile(fn, backend="eager")(1), fn(1))
+
+
+def slice_by_a_tensor_span(w, q):
+    """DeBERTa's relative embeddings: ``rel[m - span : m + span, :]``, span a 0-d tensor."""
+    span = torch.tensor(min(q.size(-2), 8))
+    return w[8 - span: 8 + span, :] * 2 + q.sum()
+
+
+def store_into_a_slice_by_a_tensor(w, q):
+    w = w.clone()
+    w[q.size(0):torch.tensor(6)] = q.sum()
+    return w.cos()
+
+
+@pytest.mark.parametrize("fn", [slice_by_a_tensor_span, store_into_a_slice_by_a_tensor])
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+def test_a_slice_with_tensor_bounds_reads_them_natively_and_both_sides_compile(fn, backend):
+    # Left in the graph, the bounds were read while AOT traced it (a constant tensor's
+    # .item()), and the whole graph ran eagerly; resumed *at* BUILD_SLICE, the rest of the
+    # frame did. As real Dynamo: u = t.item() (a break), then the slice of numbers.
+    w, q = torch.randn(16, 4), torch.randn(2, 5, 4)
+    mc.reset()
+    mc.metrics.reset()
+    torch.testing.assert_close(mc.compile(fn, backend=backend)(w, q), fn(w, q))
+    assert mc.metrics.eager_fallbacks == 0, mc.metrics.fallback_reasons
+    assert mc.metrics.graphs_compiled == 2
+    explanation = mc.explain(fn)(w, q)
+    assert explanation.graph_count == 2
+    assert "a slice bound, read natively" in str(explanation.break_reasons[0])

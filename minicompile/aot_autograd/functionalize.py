@@ -29,8 +29,13 @@ An in-place change of a tensor's geometry (``y.t_()``, ``y.unsqueeze_(0)``, ``as
 that ATen's own ``adaptive_avg_pool2d`` applies to make its output channels-last) becomes the
 view it amounts to (``t``, ``unsqueeze``, ``as_strided``).
 
-What it refuses (raises Unsupported, so the backend falls back to eager): a write that a
-*different* view, taken before the write and read after it, would have to observe; in-place
+A *different* view of the same storage, taken before the write and read after it (``m =
+ones(); d = m.detach(); d[:, :3] = 0; gather(d, ...)``), must show the write: its later
+readers read it taken again from the storage's new value (its view ops replayed on it), as
+real functionalization regenerates the views of a mutated base.
+
+What it refuses (raises Unsupported, so the backend falls back to eager): such a view that is
+not a chain of view ops (an ``as_strided``, whose offset is absolute); in-place
 metadata changes of the graph's inputs; writes with symbolic sizes through views other than
 slices, selects, diagonals and ``as_strided`` (those are replayed with their ``*_scatter``, as
 real functionalization does: ``cache[:, pos:pos + 1] = x`` at a symbolic ``pos``); writes to a
@@ -235,7 +240,7 @@ def functionalize(gm: fx.GraphModule) -> dict[str, fx.Node]:
             if _overlaps_itself(old.meta.get("val")):
                 raise Unsupported(f"{op} writes to {old.name}, which overlaps itself in memory "
                                   "(an expanded tensor)")
-            _check_no_visible_alias(graph, old, node, order, root, owner)
+            stale = _stale_aliases(graph, old, node, order, root, owner)
             version_of[new] = old
             rebind(old, new, node)  # later readers of the written tensor read its new value
             if root(old) is not owner:
@@ -252,6 +257,10 @@ def functionalize(gm: fx.GraphModule) -> dict[str, fx.Node]:
                 rebind(current, scatter, node)
                 new = scatter
             latest[owner] = new
+            for alias in stale:  # its later readers read it taken again from the new value
+                regenerated = _retake_view(graph, alias, new, root, owner)
+                order.update({n: order[node] for n in _view_chain_nodes(regenerated, new)})
+                rebind(alias, regenerated, node)
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     return {p.name: latest[p] for p in placeholders if p in latest}
 
@@ -379,17 +388,57 @@ def _overlaps_itself(t: torch.Tensor | None) -> bool:
     return any(stride == 0 and size > 1 for size, stride in zip(t.shape, t.stride()))
 
 
-def _check_no_visible_alias(graph, old, node, order, root, owner) -> None:
-    """Refuse writes that another alias would observe stale: a view of the same storage, taken
-    before the write and read after it, other than the written tensor's own versions and the
-    storage's owner (both are rebound to the new values). Views taken after the write already
-    read the new value."""
-    key = old.meta.get("storage")
+def _stale_aliases(graph, old, node, order, root, owner) -> list[fx.Node]:
+    """The aliases a write would leave stale: views of the same storage, taken before the write
+    and read after it, other than the written tensor's own versions and the storage's owner
+    (both are rebound to the new values). Views taken after the write already read the new
+    value. Each is taken again from the owner's new value (:func:`_retake_view`), as real
+    functionalization regenerates every alias of a mutated base; one that is not a chain of
+    views of the owner is refused."""
+    key, stale = old.meta.get("storage"), []
     for other in graph.nodes:
         if other.meta.get("storage") != key or other is node or root(other) in (root(old), owner):
             continue
         if order.get(other, len(order)) > order[node]:
             continue
         if any(order.get(u, -1) > order[node] for u in other.users):
-            raise Unsupported(f"{node.target} mutates {old.name} while its alias {other.name}"
-                              " is read afterwards")
+            if _retakeable_chain(other, root, owner) is None:
+                raise Unsupported(f"{node.target} mutates {old.name} while its alias "
+                                  f"{other.name} is read afterwards")
+            stale.append(other)
+    return stale
+
+
+def _retakeable_chain(view: fx.Node, root, owner: fx.Node) -> list[fx.Node] | None:
+    """The view ops from ``view`` down to a version of ``owner`` (top first), or None where one
+    is not a view that can be taken again from a new value (``as_strided`` reads an absolute
+    storage offset, which a fresh value does not keep)."""
+    chain, view = [], root(view)  # (a view written earlier: the view op that made it)
+    while view is not owner:
+        op = view.target if view.op == "call_function" else None
+        if not isinstance(op, torch._ops.OpOverload) or not op.is_view or \
+                op is aten.as_strided.default:
+            return None
+        chain.append(view)
+        view = root(view.args[0])
+    return chain
+
+
+def _retake_view(graph: fx.Graph, alias: fx.Node, base: fx.Node, root, owner) -> fx.Node:
+    """``alias`` taken again from ``base`` (the owner's new value): its view ops replayed
+    bottom up, after ``base``."""
+    after = base
+    for view in reversed(_retakeable_chain(alias, root, owner)):
+        with graph.inserting_after(after):
+            after = graph.call_function(view.target, (after, *view.args[1:]), view.kwargs)
+        after.meta.update(val=view.meta["val"], storage=alias.meta.get("storage"))
+    return after
+
+
+def _view_chain_nodes(top: fx.Node, base: fx.Node) -> list[fx.Node]:
+    """The nodes from ``top`` down to (not including) ``base``."""
+    nodes = []
+    while top is not base:
+        nodes.append(top)
+        top = top.args[0]
+    return nodes

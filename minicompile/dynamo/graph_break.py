@@ -62,6 +62,7 @@ from .variables.lists import ListIteratorVariable
 from .variables.misc import GradModeVariable
 from .variables.misc import WithExitFunctionVariable
 from .variables.nn_module import NNModuleVariable, _has_hooks
+from .variables.tensor import TensorVariable
 
 JUMPS = {"POP_JUMP_IF_FALSE": False, "POP_JUMP_IF_TRUE": True}  # jump when the value is ...
 
@@ -334,6 +335,36 @@ def write_store_attribute(w: BreakWriter, tx, index: int,
         f"{error.reason} (assigned natively)"
 
 
+def write_build_slice(w: BreakWriter, tx, index: int,
+                      error: Unsupported) -> tuple[list, str, str]:
+    """BUILD_SLICE with a tensor bound (``w[m - t : m + t]``): each tensor's ``.item()`` is read
+    natively, as real Dynamo decomposes it (``u = t.item(); w[m - u : m + u]``), and the resume
+    function continues after the instruction with the slice of numbers on the stack. (Resumed
+    *at* the instruction, its frame would stop there again with nothing traced, and run the
+    rest of the function eagerly.) The first part of a 3.12 ``BINARY_SLICE`` / ``STORE_SLICE``
+    (bytecode.py's expansions) does the whole original instruction: its subscript too."""
+    inst = tx.instructions[index]
+    n = inst.argval
+    bounds = [f"{w.value(p)}.item()" if isinstance(p, TensorVariable) else w.value(p)
+              for p in tx.stack[-n:]]
+    index_src = f"slice({', '.join(bounds)})"
+    part_of = tx.instructions[index + 1].opname \
+        if tx.instructions[index + 1].offset == inst.offset else None
+    if part_of == "BINARY_SUBSCR":  # container, start, stop
+        below, container = tx.stack[:-n - 1], tx.stack[-n - 1]
+        native, pushed = [f"__break_result = {w.value(container)}[{index_src}]"], 1
+    elif part_of == "STORE_SUBSCR":  # value, container, start, stop
+        below, (value, container) = tx.stack[:-n - 2], tx.stack[-n - 2:-n]
+        native, pushed = [f"{w.value(container)}[{index_src}] = {w.value(value)}"], 0
+    else:
+        below, native, pushed = tx.stack[:-n], [f"__break_result = {index_src}"], 1
+    kinds, stack_exprs = w.stack_args(below)
+    resume = w.resume_call(_next_offset(tx, index), kinds + (VALUE,) * pushed,
+                           stack_exprs + ["__break_result"] * pushed)
+    return w.guarded(native) + [f"return {resume}"], "unsupported_construct", \
+        f"{error.reason} (a slice bound, read natively)"
+
+
 def write_instruction(w: BreakWriter, tx, index: int, error: Unsupported) -> tuple[list, str, str]:
     """Any other instruction: the resume function starts *at* it and runs it natively."""
     inst = tx.instructions[index]
@@ -350,7 +381,7 @@ def write_instruction(w: BreakWriter, tx, index: int, error: Unsupported) -> tup
 BREAK_WRITERS: dict[str, Callable[..., tuple[list, str, str]]] = {
     "CALL": write_call, "CALL_KW": write_call, "CALL_FUNCTION_EX": write_call,
     "LOAD_ATTR": write_attribute, "LOAD_METHOD": write_attribute,
-    "STORE_ATTR": write_store_attribute,
+    "STORE_ATTR": write_store_attribute, "BUILD_SLICE": write_build_slice,
     **{name: write_jump for name in JUMPS},
 }
 

@@ -297,7 +297,12 @@ def BUILD_CONST_KEY_MAP(tx: Tx, inst: Inst) -> None:
 
 @handler("BUILD_SLICE")  # dis#opcode-BUILD_SLICE
 def BUILD_SLICE(tx: Tx, inst: Inst) -> None:
-    parts = tx.popn(inst.argval)
+    # ``w[m - t : m + t]`` with a tensor ``t`` is ``u = t.item(); w[m - u : m + u]`` (real
+    # Dynamo's SliceVariable): a number read from a tensor, so a break at the .item(). Left
+    # in the graph, the slice's bounds would be read while AOT traces it, and the whole graph
+    # would run eagerly.
+    parts = [p.call_method(tx, "item", [], {}) if isinstance(p, TensorVariable) else p
+             for p in tx.popn(inst.argval)]
     tx.push(SliceVariable(*parts, *([ConstantVariable(None)] * (3 - len(parts)))))
 
 

@@ -92,6 +92,14 @@ class ConstantVariable(VariableTracker):
     def is_python_constant(self) -> bool:
         return True
 
+    def as_proxy(self) -> Any:
+        """A numpy scalar (``np.float64`` subclasses float, so it is a constant here) enters
+        the graph as the Python number it stands for, as torch reads it: FX writes a constant
+        into the graph's code with ``repr``, and numpy's ``np.float64(5.66)`` names a module
+        that code does not import (real Dynamo never makes a numpy scalar a literal)."""
+        value = self.value
+        return value.item() if type(value).__module__ == "numpy" else value
+
     def python_type(self) -> type:
         return type(self.value)
 
