@@ -41,6 +41,7 @@ import torch
 from torch.autograd.graph import increment_version
 
 from .joint import GraphSignature
+from .tracer import storage_key
 
 log = logging.getLogger(__name__)
 
@@ -206,11 +207,6 @@ def _byte_range(t: torch.Tensor) -> tuple[int, int]:
     return first * t.element_size(), (last + 1) * t.element_size() - 1
 
 
-# the identity of a tensor's storage (a StorageImpl's address); older torches: through the
-# storage object
-_storage_id = getattr(torch._C, "_storage_id", None) or (lambda t: t.untyped_storage()._cdata)
-
-
 def writes_alias(args: tuple, written: tuple[int, ...], tensors: tuple[int, ...],
                  duplicates: frozenset = frozenset()) -> tuple[int, int] | None:
     """A pair (written input, other input) of positions whose memory overlaps, or None. Cheap
@@ -219,7 +215,7 @@ def writes_alias(args: tuple, written: tuple[int, ...], tensors: tuple[int, ...]
     in ``duplicates`` (positions that held one tensor when traced: a tied parameter) may hold
     one tensor again."""
     try:
-        keys = list(map(_storage_id, [args[i] for i in tensors]))
+        keys = list(map(storage_key, [args[i] for i in tensors]))
     except (NotImplementedError, RuntimeError):  # a tensor with no storage (sparse): none of
         return None  # the inputs' memory is another's through it
     if len(set(keys)) == len(keys):

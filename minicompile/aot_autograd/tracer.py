@@ -46,9 +46,10 @@ class Unsupported(RuntimeError):
     """Something AOT tracing does not handle; the backend falls back to eager with this reason."""
 
 
-def storage_key(t: torch.Tensor) -> int:
-    """Identity of a tensor's storage: two tensors alias iff their keys are equal."""
-    return t.untyped_storage()._cdata
+# Identity of a tensor's storage (its StorageImpl's address): two tensors alias iff their keys
+# are equal. torch's C function where it has one (half the cost of going through the storage
+# object: the runtime wrapper asks it of every input of a graph that writes its inputs).
+storage_key = getattr(torch._C, "_storage_id", None) or (lambda t: t.untyped_storage()._cdata)
 
 
 # SymPy node type -> the Python operator computing it on ints at run time
