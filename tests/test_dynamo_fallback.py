@@ -153,13 +153,13 @@ def test_function_argument_of_a_graph_call_breaks_with_a_reason():
 
 def hooks_an_intermediate(x):
     y = x * 2
-    y.register_hook(lambda g: g * 3)
+    y.register_hook(lambda g: print(end="") or g * 3)  # print: not traced into the graph
     return (y + 1).sum()
 
 
 def test_hook_on_an_intermediate_breaks_with_its_own_reason():
-    """A hook must act in the backward of the real tensor: the call runs between two graphs
-    (its reason said the call needed the tensor's data)."""
+    """A hook must act in the backward of the real tensor; one the graph can't hold (it
+    prints) runs between two graphs (its reason said the call needed the tensor's data)."""
     mc.reset()
     grads = []
     for fn in (hooks_an_intermediate, mc.compile(hooks_an_intermediate)):
@@ -169,14 +169,13 @@ def test_hook_on_an_intermediate_breaks_with_its_own_reason():
     torch.testing.assert_close(grads[1], grads[0])
     x = torch.randn(4, requires_grad=True)
     reasons = [str(r) for r in mc.explain(hooks_an_intermediate)(x).break_reasons]
-    assert any("register_hook() attaches to the real tensor's autograd node" in r
-               for r in reasons), reasons
+    assert any("Tensor.register_hook(): print()" in r for r in reasons), reasons
 
 
 def hooks_after_use(x):
     y = x * 2
     z = y + 1  # y used before the hook
-    y.register_hook(lambda g: g * 2)
+    y.register_hook(lambda g: print(end="") or g * 2)  # not traced into the graph
     w = y * 3
     return (z + w).sum()
 

@@ -283,6 +283,29 @@ def test_a_global_module_hook_runs_as_in_eager_whenever_it_is_registered(kind):
         torch.testing.assert_close(compiled(x), eager(x))  # the hook removed
 
 
+@pytest.mark.parametrize("register", [
+    lambda m: m.register_full_backward_pre_hook(lambda mod, gout: (gout[0] * 5,)),
+    lambda m: m.register_full_backward_hook(lambda mod, gin, gout: (gin[0] * 3,)),
+])
+def test_a_full_backward_hook_of_a_called_module_acts(register):
+    """A full backward pre-hook (``_backward_pre_hooks``) was not among the hooks a module call
+    checks: the call was traced without it, and the guard let it be added later (the gradient
+    of x 5x too small). Such a call runs natively, hook and all, like one with a full backward
+    hook; added after a compile, it compiles the frame again."""
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))
+    fn = mc.compile(lambda x: net(x).sum(), backend="aot_eager")
+    x = torch.randn(3, 4, requires_grad=True)
+    fn(x)  # compiled before the hook exists
+    register(net[2])
+    grads = []
+    for f in (lambda x: net(x).sum(), fn):
+        x.grad = None
+        f(x).backward()
+        grads.append(x.grad)
+    torch.testing.assert_close(grads[1], grads[0])
+
+
 def test_a_hook_on_the_compiled_wrapper_runs():
     """Hooks put on ``mc.compile(module)``'s wrapper itself run, as on any module."""
     lin = nn.Linear(3, 3)

@@ -28,10 +28,10 @@ from dynamo_port import CASES, Case, assert_same, observe
 with torch.device("cpu"):  # the corpus's global tensors too, under MINICOMPILE_TEST_DEVICE=cuda
     from dynamo_port import (  # noqa: F401  (they register the cases)
         autograd_function_corpus, ctx_manager_corpus, dicts_corpus, exceptions_corpus,
-        functions_corpus, generator_corpus, global_corpus, input_attr_tracking_corpus, list_corpus,
-        misc_corpus, model_output_corpus, modules_corpus, nops_corpus, python_autograd_corpus,
-        recompiles_corpus, repros_corpus, sets_corpus, skip_non_tensor_corpus, sources_corpus,
-        subclasses_corpus, unspec_corpus)
+        functions_corpus, generator_corpus, global_corpus, hooks_corpus,
+        input_attr_tracking_corpus, list_corpus, misc_corpus, model_output_corpus, modules_corpus,
+        nops_corpus, python_autograd_corpus, recompiles_corpus, repros_corpus, sets_corpus,
+        skip_non_tensor_corpus, sources_corpus, subclasses_corpus, unspec_corpus)
 
 ONE_GRAPH_TARGET = 0.95
 
@@ -140,9 +140,9 @@ def test_case_is_eager_equal(case: Case):
 
 
 # Corpora whose cases also run through AOT autograd: the counting backend runs a captured graph
-# as it is, so a custom autograd.Function's forward and backward run eagerly there; AOT autograd
-# traces them once into ATen graphs, where a gradient can go wrong.
-THROUGH_AOT = {"test/dynamo/test_autograd_function.py"}
+# as it is, so a custom autograd.Function's forward and backward, or a tensor hook, run eagerly
+# there; AOT autograd traces them once into ATen graphs, where a gradient can go wrong.
+THROUGH_AOT = {"test/dynamo/test_autograd_function.py", "test/dynamo/test_hooks.py"}
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.origin in THROUGH_AOT],

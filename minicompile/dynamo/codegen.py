@@ -70,6 +70,11 @@ class PyCodegen:
             self.bound[id(vt)] = name
         return self.bound[id(vt)]
 
+    def bind(self, vt, name: str) -> None:
+        """``vt`` is already held by the temporary ``name`` (a line of the prelude made it)."""
+        self.shared.add(id(vt))
+        self.bound[id(vt)] = name
+
     def share_repeated(self, roots) -> None:
         """Mark the containers built while tracing that ``roots`` (and what they hold) reach more
         than once: each is then rebuilt once, into a temporary of :attr:`prelude`."""

@@ -418,6 +418,7 @@ def break_at(tx, index: int, error: Unsupported) -> FrameResult:
     w.codegen.share_repeated([*tx.stack, *tx.symbolic_locals.values(),
                               *tx.output.side_effects.values(),
                               *(cell.value for cell in own_cells if cell.value is not None)])
+    tx.output.side_effects.codegen_hooks(w.codegen, at_break=True)  # first: a local may be a handle
     body, kind, reason = BREAK_WRITERS.get(inst.opname, write_instruction)(w, tx, index, error)
     # Mutations traced so far happen before the native instruction (program order).
     temps, replay = tx.output.side_effects.codegen(w.codegen)

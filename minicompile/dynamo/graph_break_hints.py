@@ -81,12 +81,13 @@ BREAK_KINDS: dict[str, BreakKind] = {k.name: k for k in [
               "move the with block (or the code that breaks inside it) into its own function, "
               "or use no_grad / enable_grad"),
     BreakKind("graph_break_after_use",
-              "a hook (register_hook, retain_grad) on a tensor the graph has used already: "
-              "the gradient from those uses would flow inside the compiled graph's backward, "
-              "past a hook attached to the graph's output, so the frame runs eagerly; the "
-              "functions it calls are still compiled",
-              "register the hook right where the tensor is made, before its first use, or on "
-              "an input of the function"),
+              "a hook the graph can't hold (retain_grad, or a register_hook whose hook changes "
+              "state or breaks the graph itself) on a tensor the graph has used already: the "
+              "gradient from those uses would flow inside the compiled graph's backward, past "
+              "a hook attached to the graph's output, so the frame runs eagerly; the functions "
+              "it calls are still compiled",
+              "make the hook a pure function of its gradient, register it right where the "
+              "tensor is made, before its first use, or on an input of the function"),
     BreakKind("explicit",
               "torch._dynamo.graph_break() asks for a break at this point: the graph so far is "
               "compiled, the call runs natively, and a resume function continues after it",

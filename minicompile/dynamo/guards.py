@@ -297,10 +297,11 @@ def _nn_module_call(g: Guard, s: GuardScope) -> list[str]:
     the instance. Without hooks, one test of the three tables."""
     v = s.value(g.source)
     cls, (pre, post) = g.expected
+    backward = f"{v}._backward_hooks or {v}._backward_pre_hooks"  # (a full backward hook's)
     hook_checks = [f"tuple({v}._forward_pre_hooks) == {pre!r}",
-                   f"tuple({v}._forward_hooks) == {post!r}", f"not {v}._backward_hooks"] \
+                   f"tuple({v}._forward_hooks) == {post!r}", f"not ({backward})"] \
         if pre or post else \
-        [f"not ({v}._forward_hooks or {v}._forward_pre_hooks or {v}._backward_hooks)"]
+        [f"not ({v}._forward_hooks or {v}._forward_pre_hooks or {backward})"]
     return [f"type({v}) is {s.literal(cls)}", *hook_checks, f"'forward' not in {v}.__dict__"]
 
 

@@ -18,7 +18,7 @@ import logging
 import operator
 import types
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
@@ -36,7 +36,7 @@ from .source import Source, graph_input_name, module_attr_name
 from .variables.symnode import SymNodeVariable
 from .variables.tensor import TensorVariable, check_plain_tensor
 from ..shapes.symbolic_shapes import (ShapeEnv, fake_from_sizes, has_symbolic_scalars,
-                              specialize_scalars, symbolic_dispatch)
+                              has_symbolic_sizes, specialize_scalars, symbolic_dispatch)
 
 _compiled_fn_ids = itertools.count()  # __compiled_fn_0, __compiled_fn_1, ...
 _transformed_ids = itertools.count()  # __transformed_code_0_fn, ...
@@ -114,6 +114,39 @@ def _inplace_flag(node: torch.fx.Node) -> bool:
     return i < len(node.args) and node.args[i] is True
 
 
+class SubgraphTracer(GraphAppendingTracer):
+    """Appends to a graph of its own, traced inside the frame's (a hook's body, see
+    variables/hooks.py; real Dynamo's ``SubgraphTracer``). A value of the frame's
+    graph it is given becomes one of its inputs (``lift_tracked_freevar_to_input``)."""
+
+    def __init__(self):
+        super().__init__(torch.fx.Graph())
+        self.lifted: dict[torch.fx.Node, torch.fx.Node] = {}  # frame's node -> its placeholder
+
+    def placeholder(self, name: str, example: Any) -> torch.fx.Proxy:
+        first_op = next((n for n in self.graph.nodes if n.op != "placeholder"), None)
+        if first_op is None:  # (inserting before None would put it first)
+            node = self.graph.placeholder(name)
+        else:
+            with self.graph.inserting_before(first_op):
+                node = self.graph.placeholder(name)
+        node.meta["example_value"] = example
+        return torch.fx.Proxy(node, self)
+
+    def create_arg(self, a: Any) -> Any:
+        node = a.node if isinstance(a, torch.fx.Proxy) else a
+        if isinstance(node, torch.fx.Node) and node.graph is not self.graph:
+            if node not in self.lifted:
+                self.lifted[node] = self.placeholder(node.name, node.meta.get("example_value")).node
+            return self.lifted[node]
+        return super().create_arg(a)
+
+    def writes(self) -> bool:
+        """Does a node write into a tensor (or have another effect)?"""
+        return any(_is_side_effect(n) for n in self.graph.nodes
+                   if n.op not in ("placeholder", "output"))
+
+
 class OutputGraph:
     """One trace of the frame of ``root_fn`` called with arguments ``arg_names``.
 
@@ -144,6 +177,7 @@ class OutputGraph:
         self.installed: dict[str, Any] = {}
         self.graph = torch.fx.Graph()
         self.tracer = GraphAppendingTracer(self.graph)
+        self.current_tracer = self.tracer  # where ops go (a SubgraphTracer inside subgraph())
         self.fake_mode = FakeTensorMode()  # fake tensors; their sizes may be our SymInts
         self.shape_env = ShapeEnv()  # symbols for dynamic sizes and the guards made about them
         self.shape_env.location_fn = lambda: self.current_tx.user_line() if self.current_tx else ""
@@ -155,7 +189,7 @@ class OutputGraph:
                                     Guard(None, GuardKind.DEFAULT_DTYPE, torch.get_default_dtype()),
                                     Guard(None, GuardKind.GLOBAL_STATE, global_state()),
                                     Guard(None, GuardKind.SHAPE_ENV, self.shape_env)]
-        self.attrs: dict[str, Any] = {}  # get_attr name -> parameter / buffer / tensor attribute
+        self.attrs: dict[str, Any] = {}  # get_attr name -> parameter, buffer, tensor, subgraph
         # source name -> placeholder / get_attr name, one each: FX keeps a placeholder's name
         # as its forward's parameter, and ``.a.b`` and ``.a_b`` would both be L__self___a_b
         self.input_names, self.attr_names = Namespace(), Namespace()
@@ -189,9 +223,21 @@ class OutputGraph:
             root = self.root_tx.current_instruction
             node.meta["root_instruction"] = (root.offset, root.opname, root.lineno)
 
-    def create_proxy(self, kind: str, target: Any, args: tuple, kwargs: dict) -> torch.fx.Proxy:
+    @contextlib.contextmanager
+    def subgraph(self) -> Iterator[SubgraphTracer]:
+        """Trace the ops of the block into a graph of its own. Graph inputs and ``get_attr``
+        nodes stay in the frame's graph: the subgraph lifts them."""
+        tracer = SubgraphTracer()
+        self.current_tracer = tracer
         try:
-            proxy = self.tracer.create_proxy(kind, target, args, kwargs)
+            yield tracer
+        finally:
+            self.current_tracer = self.tracer
+
+    def create_proxy(self, kind: str, target: Any, args: tuple, kwargs: dict) -> torch.fx.Proxy:
+        tracer = self.tracer if kind == "get_attr" else self.current_tracer
+        try:
+            proxy = tracer.create_proxy(kind, target, args, kwargs)
         except NotImplementedError as e:  # FX's create_arg: "argument of type: <class ...>"
             unimplemented(f"{_target_name(target)} is given an argument a graph cannot hold "
                           f"({e}): the call runs natively")
@@ -298,6 +344,14 @@ class OutputGraph:
         self.attr_vts[id(value)] = vt
         return vt
 
+    def install_subgraph(self, name: str, gm: torch.fx.GraphModule) -> torch.fx.Proxy:
+        """A graph traced inside the frame's (a hook's body): a submodule of the compiled
+        graph module (``hook_body_0``), read by a ``get_attr`` node (real Dynamo's method of
+        the same name)."""
+        attr = self.attr_names(f"{name}_{len(self.attrs)}")
+        self.attrs[attr] = gm
+        return self.create_proxy("get_attr", attr, (), {})
+
     def run_fake(self, kind: str, target: Any, args: list, kwargs: dict) -> Any:
         """Compute an op's example value on fake tensors (shapes/dtypes, no data)."""
         from torch._subclasses.fake_tensor import (DataDependentOutputException,
@@ -321,6 +375,7 @@ class OutputGraph:
         """Compile the graph (if it does anything) and write the transformed function."""
         codegen = self.codegen()
         codegen.share_repeated([return_value, *self.side_effects.values()])
+        self.side_effects.codegen_hooks(codegen)  # first: the return value may be a handle
         ret_expr = codegen(return_value)
         temps, replay = self.side_effects.codegen(codegen)
         outputs = [vt.proxy for vt in codegen.graph_outputs]
@@ -366,7 +421,21 @@ class OutputGraph:
                     self.graph.erase_node(node)
                     changed = True
 
+    def remove_unused_graphargs(self) -> None:
+        """Drop the tensor inputs no node uses (real Dynamo's method of the same name): read
+        while tracing (the items of a list the frame clears, a global the code replaced),
+        they would still reach the compiled autograd Function, whose backward would then run
+        into a stale tensor's autograd graph, and its hooks, with no gradient. A tensor with
+        symbolic sizes stays: it may be where a size symbol comes from."""
+        for gi in list(self.graph_inputs):
+            node = gi.proxy.node
+            if not node.users and gi.convert is None and isinstance(gi.example, torch.Tensor) \
+                    and not has_symbolic_sizes(node.meta.get("example_value")):
+                self.graph.erase_node(node)
+                self.graph_inputs.remove(gi)
+
     def compile_graph(self) -> CompiledGraph:
+        self.remove_unused_graphargs()
         root = torch.nn.Module()
         for name, value in self.attrs.items():
             setattr(root, name, value) if not isinstance(value, torch.nn.Parameter) \

@@ -17,6 +17,16 @@ program order, right after the graph has produced the values they need::
 So such programs stay ONE graph, as in real Dynamo. At a graph break the pending mutations are
 replayed before the instruction that runs natively, so it (a ``print(LOG)``) sees them.
 
+A hook registered on a tensor from outside the frame (``x.register_hook(fn)`` on an input or
+a parameter) is a side effect too: the graph's tensors have no autograd node of their own, but
+the input is the caller's real tensor, so the registration is replayed on it right after the
+graph, before anything else (real Dynamo's ``codegen_hooks``), and before any backward can run::
+
+        graph_out_0 = __compiled_fn_1(x)
+        __hook_handle_0 = x.register_hook(lambda grad: grad * 2)   # (the lambda, rebuilt)
+
+A handle removed inside the frame (``handle.remove()``) drops its registration instead.
+
 Two rules keep replay correct:
 - one tracker per mutable object: re-reading ``LOG`` (another LOAD_GLOBAL) must see the
   mutations so far, so the builder asks :meth:`SideEffects.tracked` before wrapping a list or
@@ -31,7 +41,7 @@ from __future__ import annotations
 import collections
 import itertools
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from ..names import attr, is_identifier
 from .exc import unimplemented
@@ -73,6 +83,15 @@ class Mutation:
     kwargs: dict = field(default_factory=dict)
 
 
+@dataclass
+class TensorHook:
+    """One hook registered in the frame on a tensor from outside it."""
+    source: Source  # where the transformed code reads the tensor
+    method: str  # "register_hook", "register_post_accumulate_grad_hook"
+    hook: Any  # the hook's tracker (a function, a lambda made in the frame, a partial)
+    handle: Any  # the RemovableHandleVariable the call returned
+
+
 def reads_state(vt) -> bool:
     """Whether rebuilding ``vt`` reads something a replayed mutation could change: a value
     fetched through a global, an attribute or an item (a plain argument name is stable)."""
@@ -109,9 +128,13 @@ class SideEffects:
         self._globals: dict[tuple[int, str], Any] = {}  # (id(f_globals), name) -> tracker
         self._cells: dict[int, Any] = {}  # id(cell) -> tracker
         self._keepalive: list[Any] = []  # objects keyed by id() must outlive the trace
+        self.tensor_hooks: dict[int, TensorHook] = {}  # handle index -> registration
+        # hooks traced into the graph (variables/hooks.py): each checks, when the frame's code
+        # is written, that nothing it read has changed since (raising Unsupported)
+        self.hook_checks: list[Callable[..., None]] = []
 
-    def __bool__(self) -> bool:
-        return bool(self.mutations)
+    def __bool__(self) -> bool:  # (hooks are not in it: registering one changes no state the
+        return bool(self.mutations)  # code reads, so values need no copy before it)
 
     # -- one tracker per mutable object -------------------------------------------------------
     def tracked(self, value: Any, source: Source | None) -> Any:
@@ -192,10 +215,35 @@ class SideEffects:
     def load_cell(self, cell: Any) -> Any:
         return self._cells.get(id(cell))
 
+    def register_hook(self, hook: TensorHook) -> int:
+        """``tensor.register_hook(fn)`` on a tensor from outside the frame: replayed after the
+        graph (:meth:`codegen_hooks`). Returns the index ``remove_hook`` takes."""
+        idx = max(self.tensor_hooks, default=-1) + 1
+        self.tensor_hooks[idx] = hook
+        return idx
+
+    def remove_hook(self, idx: int) -> None:
+        """``handle.remove()`` in the frame: the hook is never registered."""
+        del self.tensor_hooks[idx]
+
     # -- replay -------------------------------------------------------------------------------
     def values(self) -> list:
         """The trackers the replay rebuilds (for ``PyCodegen.share_repeated``)."""
-        return [v for m in self.mutations for v in [*m.args, *m.kwargs.values()]]
+        hooks = [v for h in self.tensor_hooks.values() for v in (h.hook, h.handle)]
+        return [v for m in self.mutations for v in [*m.args, *m.kwargs.values()]] + hooks
+
+    def codegen_hooks(self, codegen, at_break: bool = False) -> None:
+        """Register the pending hooks, into the lines that follow the graph call
+        (``codegen.prelude``): each handle is then the temporary its registration returned,
+        for the replayed mutations and the return value that name it. Call it before anything
+        is rebuilt. (First, the hooks traced into the graph check their values.)"""
+        for check in self.hook_checks:
+            check(at_break=at_break)
+        for hook in self.tensor_hooks.values():
+            name = f"__hook_handle_{next(_temp_ids)}"
+            method = attr(hook.source.expr(), hook.method)
+            codegen.prelude.append(f"{name} = {method}({codegen(hook.hook)})")
+            codegen.bind(hook.handle, name)
 
     def unchanged_stores(self) -> set[int]:
         """The stores that would put back what is there: ``d[k] = v`` where ``v`` was read from

@@ -6,8 +6,8 @@ each: ``test_functions.py`` (``functions_corpus.py``), ``test_misc.py`` (``misc_
 ``test_sets.py``, ``test_unspec.py``, ``test_recompiles.py``, ``test_python_autograd.py``,
 ``test_modules.py``, ``test_repros.py``, ``test_list.py``, ``test_global.py``,
 ``test_input_attr_tracking.py``, ``test_skip_non_tensor.py``, ``test_model_output.py``,
-``test_nops.py``, ``test_sources.py``, ``test_subclasses.py`` and
-``test_autograd_function.py``
+``test_nops.py``, ``test_sources.py``, ``test_subclasses.py``,
+``test_autograd_function.py`` and ``test_hooks.py``
 (``<name>_corpus.py``), re-typed and adapted: each
 test's function becomes a :class:`Case`, and ``tests/test_dynamo_port.py`` runs
 every case through ``mc.compile`` and through the real ``torch._dynamo``, compares both results

@@ -4,12 +4,10 @@ removed), and ``retain_grad``, re-typed and adapted. Every case carries ``grads=
 harness runs the backward, where the hooks act, and compares the gradients with eager's. The
 tests' checks of compiled autograd and of Dynamo's counters are left out.
 
-Not registered in tests/test_dynamo_port.py yet: all 24 cases give eager's result and
-gradients (through aot_eager too), but a hook on an intermediate tensor breaks the graph
-(``Tensor.register_hook`` is a graph break; real Dynamo wraps the hook in a traced
-autograd.Function), so 11 of the 18 cases real Dynamo captures in one graph are two graphs
-here, and the suite's one-graph ratio would fall to 94.5%, under its 95% target. Register it
-(and add its origin to ``THROUGH_AOT``) with that capture."""
+A hook on an input is registered after the graph (side_effects.py); one on an intermediate
+is a graph node with the hook's traced body (dynamo/variables/hooks.py); a hook that changes
+state breaks the graph there, as in real Dynamo. The cases also run through aot_eager
+(``THROUGH_AOT``), where the hook's ops are traced into the backward graph."""
 
 from __future__ import annotations
 

@@ -371,7 +371,7 @@ def wrap_fx_proxy(tx, proxy: torch.fx.Proxy, example: Any) -> VariableTracker:
         return symbolic_size(tx, lambda i: tx.output.create_proxy(
             "call_function", operator.getitem, (proxy, i), {}), example)
     if isinstance(example, (int, float, bool, torch.Size)) and not proxy.node.users:
-        tx.output.graph.erase_node(proxy.node)  # a metadata answer: no node needed
+        proxy.node.graph.erase_node(proxy.node)  # a metadata answer: no node needed
     if example is None or is_constant(example) or isinstance(example, torch.Size):
         return SourcelessBuilder.wrap(tx, example)
     unimplemented(f"a graph node produced a {type(example).__name__}")

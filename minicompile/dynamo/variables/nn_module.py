@@ -41,8 +41,15 @@ INTROSPECTION = ("children", "named_children", "parameters", "named_parameters",
 
 
 def _has_hooks(module: torch.nn.Module) -> bool:
-    return bool(module._forward_hooks or module._forward_pre_hooks
-                or getattr(module, "_backward_hooks", None) or any_global_module_hook())
+    return bool(module._forward_hooks or module._forward_pre_hooks or _backward_hooks(module)
+                or any_global_module_hook())
+
+
+def _backward_hooks(module: torch.nn.Module) -> bool:
+    """Full backward hooks or backward pre-hooks: ``__call__`` wraps the call's inputs and
+    outputs in ``BackwardHook`` nodes for them (register_full_backward_pre_hook too)."""
+    return bool(getattr(module, "_backward_hooks", None)
+                or getattr(module, "_backward_pre_hooks", None))
 
 
 def traced_hooks(module: torch.nn.Module) -> tuple[tuple, tuple] | None:
@@ -51,7 +58,7 @@ def traced_hooks(module: torch.nn.Module) -> tuple[tuple, tuple] | None:
     pruning's and the old weight norm's; ``hook(module, args, output)`` after, the kind
     transformers installs to collect hidden states). None: hooks the tracer does not model
     (global ones, backward hooks, hooks taking keyword arguments)."""
-    other = any_global_module_hook() or getattr(module, "_backward_hooks", None) \
+    other = any_global_module_hook() or _backward_hooks(module) \
         or getattr(module, "_forward_hooks_with_kwargs", None) \
         or getattr(module, "_forward_pre_hooks_with_kwargs", None)
     return None if other else (tuple(module._forward_pre_hooks), tuple(module._forward_hooks))

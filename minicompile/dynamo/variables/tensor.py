@@ -16,9 +16,11 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensor
 
 from ..exc import Unsupported, unimplemented
+from ..side_effects import TensorHook
 from ..source import AttrSource, CallMethodSource
 from .base import VariableTracker
 from .constant import ConstantVariable
+from .hooks import RemovableHandleVariable, register_hook_in_graph
 from .symnode import wrap_tensor_metadata
 
 # Attributes answered from the example value (the value is baked into the graph, and guarded
@@ -38,9 +40,10 @@ DATA_METHODS: dict[str, str] = {
     **{name: _NEEDS_DATA for name in (
         "item", "tolist", "numpy", "data_ptr", "backward", "__bool__", "__int__", "__float__",
         "__index__", "storage", "untyped_storage", "__array__")},
-    "register_hook": _NEEDS_AUTOGRAD,
     "retain_grad": _NEEDS_AUTOGRAD,
 }
+# Hooks registered on the tensor (see TensorVariable.method_register_hook)
+HOOK_METHODS = ("register_hook", "register_post_accumulate_grad_hook")
 
 
 # What a class may hold and still behave as torch.Tensor: the names every class has.
@@ -170,14 +173,9 @@ class TensorVariable(VariableTracker):
             unimplemented("Tensor.numpy(): numpy code on tensors is not traced (real Dynamo "
                           "traces it through torch._numpy)")
         if name in DATA_METHODS:
-            error = Unsupported(f"Tensor.{name}() {DATA_METHODS[name]}")
-            if DATA_METHODS[name] is _NEEDS_AUTOGRAD and self.proxy.node.op != "placeholder" \
-                    and self.proxy.node.users:
-                # the graph before a break would have used the tensor already: its gradient
-                # from those uses flows inside the compiled graph's backward, past the hook (or
-                # the retained .grad) attached to the graph's output
-                error.whole_frame = "a hook on a tensor the graph has used already"
-            raise error
+            self._break(f"Tensor.{name}() {DATA_METHODS[name]}", DATA_METHODS[name])
+        if name in HOOK_METHODS and len(args) + len(kwargs) == 1 and set(kwargs) <= {"hook"}:
+            return self.method_register_hook(tx, name, args[0] if args else kwargs["hook"])
         if name == "requires_grad_" and not self.example_value.requires_grad and \
                 _turns_grad_on(args, kwargs):
             # A graph's outputs carry autograd history only from inputs that already required
@@ -215,6 +213,38 @@ class TensorVariable(VariableTracker):
             return call_op(tx, "call_method", name, [self, scaled], {})
         refuse_tensor_numbers(f"Tensor.{name}", kwargs)
         return call_op(tx, "call_method", name, [self, *args], kwargs)
+
+    def _break(self, reason: str, kind: str) -> None:
+        error = Unsupported(reason)
+        if kind is _NEEDS_AUTOGRAD and self.proxy.node.op != "placeholder" \
+                and self.proxy.node.users:
+            # the graph before a break would have used the tensor already: its gradient
+            # from those uses flows inside the compiled graph's backward, past the hook (or
+            # the retained .grad) attached to the graph's output
+            error.whole_frame = "a hook on a tensor the graph has used already"
+        raise error
+
+    def method_register_hook(self, tx, name: str, hook: VariableTracker) -> VariableTracker:
+        """``x.register_hook(fn)`` (real Dynamo's ``_method_register_hook``). On a tensor from
+        outside the frame (an input, a parameter), the caller's real tensor gets the hook: the
+        registration is a side effect, replayed after the graph. A tensor the graph makes has
+        no autograd node outside it: a graph node registers the traced hook on it when the
+        graph runs (hooks.py). (``register_post_accumulate_grad_hook``: a leaf's, so from
+        outside the frame.)"""
+        if not self.example_value.requires_grad:  # eager raises: it runs natively, and does
+            unimplemented(f"Tensor.{name}() on a tensor that does not require grad")
+        source = self.source or (self.attribute and self.attribute[1])
+        if source is None and name != "register_hook":
+            self._break(f"Tensor.{name}() {_NEEDS_AUTOGRAD}", _NEEDS_AUTOGRAD)
+        if source is None:  # traced into the graph
+            try:
+                return register_hook_in_graph(tx, self, hook)
+            except Unsupported as e:  # registered natively, at a break (after the graph)
+                where = f" (at {e.user_line})" if e.user_line else ""
+                self._break(f"Tensor.register_hook(): {e.reason}{where}", _NEEDS_AUTOGRAD)
+        handle = RemovableHandleVariable()
+        handle.idx = tx.output.side_effects.register_hook(TensorHook(source, name, hook, handle))
+        return handle
 
     def _grad(self, tx) -> VariableTracker:
         """``x.grad`` of an input or of a module's parameter: its gradient, itself an input of
