@@ -184,6 +184,49 @@ def test_untraceable_hook_on_a_tensor_used_already_runs_the_frame_eagerly():
     _check(_untraceable_hook_after_use, _leaf, graphs=0)
 
 
+def _hook_on_a_tensor_used_before_and_after(x):
+    y = x * 2
+    z = y + 1
+    y.register_hook(lambda g: g * 2)
+    return (z + y * 3).sum()
+
+
+def test_an_internal_error_at_the_hook_runs_the_frame_eagerly(monkeypatch):
+    """A tracer that fails inside minicompile at the registration (here a MemoryError, as a
+    walk that never ended once raised) must not leave a graph break behind it: the graph before
+    it has used ``y``, and the hook, registered natively after it, saw only the gradient of
+    ``y * 3`` (x's gradient 14 where eager gives 16)."""
+    from minicompile.dynamo.variables import tensor
+
+    def out_of_memory(*args, **kwargs):
+        raise MemoryError
+    monkeypatch.setattr(tensor.TensorVariable, "method_register_hook", out_of_memory)
+    _check(_hook_on_a_tensor_used_before_and_after, _leaf, graphs=0)
+    reasons = [str(r) for r in mc.explain(_hook_on_a_tensor_used_before_and_after)(
+        *_leaf()).break_reasons]
+    assert "internal error in CALL: MemoryError" in reasons[0]
+
+
+def test_the_state_walk_enters_each_container_once():
+    """Whether a hook changed what the frame can reach is a walk over trackers and the
+    containers that hold them. A container reached by many paths was walked again each time
+    (and one in a cycle forever): a process grew by gigabytes in a minute."""
+    from minicompile.dynamo.variables.hooks import _tracker_state
+
+    walks = []
+
+    class Walked(list):
+        def __iter__(self):
+            walks.append(self)
+            return super().__iter__()
+
+    shared = Walked([1, 2, 3])
+    cycle = Walked()
+    cycle.append(cycle)
+    _tracker_state([shared] * 100 + [[shared, cycle]] * 100)
+    assert walks.count(shared) == 1 and walks.count(cycle) == 1
+
+
 # -- a graph input the graph does not use ------------------------------------------------------
 
 _SEEN: list = []

@@ -393,7 +393,8 @@ def break_at(tx, index: int, error: Unsupported) -> FrameResult:
     if in_loop(*original):
         return skip_frame(tx, inst, error)
     if getattr(error, "whole_frame", None):  # the graph before the break would be wrong
-        return skip_frame(tx, inst, error, "graph_break_after_use", error.whole_frame)
+        return skip_frame(tx, inst, error, getattr(error, "whole_frame_kind",
+                                                   "graph_break_after_use"), error.whole_frame)
     if in_handler(*original):
         return skip_frame(tx, inst, error, "graph_break_in_handler",
                           "graph break inside an exception handler")

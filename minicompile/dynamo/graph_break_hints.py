@@ -88,6 +88,12 @@ BREAK_KINDS: dict[str, BreakKind] = {k.name: k for k in [
               "it calls are still compiled",
               "make the hook a pure function of its gradient, register it right where the "
               "tensor is made, before its first use, or on an input of the function"),
+    BreakKind("internal_error",
+              "tracing the instruction failed inside minicompile itself (a bug, or a resource "
+              "such as memory running out): the handler may have stopped half-way, so no graph "
+              "is compiled from that state and the frame runs eagerly; the functions it calls "
+              "are still compiled",
+              "please report it with the reason; rewriting the line differently may avoid it"),
     BreakKind("explicit",
               "torch._dynamo.graph_break() asks for a break at this point: the graph so far is "
               "compiled, the call runs natively, and a resume function continues after it",

@@ -203,8 +203,12 @@ class InstructionTranslatorBase:
         except Unsupported:
             raise
         except Exception as e:  # a bug in a handler or tracker: never a crash or a wrong result,
-            raise Unsupported(  # the frame runs eagerly and the reason says what went wrong
-                f"internal error in {inst.opname}: {type(e).__name__}: {e}") from e
+            # the frame runs eagerly and the reason says what went wrong. Not a graph break: the
+            # handler may have stopped half-way (a tracker changed, a node appended), and the
+            # graph before the instruction would be compiled from that state
+            error = Unsupported(f"internal error in {inst.opname}: {type(e).__name__}: {e}")
+            error.whole_frame, error.whole_frame_kind = "an internal error", "internal_error"
+            raise error from e
         self.in_flight, self.handed = [], []
         if self.output.local_generators:
             close_dead_generators(self)

@@ -187,13 +187,17 @@ def _tracker_state(roots: list) -> dict[int, tuple[Any, dict]]:
     """id -> (tracker, what it holds one level down, by identity), for every tracker and
     closure cell reachable from ``roots``: a list tracker's items, a cell's value. (A cell of a
     function made outside is left out: it reads its value lazily, and a store into it is a
-    recorded mutation.)"""
+    recorded mutation.) Each container is entered once: containers may share items, or hold
+    one another in a cycle, and a walk that entered them again would never end."""
     state: dict[int, tuple[Any, dict]] = {}
+    entered: set[int] = set()  # containers already walked (held in ``roots``: ids stay unique)
     todo = list(roots)
     while todo:
         value = todo.pop()
         if isinstance(value, (dict, list, tuple, set)):
-            todo += _items(value)
+            if id(value) not in entered:
+                entered.add(id(value))
+                todo += _items(value)
             continue
         if id(value) in state or not isinstance(value, TRACKERS) or \
                 getattr(value, "real", None) is not None:
