@@ -428,6 +428,20 @@ def test_input_written_after_a_graph_break(backend):
     assert mc.explain(_written_after_a_break)(*leaves).graph_count == 2
 
 
+def test_input_that_requires_grad_written_with_dynamic_sizes():
+    """With symbolic sizes, Dynamo's fake of an input that is an intermediate of the caller is
+    no leaf either (as ``from_tensor`` makes it for static sizes): the write is in the graph,
+    not a break of its own ("a leaf Variable that requires grad is being used in an in-place
+    operation")."""
+    compiled = mc.compile(_through_a_view, backend="aot_eager", dynamic=True)
+    for n in (4, 6):
+        leaves = [r(n, 5)]
+        torch.testing.assert_close(_step(compiled, leaves, lambda w: [w * 3]),
+                                   _step(_through_a_view, leaves, lambda w: [w * 3]))
+    assert mc.metrics.graph_breaks == 0 and mc.metrics.frames_compiled == 1
+    assert mc.metrics.eager_fallbacks == 0, mc.metrics.fallback_reasons
+
+
 @pytest.mark.parametrize("make", [lambda w: w, lambda w: w[1:]], ids=["leaf", "view_of_leaf"])
 def test_leaf_that_requires_grad_written_raises_as_eager(make):
     w = r(4, 5).requires_grad_()
