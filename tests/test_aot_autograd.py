@@ -352,6 +352,25 @@ def test_input_mutation_is_copied_back():
     assert mc.metrics.eager_fallbacks == 0 and graph is not None
 
 
+def test_input_written_through_autograd_is_a_differentiable_output():
+    """An input that requires grad, written in place: its new value is a forward output with a
+    tangent of its own (the backward differentiates through the write), which the runtime
+    wrapper copies into the input outside the autograd.Function; the compiler is not told it
+    may write it into the input itself. A written input that does not require grad keeps the
+    path of a running statistic."""
+    def f(x, buf):
+        buf.add_(1)
+        x.mul_(2)
+        return x.sin()
+
+    gm, sig = trace_module(f, [torch.randn(4, requires_grad=True), torch.zeros(4)])
+    assert sig.mutated_inputs == [0, 1] and sig.mutations_with_grad == [0]
+    assert sig.output_requires_grad == [True, True, False]
+    tangents = [n.name for n in gm.graph.nodes if n.name.startswith("tangents")]
+    assert tangents == ["tangents_1", "tangents_2"]
+    assert list(gm.meta["mutated_inputs"].values()) == ["primals_2"]
+
+
 def test_batchnorm_training_updates_running_stats():
     torch.manual_seed(0)
     bn = torch.nn.Sequential(torch.nn.BatchNorm1d(5))  # a leaf module inside: traced as a call

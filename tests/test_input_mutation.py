@@ -297,8 +297,8 @@ def test_mutated_input_also_returned():
 
 
 def test_input_that_requires_grad():
-    """A write into x from y that requires grad: AOT autograd refuses (today's path: eager),
-    and the gradient is eager's."""
+    """A write into x from y that requires grad: x's new value comes out of the compiled
+    autograd.Function and is copied into x where autograd sees it; the gradient is eager's."""
     def fn(x, y):
         x[:, 0] = y.sin()
         return x.sum()
@@ -311,6 +311,142 @@ def test_input_that_requires_grad():
     fn(x2, y2).backward()
     torch.testing.assert_close(x1, x2)
     torch.testing.assert_close(y1.grad, y2.grad)
+
+
+# ---- inputs that require grad, written in place ---------------------------------------------
+# The caller's intermediates (the input of a resume function after a graph break: DeBERTa's
+# ``score += ...``, CTRL's ``inputs_embeds *= sqrt(d)``): the compiled autograd.Function returns
+# each one's new value, with its gradient, and the runtime wrapper copies it into the input
+# outside the Function, so that autograd records the write as eager's in-place op does.
+
+def _scale(x):
+    x.mul_(2)
+    return x.sin()
+
+
+def _add_and_return(x):
+    x.add_(1)
+    return x
+
+
+def _add_and_view(x):
+    x.add_(1)
+    return x.t(), x[0]
+
+
+def _view_taken_before(x):
+    v = x[0]
+    x.mul_(3)
+    return v
+
+
+def _through_a_view(x):
+    x[0].mul_(2)
+    return x.cos()
+
+
+def _old_value_in_backward(x, w):  # d/dw needs x as it was before the write
+    x.mul_(w)
+    return x.sum()
+
+
+def _two_written(x, y):
+    x.add_(y)
+    y.mul_(x)
+    return x * y
+
+
+def _under_no_grad(x):  # autograd does not see this write: today's path, inside the Function
+    with torch.no_grad():
+        x.mul_(2)
+    return x * x
+
+
+def _nothing_returned(x):
+    x.mul_(2)
+
+
+def _column_from(x, y):  # x does not require grad; its new value does
+    x[:, 0] = y.sin()
+    return x.sum(1)
+
+
+WRITTEN_WITH_GRAD = [  # (name, fn, shapes of the leaves, the inputs made from them)
+    ("scale", _scale, [(4, 5)], lambda w: [w * 3]),
+    ("also_returned", _add_and_return, [(4, 5)], lambda w: [w * 3]),
+    ("also_viewed", _add_and_view, [(4, 5)], lambda w: [w * 3]),
+    ("view_taken_before", _view_taken_before, [(4, 5)], lambda w: [w * 3]),
+    ("through_a_view", _through_a_view, [(4, 5)], lambda w: [w * 3]),
+    ("old_value_in_backward", _old_value_in_backward, [(4, 5), (5,)], lambda a, w: [a * 3, w]),
+    ("transposed_input", _scale, [(5, 4)], lambda w: [(w * 3).t()]),
+    ("two_written", _two_written, [(4,), (4,)], lambda a, b: [a * 3, b * 2]),
+    ("under_no_grad", _under_no_grad, [(4,)], lambda w: [w * 3]),
+    ("nothing_returned", _nothing_returned, [(4,)], lambda w: [w * 3]),
+    ("column_from", _column_from, [(4,)], lambda y: [torch.ones(4, 4), y]),
+]
+
+
+def _step(f, leaves, make):
+    """``f`` on inputs made from fresh copies of ``leaves``; the loss reads the outputs and the
+    inputs after the call (later readers of a written input differentiate through the write)."""
+    leaves = [w.detach().clone().requires_grad_() for w in leaves]
+    args = make(*leaves)
+    out = f(*args)
+    outs = [o for o in (out if isinstance(out, tuple) else (out,)) if isinstance(o, torch.Tensor)]
+    loss = sum((t.sin() * (i + 1)).sum() for i, t in enumerate(outs + args) if t.requires_grad)
+    loss.backward()
+    return [o.detach() for o in outs], [a.detach() for a in args], [w.grad for w in leaves]
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+@pytest.mark.parametrize("name, fn, shapes, make", WRITTEN_WITH_GRAD,
+                         ids=[w[0] for w in WRITTEN_WITH_GRAD])
+def test_input_that_requires_grad_written_in_place(name, fn, shapes, make, backend):
+    leaves = [r(*shape) for shape in shapes]
+    compiled = mc.compile(fn, backend=backend)
+    for _ in range(2):
+        torch.testing.assert_close(_step(compiled, leaves, make), _step(fn, leaves, make))
+    assert mc.metrics.eager_fallbacks == 0, mc.metrics.fallback_reasons
+
+
+def _written_after_a_break(w, b):
+    y = w * 3
+    torch._dynamo.graph_break()
+    y += 1  # y: an input of the resume function, an intermediate of the caller
+    y.mul_(b)
+    return y.sin(), y
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_input_written_after_a_graph_break(backend):
+    leaves = [r(4, 5), r(5)]
+    compiled = mc.compile(_written_after_a_break, backend=backend)
+    for _ in range(2):
+        torch.testing.assert_close(_step(compiled, leaves, lambda *a: list(a)),
+                                   _step(_written_after_a_break, leaves, lambda *a: list(a)))
+    assert mc.metrics.eager_fallbacks == 0, mc.metrics.fallback_reasons
+    assert mc.explain(_written_after_a_break)(*leaves).graph_count == 2
+
+
+def test_input_that_requires_grad_written_with_dynamic_sizes():
+    """With symbolic sizes, Dynamo's fake of an input that is an intermediate of the caller is
+    no leaf either (as ``from_tensor`` makes it for static sizes): the write is in the graph,
+    not a break of its own ("a leaf Variable that requires grad is being used in an in-place
+    operation")."""
+    compiled = mc.compile(_through_a_view, backend="aot_eager", dynamic=True)
+    for n in (4, 6):
+        leaves = [r(n, 5)]
+        torch.testing.assert_close(_step(compiled, leaves, lambda w: [w * 3]),
+                                   _step(_through_a_view, leaves, lambda w: [w * 3]))
+    assert mc.metrics.graph_breaks == 0 and mc.metrics.frames_compiled == 1
+    assert mc.metrics.eager_fallbacks == 0, mc.metrics.fallback_reasons
+
+
+@pytest.mark.parametrize("make", [lambda w: w, lambda w: w[1:]], ids=["leaf", "view_of_leaf"])
+def test_leaf_that_requires_grad_written_raises_as_eager(make):
+    w = r(4, 5).requires_grad_()
+    with raises_as_eager(_scale, make(w)):
+        mc.compile(_scale, backend="aot_eager")(make(w))
 
 
 def test_leaf_that_requires_grad_under_no_grad():

@@ -148,6 +148,10 @@ class GraphSignature:
 
     num_user_outputs: int
     mutated_inputs: list[int] = field(default_factory=list)  # inputs copied back, in order
+    # those among them whose write autograd records (an input that requires grad written in
+    # place, or any input written with a value that requires grad): their new values are
+    # differentiable outputs, copied into the input where autograd sees the copy
+    mutations_with_grad: list[int] = field(default_factory=list)
     output_requires_grad: list[bool] = field(default_factory=list)  # user + mutation outputs
     input_requires_grad: list[bool] = field(default_factory=list)
     decomposed: dict[str, int] = field(default_factory=dict)  # op name -> times decomposed
@@ -173,6 +177,32 @@ def _prepare_inputs(fake_args: list, requires_grad: list[bool]) -> list:
     return out
 
 
+class FreshInput(torch.autograd.Function):
+    """The identity as an autograd node: its output is the input's memory, with its sizes,
+    strides and offset, but is no leaf. The function is traced on it, so it may write in
+    place an input that requires grad, as eager lets it write an intermediate of the caller
+    (the input of a resume function after a graph break: ``score += ...``); traced on the leaf
+    itself, the write raises. Its backward passes the gradient on with no op, so nothing of it
+    is in the graph. (Real AOTAutograd clones such an input, ``maybe_to_fresh_input``, once a
+    first trace found it written; a clone would not keep a non-dense input's strides.)"""
+
+    @staticmethod
+    def forward(ctx, leaf: torch.Tensor) -> torch.Tensor:
+        return leaf.detach()
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
+        return grad
+
+
+def _written_through_autograd(primals: list, grad_fns: list) -> list[int]:
+    """The inputs whose ``grad_fn`` the traced function changed: written in place where autograd
+    recorded it (an in-place op under grad mode, on the input or a view of it). A write under
+    ``no_grad`` or through ``detach()`` leaves it as it was: eager's autograd does not see it."""
+    return [i for i, (p, before) in enumerate(zip(primals, grad_fns))
+            if isinstance(p, torch.Tensor) and p.grad_fn is not before]
+
+
 def _is_symbolic_input(a: Any) -> bool:
     """A tensor with symbolic sizes, or a symbolic int/float input (a dynamic ``n``)."""
     return has_symbolic_sizes(a) or isinstance(a, (torch.SymInt, torch.SymFloat))
@@ -192,23 +222,35 @@ def trace_graph(fn: Callable, fake_args: list, requires_grad: list[bool],
         # symbolic sizes need the Python dispatcher: its Python kernels (matmul, ...) keep sizes
         # symbolic where some torch versions' C++ kernels read them as ints (a guard per size)
         with fake_mode, symbolic_dispatch(any(map(_is_symbolic_input, fake_args))):
-            primals = _prepare_inputs(fake_args, requires_grad)
+            leaves = _prepare_inputs(fake_args, requires_grad)
+            # the function runs on non-leaf twins of the leaves it is differentiated by
+            primals = [FreshInput.apply(p) if isinstance(p, torch.Tensor) and p.requires_grad
+                       else p for p in leaves]
+            grad_fns = [getattr(p, "grad_fn", None) for p in primals]
             for i, p in enumerate(primals):
                 tracer.placeholder(f"primals_{i + 1}", p)
             with tracer, PreAutogradDecompositions(PRE_AUTOGRAD_DECOMPOSITIONS):
                 outs = tree_flatten(fn(*primals))[0]  # any output structure -> flat list
+            written = _written_through_autograd(primals, grad_fns)
+            if written and not joint:
+                raise Unsupported("an input is written in place with a value that requires "
+                                  "grad, in a graph traced without its backward")
             aliases = output_aliases(outs, primals)
             outs = [o for i, o in enumerate(outs) if i not in aliases]  # the graph's outputs
             views, bases = {}, 0
             if joint:
                 outs, views, bases = views_of_intermediates(outs)
             sig = GraphSignature(len(outs), input_requires_grad=[
-                isinstance(p, torch.Tensor) and p.requires_grad for p in primals],
-                output_aliases=aliases, intermediate_views=views, num_intermediate_bases=bases)
+                isinstance(p, torch.Tensor) and p.requires_grad for p in leaves],
+                output_aliases=aliases, intermediate_views=views, num_intermediate_bases=bases,
+                mutations_with_grad=written)
+            # the written inputs' new values are outputs with gradients too (for now after the
+            # user's, in ``written``'s order; ``_add_mutation_outputs`` puts them in place)
+            new_values = [primals[i] for i in written]
             sig.output_requires_grad = [isinstance(o, torch.Tensor) and o.requires_grad
-                                        for o in outs]
-            grads = _trace_backward(tracer, primals, outs, sig) if joint else []
-            tracer.output(outs + grads)
+                                        for o in outs + new_values]
+            grads = _trace_backward(tracer, leaves, outs + new_values, sig) if joint else []
+            tracer.output(outs + new_values + grads)
     finally:
         fake_mode.allow_non_fake_inputs = old_allow
     gm = tracer.module()
@@ -236,22 +278,31 @@ def remove_detach(gm: fx.GraphModule) -> int:
 
 def _add_mutation_outputs(gm: fx.GraphModule, sig: GraphSignature,
                           mutations: dict[str, fx.Node]) -> None:
-    """outputs := user outputs + new values of mutated inputs + grads."""
+    """outputs := user outputs + new values of mutated inputs (in input order) + grads.
+
+    The traced outputs hold, after the user's, the new values of the inputs written through
+    autograd (``sig.mutations_with_grad``, the ones with tangents): they take their places
+    among the others, keeping their order, so the tangents still follow the differentiable
+    outputs."""
     names = [n.name for n in gm.graph.nodes if n.op == "placeholder"
              and n.name.startswith("primals_")]
     sig.mutated_inputs = [i for i, name in enumerate(names) if name in mutations]
+    with_grad = sig.mutations_with_grad
+    if not set(with_grad) <= set(sig.mutated_inputs):  # (autograd saw a write the graph lost)
+        raise Unsupported("an input's history changed, but functionalization found no write")
     values = [mutations[names[i]] for i in sig.mutated_inputs]
-    if any(v.meta["val"].requires_grad for v in values):
-        raise Unsupported("an input that requires grad is mutated in place")
     out = gm.graph.output_node()
     flat = list(out.args[0])
     k = sig.num_user_outputs
-    out.args = (flat[:k] + values + flat[k:],)
-    sig.output_requires_grad += [False] * len(values)
+    out.args = (flat[:k] + values + flat[k + len(with_grad):],)
+    sig.output_requires_grad[k:] = [i in with_grad for i in sig.mutated_inputs]
     # which outputs are new values of which inputs: a backend may write them into the input
     # itself and return the input (inductor's fx_passes/reinplace.py); the wrapper then has
     # nothing to copy. A partition hands this on to the forward graph (``partitioners.py``).
-    gm.meta["mutated_inputs"] = {k + j: names[i] for j, i in enumerate(sig.mutated_inputs)}
+    # Not the ones written through autograd: the wrapper copies those into the input outside
+    # the autograd.Function, where autograd records the write.
+    gm.meta["mutated_inputs"] = {k + j: names[i] for j, i in enumerate(sig.mutated_inputs)
+                                 if i not in with_grad}
 
 
 def tangent_like(out: torch.Tensor) -> torch.Tensor:

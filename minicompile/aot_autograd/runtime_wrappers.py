@@ -24,6 +24,16 @@ that alias an input (``return x``, ``return x.t()``) are rebuilt from the caller
 (``as_strided``), after the copy-back so they see the mutated values, and outside the
 ``autograd.Function`` so that autograd differentiates the view like in eager.
 
+Training: a write autograd records in eager (into an input that requires grad, an intermediate
+of the caller such as a resume function's input after a graph break; or any input written with
+a value that requires grad) must be recorded here too, or the input's later readers would
+differentiate through its old value. As in real AOTAutograd, the Function returns that input's
+new value as one more differentiable output (the backward takes a gradient for it), and the
+wrapper copies it into the input after the Function, with autograd on: the input's ``grad_fn``
+becomes the copy's, which leads into the Function. Into a leaf that requires grad the copy
+raises eager's own error. The backward may read the input as it was: what the forward saves
+of it is kept as a copy (eager's in-place op saves the original too).
+
 Both: a functional graph assumes its inputs are distinct memory. Two arguments that are views of
 one tensor, one written in place (``f(base[:4], base[2:6])`` with ``y.mul_(2)``), break that: the
 graph reads ``x`` as it was before the write, where eager reads it after. Real AOTAutograd then
@@ -66,15 +76,16 @@ def as_tangent(grad: torch.Tensor | None, shape: torch.Size, stride: tuple,
                                device=grad.device).copy_(grad)
 
 
-def _copy_back_mutations(args: list, new_values: list, sig: GraphSignature) -> None:
-    """Give each mutated input its new value. One the compiled code wrote in place (a kernel
-    storing through its pointer: autograd did not see it) only has its version counter moved,
-    all of them in one C call: a training step's graph mutates every parameter, momentum buffer
-    and batch norm statistic (hundreds of inputs), each a Python call otherwise."""
-    if not sig.mutated_inputs:
+def _copy_back_mutations(args: list, mutated: list[int], new_values: list) -> None:
+    """Give each input at the positions ``mutated`` its new value, unseen by autograd (under
+    ``no_grad``). One the compiled code wrote in place (a kernel storing through its pointer:
+    autograd did not see it) only has its version counter moved, all of them in one C call: a
+    training step's graph mutates every parameter, momentum buffer and batch norm statistic
+    (hundreds of inputs), each a Python call otherwise."""
+    if not mutated:
         return
     written, copies = [], []
-    for i, new in zip(sig.mutated_inputs, new_values):
+    for i, new in zip(mutated, new_values):
         if is_same_tensor(new, args[i]):
             written.append(args[i])
         else:
@@ -138,7 +149,7 @@ def make_inference_wrapper(fw: Callable, sig: GraphSignature,
 
     def runtime_wrapper(*args):
         outs = fw(*args)
-        _copy_back_mutations(args, outs[n:sig.num_fwd_outputs], sig)
+        _copy_back_mutations(args, sig.mutated_inputs, outs[n:sig.num_fwd_outputs])
         return _user_outputs(args, outs[:n], sig)
 
     return runtime_wrapper
@@ -147,7 +158,15 @@ def make_inference_wrapper(fw: Callable, sig: GraphSignature,
 def make_training_wrapper(fw: Callable, bw: Callable, sig: GraphSignature,
                           num_saved_tensors: int, disable_amp: bool = False) -> Callable:
     num_user, num_fwd = sig.num_user_outputs, sig.num_fwd_outputs
-    differentiable = sig.output_requires_grad[:num_user]  # (a mutated input's new value: never)
+    # the mutated inputs autograd sees written (``sig.mutations_with_grad``) take their new
+    # values outside the Function, the others inside it: where each sits among the outputs
+    with_grad = sig.mutations_with_grad
+    inside = [i for i in sig.mutated_inputs if i not in with_grad]
+    inside_at = [num_user + j for j, i in enumerate(sig.mutated_inputs) if i not in with_grad]
+    with_grad_at = [num_user + j for j, i in enumerate(sig.mutated_inputs) if i in with_grad]
+    # the Function's outputs: the user's, then the new values of ``with_grad`` (always
+    # differentiable); the new values of the others are never returned
+    differentiable = sig.output_requires_grad[:num_user] + [True] * len(with_grad)
     # a compiled backward takes its argument list over and frees each input after its last
     # reader (``CompiledFxGraph.boxed_call``); any other backward is called with the values
     boxed = getattr(bw, "boxed_call", None) or (lambda args: bw(*args))
@@ -161,14 +180,19 @@ def make_training_wrapper(fw: Callable, bw: Callable, sig: GraphSignature,
             # the mutated inputs take their new values here, not after: returned through the
             # Function, each would come back as a view autograd makes of it (an input returned
             # as an output), three a batch norm in every training step (its running statistics)
-            _copy_back_mutations(args, outs[num_user:num_fwd], sig)
+            _copy_back_mutations(args, inside, [outs[k] for k in inside_at])
             saved = outs[num_fwd:]
-            ctx.save_for_backward(*saved[:num_saved_tensors])
+            tensors = saved[:num_saved_tensors]
+            if with_grad:  # the input is written after this, outside: keep what was read
+                tensors = _apart_from(tensors, [args[i] for i in with_grad])
+            ctx.save_for_backward(*tensors)
             ctx.saved_sizes = saved[num_saved_tensors:]  # SymInt values: plain ints now
-            user = outs[:num_user]
-            # the layout the backward was traced with for each gradient (``joint.tangent_like``)
+            user = [*outs[:num_user], *[outs[k] for k in with_grad_at]]
+            # the layout the backward was traced with for each gradient (``joint.tangent_like``;
+            # a new value's was traced as the input it replaces)
+            laid_out = [*outs[:num_user], *[args[i] for i in with_grad]]
             ctx.tangents = [(o.shape, tangent_stride(o), o.dtype, o.device)
-                            for o, d in zip(user, differentiable) if d]
+                            for o, d in zip(laid_out, differentiable) if d]
             ctx.mark_non_differentiable(*[o for o, d in zip(user, differentiable)
                                           if isinstance(o, torch.Tensor) and not d])
             # no zeros for the outputs no gradient reaches: left to itself, autograd fills one
@@ -193,8 +217,34 @@ def make_training_wrapper(fw: Callable, bw: Callable, sig: GraphSignature,
     def runtime_wrapper(*args):
         return _user_outputs(args, CompiledFunction.apply(*args), sig)
 
-    runtime_wrapper.CompiledFunction = CompiledFunction
-    return runtime_wrapper
+    def runtime_wrapper_writing_inputs(*args):
+        outs = CompiledFunction.apply(*args)
+        # as eager's in-place op: autograd records the write (``CopyBackwards``) on the
+        # caller's tensor, so its later readers differentiate through the new value, into
+        # the Function. (Into a leaf that requires grad, this raises eager's error.)
+        for i, new in zip(with_grad, outs[num_user:]):
+            args[i].copy_(new)
+        return _user_outputs(args, outs[:num_user], sig)
+
+    wrapper = runtime_wrapper_writing_inputs if with_grad else runtime_wrapper
+    wrapper.CompiledFunction = CompiledFunction
+    return wrapper
+
+
+def _apart_from(tensors: list, written: list[torch.Tensor]) -> list:
+    """``tensors`` (saved for backward), each that shares memory with one of ``written`` as a
+    copy of its own with its geometry: those inputs are written once the forward is done, and
+    the backward reads them as they were (eager's in-place op saves the original too)."""
+    keys = {storage_key(w) for w in written}
+    return [_copy_of(t) if isinstance(t, torch.Tensor) and t.layout == torch.strided
+            and storage_key(t) in keys else t for t in tensors]
+
+
+def _copy_of(t: torch.Tensor) -> torch.Tensor:
+    """A copy of ``t``'s storage, viewed as ``t`` views its own (same sizes, strides, offset:
+    a compiled backward reads it at the strides it was traced with, an expanded one too)."""
+    return torch.empty(0, dtype=t.dtype, device=t.device).set_(
+        t.untyped_storage().clone(), t.storage_offset(), t.shape, t.stride())
 
 
 def _byte_range(t: torch.Tensor) -> tuple[int, int]:

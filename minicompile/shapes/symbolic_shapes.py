@@ -368,11 +368,18 @@ def symbolic_dispatch(enabled: bool = True) -> Iterator[None]:
 
 def fake_from_sizes(fake_mode: Any, example: torch.Tensor, sizes: Sequence[Any],
                     strides: Sequence[Any]) -> torch.Tensor:
-    """A fake tensor like ``example`` (dtype, device, requires_grad) with symbolic sizes."""
+    """A fake tensor like ``example`` (dtype, device, requires_grad, and a leaf or not) with
+    symbolic sizes."""
     fake_mode.cache_enabled = False  # its cache key wants torch's own ShapeEnv
     with fake_mode, symbolic_dispatch():
-        return torch.empty_strided(sizes, strides, dtype=example.dtype, device=example.device,
+        fake = torch.empty_strided(sizes, strides, dtype=example.dtype, device=example.device,
                                    requires_grad=example.requires_grad)
+        if example.requires_grad and not example.is_leaf:
+            # an intermediate of the caller stays no leaf, as ``from_tensor`` makes it: written
+            # in place (``score += ...`` after a graph break), a leaf that requires grad raises.
+            # Its autograd node is torch's identity that refuses a backward through it.
+            fake = torch._C._functions.DelayedError("a backward through a graph input", 1)(fake)
+        return fake
 
 
 def _map_scalars(value: Any, fn: Callable[[Any], Any]) -> Any:
