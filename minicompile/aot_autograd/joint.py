@@ -188,6 +188,10 @@ class FreshInput(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, leaf: torch.Tensor) -> torch.Tensor:
+        # no gradient stays none: autograd would otherwise hand the backward zeros for it, and
+        # an input no gradient reaches (a custom Function's backward returning None) would get
+        # a gradient of zeros where eager leaves ``.grad`` None
+        ctx.set_materialize_grads(False)
         return leaf.detach()
 
     @staticmethod
