@@ -300,3 +300,20 @@ def test_conv_layouts_kinds_and_timing():
     assert [c.kind() for c in (depthwise, pointwise, dense)] == ["grouped", "1x1", "dense"]
     assert [c.pixels() for c in (depthwise, pointwise)] == ["<=64", ">256"]
     assert median_us(depthwise, torch.channels_last) > 0
+
+
+@pytest.mark.gpu
+def test_a_models_kernels_are_listed_per_compiler(capsys, monkeypatch):
+    """``python -m minicompile.bench.models.kernels``: each compiler's step, its kernels' total
+    and the slowest kernels, a launch count per step on each line."""
+    pytest.importorskip("timm")
+    from minicompile.bench.models import kernels
+
+    monkeypatch.setattr(kernels, "COMPILERS", {k: kernels.COMPILERS[k]
+                                               for k in ("eager", "minicompile")})
+    kernels.main(["resnet18", "--mode", "inference", "--steps", "2", "--top", "3"])
+    out = capsys.readouterr().out
+    for label in ("eager", "minicompile"):
+        line = next(ln for ln in out.splitlines() if ln.startswith(f"{label}: step"))
+        assert int(line.split("(")[1].split()[0]) > 10, line  # launches a step
+    assert "triton_" in out  # minicompile's kernels are its own
