@@ -102,7 +102,17 @@ def mapping_get(x):
     return x + SQUARES.get(3) + SQUARES.get(9, -1)
 
 
-CASES = [missing_key_in_callee, except_tuple_and_args, finally_then_outer_handler,
+def subscript_of_a_constant(x, mask=None):
+    # a library leaves a mask None while compiling and indexes it (transformers' encoders):
+    # CPython's TypeError, here caught; a constant indexed by a constant is CPython's subscript
+    try:
+        mask = mask[:, None]
+    except TypeError as e:
+        mask = len(str(e))  # "'NoneType' object is not subscriptable"
+    return x * mask + ("abc"[1] == "b") + len(tuple[int, str].__args__)
+
+
+CASES = [missing_key_in_callee, subscript_of_a_constant, except_tuple_and_args, finally_then_outer_handler,
          bare_raise_reaches_the_caller, handler_that_does_not_match,
          attribute_error_from_getattr, mapping_get]
 

@@ -250,6 +250,16 @@ def CONTAINS_OP(tx: Tx, inst: Inst) -> None:
 @handler("BINARY_SUBSCR")  # dis#opcode-BINARY_SUBSCR (3.12 BINARY_SLICE is BUILD_SLICE + this)
 def BINARY_SUBSCR(tx: Tx, inst: Inst) -> None:
     key, obj = tx.pop(), tx.pop()
+    if type(obj) is ConstantVariable and key.is_python_constant():
+        # a constant indexed by a constant: CPython's own subscript, its exceptions the traced
+        # code's (``None[0]`` raises TypeError, as where a library left a mask None because it
+        # is being compiled; ``tuple[int]`` goes through ``__class_getitem__``)
+        try:
+            value = operator.getitem(obj.value, key.as_python_constant())
+        except Exception as e:  # noqa: BLE001 -- whatever Python raises there, the code sees
+            raise ObservedException(e) from None
+        tx.push(SourcelessBuilder.wrap(tx, value))
+        return
     tx.push(obj.call_method(tx, "__getitem__", [key], {}))
 
 
