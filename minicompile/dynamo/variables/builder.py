@@ -25,6 +25,7 @@ from ..source import DictKeySource, GetItemSource, LocalSource, Source, own_keys
 from ...shapes.symbolic_shapes import is_symbolic
 from .base import VariableTracker
 from .builtin import BUILTIN_CALLABLES, BuiltinVariable
+from .checkpoint import CheckpointVariable, is_checkpoint
 from .constant import ConstantVariable, is_constant
 from .dicts import ConstDictVariable, UserDefinedDictVariable
 from .generators import CONTEXTMANAGER_CODE, ContextlibDecoratedVariable
@@ -331,6 +332,7 @@ class VariableBuilder:
          lambda self, v, g: CachingDecoratorVariable(v)),  # lru_cache applied in the frame
         (is_function_apply, _id_matched(TorchVariable)),  # apply = MyFunction.apply (torch 2.14: C)
         (is_tensor_method, _id_matched(TensorMethodVariable)),  # torch.Tensor.add(x, y)
+        (is_checkpoint, _id_matched(CheckpointVariable)),  # torch.utils.checkpoint.checkpoint
         (is_torch_callable, _id_matched(TorchVariable)),
         (lambda v: isinstance(v, types.FunctionType) and v.__code__ is CONTEXTMANAGER_CODE,
          wrap_contextmanager),
