@@ -11,6 +11,10 @@ passes): the choice of what to save is the whole game. Two policies:
   graph weighted by tensor bytes (networkx), where ops we never recompute (matmuls, reductions,
   random ops) are pinned to the forward.
 
+Under both, the nodes of an activation-checkpointed region (tagged ``recompute``:
+dynamo/variables/checkpoint.py) are not saved: the region's inputs (and its random ops'
+outputs) are, and the backward recomputes the rest (``recompute_checkpointed``).
+
 Both return a :class:`Partition`: the forward graph ``primals -> (outputs, saved...)``, the
 backward graph ``(saved..., tangents) -> grads``, and what was saved, with its size in bytes.
 """
