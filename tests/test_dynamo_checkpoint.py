@@ -18,6 +18,7 @@ import torch.utils.checkpoint as cp
 from torch import nn
 
 import minicompile as mc
+from minicompile.dynamo.variables.checkpoint import CHECKPOINTED_FUNCTION
 
 
 class Block(nn.Module):
@@ -286,3 +287,34 @@ def test_transformers_gradient_checkpointing_training_step():
 
     torch.testing.assert_close(_steps(model, inputs, "aot_eager", train_step=hf_train_step),
                                _steps(model, inputs, None, train_step=hf_train_step))
+
+
+if CHECKPOINTED_FUNCTION is not None:
+    @cp.checkpoint(use_reentrant=False)
+    def checkpointed_call(block: nn.Module, x: torch.Tensor) -> torch.Tensor:
+        return block(x)
+
+
+class DecoratedMLP(CheckpointedMLP):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            if self.eager_loop:
+                torch._dynamo.graph_break()
+            x = x + checkpointed_call(block, x)
+        return x
+
+
+@pytest.mark.skipif(CHECKPOINTED_FUNCTION is None, reason="no @checkpoint(...) in this torch")
+@pytest.mark.parametrize("eager_loop", [False, True])
+def test_the_decorator_form(eager_loop: bool):
+    """A function decorated with ``@checkpoint(use_reentrant=False)`` (torch 2.14): traced into
+    one graph (real Dynamo breaks there); called from a frame that runs eagerly, the blocks it
+    calls are not compiled (it is not wrapped in torch._disable_dynamo, but it runs its function
+    again in the backward, where nothing is: CheckpointError)."""
+    torch.manual_seed(0)
+    model, x = DecoratedMLP(p=0.5, eager_loop=eager_loop), torch.randn(6, 16)
+    torch.testing.assert_close(_steps(model, x, "aot_eager"), _steps(model, x, None))
+    if not eager_loop:
+        mc.reset()
+        explain = mc.explain(lambda x: model(x).pow(2).mean())(x.requires_grad_())
+        assert (explain.graph_count, explain.break_reasons) == (1, []), explain.break_reasons

@@ -72,6 +72,14 @@ def is_checkpoint(value: Any) -> bool:
     return value is CHECKPOINT
 
 
+# what ``@checkpoint(use_reentrant=False)`` makes of a function (torch 2.14 on)
+CHECKPOINTED_FUNCTION = getattr(torch_checkpoint, "_CheckpointedFunction", None)
+
+
+def is_checkpointed_function(value: Any) -> bool:
+    return CHECKPOINTED_FUNCTION is not None and type(value) is CHECKPOINTED_FUNCTION
+
+
 class CheckpointVariable(KnownCallableVariable):
     """``torch.utils.checkpoint.checkpoint``: a call inlines the function, its nodes tagged."""
 
