@@ -34,7 +34,7 @@ from .joint import GraphSignature, trace_graph
 from .partitioners import PARTITIONERS, Partition, default_partition
 from .runtime_wrappers import (eager_when_writes_alias, make_inference_wrapper,
                                make_training_wrapper)
-from .tracer import Unsupported, storage_key
+from .tracer import Unsupported, run_preserving_meta, storage_key
 
 log = logging.getLogger(__name__)
 Compiler = Callable[[fx.GraphModule, list], Callable]
@@ -136,7 +136,7 @@ class ForwardOnly(torch.nn.Module):
         self.gm = gm
 
     def __call__(self, *args: Any) -> Any:
-        return self.gm.forward(*args)
+        return run_preserving_meta(self.gm, *args)  # checkpointed regions keep their tags
 
 
 def aot_module_simplified(

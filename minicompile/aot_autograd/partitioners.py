@@ -11,6 +11,10 @@ passes): the choice of what to save is the whole game. Two policies:
   graph weighted by tensor bytes (networkx), where ops we never recompute (matmuls, reductions,
   random ops) are pinned to the forward.
 
+Under both, the nodes of an activation-checkpointed region (tagged ``recompute``:
+dynamo/variables/checkpoint.py) are not saved: the region's inputs (and its random ops'
+outputs) are, and the backward recomputes the rest (``recompute_checkpointed``).
+
 Both return a :class:`Partition`: the forward graph ``primals -> (outputs, saved...)``, the
 backward graph ``(saved..., tangents) -> grads``, and what was saved, with its size in bytes.
 """
@@ -133,7 +137,7 @@ def partition_with_saved(joint: fx.GraphModule, saved: list[fx.Node],
     """Build both graphs once the saved set is chosen."""
     primals, tangents = primals_and_tangents(joint.graph)
     fw_outs, grads = split_outputs(joint.graph, num_fwd_outputs)
-    saved = list(dict.fromkeys(saved))  # dedupe, keep order
+    saved = list(dict.fromkeys(recompute_checkpointed(saved)))  # dedupe, keep order
     tensors = [n for n in saved if not is_sym(n)]
     syms = [n for n in saved if is_sym(n)]
     saved = tensors + syms + symbol_bindings(joint, saved, tangents)
@@ -144,6 +148,38 @@ def partition_with_saved(joint: fx.GraphModule, saved: list[fx.Node],
     bw = extract_graph(joint, saved + tangents, grads)
     return Partition(fw, bw, [n.name for n in saved], len(tensors),
                      sum(tensor_bytes(n) for n in tensors))
+
+
+# --- activation checkpointing: what a checkpointed region recomputes ---------------------------
+def is_recomputed(node: fx.Node) -> bool:
+    """A node of a checkpointed region (tagged by dynamo/variables/checkpoint.py, the tag
+    carried onto its ATen nodes by the tracer) that the backward recomputes: not a random op,
+    whose recomputation would draw other numbers than the forward's (its output is saved,
+    where eager's checkpoint keeps the RNG state to replay), and not a size."""
+    return node.meta.get("recompute") is not None and node.op == "call_function" \
+        and not is_sym(node) and not (isinstance(node.target, torch._ops.OpOverload)
+                                      and torch.Tag.nondeterministic_seeded in node.target.tags)
+
+
+def recompute_checkpointed(saved: list[fx.Node]) -> list[fx.Node]:
+    """``saved`` with each node of a checkpointed region replaced by what it is computed from,
+    walking back to the region's inputs (and its random ops' outputs): those are saved, and
+    ``extract_graph`` copies the region's nodes the backward reads into the backward, where
+    they are recomputed (real partitioners' ``must_recompute``). A node reading one output of
+    an op with several (a getitem) stays saved when that op is not recomputed: only tensors
+    are saved, never the op's tuple."""
+    result, todo, seen = [], list(reversed(saved)), set()
+    while todo:
+        n = todo.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        if not is_recomputed(n) or any(isinstance(i.meta.get("val"), (tuple, list))
+                                       and not is_recomputed(i) for i in n.all_input_nodes):
+            result.append(n)
+        else:
+            todo.extend(reversed(n.all_input_nodes))
+    return result
 
 
 # --- the size symbols the backward reads ------------------------------------------------------

@@ -25,6 +25,7 @@ become ``operator`` nodes, walking the SymPy expression.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import math
 import operator
 from collections import Counter
@@ -40,6 +41,31 @@ from torch.utils._pytree import tree_map
 from ..shapes.functions import integer_fraction
 
 aten = torch.ops.aten
+
+
+# Meta keys a Dynamo node hands on to every ATen node it becomes (real proxy_tensor's
+# ``fx.traceback.preserve_node_meta``): the activation-checkpointing tags that
+# dynamo/variables/checkpoint.py puts on the nodes of a checkpointed region, which the
+# partitioner reads to recompute them in the backward instead of saving them.
+PRESERVED_META = ("recompute", "ac_graph_id")
+_current_meta: contextvars.ContextVar[dict] = contextvars.ContextVar("current_meta", default={})
+
+
+def run_preserving_meta(gm: fx.GraphModule, *args: Any) -> Any:
+    """``gm(*args)``, node by node, each ATen op recorded meanwhile getting the node's
+    :data:`PRESERVED_META`. Where no node has any, the generated code runs (it is faster)."""
+    if not any(key in n.meta for n in gm.graph.nodes for key in PRESERVED_META):
+        return gm.forward(*args)
+    return _MetaInterpreter(gm).run(*args)
+
+
+class _MetaInterpreter(fx.Interpreter):
+    def run_node(self, n: fx.Node) -> Any:
+        token = _current_meta.set({k: n.meta[k] for k in PRESERVED_META if k in n.meta})
+        try:
+            return super().run_node(n)
+        finally:
+            _current_meta.reset(token)
 
 
 class Unsupported(RuntimeError):
@@ -246,6 +272,7 @@ class DispatchTracer(TorchDispatchMode):
                                       tree_map(self.to_arg, kwargs),
                                       name=func.overloadpacket.__name__)  # "mul", "mul_1", ...
         node.meta["val"] = out
+        node.meta.update(_current_meta.get())
         if isinstance(out, (torch.SymInt, torch.SymFloat)):  # .item(): a number read at run time
             self.sym_env[out.node.expr] = node
         elif isinstance(out, (int, float, bool)):

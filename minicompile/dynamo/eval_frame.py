@@ -29,6 +29,7 @@ import builtins
 import copy
 import functools
 import inspect
+import sys
 import threading
 import traceback
 import types
@@ -37,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
+import torch.utils.checkpoint
 from torch.utils._device import DeviceContext
 
 from .. import _logging, config
@@ -47,7 +49,7 @@ from .convert_frame import CacheEntry, convert_frame
 from .exc import FullGraphError, Unsupported, without_internal_frames
 from .module_calls import compiling_module_calls
 from .resume_execution import CLOSURE_ARG, resume_function
-from .symbolic_convert import compiles_as_callee
+from .symbolic_convert import NEVER_TRACED_WRAPPERS, compiles_as_callee
 from .variables.nn_module import _has_hooks
 
 
@@ -153,10 +155,38 @@ class FrameCache:
         compiled entry, their parameters the graph's inputs, as real Dynamo's."""
         forward = _static_forward(mod)
         if isinstance(mod, (torch.fx.GraphModule, OptimizedModule)) or "forward" in mod.__dict__ \
-                or _has_hooks(mod) or not compiles_as_callee(forward):
+                or _has_hooks(mod) or not compiles_as_callee(forward) \
+                or _under_never_traced_wrapper(sys._getframe(1)):
             return None
         return self.compiled_callee(forward, backend, ("module call", forward),
                                     unspecialized=forward.__code__.co_varnames[:1]).__get__(mod)
+
+
+# The code of ``eager_frame``'s ``run`` and ``run_in``: where a frame that runs eagerly starts.
+_EAGER_RUN_CODES = {c for c in FrameCache.eager_frame.__code__.co_consts
+                    if isinstance(c, types.CodeType)}
+
+
+# Frames under which a module call runs as it is: a function that asks never to be traced
+# (``torch._disable_dynamo``), and checkpoint's implementation, also reached without that wrapper
+# (``@checkpoint(use_reentrant=False)`` on a function calls it directly)
+_UNCOMPILED_UNDER = set(NEVER_TRACED_WRAPPERS) | {
+    f.__code__ for f in [getattr(torch.utils.checkpoint, "_checkpoint_impl", None)] if f}
+
+
+def _under_never_traced_wrapper(frame: types.FrameType | None) -> bool:
+    """Is a function that asks never to be traced, or checkpoint, running between ``frame``
+    and the frame that runs eagerly? Real Dynamo's ``disable`` turns its hook off for every
+    frame under the function, so the modules it calls run as they are. It matters:
+    ``torch.utils.checkpoint.checkpoint`` is such a function, and it runs its function twice,
+    in the forward and again in the backward (where no frame runs eagerly): a forward compiled
+    the first time saves other tensors than the eager recomputation (CheckpointError), and
+    draws its dropout masks from another generator (wrong gradients)."""
+    while frame is not None and frame.f_code not in _EAGER_RUN_CODES:
+        if frame.f_code in _UNCOMPILED_UNDER:
+            return True
+        frame = frame.f_back
+    return False
 
 
 class _CompilingGlobals(dict):

@@ -25,6 +25,8 @@ from ..source import DictKeySource, GetItemSource, LocalSource, Source, own_keys
 from ...shapes.symbolic_shapes import is_symbolic
 from .base import VariableTracker
 from .builtin import BUILTIN_CALLABLES, BuiltinVariable
+from .checkpoint import (CHECKPOINT, CheckpointVariable, is_checkpoint,
+                         is_checkpointed_function)
 from .constant import ConstantVariable, is_constant
 from .dicts import ConstDictVariable, UserDefinedDictVariable
 from .generators import CONTEXTMANAGER_CODE, ContextlibDecoratedVariable
@@ -235,6 +237,22 @@ class VariableBuilder:
         return FunctoolsPartialVariable(part("func"), part("args").unpack_var_sequence(self.tx),
                                         keywords.items, self.source)
 
+    def wrap_checkpointed_function(self, value: Any, guard: bool) -> VariableTracker:
+        """``@checkpoint(use_reentrant=False)`` applied to a function: a call is ``checkpoint``
+        of the function with the decorator's options (the partial it stands for); its function
+        and options are wrapped (and guarded) like any other input."""
+        from ..source import AttrSource
+
+        if guard:
+            self.install_guard(GuardKind.TYPE_MATCH, type(value))
+
+        def part(name: str) -> VariableTracker:
+            source = AttrSource(self.source, name) if self.source else None
+            return VariableBuilder(self.tx, source).wrap(getattr(value, name), guard)
+
+        return FunctoolsPartialVariable(CheckpointVariable(CHECKPOINT), [part("function")],
+                                        part("checkpoint_kwargs").items, self.source)
+
     def wrap_lru_cache(self, value: Any, guard: bool) -> VariableTracker:
         """A ``functools.lru_cache``-wrapped function is traced through its ``__wrapped__``
         function, as real Dynamo does: the cache only remembers answers the function gives
@@ -331,6 +349,8 @@ class VariableBuilder:
          lambda self, v, g: CachingDecoratorVariable(v)),  # lru_cache applied in the frame
         (is_function_apply, _id_matched(TorchVariable)),  # apply = MyFunction.apply (torch 2.14: C)
         (is_tensor_method, _id_matched(TensorMethodVariable)),  # torch.Tensor.add(x, y)
+        (is_checkpoint, _id_matched(CheckpointVariable)),  # torch.utils.checkpoint.checkpoint
+        (is_checkpointed_function, wrap_checkpointed_function),  # @checkpoint(...) def f
         (is_torch_callable, _id_matched(TorchVariable)),
         (lambda v: isinstance(v, types.FunctionType) and v.__code__ is CONTEXTMANAGER_CODE,
          wrap_contextmanager),

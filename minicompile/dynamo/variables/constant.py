@@ -131,6 +131,16 @@ class ConstantVariable(VariableTracker):
 
             if attr in HANDLERS:  # (as BuiltinVariable.var_getattr finds itertools.chain's)
                 return BuiltinVariable(attr)
+        if isinstance(self.value, type) and isinstance(attr, types.FunctionType):
+            # a plain function of a class (``type(self).forward``) is that function: compared
+            # with ``is`` (transformers' checkpointing ``forward`` asks ``type(self).forward is
+            # forward_with_checkpointing``: as a bound-method stand-in it was never the same
+            # object, and the layer silently ran without its wrapper's branch)
+            from ..source import AttrSource
+            from .builder import VariableBuilder
+
+            source = AttrSource(self.source, name) if self.source is not None else None
+            return VariableBuilder(tx, source).wrap(attr, guard=source is not None)
         # (a typing form is callable, ``typing.Union`` of ``Optional[str].__origin__``, but a
         # constant for the trace, as the builder wraps it: a dict key, compared with ``is``)
         if callable(attr) and not isinstance(attr, type) and type(attr).__module__ != "typing":

@@ -15,6 +15,7 @@ import types
 from typing import Any, Callable
 
 import torch
+import torch.utils.checkpoint
 from torch._library.custom_ops import CustomOpDef
 
 from ..exc import unimplemented
@@ -76,12 +77,16 @@ UNSUPPORTED: dict[Callable, str] = {
 # torch.testing's helpers (OpInfo's ``op=lambda self, c, o: torch.where(c, self, o)``) are plain
 # Python around torch calls, and as one graph node a lambda has no name to print the graph with.
 INLINED_TORCH_MODULES = ("torch.optim", "torch.testing")
+# Single torch functions traced through the same way: checkpoint_sequential is a loop of
+# ``checkpoint`` calls, each traced into the graph (variables/checkpoint.py)
+INLINED_TORCH_FUNCTIONS = {torch.utils.checkpoint.checkpoint_sequential}
 
 
 def is_inlined_torch_function(value: Any) -> bool:
     module = getattr(value, "__module__", None) or ""
-    return isinstance(value, types.FunctionType) and any(
+    return isinstance(value, types.FunctionType) and (any(
         module == m or module.startswith(m + ".") for m in INLINED_TORCH_MODULES)
+        or value in INLINED_TORCH_FUNCTIONS)
 
 
 def is_module_code(value: Any) -> bool:
