@@ -406,3 +406,20 @@ def test_associative_scan_is_traced_as_its_recurrence(reverse):
         torch.testing.assert_close(h[:, :, t], state)
     x = torch.randn(7, 3)
     one_graph(lambda x: associative_scan(torch.add, x, 0, combine_mode="generic"), x)
+
+
+def test_a_python_type_as_a_dtype_is_the_dtype_torch_reads_it_as():
+    """``torch.zeros(n, dtype=int)`` (transformers' padding masks), ``x.to(float)``: torch reads
+    the types as int64, float64, bool; the graph holds those dtypes (a type in a graph broke it:
+    FX cannot write a class into the graph's code). One graph, eager's dtypes and values."""
+    def f(x):
+        return (torch.zeros(x.shape[0], dtype=int) + 1, x.to(float) * 2,
+                torch.ones(3, dtype=bool), torch.full((2,), 1.5, dtype=complex))
+
+    x = torch.randn(5)
+    for got, want in zip(mc.compile(f, backend="eager")(x), f(x)):
+        assert got.dtype == want.dtype
+        torch.testing.assert_close(got, want)
+    explained = mc.explain(f)(x)
+    assert explained.graph_count == 1 and explained.graph_break_count == 0, \
+        explained.break_reasons

@@ -47,6 +47,13 @@ def transformed_name(code: types.CodeType) -> str:
     return f"__transformed_code_{next(_transformed_ids)}_{readable(code.co_name)}"  # _lambda_
 
 
+# A Python type where torch takes a dtype (``torch.zeros(n, dtype=int)``, as transformers'
+# masks are made): the dtype torch's argument parser reads it as. A graph holds dtypes, not
+# types (FX cannot write a class into its code).
+PYTHON_TYPE_DTYPES = {bool: torch.bool, int: torch.int64, float: torch.float64,
+                      complex: torch.complex128}
+
+
 @dataclass
 class GraphInput:
     source: Source
@@ -236,6 +243,11 @@ class OutputGraph:
 
     def create_proxy(self, kind: str, target: Any, args: tuple, kwargs: dict) -> torch.fx.Proxy:
         tracer = self.tracer if kind == "get_attr" else self.current_tracer
+        if kwargs.get("dtype") in PYTHON_TYPE_DTYPES:  # torch.zeros(n, dtype=int)
+            kwargs = {**kwargs, "dtype": PYTHON_TYPE_DTYPES[kwargs["dtype"]]}
+        if kind == "call_method" and target == "to":  # x.to(float)
+            args = tuple(PYTHON_TYPE_DTYPES.get(a, a) if isinstance(a, type) else a
+                         for a in args)
         try:
             proxy = tracer.create_proxy(kind, target, args, kwargs)
         except NotImplementedError as e:  # FX's create_arg: "argument of type: <class ...>"
