@@ -927,3 +927,12 @@ def test_sgn_of_a_real_tensor_is_its_sign():
         graph = GraphLowering(make_fx(torch.sgn)(t)).run()  # (no decomposition of sgn)
         assert not graph.fallbacks, graph.fallbacks
         torch.testing.assert_close(GraphExecutor(graph)(t), torch.sgn(t), equal_nan=True)
+
+
+def test_zero_is_a_constant_fill():
+    """``x.zero_()`` is functionalized into ``aten.zero`` (a tensor of zeros like ``x``), which
+    was left to ATen (found by ``tests/inductor_port``)."""
+    t = torch.randn(3, 5).t()
+    graph = GraphLowering(make_fx(torch.ops.aten.zero.default)(t)).run()
+    assert not graph.fallbacks, graph.fallbacks
+    torch.testing.assert_close(GraphExecutor(graph)(t), torch.zeros_like(t))
