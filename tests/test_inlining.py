@@ -196,3 +196,20 @@ def test_a_producer_read_at_equal_indices_is_evaluated_once():
     assert handler.loads == [("x", fused.index_vars()[0][0])]
     x = torch.rand(24)
     torch.testing.assert_close(run_nodes([fused], {"x": x}, {})["out"], 2 * x.exp())
+
+
+def test_a_symbolic_index_past_the_bound_keeps_the_producer_a_buffer(monkeypatch, caplog):
+    """With symbolic sizes the simplifier cannot always remove the ``//`` and ``%`` that
+    unflattening a producer's index adds, so each substitution nests the index a level
+    deeper: a circular pad (a chain of six ``slice_scatter`` s, each over the last) compiled
+    with ``dynamic=True`` never finished. Past ``MAX_INDEX_OPS`` operations the producer stays
+    a buffer (lowered here so that the small pad below reaches it)."""
+    monkeypatch.setattr(inlining, "MAX_INDEX_OPS", 12)
+
+    def pad(x):
+        return torch.nn.functional.pad(x, (2, 1, 1, 2), mode="circular")
+
+    x = torch.randn(2, 3, 5, 6)
+    with caplog.at_level("DEBUG", logger="minicompile.inductor.inlining"):
+        torch.testing.assert_close(mc.compile(pad, dynamic=True)(x), pad(x))
+    assert "operations > 12" in caplog.text

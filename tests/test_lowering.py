@@ -916,3 +916,23 @@ def test_an_output_saved_for_the_backward_is_the_output_itself():
     polar = lambda a, b: torch.polar(a, b)
     torch.testing.assert_close(mc.compile(polar)(a, b), polar(a, b))
     assert not mc.metrics.backend_fallbacks
+
+
+def test_sgn_of_a_real_tensor_is_its_sign():
+    """``abs``'s gradient is ``grad * sgn(x)``: a real tensor's ``sgn`` is its ``sign`` (a
+    complex one never reaches a kernel), so a training step with ``abs`` had an op left to
+    ATen (found by ``tests/inductor_port``)."""
+    special = torch.tensor([float("nan"), -0.0, 0.0, float("inf"), -float("inf")])
+    for t in (torch.cat([special, x(11)]), torch.randint(-3, 3, (9,), dtype=torch.int32)):
+        graph = GraphLowering(make_fx(torch.sgn)(t)).run()  # (no decomposition of sgn)
+        assert not graph.fallbacks, graph.fallbacks
+        torch.testing.assert_close(GraphExecutor(graph)(t), torch.sgn(t), equal_nan=True)
+
+
+def test_zero_is_a_constant_fill():
+    """``x.zero_()`` is functionalized into ``aten.zero`` (a tensor of zeros like ``x``), which
+    was left to ATen (found by ``tests/inductor_port``)."""
+    t = torch.randn(3, 5).t()
+    graph = GraphLowering(make_fx(torch.ops.aten.zero.default)(t)).run()
+    assert not graph.fallbacks, graph.fallbacks
+    torch.testing.assert_close(GraphExecutor(graph)(t), torch.zeros_like(t))

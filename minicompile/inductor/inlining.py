@@ -42,6 +42,7 @@ import sympy
 
 from .dependencies import visits_every_point
 from .ir import Buffer, ComputedBuffer, MemoryDep, Pointwise, inline_producers, substitutions
+from .ir.inline import IndexTooLarge, index_size_limit
 from .loop_order import pick_loop_order
 from .sizevars import FloorDiv, ModularIndexing, same
 
@@ -141,6 +142,10 @@ REALIZE_ACC_OPCOUNT_THRESHOLD = 2 * REALIZE_OPCOUNT_THRESHOLD
 # producers substituted into one body: how deep its evaluation may nest (a chain of copies or
 # views is a load per level and no op, so the op counts do not bound it; Python's stack does)
 MAX_SUBSTITUTIONS = 32
+# operations in an index at which a substituted load stops being substituted: with symbolic
+# sizes an index can nest a level deeper per producer and grow exponentially (``ir/inline.py``);
+# the largest index the test suites substitute at holds under 100
+MAX_INDEX_OPS = 200
 
 
 def room_for(reader: ComputedBuffer, producer: ComputedBuffer) -> bool:
@@ -214,8 +219,16 @@ def inline_unfusable_producers(nodes: Sequence[Buffer],
             if why is not None:
                 log.debug("kept %s a buffer: %s", name, why)
                 continue
-        for k in inlined:
-            nodes[k] = inline_producers(nodes[k], [producer])
+        for k in list(inlined):
+            candidate = inline_producers(nodes[k], [producer])
+            try:
+                with index_size_limit(MAX_INDEX_OPS):  # the body's first evaluation
+                    candidate.get_read_writes()
+            except IndexTooLarge as e:
+                log.debug("kept %s a buffer for %s: %s", name, nodes[k].get_name(), e)
+                inlined.remove(k)
+                continue
+            nodes[k] = candidate
             for gone in reads[k]:
                 readers_of[gone].discard(k)
             reads[k] = nodes[k].get_read_writes().read_names()

@@ -28,6 +28,7 @@ substitutions nest (a recurrence's backward inlines producers into producers int
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 from typing import Any, Callable, Mapping
 
@@ -37,6 +38,32 @@ from ..sizevars import Expr, FloorDiv, ModularIndexing, index_var, simplify_inde
 from ..virtualized import get_ops_handler, set_ops_handler
 from .layout import Layout
 from .nodes import ComputedBuffer, Pointwise
+
+
+class IndexTooLarge(Exception):
+    """A substituted load's index passed the bound :func:`index_size_limit` set."""
+
+
+# Operations an index may hold when a producer's body is evaluated at it, while a substitution
+# is being decided (None: no bound). With symbolic sizes the simplifier cannot always remove
+# the ``//`` and ``%`` that unflattening a producer's flat index adds (it cannot prove a digit
+# in range), so each producer substituted into the next nests the index one level deeper and
+# its size, and the time ``sympy.expand`` takes on it, grows exponentially with the chain (a
+# circular pad is six ``slice_scatter`` s, each over the previous).
+_index_ops_limit: int | None = None
+
+
+@contextlib.contextmanager
+def index_size_limit(ops: int):
+    """Raise :class:`IndexTooLarge` from a substituted load whose index holds more than
+    ``ops`` operations, while the block runs (``inlining.py`` then keeps the producer a
+    buffer)."""
+    global _index_ops_limit
+    outer, _index_ops_limit = _index_ops_limit, ops
+    try:
+        yield
+    finally:
+        _index_ops_limit = outer
 
 
 def unflatten_index(flat: Expr, size: list[Expr], stride: list[Expr], offset: Expr) -> list[Expr]:
@@ -112,8 +139,12 @@ class InlineLoads:
         self.memo: collections.ChainMap = collections.ChainMap()  # (name, index) -> value
 
     def load(self, name: str, index: Expr) -> Any:
-        index = simplify_index(index, self.var_ranges)
         producer = self.env.get(name)
+        if producer is not None and _index_ops_limit is not None \
+                and sympy.count_ops(index) > _index_ops_limit:  # before simplifying it
+            raise IndexTooLarge(f"a load of {name} at an index of {sympy.count_ops(index)} "
+                                f"operations > {_index_ops_limit}")
+        index = simplify_index(index, self.var_ranges)
         if producer is None:
             return self.parent.load(name, self.in_caller(index))
         key = (name, index)
@@ -189,5 +220,5 @@ def inline_producers(consumer: ComputedBuffer, producers: list[ComputedBuffer]) 
     return inlined
 
 
-__all__ = ["inline_producers", "unflatten_index", "InlineLoads", "Inlined", "Substitute",
+__all__ = ["IndexTooLarge", "index_size_limit", "inline_producers", "unflatten_index", "InlineLoads", "Inlined", "Substitute",
            "substitutions"]

@@ -36,7 +36,7 @@ register_lowering(aten.new_full.default)(lambda x, size, value, **kw: _full(valu
 @register_lowering(aten.zeros.default, aten.zeros_like.default, aten.new_zeros.default,
                    aten.empty.memory_format, aten.empty_like.default, aten.new_empty.default,
                    aten.empty_strided.default, aten.empty_permuted.default,
-                   aten.new_empty_strided.default)
+                   aten.new_empty_strided.default, aten.zero.default)
 def zeros(*args, **kwargs):
     # empty memory holds anything; zeros keep the reference executor deterministic
     return _constant(0, out_dtype(), out_size())

@@ -28,6 +28,7 @@ UNARY = {
     aten.ceil: "ceil", aten.round.default: "round", aten.trunc: "trunc", aten.sign: "sign",
     aten.reciprocal: "reciprocal", aten.relu: "relu", aten.bitwise_not: "bitwise_not",
     aten.lgamma: "lgamma", aten.square: "square",
+    aten.sgn: "sign",  # a real tensor's sgn is its sign (a complex graph never gets here)
 }
 # ops whose result is bool but which compute on the input's own dtype
 PREDICATES = {aten.isnan: "isnan", aten.isinf: "isinf", aten.signbit: "signbit"}
