@@ -71,7 +71,10 @@ def main(argv: list[str] | None = None) -> None:
         for _ in range(3):  # compiles, then the caches settle
             step()
         wall = min(step_ms(step, 10) for _ in range(3))
-        rows = profile_kernels(step, reps=args.steps)  # (name, launches, us), slowest first
+        # (name, launches, us), slowest first; a CUDA tensor among the arguments makes the
+        # profile one of kernels, not of ATen ops
+        a_tensor = next(t for t in runner.inputs.values() if isinstance(t, torch.Tensor))
+        rows = profile_kernels(lambda _: step(), a_tensor, reps=args.steps)
         total, launches = sum(us for _, _, us in rows) / 1e3, sum(n for _, n, _ in rows)
         print(f"\n{label}: step {wall:.3f} ms, kernels {total:.3f} ms ({launches} launches)")
         for name, n, us in rows[:args.top]:
