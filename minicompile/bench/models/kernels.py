@@ -1,8 +1,8 @@
 """Where a model's step spends its GPU time: the kernels of one step under eager, real
 ``torch.compile`` and minicompile, side by side in one process (``torch.profiler``).
 
-    python -m minicompile.bench.models.kernels resnet18 --mode training
-    python -m minicompile.bench.models.kernels llama --mode inference --dtype bfloat16 --top 20
+    bash course.sh python -m minicompile.bench.models.kernels resnet18 --mode training
+    bash course.sh python -m minicompile.bench.models.kernels llama --mode inference --dtype bfloat16 --top 20
 
 A suite's row says how long a step takes; this says why. A step that takes longer than its
 kernels is host-bound (the launches, guards and library calls of the Python side); kernels that
@@ -52,7 +52,7 @@ def step_ms(step: Callable[[], object], steps: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m minicompile.bench.models.kernels",
+    p = argparse.ArgumentParser(prog="bash course.sh python -m minicompile.bench.models.kernels",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("model", help="a suite model's name (docs/models.md lists them)")
     p.add_argument("--mode", choices=("inference", "training"), default="training")
