@@ -301,21 +301,3 @@ def test_conv_layouts_kinds_and_timing():
     assert [c.pixels() for c in (depthwise, pointwise)] == ["<=64", ">256"]
     assert median_us(depthwise, torch.channels_last) > 0
 
-
-@pytest.mark.gpu
-def test_a_models_kernels_are_listed_per_compiler(capsys, monkeypatch):
-    """``python -m minicompile.bench.models.kernels``: each compiler's step, its kernels' total
-    and the slowest kernels, a launch count per step on each line."""
-    pytest.importorskip("timm")
-    from minicompile.bench.models import kernels
-
-    monkeypatch.setattr(kernels, "COMPILERS", {k: kernels.COMPILERS[k]
-                                               for k in ("eager", "minicompile")})
-    kernels.main(["resnet18", "--mode", "inference", "--steps", "2", "--top", "1000"])
-    out = capsys.readouterr().out
-    for label in ("eager", "minicompile"):
-        line = next(ln for ln in out.splitlines() if ln.startswith(f"{label}: step"))
-        assert int(line.split("(")[1].split()[0]) > 10, line  # launches a step
-    eager, compiled = out.split("\nminicompile: step")
-    assert "aten::" not in out  # kernels, not the ATen ops that launched them
-    assert "triton_" in compiled and "triton_" not in eager  # minicompile's own kernels
