@@ -414,3 +414,19 @@ def test_a_view_of_an_intermediate_returned_at_a_break_can_be_written_in_place(b
     torch.testing.assert_close(y, ry)
     got.backward(), expected.backward()
     torch.testing.assert_close(x.grad, rx.grad)
+
+
+# ---- a column reduction in tiles, its row count not a multiple of the tile ---------------------
+# The C++ column reduction writes its body over ``xindex = x0 + 64*x1`` when some index has a
+# division (here one over the reduced positions: ``m`` read transposed). The tile's variable
+# ``x1`` was given range(80 // 64) = range(1), and an index simplified over it dropped ``64*x1``:
+# the last 16 columns summed the first 16 again (a LayerNorm2d's weight gradient in ConvNeXt's
+# backward, once its gradients were channels-last). A short last tile now counts in the range.
+
+@pytest.mark.parametrize("columns", [80, 64, 200])
+def test_column_reduction_with_a_short_last_tile(columns):
+    def f(g, m):
+        return (g * m.transpose(1, 2)).sum((0, 1, 2))
+
+    g, m = torch.randn(2, 4, 4, columns), torch.randn(2, 4, 4, 1)
+    torch.testing.assert_close(mc.compile(f)(g, m), f(g, m))

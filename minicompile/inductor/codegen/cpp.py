@@ -324,9 +324,12 @@ class CppKernel:
     def split(self, var: sympy.Symbol, inner: sympy.Symbol, outer: sympy.Symbol, row: int,
               numel: sympy.Expr) -> None:
         """A fresh ops handler (temporaries from tmp0 again) whose indices read ``var`` as
-        ``inner + row*outer``, each of the two over its own range."""
+        ``inner + row*outer``, each of the two over its own range. ``outer`` counts the last,
+        short tile too (``ceiling``): an index is simplified over the ranges, and a range
+        shorter than the loop's would let it drop terms (80 rows in tiles of 64 would make
+        ``outer`` range(1), that is 0, and every tile read the first)."""
         ranges = {**self.group.var_ranges(), inner: sympy.Integer(row),
-                  outer: sympy.sympify(numel // row)}
+                  outer: sympy.ceiling(sympy.sympify(numel) / row)}
         self.fresh_ops(ranges)
         self.ops.index_subs = {var: inner + row * outer}
 
