@@ -91,6 +91,14 @@ def is_channels_last_backward(node: fx.Node) -> bool:
         and val.is_contiguous(memory_format=torch.channels_last)
 
 
+def is_conv2d_backward(node: fx.Node) -> bool:
+    """A 2-D convolution's backward, whatever the layout of its saved input."""
+    if node.target is not CONVOLUTION_BACKWARD or not isinstance(node.args[1], fx.Node):
+        return False
+    val = node.args[1].meta.get("val")
+    return isinstance(val, torch.Tensor) and val.dim() == 4
+
+
 def is_grouped(node: fx.Node) -> bool:
     """A grouped convolution (a depthwise one: one input channel per group)."""
     return node.args[8] > 1
@@ -182,9 +190,11 @@ def cuda_prefers_channels_last(gm: fx.GraphModule, convs: list[fx.Node],
 def nodes_prefer_channels_last(gm: fx.GraphModule) -> set[fx.Node]:
     """The nodes whose 4-D results are laid out channels-last (Inductor's rule):
 
-    1. a convolution (in a backward graph, a convolution's backward with a channels-last
-       input), and every node whose result some node of the set reads (walking the
-       graph backwards): what feeds a convolution, directly or through pointwise ops;
+    1. a convolution (in a backward graph, a convolution's backward: every one of them, the
+       stem's too, whose saved input is the caller's image in eager's layout: its lowering
+       takes the graph's layout, ``lowerings/conv.py``), and every node whose result some node
+       of the set reads (walking the graph backwards): what feeds a convolution, directly or
+       through pointwise ops;
     2. then, walking forwards up to the last convolution, every node reading a node of the set:
        what a convolution's result flows into (its batch norm and activation) before it
        reaches the next one. Past the last convolution (a classifier head, a transformer
@@ -193,7 +203,7 @@ def nodes_prefer_channels_last(gm: fx.GraphModule) -> set[fx.Node]:
     chosen: set[fx.Node] = set()
     last_conv = None
     for node in reversed(gm.graph.nodes):
-        if node.target is CONVOLUTION or is_channels_last_backward(node):
+        if node.target is CONVOLUTION or is_conv2d_backward(node):
             chosen.add(node)
             last_conv = last_conv or node
         elif node.target not in CANNOT_PROPAGATE and any(u in chosen for u in node.users):

@@ -39,6 +39,22 @@ def convolution(x, weight, bias, stride, padding, dilation, transposed, output_p
                        layout=symbolic_conv_layout(x, weight))
 
 
+@register_lowering(aten.convolution_backward.default)
+def convolution_backward(grad, x, weight, *params):
+    """One ATen call; in a graph that runs its convolutions channels-last (``layout_opt.py``),
+    the incoming gradient and the saved input are handed over channels-last, as the forward's
+    convolution took its input. The stem's saved input is the caller's image in eager's layout:
+    taken as it is, cuDNN ran the stem's backward in that layout, converting the gradient (a
+    ResNet's: 103 MB a step), and the gradient's producers (the max pool's and the ReLU's
+    backward) wrote eager's layout from channels-last reads, an uncoalesced store per element.
+    The weight stays as it is: ATen runs channels-last when the input is so (a dense weight
+    would be copied on every call)."""
+    if V.graph.layout_opt and len(x.get_size()) == 4:
+        order = channels_last_order(4)
+        grad, x = require_fill_order(grad, order), require_fill_order(x, order)
+    return make_extern(aten.convolution_backward.default, (grad, x, weight, *params), {})
+
+
 def peels_bias(device: torch.device) -> bool:
     """On a GPU (oneDNN on the CPU adds the bias inside its convolution, at no extra pass)."""
     return device.type != "cpu"

@@ -19,7 +19,6 @@ aten = torch.ops.aten
 EXTERN_OPS = [
     aten.mm.default, aten.bmm.default, aten.addmm.default, aten.baddbmm.default,
     aten._addmm_activation.default,
-    aten.convolution_backward.default,  # (convolution: lowerings/conv.py)
     *sorted(ATTENTION, key=str),  # scaled_dot_product_attention's kernels and their backwards
     aten._cdist_forward.default,
 ]
