@@ -23,9 +23,8 @@ import torch
 
 import minicompile as mc
 
-from .timing import sync, time_in_turns
+from .timing import ROUNDS, sync, time_in_turns
 
-ROUNDS = 5  # rounds of timing, every step in turn in each: the median is reported
 
 # key -> (label, how to compile): eager is the baseline
 COMPILERS: dict[str, tuple[str, Callable[[Callable], Callable]]] = {

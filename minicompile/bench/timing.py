@@ -3,8 +3,8 @@ torch/_inductor/runtime/benchmarking.py, and of ``torch.utils.benchmark`` on the
 
 GPU: CUDA events around each call, the L2 cache flushed between calls, the median of the reps
 (``do_bench(..., return_mode="median")``). CPU: ``Timer.blocked_autorange`` medians with as many
-threads as torch uses, eager and the compilers taking turns (``time_in_turns``). Never one
-wall-clock reading per call.
+threads as torch uses. On both, eager and the compilers take turns (``time_in_turns``). Never
+one wall-clock reading per call.
 """
 
 from __future__ import annotations
@@ -50,9 +50,10 @@ def spread(samples: list[float]) -> float:
 
 def time_ms_spread(step: Callable[[], Any], device: str, budget: str = "full"
                    ) -> tuple[float, float]:
-    """Median milliseconds of one ``step()`` and the spread of the repeats it is the median of
-    (GPU: the 10th to 90th percentile of ``do_bench``'s reps; CPU: ``blocked_autorange``'s
-    blocks, each the mean of many calls)."""
+    """Median milliseconds of one ``step()`` timed on its own and the spread of the repeats it
+    is the median of (GPU: the 10th to 90th percentile of ``do_bench``'s reps; CPU:
+    ``blocked_autorange``'s blocks, each the mean of many calls). Comparisons take turns:
+    ``time_in_turns``."""
     if device == "cuda":
         warmup, rep = GPU_BUDGET[budget]
         low, median, high = do_bench(step, warmup=warmup, rep=rep, quantiles=[0.1, 0.5, 0.9])
@@ -69,7 +70,7 @@ def time_ms(step: Callable[[], Any], device: str, budget: str = "full") -> float
     return time_ms_spread(step, device, budget)[0]
 
 
-CPU_ROUNDS = 5  # the CPU budget is spent in rounds, taking turns (``time_in_turns``)
+ROUNDS = 5  # the steps take turns this many times (``time_in_turns``)
 
 
 def time_in_turns(steps: dict[str, Callable[[], Any]], device: str, budget: str = "full",
@@ -83,31 +84,34 @@ def time_and_spread_in_turns(steps: dict[str, Callable[[], Any]], device: str,
                              budget: str = "full",
                              started: Callable[[str], None] = lambda key: None
                              ) -> dict[str, tuple[float, float]]:
-    """Median milliseconds of each step, and the spread of its repeats (``spread``). On the CPU
-    the steps take turns: ``CPU_ROUNDS`` rounds, each timing every step for a fifth of the
-    budget, and each step's median over the rounds.
-    A shared machine drifts (another process, the host's load) over seconds: timed one after
-    the other, eager could get a quiet second and a compiler a busy one; in turns, each sees
-    the same stretches of time. The GPU has no such drift (``do_bench``: CUDA events, one
-    step after the other). ``started(key)`` is called before a step is first timed. The
-    spread is over the rounds' medians on the CPU (``time_ms_spread`` on the GPU)."""
-    if device == "cuda":
-        out = {}
-        for key, step in steps.items():
-            started(key)
-            out[key] = time_ms_spread(step, device, budget)
-        return out
+    """Median milliseconds of each step, and the spread of its rounds' medians. The steps take
+    turns: ``ROUNDS`` rounds, each timing every step once (GPU: one ``do_bench`` of the whole
+    budget; CPU: ``blocked_autorange`` for a fifth of it), and each step's median over the
+    rounds. A shared machine drifts (another process, the host's load) over seconds: timed one
+    after the other, eager could get a quiet second and a compiler a busy one; in turns, each
+    sees the same stretches of time. On the GPU this matters wherever a step is bound by the
+    host (a training step launching hundreds of kernels: a ResNet-18 step's host time moved by
+    15% between three back-to-back timings of the same compiled step), as much as on the CPU.
+    ``started(key)`` is called before a step is first timed."""
     rounds: dict[str, list[float]] = {key: [] for key in steps}
-    for r in range(CPU_ROUNDS):
+    for r in range(ROUNDS):
         for key, step in steps.items():
             if r == 0:
                 started(key)
-                step()  # warm up outside the measurement
-            timer = benchmark.Timer(stmt="step()", globals={"step": step},
-                                    num_threads=torch.get_num_threads())
-            rounds[key].append(timer.blocked_autorange(
-                min_run_time=CPU_BUDGET[budget] / CPU_ROUNDS).median * 1e3)
+            rounds[key].append(round_ms(step, device, budget, warm_up=r == 0))
     return {key: (statistics.median(ms), spread(ms)) for key, ms in rounds.items()}
+
+
+def round_ms(step: Callable[[], Any], device: str, budget: str, warm_up: bool) -> float:
+    """One round's median milliseconds of ``step()`` (``time_and_spread_in_turns``)."""
+    if device == "cuda":
+        warmup, rep = GPU_BUDGET[budget]  # (do_bench warms up itself)
+        return float(do_bench(step, warmup=warmup, rep=rep, return_mode="median"))
+    if warm_up:
+        step()  # outside the measurement
+    timer = benchmark.Timer(stmt="step()", globals={"step": step},
+                            num_threads=torch.get_num_threads())
+    return timer.blocked_autorange(min_run_time=CPU_BUDGET[budget] / ROUNDS).median * 1e3
 
 
 # glibc's mallopt parameters (malloc.h)
