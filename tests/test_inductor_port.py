@@ -24,7 +24,7 @@ import minicompile as mc
 from minicompile import config
 from minicompile.inductor.graph import GraphLowering
 from inductor_port import CASES, Case
-from inductor_port import torchinductor_corpus  # noqa: F401  (it registers the cases)
+from inductor_port import cpu_repro_corpus, torchinductor_corpus  # noqa: F401  (they register the cases)
 
 TEST_DEVICE = os.environ.get("MINICOMPILE_TEST_DEVICE", "cpu")
 

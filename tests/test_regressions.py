@@ -430,3 +430,54 @@ def test_column_reduction_with_a_short_last_tile(columns):
 
     g, m = torch.randn(2, 4, 4, columns), torch.randn(2, 4, 4, 1)
     torch.testing.assert_close(mc.compile(f)(g, m), f(g, m))
+
+
+# ---- an in-place ATen overload called directly ---------------------------------------------------
+# ``aten.add_.Tensor(x, y)`` writes ``x`` and its result goes unused. Dynamo's dead-code
+# elimination keeps in-place calls by their name ending in "_", but an overload is named
+# "add_.Tensor": the call was dropped and ``x`` never written (test_cpu_repro's
+# test_inplace_add_alpha). A mutable overload now counts as a side effect.
+
+def test_an_in_place_aten_overload_whose_result_is_unused_still_writes():
+    def f(x, y):
+        aten.add_.Tensor(x, y, alpha=0.55)
+        return (x,)
+
+    y = torch.randn(10)
+    x, expected = torch.zeros(10), torch.zeros(10)
+    f(expected, y)
+    mc.compile(f, backend="inductor")(x, y)
+    torch.testing.assert_close(x, expected)
+
+
+# ---- unsigned 32- and 64-bit tensors ---------------------------------------------------------
+# The C++ backend had no type for uint32/uint64 (``x * x`` fell back to the reference backend),
+# and the reference backend stores with ``index_put_``, which eager has for none of
+# uint16/uint32/uint64: a crash. C++ now has uint32_t and uint64_t; the reference backend
+# writes an unsigned buffer through its signed twin's view.
+
+@pytest.mark.parametrize("dtype", [torch.uint16, torch.uint32, torch.uint64])
+def test_unsigned_products_wrap_around_as_in_eager(dtype):
+    bits = torch.iinfo(dtype).bits
+    x = torch.randint(0, 2 ** min(bits, 62), (37, 37)).to(dtype)
+    f = lambda x: (x * x, x.sum(dim=1))  # noqa: E731
+    mc.metrics.reset()
+    for got, expected in zip(mc.compile(f, backend="inductor")(x), f(x)):
+        assert torch.equal(got, expected)
+    if dtype != torch.uint16:  # uint16 is left to the reference backend on purpose
+        assert not mc.metrics.backend_fallbacks
+
+
+# ---- float8 tensors ---------------------------------------------------------------------------
+# No kernel backend has a float8 type: a cast to float8 in a kernel raised KeyError in the C++
+# code generator, and AOT autograd ran the whole graph eagerly. The ops that read or make a
+# float8 tensor now run in ATen, with their reason, and the rest of the graph is compiled.
+
+def test_float8_casts_run_in_aten_and_the_rest_compiles():
+    def f(x):
+        return x.to(torch.float8_e4m3fn).to(x.dtype).sin() + 1
+
+    x = torch.rand(15, 3, 13)
+    mc.metrics.reset()
+    torch.testing.assert_close(mc.compile(f, backend="inductor")(x), f(x))
+    assert not mc.metrics.fallback_reasons  # no whole-graph fallback

@@ -98,6 +98,8 @@ def _is_side_effect(node: torch.fx.Node) -> bool:
     name = target if isinstance(target, str) else getattr(target, "__name__", "")
     return (node.op in ("placeholder", "output")
             or name.endswith("_") and not name.startswith("__")  # in-place: add_, copy_, ...
+            # an ATen overload called directly: aten.add_.Tensor is named "add_.Tensor"
+            or isinstance(target, torch._ops.OpOverload) and target._schema.is_mutable
             or target in (operator.setitem, torch._C._set_grad_enabled,
                           torch.amp._enter_autocast, torch.amp._exit_autocast)
             or target in INPLACE_OPERATORS  # tensor += ... (named "iadd": no underscores)

@@ -107,8 +107,16 @@ TORCH_OPS = {
 def write_flat(out: torch.Tensor, idx: torch.Tensor, value: torch.Tensor,
                mode: str | None) -> None:
     """``out[idx] = value``, or for ``mode="atomic_add"`` ``out[idx] += value`` with repeated
-    indices adding up (as eager's ``index_put_(accumulate=True)``)."""
+    indices adding up (as eager's ``index_put_(accumulate=True)``). ``index_put_`` takes no
+    unsigned type wider than uint8: those are written through their signed twin's view (the
+    same bits, and a sum that wraps around alike)."""
+    signed = SIGNED_TWINS.get(out.dtype)
+    if signed is not None:
+        out, value = out.view(signed), value.to(out.dtype).view(signed)
     out.index_put_((idx,), value, accumulate=mode == "atomic_add")
+
+
+SIGNED_TWINS = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: torch.int64}
 
 
 class TorchHandler:

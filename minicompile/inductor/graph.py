@@ -60,12 +60,23 @@ def is_flat(spec: pytree.TreeSpec) -> bool:
 
 # Inductor keeps complex tensors out of its loop kernels too (its complex ops are fallbacks)
 COMPLEX_REASON = ("a complex tensor: no kernel backend has a complex type (the ATen op runs it)")
+# nor has any kernel backend here a float8 type (the conversions' rounding is not written)
+FLOAT8_DTYPES = {getattr(torch, n) for n in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
+                                              "float8_e5m2fnuz", "float8_e8m0fnu")
+                 if hasattr(torch, n)}
+FLOAT8_REASON = "a float8 tensor: no kernel backend has a float8 type (the ATen op runs it)"
 
 
-def touches_complex(node: torch.fx.Node) -> bool:
-    """Whether ``node`` reads or makes a complex tensor (its own value or an input's)."""
+def kernelless_reason(node: torch.fx.Node) -> str | None:
+    """Why ``node`` cannot be lowered into a loop kernel: it reads or makes (its own value or
+    an input's) a tensor of a dtype no kernel backend has; None where it can."""
     values = [node.meta.get("val")] + [a.meta.get("val") for a in node.all_input_nodes]
-    return any(isinstance(v, torch.Tensor) and v.is_complex() for v in pytree.tree_leaves(values))
+    tensors = [v for v in pytree.tree_leaves(values) if isinstance(v, torch.Tensor)]
+    if any(v.is_complex() for v in tensors):
+        return COMPLEX_REASON
+    if any(v.dtype in FLOAT8_DTYPES for v in tensors):
+        return FLOAT8_REASON
+    return None
 
 
 class GraphLowering:
@@ -220,8 +231,9 @@ class GraphLowering:
             return SYMBOLIC_OPS[target](*args, **kwargs)
         if node.meta.get("reinplace"):  # write into the input's storage (fx_passes/reinplace.py)
             return inplace_lowerings[target](*args, **kwargs)  # no fallback: it must be in place
-        if touches_complex(node):
-            return make_fallback(target, args, kwargs, COMPLEX_REASON)
+        reason = kernelless_reason(node)
+        if reason is not None:
+            return make_fallback(target, args, kwargs, reason)
         lower = lowerings.get(target)
         if lower is None:
             return make_fallback(target, args, kwargs, fallback_reason(target))

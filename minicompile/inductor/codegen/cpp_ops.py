@@ -95,8 +95,8 @@ DTYPES: dict[torch.dtype, tuple[str, str]] = {
     torch.int32: ("int32_t", "int32_t"),
     torch.int16: ("int16_t", "int16_t"),
     torch.int8: ("int8_t", "int8_t"),
-    torch.uint8: ("uint8_t", "uint8_t"),
-    torch.bool: ("bool", "bool"),
+    torch.uint8: ("uint8_t", "uint8_t"), torch.uint32: ("uint32_t", "uint32_t"),  # no uint16:
+    torch.uint64: ("uint64_t", "uint64_t"), torch.bool: ("bool", "bool"),  # its products overflow
 }
 HALF_DTYPES = (torch.float16, torch.bfloat16)
 

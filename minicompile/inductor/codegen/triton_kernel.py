@@ -493,6 +493,9 @@ def _make_op(name: str) -> Callable:
             self.body.writeline(f"triton_helpers.check_divisor({args[1]}, "
                                 f"{self.mask(self.level == 'element')}, {site_of(self.checks, DIVISION)})")
         template = TRITON_OPS[name]  # looked up now: a row can be swapped
+        if name == "bitwise_not" and dtype == torch.uint8:
+            # ``~x`` of a uint8 is ``x ^ -1`` to Triton's interpreter, and -1 is no uint8
+            template = "{0} ^ 255"
         var = self.generate(template.format(*[paren(a) for a in args]), dtype)
         bounds = op_range(name, [self.ranges.get(a) for a in args])
         if bounds is not None and not dtype.is_floating_point:

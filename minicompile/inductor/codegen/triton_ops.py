@@ -30,7 +30,7 @@ TRITON_DTYPES = {
     torch.float32: "tl.float32", torch.float16: "tl.float16", torch.bfloat16: "tl.bfloat16",
     torch.float64: "tl.float64", torch.int64: "tl.int64", torch.int32: "tl.int32",
     torch.int16: "tl.int16", torch.int8: "tl.int8", torch.uint8: "tl.uint8",
-    torch.bool: "tl.int1",
+    torch.uint32: "tl.uint32", torch.uint64: "tl.uint64", torch.bool: "tl.int1",
 }
 
 # half-precision values are computed in float32: upcast after a load, downcast at a store

@@ -284,6 +284,15 @@ check_divisor = _check_divisor_interpreted if INTERPRET else _check_divisor_devi
 
 # --- libdevice ------------------------------------------------------------------------------
 
+def _lgamma(x: float) -> float:
+    """``math.lgamma``, but +inf where it raises: at its poles (0 and the negative integers)
+    and past float64's range, where eager and libdevice give +inf."""
+    try:
+        return math.lgamma(x)
+    except (ValueError, OverflowError):
+        return math.inf
+
+
 class _NumpyLibdevice:
     """``libdevice.<name>`` under Triton's interpreter: NumPy on the interpreter's arrays."""
 
@@ -295,7 +304,7 @@ class _NumpyLibdevice:
         "trunc": np.trunc, "floor": np.floor, "ceil": np.ceil, "fmod": np.fmod,
         "signbit": np.signbit,
         "erfc": np.vectorize(math.erfc, otypes=[np.float64]),
-        "lgamma": np.vectorize(math.lgamma, otypes=[np.float64]),
+        "lgamma": np.vectorize(_lgamma, otypes=[np.float64]),
     }
 
     def __getattr__(self, name: str):
