@@ -246,22 +246,21 @@ def test_a_notebook_timing_says_when_its_repeats_disagree(capsys):
 
 
 @pytest.mark.slow
-def test_pattern_suite_runs_and_checks_every_pattern(capsys, tmp_path, monkeypatch):
+def test_pattern_suite_runs_and_checks_every_pattern(capsys, tmp_path):
     """Every pattern of ``--suite patterns`` at the test's odd sizes: minicompile agrees with
     eager (an in-place update checked from restored inputs, a backward's gradients too). Real
     torch.compile is left out here: its compiles would take minutes."""
-    from minicompile.bench import run
     from minicompile.bench.patterns import PATTERNS
 
-    monkeypatch.setattr(run, "COMPILERS", {"mc": run.COMPILERS["mc"]})
     assert len(PATTERNS) >= 30
     json_path = tmp_path / "patterns.json"
-    assert main(["--suite", "patterns", "--device", "cpu", "--tiny",
+    assert main(["--suite", "patterns", "--device", "cpu", "--tiny", "--compilers", "mc",
                  "--json", str(json_path)]) == 0
     results = json.loads(json_path.read_text())["results"]
     assert [r["case"] for r in results] == list(PATTERNS)
     bad = {r["case"]: r["notes"] for r in results if r["status"].get("mc") != "ok"}
     assert not bad, bad
+    assert all(set(r["status"]) == {"mc"} for r in results)  # --compilers mc: no torch.compile
     adamw = next(r for r in results if r["case"] == "adamw_update")
     assert adamw["bytes"] == 7 * 4 * 33 * 67  # read p g m v, write p m v
 

@@ -60,7 +60,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--max-size", type=int, metavar="N",
                    help="scaling: skip sizes (layers, steps) above N")
     p.add_argument("--compilers", default=",".join(COMPILERS),
-                   help="scaling: which compilers (tc = torch.compile, mc = minicompile)")
+                   help="which compilers beside eager (tc = torch.compile, mc = minicompile; "
+                        "the patterns, kernels and scaling suites)")
     p.add_argument("--index-checks", action="store_true",
                    help="time minicompile a second time with its Triton kernels' index and "
                         "divisor checks compiled in as device asserts (columns 'checked ms', "
@@ -117,10 +118,12 @@ def main(argv: list[str] | None = None) -> int:
 
     copy_start = copy_gbs()
     print(f"minicompile.bench: {len(plan)} case(s) on {args.device}, {budget} sizes", file=sys.stderr)
-    compilers = {**COMPILERS, "checked": CHECKED} if args.index_checks else COMPILERS
+    compilers = {key: COMPILERS[key] for key in args.compilers}
+    if args.index_checks:
+        compilers["checked"] = CHECKED
     progress = Progress(1 + steps_per_case(compilers) * len(plan))
     progress("warm-up compile (one-time process costs)")
-    warm_up(args.device)
+    warm_up(args.device, compilers)
     results = []
     for name, size in plan:
         workload = cases[name].make(args.device, *size)

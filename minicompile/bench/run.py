@@ -125,7 +125,7 @@ def run_case(name: str, workload: Workload, device: str, budget: str,
     return result
 
 
-def warm_up(device: str) -> None:
+def warm_up(device: str, compilers: dict[str, Compiler] | None = None) -> None:
     """Compile a throwaway function once with each compiler, so one-time costs of the process
     (imports, worker pools, C++ toolchain checks) don't land in the first case's cold
     compile time."""
@@ -137,7 +137,7 @@ def warm_up(device: str) -> None:
         from ..inductor.runtime import compile_workers
         compile_workers.start(InductorOptions.build().compile_workers, wait=True)
     x = torch.randn(8, 64, device=device)
-    for compiler in COMPILERS.values():
+    for compiler in (COMPILERS if compilers is None else compilers).values():
         compiler.reset()
         compiler.compile(throwaway)(x)
         compiler.reset()
