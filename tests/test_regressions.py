@@ -481,3 +481,34 @@ def test_float8_casts_run_in_aten_and_the_rest_compiles():
     mc.metrics.reset()
     torch.testing.assert_close(mc.compile(f, backend="inductor")(x), f(x))
     assert not mc.metrics.fallback_reasons  # no whole-graph fallback
+
+
+# ---- argmax of the flattened tensor with keepdim -------------------------------------------------
+# ``x.argmax(None, keepdim=True)`` is eager's index into the flattened tensor, in a tensor of the
+# input's rank, every size 1. The lowering flattened the input and kept the one dim of the flat
+# view: a (7, 100) input gave shape (1,), not (1, 1).
+
+@pytest.mark.parametrize("op", [torch.argmax, torch.argmin])
+@pytest.mark.parametrize("shape", [(7, 100), (2, 3, 5)])
+def test_argmax_of_the_flattened_tensor_keeps_every_dim(op, shape):
+    def f(x):
+        return op(x.transpose(0, 1), None, keepdim=True)
+
+    x = torch.randn(shape)
+    got, expected = mc.compile(f)(x), f(x)
+    assert got.shape == expected.shape
+    torch.testing.assert_close(got, expected)
+
+
+# ---- a power of a sum in a Triton kernel's expression --------------------------------------------
+# Triton's printer wrote ``(s1 - 1)**2`` as ``(s1 - 1 * s1 - 1)``: the base of a power was not
+# parenthesised. Indices expand their powers, but a size used as a value keeps them: the count
+# a dynamic ``mean`` over a square crop divides by (a batch norm after a convolution, whose
+# output is ``(s1 - s3 + 1)**2`` pixels) was ``2*s1 - 2``, not ``(s1 - 1)**2``.
+
+def test_a_power_of_a_sum_is_parenthesised(kernel_backend):
+    def f(x):
+        return x[:, 1:, 1:].mean((1, 2))
+
+    x = torch.randn(3, 5, 5)
+    torch.testing.assert_close(mc.compile(f, dynamic=True)(x), f(x))

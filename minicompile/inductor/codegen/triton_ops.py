@@ -131,9 +131,9 @@ class TritonPrinter(StrPrinter):
         return text
 
     def _print_Pow(self, expr):  # x**2 -> (x * x): integer powers only occur in indices
-        base, exp = expr.args
+        base, exp = expr.args  # ((s1 - 1) * (s1 - 1)): a sum as the base is parenthesised
         if exp.is_Integer and int(exp) > 0:
-            return "(" + " * ".join([self._print(base)] * int(exp)) + ")"
+            return "(" + " * ".join([self.paren(base)] * int(exp)) + ")"
         raise NotImplementedError(f"index power {expr}")
 
 

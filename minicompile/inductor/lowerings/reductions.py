@@ -334,9 +334,11 @@ def _arg(reduction_type: str):
     def lower(x, dim=None, keepdim=False):
         if x.get_dtype() == torch.bool:  # eager has no bool kernel (the meta one accepts it)
             raise Unsupported(f"{reduction_type} of a bool tensor: ATen raises eager's error")
-        if dim is None:  # argmax of the flattened tensor
+        if dim is None:  # argmax of the flattened tensor; keepdim keeps every dim, as 1s
+            ones = [1] * len(x.get_size())
             x = View(x, [x.get_numel()], reshape_reindex(x.get_size(), [x.get_numel()]))
-            dim = 0
+            out = realize(make_reduction(x, [0], False, reduction_type, torch.int64))
+            return View(out, ones, reshape_reindex([], ones)) if keepdim else out
         return make_reduction(x, [dim], keepdim, reduction_type, torch.int64)
 
     return lower
