@@ -32,9 +32,7 @@ def _dims(x: IRNode, dims) -> list[int]:
     n = len(x.get_size())
     if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0):
         return list(range(n))
-    if isinstance(dims, int):
-        dims = [dims]
-    return sorted({d + n if d < 0 else d for d in dims})
+    return sorted({d + n if d < 0 else d for d in ([dims] if isinstance(dims, int) else dims)})
 
 
 def reduction_parts(x: IRNode, dims, keepdim: bool, src_dtype: torch.dtype | None = None,
@@ -334,12 +332,12 @@ def _arg(reduction_type: str):
     def lower(x, dim=None, keepdim=False):
         if x.get_dtype() == torch.bool:  # eager has no bool kernel (the meta one accepts it)
             raise Unsupported(f"{reduction_type} of a bool tensor: ATen raises eager's error")
-        if dim is None:  # argmax of the flattened tensor; keepdim keeps every dim, as 1s
-            ones = [1] * len(x.get_size())
-            x = View(x, [x.get_numel()], reshape_reindex(x.get_size(), [x.get_numel()]))
-            out = realize(make_reduction(x, [0], False, reduction_type, torch.int64))
-            return View(out, ones, reshape_reindex([], ones)) if keepdim else out
-        return make_reduction(x, [dim], keepdim, reduction_type, torch.int64)
+        if dim is not None:
+            return make_reduction(x, [dim], keepdim, reduction_type, torch.int64)
+        flat = View(x, [x.get_numel()], reshape_reindex(x.get_size(), [x.get_numel()]))
+        out = realize(make_reduction(flat, [0], False, reduction_type, torch.int64))
+        ones = [1] * len(x.get_size())  # (of the flattened tensor: keepdim keeps every dim, as 1s)
+        return View(out, ones, reshape_reindex([], ones)) if keepdim else out
 
     return lower
 
