@@ -514,3 +514,26 @@ def test_a_power_of_a_sum_is_parenthesised(kernel_backend):
 
     x = torch.randn(3, 5, 5)
     torch.testing.assert_close(mc.compile(f, dynamic=True)(x), f(x))
+
+
+# ---- shifts by an amount outside [0, bits) -------------------------------------------------------
+# C++ leaves such a shift undefined and LLVM (which Triton compiles through) makes it poison;
+# ATen defines it: a left shift is 0, a right shift the sign (0 for an unsigned type), an amount
+# read as signed. Both backends emitted a plain << and >>: on the GPU, PyTorch's bitwise case
+# (tests/inductor_port/cpu_repro_corpus.py::test_vec_bitwise) differed from eager; on this
+# CPU the hardware's vector shifts happened to agree. Both now write ATen's rule out.
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64])
+def test_shifts_past_the_width_are_atens(dtype):
+    info = torch.iinfo(dtype)
+    values = [info.min, -5, -1, 0, 1, 7, info.max] if dtype.is_signed else [0, 1, 7, 128, 255]
+    amounts = [a for a in (-70, -9, -1, 0, 1, 7, 8, 15, 16, 31, 32, 63, 64, 65, 200)
+               if info.min <= a <= info.max]
+    x = torch.tensor(values, dtype=dtype).repeat_interleave(len(amounts))
+    y = torch.tensor(amounts, dtype=dtype).repeat(len(values))
+
+    def f(x, y):
+        return torch.bitwise_left_shift(x, y), torch.bitwise_right_shift(x, y), x << 3, x >> 2
+
+    for got, expected in zip(mc.compile(f, backend="inductor")(x, y), f(x, y)):
+        assert torch.equal(got, expected)

@@ -15,7 +15,8 @@ STD_UNARY = ["exp2", "expm1", "log", "log1p", "log2", "sqrt", "sin", "cos", "tan
 MC_UNARY = ["abs", "floor", "ceil", "round", "trunc", "sign", "relu", "sigmoid", "rsqrt",
             "reciprocal", "bitwise_not", "isnan", "isinf", "exp", "erf"]  # a float's: our own
 MC_BINARY = ["floordiv", "truncdiv", "fmod", "remainder", "pow", "maximum", "minimum",
-             "bitwise_and", "bitwise_or", "bitwise_xor"]  # (a bool stays a bool)
+             "bitwise_and", "bitwise_or", "bitwise_xor",  # (a bool stays a bool)
+             "bitwise_left_shift", "bitwise_right_shift"]  # (amounts past the width: ATen's)
 STD_BINARY = ["atan2", "hypot", "copysign"]
 # glibc's vector math (cpp_prefix.h), by the glibc version that has each function (2.22, 2.35):
 # one implementation at every vector width, so that a value recomputed in another loop or
@@ -34,8 +35,7 @@ MATH_CALL = re.compile(r"\b(?:%s\w+|mc::(?:%s))\(" % (
 
 
 INFIX = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "eq": "==", "ne": "!=", "lt": "<",
-         "le": "<=", "gt": ">", "ge": ">=", "logical_and": "&&", "logical_or": "||",
-         "bitwise_left_shift": "<<", "bitwise_right_shift": ">>"}
+         "le": "<=", "gt": ">", "ge": ">=", "logical_and": "&&", "logical_or": "||"}
 
 # ops name -> C++ format string over the operands {0}, {1}
 C_OPS: dict[str, str] = {

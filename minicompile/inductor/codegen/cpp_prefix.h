@@ -548,6 +548,20 @@ template <typename T> inline T bitwise_not(T x) { if constexpr (std::is_same_v<T
     }
 MC_BITWISE(bitwise_and, &) MC_BITWISE(bitwise_or, |) MC_BITWISE(bitwise_xor, ^)
 #undef MC_BITWISE
+// Shifts as ATen defines them (C++ leaves an amount outside [0, bits) undefined, and x86 takes it
+// modulo the width): such a left shift is 0, such a right shift is the sign (0 unsigned). An
+// amount is read as signed, as ATen reads it (a uint8 200 is -56). Left shifts run unsigned.
+template <typename T, typename U> inline T bitwise_left_shift(T a, U b) {
+    const auto s = static_cast<std::make_signed_t<U>>(b);
+    if (s < 0 || s >= static_cast<int64_t>(sizeof(T) * 8)) return T(0);
+    return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) << s);
+}
+template <typename T, typename U> inline T bitwise_right_shift(T a, U b) {
+    constexpr int64_t bits = sizeof(T) * 8;
+    const auto s = static_cast<std::make_signed_t<U>>(b);
+    if (s < 0 || s >= bits) return std::is_signed_v<T> ? static_cast<T>(a < 0 ? -1 : 0) : T(0);
+    return static_cast<T>(a >> s);
+}
 template <typename T> inline bool isnan(T x) { if constexpr (std::is_integral_v<T>) return false; else return std::isnan(x); }
 template <typename T> inline bool isinf(T x) { if constexpr (std::is_integral_v<T>) return false; else return std::isinf(x); }
 

@@ -44,7 +44,8 @@ from .triton_reductions import TritonReductions
 from .triton_scans import TritonScans
 from .triton_tiling import X0, Y0, Tile
 from .triton_ops import (SIGN_BIT, TRITON_DTYPES, TRITON_OPS, compute_dtype, is_negative_zero,
-                         paren, result_dtype, texpr, triton_constant, triton_dtype)
+                         paren, result_dtype, shift_template, texpr, triton_constant,
+                         triton_dtype)
 
 PERSISTENT_RNUMEL = 1024  # rows up to this long are reduced in one block: no loop
 # A kernel that goes over its row more than once (softmax: max, then sum of exp, then the
@@ -493,6 +494,8 @@ def _make_op(name: str) -> Callable:
             self.body.writeline(f"triton_helpers.check_divisor({args[1]}, "
                                 f"{self.mask(self.level == 'element')}, {site_of(self.checks, DIVISION)})")
         template = TRITON_OPS[name]  # looked up now: a row can be swapped
+        if name in ("bitwise_left_shift", "bitwise_right_shift") and dtype != torch.bool:
+            template = shift_template(name, dtype)
         if name == "bitwise_not" and dtype == torch.uint8:
             # ``~x`` of a uint8 is ``x ^ -1`` to Triton's interpreter, and -1 is no uint8
             template = "{0} ^ 255"

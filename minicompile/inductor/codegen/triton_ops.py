@@ -182,6 +182,19 @@ TRITON_OPS = {
     "bitwise_right_shift": "{0} >> {1}",
 }
 
+
+def shift_template(name: str, dtype: torch.dtype) -> str:
+    """ATen's shifts of ``dtype`` (PTX and the interpreter leave an amount outside [0, bits) to
+    the hardware): such a left shift is 0, such a right shift the sign (0 for an unsigned type).
+    The amount is clamped inside the range before it is used."""
+    bits = torch.iinfo(dtype).bits
+    ok = f"(({{1}} >= 0) & ({{1}} < {bits}))"
+    if name == "bitwise_right_shift" and dtype.is_signed:
+        return f"{{0}} >> tl.where({ok}, {{1}}, {bits - 1})"
+    shift = "<<" if name == "bitwise_left_shift" else ">>"
+    return f"tl.where({ok}, {{0}} {shift} tl.where({ok}, {{1}}, 0), 0)"
+
+
 BOOL_RESULT = {"isnan", "isinf", "signbit", "eq", "ne", "lt", "le", "gt", "ge", "logical_not",
                "logical_and", "logical_or", "logical_xor"}
 FLOAT_RESULT = {"truediv", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "erf",
