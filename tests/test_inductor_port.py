@@ -85,6 +85,8 @@ def fallbacks(monkeypatch) -> list[str]:
 
 
 def check(case: Case) -> None:
+    if case.cpu_only and TEST_DEVICE != "cpu":
+        pytest.skip(case.cpu_only)
     expected = observe(case, case.fn, fresh_args(case))
     mc.reset()
     compiled = mc.compile(case.fn, backend="inductor", dynamic=case.dynamic)

@@ -23,6 +23,7 @@ class Case:
     grads: bool = False  # backpropagate and compare the inputs' gradients too
     triton: bool = False  # also run with the Triton backend (interpreted on CPU: kept small)
     dynamic: bool | None = None  # mc.compile's ``dynamic``: True compiles with symbolic sizes
+    cpu_only: str = ""  # why the case has no oracle on a GPU (eager's CUDA kernels differ)
 
     @property
     def name(self) -> str:
@@ -33,11 +34,12 @@ CASES: list[Case] = []
 
 
 def case(args: Callable[[], tuple], *, atol: float | None = None, rtol: float | None = None,
-         grads: bool = False, triton: bool = False, dynamic: bool | None = None) -> Callable:
+         grads: bool = False, triton: bool = False, dynamic: bool | None = None,
+         cpu_only: str = "") -> Callable:
     """``@case(lambda: (torch.randn(8),), ...)`` registers the function below it."""
 
     def register(fn: Callable) -> Callable:
-        CASES.append(Case(fn, args, atol, rtol, grads, triton, dynamic))
+        CASES.append(Case(fn, args, atol, rtol, grads, triton, dynamic, cpu_only))
         return fn
 
     return register
