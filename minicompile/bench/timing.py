@@ -91,7 +91,7 @@ def time_and_spread_in_turns(steps: dict[str, Callable[[], Any]], device: str,
     after the other, eager could get a quiet second and a compiler a busy one; in turns, each
     sees the same stretches of time. On the GPU this matters wherever a step is bound by the
     host (a training step launching hundreds of kernels: a ResNet-18 step's host time moved by
-    15% between three back-to-back timings of the same compiled step), as much as on the CPU.
+    up to 17% between three back-to-back timings of the same compiled step), as on the CPU.
     ``started(key)`` is called before a step is first timed."""
     rounds: dict[str, list[float]] = {key: [] for key in steps}
     for r in range(ROUNDS):
