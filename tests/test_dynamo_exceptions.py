@@ -112,7 +112,22 @@ def subscript_of_a_constant(x, mask=None):
     return x * mask + ("abc"[1] == "b") + len(tuple[int, str].__args__)
 
 
-CASES = [missing_key_in_callee, subscript_of_a_constant, except_tuple_and_args, finally_then_outer_handler,
+def list_delete_with_a_bad_index(x):
+    # CPython's own errors of ``del p[i]``: a float index, none, a zero step (the tracer ran the
+    # deletion on its items and raised CPython's TypeError as its own: an internal error)
+    p = list(range(6))
+    del p[1], p[1:3]
+    caught = 0
+    for args in ((1.5,), (), (slice(1, 1, 0),), (9,)):
+        try:
+            p.__delitem__(*args)
+        except (TypeError, ValueError, IndexError):
+            caught += 1
+    return x * caught + len(p)
+
+
+CASES = [missing_key_in_callee, subscript_of_a_constant, list_delete_with_a_bad_index,
+         except_tuple_and_args, finally_then_outer_handler,
          bare_raise_reaches_the_caller, handler_that_does_not_match,
          attribute_error_from_getattr, mapping_get]
 

@@ -230,7 +230,7 @@ class ListVariable(BaseListVariable):
             "reverse": lambda: self.items.reverse(),
             "clear": lambda: self.items.clear(),
             "__setitem__": lambda: self._setitem(tx, args[0], args[1]),
-            "__delitem__": lambda: self.items.__delitem__(args[0].as_python_constant()),
+            "__delitem__": lambda: self._delitem(args),
         }
         if name in mutators or name == "pop":
             try:  # list's own errors (pop from an empty list, an index out of range)
@@ -247,6 +247,18 @@ class ListVariable(BaseListVariable):
         if name == "sort" and not args:
             return self._sort(tx, kwargs)
         return super().call_method(tx, name, args, kwargs)
+
+    def _delitem(self, args: list[VariableTracker]) -> None:
+        """``p.__delitem__(i)`` (``del p[i]``): the deletion runs on a stand-in list of the
+        positions, the real arguments passed as they are, so that a float index, a missing one
+        or a zero step raises what CPython raises (a user's exception, not the tracer's); the
+        positions left say which items stay."""
+        positions = list(range(len(self.items)))
+        try:
+            positions.__delitem__(*(a.as_python_constant() for a in args))
+        except (TypeError, IndexError, ValueError) as e:
+            raise ObservedException(e) from None
+        self.items[:] = [self.items[i] for i in positions]
 
     def _inplace(self, tx, name: str, other: VariableTracker) -> VariableTracker:
         """``p += it`` (``__iadd__``: extends by any iterable) and ``p *= n``: this list, changed
