@@ -249,10 +249,9 @@ class ListVariable(BaseListVariable):
         return super().call_method(tx, name, args, kwargs)
 
     def _delitem(self, args: list[VariableTracker]) -> None:
-        """``p.__delitem__(i)`` (``del p[i]``): the deletion runs on a stand-in list of the
-        positions, the real arguments passed as they are, so that a float index, a missing one
-        or a zero step raises what CPython raises (a user's exception, not the tracer's); the
-        positions left say which items stay."""
+        """``del p[i]``: run on a stand-in list of positions with the real arguments, so that a
+        float index, none or a zero step raises CPython's error (the user's, not the tracer's);
+        the positions left say which items stay."""
         positions = list(range(len(self.items)))
         try:
             positions.__delitem__(*(a.as_python_constant() for a in args))
