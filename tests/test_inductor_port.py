@@ -49,7 +49,8 @@ def observe(case: Case, fn, args: tuple) -> list:
     if case.grads:
         outputs = [t for t in got if isinstance(t, torch.Tensor) and t.requires_grad]
         generator = torch.Generator().manual_seed(1)
-        cotangents = [torch.randn(t.shape, generator=generator, dtype=t.dtype).to(t.device)
+        cotangents = [torch.randn(t.shape, generator=generator, dtype=t.dtype, device="cpu")
+                      .to(t.device)
                       for t in outputs]
         torch.autograd.backward(outputs, cotangents)
         seen += [a.grad for a in args if isinstance(a, torch.Tensor) and a.requires_grad]

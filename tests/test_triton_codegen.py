@@ -362,6 +362,55 @@ def test_cuda_kernels():
 
 
 @pytest.mark.gpu
+def test_cuda_kernels_of_what_the_interpreter_runs_as_python():
+    """What the interpreter got right and a GPU did not: a helper's dtype branch (``pow`` by a
+    float, ``//`` of floats: Triton compiled the integer path after the float path's ``return``
+    and failed), an int64 and a float64 sum of the same text (one binary read the doubles as
+    integers), bools summed (int1's 1 + 1 is 0), negative floats to uint8 (ATen: through int64,
+    -3.0 is 253; LLVM's unsigned conversion gives 0) and to bool (0.5 is true), and a graph
+    without inputs writing 0-d CPU constants into a CUDA tensor."""
+    x, y = torch.randn(67, device="cuda"), torch.randn(67, device="cuda") + 3
+    check(lambda x, y: (x.abs().pow(y), x.pow(-0.5), x // y, x.fmod(y), torch.div(
+        x, y, rounding_mode="trunc"), x.sign()), x, y)
+    i, f = torch.randint(0, 100, (37, 37), device="cuda"), torch.randn(37, 37, device="cuda",
+                                                                       dtype=torch.double)
+    check(lambda i, f: (i.sum(1), f.sum(1)), i, f)
+    a, b = torch.randn(67, device="cuda") > 0, torch.randn(67, device="cuda") > 0
+    check(lambda a, b: a + b, a, b)
+    check(lambda x: ((x * 100).to(torch.uint8), (x * 0.5).to(torch.bool)), x)
+
+    def windows():
+        mask = torch.zeros(1, 6, 6, device="cuda")
+        mask[:, :3, 3:] = 1  # a 0-d CPU constant, filled in on the GPU
+        mask[:, 3:, :3] = 2
+        return mask.view(-1, 36).unsqueeze(1) - mask.view(-1, 36).unsqueeze(2)
+
+    check(windows)
+
+
+def test_triton_helpers_branch_on_a_dtype_with_else():
+    """Triton's compiler, unlike its interpreter, compiles the statements after a ``return``
+    inside a static ``if``: a helper that branches on a dtype puts the other path in ``else``."""
+    import ast
+    import inspect
+
+    from minicompile.inductor.runtime import triton_helpers
+
+    tree = ast.parse(inspect.getsource(triton_helpers))
+    for fn in (n for n in tree.body if isinstance(n, ast.FunctionDef)):
+        for block in ast.walk(fn):
+            body = getattr(block, "body", None)
+            if not isinstance(body, list):
+                continue
+            for stmt, after in zip(body, body[1:]):
+                if isinstance(stmt, ast.If) and not stmt.orelse and \
+                        any(isinstance(s, ast.Return) for s in stmt.body) and \
+                        "dtype" in ast.unparse(stmt.test):
+                    raise AssertionError(f"{fn.name}: code after `if {ast.unparse(stmt.test)}: "
+                                         f"return` (line {after.lineno})")
+
+
+@pytest.mark.gpu
 def test_cuda_bf16_attention_inference():
     """Under bfloat16 autocast in inference CUDA attention is flash attention, whose debug mask
     the traced metadata gives as a tensor and the kernel returns as None: never taken out."""
@@ -522,6 +571,16 @@ def test_kernels_with_the_same_code_are_compiled_once(kernels):
     code = [same_code_key(source, name, "#") for name, _, source in kernels]
     assert len(set(code)) == len(code), "a kernel was defined twice with the same code"
     assert len(names) <= 5, names  # forward and backward, a kernel or two of each kind
+
+
+def test_kernels_of_the_same_text_over_other_dtypes_are_two_kernels(kernels):
+    """A row sum of int64 and one of float64 are the same Triton text (it names no pointer's
+    type), but Triton compiles a binary for its arguments' types: one kernel called for both
+    read the doubles' bits as integers on a GPU. Each is its own kernel."""
+    torch.manual_seed(0)
+    ints, floats = torch.randint(0, 100, (37, 37)), torch.randn(37, 37, dtype=torch.double)
+    check(lambda i, f: (i.sum(1), f.sum(1)), ints, floats)
+    assert len(kernels) == 2, [name for name, _, _ in kernels]
 
 
 def test_a_cat_of_nine_inputs_is_copies_into_one_buffer(kernels):

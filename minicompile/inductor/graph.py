@@ -79,6 +79,30 @@ def kernelless_reason(node: torch.fx.Node) -> str | None:
     return None
 
 
+def consumers_device(node: torch.fx.Node) -> torch.device | None:
+    """The GPU a 0-d CPU value is used on: its first user's device, through users that are 0-d
+    CPU values themselves (``lift_fresh`` of a constant); None if none is on a GPU."""
+    for user in node.users:
+        val = user.meta.get("val")
+        if not isinstance(val, torch.Tensor):
+            continue
+        if val.device.type != "cpu":
+            return val.device
+        if val.dim() == 0 and (device := consumers_device(user)) is not None:
+            return device
+    return None
+
+
+def computing_device(gm: torch.fx.GraphModule) -> torch.device:
+    """Where a factory op without a device of its own puts its result: a GPU if any value of
+    the graph is on one (a graph without inputs can make CUDA tensors), else the CPU."""
+    for node in gm.graph.nodes:
+        val = node.meta.get("val")
+        if isinstance(val, torch.Tensor) and val.device.type != "cpu":
+            return val.device
+    return torch.device("cpu")
+
+
 class GraphLowering:
     def __init__(self, gm: torch.fx.GraphModule, example_inputs: list | None = None,
                  name: str = "graph", options: Any = None, is_inference: bool = True):
@@ -136,6 +160,7 @@ class GraphLowering:
     # --- the walk ------------------------------------------------------------------------------
     def run(self) -> "GraphLowering":
         self._ensure_meta()
+        self.device = computing_device(self.gm)
         self.layout_opt = decide_layout_opt(self.gm, self.options.layout_optimization,
                                             self.is_inference)
         if self.layout_opt:
@@ -195,7 +220,6 @@ class GraphLowering:
                 self.symbol_sources.setdefault(expr, (pos, "value", None))
             self.graph_inputs[node.name] = expr
             return expr
-        self.device = val.device
         layout = layout_of(val)
         for kind, exprs, syms in (("size", layout.size, val.shape),
                                   ("stride", layout.stride, val.stride())):
@@ -214,10 +238,10 @@ class GraphLowering:
         value = getattr(self.gm, node.target)
         if not isinstance(value, torch.Tensor):
             return value
-        if value.dim() == 0 and value.device != self.device:
+        if value.dim() == 0 and (device := consumers_device(node)) not in (None, value.device):
             # ATen lets a 0-d CPU tensor take part in a CUDA op (``y[0] = 0`` makes one); a
             # generated kernel reads only memory on its own device
-            value = value.to(self.device)
+            value = value.to(device)
         buf = InputBuffer(node.name, layout_of(value))
         self.constants[node.name] = value
         self.constant_buffers[node.name] = buf

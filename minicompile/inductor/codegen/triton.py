@@ -130,10 +130,13 @@ class TritonScheduling(BaseScheduling):
         source = MODULE_HEADER + kernel.codegen()
         sizes = kernel.numels()
         call_args = kernel.signature.call_args() + [pexpr(n) for n in sizes]
-        # the same code as a kernel before (the next layer's GELU): called again, not compiled
+        # the same code as a kernel before (the next layer's GELU): called again, not compiled.
+        # Its buffers' dtypes are part of the key: Triton's text does not spell them (a sum of
+        # int64 and one of float64 read the same), but its binary is compiled for them
+        dtypes = [scheduler.buffers[n].get_dtype() for n in kernel.signature.buffers()]
         key = same_code_key(source, name, "#", repr((kernel.kind, kernel.reduction_hint(),
                                                      kernel.row_itemsize(), kernel.checks,
-                                                     kernel.host_checks)))
+                                                     kernel.host_checks, dtypes)))
         twin = self.by_code.get(key)
         if twin is not None:
             wrapper.write_kernel_call(twin, call_args, group)
@@ -148,7 +151,6 @@ class TritonScheduling(BaseScheduling):
         wrapper.write_kernel_call(name, call_args, group)
         if group.device.type == "cuda" and not kernel.signature.sizes and \
                 all(isinstance(sympy.sympify(n), sympy.Integer) for n in sizes):  # static sizes
-            dtypes = [scheduler.buffers[n].get_dtype() for n in kernel.signature.buffers()]
             jobs = launcher.compile_jobs((*dtypes, *map(int, sizes)), group.device.index or 0)
             if jobs:
                 self.compile_jobs.append((launcher, jobs))

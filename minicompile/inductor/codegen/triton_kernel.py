@@ -459,6 +459,13 @@ class TritonKernel(TritonReductions, TritonScans, TritonChecks):
         if dtype == torch.bfloat16:  # round as a GPU does, also under the interpreter
             x = self.to_dtype(x, torch.float32)
             return self.generate(f"triton_helpers.round_to_bfloat16({x})", torch.float32)
+        source = self.dtype(x)
+        if dtype == torch.bool:  # nonzero is true (LLVM's float-to-int1 truncates 0.5 to 0)
+            return self.generate(f"{paren(x)} != 0", torch.bool)
+        if dtype == torch.uint8 and source.is_floating_point:
+            # ATen converts through int64, so -3.0 is 253 (LLVM makes a negative float's
+            # unsigned conversion 0 on a GPU)
+            x = self.to_dtype(x, torch.int64)
         expr = f"{paren(x)}.to({triton_dtype(dtype)})"
         if compute_dtype(dtype) != dtype:  # round to half precision, keep computing in float32
             expr += f".to({triton_dtype(compute_dtype(dtype))})"

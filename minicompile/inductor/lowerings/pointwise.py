@@ -89,6 +89,8 @@ def add_sub(a, b, alpha=1):
 
     name = "add" if V.graph.current_node.target.overloadpacket is aten.add else "sub"
     dtype = out_dtype()
+    if dtype == torch.bool:  # (only add has bools: True + True is True, where int1's sum is 0)
+        return make_pointwise(ops.logical_or, [a, b], dtype)
     if alpha != 1:  # a + alpha * b
         return make_pointwise(lambda x, y: getattr(ops, name)(x, ops.mul(y, ops.constant(
             alpha, dtype))), [a, b], dtype)

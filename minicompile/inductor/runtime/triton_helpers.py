@@ -24,6 +24,10 @@ from triton.runtime.interpreter import TensorHandle
 INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
+# A branch on a dtype is a static ``if``/``else``: Triton's compiler, unlike Python, goes on
+# compiling the statements after a ``return`` inside a static ``if`` (the integer path of ``pow``
+# on floats failed to compile on a GPU, and ran fine in the interpreter).
+
 # --- reductions ---------------------------------------------------------------------------
 
 @triton.jit
@@ -52,7 +56,8 @@ def max2(a, dim):
     if a.dtype.is_floating():
         has_nan = tl.max((a != a).to(tl.int8), dim) != 0
         return tl.where(has_nan, float("nan"), tl.max(a, dim)).to(a.dtype)
-    return tl.max(a, dim).to(a.dtype)
+    else:
+        return tl.max(a, dim).to(a.dtype)
 
 
 @triton.jit
@@ -60,7 +65,8 @@ def min2(a, dim):
     if a.dtype.is_floating():
         has_nan = tl.max((a != a).to(tl.int8), dim) != 0
         return tl.where(has_nan, float("nan"), tl.min(a, dim)).to(a.dtype)
-    return tl.min(a, dim).to(a.dtype)
+    else:
+        return tl.min(a, dim).to(a.dtype)
 
 
 @triton.jit
@@ -141,8 +147,9 @@ def welford_reduce(value, mean, m2, weight):
 def floordiv(a, b):
     if a.dtype.is_floating() or b.dtype.is_floating():
         return tl.floor(a / b)
-    quotient = a // b  # truncated, as in C
-    return quotient - ((a % b != 0) & ((a < 0) != (b < 0))).to(quotient.dtype)
+    else:
+        quotient = a // b  # truncated, as in C
+        return quotient - ((a % b != 0) & ((a < 0) != (b < 0))).to(quotient.dtype)
 
 
 @triton.jit
@@ -157,7 +164,8 @@ def fmod(a, b):
     to compile on a GPU); Triton's ``%`` on integers already truncates, as C's."""
     if a.dtype.is_floating() or b.dtype.is_floating():
         return libdevice.fmod(a, b)
-    return a % b
+    else:
+        return a % b
 
 
 @triton.jit
@@ -168,15 +176,16 @@ def pow(a, b):
     and 1 or -1 by the exponent's parity for -1."""
     if a.dtype.is_floating() or b.dtype.is_floating():
         return libdevice.pow(a, b)
-    base = a + b * 0  # (both broadcast to one shape)
-    exponent = tl.where(b < 0, 0, b + a * 0)
-    result = base * 0 + 1
-    for _ in tl.static_range(63):
-        result = tl.where((exponent & 1) != 0, result * base, result)
-        base = base * base
-        exponent = exponent >> 1
-    negative = tl.where(a == 1, 1, tl.where(a == -1, 1 - 2 * (b & 1), 0))
-    return tl.where(b < 0, negative.to(result.dtype), result)
+    else:
+        base = a + b * 0  # (both broadcast to one shape)
+        exponent = tl.where(b < 0, 0, b + a * 0)
+        result = base * 0 + 1
+        for _ in tl.static_range(63):
+            result = tl.where((exponent & 1) != 0, result * base, result)
+            base = base * base
+            exponent = exponent >> 1
+        negative = tl.where(a == 1, 1, tl.where(a == -1, 1 - 2 * (b & 1), 0))
+        return tl.where(b < 0, negative.to(result.dtype), result)
 
 
 @triton.jit
@@ -198,7 +207,8 @@ def truncdiv(a, b):
     if a.dtype.is_floating() or b.dtype.is_floating():
         q = a / b
         return tl.where(q < 0, tl.ceil(q), tl.floor(q))
-    return a // b
+    else:
+        return a // b
 
 
 @triton.jit
@@ -207,7 +217,8 @@ def sign(x):
     # float converted from a float16/bfloat16 load (half of the signs flipped on an H100)
     if x.dtype.is_floating():
         return tl.where(x > 0, 1.0, tl.where(x < 0, -1.0, 0.0)).to(x.dtype)
-    return tl.where(x > 0, 1, tl.where(x < 0, -1, 0)).to(x.dtype)
+    else:
+        return tl.where(x > 0, 1, tl.where(x < 0, -1, 0)).to(x.dtype)
 
 
 # --- rounding to bfloat16 -------------------------------------------------------------------

@@ -369,14 +369,20 @@ class TritonLauncher:
     def run_jit(self, grid: tuple[int], cfg: Config, args: tuple) -> Any:
         """Launch through ``JITFunction.run``, which compiles on a new specialisation. Triton's
         own error quotes the offending line of a file it does not name: name it, and the
-        kernel (the file is in the kernel cache, where the source can be read and rerun)."""
+        kernel (the file is in the kernel cache, where the source can be read and rerun).
+        An error inside a helper the kernel calls is Triton's error's cause: it is quoted too."""
         try:
             return self.fn[grid](*args, **cfg.kwargs(), **self.options)
         except CompilationError as e:
             path = getattr(getattr(self.fn, "fn", None), "__code__", None)
+            causes, cause = [str(e)], e.__cause__
+            while cause is not None and len(causes) < 8:
+                causes.append(f"{type(cause).__name__}: {cause}")
+                cause = cause.__cause__
             raise KernelCompileError(
                 f"Triton kernel {self.name} failed to compile ({cfg})\n"
-                f"  source: {path.co_filename if path else '<unknown>'}\n{e}") from None
+                f"  source: {path.co_filename if path else '<unknown>'}\n"
+                + "\n  which came from\n".join(causes)) from None
 
     def choose(self, args: tuple, xnumel: int, rnumel: int) -> Config:
         """The fastest candidate, timed on scratch copies of the tensors: a kernel that updates
