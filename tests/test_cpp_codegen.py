@@ -512,8 +512,8 @@ def narrow_ints(dtype: torch.dtype, seed: int) -> torch.Tensor:
                                  info.max // 2, info.max - 1, info.max}))
     pairs = edges.repeat_interleave(len(edges)) if seed == 0 else edges.repeat(len(edges))
     rest = torch.randint(info.min, info.max + 1, (1000 - len(pairs),),
-                         generator=torch.Generator().manual_seed(seed))
-    return torch.cat([pairs, rest]).to(dtype)
+                         generator=torch.Generator().manual_seed(seed), device="cpu")
+    return torch.cat([pairs, rest.to(pairs.device)]).to(dtype)
 
 
 @pytest.mark.parametrize("dtype", NARROW_INTS, ids=str)

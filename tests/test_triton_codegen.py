@@ -366,8 +366,10 @@ def test_cuda_kernels_of_what_the_interpreter_runs_as_python():
     """What the interpreter got right and a GPU did not: a helper's dtype branch (``pow`` by a
     float, ``//`` of floats: Triton compiled the integer path after the float path's ``return``
     and failed), an int64 and a float64 sum of the same text (one binary read the doubles as
-    integers), bools summed (int1's 1 + 1 is 0), negative floats to uint8 (ATen: through int64,
-    -3.0 is 253; LLVM's unsigned conversion gives 0) and to bool (0.5 is true), and a graph
+    integers), bools summed (int1's 1 + 1 is 0), an int16 negated and also widened
+    (-(-32768) was 32768), negative floats to uint8 (ATen: through int64,
+    -3.0 is 253; LLVM's unsigned conversion gives 0), to int16 and int8 (wrapped, where LLVM
+    saturates) and to bool (0.5 is true), and a graph
     without inputs writing 0-d CPU constants into a CUDA tensor."""
     x, y = torch.randn(67, device="cuda"), torch.randn(67, device="cuda") + 3
     check(lambda x, y: (x.abs().pow(y), x.pow(-0.5), x // y, x.fmod(y), torch.div(
@@ -377,7 +379,10 @@ def test_cuda_kernels_of_what_the_interpreter_runs_as_python():
     check(lambda i, f: (i.sum(1), f.sum(1)), i, f)
     a, b = torch.randn(67, device="cuda") > 0, torch.randn(67, device="cuda") > 0
     check(lambda a, b: a + b, a, b)
-    check(lambda x: ((x * 100).to(torch.uint8), (x * 0.5).to(torch.bool)), x)
+    n = torch.tensor([-32768, -5, 0, 7, 32767], dtype=torch.int16, device="cuda")
+    check(lambda n: ((-n) > 0, (-n).to(torch.int32), (~n) * 3), n)
+    check(lambda x: ((x * 100).to(torch.uint8), (x * 0.5).to(torch.bool),
+                     (x * 70000).half().to(torch.int16), (x * 300).to(torch.int8)), x)
 
     def windows():
         mask = torch.zeros(1, 6, 6, device="cuda")

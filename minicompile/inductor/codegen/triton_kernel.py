@@ -462,10 +462,12 @@ class TritonKernel(TritonReductions, TritonScans, TritonChecks):
         source = self.dtype(x)
         if dtype == torch.bool:  # nonzero is true (LLVM's float-to-int1 truncates 0.5 to 0)
             return self.generate(f"{paren(x)} != 0", torch.bool)
-        if dtype == torch.uint8 and source.is_floating_point:
-            # ATen converts through int64, so -3.0 is 253 (LLVM makes a negative float's
-            # unsigned conversion 0 on a GPU)
-            x = self.to_dtype(x, torch.int64)
+        if dtype in (torch.uint8, torch.int8, torch.int16) and source.is_floating_point:
+            # ATen's conversion wraps: to uint8 through int64 (-3.0 is 253), to int8 and int16
+            # through the CPU's and the GPU's 32-bit conversion (-64736.0 is 800 as int16).
+            # LLVM's direct conversion saturates on a GPU (-32768), and gives 0 for a negative
+            # float made unsigned
+            x = self.to_dtype(x, torch.int64 if dtype == torch.uint8 else torch.int32)
         expr = f"{paren(x)}.to({triton_dtype(dtype)})"
         if compute_dtype(dtype) != dtype:  # round to half precision, keep computing in float32
             expr += f".to({triton_dtype(compute_dtype(dtype))})"
@@ -490,6 +492,9 @@ class TritonKernel(TritonReductions, TritonScans, TritonChecks):
                              self.dtype(value))
 
 
+NARROW_INTS = (torch.int8, torch.uint8, torch.int16)
+
+
 def _make_op(name: str) -> Callable:
     def op(self: TritonKernel, *args: str) -> str:
         dtype = result_dtype(name, [self.dtype(a) for a in args])
@@ -506,6 +511,15 @@ def _make_op(name: str) -> Callable:
         if name == "bitwise_not" and dtype == torch.uint8:
             # ``~x`` of a uint8 is ``x ^ -1`` to Triton's interpreter, and -1 is no uint8
             template = "{0} ^ 255"
+        if name == "neg" and dtype in NARROW_INTS:
+            # eager wraps -(-32768) to -32768 in int16. On a GPU, Triton's ``-x`` (and ``0 - x``
+            # in int16, or a cast back) gave 32768 where the value was also widened: the
+            # negation is done in int32, wrapped by a mask, and its sign put back
+            bits = torch.iinfo(dtype).bits
+            wrapped = f"(-({{0}}.to(tl.int32)) & {(1 << bits) - 1})"
+            if dtype.is_signed:
+                wrapped = f"tl.where({wrapped} >= {1 << bits - 1}, {wrapped} - {1 << bits}, {wrapped})"
+            template = f"({wrapped}).to({triton_dtype(dtype)})"
         var = self.generate(template.format(*[paren(a) for a in args]), dtype)
         bounds = op_range(name, [self.ranges.get(a) for a in args])
         if bounds is not None and not dtype.is_floating_point:
