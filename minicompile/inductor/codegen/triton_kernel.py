@@ -492,9 +492,6 @@ class TritonKernel(TritonReductions, TritonScans, TritonChecks):
                              self.dtype(value))
 
 
-NARROW_INTS = (torch.int8, torch.uint8, torch.int16)
-
-
 def _make_op(name: str) -> Callable:
     def op(self: TritonKernel, *args: str) -> str:
         dtype = result_dtype(name, [self.dtype(a) for a in args])
@@ -511,15 +508,6 @@ def _make_op(name: str) -> Callable:
         if name == "bitwise_not" and dtype == torch.uint8:
             # ``~x`` of a uint8 is ``x ^ -1`` to Triton's interpreter, and -1 is no uint8
             template = "{0} ^ 255"
-        if name == "neg" and dtype in NARROW_INTS:
-            # eager wraps -(-32768) to -32768 in int16. On a GPU, Triton's ``-x`` (and ``0 - x``
-            # in int16, or a cast back) gave 32768 where the value was also widened: the
-            # negation is done in int32, wrapped by a mask, and its sign put back
-            bits = torch.iinfo(dtype).bits
-            wrapped = f"(-({{0}}.to(tl.int32)) & {(1 << bits) - 1})"
-            if dtype.is_signed:
-                wrapped = f"tl.where({wrapped} >= {1 << bits - 1}, {wrapped} - {1 << bits}, {wrapped})"
-            template = f"({wrapped}).to({triton_dtype(dtype)})"
         var = self.generate(template.format(*[paren(a) for a in args]), dtype)
         bounds = op_range(name, [self.ranges.get(a) for a in args])
         if bounds is not None and not dtype.is_floating_point:
