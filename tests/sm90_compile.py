@@ -60,6 +60,15 @@ def reduction(a_ptr, out_ptr, OP: tl.constexpr):
     tl.store(out_ptr + tl.arange(0, 4), v)
 
 
+def explain(e: BaseException) -> str:
+    """The error and its causes (an error inside a helper is the caller's error's cause)."""
+    parts = []
+    while e is not None and len(parts) < 6:
+        parts.append(f"{type(e).__name__}: {e}")
+        e = e.__cause__
+    return "\n  which came from ".join(parts)
+
+
 target = GPUTarget("cuda", 90, 32)
 failed = []
 for dtype in sys.argv[1].split(","):
@@ -69,11 +78,11 @@ for dtype in sys.argv[1].split(","):
                                               "out_ptr": "*" + dtype, "OP": "constexpr"},
                                      {"OP": op}), target=target)
         except Exception as e:
-            failed.append(f"{name}({dtype}): {type(e).__name__}: {e}")
+            failed.append(f"{name}({dtype}): {explain(e)}")
     for op, name in enumerate(REDUCTIONS):
         try:
             triton.compile(ASTSource(reduction, {"a_ptr": "*" + dtype, "out_ptr": "*" + dtype,
                                                  "OP": "constexpr"}, {"OP": op}), target=target)
         except Exception as e:
-            failed.append(f"{name}({dtype}): {type(e).__name__}: {e}")
+            failed.append(f"{name}({dtype}): {explain(e)}")
 print("\n".join(failed))

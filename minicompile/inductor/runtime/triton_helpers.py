@@ -184,8 +184,11 @@ def pow(a, b):
             result = tl.where((exponent & 1) != 0, result * base, result)
             base = base * base
             exponent = exponent >> 1
-        negative = tl.where(a == 1, 1, tl.where(a == -1, 1 - 2 * (b & 1), 0))
-        return tl.where(b < 0, negative.to(result.dtype), result)
+        if a.dtype.is_int_unsigned():  # no negative exponent, and no -1 to compare with
+            return result
+        else:
+            negative = tl.where(a == 1, 1, tl.where(a == -1, 1 - 2 * (b & 1), 0))
+            return tl.where(b < 0, negative.to(result.dtype), result)
 
 
 @triton.jit
