@@ -14,6 +14,7 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 from minicompile.inductor.runtime import triton_helpers as h
+from minicompile.inductor.runtime.triton_heuristics import with_causes
 
 BINARY = ["floordiv", "remainder", "fmod", "pow", "truncdiv", "maximum", "minimum"]
 REDUCTIONS = ["max2", "min2", "argmax", "argmin", "prod"]
@@ -60,29 +61,15 @@ def reduction(a_ptr, out_ptr, OP: tl.constexpr):
     tl.store(out_ptr + tl.arange(0, 4), v)
 
 
-def explain(e: BaseException) -> str:
-    """The error and its causes (an error inside a helper is the caller's error's cause)."""
-    parts = []
-    while e is not None and len(parts) < 6:
-        parts.append(f"{type(e).__name__}: {e}")
-        e = e.__cause__
-    return "\n  which came from ".join(parts)
-
-
 target = GPUTarget("cuda", 90, 32)
 failed = []
 for dtype in sys.argv[1].split(","):
-    for op, name in enumerate(BINARY):
-        try:
-            triton.compile(ASTSource(binary, {"a_ptr": "*" + dtype, "b_ptr": "*" + dtype,
-                                              "out_ptr": "*" + dtype, "OP": "constexpr"},
-                                     {"OP": op}), target=target)
-        except Exception as e:
-            failed.append(f"{name}({dtype}): {explain(e)}")
-    for op, name in enumerate(REDUCTIONS):
-        try:
-            triton.compile(ASTSource(reduction, {"a_ptr": "*" + dtype, "out_ptr": "*" + dtype,
-                                                 "OP": "constexpr"}, {"OP": op}), target=target)
-        except Exception as e:
-            failed.append(f"{name}({dtype}): {explain(e)}")
+    pointers = {"a_ptr": "*" + dtype, "b_ptr": "*" + dtype, "out_ptr": "*" + dtype}
+    for kernel, names in ((binary, BINARY), (reduction, REDUCTIONS)):
+        signature = {p.name: pointers.get(p.name, "constexpr") for p in kernel.params}
+        for op, name in enumerate(names):
+            try:
+                triton.compile(ASTSource(kernel, signature, {"OP": op}), target=target)
+            except Exception as e:
+                failed.append(f"{name}({dtype}): {type(e).__name__}: {with_causes(e)}")
 print("\n".join(failed))

@@ -236,6 +236,16 @@ _current_raw_stream, _current_device = (torch._C._cuda_getCurrentRawStream,
     else (None, None)
 
 
+def with_causes(e: BaseException) -> str:
+    """Triton's compile error and its causes: an error inside a helper the kernel calls is the
+    cause of the error at the call (which quotes only the call's line)."""
+    parts, cause = [str(e)], e.__cause__
+    while cause is not None and len(parts) < 8:
+        parts.append(f"{type(cause).__name__}: {cause}")
+        cause = cause.__cause__
+    return "\n  which came from\n".join(parts)
+
+
 class KernelCompileError(RuntimeError):
     """A generated Triton kernel did not compile: the message names the kernel and its file."""
 
@@ -375,14 +385,10 @@ class TritonLauncher:
             return self.fn[grid](*args, **cfg.kwargs(), **self.options)
         except CompilationError as e:
             path = getattr(getattr(self.fn, "fn", None), "__code__", None)
-            causes, cause = [str(e)], e.__cause__
-            while cause is not None and len(causes) < 8:
-                causes.append(f"{type(cause).__name__}: {cause}")
-                cause = cause.__cause__
             raise KernelCompileError(
                 f"Triton kernel {self.name} failed to compile ({cfg})\n"
                 f"  source: {path.co_filename if path else '<unknown>'}\n"
-                + "\n  which came from\n".join(causes)) from None
+                f"{with_causes(e)}") from None
 
     def choose(self, args: tuple, xnumel: int, rnumel: int) -> Config:
         """The fastest candidate, timed on scratch copies of the tensors: a kernel that updates
